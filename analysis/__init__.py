@@ -1,0 +1,1 @@
+"""psyq analysis: statistics, plots and reports on scored runs (see issue: norm comparison)."""

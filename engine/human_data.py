@@ -1,0 +1,76 @@
+"""Reading human item responses from CSV, checked cell by cell against an instrument.
+
+The CSV has a ``respondent_id`` column and one column per item id holding scale values; other
+columns (age, gender …) are kept for later grouping. Empty cells are missing answers. Every bad
+cell is reported with its line and column: a value silently dropped would bias a comparison.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .errors import InputError, Problem
+from .instrument import Instrument
+
+ID_COLUMN = "respondent_id"
+
+
+def read_answers_csv(path: str | Path, instrument: Instrument) -> pd.DataFrame:
+    """Read a wide CSV of item answers; return it indexed by ``respondent_id``.
+
+    Item columns become floats (NaN = missing); other columns stay as text.
+
+    Example:
+        >>> answers = read_answers_csv("tests/data/iri_humans.csv", load_instrument("instruments/iri.yaml"))  # doctest: +SKIP
+    """
+    file = str(path)
+    try:
+        table = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
+    except FileNotFoundError:
+        raise InputError.single(file, "file not found") from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, csv.Error) as exc:
+        raise InputError.single(file, f"not a readable CSV file: {exc}") from None
+
+    table.columns = [c.strip() for c in table.columns]
+    item_ids = [item.id for item in instrument.items]
+    header = [c for c in (ID_COLUMN, *item_ids) if c not in table.columns]
+    if header:
+        raise InputError.single(file, "missing column(s): " + ", ".join(header), line=1)
+    if dup := sorted({c for c in table.columns if list(table.columns).count(c) > 1}):
+        raise InputError.single(file, "duplicated column(s): " + ", ".join(dup), line=1)
+
+    problems: list[Problem] = []
+    ids = table[ID_COLUMN].str.strip()
+    # Data row r (0-based) is on line r + 2: line 1 is the header.
+    for r in np.flatnonzero((ids == "").to_numpy()):
+        problems.append(Problem(file, int(r) + 2, None, f"column '{ID_COLUMN}'", "respondent_id is empty"))
+    for r in np.flatnonzero(ids.duplicated().to_numpy() & (ids != "").to_numpy()):
+        problems.append(Problem(file, int(r) + 2, None, f"column '{ID_COLUMN}'",
+                                f"respondent_id {ids.iloc[r]!r} appears more than once"))
+
+    allowed = {o.value for o in instrument.scale}
+    values = {}
+    for item_id in item_ids:
+        cells = table[item_id].str.strip()
+        numbers = pd.to_numeric(cells.replace("", None), errors="coerce")
+        not_number = (cells != "") & numbers.isna()
+        off_scale = numbers.notna() & ~numbers.isin(allowed)
+        for r in np.flatnonzero(not_number.to_numpy()):
+            problems.append(Problem(file, int(r) + 2, None, f"column '{item_id}'",
+                                    f"{cells.iloc[r]!r} is not a number"))
+        for r in np.flatnonzero(off_scale.to_numpy()):
+            problems.append(Problem(file, int(r) + 2, None, f"column '{item_id}'",
+                                    f"{cells.iloc[r]} is not on the scale "
+                                    f"({', '.join(str(v) for v in sorted(allowed))})"))
+        values[item_id] = numbers.astype(float)
+    if problems:
+        problems.sort(key=lambda p: (p.line or 0, p.field))
+        raise InputError(problems)
+
+    out = table.drop(columns=item_ids).assign(**values)
+    out[ID_COLUMN] = ids
+    return out.set_index(ID_COLUMN)

@@ -1,0 +1,96 @@
+"""Scoring: reverse keying and subscale scores, vectorised over respondents.
+
+Pure functions on a wide table of raw answers (one row per respondent, one column per item,
+NaN for missing). Missing answers are never imputed into item values: a subscale score is either
+computed under the instrument's missing-data rule or left missing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .instrument import Instrument
+
+
+def reverse_key(values: np.ndarray | pd.Series | float, scale_min: int, scale_max: int):
+    """Reverse-key answers on a scale from `scale_min` to `scale_max`: min + max − x.
+
+    Works on any range (0–4, 1–5, 1–7 …); NaN stays NaN.
+
+    Example:
+        >>> reverse_key(np.array([1, 2, 7]), 1, 7).tolist()
+        [7, 6, 1]
+    """
+    return scale_min + scale_max - values
+
+
+def keyed_answers(instrument: Instrument, answers: pd.DataFrame) -> pd.DataFrame:
+    """Answers with reverse-keyed items reversed; columns in instrument item order.
+
+    `answers` has one column per item id (extra columns are ignored, absent items count as
+    missing) and one row per respondent.
+    """
+    ids = [item.id for item in instrument.items]
+    raw = answers.reindex(columns=ids).to_numpy(dtype=float)
+    flip = np.array([item.reverse for item in instrument.items])
+    keyed = np.where(flip, reverse_key(raw, instrument.scale_min, instrument.scale_max), raw)
+    return pd.DataFrame(keyed, index=answers.index, columns=ids)
+
+
+def membership_matrix(instrument: Instrument) -> pd.DataFrame:
+    """Items × subscales matrix of 0/1: which item counts towards which subscale."""
+    ids = [item.id for item in instrument.items]
+    subs = [s.id for s in instrument.subscales]
+    m = np.array([[float(s in item.subscales) for s in subs] for item in instrument.items])
+    return pd.DataFrame(m, index=ids, columns=subs)
+
+
+def score(instrument: Instrument, answers: pd.DataFrame) -> pd.DataFrame:
+    """Subscale scores per respondent, tidy (long) format.
+
+    Returns one row per respondent × subscale with columns ``respondent_id`` (the index of
+    `answers`), ``subscale``, ``score``, ``n_answered`` and ``n_items``. Sums are prorated
+    over answered items (mean of answered × n_items); a subscale with fewer than its
+    ``min_answered`` answers gets a missing score.
+
+    Example:
+        >>> iri = load_instrument("instruments/iri.yaml")  # doctest: +SKIP
+        >>> all_fours = pd.DataFrame([[4] * 28], columns=[i.id for i in iri.items], index=["r1"])
+        >>> score_wide(iri, all_fours).loc["r1", ["PT", "FS", "EC", "PD"]].tolist()  # doctest: +SKIP
+        [20.0, 20.0, 16.0, 20.0]
+    """
+    wide, answered = _score_arrays(instrument, answers)
+    subs = [s.id for s in instrument.subscales]
+    n_items = membership_matrix(instrument).sum(axis=0).to_numpy()
+    n_resp = len(answers.index)
+    return pd.DataFrame({
+        "respondent_id": np.repeat(answers.index.to_numpy(), len(subs)),
+        "subscale": np.tile(subs, n_resp),
+        "score": wide.ravel(),
+        "n_answered": answered.ravel().astype(int),
+        "n_items": np.tile(n_items, n_resp).astype(int),
+    })
+
+
+def score_wide(instrument: Instrument, answers: pd.DataFrame) -> pd.DataFrame:
+    """Subscale scores per respondent, one column per subscale id (index: respondents)."""
+    wide, _ = _score_arrays(instrument, answers)
+    return pd.DataFrame(wide, index=answers.index, columns=[s.id for s in instrument.subscales])
+
+
+def _score_arrays(instrument: Instrument, answers: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    keyed = keyed_answers(instrument, answers).to_numpy()
+    member = membership_matrix(instrument).to_numpy()
+    present = ~np.isnan(keyed)
+    sums = np.where(present, keyed, 0.0) @ member
+    answered = present.astype(float) @ member
+    n_items = member.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = sums / answered
+    is_sum = np.array([s.score == "sum" for s in instrument.subscales])
+    # Complete answers give the plain sum exactly; prorating only when items are missing.
+    scores = np.where(is_sum, np.where(answered == n_items, sums, means * n_items), means)
+    minimum = np.array([instrument.min_answered(s) for s in instrument.subscales])
+    scores = np.where(answered >= minimum, scores, np.nan)
+    return scores, answered

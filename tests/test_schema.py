@@ -1,0 +1,36 @@
+"""The JSON Schema that editors use must match the loader, and accept what the loader accepts."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMA_FILE = ROOT / "instruments" / "instrument.schema.json"
+SHIPPED = sorted((ROOT / "instruments").glob("*.yaml")) + [ROOT / "tests" / "data" / "mini_1to7.yaml"]
+
+
+def test_committed_schema_is_what_psyq_schema_prints():
+    printed = subprocess.run([sys.executable, "-m", "engine.cli", "schema"], cwd=ROOT,
+                             capture_output=True, text=True, check=True).stdout
+    assert json.loads(printed) == json.loads(SCHEMA_FILE.read_text()), \
+        "instruments/instrument.schema.json is stale: regenerate with `psyq schema > instruments/instrument.schema.json`"
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
+def test_shipped_files_point_to_the_schema_and_satisfy_it(path):
+    text = path.read_text()
+    assert text.splitlines()[0].startswith("# yaml-language-server: $schema=")
+    # jsonschema is an independent validator of the same shape rules pydantic enforces.
+    jsonschema.Draft202012Validator(json.loads(SCHEMA_FILE.read_text())).validate(yaml.safe_load(text))
+
+
+def test_schema_rejects_what_the_loader_rejects():
+    data = yaml.safe_load((ROOT / "tests" / "data" / "mini_1to7.yaml").read_text())
+    data["items"][0]["reverse"] = "maybe"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.Draft202012Validator(json.loads(SCHEMA_FILE.read_text())).validate(data)
