@@ -218,7 +218,8 @@ def check_instrument(inst: Instrument, doc: YamlDocument) -> list[Problem]:
                 bad(path + ("n",), f"group n ({group.n}) is larger than the sample's n ({sample.n})")
             for sid, stats in group.scores.items():
                 if sid not in subscale_ids:
-                    bad(path + ("scores", sid), f"subscale '{sid}' is not defined (defined: {defined})")
+                    problems.append(doc.problem(path + ("scores", sid), f"subscale '{sid}' is not defined "
+                                                f"(defined: {defined})", at_key=True))
                     continue
                 problems.extend(_check_norm_range(inst, doc, path + ("scores", sid), sid, sample.metric, stats))
     return problems

@@ -19,21 +19,37 @@ from .yamlfile import FieldPath, YamlDocument
 M = TypeVar("M", bound=BaseModel)
 
 
-def _field_names(model: type[BaseModel], seen: set[type] | None = None) -> set[str]:
-    """All field names of `model` and of the models nested in it (for 'did you mean')."""
-    seen = seen if seen is not None else set()
-    if model in seen:
-        return set()
-    seen.add(model)
-    names = set(model.model_fields)
-    for info in model.model_fields.values():
-        stack = [info.annotation]
-        while stack:
-            tp = stack.pop()
-            if isinstance(tp, type) and issubclass(tp, BaseModel):
-                names |= _field_names(tp, seen)
-            stack.extend(getattr(tp, "__args__", ()))
-    return names
+def _model_at(model: type[BaseModel], loc: tuple) -> type[BaseModel] | None:
+    """The model that holds the fields at `loc` (e.g. Item for ('items', 3)), if one does."""
+    current: Any = model
+    for part in loc:
+        if isinstance(part, int):
+            continue  # a list index: the element type is found with the field below
+        if not (isinstance(current, type) and issubclass(current, BaseModel)) \
+                or part not in current.model_fields:
+            return None
+        annotation = current.model_fields[part].annotation
+        # Unwrap list[...] / X | None to the model inside, if any.
+        candidates = [annotation, *getattr(annotation, "__args__", ())]
+        current = next((c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)),
+                       annotation)
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _unknown_field(name: str, holder: type[BaseModel] | None) -> str:
+    if holder is None:
+        return f"unknown field '{name}'"
+    allowed = list(holder.model_fields)
+    close = difflib.get_close_matches(name, allowed, n=1)
+    if close:
+        return f"unknown field '{name}' (did you mean '{close[0]}'?)"
+    what = holder.__name__.lower()
+    article = "an" if what[0] in "aeiou" else "a"
+    return f"unknown field '{name}' ({article} {what} can have: {', '.join(allowed)})"
+
+
+def _number(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def _show(value: Any) -> str:
@@ -41,21 +57,18 @@ def _show(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def plain_message(error: dict[str, Any], known_fields: set[str]) -> str:
-    """Re-word one pydantic error for someone who writes YAML, not Python.
+def plain_message(error: dict[str, Any], model: type[BaseModel]) -> str:
+    """Re-word one pydantic error (validating `model`) for someone who writes YAML, not Python.
 
     Example:
-        >>> plain_message({"type": "bool_parsing", "input": "maybe", "msg": "", "loc": ("reverse",)}, set())
+        >>> plain_message({"type": "bool_parsing", "input": "maybe", "msg": "", "loc": ("reverse",)}, BaseModel)
         "must be true or false, not 'maybe'"
     """
     kind, value, ctx = error["type"], error.get("input"), error.get("ctx") or {}
     if kind == "missing":
         return "required field is missing"
     if kind == "extra_forbidden":
-        name = str(error["loc"][-1])
-        close = difflib.get_close_matches(name, sorted(known_fields), n=1)
-        hint = f" (did you mean '{close[0]}'?)" if close else ""
-        return f"unknown field '{name}'{hint}"
+        return _unknown_field(str(error["loc"][-1]), _model_at(model, tuple(error["loc"][:-1])))
     if kind in ("bool_type", "bool_parsing"):
         return f"must be true or false, not {_show(value)}"
     if kind in ("int_type", "int_parsing", "int_from_float"):
@@ -69,7 +82,8 @@ def plain_message(error: dict[str, Any], known_fields: set[str]) -> str:
     if kind in ("dict_type", "model_type", "model_attributes_type"):
         return f"must be a mapping of fields (key: value), not {_show(value)}"
     if kind == "literal_error":
-        return f"must be one of {ctx.get('expected', '')}, not {_show(value)}"
+        expected = str(ctx.get("expected", ""))
+        return f"must be {'one of ' if ' or ' in expected else ''}{expected}, not {_show(value)}"
     if kind == "too_short":
         return f"needs at least {ctx.get('min_length')} entr{'y' if ctx.get('min_length') == 1 else 'ies'}"
     if kind == "string_too_short":
@@ -78,10 +92,12 @@ def plain_message(error: dict[str, Any], known_fields: set[str]) -> str:
         return (f"{_show(value)} is not a valid id: use letters, digits, '_', '-' or '.', "
                 "starting with a letter or digit")
     if kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
+        limit = next(iter(ctx.values()), "")
+        if kind == "greater_than" and isinstance(limit, int):  # whole numbers: "at least 2", not "> 1"
+            kind, limit = "greater_than_equal", limit + 1
         words = {"greater_than": "greater than", "greater_than_equal": "at least",
                  "less_than": "less than", "less_than_equal": "at most"}[kind]
-        limit = next(iter(ctx.values()), "")
-        return f"must be {words} {limit}, not {_show(value)}"
+        return f"must be {words} {_number(limit)}, not {_show(value)}"
     if kind == "value_error":
         return str(ctx.get("error", error["msg"]))
     msg = str(error["msg"])
@@ -99,12 +115,16 @@ def parse_document(doc: YamlDocument, model: type[M], root: FieldPath = ()) -> M
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        known = _field_names(model)
         problems: list[Problem] = []
         for error in exc.errors():
             loc = root + tuple(error["loc"])
-            problems.append(doc.problem(loc, plain_message(error, known)))
-        raise InputError(_dedupe(problems)) from None
+            problems.append(doc.problem(loc, plain_message(error, model),
+                                        at_key=error["type"] == "extra_forbidden"))
+        raise InputError(_dedupe(sorted(problems, key=_position))) from None
+
+
+def _position(problem: Problem) -> tuple[int, int]:
+    return (problem.line or 0, problem.column or 0)
 
 
 def _dedupe(problems: list[Problem]) -> list[Problem]:

@@ -9,6 +9,7 @@ or item id would otherwise change scores without a word.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,7 @@ class YamlDocument:
     file: str
     data: Any
     positions: dict[FieldPath, tuple[int, int]] = field(default_factory=dict)
+    key_positions: dict[FieldPath, tuple[int, int]] = field(default_factory=dict)
 
     def where(self, path: FieldPath) -> tuple[int | None, int | None]:
         """Position of `path`, or of its closest ancestor present in the file (for missing fields)."""
@@ -52,9 +54,10 @@ class YamlDocument:
                 return pos
         return (None, None)
 
-    def problem(self, path: FieldPath, message: str) -> Problem:
-        """A :class:`Problem` located at `path` in this file."""
-        line, column = self.where(path)
+    def problem(self, path: FieldPath, message: str, at_key: bool = False) -> Problem:
+        """A :class:`Problem` located at `path` in this file (at its key with `at_key`, for
+        problems with the field's name rather than its value)."""
+        line, column = (self.key_positions.get(tuple(path)) if at_key else None) or self.where(path)
         return Problem(self.file, line, column, format_path(path), message)
 
 
@@ -76,10 +79,51 @@ def _index(node: yaml.Node, path: FieldPath, doc: YamlDocument, problems: list[P
                                         f"duplicate key '{key}' (first written on line {seen[key]})"))
                 continue
             seen[key] = _mark(key_node)[0]
+            doc.key_positions[path + (key,)] = _mark(key_node)
             _index(value_node, path + (key,), doc, problems)
     elif isinstance(node, yaml.SequenceNode):
         for i, child in enumerate(node.value):
             _index(child, path + (i,), doc, problems)
+
+
+# PyYAML's wording for the syntax errors people make most, said in plain words.
+_PLAIN_SYNTAX = {
+    "mapping values are not allowed here":
+        "a field (key: value) is not allowed here; check the indentation of this line against "
+        "the line above",
+    "found character '\\t' that cannot start any token":
+        "this line is indented with a tab; indent with spaces only",
+}
+_QUOTE_OPENS = re.compile(r"""^\s*(?:-\s+)?(?:[^\s#'"][^#'"]*?:\s+)?(["'])""")
+
+
+def _unclosed_quote(lines: list[str], before: int) -> tuple[int, int] | None:
+    """(line, column) of the last value before line `before` whose quote is not closed on its line."""
+    for number in range(min(before - 1, len(lines)), 0, -1):
+        line = lines[number - 1]
+        match = _QUOTE_OPENS.match(line)
+        if not match:
+            continue
+        quote, rest = match.group(1), line[match.end():]
+        # An escaped \" (double quotes) or a doubled '' (single quotes) does not close the text.
+        rest = rest.replace('\\"', "") if quote == '"' else rest.replace("''", "")
+        if quote not in rest:
+            return number, match.start(1) + 1
+    return None
+
+
+def _syntax_problem(file: str, text: str, exc: yaml.MarkedYAMLError) -> Problem:
+    mark = exc.problem_mark or exc.context_mark
+    line, column = (mark.line + 1, mark.column + 1) if mark else (None, None)
+    problem = str(exc.problem or "")
+    if problem in _PLAIN_SYNTAX:
+        return Problem(file, line, column, "", f"YAML syntax error: {_PLAIN_SYNTAX[problem]}")
+    opened = _unclosed_quote(text.splitlines(), line) if line else None
+    if opened:
+        return Problem(file, opened[0], opened[1], "", "YAML syntax error: the quoted text that starts "
+                       f"here is not closed (it runs on until line {line})")
+    what = " ".join(str(x) for x in (exc.context, exc.problem) if x)
+    return Problem(file, line, column, "", f"YAML syntax error: {what}")
 
 
 def load_yaml(path: str | Path) -> YamlDocument:
@@ -95,23 +139,25 @@ def load_yaml(path: str | Path) -> YamlDocument:
     """
     file = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        raw = Path(path).read_bytes()
     except FileNotFoundError:
         raise InputError.single(file, "file not found") from None
-    except UnicodeDecodeError as exc:
-        raise InputError.single(file, f"not UTF-8 text (byte {exc.start})") from None
     except OSError as exc:
         raise InputError.single(file, f"cannot read: {exc.strerror}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        before = raw[:exc.start].decode("utf-8", errors="replace")
+        line, column = before.count("\n") + 1, len(before) - before.rfind("\n")
+        raise InputError.single(file, "the file is not UTF-8 text (the character here is in another "
+                                      "encoding); save it as UTF-8", line, column) from None
 
     loader = yaml.SafeLoader(text)
     try:
         node = loader.get_single_node()
         data = loader.construct_document(node) if node is not None else None
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        what = " ".join(str(x) for x in (exc.context, exc.problem) if x)
-        line, column = (mark.line + 1, mark.column + 1) if mark else (None, None)
-        raise InputError.single(file, f"YAML syntax error: {what}", line, column) from None
+        raise InputError([_syntax_problem(file, text, exc)]) from None
     except yaml.YAMLError as exc:
         raise InputError.single(file, f"YAML error: {exc}") from None
     finally:
@@ -126,5 +172,7 @@ def load_yaml(path: str | Path) -> YamlDocument:
         raise InputError(problems)
     if not isinstance(data, dict):
         line, column = _mark(node)
-        raise InputError.single(file, "the file must be a mapping of fields (key: value)", line, column)
+        kind = "a list" if isinstance(data, list) else f"a single value ({data!r})"
+        raise InputError.single(file, f"the file must be a mapping of fields (key: value), not {kind}",
+                                line, column)
     return doc
