@@ -17,6 +17,7 @@ from .errors import InputError, PsyqError
 from .human_data import read_answers_csv
 from .instrument import instrument_json_schema, load_instrument
 from .scoring import score_wide
+from .yamlfile import load_yaml
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
 MAX_PROBLEMS_SHOWN = 50
@@ -33,6 +34,18 @@ def _yaml_files(paths: list[str]) -> list[Path]:
     return files
 
 
+def load_any(path: Path) -> object:
+    """Load a psyq YAML file of any format, chosen by its `psyq:` field."""
+    from .persona import load_cohort
+    from .study import load_study
+    loaders = {"instrument/1": load_instrument, "cohort/1": load_cohort, "study/1": load_study}
+    doc = load_yaml(path)
+    kind = doc.data.get("psyq")
+    if kind not in loaders:
+        raise InputError([doc.problem(("psyq",), f"must be one of {', '.join(loaders)}, not {kind!r}")])
+    return loaders[kind](path)
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     files = _yaml_files(args.paths)
     if not files:
@@ -40,7 +53,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     problems = []
     for file in files:
         try:
-            load_instrument(file)
+            load_any(file)
             print(f"ok  {file}")
         except InputError as exc:
             problems.extend(exc.problems)
@@ -50,7 +63,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
-    print(json.dumps(instrument_json_schema(), indent=2))
+    if args.format == "instrument":
+        schema = instrument_json_schema()
+    else:
+        from .study import StudySpec
+        schema = StudySpec.model_json_schema()
+        schema.update({"$schema": "https://json-schema.org/draft/2020-12/schema",
+                       "title": "psyq study (format study/1)"})
+    print(json.dumps(schema, indent=2))
     return EXIT_OK
 
 
@@ -66,10 +86,83 @@ def cmd_score(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_run(args: argparse.Namespace) -> int:
+    import asyncio
+    import signal
+
+    from .progress import RunProgress
+    from .run import administer, override_backend
+    from .study import load_study
+
+    study = load_study(args.study)
+    if bool(args.base_url) != bool(args.model):
+        raise InputError.single(args.study, "--base-url and --model go together")
+    configs = [override_backend(args.base_url, args.model, args.api_key_env)] if args.base_url else None
+    progress = RunProgress()
+
+    async def main():
+        # SIGTERM stops a run the way Ctrl-C does: cleanly, keeping every answer received.
+        task = asyncio.current_task()
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+        return await administer(study, args.runs_dir, configs, on_start=progress.start,
+                                on_trial=progress.trial, log=lambda m: progress.console.print(m))
+
+    try:
+        result = asyncio.run(main())
+    except KeyboardInterrupt:
+        progress.stop()
+        print("interrupted: every answer received is stored; run the same command again to resume",
+              file=sys.stderr)
+        return 130
+    progress.stop()
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(result.counts.items()))
+    print(f"run {result.run_dir.path}: {result.planned} trials planned, {result.already_finished} "
+          f"already done before this run; now {counts}")
+    if result.interrupted:
+        print("interrupted: every answer received is stored; run the same command again to resume",
+              file=sys.stderr)
+        return 130
+    return EXIT_OK
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from .run import open_run_dir
+    from .store import RunStore
+
+    run = open_run_dir(args.run)
+    manifest = run.read_manifest()
+    with RunStore(run.database) as store:
+        trials, answers = store.status_counts(), store.answer_status_counts()
+    done = trials.get("answered", 0) + trials.get("missing", 0)
+    print(f"study      {manifest['study']}  (run {manifest['run_id']})")
+    print(f"backends   " + ", ".join(f"{b}: {v['identity'].get('model')}" for b, v in manifest["backends"].items()))
+    print(f"trials     {done} of {manifest['trials_planned']} finished; "
+          + ", ".join(f"{k} {v}" for k, v in sorted(trials.items())))
+    print(f"answers    " + ", ".join(f"{k} {v}" for k, v in sorted(answers.items())))
+    print(f"started    {manifest.get('started_at')}   finished {manifest.get('finished_at') or '-'}")
+    return EXIT_OK
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from .export import export_table
+
+    table = export_table(args.run)
+    out = Path(args.out) if args.out else Path(args.run) / f"answers.{args.format}"
+    if args.format == "csv":
+        table.to_csv(out, index=False)
+    else:
+        table.to_parquet(out, index=False)
+    print(f"{len(table)} answers -> {out}")
+    return EXIT_OK
+
+
 COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
-    "validate": (cmd_validate, "check instrument YAML files (schema and meaning)"),
-    "schema": (cmd_schema, "print the JSON Schema of the instrument format"),
+    "validate": (cmd_validate, "check instrument, cohort and study YAML files (schema and meaning)"),
+    "schema": (cmd_schema, "print the JSON Schema of the instrument (default) or study format"),
     "score": (cmd_score, "score a CSV of item answers (human data) with an instrument"),
+    "run": (cmd_run, "administer a study (resumes a run of the same study)"),
+    "status": (cmd_status, "summarise a run"),
+    "export": (cmd_export, "write a run's answers as a tidy long table"),
 }
 
 
@@ -84,10 +177,22 @@ def build_parser() -> argparse.ArgumentParser:
                for name, (_, help_) in COMMANDS.items()}
     parsers["validate"].add_argument("paths", nargs="+", metavar="PATH",
                                      help="YAML files or folders holding them")
+    parsers["schema"].add_argument("format", nargs="?", choices=["instrument", "study"], default="instrument")
     p = parsers["score"]
     p.add_argument("instrument", help="instrument YAML file")
     p.add_argument("responses", help="CSV with respondent_id and one column per item id")
     p.add_argument("--out", help="write scores to this CSV (default: standard output)")
+    p = parsers["run"]
+    p.add_argument("study", help="study YAML file")
+    p.add_argument("--base-url", help="use this OpenAI-compatible server instead of the study's backends")
+    p.add_argument("--model", help="model name for --base-url")
+    p.add_argument("--api-key-env", help="NAME of the environment variable holding the API key for --base-url")
+    p.add_argument("--runs-dir", default="runs", help="where runs go (default: runs/)")
+    parsers["status"].add_argument("run", help="run directory (runs/<study>/<run-id>)")
+    p = parsers["export"]
+    p.add_argument("run", help="run directory (runs/<study>/<run-id>)")
+    p.add_argument("--format", choices=["csv", "parquet"], default="csv")
+    p.add_argument("--out", help="output file (default: answers.<format> in the run directory)")
     return parser
 
 

@@ -16,33 +16,17 @@ from collections import Counter
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
+from pydantic import BeforeValidator, Field
 
 from .errors import Problem
+from .fields import Id, StrictModel, Text, number_to_text
 from .validation import parse_document, raise_problems
 from .yamlfile import YamlDocument, load_yaml
 
 FORMAT = "instrument/1"
 
 
-def _number_to_text(value: Any) -> Any:
-    # YAML reads `id: 1` and `version: 1980` as numbers; they are names, so accept them as text.
-    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
-
-
-Id = Annotated[
-    str,
-    BeforeValidator(_number_to_text, json_schema_input_type=str | int),
-    StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"),
-]
-Text = Annotated[str, StringConstraints(min_length=1)]
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Option(_Strict):
+class Option(StrictModel):
     """One response option: the value scored, an optional code the respondent may give
     (e.g. the letter 'A'), and an optional label (required on the two end points)."""
 
@@ -51,7 +35,7 @@ class Option(_Strict):
     label: Text | None = None
 
 
-class Item(_Strict):
+class Item(StrictModel):
     """A rating item answered on the instrument's scale."""
 
     id: Id
@@ -61,7 +45,7 @@ class Item(_Strict):
     kind: Literal["rating"] = "rating"
 
 
-class Subscale(_Strict):
+class Subscale(StrictModel):
     """A score computed from the items that list this subscale.
 
     `score: sum` is prorated when items are missing (mean of answered items × number of items),
@@ -75,14 +59,14 @@ class Subscale(_Strict):
     min_answered: int | None = Field(default=None, ge=1)
 
 
-class NormScore(_Strict):
+class NormScore(StrictModel):
     """Published mean and standard deviation of one subscale in one group."""
 
     mean: float
     sd: float = Field(gt=0)
 
 
-class NormGroup(_Strict):
+class NormGroup(StrictModel):
     """A group of a norm sample (e.g. women), matched to personas through `where`."""
 
     id: Id
@@ -91,7 +75,7 @@ class NormGroup(_Strict):
     scores: dict[Id, NormScore] = Field(min_length=1)
 
 
-class NormSample(_Strict):
+class NormSample(StrictModel):
     """A published human sample: its source, population and per-group subscale statistics."""
 
     id: Id
@@ -104,13 +88,13 @@ class NormSample(_Strict):
     groups: list[NormGroup] = Field(min_length=1)
 
 
-class Instrument(_Strict):
+class Instrument(StrictModel):
     """A questionnaire: scale, items, subscales and norms (see ``instruments/README.md``)."""
 
     psyq: Literal["instrument/1"]
     id: Id
     name: Text
-    version: Annotated[Text, BeforeValidator(_number_to_text, json_schema_input_type=str | int)]
+    version: Annotated[Text, BeforeValidator(number_to_text, json_schema_input_type=str | int)]
     content_source: Literal["published", "psyq"]
     citations: dict[Id, Text] = Field(min_length=1)
     terms: Text

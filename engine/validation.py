@@ -28,12 +28,19 @@ def _model_at(model: type[BaseModel], loc: tuple) -> type[BaseModel] | None:
         if not (isinstance(current, type) and issubclass(current, BaseModel)) \
                 or part not in current.model_fields:
             return None
-        annotation = current.model_fields[part].annotation
-        # Unwrap list[...] / X | None to the model inside, if any.
-        candidates = [annotation, *getattr(annotation, "__args__", ())]
-        current = next((c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)),
-                       annotation)
+        current = _inner_model(current.model_fields[part].annotation)
     return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _inner_model(annotation: Any) -> Any:
+    """The model inside list[...], dict[..., ...] or X | None, if any (else the annotation)."""
+    stack = [annotation]
+    while stack:
+        tp = stack.pop(0)
+        if isinstance(tp, type) and issubclass(tp, BaseModel):
+            return tp
+        stack.extend(getattr(tp, "__args__", ()))
+    return annotation
 
 
 def _unknown_field(name: str, holder: type[BaseModel] | None) -> str:

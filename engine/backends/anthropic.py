@@ -1,0 +1,51 @@
+"""Anthropic Messages API (`POST {base_url}/messages`, default base_url
+``https://api.anthropic.com/v1``). It returns no log probabilities, so `answer: logprobs`
+is refused for it when a study is loaded."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import ChatRequest, ChatResult, HttpBackend
+
+API_VERSION = "2023-06-01"
+DEFAULT_BASE_URL = "https://api.anthropic.com/v1"
+
+
+class AnthropicBackend(HttpBackend):
+    """Claude models through the Messages API; the key comes from `api_key_env`."""
+
+    kind = "anthropic"
+
+    def __init__(self, config, *, base_url: str | None = None):
+        super().__init__(config, base_url=base_url or config.base_url or DEFAULT_BASE_URL)
+
+    def endpoint(self) -> str:
+        return f"{self.base_url}/messages"
+
+    def headers(self) -> dict[str, str]:
+        key = self.api_key()
+        headers = {"anthropic-version": API_VERSION}
+        if key:
+            headers["x-api-key"] = key
+        return headers
+
+    def payload(self, request: ChatRequest) -> dict[str, Any]:
+        system = "\n\n".join(m["content"] for m in request.messages if m["role"] == "system")
+        body: dict[str, Any] = {
+            "model": self.config.model,
+            "max_tokens": request.max_tokens,
+            "messages": [m for m in request.messages if m["role"] != "system"],
+        }
+        if system:
+            body["system"] = system
+        for name in ("temperature", "top_p"):
+            if getattr(request, name) is not None:
+                body[name] = getattr(request, name)
+        return body
+
+    def result(self, body: dict[str, Any]) -> ChatResult:
+        text = "".join(block.get("text", "") for block in body["content"] if block.get("type") == "text")
+        usage = body.get("usage") or {}
+        return ChatResult(text=text, first_token_logprobs=None, prompt_tokens=usage.get("input_tokens"),
+                          completion_tokens=usage.get("output_tokens"), raw=body)

@@ -1,0 +1,294 @@
+"""What every backend shares: the request and result types, configuration, limits and retries.
+
+A backend turns a :class:`ChatRequest` into a :class:`ChatResult` over HTTP. Subclasses only say
+how to build the payload and read the response (:class:`HttpBackend`); concurrency, request and
+token rate limits, timeouts and bounded retries with exponential backoff and jitter (honouring
+``Retry-After``) live here once. Secrets: an API key is read from the environment variable the
+configuration names, at request time, and put in a header only; it is never part of a payload,
+an identity, a log line or an error message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import httpx
+from pydantic import Field
+
+from ..errors import PsyqError
+from ..fields import Id, StrictModel
+
+RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
+
+
+class BackendConfig(StrictModel):
+    """How to reach one model, as written under `backends:` in a study file."""
+
+    id: Id
+    kind: Literal["openai", "anthropic", "local"]
+    model: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None          # the NAME of an environment variable, never the key
+    temperature: float | None = Field(default=1.0, ge=0)
+    top_p: float | None = Field(default=None, gt=0, le=1)
+    max_tokens: int | None = Field(default=None, ge=1)   # None: chosen by the protocol
+    top_logprobs: int | None = Field(default=None, ge=1)  # answer: logprobs; None: the backend's default
+    concurrency: int = Field(default=4, ge=1)
+    requests_per_minute: float | None = Field(default=None, gt=0)
+    tokens_per_minute: float | None = Field(default=None, gt=0)
+    timeout_s: float = Field(default=120.0, gt=0)
+    max_retries: int = Field(default=5, ge=0)
+    backoff_s: float = Field(default=0.5, gt=0)           # first retry waits up to this, doubling
+    max_backoff_s: float = Field(default=30.0, gt=0)
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """One request: the messages and the sampling parameters that decide the answer."""
+
+    messages: tuple[dict[str, str], ...]
+    max_tokens: int
+    temperature: float | None = None
+    top_p: float | None = None
+    seed: int | None = None
+    top_logprobs: int | None = None       # ask for this many alternatives of each answer token
+    json_schema: dict[str, Any] | None = None
+
+
+@dataclass
+class ChatResult:
+    """What came back: text, first-token alternatives (if asked), usage and the raw response."""
+
+    text: str
+    first_token_logprobs: dict[str, float] | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    raw: dict[str, Any]
+    attempts: int = 1
+    latency_s: float = 0.0
+
+
+class BackendError(PsyqError):
+    """A request failed for good (retries exhausted, or an error that retrying cannot fix)."""
+
+    def __init__(self, message: str, *, status: int | None = None, fatal: bool = False, attempts: int = 1):
+        super().__init__(message)
+        self.status = status
+        self.fatal = fatal  # e.g. 401: every later request would fail the same way
+        self.attempts = attempts
+
+
+class _Retryable(Exception):
+    def __init__(self, reason: str, retry_after: float | None = None, status: int | None = None):
+        super().__init__(reason)
+        self.reason, self.retry_after, self.status = reason, retry_after, status
+
+
+@dataclass
+class BackendStats:
+    """Live counters for the progress display and the manifest."""
+
+    requests: int = 0
+    retries: int = 0
+    failures: int = 0
+    in_flight: int = 0
+    max_in_flight: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    retry_reasons: dict[str, int] = field(default_factory=dict)
+
+
+class RateLimiter:
+    """Paces events so that at most `per_minute` units pass per minute, evenly spread.
+
+    Pacing (rather than bursting up to a window's budget) keeps a server that counts a sliding
+    window from ever seeing more than its limit, which is what keeps 429s near zero.
+
+    Example:
+        >>> limiter = RateLimiter(600)   # one unit every 0.1 s
+    """
+
+    def __init__(self, per_minute: float):
+        self.interval = 60.0 / per_minute
+        self._next = 0.0
+        self._lock = asyncio.Lock()
+
+    async def acquire(self, units: float = 1.0) -> None:
+        async with self._lock:
+            now = time.monotonic()
+            start = max(now, self._next)
+            self._next = start + units * self.interval
+        if start > now:
+            await asyncio.sleep(start - now)
+
+    def pause_until(self, t: float) -> None:
+        """Hold every later request until monotonic time `t` (a server asked us to wait)."""
+        self._next = max(self._next, t)
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header (seconds form; dates are ignored).
+
+    Example:
+        >>> parse_retry_after("1.5"), parse_retry_after(None), parse_retry_after("soon")
+        (1.5, None, None)
+    """
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None
+
+
+class HttpBackend:
+    """Base of HTTP backends: one ``httpx.AsyncClient``, limits, bounded retries.
+
+    Subclasses implement :meth:`endpoint`, :meth:`headers`, :meth:`payload` and :meth:`result`.
+    """
+
+    kind = "http"
+    default_top_logprobs = 20  # the most OpenAI's API returns
+
+    def __init__(self, config: BackendConfig, *, base_url: str | None = None):
+        self.config = config
+        self.base_url = (base_url or config.base_url or "").rstrip("/")
+        self.stats = BackendStats()
+        self._slots = asyncio.Semaphore(config.concurrency)
+        self._requests = RateLimiter(config.requests_per_minute) if config.requests_per_minute else None
+        self._tokens = RateLimiter(config.tokens_per_minute) if config.tokens_per_minute else None
+        self._client: httpx.AsyncClient | None = None
+        self._rng = random.Random()
+
+    # --- what subclasses say -------------------------------------------------------------
+    def endpoint(self) -> str:
+        raise NotImplementedError
+
+    def headers(self) -> dict[str, str]:
+        return {}
+
+    def payload(self, request: ChatRequest) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def result(self, body: dict[str, Any]) -> ChatResult:
+        raise NotImplementedError
+
+    def identity(self) -> dict[str, Any]:
+        """Everything about this backend that decides an answer (goes into trial ids and the
+        manifest); no secrets, nothing that changes between runs of the same study."""
+        c = self.config
+        return {"kind": c.kind, "base_url": self.base_url, "model": c.model}
+
+    @property
+    def top_logprobs(self) -> int:
+        return self.config.top_logprobs or self.default_top_logprobs
+
+    # --- lifecycle -----------------------------------------------------------------------
+    async def start(self) -> None:
+        limits = httpx.Limits(max_connections=self.config.concurrency,
+                              max_keepalive_connections=self.config.concurrency)
+        timeout = httpx.Timeout(self.config.timeout_s, connect=min(10.0, self.config.timeout_s))
+        self._client = httpx.AsyncClient(limits=limits, timeout=timeout)
+
+    async def close(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    def api_key(self) -> str | None:
+        """The API key from the environment variable named by `api_key_env` (None if unnamed)."""
+        name = self.config.api_key_env
+        if not name:
+            return None
+        key = os.environ.get(name)
+        if not key:
+            raise BackendError(f"backend '{self.config.id}': environment variable {name} is not set "
+                               f"(it should hold the API key)", fatal=True)
+        return key
+
+    # --- one request with retries --------------------------------------------------------
+    async def complete(self, request: ChatRequest) -> ChatResult:
+        """Send `request`, retrying transient failures at most `max_retries` times."""
+        assert self._client is not None, "call start() first"
+        payload = self.payload(request)
+        cost = _token_cost(request)
+        attempt = 0
+        began = time.monotonic()
+        while True:
+            attempt += 1
+            try:
+                result = await self._attempt(payload, cost)
+                result.attempts, result.latency_s = attempt, time.monotonic() - began
+                return result
+            except BackendError as exc:
+                exc.attempts = attempt
+                raise
+            except _Retryable as exc:
+                self.stats.retry_reasons[exc.reason] = self.stats.retry_reasons.get(exc.reason, 0) + 1
+                if attempt > self.config.max_retries:
+                    self.stats.failures += 1
+                    raise BackendError(f"gave up after {attempt} attempts; last: {exc.reason}",
+                                       status=exc.status, attempts=attempt) from None
+                self.stats.retries += 1
+                await asyncio.sleep(self._backoff(attempt, exc.retry_after))
+
+    def _backoff(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            # The server said when; everyone waits (so the others do not hit the wall too).
+            wait = retry_after + self._rng.uniform(0, 0.1 * retry_after + 0.01)
+            for limiter in (self._requests, self._tokens):
+                if limiter:
+                    limiter.pause_until(time.monotonic() + retry_after)
+            return wait
+        cap = min(self.config.max_backoff_s, self.config.backoff_s * 2 ** (attempt - 1))
+        return self._rng.uniform(0, cap)  # "full jitter": spreads the retries of many requests
+
+    async def _attempt(self, payload: dict[str, Any], cost: float) -> ChatResult:
+        async with self._slots:
+            if self._requests:
+                await self._requests.acquire()
+            if self._tokens:
+                await self._tokens.acquire(cost)
+            self.stats.requests += 1
+            self.stats.in_flight += 1
+            self.stats.max_in_flight = max(self.stats.max_in_flight, self.stats.in_flight)
+            try:
+                response = await self._client.post(self.endpoint(), json=payload, headers=self.headers())
+            except httpx.TimeoutException:
+                raise _Retryable("timeout") from None
+            except httpx.TransportError as exc:  # refused, reset, dropped mid-response …
+                raise _Retryable(f"connection error ({type(exc).__name__})") from None
+            finally:
+                self.stats.in_flight -= 1
+        if response.status_code in RETRYABLE_STATUS:
+            raise _Retryable(f"HTTP {response.status_code}",
+                             parse_retry_after(response.headers.get("retry-after")), response.status_code)
+        if response.status_code >= 400:
+            raise BackendError(f"HTTP {response.status_code}: {_short(response.text)}",
+                               status=response.status_code,
+                               fatal=response.status_code in (401, 403, 404))
+        try:
+            body = response.json()
+            result = self.result(body)
+        except (json.JSONDecodeError, KeyError, IndexError, TypeError, ValueError):
+            raise _Retryable("malformed response") from None
+        self.stats.prompt_tokens += result.prompt_tokens or 0
+        self.stats.completion_tokens += result.completion_tokens or 0
+        return result
+
+
+def _token_cost(request: ChatRequest) -> float:
+    # A rough count (4 characters a token) is enough to pace a tokens-per-minute budget.
+    chars = sum(len(m.get("content", "")) for m in request.messages)
+    return chars / 4 + request.max_tokens
+
+
+def _short(text: str, limit: int = 200) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit] + "…"

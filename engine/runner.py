@@ -1,0 +1,253 @@
+"""Administration: plan the trials of a study, send the unfinished ones, store every answer.
+
+A *trial* is one request (plus its corrective re-asks): one item for one respondent, or a whole
+instrument in one request, for one backend and one repeat. Its id hashes everything that decides
+the answer (backend identity and sampling parameters, the full messages, respondent, instrument,
+items, repeat), so two personas with identical attributes, or two repeats, are never collapsed,
+and a rerun of the same study recognises what it already has.
+
+Trials run concurrently (bounded by each backend's `concurrency`); each is committed to the
+:class:`~engine.store.RunStore` as soon as it ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from typing import Callable, Iterable, Iterator
+
+import numpy as np
+
+from .backends.base import BackendError, ChatRequest, HttpBackend
+from .instrument import Instrument
+from .parsing import (ParsedAnswer, expected_value, most_likely, option_distribution, parse_json_rating,
+                      parse_rating, parse_ratings_block, sample_answer)
+from .persona import Persona, render_system_prompt
+from .prompts import answer_json_schema, instrument_messages, item_messages, reask_message
+from .store import REPLY_SEPARATOR, AnswerRecord, RunStore, TrialRecord
+from .study import Protocol, Study
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One planned request and what it is about."""
+
+    trial_id: str
+    backend_id: str
+    respondent_id: str
+    instrument: Instrument
+    item_ids: tuple[str, ...]
+    repeat: int
+    option_order: str
+    request: ChatRequest
+
+
+def stable_int(*parts: object) -> int:
+    """A 63-bit integer from `parts` that is the same in every process (unlike ``hash``)."""
+    digest = hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+def option_order_for(protocol: Protocol, respondent_index: int) -> str:
+    """Counterbalancing alternates respondents: even positions as written, odd reversed."""
+    if protocol.option_order == "counterbalanced":
+        return "as_written" if respondent_index % 2 == 0 else "reversed"
+    return protocol.option_order
+
+
+def max_tokens_for(protocol: Protocol, n_items: int, backend: HttpBackend) -> int:
+    if backend.config.max_tokens:
+        return backend.config.max_tokens
+    if protocol.answer == "logprobs":
+        return 1
+    return 48 if n_items == 1 else 16 * n_items + 64
+
+
+def plan_trials(study: Study, backends: dict[str, HttpBackend]) -> Iterator[Trial]:
+    """Every trial of the study, in a deterministic order (backend, repeat, respondent, instrument)."""
+    protocol = study.protocol
+    personas = study.cohort.personas
+    for backend_id, backend in backends.items():
+        for repeat in range(protocol.repeats):
+            for index, persona in enumerate(personas):
+                system_prompt = render_system_prompt(persona, study.cohort.template)
+                order = option_order_for(protocol, index)
+                for instrument in study.instruments:
+                    items = list(instrument.items)
+                    if protocol.item_order == "shuffled":
+                        rng = np.random.default_rng(stable_int(protocol.seed, persona.id, instrument.id, repeat))
+                        items = [items[i] for i in rng.permutation(len(items))]
+                    groups = [[item] for item in items] if protocol.presentation == "per_item" else [items]
+                    for group in groups:
+                        yield _make_trial(study, backend_id, backend, persona, system_prompt, instrument,
+                                          group, repeat, order)
+
+
+def _make_trial(study: Study, backend_id: str, backend: HttpBackend, persona: Persona,
+                system_prompt: str | None, instrument: Instrument, items: list, repeat: int,
+                order: str) -> Trial:
+    protocol = study.protocol
+    ask = dict(system_prompt=system_prompt, option_order=order, answer=protocol.answer)
+    if len(items) == 1 and protocol.presentation == "per_item":
+        messages = item_messages(instrument, items[0], **ask)
+        schema = answer_json_schema(instrument) if protocol.answer == "json" else None
+    else:
+        messages = instrument_messages(instrument, items, **ask)
+        schema = answer_json_schema(instrument, [i.id for i in items]) if protocol.answer == "json" else None
+    item_ids = tuple(i.id for i in items)
+    key = {
+        "backend": backend.identity(), "temperature": backend.config.temperature,
+        "top_p": backend.config.top_p, "max_tokens": max_tokens_for(protocol, len(items), backend),
+        "answer": protocol.answer, "top_logprobs": backend.top_logprobs if protocol.answer == "logprobs" else None,
+        "logprob_answer": protocol.logprob_answer if protocol.answer == "logprobs" else None,
+        "reask_limit": protocol.reask_limit, "messages": messages, "respondent": persona.id,
+        "instrument": [instrument.id, instrument.version], "items": item_ids, "repeat": repeat,
+        "seed": protocol.seed,
+    }
+    trial_id = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:32]
+    request = ChatRequest(
+        messages=tuple(messages), max_tokens=key["max_tokens"], temperature=backend.config.temperature,
+        top_p=backend.config.top_p, seed=stable_int(protocol.seed, trial_id) % 2**31,
+        top_logprobs=key["top_logprobs"], json_schema=schema)
+    return Trial(trial_id, backend_id, persona.id, instrument, item_ids, repeat, order, request)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def _parse(trial: Trial, text: str, protocol: Protocol) -> dict[str, ParsedAnswer]:
+    scale = trial.instrument.scale
+    if len(trial.item_ids) == 1 and protocol.presentation == "per_item":
+        parse = parse_json_rating if protocol.answer == "json" else parse_rating
+        return {trial.item_ids[0]: parse(text, scale)}
+    return parse_ratings_block(text, list(trial.item_ids), scale, as_json=protocol.answer == "json")
+
+
+async def run_trial(trial: Trial, backend: HttpBackend, protocol: Protocol) -> TrialRecord:
+    """Send one trial (with corrective re-asks) and return its record; raises BackendError only
+    for fatal backend errors (the caller stops the run)."""
+    started = _now()
+    request = trial.request
+    texts: list[str] = []
+    attempts = reasks = 0
+    latency = 0.0
+    tokens = [0, 0]
+    result = None
+    answers: dict[str, ParsedAnswer] = {}
+    extra: dict[str, dict] = {}
+    try:
+        while True:
+            result = await backend.complete(request)
+            attempts += result.attempts
+            latency += result.latency_s
+            tokens[0] += result.prompt_tokens or 0
+            tokens[1] += result.completion_tokens or 0
+            texts.append(result.text)
+            if protocol.answer == "logprobs":
+                answers, extra = _logprob_answer(trial, result.first_token_logprobs, result.text, protocol)
+                break
+            for item_id, parsed in _parse(trial, result.text, protocol).items():
+                if item_id not in answers or answers[item_id].status != "answered":
+                    answers[item_id] = parsed
+            unread = [i for i in trial.item_ids if answers[i].status not in ("answered", "refusal")]
+            if not unread or reasks >= protocol.reask_limit:
+                break
+            reasks += 1
+            reason = answers[unread[0]].reason or answers[unread[0]].status
+            follow_up = reask_message(trial.instrument, reason, unread if len(trial.item_ids) > 1 else None)
+            request = replace(request, messages=request.messages + (
+                {"role": "assistant", "content": result.text}, {"role": "user", "content": follow_up}))
+    except BackendError as exc:
+        if exc.fatal:
+            raise
+        return _record(trial, backend, "failed", started, texts, result, attempts + exc.attempts,
+                       reasks, latency, tokens,
+                       {i: ParsedAnswer(None, "failed", str(exc)) for i in trial.item_ids}, {}, str(exc))
+    status = "answered" if all(answers[i].status == "answered" for i in trial.item_ids) else "missing"
+    return _record(trial, backend, status, started, texts, result, attempts, reasks, latency, tokens,
+                   answers, extra, None)
+
+
+def _logprob_answer(trial: Trial, logprobs: dict[str, float] | None, text: str,
+                    protocol: Protocol) -> tuple[dict[str, ParsedAnswer], dict[str, dict]]:
+    item_id = trial.item_ids[0]
+    dist = option_distribution(logprobs or {}, trial.instrument.scale) if logprobs else None
+    if dist is None:
+        why = ("the server returned no log probabilities" if not logprobs
+               else f"no answer option among the {len(logprobs)} most likely first tokens")
+        return {item_id: ParsedAnswer(None, "no_option_tokens", why)}, {}
+    if protocol.logprob_answer == "sample":
+        value = sample_answer(dist, np.random.default_rng(stable_int("sample", trial.request.seed)))
+    else:
+        value = most_likely(dist)
+    mass = _option_mass(logprobs, trial)
+    return ({item_id: ParsedAnswer(value, "answered")},
+            {item_id: {"distribution": dist, "option_mass": mass, "expected": expected_value(dist)}})
+
+
+def _option_mass(logprobs: dict[str, float], trial: Trial) -> float:
+    # How much probability the model put on valid answers at all: a weak model may put 2 %.
+    tokens = {str(o.value) for o in trial.instrument.scale} | {o.code.lower() for o in trial.instrument.scale if o.code}
+    return float(sum(np.exp(lp) for tok, lp in logprobs.items() if tok.strip().lower() in tokens))
+
+
+def _record(trial: Trial, backend: HttpBackend, status: str, started: str, texts: list[str], result,
+            attempts: int, reasks: int, latency: float, tokens: list[int],
+            answers: dict[str, ParsedAnswer], extra: dict[str, dict], error: str | None) -> TrialRecord:
+    records = []
+    for position, item_id in enumerate(trial.item_ids):
+        parsed = answers[item_id]
+        more = extra.get(item_id, {})
+        records.append(AnswerRecord(item_id, position, parsed.value, parsed.status, parsed.reason,
+                                    parsed.disclaimer, more.get("distribution"), more.get("option_mass"),
+                                    more.get("expected")))
+    return TrialRecord(
+        trial_id=trial.trial_id, backend_id=trial.backend_id, model=backend.identity().get("model"),
+        respondent_id=trial.respondent_id, instrument_id=trial.instrument.id, item_ids=list(trial.item_ids),
+        repeat=trial.repeat, option_order=trial.option_order, status=status,
+        request=backend.payload(trial.request), response=result.raw if result else None,
+        raw_text=REPLY_SEPARATOR.join(texts) if texts else None, attempts=attempts, reasks=reasks,
+        latency_s=latency, prompt_tokens=tokens[0] or None, completion_tokens=tokens[1] or None,
+        started_at=started, finished_at=_now(), error=error, answers=records)
+
+
+ProgressCallback = Callable[[str, TrialRecord], None]
+
+
+async def run_pending(trials: Iterable[Trial], backends: dict[str, HttpBackend], store: RunStore,
+                      protocol: Protocol, on_trial: ProgressCallback | None = None) -> None:
+    """Send every trial not already finished in `store`, committing each as it ends.
+
+    Workers per backend equal its concurrency (the backend's semaphore enforces the bound
+    itself; this just keeps the number of waiting coroutines small for huge studies).
+    """
+    finished = store.finished_trial_ids()
+    queues: dict[str, asyncio.Queue] = {b: asyncio.Queue() for b in backends}
+    for trial in trials:
+        if trial.trial_id not in finished:
+            queues[trial.backend_id].put_nowait(trial)
+
+    async def worker(backend_id: str) -> None:
+        queue, backend = queues[backend_id], backends[backend_id]
+        while True:
+            try:
+                trial = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            record = await run_trial(trial, backend, protocol)
+            store.put_trial(record)
+            if on_trial:
+                on_trial(backend_id, record)
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            for backend_id, backend in backends.items():
+                for _ in range(backend.config.concurrency):
+                    group.create_task(worker(backend_id))
+    except ExceptionGroup as group:
+        # A fatal backend error (bad key, unknown model) stopped every worker: report it plainly.
+        raise group.exceptions[0] from None

@@ -1,0 +1,181 @@
+"""RunStore: one SQLite file per run, the single truth every later step reads.
+
+Each trial (one request and its re-asks) is committed in its own transaction the moment it
+ends, with the request sent (payload only: no headers, so no secrets), the raw response, the
+parsed answers, status, attempts, latency, tokens and timestamps. WAL mode with
+``synchronous=NORMAL`` keeps every committed trial through a killed process.
+
+A trial is *finished* when the model answered, or answered unreadably after the re-asks
+(`answered` / `missing`): a rerun never sends it again. A `failed` trial (the backend never
+gave an answer: retries exhausted, server gone) is retried by the next run.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS respondents (
+    respondent_id TEXT PRIMARY KEY,
+    attributes TEXT NOT NULL,          -- JSON object
+    backstory TEXT,
+    system_prompt TEXT
+);
+CREATE TABLE IF NOT EXISTS trials (
+    trial_id TEXT PRIMARY KEY,         -- hash of everything that decides the answer
+    backend_id TEXT NOT NULL,
+    model TEXT,
+    respondent_id TEXT NOT NULL,
+    instrument_id TEXT NOT NULL,
+    item_ids TEXT NOT NULL,            -- JSON list, in presentation order
+    repeat INTEGER NOT NULL,
+    option_order TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('answered', 'missing', 'failed')),
+    request TEXT NOT NULL,             -- JSON payload of the first request (no headers)
+    response TEXT,                     -- JSON of the last raw response
+    raw_text TEXT,                     -- every assistant text received, joined by a separator
+    attempts INTEGER NOT NULL,         -- HTTP attempts, retries included
+    reasks INTEGER NOT NULL,           -- corrective follow-ups sent
+    latency_s REAL,
+    prompt_tokens INTEGER,
+    completion_tokens INTEGER,
+    started_at TEXT NOT NULL,
+    finished_at TEXT NOT NULL,
+    error TEXT
+);
+CREATE TABLE IF NOT EXISTS answers (
+    trial_id TEXT NOT NULL REFERENCES trials(trial_id) ON DELETE CASCADE,
+    item_id TEXT NOT NULL,
+    position INTEGER NOT NULL,         -- 0-based place in the order presented
+    value INTEGER,                     -- a scale value; NULL when missing (never imputed)
+    status TEXT NOT NULL,              -- answered | refusal | out_of_range | unparseable | empty | no_option_tokens | failed
+    reason TEXT,
+    disclaimer INTEGER NOT NULL DEFAULT 0,
+    distribution TEXT,                 -- JSON {value: probability} (answer: logprobs)
+    option_mass REAL,                  -- probability the model put on valid options before renormalising
+    expected REAL,                     -- expected value under the distribution
+    PRIMARY KEY (trial_id, item_id)
+);
+"""
+
+REPLY_SEPARATOR = "\n<<<psyq re-ask>>>\n"
+
+
+@dataclass
+class AnswerRecord:
+    """One item's answer within a trial."""
+
+    item_id: str
+    position: int
+    value: int | None
+    status: str
+    reason: str | None = None
+    disclaimer: bool = False
+    distribution: dict[int, float] | None = None
+    option_mass: float | None = None
+    expected: float | None = None
+
+
+@dataclass
+class TrialRecord:
+    """A finished (or failed) trial as stored."""
+
+    trial_id: str
+    backend_id: str
+    model: str | None
+    respondent_id: str
+    instrument_id: str
+    item_ids: list[str]
+    repeat: int
+    option_order: str
+    status: str
+    request: dict[str, Any]
+    response: dict[str, Any] | None
+    raw_text: str | None
+    attempts: int
+    reasks: int
+    latency_s: float | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    started_at: str
+    finished_at: str
+    error: str | None
+    answers: list[AnswerRecord]
+
+
+class RunStore:
+    """The SQLite file of one run.
+
+    Example:
+        >>> store = RunStore("runs/quickstart/ab12cd34ef56/run.sqlite")  # doctest: +SKIP
+        >>> len(store.finished_trial_ids())                               # doctest: +SKIP
+        1152
+    """
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(self.path, isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute("PRAGMA foreign_keys=ON")
+        self.db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> "RunStore":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- writing -------------------------------------------------------------------------
+    def set_meta(self, key: str, value: Any) -> None:
+        self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
+
+    def put_respondents(self, rows: Iterable[tuple[str, dict[str, Any], str | None, str | None]]) -> None:
+        """Store (respondent_id, attributes, backstory, system_prompt) rows."""
+        with self.db:
+            self.db.execute("BEGIN")
+            self.db.executemany("INSERT OR REPLACE INTO respondents VALUES (?, ?, ?, ?)",
+                                [(r, json.dumps(a), b, s) for r, a, b, s in rows])
+
+    def put_trial(self, trial: TrialRecord) -> None:
+        """Commit one trial and its answers atomically (replacing an earlier failed attempt)."""
+        row = (trial.trial_id, trial.backend_id, trial.model, trial.respondent_id, trial.instrument_id,
+               json.dumps(trial.item_ids), trial.repeat, trial.option_order, trial.status,
+               json.dumps(trial.request), json.dumps(trial.response) if trial.response is not None else None,
+               trial.raw_text, trial.attempts, trial.reasks, trial.latency_s, trial.prompt_tokens,
+               trial.completion_tokens, trial.started_at, trial.finished_at, trial.error)
+        answers = [(trial.trial_id, a.item_id, a.position, a.value, a.status, a.reason, int(a.disclaimer),
+                    json.dumps(a.distribution) if a.distribution is not None else None,
+                    a.option_mass, a.expected) for a in trial.answers]
+        with self.db:
+            self.db.execute("BEGIN")
+            self.db.execute("DELETE FROM trials WHERE trial_id = ?", (trial.trial_id,))
+            self.db.execute(f"INSERT INTO trials VALUES ({', '.join('?' * len(row))})", row)
+            self.db.executemany("INSERT INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", answers)
+
+    # --- reading -------------------------------------------------------------------------
+    def get_meta(self, key: str, default: Any = None) -> Any:
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row else default
+
+    def finished_trial_ids(self) -> set[str]:
+        """Trials a rerun must not send again."""
+        rows = self.db.execute("SELECT trial_id FROM trials WHERE status IN ('answered', 'missing')")
+        return {r[0] for r in rows}
+
+    def status_counts(self) -> dict[str, int]:
+        """Number of trials per status."""
+        return dict(self.db.execute("SELECT status, COUNT(*) FROM trials GROUP BY status").fetchall())
+
+    def answer_status_counts(self) -> dict[str, int]:
+        """Number of item answers per status (answered, refusal, unparseable …)."""
+        return dict(self.db.execute("SELECT status, COUNT(*) FROM answers GROUP BY status").fetchall())

@@ -1,0 +1,142 @@
+"""Studies: which instruments, which respondents, which backends, under which protocol.
+
+A study file (format `study/1`, documented in ``studies/README.md``) names instrument and cohort
+files by path (relative to the study file), lists the backends, and fixes the protocol: how
+items are presented, in which order, how answers are asked for, how often, and the seed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from .backends.base import BackendConfig
+from .errors import InputError, Problem
+from .fields import Id, StrictModel, Text
+from .instrument import Instrument, load_instrument
+from .persona import Cohort, load_cohort
+from .prompts import answer_tokens
+from .validation import parse_document, raise_problems
+from .yamlfile import YamlDocument, load_yaml
+
+
+class Protocol(StrictModel):
+    """How instruments are administered; every field is recorded in the run's manifest."""
+
+    presentation: Literal["per_item", "whole_instrument"] = "per_item"
+    item_order: Literal["fixed", "shuffled"] = "fixed"
+    option_order: Literal["as_written", "reversed", "counterbalanced"] = "as_written"
+    repeats: int = Field(default=1, ge=1)
+    answer: Literal["text", "json", "logprobs"] = "text"
+    logprob_answer: Literal["sample", "most_likely"] = "sample"
+    reask_limit: int = Field(default=2, ge=0)
+    seed: int = 0
+
+
+class StudySpec(StrictModel):
+    """The study file as written."""
+
+    psyq: Literal["study/1"]
+    id: Id
+    description: Text | None = None
+    instruments: list[Text] = Field(min_length=1)
+    cohort: Text
+    backends: list[BackendConfig] = Field(min_length=1)
+    protocol: Protocol = Protocol()
+
+
+@dataclass(frozen=True)
+class Study:
+    """A loaded study: its spec, the instruments and cohort it names, and file hashes."""
+
+    spec: StudySpec
+    path: Path
+    instruments: tuple[Instrument, ...]
+    instrument_paths: tuple[Path, ...]
+    cohort: Cohort
+    cohort_path: Path
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+    @property
+    def protocol(self) -> Protocol:
+        return self.spec.protocol
+
+    def file_hashes(self) -> dict[str, str]:
+        """sha256 of the study, instrument and cohort files (for the manifest and the run id)."""
+        files = [self.path, *self.instrument_paths, self.cohort_path]
+        return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
+
+
+def check_study(spec: StudySpec, doc: YamlDocument, instruments: list[Instrument]) -> list[Problem]:
+    """Meaning checks: unique ids, and answer modes each backend and scale can serve."""
+    problems: list[Problem] = []
+    ids = [b.id for b in spec.backends]
+    for i, backend in enumerate(spec.backends):
+        if ids.count(backend.id) > 1:
+            problems.append(doc.problem(("backends", i, "id"), f"backend id '{backend.id}' is used more than once"))
+        if backend.kind in ("openai", "anthropic") and not backend.model:
+            problems.append(doc.problem(("backends", i), f"a '{backend.kind}' backend needs `model`"))
+        if backend.kind == "openai" and not backend.base_url:
+            problems.append(doc.problem(("backends", i), "an 'openai' backend needs `base_url` "
+                                        "(e.g. http://127.0.0.1:8080/v1)"))
+        if backend.kind == "anthropic" and spec.protocol.answer == "logprobs":
+            problems.append(doc.problem(("protocol", "answer"), f"backend '{backend.id}' is Anthropic, "
+                                        "which returns no log probabilities; use answer: text or json"))
+    if spec.protocol.answer == "logprobs":
+        if spec.protocol.presentation != "per_item":
+            problems.append(doc.problem(("protocol", "answer"),
+                                        "answer: logprobs reads one answer token, so it needs presentation: per_item"))
+        for i, inst in enumerate(instruments):
+            tokens = answer_tokens(inst)
+            if any(len(t) != 1 for t in tokens):
+                problems.append(doc.problem(("instruments", i), f"answer: logprobs needs one-character answers, "
+                                            f"but '{inst.id}' is answered with {', '.join(tokens)}"))
+    seen = [inst.id for inst in instruments]
+    for i, inst in enumerate(instruments):
+        if seen.count(inst.id) > 1:
+            problems.append(doc.problem(("instruments", i), f"instrument '{inst.id}' is listed twice"))
+    return problems
+
+
+def load_study(path: str | Path) -> Study:
+    """Load a study file and everything it names, checking all of it.
+
+    Problems in a named instrument or cohort file are reported with *that* file's name and line.
+
+    Example:
+        >>> study = load_study("studies/quickstart.yaml")  # doctest: +SKIP
+    """
+    path = Path(path)
+    doc = load_yaml(path)
+    spec = parse_document(doc, StudySpec)
+    problems: list[Problem] = []
+    instruments, instrument_paths = [], []
+    for i, name in enumerate(spec.instruments):
+        file = (path.parent / name).resolve()
+        if not file.exists():
+            problems.append(doc.problem(("instruments", i), f"instrument file not found: {file}"))
+            continue
+        try:
+            instruments.append(load_instrument(file))
+            instrument_paths.append(file)
+        except InputError as exc:
+            problems.extend(exc.problems)
+    cohort_path = (path.parent / spec.cohort).resolve()
+    cohort = None
+    if not cohort_path.exists():
+        problems.append(doc.problem(("cohort",), f"cohort file not found: {cohort_path}"))
+    else:
+        try:
+            cohort = load_cohort(cohort_path)
+        except InputError as exc:
+            problems.extend(exc.problems)
+    raise_problems(problems)
+    raise_problems(check_study(spec, doc, instruments))
+    return Study(spec, path.resolve(), tuple(instruments), tuple(instrument_paths), cohort, cohort_path)

@@ -1,0 +1,643 @@
+"""A small OpenAI- and Anthropic-compatible HTTP stub server that can inject faults.
+
+Standard library only: a ``ThreadingHTTPServer`` speaking HTTP/1.1 (keep-alive, exact
+Content-Length) on 127.0.0.1, so clients talk to it over real loopback HTTP.
+
+In-process use::
+
+    with StubServer(faults=["429", "ok"], latency_s=0.01) as srv:
+        httpx.post(srv.url + "/chat/completions", json={...})
+        srv.requests[0].outcome   # "429"
+
+As a script (own process)::
+
+    python tests/stub_server.py --port 0 [--fault-rate 0.2 --seed 1 --latency 0.0
+                                          --rpm-limit N --record FILE]
+
+prints ``READY http://127.0.0.1:PORT/v1`` (flushed) once listening and serves until
+SIGTERM/SIGINT.  With ``--record`` one JSON line per request received is appended to FILE
+(``time``, ``path``, ``messages``, ``outcome``; ``system`` too when the body had one),
+flushed per line.
+
+Endpoints: ``GET /health``, ``GET /v1/models``, ``POST /v1/chat/completions`` (OpenAI),
+``POST /v1/messages`` (Anthropic).
+
+Per POST request the outcome is decided in this order: bad path/body -> 404/400
+(outcomes "not_found"/"bad_request"); rpm limit exceeded -> 429 (outcome "429", does
+not consume a scripted fault); next scripted fault, if any; else with probability
+``fault_rate`` a kind drawn from ``fault_kinds`` (``random.Random(seed)``); else "ok".
+``latency_s`` is applied to every POST before it is answered (whatever the outcome).
+The record (``requests`` and the record file) is written when the outcome is decided,
+before any latency or hang, so a request the client gave up on is still counted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import hashlib
+import json
+import math
+import random
+import signal
+import socket
+import socketserver
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, Callable, Sequence
+from urllib.parse import urlsplit
+
+MODEL_ID = "stub-model"
+REFUSAL_TEXT = "As an AI language model, I don't have personal feelings."
+INVALID_ANSWER_TEXT = "banana"
+GARBAGE_BODY = b"<html>oops</html>"
+
+FAULT_KINDS = ("ok", "429", "500", "503", "timeout", "drop", "garbage", "invalid_answer", "refusal")
+DEFAULT_FAULT_KINDS = ("429", "500", "timeout", "drop", "garbage")
+
+# Fixed next-token distribution for logprobs requests, sorted by probability
+# (ties keep this order).  The answer text in a logprobs request is its top digit.
+LOGPROB_DISTRIBUTION: tuple[tuple[str, float], ...] = (
+    ("3", 0.30),
+    ("4", 0.25),
+    ("2", 0.20),
+    ("1", 0.10),
+    (" The", 0.10),
+    ("I", 0.05),
+)
+LOGPROB_ANSWER = "3"
+
+CHAT_PATH = "/v1/chat/completions"
+MESSAGES_PATH = "/v1/messages"
+
+
+@dataclass
+class Recorded:
+    """One request received by the stub."""
+
+    path: str
+    headers: dict[str, str]  # header names lower-cased
+    body: Any  # parsed JSON, or None (GET, empty or unparsable body)
+    outcome: str  # "ok", "429", "500", "503", "timeout", "drop", "garbage", ...
+    t: float  # time.monotonic() when the outcome was decided
+    conn: int = 0  # serial number of the TCP connection (equal numbers = keep-alive reuse)
+    method: str = "POST"
+
+
+def default_answer(body: dict) -> str:
+    """A digit "1".."4" chosen by sha256 of the JSON of body["messages"]."""
+    blob = json.dumps(body.get("messages"), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    digest = hashlib.sha256(blob.encode("utf-8")).digest()
+    return "1234"[int.from_bytes(digest[:8], "big") % 4]
+
+
+def _content_chars(content: Any) -> int:
+    if content is None:
+        return 0
+    if isinstance(content, str):
+        return len(content)
+    if isinstance(content, list):  # content blocks (OpenAI parts or Anthropic blocks)
+        total = 0
+        for block in content:
+            if isinstance(block, str):
+                total += len(block)
+            elif isinstance(block, dict):
+                total += _content_chars(block.get("text", ""))
+        return total
+    return len(str(content))
+
+
+def prompt_chars(body: dict) -> int:
+    """Total characters of the messages' contents (plus an Anthropic top-level system)."""
+    total = _content_chars(body.get("system"))
+    for msg in body.get("messages") or []:
+        if isinstance(msg, dict):
+            total += _content_chars(msg.get("content"))
+    return total
+
+
+def format_seconds(value: float) -> str:
+    """0.05 -> "0.05", 60.0 -> "60", 59.87312 -> "59.873"."""
+    text = f"{max(value, 0.0):.3f}".rstrip("0").rstrip(".")
+    return text or "0"
+
+
+def _check_kind(kind: Any) -> str:
+    if kind is None:
+        return "ok"
+    if not isinstance(kind, str) or kind not in FAULT_KINDS:
+        raise ValueError(f"unknown fault kind {kind!r}; known: {', '.join(FAULT_KINDS)}")
+    return kind
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False  # StubServer joins its own connection threads (with a deadline)
+    request_queue_size = 128
+    allow_reuse_address = True
+
+    def __init__(self, address, handler, stub: "StubServer"):
+        self.stub = stub
+        super().__init__(address, handler)
+
+    def server_bind(self):
+        # HTTPServer.server_bind calls socket.getfqdn(), which can stall on a bad resolver.
+        socketserver.TCPServer.server_bind(self)
+        host, port = self.server_address[:2]
+        self.server_name = host
+        self.server_port = port
+
+    def process_request(self, request, client_address):
+        conn_id = self.stub._register_connection(request)
+        t = threading.Thread(
+            target=self._serve_connection,
+            args=(request, client_address, conn_id),
+            name=f"stub-conn-{conn_id}",
+            daemon=True,
+        )
+        self.stub._register_thread(conn_id, t)
+        t.start()
+
+    def _serve_connection(self, request, client_address, conn_id):
+        try:
+            self.finish_request(request, client_address)
+        except Exception:
+            pass
+        finally:
+            self.shutdown_request(request)
+            self.stub._unregister_connection(conn_id)
+
+    def handle_error(self, request, client_address):  # keep test output quiet
+        pass
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "psyq-stub/1.0"
+    sys_version = ""
+    timeout = 60  # idle keep-alive connections are closed after this many seconds
+    disable_nagle_algorithm = True  # else header/body writes hit the 40 ms delayed-ACK stall
+
+    server: _HTTPServer
+
+    def log_message(self, format, *args):  # noqa: A002 - silence stderr logging
+        pass
+
+    # ---------------------------------------------------------------- plumbing
+    @property
+    def stub(self) -> "StubServer":
+        return self.server.stub
+
+    def _read_body(self) -> bytes:
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            chunks = []
+            while True:
+                line = self.rfile.readline(65537)
+                size = int(line.split(b";", 1)[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
+                        pass
+                    break
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline(65537)
+            return b"".join(chunks)
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length > 0 else b""
+
+    def _send(self, status: int, payload: bytes, content_type: str = "application/json",
+              extra_headers: dict[str, str] | None = None) -> None:
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(payload)))
+            for k, v in (extra_headers or {}).items():
+                self.send_header(k, v)
+            if self.close_connection:
+                self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(payload)
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, OSError):
+            self.close_connection = True
+
+    def _send_json(self, status: int, obj: Any, extra_headers: dict[str, str] | None = None) -> None:
+        self._send(status, json.dumps(obj).encode("utf-8"), "application/json", extra_headers)
+
+    def _drop(self) -> None:
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    # ----------------------------------------------------------------- methods
+    def do_GET(self):
+        stub = self.stub
+        stub._enter()
+        try:
+            path = urlsplit(self.path).path.rstrip("/") or "/"
+            if path == "/health":
+                outcome, status, obj = "ok", 200, {"status": "ok"}
+            elif path == "/v1/models":
+                outcome, status = "ok", 200
+                obj = {"object": "list",
+                       "data": [{"id": MODEL_ID, "object": "model", "created": 0, "owned_by": "psyq-stub"}]}
+            else:
+                outcome, status = "not_found", 404
+                obj = _openai_error(404, f"no route for GET {path}")
+            stub._record(self, path, None, outcome, method="GET")
+            self._send_json(status, obj)
+        finally:
+            stub._leave()
+
+    def do_POST(self):
+        stub = self.stub
+        stub._enter()
+        try:
+            self._handle_post()
+        finally:
+            stub._leave()
+
+    def _handle_post(self):
+        stub = self.stub
+        path = urlsplit(self.path).path.rstrip("/") or "/"
+        try:
+            raw = self._read_body()
+        except (OSError, ValueError):
+            self.close_connection = True
+            return
+        anthropic = path == MESSAGES_PATH
+        err = _anthropic_error if anthropic else _openai_error
+
+        body: Any = None
+        if raw:
+            try:
+                body = json.loads(raw)
+            except ValueError:
+                body = None
+
+        if path not in (CHAT_PATH, MESSAGES_PATH):
+            stub._record(self, path, body, "not_found")
+            self._send_json(404, err(404, f"no route for POST {path}"))
+            return
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+            stub._record(self, path, body, "bad_request")
+            self._send_json(400, err(400, "request body must be a JSON object with a 'messages' list"))
+            return
+
+        outcome, retry_after = stub._decide()
+
+        text = None
+        want_logprobs = (not anthropic) and bool(body.get("logprobs"))
+        if outcome in ("ok", "timeout"):
+            if want_logprobs:
+                text = LOGPROB_ANSWER
+            else:
+                try:
+                    text = str(stub.answer(body))
+                except Exception as exc:  # a broken answer callback becomes a 500
+                    outcome, text = "answer_error", f"answer callback raised {exc!r}"
+        elif outcome == "invalid_answer":
+            text = INVALID_ANSWER_TEXT
+        elif outcome == "refusal":
+            text = REFUSAL_TEXT
+
+        stub._record(self, path, body, outcome)
+
+        if not stub._wait(stub.latency_s):
+            self._drop()
+            return
+
+        if outcome == "drop":
+            self._drop()
+            return
+        if outcome == "429":
+            ra = stub.retry_after_s if retry_after is None else retry_after
+            self._send_json(429, err(429, "Rate limit exceeded (stub)."), {"Retry-After": format_seconds(ra)})
+            return
+        if outcome in ("500", "503"):
+            self._send_json(int(outcome), err(int(outcome), f"Stub server error {outcome}."))
+            return
+        if outcome == "answer_error":
+            self._send_json(500, err(500, text or "answer callback failed"))
+            return
+        if outcome == "garbage":
+            self._send(200, GARBAGE_BODY, "text/html")
+            return
+        if outcome == "timeout":
+            if not stub._wait(stub.timeout_hang_s):
+                self._drop()
+                return
+        assert text is not None
+        if anthropic:
+            self._send_json(200, stub._anthropic_response(body, text))
+        else:
+            self._send_json(200, stub._openai_response(body, text, want_logprobs))
+
+
+def _openai_error(status: int, message: str) -> dict:
+    kind = {400: "invalid_request_error", 404: "invalid_request_error",
+            429: "rate_limit_error"}.get(status, "server_error")
+    code = {429: "rate_limit_exceeded", 404: "not_found"}.get(status)
+    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+
+
+def _anthropic_error(status: int, message: str) -> dict:
+    kind = {400: "invalid_request_error", 404: "not_found_error", 429: "rate_limit_error",
+            503: "overloaded_error"}.get(status, "api_error")
+    return {"type": "error", "error": {"type": kind, "message": message}}
+
+
+def _logprob_entry(token: str, p: float) -> dict:
+    return {"token": token, "logprob": math.log(p), "bytes": list(token.encode("utf-8"))}
+
+
+class StubServer:
+    """OpenAI/Anthropic-compatible stub on 127.0.0.1 with fault injection (see module doc)."""
+
+    def __init__(self, *, answer: Callable[[dict], str] | None = None, faults: list[str] | None = None,
+                 fault_rate: float = 0.0, fault_kinds: Sequence[str] = DEFAULT_FAULT_KINDS,
+                 seed: int = 0, latency_s: float = 0.0, retry_after_s: float = 0.05,
+                 timeout_hang_s: float = 5.0, rpm_limit: int | None = None,
+                 record: str | Path | None = None, port: int = 0, host: str = "127.0.0.1"):
+        if not 0.0 <= fault_rate <= 1.0:
+            raise ValueError("fault_rate must be within [0, 1]")
+        if fault_rate > 0 and not fault_kinds:
+            raise ValueError("fault_kinds is empty but fault_rate > 0")
+        if rpm_limit is not None and rpm_limit < 1:
+            raise ValueError("rpm_limit must be >= 1 or None")
+        self.answer: Callable[[dict], str] = answer or default_answer
+        self._initial_faults = [_check_kind(k) for k in (faults or [])]
+        self.fault_rate = float(fault_rate)
+        self.fault_kinds = tuple(_check_kind(k) for k in fault_kinds)
+        self.seed = seed
+        self.latency_s = float(latency_s)
+        self.retry_after_s = float(retry_after_s)
+        self.timeout_hang_s = float(timeout_hang_s)
+        self.rpm_limit = rpm_limit
+        self.record_path = Path(record) if record is not None else None
+        self._host = host
+        self._port = port
+
+        self._lock = threading.Lock()
+        self._pending: collections.deque[str] = collections.deque(self._initial_faults)
+        self._rng = random.Random(seed)
+        self._window: collections.deque[float] = collections.deque()
+        self.requests: list[Recorded] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._n_ids = 0
+
+        self._conn_lock = threading.Lock()
+        self._conn_serial = 0
+        self._sockets: dict[int, socket.socket] = {}
+        self._threads: dict[int, threading.Thread] = {}
+
+        self._stop = threading.Event()
+        self._httpd: _HTTPServer | None = None
+        self._serve_thread: threading.Thread | None = None
+        self._record_file = None
+        self.url = ""
+        self.base_url = ""
+        self.port = 0
+
+    # ------------------------------------------------------------- lifecycle
+    def start(self) -> "StubServer":
+        if self._httpd is not None:
+            raise RuntimeError("StubServer already started")
+        self._stop.clear()
+        if self.record_path is not None:
+            self._record_file = open(self.record_path, "a", encoding="utf-8")
+        self._httpd = _HTTPServer((self._host, self._port), _Handler, self)
+        self.port = self._httpd.server_address[1]
+        self.base_url = f"http://{self._host}:{self.port}"
+        self.url = self.base_url + "/v1"
+        self._serve_thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
+            name="stub-serve", daemon=True)
+        self._serve_thread.start()
+        return self
+
+    def stop(self, join_timeout: float = 5.0) -> None:
+        httpd = self._httpd
+        if httpd is None:
+            return
+        self._stop.set()  # interrupts latency / timeout hangs
+        httpd.shutdown()  # no new connections are accepted after this returns
+        with self._conn_lock:
+            socks = list(self._sockets.values())
+            threads = list(self._threads.values())
+        for s in socks:  # wake handlers blocked reading the next keep-alive request
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        deadline = time.monotonic() + join_timeout
+        for t in threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+        httpd.server_close()
+        if self._serve_thread is not None:
+            self._serve_thread.join(max(0.1, deadline - time.monotonic()))
+        self._httpd = None
+        self._serve_thread = None
+        if self._record_file is not None:
+            self._record_file.close()
+            self._record_file = None
+
+    def __enter__(self) -> "StubServer":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    # ---------------------------------------------------------------- control
+    @property
+    def faults(self) -> list[str]:
+        """Scripted faults not yet consumed (assign a list to script new ones)."""
+        with self._lock:
+            return list(self._pending)
+
+    @faults.setter
+    def faults(self, kinds: list[str] | None) -> None:
+        checked = [_check_kind(k) for k in (kinds or [])]
+        with self._lock:
+            self._pending = collections.deque(checked)
+
+    @property
+    def outcomes(self) -> list[str]:
+        with self._lock:
+            return [r.outcome for r in self.requests]
+
+    def reset(self) -> None:
+        """Forget recorded requests, the concurrency high-water mark and the rpm window;
+        restore the scripted faults given to the constructor and re-seed the fault RNG."""
+        with self._lock:
+            self.requests.clear()
+            self.max_in_flight = self.in_flight
+            self._window.clear()
+            self._pending = collections.deque(self._initial_faults)
+            self._rng = random.Random(self.seed)
+
+    # -------------------------------------------------------------- internals
+    def _register_connection(self, sock: socket.socket) -> int:
+        with self._conn_lock:
+            self._conn_serial += 1
+            self._sockets[self._conn_serial] = sock
+            return self._conn_serial
+
+    def _register_thread(self, conn_id: int, t: threading.Thread) -> None:
+        with self._conn_lock:
+            self._threads[conn_id] = t
+
+    def _unregister_connection(self, conn_id: int) -> None:
+        with self._conn_lock:
+            self._sockets.pop(conn_id, None)
+            self._threads.pop(conn_id, None)
+
+    def _conn_id_of(self, handler: _Handler) -> int:
+        with self._conn_lock:
+            for cid, s in self._sockets.items():
+                if s is handler.connection:
+                    return cid
+        return 0
+
+    def _enter(self) -> None:
+        with self._lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+
+    def _leave(self) -> None:
+        with self._lock:
+            self.in_flight -= 1
+
+    def _wait(self, seconds: float) -> bool:
+        """Sleep, but return False at once if the server is stopping."""
+        if seconds <= 0:
+            return not self._stop.is_set()
+        return not self._stop.wait(seconds)
+
+    def _decide(self) -> tuple[str, float | None]:
+        """Outcome for the next POST and, for an rpm rejection, its Retry-After."""
+        with self._lock:
+            if self.rpm_limit is not None:
+                now = time.monotonic()
+                while self._window and self._window[0] <= now - 60.0:
+                    self._window.popleft()
+                if len(self._window) >= self.rpm_limit:
+                    return "429", max(0.001, self._window[0] + 60.0 - now)
+                self._window.append(now)
+            if self._pending:
+                return self._pending.popleft(), None
+            if self.fault_rate > 0 and self._rng.random() < self.fault_rate:
+                return self._rng.choice(self.fault_kinds), None
+            return "ok", None
+
+    def _record(self, handler: _Handler, path: str, body: Any, outcome: str, method: str = "POST") -> None:
+        headers = {k.lower(): v for k, v in handler.headers.items()}
+        rec = Recorded(path=path, headers=headers, body=body, outcome=outcome,
+                       t=time.monotonic(), conn=self._conn_id_of(handler), method=method)
+        line = None
+        if self._record_file is not None:
+            entry: dict[str, Any] = {"time": time.time(), "method": method, "path": path,
+                                     "messages": body.get("messages") if isinstance(body, dict) else None,
+                                     "outcome": outcome}
+            if isinstance(body, dict) and "system" in body:
+                entry["system"] = body["system"]
+            line = json.dumps(entry, ensure_ascii=False) + "\n"
+        with self._lock:
+            self.requests.append(rec)
+            if line is not None and self._record_file is not None:
+                self._record_file.write(line)
+                self._record_file.flush()
+
+    def _next_id(self) -> int:
+        with self._lock:
+            self._n_ids += 1
+            return self._n_ids
+
+    def _openai_response(self, body: dict, text: str, want_logprobs: bool) -> dict:
+        prompt_tokens = prompt_chars(body) // 4
+        completion_tokens = len(text) // 4 + 1
+        logprobs = None
+        if want_logprobs:
+            k = body.get("top_logprobs") or 0
+            try:
+                k = max(0, int(k))
+            except (TypeError, ValueError):
+                k = 0
+            top = [_logprob_entry(tok, p) for tok, p in LOGPROB_DISTRIBUTION[:k]]
+            first = text.split()[0] if text.split() else text
+            p_first = dict(LOGPROB_DISTRIBUTION).get(first, 0.01)
+            entry = _logprob_entry(first, p_first)
+            entry["top_logprobs"] = top
+            logprobs = {"content": [entry], "refusal": None}
+        return {
+            "id": f"chatcmpl-stub-{self._next_id()}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model") or MODEL_ID,
+            "choices": [{
+                "index": 0,
+                "message": {"role": "assistant", "content": text, "refusal": None},
+                "logprobs": logprobs,
+                "finish_reason": "stop",
+            }],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                      "total_tokens": prompt_tokens + completion_tokens},
+        }
+
+    def _anthropic_response(self, body: dict, text: str) -> dict:
+        return {
+            "id": f"msg_stub_{self._next_id()}",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model") or MODEL_ID,
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": "end_turn",
+            "stop_sequence": None,
+            "usage": {"input_tokens": prompt_chars(body) // 4, "output_tokens": len(text) // 4 + 1},
+        }
+
+
+# --------------------------------------------------------------------- script
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--fault-rate", type=float, default=0.0)
+    ap.add_argument("--fault-kinds", default=",".join(DEFAULT_FAULT_KINDS),
+                    help="comma-separated kinds drawn when --fault-rate fires")
+    ap.add_argument("--faults", default="", help="comma-separated scripted faults, e.g. 429,500,ok")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--latency", type=float, default=0.0)
+    ap.add_argument("--retry-after", type=float, default=0.05)
+    ap.add_argument("--timeout-hang", type=float, default=5.0)
+    ap.add_argument("--rpm-limit", type=int, default=None)
+    ap.add_argument("--record", default=None)
+    args = ap.parse_args(argv)
+
+    split = lambda s: [x.strip() for x in s.split(",") if x.strip()]  # noqa: E731
+    server = StubServer(faults=split(args.faults), fault_rate=args.fault_rate,
+                        fault_kinds=split(args.fault_kinds), seed=args.seed, latency_s=args.latency,
+                        retry_after_s=args.retry_after, timeout_hang_s=args.timeout_hang,
+                        rpm_limit=args.rpm_limit, record=args.record, port=args.port, host=args.host)
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    server.start()
+    try:
+        print(f"READY {server.url}", flush=True)
+        while not done.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
