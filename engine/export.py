@@ -46,6 +46,7 @@ def export_table(run_path: str | Path) -> pd.DataFrame:
     with sqlite3.connect(f"file:{run.database}?mode=ro", uri=True) as db:
         table = pd.read_sql_query(QUERY, db)
     attributes = pd.DataFrame([json.loads(a) if a else {} for a in table.pop("attributes")], index=table.index)
+    attributes = attributes.convert_dtypes()  # ages stay whole numbers although the baseline has none
     table["value"] = table["value"].astype(float)
     table["keyed_value"] = _keyed(table, run_instruments(run))
     table["disclaimer"] = table["disclaimer"].astype(bool)

@@ -19,6 +19,7 @@ import contextlib
 import fcntl
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -130,6 +131,17 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def _die_with_parent() -> None:
+    # Runs in the child before exec: ask Linux to SIGTERM the server when psyq dies, even by
+    # SIGKILL, so a killed run never leaves a model server behind. (Own session: a Ctrl-C
+    # reaches psyq only, which then stops the server itself.)
+    try:
+        import ctypes
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 class LlamaServer:
     """A llama-server process on 127.0.0.1, healthy once :meth:`start` returns."""
 
@@ -151,7 +163,7 @@ class LlamaServer:
         self.process = subprocess.Popen(
             [str(self.binary), "-m", str(self.model), "--host", "127.0.0.1", "--port", str(self.port),
              "-c", str(self.ctx_size * self.parallel), "-np", str(self.parallel)],
-            stdout=log, stderr=log, start_new_session=True)
+            stdout=log, stderr=log, start_new_session=True, preexec_fn=_die_with_parent)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
