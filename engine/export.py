@@ -2,8 +2,9 @@
 
 Columns: ``run_id, study, backend_id, model, respondent_id`` then one column per persona
 attribute, then ``instrument, item_id, position, repeat, option_order, status, reason,
-disclaimer, raw_text, value, keyed_value, expected, option_mass, trial_status, attempts,
-reasks``. ``value`` is the raw scale value (missing stays missing), ``keyed_value`` the value
+disclaimer, raw_text, value, keyed_value, expected, option_mass, distribution, trial_status,
+attempts, reasks``. ``distribution`` is the JSON text ``{value: probability}`` (answer mode
+`logprobs`), else empty. ``value`` is the raw scale value (missing stays missing), ``keyed_value`` the value
 after reverse keying with the instrument copy stored in the run.
 """
 
@@ -23,7 +24,7 @@ from .scoring import reverse_key
 QUERY = """
 SELECT t.backend_id, t.model, t.respondent_id, t.instrument_id AS instrument, a.item_id, a.position,
        t.repeat, t.option_order, a.status, a.reason, a.disclaimer, t.raw_text, a.value, a.expected,
-       a.option_mass, t.status AS trial_status, t.attempts, t.reasks, r.attributes
+       a.option_mass, a.distribution, t.status AS trial_status, t.attempts, t.reasks, r.attributes
 FROM answers a JOIN trials t USING (trial_id) LEFT JOIN respondents r USING (respondent_id)
 ORDER BY t.backend_id, t.repeat, t.respondent_id, t.instrument_id, a.position
 """

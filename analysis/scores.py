@@ -1,0 +1,52 @@
+"""From a run's tidy answers to subscale scores per respondent: the table every analysis reads.
+
+Example:
+    >>> from engine import export_table
+    >>> from engine.export import run_instruments
+    >>> table = export_table(run_dir)                                         # doctest: +SKIP
+    >>> scores = score_answers(table, run_instruments(open_run_dir(run_dir)))  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from engine.instrument import Instrument
+from engine.scoring import score
+
+RESPONDENT_KEYS = ["backend_id", "model", "respondent_id", "repeat"]
+ANSWER_COLUMNS = {"run_id", "study", "backend_id", "model", "respondent_id", "instrument", "item_id",
+                  "position", "repeat", "option_order", "status", "reason", "disclaimer", "raw_text",
+                  "value", "keyed_value", "expected", "option_mass", "distribution", "trial_status",
+                  "attempts", "reasks"}
+
+
+def persona_columns(table: pd.DataFrame) -> list[str]:
+    """The persona attribute columns of an exported answers table."""
+    return [c for c in table.columns if c not in ANSWER_COLUMNS]
+
+
+def score_answers(table: pd.DataFrame, instruments: dict[str, Instrument]) -> pd.DataFrame:
+    """Subscale scores, one row per backend × respondent × repeat × instrument × subscale.
+
+    Columns: ``backend_id, model, respondent_id, repeat``, the persona attributes,
+    ``instrument, subscale, score, n_answered, n_items``. Scores follow each instrument's own
+    rules (reverse keying, prorating, `min_answered`); missing answers stay missing.
+    """
+    attributes = persona_columns(table)
+    people = table[RESPONDENT_KEYS + attributes].drop_duplicates(RESPONDENT_KEYS)
+    frames = []
+    for inst_id, rows in table.groupby("instrument", sort=True):
+        instrument = instruments[inst_id]
+        wide = rows.pivot_table(index=RESPONDENT_KEYS, columns="item_id", values="value",
+                                aggfunc="first", dropna=False)
+        wide = wide.reindex(columns=[i.id for i in instrument.items])
+        tidy = score(instrument, wide.reset_index(drop=True).set_index(pd.RangeIndex(len(wide))))
+        keys = wide.index.to_frame(index=False)
+        tidy = pd.concat([keys.iloc[tidy["respondent_id"].to_numpy()].reset_index(drop=True),
+                          tidy.drop(columns="respondent_id")], axis=1)
+        tidy.insert(len(RESPONDENT_KEYS), "instrument", inst_id)
+        frames.append(tidy)
+    scores = pd.concat(frames, ignore_index=True)
+    return scores.merge(people, on=RESPONDENT_KEYS, how="left")[
+        RESPONDENT_KEYS + attributes + ["instrument", "subscale", "score", "n_answered", "n_items"]]
