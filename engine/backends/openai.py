@@ -49,7 +49,29 @@ class OpenAIBackend(HttpBackend):
         usage = body.get("usage") or {}
         return ChatResult(text=text, first_token_logprobs=first_token_logprobs(choice),
                           prompt_tokens=usage.get("prompt_tokens"),
-                          completion_tokens=usage.get("completion_tokens"), raw=body)
+                          completion_tokens=usage.get("completion_tokens"), raw=compact_logprobs(body))
+
+
+def compact_logprobs(body: dict[str, Any]) -> dict[str, Any]:
+    """The response with each logprob entry cut to token and logprob.
+
+    Servers add token ids and UTF-8 bytes to every alternative (llama-server: ~20 kB for 200
+    alternatives); they repeat the token and would make the store grow tenfold.
+    """
+    def slim(entry: dict[str, Any]) -> dict[str, Any]:
+        out = {"token": entry.get("token"), "logprob": entry.get("logprob")}
+        if "top_logprobs" in entry:
+            out["top_logprobs"] = [{"token": t.get("token"), "logprob": t.get("logprob")}
+                                   for t in entry["top_logprobs"]]
+        return out
+
+    choices = []
+    for choice in body.get("choices", []):
+        content = (choice.get("logprobs") or {}).get("content")
+        if content:
+            choice = {**choice, "logprobs": {**choice["logprobs"], "content": [slim(e) for e in content]}}
+        choices.append(choice)
+    return {**body, "choices": choices}
 
 
 def first_token_logprobs(choice: dict[str, Any]) -> dict[str, float] | None:
