@@ -156,6 +156,21 @@ def cmd_export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from analysis.report import write_report
+
+    human = {}
+    for spec in args.human or []:
+        instrument, sep, path = spec.partition("=")
+        if not sep:
+            raise InputError.single(spec, "--human takes INSTRUMENT_ID=ANSWERS.csv, e.g. iri=humans.csv")
+        human[instrument] = path
+    html_path, md_path = write_report(args.run, args.out, human_csv=human or None, bound=args.bound,
+                                      correction=args.correction)
+    print(f"report -> {html_path}\nsummary -> {md_path}")
+    return EXIT_OK
+
+
 COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
     "validate": (cmd_validate, "check instrument, cohort and study YAML files (schema and meaning)"),
     "schema": (cmd_schema, "print the JSON Schema of the instrument (default) or study format"),
@@ -163,6 +178,7 @@ COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
     "run": (cmd_run, "administer a study (resumes a run of the same study)"),
     "status": (cmd_status, "summarise a run"),
     "export": (cmd_export, "write a run's answers as a tidy long table"),
+    "report": (cmd_report, "write an HTML report and a Markdown summary of a run"),
 }
 
 
@@ -193,6 +209,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run", help="run directory (runs/<study>/<run-id>)")
     p.add_argument("--format", choices=["csv", "parquet"], default="csv")
     p.add_argument("--out", help="output file (default: answers.<format> in the run directory)")
+    p = parsers["report"]
+    p.add_argument("run", help="run directory (runs/<study>/<run-id>)")
+    p.add_argument("--human", action="append", metavar="INSTRUMENT=CSV",
+                   help="human item answers to compare with (repeatable), e.g. iri=humans.csv")
+    p.add_argument("--bound", type=float, default=0.3, help="equivalence bound in norm SD units (default 0.3)")
+    p.add_argument("--correction", choices=["holm", "fdr_bh"], default="holm",
+                   help="multiple-comparison correction across the family (default holm)")
+    p.add_argument("--out", help="output folder (default: the run directory)")
     return parser
 
 

@@ -1,0 +1,155 @@
+"""Which model and which persona attributes move the scores: regression on subscale scores.
+
+Example:
+    >>> scores = score_answers(table, instruments)                      # doctest: +SKIP
+    >>> model_effects(scores, ["gender", "age"])                        # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import statsmodels.formula.api as smf
+
+from .scores import RESPONDENT_KEYS
+
+CONFIDENCE = 0.95
+SCORE_COLUMNS = RESPONDENT_KEYS + ["instrument", "subscale", "score", "n_answered", "n_items"]
+EFFECT_COLUMNS = ["instrument", "subscale", "model", "term", "estimate", "se", "ci_low", "ci_high", "p", "n"]
+RESPONDENT_VARIANCE = "var(respondent)"
+RESIDUAL_VARIANCE = "var(residual)"
+
+
+def _term(name: str, categorical: bool) -> str:
+    ref = name if name.isidentifier() else f'Q("{name}")'
+    return f"C({ref})" if categorical else ref
+
+
+def _is_numeric(column: pd.Series) -> bool:
+    return pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column)
+
+
+def _model_data(rows: pd.DataFrame, predictors: Sequence[str], attributes: list[str]) -> pd.DataFrame:
+    """Rows with a score and every predictor, baseline respondents (no attribute at all) removed."""
+    keep = rows["score"].notna()
+    if attributes:
+        keep &= rows[attributes].notna().any(axis=1)
+    for name in predictors:
+        keep &= rows[name].notna()
+    data = rows[keep].copy()
+    data["score"] = data["score"].astype(float)
+    data["backend_id"] = data["backend_id"].astype(str).to_numpy(dtype=object)
+    for name in predictors:
+        data[name] = (data[name].astype(float) if _is_numeric(data[name])
+                      else data[name].astype(str).to_numpy(dtype=object))
+    return data.reset_index(drop=True)
+
+
+def _tidy(instrument: str, subscale: str, kind: str, names: list[str], fit, n: int) -> list[dict]:
+    ci = fit.conf_int(alpha=1 - CONFIDENCE)
+    return [{"instrument": instrument, "subscale": subscale, "model": kind, "term": name,
+             "estimate": float(fit.params[name]), "se": float(fit.bse[name]),
+             "ci_low": float(ci.loc[name].iloc[0]), "ci_high": float(ci.loc[name].iloc[1]),
+             "p": float(fit.pvalues[name]), "n": n} for name in names]
+
+
+def model_effects(scores: pd.DataFrame, predictors: Sequence[str]) -> pd.DataFrame:
+    """Regression of each subscale score on the backend and on persona attributes.
+
+    Per instrument × subscale the formula is ``score ~ C(backend_id) + <predictors>`` (the
+    backend term only when more than one backend is present). A predictor is entered as a
+    category, ``C(name)``, unless its column is numeric (then linearly, as is). Treatment coding:
+    each category is compared with the first level in sorted order (e.g. the alphabetically
+    first backend), so ``C(backend_id)[T.b]`` is "backend b minus the reference backend,
+    persona attributes held equal".
+
+    Rows without a score or without one of the predictors are dropped, and so are baseline
+    respondents (no persona attribute at all), also when `predictors` is empty. A predictor that
+    takes a single value in a subscale's data cannot be estimated; it is left out with a warning.
+
+    * One answer set per respondent: OLS (statsmodels), classical standard errors, t-based CI.
+    * Repeats (some respondent scored more than once): a linear mixed model with a random
+      intercept per respondent (backend × respondent_id: the same persona under two backends is
+      two simulated people), fitted by REML (statsmodels ``MixedLM``); Wald z-based CIs. Two
+      further rows give the variance components, ``var(respondent)`` (between respondents) and
+      ``var(residual)`` (between repeats of one respondent), with no SE, CI or p (Wald intervals
+      of variances are poor). Their ratio ``var(respondent) / (var(respondent) + var(residual))``
+      is the share of score variance that is stable person-to-person rather than sampling noise.
+
+    Parameters
+    ----------
+    scores : DataFrame
+        The output of :func:`analysis.scores.score_answers`.
+    predictors : sequence of str
+        Persona attribute columns to enter.
+
+    Returns
+    -------
+    DataFrame
+        ``instrument, subscale, model ('ols'|'mixedlm'), term, estimate, se, ci_low, ci_high, p,
+        n`` with ``n`` the number of scores used.
+
+    Example
+    -------
+    >>> model_effects(scores, ["gender", "age"]).query("term == 'age'")  # doctest: +SKIP
+      instrument subscale model term  estimate     se  ci_low  ci_high      p   n
+    0        iri       PT   ols  age     0.012  0.031  -0.051    0.075  0.701  12
+
+    References
+    ----------
+    Laird, N. M., & Ware, J. H. (1982). Random-effects models for longitudinal data.
+    *Biometrics*, 38(4), 963–974. Patterson, H. D., & Thompson, R. (1971). Recovery of inter-block
+    information when block sizes are unequal. *Biometrika*, 58(3), 545–554 (REML). Seabold, S., &
+    Perktold, J. (2010). statsmodels: Econometric and statistical modeling with Python.
+    *Proceedings of the 9th Python in Science Conference* (OLS, MixedLM).
+    """
+    predictors = list(predictors)
+    absent = [p for p in predictors if p not in scores.columns]
+    if absent:
+        raise ValueError(f"predictor(s) not in the scores table: {', '.join(absent)}")
+    if "backend_id" in predictors:
+        raise ValueError("backend_id is entered automatically when there is more than one backend")
+    attributes = [c for c in scores.columns if c not in SCORE_COLUMNS]
+    rows: list[dict] = []
+    for (inst_id, sub_id), group in scores.groupby(["instrument", "subscale"], sort=True):
+        data = _model_data(group, predictors, attributes)
+        if data.empty:
+            continue
+        terms = ["C(backend_id)"] if data["backend_id"].nunique() > 1 else []
+        for name in predictors:
+            if data[name].nunique() < 2:
+                warnings.warn(f"{inst_id}/{sub_id}: predictor '{name}' has a single value and is left out",
+                              stacklevel=2)
+                continue
+            terms.append(_term(name, categorical=not _is_numeric(data[name])))
+        formula = "score ~ " + (" + ".join(terms) if terms else "1")
+        respondent = data["backend_id"] + "\x1f" + data["respondent_id"].astype(str)
+        repeated = respondent.duplicated().any()
+        model = (smf.mixedlm(formula, data, groups=respondent.to_numpy()) if repeated
+                 else smf.ols(formula, data))
+        n_params = len(model.exog_names)
+        if len(data) <= n_params or (repeated and respondent.nunique() <= n_params):
+            warnings.warn(f"{inst_id}/{sub_id}: {len(data)} scores are too few for {n_params} coefficients; "
+                          "no model fitted", stacklevel=2)
+            continue
+        n = len(data)
+        if repeated:
+            fit = model.fit(reml=True)
+            rows += _tidy(inst_id, sub_id, "mixedlm", list(fit.fe_params.index), fit, n)
+            for term, value in ((RESPONDENT_VARIANCE, float(fit.cov_re.iloc[0, 0])),
+                                (RESIDUAL_VARIANCE, float(fit.scale))):
+                rows.append({"instrument": inst_id, "subscale": sub_id, "model": "mixedlm", "term": term,
+                             "estimate": value, "se": math.nan, "ci_low": math.nan, "ci_high": math.nan,
+                             "p": math.nan, "n": n})
+        else:
+            fit = model.fit()
+            rows += _tidy(inst_id, sub_id, "ols", list(model.exog_names), fit, n)
+    if not rows:
+        return pd.DataFrame({c: [] for c in EFFECT_COLUMNS})
+    out = pd.DataFrame(rows, columns=EFFECT_COLUMNS)
+    out["n"] = out["n"].astype(np.int64)
+    return out

@@ -1,0 +1,614 @@
+"""Persona scores against published human norms: matched norm groups, Welch tests, Hedges' g,
+equivalence tests and a plain-language reading of each comparison.
+
+The human side of every comparison is a published summary (mean, SD, n per group); the persona
+side is the scores of the respondents matched to that group. Everything is computed from summary
+statistics, so the same functions serve for re-checking published tables.
+
+Example
+-------
+>>> from analysis.scores import score_answers                          # doctest: +SKIP
+>>> scores = score_answers(table, instruments)                         # doctest: +SKIP
+>>> compare_with_norms(scores, instruments)[["subscale", "norm_group", "g", "reading"]]  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from numbers import Real
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+from statsmodels.stats.meta_analysis import effectsize_smd
+from statsmodels.stats.multitest import multipletests
+
+from engine.instrument import Instrument, NormSample, Subscale
+
+from .scores import RESPONDENT_KEYS
+
+POOLED = "pooled"
+"""`norm_group` label of the row for respondents that match no group of the norm sample."""
+
+SCORE_COLUMNS = ["instrument", "subscale", "score", "n_answered", "n_items"]
+
+COLUMNS = ["backend_id", "instrument", "subscale", "norm_sample", "norm_group", "norm_derived",
+           "n", "mean", "sd", "norm_n", "norm_mean", "norm_sd", "diff", "t", "df", "p", "p_adj",
+           "g", "g_low", "g_high", "tost_p", "equivalent", "sd_ratio", "reading"]
+
+CORRECTIONS = {"holm": "Holm", "fdr_bh": "BH"}
+"""Multiplicity corrections accepted by :func:`compare_with_norms` and their label in `reading`."""
+
+MINUS = "\u2212"
+
+
+@dataclass(frozen=True)
+class NormStats:
+    """A norm group's mean, SD and n on the scoring metric of one subscale.
+
+    `derived` is True when psyq pooled the statistics from the published groups rather than
+    reading them from the source (see :func:`pool_groups`).
+    """
+
+    mean: float
+    sd: float
+    n: int
+    sample_id: str
+    group_id: str
+    derived: bool
+
+
+# --------------------------------------------------------------------------------------------
+# Norm statistics
+
+
+def pool_groups(ns: Iterable[int], means: Iterable[float],
+                sds: Iterable[float]) -> tuple[float, float, int]:
+    """Mean, SD and n of the union of several groups, from each group's n, mean and SD.
+
+    The mean is the n-weighted mean; the variance is the total sum of squares (within-group
+    ``(n_g - 1) SD_g²`` plus between-group ``n_g (M_g - M)²``) over ``N - 1``. This is exact for
+    the union of the groups when each SD has the usual n − 1 denominator.
+
+    Parameters
+    ----------
+    ns, means, sds : iterables of the same length
+        Size, mean and standard deviation of each group.
+
+    Returns
+    -------
+    mean, sd, n : float, float, int
+
+    Example
+    -------
+    >>> m, s, n = pool_groups([10, 10], [0.0, 2.0], [1.0, 1.0])
+    >>> round(m, 3), round(s, 4), n
+    (1.0, 1.4142, 20)
+
+    References
+    ----------
+    Higgins, J. P. T., & Green, S. (Eds.) (2011). *Cochrane Handbook for Systematic Reviews of
+    Interventions* (version 5.1.0), Table 7.7.a: formulae for combining groups.
+    """
+    n = np.asarray(list(ns), dtype=float)
+    m = np.asarray(list(means), dtype=float)
+    s = np.asarray(list(sds), dtype=float)
+    total = n.sum()
+    mean = float((n * m).sum() / total)
+    sum_squares = ((n - 1) * s**2).sum() + (n * (m - mean) ** 2).sum()
+    return mean, float(np.sqrt(sum_squares / (total - 1))), int(total)
+
+
+def _subscale(instrument: Instrument, subscale_id: str) -> Subscale:
+    for subscale in instrument.subscales:
+        if subscale.id == subscale_id:
+            return subscale
+    raise KeyError(f"instrument '{instrument.id}' has no subscale '{subscale_id}'")
+
+
+def _metric_factor(instrument: Instrument, sample: NormSample, subscale: Subscale) -> float:
+    """What a norm on `sample.metric` is multiplied by to be on the subscale's own metric."""
+    k = len(instrument.subscale_items(subscale.id))
+    if sample.metric == subscale.score:
+        return 1.0
+    return float(k) if sample.metric == "mean" else 1.0 / k
+
+
+def norm_stats(instrument: Instrument, sample: NormSample, subscale_id: str,
+               group_id: str | None) -> NormStats | None:
+    """A norm group's statistics for one subscale, on the subscale's own scoring metric.
+
+    A norm published as an item mean is multiplied by the number of items when the subscale is
+    scored as a sum (mean and SD alike), and a summed norm is divided by it for a subscale
+    scored as a mean.
+
+    Parameters
+    ----------
+    instrument : Instrument
+        The instrument `sample` belongs to.
+    sample : NormSample
+        One of ``instrument.norms``.
+    subscale_id : str
+        The subscale (KeyError if the instrument has none by that id).
+    group_id : str or None
+        A group of `sample` (KeyError if none by that id). None asks for the whole sample: a
+        group whose `where` is empty when the source publishes one, else the groups that have
+        this subscale pooled by :func:`pool_groups` (``group_id="pooled"``, ``derived=True``).
+
+    Returns
+    -------
+    NormStats or None
+        None when the group (or, for the pooled group, every group) has no norm for the subscale.
+
+    Example
+    -------
+    >>> iri = load_instrument("instruments/iri.yaml")                     # doctest: +SKIP
+    >>> norm_stats(iri, iri.norms[0], "EC", "women")                      # doctest: +SKIP
+    NormStats(mean=21.67, sd=3.83, n=582, sample_id='davis1980', group_id='women', derived=False)
+
+    References
+    ----------
+    Higgins, J. P. T., & Green, S. (Eds.) (2011). *Cochrane Handbook for Systematic Reviews of
+    Interventions* (version 5.1.0), Table 7.7.a (pooling groups).
+    """
+    factor = _metric_factor(instrument, sample, _subscale(instrument, subscale_id))
+    if group_id is not None:
+        group = next((g for g in sample.groups if g.id == group_id), None)
+        if group is None:
+            raise KeyError(f"norm sample '{sample.id}' has no group '{group_id}'")
+        candidates = [group]
+    else:
+        candidates = [g for g in sample.groups if not g.where]
+    for group in candidates:
+        if subscale_id in group.scores:
+            score = group.scores[subscale_id]
+            return NormStats(score.mean * factor, score.sd * factor, group.n, sample.id, group.id,
+                             derived=False)
+    if group_id is not None:
+        return None
+    groups = [g for g in sample.groups if subscale_id in g.scores]
+    if not groups:
+        return None
+    mean, sd, n = pool_groups([g.n for g in groups], [g.scores[subscale_id].mean for g in groups],
+                              [g.scores[subscale_id].sd for g in groups])
+    return NormStats(mean * factor, sd * factor, n, sample.id, POOLED, derived=True)
+
+
+def _as_text(value: Any) -> str | None:
+    """A value as the case-folded text compared by :func:`match_group` (None when missing)."""
+    if value is None or value is pd.NA:
+        return None
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value)).casefold()
+    if isinstance(value, Real):
+        number = float(value)
+        if math.isnan(number):
+            return None
+        return str(int(number)) if number.is_integer() else repr(number)
+    return str(value).strip().casefold()
+
+
+def match_group(sample: NormSample, attributes: Mapping[str, Any]) -> str | None:
+    """The norm group whose every `where` item equals the persona's attribute.
+
+    Values are compared as text, ignoring case and surrounding spaces (``"Female"`` matches
+    ``female``; ``30.0`` matches ``30``). A missing attribute matches nothing. Groups with an
+    empty `where` (the whole sample) are not matched here: they are the pooled group. When several
+    groups match, the most specific one (most `where` items) wins, then the first listed.
+
+    Parameters
+    ----------
+    sample : NormSample
+    attributes : mapping
+        The persona's attributes (e.g. ``{"gender": "female", "age": 34}``).
+
+    Returns
+    -------
+    str or None
+        The group id, or None when no group matches (e.g. the baseline respondent, or a
+        non-binary persona against norms published by sex).
+
+    Example
+    -------
+    >>> match_group(iri.norms[0], {"gender": "Female", "age": 34})      # doctest: +SKIP
+    'women'
+    """
+    best, best_size = None, 0
+    for group in sample.groups:
+        if len(group.where) > best_size and all(
+                (got := _as_text(attributes.get(key))) is not None and got == _as_text(want)
+                for key, want in group.where.items()):
+            best, best_size = group.id, len(group.where)
+    return best
+
+
+# --------------------------------------------------------------------------------------------
+# Tests and effect sizes from summary statistics
+
+
+def welch_from_summary(m1: float, s1: float, n1: int, m2: float, s2: float, n2: int, *,
+                       equal_var: bool = False) -> tuple[float, float, float]:
+    """Welch's two-sample t test of ``m1 - m2`` from means, SDs and sizes.
+
+    t and the two-sided p come from :func:`scipy.stats.ttest_ind_from_stats`; the
+    Welch–Satterthwaite degrees of freedom are
+    ``(v1 + v2)² / (v1² / (n1 - 1) + v2² / (n2 - 1))`` with ``v = s² / n``.
+    ``equal_var=True`` gives Student's pooled-variance test instead (df = n1 + n2 − 2), for
+    checking published tables that used it.
+
+    Returns
+    -------
+    t, df, p : float
+
+    Example
+    -------
+    >>> t, df, p = welch_from_summary(10.0, 2.0, 20, 12.0, 4.0, 30)
+    >>> round(t, 4), round(df, 2), round(p, 4)
+    (-2.3355, 45.14, 0.024)
+
+    References
+    ----------
+    Welch, B. L. (1947). The generalization of "Student's" problem when several different
+    population variances are involved. *Biometrika*, 34(1/2), 28–35.
+    Satterthwaite, F. E. (1946). An approximate distribution of estimates of variance components.
+    *Biometrics Bulletin*, 2(6), 110–114.
+    """
+    m1, s1, m2, s2 = (np.float64(x) for x in (m1, s1, m2, s2))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        result = stats.ttest_ind_from_stats(m1, s1, n1, m2, s2, n2, equal_var=equal_var)
+        if equal_var:
+            df = np.float64(n1 + n2 - 2)
+        else:
+            v1, v2 = s1**2 / n1, s2**2 / n2
+            df = (v1 + v2) ** 2 / (v1**2 / (n1 - 1) + v2**2 / (n2 - 1))
+    return float(result.statistic), float(df), float(result.pvalue)
+
+
+def hedges_g(m1: float, s1: float, n1: int, m2: float, s2: float, n2: int,
+             confidence: float = 0.95) -> tuple[float, float, float]:
+    """Hedges' g of ``m1 - m2`` and its confidence interval.
+
+    ``d = (m1 - m2) / s_pooled`` with ``s_pooled² = ((n1-1)s1² + (n2-1)s2²) / (n1+n2-2)``;
+    ``g = J d`` with the small-sample correction ``J = 1 - 3 / (4 (n1+n2-2) - 1)`` (g from
+    :func:`statsmodels.stats.meta_analysis.effectsize_smd`). Its standard error is
+    ``J sqrt((n1+n2)/(n1 n2) + d² / (2 (n1+n2)))`` and the interval is ``g ± z SE`` with the
+    normal quantile z, as in Borenstein et al. (2009).
+
+    Returns
+    -------
+    g, low, high : float
+
+    Example
+    -------
+    >>> g, low, high = hedges_g(103.0, 5.5, 50, 100.0, 4.5, 50)
+    >>> round(g, 4), round(low, 4), round(high, 4)
+    (0.5924, 0.1949, 0.99)
+
+    References
+    ----------
+    Hedges, L. V., & Olkin, I. (1985). *Statistical Methods for Meta-Analysis*. Academic Press,
+    ch. 5 (g, J and the large-sample variance of d).
+    Borenstein, M., Hedges, L. V., Higgins, J. P. T., & Rothstein, H. R. (2009). *Introduction
+    to Meta-Analysis*. Wiley, ch. 4 (d, V_d, J, g, V_g = J² V_d).
+    """
+    m1, s1, m2, s2 = (np.float64(x) for x in (m1, s1, m2, s2))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        g, _ = effectsize_smd(m1, s1, n1, m2, s2, n2)
+        j = 1 - 3 / (4 * (n1 + n2 - 2) - 1)
+        d = g / j
+        se = j * np.sqrt((n1 + n2) / (n1 * n2) + d**2 / (2 * (n1 + n2)))
+    z = stats.norm.ppf(0.5 + confidence / 2)
+    return float(g), float(g - z * se), float(g + z * se)
+
+
+def tost_from_summary(m1: float, s1: float, n1: int, m2: float, s2: float, n2: int, bound: float,
+                      *, alpha: float = 0.05) -> tuple[float, bool]:
+    """Two one-sided Welch tests of equivalence of ``m1`` with the norm ``m2``.
+
+    The equivalence margin is given in SD units of the norm: ``delta = bound × s2``. The tests
+    are H0 ``m1 - m2 <= -delta`` and H0 ``m1 - m2 >= +delta`` (each a one-sided Welch test from
+    :func:`scipy.stats.ttest_ind_from_stats`); equivalence is shown when both are rejected,
+    i.e. when the larger p is below `alpha`.
+
+    Returns
+    -------
+    p, equivalent : float, bool
+        The larger of the two one-sided p values, and ``p < alpha``.
+
+    Example
+    -------
+    >>> p, ok = tost_from_summary(20.1, 4.0, 200, 20.0, 4.0, 1000, bound=0.3)
+    >>> round(p, 4), ok
+    (0.0002, True)
+
+    References
+    ----------
+    Schuirmann, D. J. (1987). A comparison of the two one-sided tests procedure and the power
+    approach for assessing the equivalence of average bioavailability. *Journal of
+    Pharmacokinetics and Biopharmaceutics*, 15(6), 657–680.
+    Lakens, D. (2017). Equivalence tests: A practical primer for t tests, correlations, and
+    meta-analyses. *Social Psychological and Personality Science*, 8(4), 355–362.
+    """
+    m1, s1, m2, s2 = (np.float64(x) for x in (m1, s1, m2, s2))
+    delta = bound * s2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        above = stats.ttest_ind_from_stats(m1 + delta, s1, n1, m2, s2, n2, equal_var=False,
+                                           alternative="greater").pvalue
+        below = stats.ttest_ind_from_stats(m1 - delta, s1, n1, m2, s2, n2, equal_var=False,
+                                           alternative="less").pvalue
+    p = float(np.max([above, below]))  # NaN if either is NaN
+    return p, bool(p < alpha)
+
+
+# --------------------------------------------------------------------------------------------
+# Persona scores against the norms
+
+
+def _attribute_columns(scores: pd.DataFrame) -> list[str]:
+    return [c for c in scores.columns if c not in RESPONDENT_KEYS and c not in SCORE_COLUMNS]
+
+
+def _pick_sample(instrument: Instrument, sample_id: str | None) -> NormSample | None:
+    if sample_id is None:
+        return instrument.norms[0] if instrument.norms else None
+    return next((s for s in instrument.norms if s.id == sample_id), None)
+
+
+def _samples(scores: pd.DataFrame, instruments: Mapping[str, Instrument],
+             sample_id: str | None) -> dict[str, NormSample | None]:
+    """The norm sample used for each instrument in `scores` (None: no norms, skipped)."""
+    missing = sorted(set(scores["instrument"]) - set(instruments))
+    if missing:
+        raise KeyError(f"scores name instruments that were not given: {', '.join(missing)}")
+    chosen = {inst_id: _pick_sample(instruments[inst_id], sample_id)
+              for inst_id in sorted(set(scores["instrument"]))}
+    if sample_id is not None and chosen and all(s is None for s in chosen.values()):
+        raise KeyError(f"no instrument in the scores has a norm sample '{sample_id}'")
+    return chosen
+
+
+def _assign(instrument: Instrument, sample: NormSample, subscale_id: str, group_id: str | None,
+            cache: dict) -> tuple[str, NormStats] | None:
+    """The row label and norm for a respondent matched to `group_id` (None: unmatched).
+
+    A matched group without a norm for this subscale counts as no match (pooled group).
+    """
+    key = (instrument.id, sample.id, subscale_id, group_id)
+    if key not in cache:
+        norm = norm_stats(instrument, sample, subscale_id, group_id) if group_id else None
+        if norm is not None:
+            cache[key] = (group_id, norm)
+        else:
+            pooled = norm_stats(instrument, sample, subscale_id, None)
+            cache[key] = None if pooled is None else (POOLED, pooled)
+    return cache[key]
+
+
+def _respondent_means(scores: pd.DataFrame) -> pd.DataFrame:
+    """One row per respondent × instrument × subscale: the score averaged over repeats."""
+    attributes = _attribute_columns(scores)
+    keys = ["backend_id", "model", "respondent_id", "instrument", "subscale"]
+    answered = scores.dropna(subset=["score"])
+    aggregations = {"score": ("score", "mean")} | {a: (a, "first") for a in attributes}
+    return answered.groupby(keys, sort=False, dropna=False).agg(**aggregations).reset_index()
+
+
+def _signed(x: float, digits: int) -> str:
+    text = f"{x:.{digits}f}"
+    return text.replace("-", MINUS) if float(text) != 0 else f"{0:.{digits}f}"
+
+
+def _p_text(p: float) -> str:
+    if p < 0.001:
+        return "< .001"
+    text = f"{p:.3f}"
+    return "= " + (text[1:] if text.startswith("0") else text)
+
+
+def reading(subscale: str, group: str, n: int, g: float, g_low: float, g_high: float,
+            p_adj: float, tost_p: float, equivalent: bool | None, *, bound: float,
+            correction: str = "holm", confidence: float = 0.95) -> str:
+    """One plain-language sentence for one comparison with a norm group.
+
+    The size of the difference is |g|, in pooled-SD units (close to the norm SD when the norm
+    sample is large); the p value is the multiplicity-adjusted one.
+    A TOST p at or above alpha does not reject equivalence: it only fails to show it, and the
+    sentence says "not shown".
+
+    Example
+    -------
+    >>> reading("EC", "women", 40, -1.2, -1.62, -0.78, 0.00001, 0.999, False, bound=0.3)
+    'EC is 1.2 SD below the norm for women (g = −1.20, 95 % CI −1.62 to −0.78, Holm p < .001); equivalence within ±0.3 SD not shown (TOST p = .999).'
+
+    References
+    ----------
+    American Psychological Association (2020). *Publication Manual of the American Psychological
+    Association* (7th ed.): p values without a leading zero, ``p < .001`` below .001.
+    """
+    norm = "the pooled norm" if group == POOLED else f"the norm for {group}"
+    if n < 2 or not np.isfinite(g):
+        who = "respondent" if n == 1 else "respondents"
+        return f"{subscale}: {n} {who} compared with {norm}; too few for a test."
+    size = f"{abs(g):.1f}"
+    if float(size) == 0:
+        head = f"{subscale} is within 0.05 SD of {norm}"
+    else:
+        head = f"{subscale} is {size} SD {'above' if g > 0 else 'below'} {norm}"
+    level = f"{confidence * 100:g} %"
+    stats_text = (f"g = {_signed(g, 2)}, {level} CI {_signed(g_low, 2)} to {_signed(g_high, 2)}, "
+                  f"{CORRECTIONS[correction]} p {_p_text(p_adj)}")
+    verdict = "equivalent" if equivalent else "equivalence"
+    outcome = "" if equivalent else " not shown"
+    return (f"{head} ({stats_text}); {verdict} within ±{bound:g} SD{outcome} "
+            f"(TOST p {_p_text(tost_p)}).")
+
+
+def _compare(values: np.ndarray, norm: NormStats, bound: float, alpha: float) -> dict[str, Any]:
+    n = int(values.size)
+    mean = float(values.mean()) if n else math.nan
+    sd = float(values.std(ddof=1)) if n >= 2 else math.nan
+    row: dict[str, Any] = {
+        "n": n, "mean": mean, "sd": sd, "norm_n": norm.n, "norm_mean": norm.mean,
+        "norm_sd": norm.sd, "diff": mean - norm.mean, "sd_ratio": sd / norm.sd,
+        "t": math.nan, "df": math.nan, "p": math.nan, "g": math.nan, "g_low": math.nan,
+        "g_high": math.nan, "tost_p": math.nan, "equivalent": pd.NA}
+    if n >= 2:
+        summary = (mean, sd, n, norm.mean, norm.sd, norm.n)
+        row["t"], row["df"], row["p"] = welch_from_summary(*summary)
+        row["g"], row["g_low"], row["g_high"] = hedges_g(*summary)
+        row["tost_p"], row["equivalent"] = tost_from_summary(*summary, bound=bound, alpha=alpha)
+    return row
+
+
+def compare_with_norms(scores: pd.DataFrame, instruments: Mapping[str, Instrument], *,
+                       sample_id: str | None = None, bound: float = 0.3, correction: str = "holm",
+                       alpha: float = 0.05) -> pd.DataFrame:
+    """Compare persona scores with the published norms, group by group.
+
+    Each respondent's score is first averaged over repeats (missing scores are left out, never
+    imputed), so a respondent counts once however many repeats were run. Respondents are matched
+    to a norm group with :func:`match_group` on their persona attributes; those matching no
+    group (the baseline respondent, personas whose attributes the norms do not cover, or a
+    matched group without a norm for this subscale) are compared with the pooled group
+    (:func:`norm_stats` with ``group_id=None``) in a separate row whose `norm_group` is
+    ``"pooled"``.
+
+    For each backend × instrument × subscale × norm group with at least one respondent:
+    Welch's t test (:func:`welch_from_summary`), Hedges' g with its 95 % CI
+    (:func:`hedges_g`; positive g = personas above the norm), the TOST equivalence test within
+    ±`bound` norm SDs (:func:`tost_from_summary`, at `alpha`, not adjusted for multiplicity), and
+    ``sd_ratio`` = persona SD / norm SD (well below 1 flags personas that are too alike). `p_adj`
+    adjusts the Welch p values of the whole table together with
+    :func:`statsmodels.stats.multitest.multipletests` (``"holm"`` or ``"fdr_bh"``). Groups with
+    fewer than two respondents get NaN statistics.
+
+    Parameters
+    ----------
+    scores : DataFrame
+        The long table of :func:`analysis.scores.score_answers`.
+    instruments : mapping of instrument id to Instrument
+        Every instrument named in `scores`; instruments without norms are skipped.
+    sample_id : str, optional
+        The norm sample to use; by default each instrument's first. Instruments without a sample
+        of that id are skipped (KeyError if no instrument has it).
+    bound : float
+        Equivalence margin in SD units of the norm.
+    correction : {"holm", "fdr_bh"}
+        Multiplicity correction over all rows.
+    alpha : float
+        Level of the equivalence tests and of the multiplicity correction.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``backend_id, instrument, subscale, norm_sample, norm_group, norm_derived, n,
+        mean, sd, norm_n, norm_mean, norm_sd, diff, t, df, p, p_adj, g, g_low, g_high, tost_p,
+        equivalent, sd_ratio, reading``; norms are on each subscale's own scoring metric.
+
+    Example
+    -------
+    >>> table = compare_with_norms(scores, {"iri": iri}, correction="fdr_bh")   # doctest: +SKIP
+    >>> table.loc[table["subscale"] == "EC", ["norm_group", "n", "g", "p_adj"]]  # doctest: +SKIP
+
+    References
+    ----------
+    Welch (1947) and Satterthwaite (1946) for the test, Borenstein et al. (2009, ch. 4) for g,
+    Schuirmann (1987) and Lakens (2017) for TOST (see the functions above).
+    Holm, S. (1979). A simple sequentially rejective multiple test procedure. *Scandinavian
+    Journal of Statistics*, 6(2), 65–70.
+    Benjamini, Y., & Hochberg, Y. (1995). Controlling the false discovery rate. *Journal of the
+    Royal Statistical Society B*, 57(1), 289–300.
+    """
+    if correction not in CORRECTIONS:
+        raise ValueError(f"correction must be one of {', '.join(CORRECTIONS)}, not {correction!r}")
+    samples = _samples(scores, instruments, sample_id)
+    people = _respondent_means(scores)
+    attributes = _attribute_columns(scores)
+    rows: list[dict[str, Any]] = []
+    cache: dict = {}
+    for (backend, inst_id), block in people.groupby(["backend_id", "instrument"], sort=True):
+        instrument, sample = instruments[inst_id], samples[inst_id]
+        if sample is None:
+            continue
+        matched = [match_group(sample, rec) for rec in block[attributes].to_dict("records")]
+        order = {g.id: i for i, g in enumerate(sample.groups)} | {POOLED: len(sample.groups)}
+        for subscale in instrument.subscales:
+            assigned: dict[str, tuple[NormStats, list[float]]] = {}
+            for group_id, sub, score in zip(matched, block["subscale"], block["score"]):
+                if sub != subscale.id:
+                    continue
+                hit = _assign(instrument, sample, subscale.id, group_id, cache)
+                if hit is not None:
+                    assigned.setdefault(hit[0], (hit[1], []))[1].append(score)
+            for label in sorted(assigned, key=order.__getitem__):
+                norm, values = assigned[label]
+                rows.append({"backend_id": backend, "instrument": inst_id, "subscale": subscale.id,
+                             "norm_sample": sample.id, "norm_group": label,
+                             "norm_derived": norm.derived}
+                            | _compare(np.asarray(values, dtype=float), norm, bound, alpha))
+    table = pd.DataFrame(rows, columns=[c for c in COLUMNS if c not in ("p_adj", "reading")])
+    p = table["p"].to_numpy(dtype=float)
+    tested = np.isfinite(p)
+    p_adj = np.full(p.shape, np.nan)
+    if tested.any():
+        p_adj[tested] = multipletests(p[tested], alpha=alpha, method=correction)[1]
+    table.insert(COLUMNS.index("p_adj"), "p_adj", p_adj)
+    table["equivalent"] = table["equivalent"].astype("boolean")
+    table = table.astype({"n": "int64", "norm_n": "int64", "norm_derived": "bool"})
+    table["reading"] = [
+        reading(r.subscale, r.norm_group, r.n, r.g, r.g_low, r.g_high, r.p_adj, r.tost_p,
+                None if pd.isna(r.equivalent) else bool(r.equivalent), bound=bound,
+                correction=correction)
+        for r in table.itertuples(index=False)]
+    return table[COLUMNS]
+
+
+def respondent_z(scores: pd.DataFrame, instruments: Mapping[str, Instrument], *,
+                 sample_id: str | None = None) -> pd.DataFrame:
+    """Each score as a z score and normal percentile against the respondent's norm group.
+
+    The group is the one :func:`match_group` finds for the respondent's attributes, else the
+    pooled group (``norm_group = "pooled"``), exactly as in :func:`compare_with_norms`; rows are
+    not averaged over repeats. ``z = (score - norm mean) / norm SD`` and ``percentile =
+    100 Φ(z)``, which assumes normally distributed norm scores. Instruments without norms get
+    missing values.
+
+    Returns
+    -------
+    DataFrame
+        `scores` with the columns ``norm_group``, ``z`` and ``percentile`` added.
+
+    Example
+    -------
+    >>> respondent_z(scores, {"iri": iri})[["respondent_id", "subscale", "z", "percentile"]]  # doctest: +SKIP
+
+    References
+    ----------
+    The norm mean and SD are treated as population values. For small norm samples, Crawford, J.
+    R., & Howell, D. C. (1998). Comparing an individual's test score against norms derived from
+    small samples. *The Clinical Neuropsychologist*, 12(4), 482–486, give a t-based alternative
+    that this function does not apply.
+    """
+    samples = _samples(scores, instruments, sample_id)
+    attributes = _attribute_columns(scores)
+    cache: dict = {}
+    labels: list[Any] = []
+    means, sds = np.full(len(scores), np.nan), np.full(len(scores), np.nan)
+    records = scores[["instrument", "subscale"] + attributes].to_dict("records")
+    for i, rec in enumerate(records):
+        instrument, sample = instruments[rec["instrument"]], samples[rec["instrument"]]
+        hit = None
+        if sample is not None:
+            group_id = match_group(sample, {a: rec[a] for a in attributes})
+            hit = _assign(instrument, sample, rec["subscale"], group_id, cache)
+        labels.append(pd.NA if hit is None else hit[0])
+        if hit is not None:
+            means[i], sds[i] = hit[1].mean, hit[1].sd
+    out = scores.copy()
+    out["norm_group"] = pd.array(labels, dtype="string")
+    out["z"] = (scores["score"].to_numpy(dtype=float) - means) / sds
+    out["percentile"] = stats.norm.cdf(out["z"]) * 100
+    return out

@@ -1,0 +1,417 @@
+"""Figures for the report: cohort profiles against norms, score distributions, item heatmaps, SD ratios.
+
+Every function returns a :class:`matplotlib.figure.Figure` built directly (no pyplot, so no global
+figure state is shared or leaked) with an Agg canvas attached. Colours come from the Okabe–Ito
+palette (safe for the common colour-vision deficiencies) and are always paired with a second cue
+(marker shape or line style). Empty inputs give a figure that says what is missing.
+
+Example:
+    >>> fig = profile_plot(comparison, "iri")                 # doctest: +SKIP
+    >>> save_figure(fig, "plots/iri-profile")                 # doctest: +SKIP
+    [PosixPath('plots/iri-profile.png'), PosixPath('plots/iri-profile.svg')]
+    >>> figure_to_data_uri(fig)[:22]                          # doctest: +SKIP
+    'data:image/png;base64,'
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import math
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch, Rectangle
+from scipy import stats
+
+# Okabe & Ito (2008) colour-blind-safe palette, without yellow (too pale on white).
+COLOURS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000"]
+MARKERS = ["o", "s", "D", "^", "v", "P", "X"]
+LINESTYLES = ["-", "--", ":", "-."]
+BAND_COLOUR = "#BBBBBB"
+NORM_COLOUR = "#333333"
+NO_NORMS = "no norms for this instrument"
+
+
+def _figure(width: float, height: float) -> Figure:
+    fig = Figure(figsize=(width, height), layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _message_figure(message: str, title: str | None = None) -> Figure:
+    """A small figure that only says `message` (for empty inputs)."""
+    fig = _figure(6, 2.2)
+    ax = fig.add_subplot()
+    ax.set_axis_off()
+    ax.text(0.5, 0.5, message, ha="center", va="center", fontsize=12, color=NORM_COLOUR,
+            transform=ax.transAxes)
+    if title:
+        fig.suptitle(title, fontsize=12)
+    return fig
+
+
+def _style(i: int) -> dict[str, Any]:
+    return {"color": COLOURS[i % len(COLOURS)], "marker": MARKERS[i % len(MARKERS)]}
+
+
+def _unique(values: pd.Series) -> list:
+    """Distinct values in order of first appearance."""
+    return list(dict.fromkeys(values.tolist()))
+
+
+def _finite(x: Any) -> bool:
+    try:
+        return x is not None and not pd.isna(x) and math.isfinite(float(x))
+    except (TypeError, ValueError):
+        return False
+
+
+def _truthy(x: Any) -> bool:
+    return False if x is None or (not isinstance(x, str) and pd.isna(x)) else bool(x)
+
+
+def mean_ci(mean: float, sd: float, n: float, level: float = 0.95) -> tuple[float, float]:
+    """Confidence interval of a mean, mean ± t_{n−1} · sd / √n; (nan, nan) when n < 2 or sd is missing."""
+    if not (_finite(mean) and _finite(sd) and _finite(n)) or n < 2:
+        return math.nan, math.nan
+    half = stats.t.ppf(0.5 + level / 2, n - 1) * sd / math.sqrt(n)
+    return mean - half, mean + half
+
+
+def _n_text(values: list) -> str:
+    ns = sorted({int(v) for v in values if _finite(v)})
+    if not ns:
+        return "cohort n = 0"
+    return f"cohort n = {ns[0]}" if len(ns) == 1 else f"cohort n = {ns[0]}–{ns[-1]}"
+
+
+# --------------------------------------------------------------------------------------------
+# Profile: cohort means with CIs against norm bands
+
+
+def profile_plot(comparison: pd.DataFrame, instrument_id: str) -> Figure:
+    """Cohort mean per subscale with its 95 % CI (mean ± t_{n−1,.975}·sd/√n) next to the norm
+    mean ± 1 SD (shaded band, line at the mean); one panel per norm group, one marker set per backend.
+
+    `comparison` has the columns of :func:`analysis.norms.compare_with_norms` (``backend_id,
+    instrument, subscale, norm_sample, norm_group, n, mean, sd, norm_n, norm_mean, norm_sd`` are used).
+    The band artists carry ``gid = "norm-band:<sample>:<group>:<subscale>"``.
+    """
+    rows = comparison[comparison["instrument"] == instrument_id] if not comparison.empty else comparison
+    if rows.empty:
+        return _message_figure(NO_NORMS, f"{instrument_id}: cohort means against human norms")
+    subscales = _unique(rows["subscale"])
+    groups = _unique(rows[["norm_sample", "norm_group"]].apply(tuple, axis=1))
+    backends = _unique(rows["backend_id"])
+    n_panels = len(groups)
+    width = min(4.8, 1.3 + 0.75 * len(subscales) * max(1, len(backends) ** 0.5))
+    fig = _figure(max(4.5, width * n_panels), 4.4)
+    axes = fig.subplots(1, n_panels, sharey=True, squeeze=False)[0]
+    offsets = (np.linspace(-0.22, 0.22, len(backends)) if len(backends) > 1 else np.zeros(1))
+    for ax, (sample, group) in zip(axes, groups):
+        panel = rows[(rows["norm_sample"] == sample) & (rows["norm_group"] == group)]
+        for x, sub in enumerate(subscales):
+            norm = panel[panel["subscale"] == sub]
+            if norm.empty or not _finite(norm["norm_mean"].iloc[0]):
+                continue
+            m, sd = float(norm["norm_mean"].iloc[0]), float(norm["norm_sd"].iloc[0])
+            sd = sd if _finite(sd) else 0.0
+            ax.add_patch(Rectangle((x - 0.4, m - sd), 0.8, 2 * sd, facecolor=BAND_COLOUR, alpha=0.55,
+                                   edgecolor="none", zorder=1, gid=f"norm-band:{sample}:{group}:{sub}"))
+            ax.plot([x - 0.4, x + 0.4], [m, m], color=NORM_COLOUR, lw=1.4, zorder=2,
+                    gid=f"norm-mean:{sample}:{group}:{sub}")
+        for b, backend in enumerate(backends):
+            style = _style(b)
+            for x, sub in enumerate(subscales):
+                cell = panel[(panel["backend_id"] == backend) & (panel["subscale"] == sub)]
+                if cell.empty or not _finite(cell["mean"].iloc[0]):
+                    continue
+                r = cell.iloc[0]
+                low, high = mean_ci(float(r["mean"]), r["sd"], r["n"])
+                yerr = [[r["mean"] - low], [high - r["mean"]]] if _finite(low) else None
+                ax.errorbar([x + offsets[b]], [r["mean"]], yerr=yerr, fmt=style["marker"],
+                            color=style["color"], markersize=7, capsize=4, elinewidth=1.6,
+                            markeredgecolor="white", markeredgewidth=0.6, zorder=3,
+                            gid=f"cohort:{backend}:{sample}:{group}:{sub}")
+        ax.set_xticks(range(len(subscales)), [str(s) for s in subscales])
+        ax.set_xlim(-0.6, len(subscales) - 0.4)
+        ax.set_xlabel("Subscale")
+        derived = " (derived)" if panel["norm_derived"].map(_truthy).any() else ""
+        norm_n = panel["norm_n"].dropna()
+        norm_n_text = f", norm n = {int(norm_n.iloc[0])}" if len(norm_n) and _finite(norm_n.iloc[0]) else ""
+        ax.set_title(f"{group}{derived} — {sample}{norm_n_text}\n{_n_text(panel['n'].tolist())}", fontsize=10)
+        ax.grid(axis="y", color="#E5E5E5", lw=0.8, zorder=0)
+        ax.set_axisbelow(True)
+    axes[0].set_ylabel("Subscale score (norm's metric)")
+    handles = [Line2D([], [], ls="none", markersize=7, label=f"{backend}: cohort mean, 95 % CI", **_style(b))
+               for b, backend in enumerate(backends)]
+    handles.append(Patch(facecolor=BAND_COLOUR, alpha=0.55, label="human norm: mean ± 1 SD"))
+    fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 3), fontsize=9, frameon=False)
+    fig.suptitle(f"{instrument_id}: cohort mean (95 % CI) vs human norm mean ± 1 SD, per norm group",
+                 fontsize=12)
+    return fig
+
+
+# --------------------------------------------------------------------------------------------
+# Distribution: cohort histogram over the norm's normal curves
+
+
+def distribution_plot(scores: pd.DataFrame, comparison: pd.DataFrame, instrument_id: str,
+                      subscale: str) -> Figure:
+    """Histogram (density) of the cohort's scores on one subscale, one per backend, over the normal
+    density N(norm_mean, norm_sd) of each norm group. Scores of all repeats are pooled; missing
+    scores are left out and counted in the legend.
+
+    Without norms for the subscale the histogram is drawn alone and the title says so; without
+    scores as well, the figure says "no norms for this instrument".
+    """
+    title = f"{instrument_id} {subscale}: cohort score distribution vs human norms"
+    if not scores.empty:
+        sel = scores[(scores["instrument"] == instrument_id) & (scores["subscale"] == subscale)]
+    else:
+        sel = scores
+    norms = comparison[(comparison["instrument"] == instrument_id) & (comparison["subscale"] == subscale)] \
+        if not comparison.empty else comparison
+    values = pd.to_numeric(sel["score"], errors="coerce") if not sel.empty else pd.Series(dtype=float)
+    if norms.empty and values.dropna().empty:
+        return _message_figure(NO_NORMS, title)
+    norm_rows = norms.drop_duplicates(["norm_sample", "norm_group"]) if not norms.empty else norms
+    norm_rows = norm_rows[norm_rows["norm_mean"].map(_finite) & norm_rows["norm_sd"].map(_finite)] \
+        if not norm_rows.empty else norm_rows
+
+    present = values.dropna()
+    bins = None
+    if len(present):
+        whole = np.allclose(present, np.round(present))
+        if whole and present.max() - present.min() <= 60:
+            bins = np.arange(present.min() - 0.5, present.max() + 1.5, 1.0)
+        else:
+            bins = np.histogram_bin_edges(present, bins="auto")
+
+    # x range: every histogram bin and ±3.5 SD around every norm mean
+    lows, highs = [], []
+    if bins is not None:
+        lows.append(bins[0])
+        highs.append(bins[-1])
+    for r in norm_rows.itertuples():
+        lows.append(r.norm_mean - 3.5 * r.norm_sd)
+        highs.append(r.norm_mean + 3.5 * r.norm_sd)
+    lo, hi = float(min(lows)), float(max(highs))
+    pad = 0.02 * (hi - lo) if hi > lo else 1.0
+    lo, hi = lo - pad, hi + pad
+
+    fig = _figure(7, 4.3)
+    ax = fig.add_subplot()
+    if bins is not None:
+        backends = _unique(sel["backend_id"])
+        for b, backend in enumerate(backends):
+            v = pd.to_numeric(sel.loc[sel["backend_id"] == backend, "score"], errors="coerce")
+            got, missing = v.dropna(), int(v.isna().sum())
+            label = f"{backend} cohort (n = {len(got)}" + (f", {missing} missing)" if missing else ")")
+            if len(got):
+                ax.hist(got, bins=bins, density=True, histtype="stepfilled", alpha=0.45 if len(backends) > 1 else 0.6,
+                        color=COLOURS[b % len(COLOURS)], edgecolor=COLOURS[b % len(COLOURS)], linewidth=1.2,
+                        label=label)
+    grid = np.linspace(lo, hi, 400)
+    for g, r in enumerate(norm_rows.itertuples()):
+        n_text = f", n = {int(r.norm_n)}" if _finite(r.norm_n) else ""
+        ax.plot(grid, stats.norm.pdf(grid, r.norm_mean, r.norm_sd), color=NORM_COLOUR,
+                ls=LINESTYLES[g % len(LINESTYLES)], lw=1.8,
+                label=f"norm {r.norm_group} ({r.norm_sample}): N({r.norm_mean:.2f}, {r.norm_sd:.2f}²){n_text}",
+                gid=f"norm-density:{r.norm_sample}:{r.norm_group}")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel(f"{subscale} score" + (" (norm's metric)" if len(norm_rows) else ""))
+    ax.set_ylabel("Density")
+    ax.grid(axis="y", color="#E5E5E5", lw=0.8)
+    ax.set_axisbelow(True)
+    ax.legend(fontsize=8.5, frameon=False, loc="upper right")
+    fig.suptitle(title if len(norm_rows) else f"{title} ({NO_NORMS})", fontsize=12)
+    return fig
+
+
+# --------------------------------------------------------------------------------------------
+# Item heatmap
+
+
+def _option_label(option: Any, width: int = 12) -> str:
+    if option.label:
+        return f"{option.value}\n" + "\n".join(textwrap.wrap(option.label, width))
+    return str(option.value)
+
+
+def _item_label(item: Any, width: int = 56) -> str:
+    text = " ".join(item.text.split())
+    text = text if len(text) <= width else text[: width - 1].rstrip() + "…"
+    return f"{item.id}{' (R)' if item.reverse else ''}  {text}"
+
+
+def item_shares(table: pd.DataFrame, instrument: Any) -> pd.DataFrame:
+    """Share of answers per item (rows, published order) and raw scale value (columns), plus a final
+    ``missing`` column (answers without a value); each row sums to 1 over the answers present."""
+    rows = table[table["instrument"] == instrument.id] if "instrument" in table.columns else table
+    columns = [o.value for o in instrument.scale] + ["missing"]
+    item_ids = [i.id for i in instrument.items]
+    values = pd.to_numeric(rows["value"], errors="coerce")
+    cat = values.astype(object).where(values.notna(), "missing")
+    cat = cat.map(lambda v: v if v == "missing" else int(v))
+    counts = pd.crosstab(rows["item_id"].astype(str), cat)
+    counts = counts.reindex(index=item_ids, columns=columns, fill_value=0).fillna(0)
+    totals = counts.sum(axis=1)
+    return counts.div(totals.where(totals > 0), axis=0)
+
+
+def item_heatmap(table: pd.DataFrame, instrument) -> Figure:
+    """Share of answers per item (rows, in published order) and response option (columns: raw scale
+    values with their labels, then missing answers), annotated; one panel per backend, repeats pooled.
+
+    Shares are of raw (unkeyed) values; reverse-keyed items are marked (R).
+    """
+    title = f"{instrument.id}: share of answers per item and response option (raw values)"
+    rows = table[table["instrument"] == instrument.id] if not table.empty else table
+    if rows.empty:
+        return _message_figure(f"no answers for {instrument.id}", title)
+    backends = _unique(rows["backend_id"])
+    columns = [_option_label(o) for o in instrument.scale] + ["missing"]
+    n_items = len(instrument.items)
+    panel_width = 0.62 * len(columns) + 0.4
+    fig = _figure(3.6 + panel_width * len(backends) + 0.9, max(3.6, 0.27 * n_items + 2.0))
+    axes = fig.subplots(1, len(backends), sharey=True, squeeze=False)[0]
+    image = None
+    for ax, backend in zip(axes, backends):
+        part = rows[rows["backend_id"] == backend]
+        shares = item_shares(part, instrument)
+        matrix = shares.to_numpy(dtype=float)
+        image = ax.imshow(matrix, cmap="viridis", vmin=0, vmax=1, aspect="auto", interpolation="nearest",
+                          gid=f"heatmap:{backend}")
+        for (i, j), share in np.ndenumerate(matrix):
+            if _finite(share) and share > 0:
+                ax.text(j, i, f"{100 * share:.0f}", ha="center", va="center", fontsize=7.5,
+                        color="white" if share < 0.55 else "black")
+        ax.set_xticks(range(len(columns)), columns, fontsize=7.5)
+        ax.xaxis.tick_top()
+        ax.tick_params(axis="x", length=0)
+        ax.set_yticks(range(n_items), [_item_label(i) for i in instrument.items], fontsize=7.5)
+        ax.tick_params(axis="y", length=0)
+        ax.set_xticks(np.arange(-0.5, len(columns)), minor=True)
+        ax.set_yticks(np.arange(-0.5, n_items), minor=True)
+        ax.grid(which="minor", color="white", lw=0.6)
+        ax.tick_params(which="minor", length=0)
+        for side in ax.spines.values():
+            side.set_visible(False)
+        per_item = part.groupby("item_id").size()
+        ax.set_xlabel(f"{backend}: {_n_answers_text(per_item)} per item", fontsize=9)
+    cbar = fig.colorbar(image, ax=list(axes), shrink=0.6, pad=0.02)
+    cbar.set_label("Share of answers (cell labels in %)", fontsize=9)
+    fig.suptitle(title + "\n(R) = reverse-keyed item; missing = no usable answer", fontsize=11)
+    return fig
+
+
+def _n_answers_text(per_item: pd.Series) -> str:
+    if per_item.empty:
+        return "0 answers"
+    lo, hi = int(per_item.min()), int(per_item.max())
+    return f"{lo} answers" if lo == hi else f"{lo}–{hi} answers"
+
+
+# --------------------------------------------------------------------------------------------
+# SD ratios
+
+
+def sd_ratio_chart(ratios: pd.DataFrame) -> Figure:
+    """Cohort SD / norm SD with 95 % CI per instrument × subscale × norm group (one row each), one
+    marker set per backend; reference lines at 1 (human-like spread) and 0.5 (half the human SD).
+    Rows flagged ``collapsed`` are drawn hollow and labelled."""
+    title = "Cohort SD relative to the human norm SD (95 % CI)"
+    if ratios is None or ratios.empty:
+        return _message_figure("no norms: no SD ratios to show", title)
+    keys = _unique(ratios[["instrument", "subscale", "norm_group"]].apply(tuple, axis=1))
+    backends = _unique(ratios["backend_id"])
+    offsets = (np.linspace(-0.2, 0.2, len(backends)) if len(backends) > 1 else np.zeros(1))
+    fig = _figure(7, max(2.8, 0.42 * len(keys) * max(1, len(backends) ** 0.5) + 1.8))
+    ax = fig.add_subplot()
+    top = []
+    any_collapsed = False
+    for b, backend in enumerate(backends):
+        style = _style(b)
+        for y, (inst, sub, group) in enumerate(keys):
+            cell = ratios[(ratios["backend_id"] == backend) & (ratios["instrument"] == inst)
+                          & (ratios["subscale"] == sub) & (ratios["norm_group"] == group)]
+            if cell.empty or not _finite(cell["ratio"].iloc[0]):
+                continue
+            r = cell.iloc[0]
+            ratio = float(r["ratio"])
+            has_ci = _finite(r["ci_low"]) and _finite(r["ci_high"])
+            xerr = [[ratio - r["ci_low"]], [r["ci_high"] - ratio]] if has_ci else None
+            collapsed = _truthy(r["collapsed"])
+            any_collapsed |= collapsed
+            ax.errorbar([ratio], [y + offsets[b]], xerr=xerr, fmt=style["marker"], color=style["color"],
+                        markersize=7, capsize=4, elinewidth=1.6, zorder=3,
+                        markerfacecolor="white" if collapsed else style["color"],
+                        gid=f"sd-ratio:{backend}:{inst}:{sub}:{group}")
+            if collapsed:
+                ax.annotate("collapsed", (float(r["ci_high"]) if has_ci else ratio, y + offsets[b]),
+                            xytext=(6, 0), textcoords="offset points", va="center", fontsize=8,
+                            color=style["color"])
+            end = (float(r["ci_high"]) if has_ci else ratio) * 1.08
+            top.append(end + 0.3 if collapsed else end)   # room for the "collapsed" label
+    ax.axvline(1.0, color=NORM_COLOUR, lw=1.3, ls="-", zorder=1, gid="ref:1")
+    ax.axvline(0.5, color=NORM_COLOUR, lw=1.1, ls="--", zorder=1, gid="ref:0.5")
+    ax.set_yticks(range(len(keys)), [f"{inst} {sub} · {group}" for inst, sub, group in keys])
+    ax.set_ylim(len(keys) - 0.5, -0.5)
+    ax.set_xlim(0, max([1.25] + top))
+    ax.set_xlabel("SD ratio (cohort SD / human norm SD)")
+    ax.set_ylabel("Instrument subscale · norm group")
+    ax.grid(axis="x", color="#E5E5E5", lw=0.8, zorder=0)
+    ax.set_axisbelow(True)
+    handles = [Line2D([], [], ls="none", markersize=7, label=backend, **_style(b)) for b, backend in enumerate(backends)]
+    handles += [Line2D([], [], color=NORM_COLOUR, lw=1.3, label="1 = human-like spread"),
+                Line2D([], [], color=NORM_COLOUR, lw=1.1, ls="--", label="0.5 = half the human SD")]
+    if any_collapsed:
+        handles.append(Line2D([], [], ls="none", marker="o", color=NORM_COLOUR, markerfacecolor="white",
+                              label="collapsed (hollow)"))
+    fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 4), fontsize=9, frameon=False)
+    fig.suptitle(title, fontsize=12)
+    return fig
+
+
+# --------------------------------------------------------------------------------------------
+# Output
+
+
+def save_figure(fig: Figure, stem: str | Path) -> list[Path]:
+    """Write ``stem.png`` (150 dpi) and ``stem.svg``, creating folders; returns both paths.
+
+    The suffixes are appended, so a stem like ``plots/iri.profile`` keeps its dot.
+    """
+    stem = Path(stem)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    if fig.canvas is None or not isinstance(fig.canvas, FigureCanvasAgg):
+        FigureCanvasAgg(fig)
+    paths = [stem.parent / f"{stem.name}.png", stem.parent / f"{stem.name}.svg"]
+    fig.savefig(paths[0], format="png", dpi=150)
+    fig.savefig(paths[1], format="svg")
+    return paths
+
+
+MIME = {"png": "image/png", "svg": "image/svg+xml", "jpg": "image/jpeg", "jpeg": "image/jpeg",
+        "pdf": "application/pdf"}
+
+
+def figure_to_data_uri(fig: Figure, fmt: str = "png") -> str:
+    """The figure as a ``data:`` URI (e.g. ``data:image/png;base64,...``) for self-contained HTML."""
+    fmt = fmt.lower()
+    if fmt not in MIME:
+        raise ValueError(f"unsupported figure format {fmt!r} (use one of {', '.join(MIME)})")
+    buffer = io.BytesIO()
+    if fig.canvas is None or not isinstance(fig.canvas, FigureCanvasAgg):
+        FigureCanvasAgg(fig)
+    fig.savefig(buffer, format=fmt, dpi=150 if fmt in ("png", "jpg", "jpeg") else None)
+    return f"data:{MIME[fmt]};base64," + base64.b64encode(buffer.getvalue()).decode("ascii")

@@ -1,0 +1,371 @@
+"""Reliability of subscale scores: Cronbach's α, McDonald's ω, item–total statistics, retest ICC.
+
+Every function takes *keyed* item answers (reverse-keyed items already reversed, e.g. by
+:func:`engine.scoring.keyed_answers`): one row per respondent, one column per item.
+
+Missing answers are handled **listwise**: a respondent with any missing item of the table is
+dropped before anything is computed, so that α, ω and the item–total statistics of a subscale all
+describe the same respondents (``n`` in :func:`reliability_table` counts them).
+
+Degenerate data do not raise and do not warn; they give NaN. LLM respondents often answer an item
+identically, so this is the ordinary case, not an edge case:
+
+* α is NaN when fewer than 2 respondents or 2 items remain, or when every respondent has the same
+  total (σ²ₜ = 0, α = 0/0). A constant *item* alone does not make α NaN: it adds 0 to Σσ²ᵢ and α
+  is still defined (and usually low).
+* ω and one-factor loadings are NaN when any item is constant (its correlations are undefined),
+  when fewer than 3 items remain (a one-factor model of 2 items is not identified) or when neither
+  maximum likelihood nor principal axis factoring gives a proper solution.
+* A corrected item–total correlation is NaN for a constant item or a constant rest score.
+* ICCs are NaN when all scores are equal or fewer than 2 respondents have every repeat.
+
+Example:
+    >>> from engine import load_instrument                                    # doctest: +SKIP
+    >>> iri = load_instrument("instruments/iri.yaml")                         # doctest: +SKIP
+    >>> reliability_table({"iri": answers}, {"iri": iri})                     # doctest: +SKIP
+      instrument subscale    n  k  alpha  alpha_low  alpha_high  omega
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+
+import numpy as np
+import pandas as pd
+import pingouin as pg
+from scipy import stats
+from statsmodels.multivariate.factor import Factor
+
+from engine.instrument import Instrument
+from engine.scoring import keyed_answers
+
+ICC_COLUMNS = ["type", "description", "icc", "f", "df1", "df2", "p", "ci_low", "ci_high", "n", "k"]
+RELIABILITY_COLUMNS = ["instrument", "subscale", "n", "k", "alpha", "alpha_low", "alpha_high", "omega"]
+
+# Fixed seed for the random starting values of statsmodels' ML factor analysis: same data, same ω.
+_FACTOR_SEED = 0
+
+
+def _complete(items: pd.DataFrame) -> pd.DataFrame:
+    """Float copy of `items` without the rows that miss any item (listwise deletion)."""
+    return items.astype(float).dropna(axis=0, how="any")
+
+
+def _constant(values: pd.Series | np.ndarray) -> bool:
+    """True when all (non-missing) values are equal; exact, so it never reports false variance."""
+    arr = np.asarray(values, dtype=float)
+    arr = arr[~np.isnan(arr)]
+    return arr.size == 0 or bool(np.ptp(arr) == 0)
+
+
+def cronbach_alpha(items: pd.DataFrame, confidence: float = 0.95) -> tuple[float, float, float]:
+    """Cronbach's α with Feldt's confidence interval, after listwise deletion.
+
+    Parameters
+    ----------
+    items : pandas.DataFrame
+        Keyed answers, one row per respondent, one column per item.
+    confidence : float
+        Coverage of the interval (0.95 = 95 %).
+
+    Returns
+    -------
+    tuple of float
+        ``(alpha, low, high)``. Computed by :func:`pingouin.cronbach_alpha` on the complete rows
+        (so its ``nan_policy`` never applies and the interval's ``n`` is the number of complete
+        rows). Pingouin rounds the interval to 3 decimals. All three are NaN when fewer than 2
+        complete rows or 2 items remain, or when the total score is constant (σ²ₜ = 0).
+
+    Notes
+    -----
+    α = k/(k−1) · (1 − Σσ²ᵢ / σ²ₜ). Listwise rather than pingouin's default pairwise deletion: a
+    pairwise covariance matrix mixes respondents and need not be positive semi-definite, and
+    :func:`mcdonald_omega` and :func:`item_total` need complete rows anyway. (Pingouin's own
+    ``nan_policy="listwise"`` keeps the original ``n`` in Feldt's interval; dropping the rows
+    first avoids that.)
+
+    Example
+    -------
+    >>> items = pd.DataFrame({"a": [1, 2, 3, 4], "b": [2, 2, 3, 5], "c": [1, 3, 3, 4]})
+    >>> cronbach_alpha(items)
+    (0.9473684210526315, 0.653, 0.996)
+
+    References
+    ----------
+    Cronbach, L. J. (1951). Coefficient alpha and the internal structure of tests.
+    Psychometrika, 16(3), 297–334.
+    Feldt, L. S., Woodruff, D. J., & Salih, F. A. (1987). Statistical inference for coefficient
+    alpha. Applied Psychological Measurement, 11(1), 93–103.
+    """
+    data = _complete(items)
+    n, k = data.shape
+    if n < 2 or k < 2 or _constant(data.sum(axis=1)):
+        return (np.nan, np.nan, np.nan)
+    alpha, (low, high) = pg.cronbach_alpha(data=data, ci=confidence)
+    return (float(alpha), float(low), float(high))
+
+
+def one_factor(items: pd.DataFrame) -> pd.DataFrame:
+    """A one-factor model of the items' correlation matrix (standardised loadings).
+
+    Parameters
+    ----------
+    items : pandas.DataFrame
+        Keyed answers, one row per respondent, one column per item; incomplete rows are dropped.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per item: ``item_id``, ``loading``, ``uniqueness`` (1 − λ²) and ``method``
+        (``"ml"``, ``"pa"`` or ``"none"``). Loadings are sign-aligned so that they sum to a
+        non-negative number. Fitted with :class:`statsmodels.multivariate.factor.Factor`:
+        maximum likelihood when the optimiser reports success, otherwise iterated principal
+        axis factoring. NaN (method ``"none"``) when an item is constant, fewer than 3 items or
+        ``k + 1`` complete rows remain, or no method gives a proper solution (finite loadings,
+        uniquenesses ≥ 0). Warnings of the fitting routines are converted into this fallback,
+        not passed on.
+
+    Example
+    -------
+    >>> one_factor(keyed[["1", "2", "3"]])                                    # doctest: +SKIP
+      item_id  loading  uniqueness method
+    0       1    0.712       0.493     ml
+
+    References
+    ----------
+    Jöreskog, K. G. (1967). Some contributions to maximum likelihood factor analysis.
+    Psychometrika, 32(4), 443–482.
+    """
+    data = _complete(items)
+    ids = [str(c) for c in data.columns]
+    n, k = data.shape
+    blank = pd.DataFrame({"item_id": ids, "loading": np.nan, "uniqueness": np.nan, "method": "none"})
+    if k < 3 or n < k + 1 or any(_constant(data[c]) for c in data.columns):
+        return blank
+    for method in ("ml", "pa"):
+        fitted = _fit_factor(data.to_numpy(), method)
+        if fitted is not None:
+            loading, uniqueness = fitted
+            sign = -1.0 if loading.sum() < 0 else 1.0
+            return pd.DataFrame({"item_id": ids, "loading": sign * loading,
+                                 "uniqueness": uniqueness, "method": method})
+    return blank
+
+
+def _fit_factor(x: np.ndarray, method: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """Loadings and uniquenesses of a one-factor fit, or None if it failed or is improper."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            model = Factor(x, n_factor=1, method=method)
+            result = model.fit(rng=_FACTOR_SEED) if method == "ml" else model.fit()
+        except (ValueError, np.linalg.LinAlgError, FloatingPointError):
+            return None
+    if method == "ml" and not result.mle_retvals.success:
+        return None
+    if any(issubclass(w.category, RuntimeWarning) for w in caught):  # overflow, invalid value …
+        return None
+    loading = np.asarray(result.loadings, dtype=float).ravel()
+    uniqueness = np.asarray(result.uniqueness, dtype=float).ravel()
+    if not (np.all(np.isfinite(loading)) and np.all(np.isfinite(uniqueness))) or uniqueness.min() < 0:
+        return None
+    return loading, uniqueness
+
+
+def mcdonald_omega(items: pd.DataFrame) -> float:
+    """McDonald's ω total from a one-factor model: ω = (Σλ)² / ((Σλ)² + Σψ).
+
+    Parameters
+    ----------
+    items : pandas.DataFrame
+        Keyed answers, one row per respondent, one column per item; incomplete rows are dropped.
+
+    Returns
+    -------
+    float
+        ω from the standardised loadings λ and uniquenesses ψ of :func:`one_factor` (so ω is the
+        reliability of the sum of standardised items, as in R's ``psych::omega``). NaN whenever
+        :func:`one_factor` is (constant item, fewer than 3 items, no proper solution).
+
+    Example
+    -------
+    >>> mcdonald_omega(keyed[["1", "2", "3", "4", "5", "6"]])                 # doctest: +SKIP
+    0.852
+
+    References
+    ----------
+    McDonald, R. P. (1999). Test theory: A unified treatment. Erlbaum. (Ch. 6)
+    """
+    fit = one_factor(items)
+    lam, psi = fit["loading"].to_numpy(), fit["uniqueness"].to_numpy()
+    if fit.empty or np.isnan(lam).any():
+        return np.nan
+    common = lam.sum() ** 2
+    return float(common / (common + psi.sum()))
+
+
+def item_total(items: pd.DataFrame) -> pd.DataFrame:
+    """Corrected item–total correlations and α if the item is deleted.
+
+    Parameters
+    ----------
+    items : pandas.DataFrame
+        Keyed answers, one row per respondent, one column per item; incomplete rows are dropped.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per item: ``item_id``; ``r_corrected``, the Pearson correlation
+        (:func:`scipy.stats.pearsonr`) of the item with the sum of the *other* items (NaN if
+        either is constant or fewer than 2 rows remain); ``alpha_if_deleted``,
+        :func:`cronbach_alpha` of the other items (NaN with fewer than 3 items).
+
+    Example
+    -------
+    >>> items = pd.DataFrame({"a": [1, 2, 3, 4], "b": [2, 2, 3, 5], "c": [1, 3, 3, 4]})
+    >>> item_total(items).round(3)
+      item_id  r_corrected  alpha_if_deleted
+    0       a        0.981             0.853
+    1       b        0.849             0.960
+    2       c        0.851             0.952
+
+    References
+    ----------
+    Nunnally, J. C., & Bernstein, I. H. (1994). Psychometric theory (3rd ed.). McGraw-Hill.
+    """
+    data = _complete(items)
+    total = data.sum(axis=1)
+    rows = []
+    for column in data.columns:
+        item = data[column]
+        rest = total - item
+        if len(data) < 2 or _constant(item) or _constant(rest):
+            r = np.nan
+        else:
+            r = float(stats.pearsonr(item.to_numpy(), rest.to_numpy()).statistic)
+        alpha = cronbach_alpha(data.drop(columns=column))[0]
+        rows.append({"item_id": str(column), "r_corrected": r, "alpha_if_deleted": alpha})
+    return pd.DataFrame(rows, columns=["item_id", "r_corrected", "alpha_if_deleted"])
+
+
+@contextmanager
+def _pingouin_unrounded() -> Iterator[None]:
+    """Pingouin rounds its CI95 columns to 2 decimals by default; keep full precision here."""
+    saved = dict(pg.options)
+    pg.options.update({key: None for key in pg.options if key == "round" or key.startswith("round.")})
+    try:
+        yield
+    finally:
+        pg.options.clear()
+        pg.options.update(saved)
+
+
+def test_retest_icc(scores: pd.DataFrame) -> pd.DataFrame:
+    """Test–retest reliability of one subscale: ICC(2,1) and ICC(3,1) over repeats.
+
+    Parameters
+    ----------
+    scores : pandas.DataFrame
+        Long table with columns ``respondent_id``, ``repeat`` and ``score`` (one subscale), at
+        most one row per respondent × repeat (ValueError otherwise). Respondents without a score on every repeat are dropped (pingouin's
+        ``nan_policy="omit"``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Two rows, ``type`` ``"ICC2"`` (two-way random effects, absolute agreement, single
+        measurement; McGraw & Wong's ICC(A,1)) and ``"ICC3"`` (two-way mixed, consistency,
+        single measurement; ICC(C,1)), with columns ``type, description, icc, f, df1, df2, p,
+        ci_low, ci_high, n, k`` (``n`` respondents, ``k`` repeats). From
+        :func:`pingouin.intraclass_corr`, 95 % interval unrounded. Everything but ``n``, ``k`` is
+        NaN when fewer than 2 respondents or repeats remain or all scores are equal. When every
+        respondent scores the same on every repeat (no residual variance) ICC(3,1) is 1, F is
+        infinite and the intervals may be NaN.
+
+    Example
+    -------
+    >>> long = pd.DataFrame({"respondent_id": [1, 1, 2, 2, 3, 3], "repeat": [0, 1] * 3,
+    ...                      "score": [10, 11, 14, 14, 20, 19]})
+    >>> test_retest_icc(long)[["type", "icc"]].round(3)
+       type    icc
+    0  ICC2  0.984
+    1  ICC3  0.976
+
+    References
+    ----------
+    Shrout, P. E., & Fleiss, J. L. (1979). Intraclass correlations: Uses in assessing rater
+    reliability. Psychological Bulletin, 86(2), 420–428.
+    McGraw, K. O., & Wong, S. P. (1996). Forming inferences about some intraclass correlation
+    coefficients. Psychological Methods, 1(1), 30–46.
+    """
+    if scores.duplicated(["respondent_id", "repeat"]).any():
+        raise ValueError("scores has more than one row for some respondent_id × repeat")
+    wide = scores.pivot_table(index="respondent_id", columns="repeat", values="score",
+                              aggfunc="first").dropna(axis=0, how="any")
+    n, k = wide.shape
+    descriptions = {"ICC2": "ICC(A,1): two-way random, absolute agreement, single measurement",
+                    "ICC3": "ICC(C,1): two-way mixed, consistency, single measurement"}
+    if n < 2 or k < 2 or _constant(wide.to_numpy().ravel()):
+        return pd.DataFrame([{"type": t, "description": d, "icc": np.nan, "f": np.nan, "df1": np.nan,
+                              "df2": np.nan, "p": np.nan, "ci_low": np.nan, "ci_high": np.nan,
+                              "n": n, "k": k} for t, d in descriptions.items()], columns=ICC_COLUMNS)
+    long = wide.reset_index().melt(id_vars="respondent_id", var_name="repeat", value_name="score")
+    with _pingouin_unrounded(), np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
+        # pingouin 0.7's two-way ANOVA calls DataFrame.dropna(inplace=True), deprecated in pandas 3.1.
+        warnings.filterwarnings("ignore", message="The inplace keyword", category=Warning)
+        icc = pg.intraclass_corr(data=long, targets="respondent_id", raters="repeat",
+                                 ratings="score").set_index("Type")
+    rows = []
+    for name, pingouin_type in (("ICC2", "ICC(A,1)"), ("ICC3", "ICC(C,1)")):
+        row = icc.loc[pingouin_type]
+        low, high = np.asarray(row["CI95"], dtype=float)
+        rows.append({"type": name, "description": descriptions[name], "icc": float(row["ICC"]),
+                     "f": float(row["F"]), "df1": float(row["df1"]), "df2": float(row["df2"]),
+                     "p": float(row["pval"]), "ci_low": low, "ci_high": high, "n": n, "k": k})
+    return pd.DataFrame(rows, columns=ICC_COLUMNS)
+
+
+test_retest_icc.__test__ = False  # a library function whose name starts with "test", not a test
+
+
+def reliability_table(answers_wide_by_instrument: Mapping[str, pd.DataFrame],
+                      instruments: Mapping[str, Instrument]) -> pd.DataFrame:
+    """α (with 95 % interval) and ω of every subscale of every instrument.
+
+    Parameters
+    ----------
+    answers_wide_by_instrument : Mapping[str, pandas.DataFrame]
+        Raw (unkeyed) answers per instrument id: one row per respondent, one column per item id
+        (as from :func:`engine.human_data.read_answers_csv`; other columns are ignored).
+    instruments : Mapping[str, Instrument]
+        Instruments by id; every key of `answers_wide_by_instrument` must be present.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per instrument × subscale (instrument order of the mapping, subscale order of the
+        instrument) with columns ``instrument, subscale, n, k, alpha, alpha_low, alpha_high,
+        omega``: ``n`` respondents with every item of the subscale answered, ``k`` items. Items
+        are keyed with :func:`engine.scoring.keyed_answers`.
+
+    Example
+    -------
+    >>> reliability_table({"mini": answers}, {"mini": load_instrument(MINI)})  # doctest: +SKIP
+
+    References
+    ----------
+    See :func:`cronbach_alpha` and :func:`mcdonald_omega`.
+    """
+    rows = []
+    for inst_id, answers in answers_wide_by_instrument.items():
+        instrument = instruments[inst_id]
+        keyed = keyed_answers(instrument, answers)
+        for subscale in instrument.subscales:
+            items = _complete(keyed[[item.id for item in instrument.subscale_items(subscale.id)]])
+            alpha, low, high = cronbach_alpha(items)
+            rows.append({"instrument": inst_id, "subscale": subscale.id, "n": len(items),
+                         "k": items.shape[1], "alpha": alpha, "alpha_low": low, "alpha_high": high,
+                         "omega": mcdonald_omega(items)})
+    return pd.DataFrame(rows, columns=RELIABILITY_COLUMNS)

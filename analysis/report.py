@@ -1,0 +1,333 @@
+"""`psyq report RUN`: one self-contained HTML file and a Markdown summary of a run.
+
+Sections: the study and its counts; missing answers and refusals; comparison with norms
+(effect sizes with CIs, corrected p, equivalence); reliability; LLM-fidelity diagnostics;
+model and persona effects; item response heatmaps; comparison with human data when given.
+Every table comes with a one-line reading in plain words. Figures are embedded as data URIs,
+so the HTML file can be mailed or archived on its own.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from engine.export import export_table, run_instruments
+from engine.human_data import read_answers_csv
+from engine.instrument import Instrument
+from engine.run import open_run_dir
+
+from . import effects, fidelity, human, norms, plots, reliability
+from .scores import persona_columns, score_answers
+
+
+@dataclass
+class Section:
+    """A titled part of the report: readings (sentences), tables and figures."""
+
+    title: str
+    readings: list[str] = field(default_factory=list)
+    tables: list[tuple[str, pd.DataFrame]] = field(default_factory=list)
+    figures: list[tuple[str, Any]] = field(default_factory=list)   # (caption, matplotlib Figure)
+    note: str | None = None
+
+
+def _fmt_p(p: float) -> str:
+    if p is None or (isinstance(p, float) and math.isnan(p)):
+        return "n/a"
+    return "< .001" if p < 0.001 else f"{p:.3f}".lstrip("0")
+
+
+def _pct(x: float) -> str:
+    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.0f} %"
+
+
+def items_by_instrument(table: pd.DataFrame, instruments: Mapping[str, Instrument]) -> dict[str, pd.DataFrame]:
+    """Raw answers as respondent × item tables per instrument (first repeat, first backend only
+    when there are several: reliability is a property of one set of respondents)."""
+    out = {}
+    for inst_id, rows in table.groupby("instrument"):
+        first = rows[(rows["repeat"] == rows["repeat"].min()) & (rows["backend_id"] == rows["backend_id"].iloc[0])]
+        wide = first.pivot_table(index="respondent_id", columns="item_id", values="value", aggfunc="first",
+                                 dropna=False)
+        out[inst_id] = wide.reindex(columns=[i.id for i in instruments[inst_id].items])
+    return out
+
+
+def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] | None = None,
+                   bound: float = 0.3, correction: str = "holm") -> tuple[dict[str, Any], list[Section]]:
+    """Compute everything the report shows; returns (facts about the run, sections)."""
+    run = open_run_dir(run_path)
+    manifest = run.read_manifest()
+    table = export_table(run.path)
+    instruments = run_instruments(run)
+    scores = score_answers(table, instruments)
+    sections: list[Section] = []
+
+    # 1. Study and counts
+    study = Section("Study")
+    n_resp = table["respondent_id"].nunique()
+    answered = (table["status"] == "answered").mean()
+    study.readings.append(
+        f"{n_resp} respondents answered {len(instruments)} instrument(s) "
+        f"({', '.join(sorted(instruments))}) on {table['backend_id'].nunique()} backend(s); "
+        f"{_pct(answered)} of {len(table)} item answers were read.")
+    facts = pd.DataFrame({"": [
+        manifest["study"], manifest["run_id"], manifest.get("psyq_version"), manifest.get("git_commit") or "-",
+        ", ".join(f"{b}: {v['identity'].get('model')}" for b, v in manifest["backends"].items()),
+        f"{manifest['cohort']['id']} ({manifest['cohort']['respondents']} respondents)",
+        ", ".join(f"{k}={v}" for k, v in manifest["protocol"].items()),
+        manifest.get("started_at"), manifest.get("finished_at") or "not finished",
+    ]}, index=["study", "run", "psyq", "git commit", "backends", "cohort", "protocol", "started", "finished"])
+    study.tables.append(("Run", facts))
+    attributes = [c for c in persona_columns(table)]
+    if attributes:
+        people = table.drop_duplicates("respondent_id")[attributes]
+        summary = []
+        for col in attributes:
+            values = people[col].dropna()
+            if pd.api.types.is_numeric_dtype(values):
+                summary.append((col, f"mean {values.mean():.1f}, range {values.min()}–{values.max()}"))
+            else:
+                counts = values.astype(str).value_counts()
+                summary.append((col, ", ".join(f"{k} {v}" for k, v in counts.items())))
+        study.tables.append(("Cohort", pd.DataFrame(summary, columns=["attribute", "distribution"])))
+    sections.append(study)
+
+    # 2. Missing answers and refusals
+    miss = Section("Missing answers and refusals")
+    missing = fidelity.missingness(table)
+    miss.tables.append(("Answers by status", missing))
+    refused = (table["status"] == "refusal").mean()
+    unread = (table["status"] != "answered").mean()
+    miss.readings.append(f"{_pct(unread)} of answers are missing ({_pct(refused)} refusals); missing answers "
+                         "are never imputed — subscales follow each instrument's min_answered rule.")
+    sections.append(miss)
+
+    # 3. Norms
+    comp = norms.compare_with_norms(scores, instruments, bound=bound, correction=correction)
+    norm = Section("Comparison with human norms")
+    if comp.empty:
+        norm.readings.append("No instrument in this run carries published norms (content written by psyq "
+                             "never does), so no norm comparison is made.")
+    else:
+        norm.readings.extend(comp["reading"].tolist())
+        norm.tables.append(("Cohort against norms (Welch t, Hedges g with 95 % CI, "
+                            f"{correction} correction, TOST within ±{bound} SD)",
+                            comp.drop(columns=["reading"])))
+        for inst_id in comp["instrument"].unique():
+            norm.figures.append((f"{inst_id}: cohort means (95 % CI) against norm mean ± 1 SD",
+                                 plots.profile_plot(comp, inst_id)))
+            for sub in comp.loc[comp["instrument"] == inst_id, "subscale"].unique():
+                norm.figures.append((f"{inst_id} {sub}: cohort scores over the norm distribution",
+                                     plots.distribution_plot(scores, comp, inst_id, sub)))
+        sources = {(i, s.id): s for i, inst in instruments.items() for s in inst.norms}
+        norm.note = "Norm sources: " + "; ".join(
+            f"{i} {sid}: {instruments[i].citations.get(s.citation, s.citation)} ({s.table}; {s.population}; "
+            f"n = {s.n}). Verification: {s.verification.strip()}" for (i, sid), s in sources.items())
+    sections.append(norm)
+
+    # 4. Reliability
+    rel = Section("Reliability")
+    items = items_by_instrument(table, instruments)
+    rel_table = reliability.reliability_table(items, instruments)
+    rel.tables.append(("Internal consistency (keyed items, first repeat)", rel_table))
+    for row in rel_table.itertuples():
+        if isinstance(row.alpha, float) and not math.isnan(row.alpha):
+            rel.readings.append(f"{row.instrument} {row.subscale}: Cronbach's α = {row.alpha:.2f} "
+                                f"(95 % CI {row.alpha_low:.2f} to {row.alpha_high:.2f}), ω = {row.omega:.2f}.")
+        else:
+            rel.readings.append(f"{row.instrument} {row.subscale}: α not computable (items without variance).")
+    if table["repeat"].nunique() > 1:
+        for (b, inst, sub), rows in scores.groupby(["backend_id", "instrument", "subscale"]):
+            icc = reliability.test_retest_icc(rows[["respondent_id", "repeat", "score"]].dropna())
+            icc.insert(0, "subscale", sub)
+            icc.insert(0, "instrument", inst)
+            rel.tables.append((f"Test–retest ICC, {b} {inst} {sub}", icc))
+    sections.append(rel)
+
+    # 5. Fidelity diagnostics
+    fid = Section("LLM-fidelity diagnostics")
+    diag = fidelity.fidelity_summary(table, instruments, comp if not comp.empty else None)
+    for name, frame in diag.items():
+        if frame is not None and not frame.empty:
+            fid.tables.append((name.replace("_", " "), frame))
+    fid.readings.extend(fidelity_readings(diag))
+    if "sd_ratio" in diag and diag["sd_ratio"] is not None and not diag["sd_ratio"].empty:
+        fid.figures.append(("SD of the cohort relative to the norm (1 = human-like spread)",
+                            plots.sd_ratio_chart(diag["sd_ratio"].rename(columns={"sd_ratio": "ratio"}))))
+    sections.append(fid)
+
+    # 6. Model and persona effects
+    eff = Section("Model and persona effects")
+    # A regression on a small cohort cannot carry every attribute: keep numeric ones and
+    # categorical ones with at most 3 levels, and say which were left out.
+    varying = [c for c in attributes if scores[c].notna().sum() > 2 and scores[c].nunique() > 1]
+    predictors = [c for c in varying if pd.api.types.is_numeric_dtype(scores[c]) or scores[c].nunique() <= 3]
+    if set(varying) - set(predictors):
+        eff.readings.append("Left out of the model (more than 3 categories for this cohort size): "
+                            + ", ".join(sorted(set(varying) - set(predictors))) + ".")
+    if predictors or scores["backend_id"].nunique() > 1:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fx = effects.model_effects(scores, predictors)
+        # Models that could not be fitted (too few respondents for the terms) are said, not hidden.
+        eff.readings.extend(dict.fromkeys(str(w.message) for w in caught))
+        eff.tables.append(("Regression of subscale score on backend and persona attributes", fx))
+        eff.readings.append("Coefficients are differences in subscale points (categorical terms against "
+                            "their reference level); with repeats the model has a random intercept per respondent.")
+    else:
+        eff.readings.append("No varying persona attributes or backends: no effects to estimate.")
+    sections.append(eff)
+
+    # 7. Item responses
+    items_section = Section("Item responses")
+    for inst_id, instrument in instruments.items():
+        items_section.figures.append((f"{inst_id}: share of answers per item and option",
+                                      plots.item_heatmap(table[table["instrument"] == inst_id], instrument)))
+    sections.append(items_section)
+
+    # 8. Human data
+    if human_csv:
+        hum = Section("Comparison with human data")
+        human_items = {i: read_answers_csv(p, instruments[i]) for i, p in human_csv.items()}
+        cmp = human.compare_with_humans({i: items[i] for i in human_items}, human_items, instruments)
+        hum.tables.append(("Cohort against human respondents", cmp))
+        for row in cmp.itertuples():
+            hum.readings.append(
+                f"{row.instrument} {row.subscale}: cohort mean {row.mean_cohort:.2f} vs human {row.mean_human:.2f} "
+                f"(g = {row.g:.2f}, 95 % CI {row.g_low:.2f} to {row.g_high:.2f}; Welch p {_fmt_p(row.p)}); "
+                f"variance ratio {row.variance_ratio:.2f} (Brown–Forsythe p {_fmt_p(row.p_bf)}).")
+        sections.append(hum)
+    return manifest, sections
+
+
+def fidelity_readings(diag: Mapping[str, pd.DataFrame]) -> list[str]:
+    """One plain sentence per diagnostic that has something to say."""
+    out = []
+    frame = diag.get("sd_ratio")
+    if frame is not None and not frame.empty:
+        collapsed = frame[frame["collapsed"]]
+        out.append(f"Variance: {len(collapsed)} of {len(frame)} subscale × group comparisons show a collapsed "
+                   "spread (cohort SD less than half the norm's, CI excluded 0.5)." if len(collapsed) else
+                   "Variance: no subscale's spread is collapsed below half the norm's SD.")
+    frame = diag.get("straightlining")
+    if frame is not None and not frame.empty:
+        for row in frame.itertuples():
+            out.append(f"Straight-lining ({row.backend_id}, {row.instrument}): {_pct(row.share)} of respondent "
+                       f"sets gave the same answer to every item.")
+    frame = diag.get("acquiescence")
+    if frame is not None and not frame.empty:
+        for row in frame.itertuples():
+            out.append(f"Acquiescence ({row.backend_id}, {row.instrument}): with forward and reversed items "
+                       f"weighted equally, raw answers sit {row.balanced:+.2f} scale points from the midpoint "
+                       f"(95 % CI {row.balanced_ci_low:+.2f} to {row.balanced_ci_high:+.2f}); positive = agreeing "
+                       "regardless of content, negative = disagreeing.")
+    frame = diag.get("response_styles")
+    if frame is not None and not frame.empty:
+        for row in frame.itertuples():
+            mid = "" if pd.isna(row.midpoint) else f", {_pct(row.midpoint)} at the midpoint"
+            out.append(f"Response style ({row.backend_id}, {row.instrument}): {_pct(row.extreme)} of answers at "
+                       f"an end point of the scale{mid}.")
+    frame = diag.get("option_order_effect")
+    if frame is not None and not frame.empty:
+        for row in frame[frame["answer"] == "keyed"].itertuples():
+            out.append(f"Option order ({row.backend_id}, {row.instrument}): keyed answers differ by "
+                       f"{row.difference:+.2f} points between options as written and reversed "
+                       f"(95 % CI {row.ci_low:+.2f} to {row.ci_high:+.2f}); a CI excluding 0 means the answers "
+                       "depend on where an option stands, not only on what it says.")
+    frame = diag.get("answer_entropy")
+    if frame is not None and not frame.empty:
+        for row in frame.itertuples():
+            out.append(f"Answer certainty ({row.backend_id}, {row.instrument}): mean option entropy "
+                       f"{row.entropy_bits:.2f} bits; the model put {_pct(row.option_mass)} of its probability on "
+                       f"valid options before renormalising.")
+    return out
+
+
+# --- rendering -----------------------------------------------------------------------------------
+
+CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+h1{font-size:1.6em}h2{border-bottom:2px solid #ddd;padding-bottom:.2em;margin-top:2em}
+table{border-collapse:collapse;font-size:.85em;margin:.6em 0 1.2em;display:block;overflow-x:auto}
+th,td{border:1px solid #ddd;padding:3px 7px;text-align:right}th{background:#f4f4f4}
+td:first-child,th:first-child{text-align:left}.reading{background:#f6f8fa;border-left:4px solid #4a7ab5;padding:.4em .8em;margin:.3em 0}
+figure{margin:1em 0}figcaption{font-size:.85em;color:#555}img{max-width:100%}.note{font-size:.8em;color:#555}
+nav a{margin-right:1em}
+"""
+
+
+def _round(frame: pd.DataFrame) -> pd.DataFrame:
+    out = frame.copy()
+    for col in out.columns:
+        if pd.api.types.is_float_dtype(out[col]):
+            out[col] = out[col].map(lambda x: "" if pd.isna(x) else (f"{x:.3g}" if abs(x) < 1e-3 and x != 0 else f"{x:.3f}".rstrip("0").rstrip(".")))
+    return out
+
+
+def render_html(manifest: Mapping[str, Any], sections: list[Section]) -> str:
+    """The whole report as one HTML document (figures inline)."""
+    parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>psyq report: "
+             f"{html.escape(manifest['study'])}</title><style>{CSS}</style></head><body>",
+             f"<h1>psyq report: {html.escape(manifest['study'])} <small>(run {html.escape(manifest['run_id'])})</small></h1>",
+             "<nav>" + "".join(f"<a href='#s{i}'>{html.escape(s.title)}</a>" for i, s in enumerate(sections)) + "</nav>"]
+    for i, section in enumerate(sections):
+        parts.append(f"<h2 id='s{i}'>{html.escape(section.title)}</h2>")
+        parts.extend(f"<p class='reading'>{html.escape(r)}</p>" for r in section.readings)
+        for caption, frame in section.tables:
+            parts.append(f"<h3>{html.escape(caption)}</h3>")
+            parts.append(_round(frame).to_html(index=frame.index.name is not None or not isinstance(frame.index, pd.RangeIndex),
+                                              border=0, na_rep=""))
+        for caption, fig in section.figures:
+            parts.append(f"<figure><img alt='{html.escape(caption)}' src='{plots.figure_to_data_uri(fig)}'>"
+                         f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+        if section.note:
+            parts.append(f"<p class='note'>{html.escape(section.note)}</p>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def _md_table(frame: pd.DataFrame) -> str:
+    frame = _round(frame.reset_index() if not isinstance(frame.index, pd.RangeIndex) else frame)
+    cells = [[str(c) for c in frame.columns]] + [["" if pd.isna(v) else str(v) for v in row] for row in frame.to_numpy()]
+    lines = ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in cells]
+    lines.insert(1, "|" + "---|" * len(frame.columns))
+    return "\n".join(lines)
+
+
+def render_markdown(manifest: Mapping[str, Any], sections: list[Section]) -> str:
+    """A Markdown summary: the readings and the tables (no figures)."""
+    out = [f"# psyq report: {manifest['study']} (run {manifest['run_id']})", ""]
+    for section in sections:
+        out += [f"## {section.title}", ""]
+        out += [f"- {r}" for r in section.readings] + [""]
+        for caption, frame in section.tables:
+            out += [f"**{caption}**", "", _md_table(frame), ""]
+        if section.note:
+            out += [f"_{section.note}_", ""]
+    return "\n".join(out)
+
+
+def write_report(run_path: str | Path, out_dir: str | Path | None = None, *,
+                 human_csv: Mapping[str, str | Path] | None = None, bound: float = 0.3,
+                 correction: str = "holm") -> tuple[Path, Path]:
+    """Write report.html and report.md (into the run directory unless `out_dir`); return both paths.
+
+    Example:
+        >>> write_report("runs/quickstart/b6d972dd3d0f")  # doctest: +SKIP
+    """
+    manifest, sections = build_sections(run_path, human_csv=human_csv, bound=bound, correction=correction)
+    out = Path(out_dir or run_path)
+    out.mkdir(parents=True, exist_ok=True)
+    html_path, md_path = out / "report.html", out / "report.md"
+    html_path.write_text(render_html(manifest, sections), encoding="utf-8")
+    md_path.write_text(render_markdown(manifest, sections), encoding="utf-8")
+    return html_path, md_path

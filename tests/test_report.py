@@ -1,0 +1,84 @@
+"""`psyq report` end to end: a run produced over real HTTP (stub server), then the CLI report.
+
+What the report says is computed by the analysis modules (tested against independent
+computations in their own test files); here we check that every section is there, that the
+figures are embedded, that the numbers shown are those of the analysis tables, and that human
+data are compared when given.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from analysis.norms import compare_with_norms
+from analysis.scores import score_answers
+from engine import administer, export_table, load_study, open_run_dir
+from engine.export import run_instruments
+from stub_server import StubServer
+
+ROOT = Path(__file__).resolve().parents[1]
+SECTIONS = ["Study", "Missing answers and refusals", "Comparison with human norms", "Reliability",
+            "LLM-fidelity diagnostics", "Model and persona effects", "Item responses",
+            "Comparison with human data"]
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("report")
+    personas = [{"id": f"p{i:02d}", "attributes": {"gender": "female" if i % 2 else "male", "age": 20 + 3 * i}}
+                for i in range(16)]
+    (tmp / "cohort.yaml").write_text(yaml.safe_dump({"psyq": "cohort/1", "id": "c", "include_baseline": True,
+                                                     "personas": personas}))
+    (tmp / "study.yaml").write_text(yaml.safe_dump({
+        "psyq": "study/1", "id": "report_test", "instruments": [str(ROOT / "instruments" / "iri.yaml")],
+        "cohort": "cohort.yaml",
+        "backends": [{"id": "stub", "kind": "openai", "base_url": "", "model": "stub-model", "concurrency": 8}],
+        "protocol": {"answer": "text", "option_order": "counterbalanced", "repeats": 2, "seed": 3}}))
+    with StubServer() as stub:
+        text = (tmp / "study.yaml").read_text().replace("base_url: ''", f"base_url: {stub.url}")
+        (tmp / "study.yaml").write_text(text)
+        result = asyncio.run(administer(load_study(tmp / "study.yaml"), tmp / "runs", log=lambda m: None))
+    return result.run_dir.path
+
+
+def test_report_has_every_section_and_embedded_figures(run_dir, tmp_path):
+    # Human data: 30 people answering the IRI (values 0–4), a deterministic pattern.
+    humans = pd.DataFrame({str(i): [(r * i + r // 3) % 5 for r in range(30)] for i in range(1, 29)})
+    humans.insert(0, "respondent_id", [f"h{r}" for r in range(30)])
+    humans.to_csv(tmp_path / "humans.csv", index=False)
+    out = subprocess.run([sys.executable, "-m", "engine.cli", "report", str(run_dir), "--out", str(tmp_path),
+                          "--human", f"iri={tmp_path / 'humans.csv'}"], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    html = (tmp_path / "report.html").read_text()
+    md = (tmp_path / "report.md").read_text()
+    for title in SECTIONS:
+        assert f">{title}</h2>" in html and f"## {title}" in md
+    images = re.findall(r"src='data:image/png;base64,([A-Za-z0-9+/=]+)'", html)
+    # 1 profile + 4 distributions + 1 SD-ratio chart + 1 heatmap for the IRI.
+    assert len(images) == 7
+    assert all(base64.b64decode(img)[:8] == b"\x89PNG\r\n\x1a\n" for img in images)
+    assert "http://" not in html.replace("http://www.w3.org", "")   # self-contained
+
+    # The readings are those of the norm comparison computed independently here.
+    table = export_table(run_dir)
+    comp = compare_with_norms(score_answers(table, run_instruments(open_run_dir(run_dir))),
+                              run_instruments(open_run_dir(run_dir)))
+    for reading in comp["reading"]:
+        assert reading in md
+    assert "Davis, M. H. (1980)" in md     # the norm's source is named
+    assert "Test–retest ICC" in html       # two repeats → test–retest reliability
+
+
+def test_report_on_a_non_run_is_a_clean_error(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "engine.cli", "report", str(tmp_path)], cwd=ROOT,
+                         capture_output=True, text=True)
+    assert out.returncode == 2 and "not a run directory" in out.stderr and "Traceback" not in out.stderr
