@@ -36,7 +36,7 @@ def read_answers_csv(path: str | Path, instrument: Instrument) -> pd.DataFrame:
         raise InputError.single(file, f"not a readable CSV file: {exc}") from None
 
     table.columns = [c.strip() for c in table.columns]
-    item_ids = [item.id for item in instrument.items]
+    item_ids = [item.id for item in instrument.rating_items]
     header = [c for c in (ID_COLUMN, *item_ids) if c not in table.columns]
     if header:
         raise InputError.single(file, "missing column(s): " + ", ".join(header), line=1)

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Union
 
-from pydantic import BeforeValidator, Field
+from pydantic import BeforeValidator, Discriminator, Field, Tag
 
 from .errors import Problem
 from .fields import Id, StrictModel, Text, number_to_text
@@ -45,17 +45,75 @@ class Item(StrictModel):
     kind: Literal["rating"] = "rating"
 
 
+class SceneItem(StrictModel):
+    """A free-text scene (LEAS format): the respondent says how they and one other person feel."""
+
+    id: Id
+    kind: Literal["scene"]
+    text: Text
+    other: Text                     # how the other person is named in "How would <other> feel?"
+    emotion: Literal["anger", "fear", "happiness", "sadness"] | None = None   # what the scene was written to evoke
+    intensity: Literal["mild", "moderate", "strong"] | None = None
+    subscales: list[Id] = Field(default_factory=list)
+
+
+class TargetReport(StrictModel):
+    """What the target of a vignette felt at a stop point: their own report, or (for stories we
+    wrote) the profile we designed, which is not a self-report and is labelled as such."""
+
+    source: Literal["design-intended", "self-report"]
+    intensities: dict[Id, int] = Field(min_length=1)
+    thoughts: Text | None = None
+
+
+class Segment(StrictModel):
+    """One part of a vignette's narrative, ending at a stop point where the perceiver rates."""
+
+    text: Text
+    target_report: TargetReport | None = None
+
+
+class VignetteItem(StrictModel):
+    """An empathic-accuracy vignette: a story about a target in segments, each ending at a stop."""
+
+    id: Id
+    kind: Literal["vignette"]
+    target: Text
+    segments: list[Segment] = Field(min_length=1)
+    subscales: list[Id] = Field(default_factory=list)
+
+
+def _item_kind(value: Any) -> str:
+    if isinstance(value, dict):
+        return value.get("kind", "rating")
+    return getattr(value, "kind", "rating")
+
+
+# An item is told apart by `kind`; files without `kind` hold rating items, as before.
+AnyItem = Annotated[
+    Union[Annotated[Item, Tag("rating")], Annotated[SceneItem, Tag("scene")],
+          Annotated[VignetteItem, Tag("vignette")]],
+    Discriminator(_item_kind),
+]
+ITEM_KINDS = ("rating", "scene", "vignette")
+RATING_SCORES = ("sum", "mean")
+SCORE_KINDS = {"sum": "rating", "mean": "rating", "leas_self": "scene", "leas_other": "scene",
+               "leas_total": "scene", "ea_profile": "vignette"}
+
+
 class Subscale(StrictModel):
     """A score computed from the items that list this subscale.
 
     `score: sum` is prorated when items are missing (mean of answered items × number of items),
     `score: mean` is the mean of answered items; either way no score is given when fewer than
-    `min_answered` items were answered (default: all of them).
+    `min_answered` items were answered (default: all of them). The other kinds score free-text
+    scenes (`leas_self`, `leas_other`, `leas_total`: sums of scene levels) and vignettes
+    (`ea_profile`: profile accuracy); see ``instruments/README.md``.
     """
 
     id: Id
     name: Text
-    score: Literal["sum", "mean"] = "sum"
+    score: Literal["sum", "mean", "leas_self", "leas_other", "leas_total", "ea_profile"] = "sum"
     min_answered: int | None = Field(default=None, ge=1)
 
 
@@ -99,8 +157,10 @@ class Instrument(StrictModel):
     citations: dict[Id, Text] = Field(min_length=1)
     terms: Text
     instructions: Text
-    scale: list[Option] = Field(min_length=2)
-    items: list[Item] = Field(min_length=1)
+    scale: list[Option] = Field(default_factory=list)      # required when there are rating items
+    emotions: list[Id] = Field(default_factory=list)       # vignettes: the emotions rated at each stop
+    emotion_scale: list[Option] = Field(default_factory=list)
+    items: list[AnyItem] = Field(min_length=1)
     subscales: list[Subscale] = Field(min_length=1)
     norms: list[NormSample] = Field(default_factory=list)
 
@@ -111,6 +171,16 @@ class Instrument(StrictModel):
     @property
     def scale_max(self) -> int:
         return max(o.value for o in self.scale)
+
+    @property
+    def rating_items(self) -> list[Item]:
+        """The items answered on `scale` (all items of a classic questionnaire)."""
+        return [i for i in self.items if i.kind == "rating"]
+
+    @property
+    def rating_subscales(self) -> list["Subscale"]:
+        """Subscales scored as sums or means of rating items."""
+        return [s for s in self.subscales if s.score in RATING_SCORES]
 
     def item(self, item_id: str) -> Item:
         """The item with id `item_id` (KeyError if none)."""
@@ -144,24 +214,85 @@ def check_instrument(inst: Instrument, doc: YamlDocument) -> list[Problem]:
     def bad(path: tuple, message: str) -> None:
         problems.append(doc.problem(path, message))
 
-    # The scale: consecutive integers, so that reverse keying (min + max - x) stays on it.
-    values = [o.value for o in inst.scale]
-    for i, option in enumerate(inst.scale):
-        if i and option.value != inst.scale[i - 1].value + 1:
-            bad(("scale", i, "value"),
-                f"scale values must be consecutive whole numbers in ascending order; "
-                f"{option.value} follows {inst.scale[i - 1].value}")
-    for key in ("code", "label"):
-        seen = [getattr(o, key) for o in inst.scale if getattr(o, key) is not None]
-        for i, option in enumerate(inst.scale):
-            if getattr(option, key) in _duplicates(seen):
-                bad(("scale", i, key), f"{key} {getattr(option, key)!r} is used by more than one option")
-    if len(set(values)) == len(values):
-        for end in (0, len(inst.scale) - 1):
-            if inst.scale[end].label is None:
-                bad(("scale", end, "label"), "the end points of the scale need a label")
+    problems.extend(_check_scale(inst.scale, "scale", doc))
+    if inst.rating_items and not inst.scale:
+        bad(("items",), "rating items need a `scale` (the response options)")
+    if any(i.kind == "vignette" for i in inst.items):
+        if not inst.emotions:
+            bad(("emotions",), "vignettes need `emotions` (the emotions rated at each stop)")
+        if not inst.emotion_scale:
+            bad(("emotion_scale",), "vignettes need `emotion_scale` (the intensity options)")
+        problems.extend(_check_scale(inst.emotion_scale, "emotion_scale", doc))
+        problems.extend(_check_vignettes(inst, doc))
+    problems.extend(_check_ids_and_members(inst, doc))
+    problems.extend(_check_norms(inst, doc))
+    return problems
 
-    # Ids are unique; memberships name defined subscales.
+
+def _check_scale(scale: list[Option], name: str, doc: YamlDocument) -> list[Problem]:
+    """Consecutive integers (so that reverse keying, min + max - x, stays on the scale),
+    unique codes and labels, labelled end points."""
+    problems: list[Problem] = []
+
+    def bad(path: tuple, message: str) -> None:
+        problems.append(doc.problem(path, message))
+
+    if not scale:
+        return problems
+    if len(scale) < 2:
+        bad((name,), "needs at least 2 options")
+        return problems
+    inst_scale = scale
+    values = [o.value for o in inst_scale]
+    for i, option in enumerate(inst_scale):
+        if i and option.value != inst_scale[i - 1].value + 1:
+            bad((name, i, "value"),
+                f"scale values must be consecutive whole numbers in ascending order; "
+                f"{option.value} follows {inst_scale[i - 1].value}")
+    for key in ("code", "label"):
+        seen = [getattr(o, key) for o in inst_scale if getattr(o, key) is not None]
+        for i, option in enumerate(inst_scale):
+            if getattr(option, key) in _duplicates(seen):
+                bad((name, i, key), f"{key} {getattr(option, key)!r} is used by more than one option")
+    if len(set(values)) == len(values):
+        for end in (0, len(inst_scale) - 1):
+            if inst_scale[end].label is None:
+                bad((name, end, "label"), "the end points of the scale need a label")
+    return problems
+
+
+def _check_vignettes(inst: Instrument, doc: YamlDocument) -> list[Problem]:
+    """Every target report rates every emotion, on the emotion scale."""
+    problems: list[Problem] = []
+    allowed = {o.value for o in inst.emotion_scale}
+    for i, item in enumerate(inst.items):
+        if item.kind != "vignette":
+            continue
+        for j, segment in enumerate(item.segments):
+            report = segment.target_report
+            if report is None:
+                continue
+            path = ("items", i, "segments", j, "target_report", "intensities")
+            missing = [e for e in inst.emotions if e not in report.intensities]
+            if missing:
+                problems.append(doc.problem(path, f"no intensity for {', '.join(missing)}"))
+            for emotion, value in report.intensities.items():
+                if emotion not in inst.emotions:
+                    problems.append(doc.problem(path + (emotion,), f"'{emotion}' is not one of `emotions` "
+                                                f"({', '.join(inst.emotions)})", at_key=True))
+                elif allowed and value not in allowed:
+                    problems.append(doc.problem(path + (emotion,), f"{value} is not on the emotion scale "
+                                                f"({min(allowed)} to {max(allowed)})"))
+    return problems
+
+
+def _check_ids_and_members(inst: Instrument, doc: YamlDocument) -> list[Problem]:
+    problems: list[Problem] = []
+
+    def bad(path: tuple, message: str) -> None:
+        problems.append(doc.problem(path, message))
+
+    # Ids are unique; memberships name defined subscales of the item's kind.
     subscale_ids = [s.id for s in inst.subscales]
     for i in [i for i, item in enumerate(inst.items) if item.id in _duplicates([x.id for x in inst.items])]:
         bad(("items", i, "id"), f"item id '{inst.items[i].id}' is used by more than one item")
@@ -175,6 +306,12 @@ def check_instrument(inst: Instrument, doc: YamlDocument) -> list[Problem]:
                 bad(("items", i, "subscales", j), f"subscale '{sid}' is not defined (defined: {defined})")
             elif item.subscales.index(sid) != j:
                 bad(("items", i, "subscales", j), f"subscale '{sid}' is listed twice")
+    kind_of = {s.id: SCORE_KINDS[s.score] for s in inst.subscales}
+    for i, item in enumerate(inst.items):
+        for j, sid in enumerate(item.subscales):
+            if sid in kind_of and kind_of[sid] != item.kind:
+                bad(("items", i, "subscales", j), f"subscale '{sid}' scores {kind_of[sid]} items, "
+                                                  f"but this is a {item.kind} item")
     for i, sub in enumerate(inst.subscales):
         n_items = len(inst.subscale_items(sub.id))
         if n_items == 0:
@@ -182,6 +319,16 @@ def check_instrument(inst: Instrument, doc: YamlDocument) -> list[Problem]:
         elif sub.min_answered is not None and sub.min_answered > n_items:
             bad(("subscales", i, "min_answered"),
                 f"min_answered is {sub.min_answered} but subscale '{sub.id}' has only {n_items} items")
+    return problems
+
+
+def _check_norms(inst: Instrument, doc: YamlDocument) -> list[Problem]:
+    problems: list[Problem] = []
+    subscale_ids = [s.id for s in inst.subscales]
+    defined = ", ".join(subscale_ids)
+
+    def bad(path: tuple, message: str) -> None:
+        problems.append(doc.problem(path, message))
 
     # Norms: real samples of published materials, on values the scale can produce.
     if inst.norms and inst.content_source == "psyq":
@@ -213,7 +360,13 @@ def _check_norm_range(inst: Instrument, doc: YamlDocument, path: tuple, sid: str
                       metric: str, stats: NormScore) -> list[Problem]:
     """A mean outside the possible range, or an SD above half of it, betrays a wrong metric."""
     k = len(inst.subscale_items(sid)) if metric == "sum" else 1
-    low, high = k * inst.scale_min, k * inst.scale_max
+    score = next(s.score for s in inst.subscales if s.id == sid)
+    if score == "ea_profile" or (score in RATING_SCORES and len(inst.scale) < 2):
+        return []  # an accuracy correlation; or a broken scale, reported already
+    # LEAS: a scene scores 0-4 for self and for other, 0-5 in total (Lane et al. 1990).
+    item_low, item_high = {"leas_self": (0, 4), "leas_other": (0, 4), "leas_total": (0, 5)}.get(
+        score, (inst.scale_min, inst.scale_max))
+    low, high = k * item_low, k * item_high
     problems = []
     if not low <= stats.mean <= high:
         problems.append(doc.problem(path + ("mean",),

@@ -31,18 +31,18 @@ def keyed_answers(instrument: Instrument, answers: pd.DataFrame) -> pd.DataFrame
     `answers` has one column per item id (extra columns are ignored, absent items count as
     missing) and one row per respondent.
     """
-    ids = [item.id for item in instrument.items]
+    ids = [item.id for item in instrument.rating_items]
     raw = answers.reindex(columns=ids).to_numpy(dtype=float)
-    flip = np.array([item.reverse for item in instrument.items])
+    flip = np.array([item.reverse for item in instrument.rating_items])
     keyed = np.where(flip, reverse_key(raw, instrument.scale_min, instrument.scale_max), raw)
     return pd.DataFrame(keyed, index=answers.index, columns=ids)
 
 
 def membership_matrix(instrument: Instrument) -> pd.DataFrame:
     """Items × subscales matrix of 0/1: which item counts towards which subscale."""
-    ids = [item.id for item in instrument.items]
-    subs = [s.id for s in instrument.subscales]
-    m = np.array([[float(s in item.subscales) for s in subs] for item in instrument.items])
+    ids = [item.id for item in instrument.rating_items]
+    subs = [s.id for s in instrument.rating_subscales]
+    m = np.array([[float(s in item.subscales) for s in subs] for item in instrument.rating_items])
     return pd.DataFrame(m, index=ids, columns=subs)
 
 
@@ -61,7 +61,7 @@ def score(instrument: Instrument, answers: pd.DataFrame) -> pd.DataFrame:
         [20.0, 20.0, 16.0, 20.0]
     """
     wide, answered = _score_arrays(instrument, answers)
-    subs = [s.id for s in instrument.subscales]
+    subs = [s.id for s in instrument.rating_subscales]
     n_items = membership_matrix(instrument).sum(axis=0).to_numpy()
     n_resp = len(answers.index)
     return pd.DataFrame({
@@ -76,7 +76,7 @@ def score(instrument: Instrument, answers: pd.DataFrame) -> pd.DataFrame:
 def score_wide(instrument: Instrument, answers: pd.DataFrame) -> pd.DataFrame:
     """Subscale scores per respondent, one column per subscale id (index: respondents)."""
     wide, _ = _score_arrays(instrument, answers)
-    return pd.DataFrame(wide, index=answers.index, columns=[s.id for s in instrument.subscales])
+    return pd.DataFrame(wide, index=answers.index, columns=[s.id for s in instrument.rating_subscales])
 
 
 def _score_arrays(instrument: Instrument, answers: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -88,9 +88,9 @@ def _score_arrays(instrument: Instrument, answers: pd.DataFrame) -> tuple[np.nda
     n_items = member.sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
         means = sums / answered
-    is_sum = np.array([s.score == "sum" for s in instrument.subscales])
+    is_sum = np.array([s.score == "sum" for s in instrument.rating_subscales])
     # Complete answers give the plain sum exactly; prorating only when items are missing.
     scores = np.where(is_sum, np.where(answered == n_items, sums, means * n_items), means)
-    minimum = np.array([instrument.min_answered(s) for s in instrument.subscales])
+    minimum = np.array([instrument.min_answered(s) for s in instrument.rating_subscales])
     scores = np.where(answered >= minimum, scores, np.nan)
     return scores, answered

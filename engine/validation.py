@@ -22,14 +22,40 @@ M = TypeVar("M", bound=BaseModel)
 def _model_at(model: type[BaseModel], loc: tuple) -> type[BaseModel] | None:
     """The model that holds the fields at `loc` (e.g. Item for ('items', 3)), if one does."""
     current: Any = model
+    annotation: Any = None
     for part in loc:
         if isinstance(part, int):
             continue  # a list index: the element type is found with the field below
+        if annotation is not None and isinstance(part, str):
+            # A union tag (pydantic puts the item kind in the location): pick that member.
+            tagged = [m for m in _models_in(annotation) if _kind_default(m) == part]
+            if tagged:
+                current, annotation = tagged[0], None
+                continue
         if not (isinstance(current, type) and issubclass(current, BaseModel)) \
                 or part not in current.model_fields:
             return None
-        current = _inner_model(current.model_fields[part].annotation)
+        annotation = current.model_fields[part].annotation
+        current = _inner_model(annotation)
     return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    found, stack = [], [annotation]
+    while stack:
+        tp = stack.pop(0)
+        if isinstance(tp, type) and issubclass(tp, BaseModel):
+            found.append(tp)
+        else:
+            stack.extend(getattr(tp, "__args__", ()))
+    return found
+
+
+def _kind_default(model: type[BaseModel]) -> Any:
+    field = model.model_fields.get("kind")
+    if field is None:
+        return None
+    return field.default if field.default is not None else getattr(field.annotation, "__args__", [None])[0]
 
 
 def _inner_model(annotation: Any) -> Any:
@@ -72,6 +98,8 @@ def plain_message(error: dict[str, Any], model: type[BaseModel]) -> str:
         "must be true or false, not 'maybe'"
     """
     kind, value, ctx = error["type"], error.get("input"), error.get("ctx") or {}
+    if kind == "union_tag_invalid":
+        return f"kind must be one of {ctx.get('expected_tags', '')}, not {ctx.get('tag')!r}"
     if kind == "missing":
         return "required field is missing"
     if kind == "extra_forbidden":
@@ -124,10 +152,16 @@ def parse_document(doc: YamlDocument, model: type[M], root: FieldPath = ()) -> M
     except ValidationError as exc:
         problems: list[Problem] = []
         for error in exc.errors():
-            loc = root + tuple(error["loc"])
+            loc = root + _untagged(tuple(error["loc"]))
             problems.append(doc.problem(loc, plain_message(error, model),
                                         at_key=error["type"] == "extra_forbidden"))
         raise InputError(_dedupe(sorted(problems, key=_position))) from None
+
+
+def _untagged(loc: tuple) -> tuple:
+    """Drop the union tags pydantic puts in a location (items.3.scene.text → items[3].text)."""
+    from .instrument import ITEM_KINDS
+    return tuple(p for i, p in enumerate(loc) if not (p in ITEM_KINDS and i and isinstance(loc[i - 1], int)))
 
 
 def _position(problem: Problem) -> tuple[int, int]:
