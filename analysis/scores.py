@@ -17,7 +17,7 @@ from engine.scoring import score
 RESPONDENT_KEYS = ["backend_id", "model", "respondent_id", "repeat"]
 ANSWER_COLUMNS = {"run_id", "study", "backend_id", "model", "respondent_id", "instrument", "item_id",
                   "position", "repeat", "option_order", "status", "reason", "disclaimer", "raw_text",
-                  "value", "keyed_value", "expected", "option_mass", "distribution", "trial_status",
+                  "value", "keyed_value", "expected", "option_mass", "distribution", "text", "trial_status",
                   "attempts", "reasks"}
 
 
@@ -38,15 +38,20 @@ def score_answers(table: pd.DataFrame, instruments: dict[str, Instrument]) -> pd
     frames = []
     for inst_id, rows in table.groupby("instrument", sort=True):
         instrument = instruments[inst_id]
+        if not instrument.rating_subscales:
+            continue  # free-text scenes and vignettes have their own scorers
         wide = rows.pivot_table(index=RESPONDENT_KEYS, columns="item_id", values="value",
                                 aggfunc="first", dropna=False)
-        wide = wide.reindex(columns=[i.id for i in instrument.items])
+        wide = wide.reindex(columns=[i.id for i in instrument.rating_items])
         tidy = score(instrument, wide.reset_index(drop=True).set_index(pd.RangeIndex(len(wide))))
         keys = wide.index.to_frame(index=False)
         tidy = pd.concat([keys.iloc[tidy["respondent_id"].to_numpy()].reset_index(drop=True),
                           tidy.drop(columns="respondent_id")], axis=1)
         tidy.insert(len(RESPONDENT_KEYS), "instrument", inst_id)
         frames.append(tidy)
+    if not frames:
+        return pd.DataFrame(columns=RESPONDENT_KEYS + attributes + ["instrument", "subscale", "score",
+                                                                   "n_answered", "n_items"])
     scores = pd.concat(frames, ignore_index=True)
     return scores.merge(people, on=RESPONDENT_KEYS, how="left")[
         RESPONDENT_KEYS + attributes + ["instrument", "subscale", "score", "n_answered", "n_items"]]

@@ -3,7 +3,8 @@
 Columns: ``run_id, study, backend_id, model, respondent_id`` then one column per persona
 attribute, then ``instrument, item_id, position, repeat, option_order, status, reason,
 disclaimer, raw_text, value, keyed_value, expected, option_mass, distribution, trial_status,
-attempts, reasks``. ``distribution`` is the JSON text ``{value: probability}`` (answer mode
+attempts, reasks, text``. ``text`` holds free-text answers (scene items: one row for
+``<scene>:self`` and one for ``<scene>:other``). ``distribution`` is the JSON text ``{value: probability}`` (answer mode
 `logprobs`), else empty. ``value`` is the raw scale value (missing stays missing), ``keyed_value`` the value
 after reverse keying with the instrument copy stored in the run.
 """
@@ -24,7 +25,7 @@ from .scoring import reverse_key
 QUERY = """
 SELECT t.backend_id, t.model, t.respondent_id, t.instrument_id AS instrument, a.item_id, a.position,
        t.repeat, t.option_order, a.status, a.reason, a.disclaimer, t.raw_text, a.value, a.expected,
-       a.option_mass, a.distribution, t.status AS trial_status, t.attempts, t.reasks, r.attributes
+       a.option_mass, a.distribution, a.text, t.status AS trial_status, t.attempts, t.reasks, r.attributes
 FROM answers a JOIN trials t USING (trial_id) LEFT JOIN respondents r USING (respondent_id)
 ORDER BY t.backend_id, t.repeat, t.respondent_id, t.instrument_id, a.position
 """
@@ -62,8 +63,10 @@ def export_table(run_path: str | Path) -> pd.DataFrame:
 def _keyed(table: pd.DataFrame, instruments: dict[str, Instrument]) -> np.ndarray:
     keyed = table["value"].to_numpy(dtype=float).copy()
     for inst_id, instrument in instruments.items():
-        reversed_items = {i.id for i in instrument.items if i.reverse}
+        reversed_items = {i.id for i in instrument.rating_items if i.reverse}
         rows = (table["instrument"] == inst_id) & table["item_id"].isin(reversed_items)
+        if not reversed_items:
+            continue
         keyed[rows.to_numpy()] = reverse_key(keyed[rows.to_numpy()], instrument.scale_min, instrument.scale_max)
     return keyed
 

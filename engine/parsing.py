@@ -44,13 +44,14 @@ class ParsedAnswer:
 
     Example:
         >>> ParsedAnswer(3, "answered")
-        ParsedAnswer(value=3, status='answered', reason=None, disclaimer=False)
+        ParsedAnswer(value=3, status='answered', reason=None, disclaimer=False, text=None)
     """
 
     value: int | None
     status: Status
     reason: str | None = None
     disclaimer: bool = False
+    text: str | None = None     # a free-text answer (scene items), kept whole
 
 
 # --------------------------------------------------------------------------------------------
@@ -625,3 +626,64 @@ def sample_answer(distribution: Mapping[int, float], rng: np.random.Generator) -
     values = sorted(distribution)
     probs = np.array([distribution[v] for v in values], dtype=float)
     return int(values[int(rng.choice(len(values), p=probs / probs.sum()))])
+
+
+# --- free-text scenes (LEAS format) ----------------------------------------------------------
+
+@dataclass(frozen=True)
+class ParsedText:
+    """A free-text answer: the text itself, or why there is none."""
+
+    text: str | None
+    status: Literal["answered", "refusal", "unparseable", "empty"]
+    reason: str | None = None
+
+
+SCENE_ROLES = ("self", "other")
+_ROLE_LINE = re.compile(r"^\s*[*_#>\-\s]*(you|yourself|me|i|self|other|they|the other person)\s*[*_]*\s*[:\-–]\s*",
+                        re.IGNORECASE | re.MULTILINE)
+
+
+def _scene_part(text: str | None) -> ParsedText:
+    if text is None or not str(text).strip():
+        return ParsedText(None, "empty", "no answer for this question")
+    text = str(text).strip()
+    if is_refusal(text):
+        return ParsedText(text, "refusal", "the answer declines to describe feelings")
+    return ParsedText(text, "answered")
+
+
+def parse_scene(text: str, other: str, as_json: bool) -> dict[str, ParsedText]:
+    """Split a scene answer into the respondent's own feelings ('self') and the other person's.
+
+    JSON answers are objects ``{"you": ..., "other": ...}``; text answers have two parts
+    introduced by ``You:`` and ``Other:`` (or the other person's name, as the question gave it).
+
+    Example:
+        >>> parse_scene("You: I'd be furious.\\nYour neighbour: embarrassed.", "your neighbour", False)["other"].text
+        'embarrassed.'
+    """
+    if as_json:
+        obj = _find_json_object(text or "")
+        if obj is None:
+            return {r: ParsedText(None, "unparseable", "the reply is not a JSON object") for r in SCENE_ROLES}
+        found_self, you = _lookup(obj, "you")
+        found_other, them = _lookup(obj, "other")
+        return {"self": _scene_part(you if found_self else None), "other": _scene_part(them if found_other else None)}
+    if not (text or "").strip():
+        return {r: ParsedText(None, "empty", "the answer is empty") for r in SCENE_ROLES}
+    other_re = re.compile(rf"^\s*[*_#>\-\s]*{re.escape(other)}\s*[*_]*\s*[:\-–]\s*", re.IGNORECASE | re.MULTILINE)
+    marks = sorted([(m.start(), m.end(), "self" if m.group(1).lower() in ("you", "yourself", "me", "i", "self")
+                     else "other") for m in _ROLE_LINE.finditer(text)]
+                   + [(m.start(), m.end(), "other") for m in other_re.finditer(text)])
+    parts: dict[str, str] = {}
+    for k, (start, end, role) in enumerate(marks):
+        stop = marks[k + 1][0] if k + 1 < len(marks) else len(text)
+        if role not in parts:
+            parts[role] = text[end:stop].strip()
+    if not parts:
+        if is_refusal(text):
+            return {r: ParsedText(text.strip(), "refusal", "the answer declines to describe feelings")
+                    for r in SCENE_ROLES}
+        return {r: ParsedText(None, "unparseable", "no 'You:' / 'Other:' parts found") for r in SCENE_ROLES}
+    return {r: _scene_part(parts.get(r)) for r in SCENE_ROLES}

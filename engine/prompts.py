@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from .instrument import Instrument, Item, Option
+from .instrument import Instrument, Item, Option, SceneItem
 
 
 def ordered_options(instrument: Instrument, order: str) -> list[Option]:
@@ -94,6 +94,29 @@ def instrument_messages(instrument: Instrument, items: Sequence[Item], *, system
             f"Options:\n{options_block(instrument, option_order)}\n\n"
             f"Statements:\n{statements}\n\n{how}")
     return _with_system(system_prompt, user)
+
+
+def scene_messages(instrument: Instrument, item: SceneItem, *, system_prompt: str | None,
+                   answer: str) -> list[dict[str, str]]:
+    """Messages asking one free-text scene: how would you feel, how would the other person feel."""
+    if answer == "json":
+        how = ('Reply with JSON only: {"you": "<how you would feel>", "other": "<how ' + item.other +
+               ' would feel>"}.')
+    else:
+        how = f'Answer both questions, starting the first answer with "You:" and the second with "Other:".'
+    user = (f"{instrument.instructions.strip()}\n\nScene: {item.text}\n\n"
+            f"How would you feel? How would {item.other} feel?\n\n{how}")
+    return _with_system(system_prompt, user)
+
+
+def scene_reask_message(reason: str) -> str:
+    """The corrective follow-up after a scene answer that could not be split into its two parts."""
+    return (f"Your answer could not be read ({reason}). Please answer both questions: how you would feel, "
+            'starting with "You:", and how the other person would feel, starting with "Other:".')
+
+
+SCENE_JSON_SCHEMA = {"type": "object", "properties": {"you": {"type": "string"}, "other": {"type": "string"}},
+                     "required": ["you", "other"]}
 
 
 def reask_message(instrument: Instrument, reason: str, missing_items: Sequence[str] | None = None) -> str:

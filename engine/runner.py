@@ -23,10 +23,11 @@ import numpy as np
 
 from .backends.base import BackendError, ChatRequest, HttpBackend
 from .instrument import Instrument
-from .parsing import (ParsedAnswer, expected_value, most_likely, option_distribution, parse_json_rating,
-                      parse_rating, parse_ratings_block, sample_answer)
+from .parsing import (SCENE_ROLES, ParsedAnswer, expected_value, most_likely, option_distribution,
+                      parse_json_rating, parse_rating, parse_ratings_block, parse_scene, sample_answer)
 from .persona import Persona, render_system_prompt
-from .prompts import answer_json_schema, instrument_messages, item_messages, reask_message
+from .prompts import (SCENE_JSON_SCHEMA, answer_json_schema, instrument_messages, item_messages, reask_message,
+                      scene_messages, scene_reask_message)
 from .store import REPLY_SEPARATOR, AnswerRecord, RunStore, TrialRecord
 from .study import Protocol, Study
 
@@ -76,7 +77,12 @@ def plan_trials(study: Study, backends: dict[str, HttpBackend]) -> Iterator[Tria
                 system_prompt = render_system_prompt(persona, study.cohort.template)
                 order = option_order_for(protocol, index)
                 for instrument in study.instruments:
-                    items = list(instrument.items)
+                    for scene in (i for i in instrument.items if i.kind == "scene"):
+                        yield _make_scene_trial(study, backend_id, backend, persona, system_prompt,
+                                                instrument, scene, repeat)
+                    items = list(instrument.rating_items)
+                    if not items:
+                        continue
                     if protocol.item_order == "shuffled":
                         rng = np.random.default_rng(stable_int(protocol.seed, persona.id, instrument.id, repeat))
                         items = [items[i] for i in rng.permutation(len(items))]
@@ -115,12 +121,45 @@ def _make_trial(study: Study, backend_id: str, backend: HttpBackend, persona: Pe
     return Trial(trial_id, backend_id, persona.id, instrument, item_ids, repeat, order, request)
 
 
+def _make_scene_trial(study: Study, backend_id: str, backend: HttpBackend, persona: Persona,
+                      system_prompt: str | None, instrument: Instrument, scene, repeat: int) -> Trial:
+    protocol = study.protocol
+    answer = "json" if protocol.answer == "json" else "text"
+    messages = scene_messages(instrument, scene, system_prompt=system_prompt, answer=answer)
+    max_tokens = backend.config.max_tokens or 300
+    key = {"backend": backend.identity(), "temperature": backend.config.temperature, "top_p": backend.config.top_p,
+           "max_tokens": max_tokens, "answer": answer, "reask_limit": protocol.reask_limit, "messages": messages,
+           "respondent": persona.id, "instrument": [instrument.id, instrument.version], "items": [scene.id],
+           "repeat": repeat, "seed": protocol.seed}
+    trial_id = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:32]
+    request = ChatRequest(messages=tuple(messages), max_tokens=max_tokens, temperature=backend.config.temperature,
+                          top_p=backend.config.top_p, seed=stable_int(protocol.seed, trial_id) % 2**31,
+                          json_schema=SCENE_JSON_SCHEMA if answer == "json" else None)
+    return Trial(trial_id, backend_id, persona.id, instrument, (scene.id,), repeat, "as_written", request)
+
+
+def answer_ids(trial: Trial) -> list[str]:
+    """The answer rows a trial produces: one per rating item, two per scene (self, other)."""
+    if _is_scene(trial):
+        return [f"{trial.item_ids[0]}:{role}" for role in SCENE_ROLES]
+    return list(trial.item_ids)
+
+
+def _is_scene(trial: Trial) -> bool:
+    return len(trial.item_ids) == 1 and trial.instrument.item(trial.item_ids[0]).kind == "scene"
+
+
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
 def _parse(trial: Trial, text: str, protocol: Protocol) -> dict[str, ParsedAnswer]:
     scale = trial.instrument.scale
+    if _is_scene(trial):
+        scene = trial.instrument.item(trial.item_ids[0])
+        parts = parse_scene(text, scene.other, as_json=protocol.answer == "json")
+        return {f"{scene.id}:{role}": ParsedAnswer(None, p.status, p.reason, text=p.text)
+                for role, p in parts.items()}
     if len(trial.item_ids) == 1 and protocol.presentation == "per_item":
         parse = parse_json_rating if protocol.answer == "json" else parse_rating
         return {trial.item_ids[0]: parse(text, scale)}
@@ -147,18 +186,21 @@ async def run_trial(trial: Trial, backend: HttpBackend, protocol: Protocol) -> T
             tokens[0] += result.prompt_tokens or 0
             tokens[1] += result.completion_tokens or 0
             texts.append(result.text)
-            if protocol.answer == "logprobs":
+            if protocol.answer == "logprobs" and not _is_scene(trial):
                 answers, extra = _logprob_answer(trial, result.first_token_logprobs, result.text, protocol)
                 break
             for item_id, parsed in _parse(trial, result.text, protocol).items():
                 if item_id not in answers or answers[item_id].status != "answered":
                     answers[item_id] = parsed
-            unread = [i for i in trial.item_ids if answers[i].status not in ("answered", "refusal")]
+            unread = [i for i in answer_ids(trial) if answers[i].status not in ("answered", "refusal")]
             if not unread or reasks >= protocol.reask_limit:
                 break
             reasks += 1
             reason = answers[unread[0]].reason or answers[unread[0]].status
-            follow_up = reask_message(trial.instrument, reason, unread if len(trial.item_ids) > 1 else None)
+            if _is_scene(trial):
+                follow_up = scene_reask_message(reason)
+            else:
+                follow_up = reask_message(trial.instrument, reason, unread if len(trial.item_ids) > 1 else None)
             request = replace(request, messages=request.messages + (
                 {"role": "assistant", "content": result.text}, {"role": "user", "content": follow_up}))
     except BackendError as exc:
@@ -166,8 +208,8 @@ async def run_trial(trial: Trial, backend: HttpBackend, protocol: Protocol) -> T
             raise
         return _record(trial, backend, "failed", started, texts, result, attempts + exc.attempts,
                        reasks, latency, tokens,
-                       {i: ParsedAnswer(None, "failed", str(exc)) for i in trial.item_ids}, {}, str(exc))
-    status = "answered" if all(answers[i].status == "answered" for i in trial.item_ids) else "missing"
+                       {i: ParsedAnswer(None, "failed", str(exc)) for i in answer_ids(trial)}, {}, str(exc))
+    status = "answered" if all(answers[i].status == "answered" for i in answer_ids(trial)) else "missing"
     return _record(trial, backend, status, started, texts, result, attempts, reasks, latency, tokens,
                    answers, extra, None)
 
@@ -199,12 +241,12 @@ def _record(trial: Trial, backend: HttpBackend, status: str, started: str, texts
             attempts: int, reasks: int, latency: float, tokens: list[int],
             answers: dict[str, ParsedAnswer], extra: dict[str, dict], error: str | None) -> TrialRecord:
     records = []
-    for position, item_id in enumerate(trial.item_ids):
+    for position, item_id in enumerate(answer_ids(trial)):
         parsed = answers[item_id]
         more = extra.get(item_id, {})
         records.append(AnswerRecord(item_id, position, parsed.value, parsed.status, parsed.reason,
                                     parsed.disclaimer, more.get("distribution"), more.get("option_mass"),
-                                    more.get("expected")))
+                                    more.get("expected"), parsed.text))
     return TrialRecord(
         trial_id=trial.trial_id, backend_id=trial.backend_id, model=backend.identity().get("model"),
         respondent_id=trial.respondent_id, instrument_id=trial.instrument.id, item_ids=list(trial.item_ids),

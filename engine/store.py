@@ -59,6 +59,7 @@ CREATE TABLE IF NOT EXISTS answers (
     distribution TEXT,                 -- JSON {value: probability} (answer: logprobs)
     option_mass REAL,                  -- probability the model put on valid options before renormalising
     expected REAL,                     -- expected value under the distribution
+    text TEXT,                         -- a free-text answer (scenes: item_id is '<scene>:self' or ':other')
     PRIMARY KEY (trial_id, item_id)
 );
 """
@@ -79,6 +80,7 @@ class AnswerRecord:
     distribution: dict[int, float] | None = None
     option_mass: float | None = None
     expected: float | None = None
+    text: str | None = None
 
 
 @dataclass
@@ -155,12 +157,12 @@ class RunStore:
                trial.completion_tokens, trial.started_at, trial.finished_at, trial.error)
         answers = [(trial.trial_id, a.item_id, a.position, a.value, a.status, a.reason, int(a.disclaimer),
                     json.dumps(a.distribution) if a.distribution is not None else None,
-                    a.option_mass, a.expected) for a in trial.answers]
+                    a.option_mass, a.expected, a.text) for a in trial.answers]
         with self.db:
             self.db.execute("BEGIN")
             self.db.execute("DELETE FROM trials WHERE trial_id = ?", (trial.trial_id,))
             self.db.execute(f"INSERT INTO trials VALUES ({', '.join('?' * len(row))})", row)
-            self.db.executemany("INSERT INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", answers)
+            self.db.executemany("INSERT INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", answers)
 
     # --- reading -------------------------------------------------------------------------
     def get_meta(self, key: str, default: Any = None) -> Any:

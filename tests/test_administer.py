@@ -19,6 +19,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -302,3 +303,26 @@ def test_base_url_override_runs_the_quickstart_on_any_openai_server(tmp_path):
     assert (table["status"] == "answered").all()
     assert table["expected"].to_numpy() == pytest.approx(2.4 / 0.85)
     assert table["option_mass"].to_numpy() == pytest.approx(0.85)
+
+
+def test_scene_items_store_both_free_text_answers(tmp_path):
+    replies = {"birthday": "You: I'd feel hurt and a bit angry.\nOther: embarrassed when she remembers.",
+               "credit": "As an AI, I don't have feelings.",
+               "pregnant": "I would be thrilled"}    # no 'You:'/'Other:' parts: re-asked, then missing
+
+    def answer(body):
+        first = body["messages"][-1]["content"] if len(body["messages"]) <= 2 else body["messages"][1]["content"]
+        return next(v for k, v in replies.items() if k in first)
+
+    with StubServer(answer=answer) as stub:
+        result = run(write_study(tmp_path, stub.url, personas=[{"id": "p1"}], protocol={"reask_limit": 1},
+                                 instrument=ROOT / "tests" / "data" / "mini_scenes.yaml"), tmp_path / "runs")
+        sent = len(chat_requests(stub))
+    # 3 scenes = 3 trials; the third is re-asked once (reask_limit 1): 4 requests.
+    assert result.planned == 3 and sent == 4
+    table = export_table(result.run_dir.path).set_index("item_id")
+    assert table.loc["s1:self", "text"] == "I'd feel hurt and a bit angry."
+    assert table.loc["s1:other", "text"] == "embarrassed when she remembers."
+    assert table.loc["s2:self", "status"] == "refusal" and table.loc["s2:other", "status"] == "refusal"
+    assert table.loc["s3:self", "status"] == "unparseable" and pd.isna(table.loc["s3:self", "text"])
+    assert table["value"].isna().all()       # free text: no scale value, nothing imputed
