@@ -60,5 +60,6 @@ def test_valid_instrument_passes() -> None:
 def test_shipped_instruments_validate() -> None:
     result = run_validate(ROOT / "instruments")
     assert result.returncode == 0, result.stderr
-    assert [line.split()[-1].rsplit("/", 1)[-1] for line in result.stdout.splitlines()] == \
-        ["bes.yaml", "iri.yaml"]
+    shipped = sorted(p.name for p in (ROOT / "instruments").rglob("*.yaml"))
+    assert sorted(line.split()[-1].rsplit("/", 1)[-1] for line in result.stdout.splitlines()) == shipped
+    assert {"iri.yaml", "bes.yaml", "leas_psyq.yaml", "ea_vignettes_psyq.yaml"} <= set(shipped)
