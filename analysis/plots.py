@@ -415,3 +415,25 @@ def figure_to_data_uri(fig: Figure, fmt: str = "png") -> str:
         FigureCanvasAgg(fig)
     fig.savefig(buffer, format=fmt, dpi=150 if fmt in ("png", "jpg", "jpeg") else None)
     return f"data:{MIME[fmt]};base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def leas_level_chart(levels: pd.DataFrame) -> Figure:
+    """Share of scene answers at each LEAS level, for self, other and the scene total (0–5).
+
+    `levels` is :func:`analysis.scores.scene_levels` output (one row per scene answer set).
+    """
+    fig = Figure(figsize=(7.5, 3.6))
+    ax = fig.add_subplot()
+    columns = [("self_level", "self"), ("other_level", "other"), ("total_level", "total")]
+    width = 0.27
+    x = np.arange(6)
+    for k, (col, name) in enumerate(columns):
+        share = levels[col].value_counts(normalize=True).reindex(range(6), fill_value=0.0)
+        ax.bar(x + (k - 1) * width, share.to_numpy(), width, label=name)
+    ax.set_xticks(x, [str(i) for i in range(6)])
+    ax.set_xlabel("LEAS level (0 no emotion word … 4 differentiated blend; 5 total only)")
+    ax.set_ylabel("share of scenes")
+    ax.set_title(f"LEAS levels over {len(levels)} scene answers (lexicon scoring)")
+    ax.legend(frameon=False)
+    fig.tight_layout()
+    return fig

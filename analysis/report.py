@@ -25,7 +25,7 @@ from engine.instrument import Instrument
 from engine.run import open_run_dir
 
 from . import effects, fidelity, human, norms, plots, reliability
-from .scores import persona_columns, score_answers
+from .scores import persona_columns, scene_levels, score_answers, score_scene_answers
 
 
 @dataclass
@@ -68,7 +68,13 @@ def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] 
     manifest = run.read_manifest()
     table = export_table(run.path)
     instruments = run_instruments(run)
-    scores = score_answers(table, instruments)
+    levels = scene_levels(table, instruments)
+    # Rating instruments get the item-level analyses; scene instruments have their own section.
+    rated = {i: inst for i, inst in instruments.items() if inst.rating_items}
+    rated_table = table[table["instrument"].isin(rated)]
+    scores = pd.concat([frame for frame in (score_answers(table, instruments),
+                                            score_scene_answers(table, instruments)) if not frame.empty],
+                       ignore_index=True)
     sections: list[Section] = []
 
     # 1. Study and counts
@@ -134,10 +140,14 @@ def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] 
             f"n = {s.n}). Verification: {s.verification.strip()}" for (i, sid), s in sources.items())
     sections.append(norm)
 
+    # 3b. Emotional awareness (free-text scenes)
+    if not levels.empty:
+        sections.append(leas_section(levels, scores, instruments))
+
     # 4. Reliability
     rel = Section("Reliability")
-    items = items_by_instrument(table, instruments)
-    rel_table = reliability.reliability_table(items, instruments)
+    items = items_by_instrument(rated_table, rated)
+    rel_table = reliability.reliability_table(items, rated)
     rel.tables.append(("Internal consistency (keyed items, first repeat)", rel_table))
     for row in rel_table.itertuples():
         if isinstance(row.alpha, float) and not math.isnan(row.alpha):
@@ -155,7 +165,7 @@ def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] 
 
     # 5. Fidelity diagnostics
     fid = Section("LLM-fidelity diagnostics")
-    diag = fidelity.fidelity_summary(table, instruments, comp if not comp.empty else None)
+    diag = fidelity.fidelity_summary(rated_table, rated, comp if not comp.empty else None) if rated else {}
     for name, frame in diag.items():
         if frame is not None and not frame.empty:
             fid.tables.append((name.replace("_", " "), frame))
@@ -189,7 +199,7 @@ def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] 
 
     # 7. Item responses
     items_section = Section("Item responses")
-    for inst_id, instrument in instruments.items():
+    for inst_id, instrument in rated.items():
         items_section.figures.append((f"{inst_id}: share of answers per item and option",
                                       plots.item_heatmap(table[table["instrument"] == inst_id], instrument)))
     sections.append(items_section)
@@ -207,6 +217,44 @@ def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] 
                 f"variance ratio {row.variance_ratio:.2f} (Brown–Forsythe p {_fmt_p(row.p_bf)}).")
         sections.append(hum)
     return manifest, sections
+
+
+def leas_section(levels: pd.DataFrame, scores: pd.DataFrame, instruments: Mapping[str, Instrument]) -> Section:
+    """Scene levels, self/other/total sums per repeat, and the change between administrations."""
+    from scipy import stats
+
+    section = Section("Emotional awareness (LEAS-format scenes)")
+    leas_ids = list(levels["instrument"].unique())
+    sums = scores[scores["instrument"].isin(leas_ids)]
+    summary = (sums.groupby(["backend_id", "instrument", "repeat", "subscale"])["score"]
+               .agg(n="count", mean="mean", sd="std").reset_index())
+    section.tables.append(("Self, other and total sums per administration (repeat)", summary))
+    for inst_id in leas_ids:
+        inst = instruments[inst_id]
+        n_scenes = sum(i.kind == "scene" for i in inst.items)
+        total = sums[(sums["instrument"] == inst_id) & (sums["subscale"] == "total")]
+        section.readings.append(
+            f"{inst_id}: mean total {total['score'].mean():.1f} of a possible {5 * n_scenes} "
+            f"(SD {total['score'].std():.1f}, {total['respondent_id'].nunique()} respondents), scored "
+            "automatically with psyq's lexicon (an approximation of hand scoring: r = .91 with a "
+            "single developer's hand scores on 131 answers).")
+        if inst.content_source == "psyq":
+            section.readings.append(f"{inst_id}: these scenes were written by psyq, not the official LEAS "
+                                    "scenes; published LEAS norms do not apply and none are compared.")
+        wide = total.pivot_table(index=["backend_id", "respondent_id"], columns="repeat", values="score")
+        if wide.shape[1] >= 2:
+            first, last = wide.columns[0], wide.columns[-1]
+            paired = wide[[first, last]].dropna()
+            if len(paired) >= 2:
+                diff = paired[last] - paired[first]
+                test = stats.ttest_rel(paired[last], paired[first])
+                ci = test.confidence_interval()
+                section.readings.append(
+                    f"{inst_id}: from administration {first} to {last} the total changed by {diff.mean():+.2f} "
+                    f"(95 % CI {ci.low:+.2f} to {ci.high:+.2f}, paired t({len(paired) - 1}) = {test.statistic:.2f}, "
+                    f"p {_fmt_p(test.pvalue)}), the repeated design of Elyoseph et al. (2023).")
+    section.figures.append(("Distribution of LEAS levels", plots.leas_level_chart(levels)))
+    return section
 
 
 def fidelity_readings(diag: Mapping[str, pd.DataFrame]) -> list[str]:

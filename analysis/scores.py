@@ -11,8 +11,13 @@ from __future__ import annotations
 
 import pandas as pd
 
+from pathlib import Path
+
 from engine.instrument import Instrument
+from engine.leas import Lexicon, leas_scores, load_lexicon, score_scenes
 from engine.scoring import score
+
+DEFAULT_LEXICON = Path(__file__).resolve().parents[1] / "instruments" / "lexicons" / "leas_psyq_lexicon.yaml"
 
 RESPONDENT_KEYS = ["backend_id", "model", "respondent_id", "repeat"]
 ANSWER_COLUMNS = {"run_id", "study", "backend_id", "model", "respondent_id", "instrument", "item_id",
@@ -55,3 +60,27 @@ def score_answers(table: pd.DataFrame, instruments: dict[str, Instrument]) -> pd
     scores = pd.concat(frames, ignore_index=True)
     return scores.merge(people, on=RESPONDENT_KEYS, how="left")[
         RESPONDENT_KEYS + attributes + ["instrument", "subscale", "score", "n_answered", "n_items"]]
+
+
+def scene_levels(table: pd.DataFrame, instruments: dict[str, Instrument], lexicon: Lexicon | None = None) -> pd.DataFrame:
+    """LEAS levels per scene (self, other, total) for every instrument with scene items."""
+    lexicon = lexicon or load_lexicon(DEFAULT_LEXICON)
+    scene_instruments = [i for i, inst in instruments.items() if any(x.kind == "scene" for x in inst.items)]
+    return score_scenes(table[table["instrument"].isin(scene_instruments)], lexicon)
+
+
+def score_scene_answers(table: pd.DataFrame, instruments: dict[str, Instrument],
+                        lexicon: Lexicon | None = None) -> pd.DataFrame:
+    """LEAS self/other/total sums in the same long format as :func:`score_answers` (so norm
+    comparison works for an official LEAS form that carries norms)."""
+    levels = scene_levels(table, instruments, lexicon)
+    attributes = persona_columns(table)
+    columns = RESPONDENT_KEYS + attributes + ["instrument", "subscale", "score", "n_answered", "n_items"]
+    if levels.empty:
+        return pd.DataFrame(columns=columns)
+    sums = leas_scores(levels)
+    n_scenes = levels.groupby(["backend_id", "respondent_id", "repeat", "instrument"]).size().rename("n_items")
+    sums = sums.merge(n_scenes.reset_index(), on=["backend_id", "respondent_id", "repeat", "instrument"])
+    sums["n_answered"] = sums["n_items"]
+    people = table[RESPONDENT_KEYS + attributes].drop_duplicates(RESPONDENT_KEYS)
+    return sums.merge(people, on=["backend_id", "respondent_id", "repeat"], how="left")[columns]

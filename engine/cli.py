@@ -36,9 +36,11 @@ def _yaml_files(paths: list[str]) -> list[Path]:
 
 def load_any(path: Path) -> object:
     """Load a psyq YAML file of any format, chosen by its `psyq:` field."""
+    from .leas import load_lexicon
     from .persona import load_cohort
     from .study import load_study
-    loaders = {"instrument/1": load_instrument, "cohort/1": load_cohort, "study/1": load_study}
+    loaders = {"instrument/1": load_instrument, "cohort/1": load_cohort, "study/1": load_study,
+               "lexicon/1": load_lexicon}
     doc = load_yaml(path)
     kind = doc.data.get("psyq")
     if kind not in loaders:

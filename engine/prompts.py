@@ -100,8 +100,8 @@ def scene_messages(instrument: Instrument, item: SceneItem, *, system_prompt: st
                    answer: str) -> list[dict[str, str]]:
     """Messages asking one free-text scene: how would you feel, how would the other person feel."""
     if answer == "json":
-        how = ('Reply with JSON only: {"you": "<how you would feel>", "other": "<how ' + item.other +
-               ' would feel>"}.')
+        how = ('Reply with JSON only, in the form {"you": "...", "other": "..."}: under "you", how you would '
+               f'feel; under "other", how {item.other} would feel.')
     else:
         how = f'Answer both questions, starting the first answer with "You:" and the second with "Other:".'
     user = (f"{instrument.instructions.strip()}\n\nScene: {item.text}\n\n"

@@ -1,0 +1,197 @@
+"""Automatic scoring of LEAS-format answers with a levelled emotion lexicon.
+
+The rules (Lane et al. 1990; manual summary in ``shared/reference/instruments.md``): each
+answer gets the level of its words — 0 no emotion word (or only "think" words), 1 bodily
+sensation, 2 action tendency or undifferentiated state, 3 one differentiated emotion,
+4 two or more level-3 words that together say more than one alone (here: level-3 words from at
+least two different emotion families). A scene's total is the higher of the self and other
+levels, or 5 when both are 4 and the two are differentiated from each other (here: different
+sets of emotion families). Negated words ("not angry") do not count.
+
+The lexicon is ours (``instruments/lexicons/leas_psyq_lexicon.yaml``); see its header for how it
+was built and how it relates to the computer scoring of Barchard et al. (2010).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import pandas as pd
+from pydantic import Field
+
+from .errors import Problem
+from .fields import Id, StrictModel, Text
+from .validation import parse_document, raise_problems
+from .yamlfile import load_yaml
+
+NEGATION_WINDOW = 3   # a negator this many words or fewer before a term negates it
+
+
+class LexiconFile(StrictModel):
+    """A levelled lexicon as written (format `lexicon/1`)."""
+
+    psyq: Literal["lexicon/1"]
+    id: Id
+    version: Text
+    levels: dict[Literal["1", "2", "3"], list[Text] | dict[Id, list[Text]]]
+    negators: list[Text] = Field(default_factory=list)
+    cognitive: list[Text] = Field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Term:
+    words: tuple[str, ...]
+    level: int
+    family: str | None
+
+
+@dataclass(frozen=True)
+class Lexicon:
+    """Terms by their first word (for a longest-match scan), negators and cognitive words."""
+
+    id: str
+    terms: dict[str, tuple[Term, ...]]
+    negators: frozenset[str]
+    size: int
+
+
+_WORD = re.compile(r"[a-z]+(?:'[a-z]+)?|n't|[,.;:!?]")
+# A negation reaches forward until the clause turns ("not angry, just tired": tired counts).
+CLAUSE_BREAKS = frozenset({",", ".", ";", ":", "!", "?", "but", "just", "only", "though", "although", "yet",
+                           "instead", "rather", "however"})
+
+
+def tokens(text: str) -> list[str]:
+    """Lower-case words and clause punctuation, with "n't" split off ("wasn't angry" is negated).
+
+    Example:
+        >>> tokens("I wasn't ANGRY, just tired.")
+        ['i', 'was', "n't", 'angry', ',', 'just', 'tired', '.']
+    """
+    text = text.lower().replace("’", "'")
+    text = re.sub(r"([a-z])n't\b", r"\1 n't", text)
+    return _WORD.findall(text)
+
+
+def load_lexicon(path: str | Path) -> Lexicon:
+    """Load a `lexicon/1` file; a phrase in two levels or two families is an error."""
+    doc = load_yaml(path)
+    spec = parse_document(doc, LexiconFile)
+    seen: dict[tuple[str, ...], tuple] = {}
+    problems: list[Problem] = []
+    by_first: dict[str, list[Term]] = {}
+    for level, entries in spec.levels.items():
+        groups = entries.items() if isinstance(entries, dict) else [(None, entries)]
+        for family, phrases in groups:
+            for i, phrase in enumerate(phrases):
+                words = tuple(w for w in tokens(phrase) if w not in CLAUSE_BREAKS or len(w) > 1)
+                where = ("levels", level) + ((family,) if family else ()) + (i,)
+                if not words:
+                    problems.append(doc.problem(where, f"{phrase!r} has no words"))
+                    continue
+                if words in seen and seen[words] != (int(level), family):
+                    problems.append(doc.problem(where, f"{phrase!r} is also in level {seen[words][0]}"
+                                                + (f" ({seen[words][1]})" if seen[words][1] else "")))
+                    continue
+                seen[words] = (int(level), family)
+                by_first.setdefault(words[0], []).append(Term(words, int(level), family))
+    raise_problems(problems)
+    # Longest phrases first, so "want to scream" wins over "want".
+    terms = {w: tuple(sorted(ts, key=lambda t: -len(t.words))) for w, ts in by_first.items()}
+    negators = frozenset(w for n in spec.negators for w in tokens(n))
+    return Lexicon(spec.id, terms, negators, len(seen))
+
+
+@dataclass(frozen=True)
+class AnswerScore:
+    """The level of one answer and the emotion families that gave it."""
+
+    level: int
+    families: frozenset[str]
+    matched: tuple[str, ...]
+
+
+def _negated(words: list[str], i: int, negators: frozenset[str]) -> bool:
+    for w in reversed(words[max(0, i - NEGATION_WINDOW):i]):
+        if w in CLAUSE_BREAKS:
+            return False
+        if w in negators:
+            return True
+    return False
+
+
+def score_answer(text: str | None, lexicon: Lexicon) -> AnswerScore:
+    """Level 0–4 of one free-text answer.
+
+    Example:
+        >>> lex = load_lexicon("instruments/lexicons/leas_psyq_lexicon.yaml")   # doctest: +SKIP
+        >>> score_answer("I'd be angry and hurt, but not scared", lex).level       # doctest: +SKIP
+        4
+    """
+    if not text:
+        return AnswerScore(0, frozenset(), ())
+    words = tokens(text)
+    found: list[Term] = []
+    i = 0
+    while i < len(words):
+        term = next((t for t in lexicon.terms.get(words[i], ()) if tuple(words[i:i + len(t.words)]) == t.words),
+                    None)
+        if term is None:
+            i += 1
+            continue
+        negated = _negated(words, i, lexicon.negators)
+        if not negated:
+            found.append(term)
+        i += len(term.words)
+    families = frozenset(t.family for t in found if t.level == 3 and t.family)
+    if len(families) >= 2:
+        level = 4
+    else:
+        level = max((t.level for t in found), default=0)
+    return AnswerScore(level, families, tuple(" ".join(t.words) for t in found))
+
+
+def scene_total(self_score: AnswerScore, other_score: AnswerScore) -> int:
+    """The higher of the two levels, or 5 when both are 4 and name different emotion families.
+
+    Example:
+        >>> a, b = AnswerScore(4, frozenset({"anger", "sadness"}), ()), AnswerScore(4, frozenset({"guilt", "fear"}), ())
+        >>> scene_total(a, b)
+        5
+    """
+    if self_score.level == 4 and other_score.level == 4 and self_score.families != other_score.families:
+        return 5
+    return max(self_score.level, other_score.level)
+
+
+def score_scenes(table: pd.DataFrame, lexicon: Lexicon) -> pd.DataFrame:
+    """Scene levels per respondent from an exported answers table (scene rows only).
+
+    Returns one row per backend × respondent × repeat × instrument × scene with columns
+    ``self_level, other_level, total_level``. A missing answer (refusal, unreadable) scores 0,
+    as an answer without emotion words does in hand scoring; its status stays in the export.
+    """
+    rows = table[table["item_id"].astype(str).str.contains(":")].copy()
+    if rows.empty:
+        return pd.DataFrame(columns=["backend_id", "respondent_id", "repeat", "instrument", "scene",
+                                     "self_level", "other_level", "total_level"])
+    rows[["scene", "role"]] = rows["item_id"].str.split(":", n=1, expand=True)
+    keys = ["backend_id", "respondent_id", "repeat", "instrument", "scene"]
+    out = []
+    for key, group in rows.groupby(keys, sort=False):
+        texts = dict(zip(group["role"], group["text"]))
+        own = score_answer(texts.get("self") if isinstance(texts.get("self"), str) else None, lexicon)
+        other = score_answer(texts.get("other") if isinstance(texts.get("other"), str) else None, lexicon)
+        out.append((*key, own.level, other.level, scene_total(own, other)))
+    return pd.DataFrame(out, columns=keys + ["self_level", "other_level", "total_level"])
+
+
+def leas_scores(scene_levels: pd.DataFrame) -> pd.DataFrame:
+    """Self, other and total sums per respondent (long format: ``subscale`` self/other/total)."""
+    keys = ["backend_id", "respondent_id", "repeat", "instrument"]
+    sums = scene_levels.groupby(keys, sort=False)[["self_level", "other_level", "total_level"]].sum()
+    sums.columns = ["self", "other", "total"]
+    return sums.reset_index().melt(id_vars=keys, var_name="subscale", value_name="score")
