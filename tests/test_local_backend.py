@@ -67,3 +67,23 @@ def test_local_model_answers_every_trial_or_says_why(built, tmp_path, instrument
     manifest = json.loads(result.run_dir.manifest.read_text())
     assert manifest["backends"]["local"]["identity"]["model"] == "gemma-3-270m-q4_k_m"
     assert llama_server_path().exists()
+
+
+def test_local_model_answers_leas_scenes_and_they_are_scored(built, tmp_path):
+    from analysis.scores import scene_levels
+    from engine import export_table
+    from engine.export import run_instruments
+    from engine.run import open_run_dir
+
+    personas = [{"id": "p1", "attributes": {"age": 45, "gender": "male", "occupation": "teacher"}}]
+    path = _study(tmp_path, "tests/data/mini_scenes.yaml", "json", personas)
+    study = load_study(path)
+    result = asyncio.run(administer(study, tmp_path / "runs", log=print))
+    # 3 scenes × (1 persona + baseline) = 6 trials, each with a self and an other answer.
+    assert result.planned == 6 and "failed" not in result.counts
+    table = export_table(result.run_dir.path)
+    assert len(table) == 12
+    answered = table[table["status"] == "answered"]
+    assert answered["text"].str.len().gt(0).all()            # free text kept whole
+    levels = scene_levels(table, run_instruments(open_run_dir(result.run_dir.path)))
+    assert len(levels) == 6 and levels["total_level"].between(0, 5).all()
