@@ -326,8 +326,8 @@ def _n_answers_text(per_item: pd.Series) -> str:
 
 
 def sd_ratio_chart(ratios: pd.DataFrame) -> Figure:
-    """Cohort SD / norm SD with 95 % CI per instrument × subscale × norm group (one row each), one
-    marker set per backend; reference lines at 1 (human-like spread) and 0.5 (half the human SD).
+    """Cohort SD / norm SD with 95 % CI per instrument × subscale × norm group (one row each, as
+    returned by :func:`analysis.fidelity.sd_ratio`), one marker set per ``backend_id``; reference lines at 1 (human-like spread) and 0.5 (half the human SD).
     Rows flagged ``collapsed`` are drawn hollow and labelled."""
     title = "Cohort SD relative to the human norm SD (95 % CI)"
     if ratios is None or ratios.empty:
@@ -344,10 +344,10 @@ def sd_ratio_chart(ratios: pd.DataFrame) -> Figure:
         for y, (inst, sub, group) in enumerate(keys):
             cell = ratios[(ratios["backend_id"] == backend) & (ratios["instrument"] == inst)
                           & (ratios["subscale"] == sub) & (ratios["norm_group"] == group)]
-            if cell.empty or not _finite(cell["ratio"].iloc[0]):
+            if cell.empty or not _finite(cell["sd_ratio"].iloc[0]):
                 continue
             r = cell.iloc[0]
-            ratio = float(r["ratio"])
+            ratio = float(r["sd_ratio"])
             has_ci = _finite(r["ci_low"]) and _finite(r["ci_high"])
             xerr = [[ratio - r["ci_low"]], [r["ci_high"] - ratio]] if has_ci else None
             collapsed = _truthy(r["collapsed"])
@@ -436,4 +436,33 @@ def leas_level_chart(levels: pd.DataFrame) -> Figure:
     ax.set_title(f"LEAS levels over {len(levels)} scene answers (lexicon scoring)")
     ax.legend(frameon=False)
     fig.tight_layout()
+    return fig
+
+
+# --------------------------------------------------------------------------------------------
+# Empathic accuracy
+
+
+def vignette_accuracy_chart(summary: pd.DataFrame, label: str = "profile r") -> Figure:
+    """Mean accuracy r per vignette (rows), one marker set per perceiver group (column
+    ``group``), from :func:`analysis.empathic_accuracy.vignette_summary` output; a line at 0."""
+    title = f"Accuracy per vignette ({label}; Fisher-z mean over perceivers)"
+    if summary is None or summary.empty:
+        return _message_figure("no vignette answers to show", title)
+    vignettes = _unique(summary["vignette"])
+    groups = _unique(summary["group"])
+    fig = _figure(7, max(2.8, 0.32 * len(vignettes) + 1.6))
+    ax = fig.add_subplot()
+    for g, group in enumerate(groups):
+        style = _style(g)
+        rows = summary[summary["group"] == group].set_index("vignette").reindex(vignettes)
+        ax.plot(rows["r"].to_numpy(dtype=float), np.arange(len(vignettes)), linestyle="none",
+                marker=style["marker"], color=style["color"], label=str(group), gid=f"vignette-r:{group}")
+    ax.axvline(0, color="0.5", linewidth=1)
+    ax.set_yticks(np.arange(len(vignettes)), vignettes)
+    ax.invert_yaxis()
+    ax.set_xlim(-1, 1)
+    ax.set_xlabel(label)
+    ax.set_title(title)
+    ax.legend(frameon=False, loc="lower left")
     return fig

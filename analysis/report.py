@@ -21,11 +21,17 @@ import pandas as pd
 
 from engine.export import export_table, run_instruments
 from engine.human_data import read_answers_csv
+from engine.accuracy import read_perceiver_csv, read_target_reports_csv, target_profiles, with_self_reports
+from engine.errors import InputError
 from engine.instrument import Instrument
+from engine.judge import read_judgements
+from engine.leas import load_lexicon
 from engine.run import open_run_dir
 
 from . import effects, fidelity, human, norms, plots, reliability
-from .scores import persona_columns, scene_levels, score_answers, score_scene_answers
+from . import empathic_accuracy as ea
+from .agreement import judge_lexicon_agreement, lexicon_answer_levels
+from .scores import DEFAULT_LEXICON, persona_columns, scene_levels, score_answers, score_scene_answers
 
 
 @dataclass
@@ -62,19 +68,32 @@ def items_by_instrument(table: pd.DataFrame, instruments: Mapping[str, Instrumen
 
 
 def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] | None = None,
-                   bound: float = 0.3, correction: str = "holm") -> tuple[dict[str, Any], list[Section]]:
-    """Compute everything the report shows; returns (facts about the run, sections)."""
+                   bound: float = 0.3, correction: str = "holm",
+                   targets_csv: Mapping[str, str | Path] | None = None) -> tuple[dict[str, Any], list[Section]]:
+    """Compute everything the report shows; returns (facts about the run, sections).
+
+    `human_csv` maps an instrument id to human data: item answers for a questionnaire, perceiver
+    ratings for vignettes; `targets_csv` maps a vignette instrument to its targets' self-reports.
+    """
     run = open_run_dir(run_path)
     manifest = run.read_manifest()
     table = export_table(run.path)
     instruments = run_instruments(run)
     levels = scene_levels(table, instruments)
+    judgements = read_judgements(run.path)
+    human_csv = dict(human_csv or {})
+    vignette_ids = [i for i, inst in instruments.items() if any(x.kind == "vignette" for x in inst.items)]
+    perceivers_csv = {i: human_csv.pop(i) for i in vignette_ids if i in human_csv}
+    unknown = sorted(set(human_csv) - set(instruments)) + sorted(set(targets_csv or {}) - set(vignette_ids))
+    if unknown:
+        raise InputError.single(", ".join(unknown), "not an instrument of this run that takes this kind of data "
+                                f"(questionnaires: {', '.join(sorted(set(instruments) - set(vignette_ids))) or 'none'}; "
+                                f"vignettes: {', '.join(vignette_ids) or 'none'})")
     # Rating instruments get the item-level analyses; scene instruments have their own section.
     rated = {i: inst for i, inst in instruments.items() if inst.rating_items}
     rated_table = table[table["instrument"].isin(rated)]
-    scores = pd.concat([frame for frame in (score_answers(table, instruments),
-                                            score_scene_answers(table, instruments)) if not frame.empty],
-                       ignore_index=True)
+    frames = [score_answers(table, instruments), score_scene_answers(table, instruments)]
+    scores = pd.concat([f for f in frames if not f.empty] or frames[:1], ignore_index=True)
     sections: list[Section] = []
 
     # 1. Study and counts
@@ -142,7 +161,14 @@ def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] 
 
     # 3b. Emotional awareness (free-text scenes)
     if not levels.empty:
-        sections.append(leas_section(levels, scores, instruments))
+        section = leas_section(levels, scores, instruments)
+        judge_agreement_into(section, table, judgements)
+        sections.append(section)
+
+    # 3c. Empathic accuracy (vignettes)
+    for inst_id in vignette_ids:
+        sections.append(ea_section(table, instruments[inst_id], judgements, perceivers_csv.get(inst_id),
+                                   (targets_csv or {}).get(inst_id)))
 
     # 4. Reliability
     rel = Section("Reliability")
@@ -172,7 +198,7 @@ def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] 
     fid.readings.extend(fidelity_readings(diag))
     if "sd_ratio" in diag and diag["sd_ratio"] is not None and not diag["sd_ratio"].empty:
         fid.figures.append(("SD of the cohort relative to the norm (1 = human-like spread)",
-                            plots.sd_ratio_chart(diag["sd_ratio"].rename(columns={"sd_ratio": "ratio"}))))
+                            plots.sd_ratio_chart(diag["sd_ratio"])))
     sections.append(fid)
 
     # 6. Model and persona effects
@@ -255,6 +281,81 @@ def leas_section(levels: pd.DataFrame, scores: pd.DataFrame, instruments: Mappin
                     f"p {_fmt_p(test.pvalue)}), the repeated design of Elyoseph et al. (2023).")
     section.figures.append(("Distribution of LEAS levels", plots.leas_level_chart(levels)))
     return section
+
+
+def ea_section(table: pd.DataFrame, instrument: Instrument, judgements: pd.DataFrame,
+               perceivers_csv: str | Path | None, targets_csv: str | Path | None) -> Section:
+    """Accuracy per vignette and overall for the cohort (and human perceivers when given)."""
+    targets = target_profiles(instrument)
+    if targets_csv:
+        targets = with_self_reports(targets, read_target_reports_csv(targets_csv, instrument))
+    cohort = ea.cohort_accuracy(table, instrument, targets)
+    name = "agreement with design-intended profiles" if cohort.design_intended else "empathic accuracy"
+    section = Section(f"Empathic accuracy (vignettes: {instrument.id})")
+    if cohort.design_intended:
+        section.readings.append(
+            f"{instrument.id}: some target profiles are design-intended (written by the vignettes' authors), not "
+            "self-reports of real targets, so the scores below measure agreement with that design, not empathic "
+            "accuracy in Ickes' sense; no human norms exist for them.")
+    vignettes = ea.vignette_summary(cohort.vignettes, ["backend_id"]).assign(group=lambda d: d["backend_id"])
+    overall = ea.group_summary(cohort.perceivers, ["backend_id"]).assign(group=lambda d: d["backend_id"])
+    human_acc = None
+    if perceivers_csv:
+        ratings = read_perceiver_csv(perceivers_csv, instrument)
+        human_acc = ea.score_perceivers(ratings, targets, ["respondent_id"])
+        vignettes = pd.concat([vignettes, ea.vignette_summary(human_acc.vignettes.assign(group="human perceivers"),
+                                                              ["group"])], ignore_index=True)
+        overall = pd.concat([overall, ea.group_summary(human_acc.perceivers.assign(group="human perceivers"),
+                                                       ["group"])], ignore_index=True)
+    for row in overall.itertuples():
+        section.readings.append(
+            f"{row.group}: {name} r = {_num(row.r)} over {row.perceivers} perceiver(s) (Fisher-z mean of per-stop "
+            f"profile correlations, vignettes weighted equally); MAE {_num(row.mae)} scale points, CCC "
+            f"{_num(row.ccc)}, distinctive r {_num(row.distinctive_r)} (after removing the average target profile).")
+    if human_acc is not None:
+        for backend_id, rows in cohort.perceivers.groupby("backend_id"):
+            cmp = human.compare_samples(rows["z"], human_acc.perceivers["z"])
+            section.readings.append(
+                f"{backend_id} against human perceivers (per-perceiver Fisher z): g = {_num(cmp['g'])} (95 % CI "
+                f"{_num(cmp['g_low'])} to {_num(cmp['g_high'])}), Welch p {_fmt_p(cmp['p'])}; variance ratio "
+                f"{_num(cmp['variance_ratio'])}.")
+    section.tables.append(("Overall per perceiver group", overall.drop(columns=["group"]).assign(group=overall["group"])))
+    section.tables.append(("Per vignette", vignettes.drop(columns=["backend_id"], errors="ignore")))
+    judged = ea.judged_percent(ea.inference_levels(judgements, instrument.id)) if not judgements.empty else None
+    if judged is not None and not judged.empty:
+        by_judge = judged.groupby(["judge_id", "backend_id"]).agg(perceivers=("percent", "count"),
+                                                                  percent=("percent", "mean")).reset_index()
+        section.tables.append(("Free-text inferences: judge similarity, percent of maximum", by_judge))
+        for row in by_judge.itertuples():
+            section.readings.append(f"{row.backend_id}: the inferences reach {row.percent:.0f} % of the maximum "
+                                    f"similarity to the targets' own words (judge '{row.judge_id}', "
+                                    f"{row.perceivers} perceivers).")
+    else:
+        section.readings.append("The free-text inferences are stored but not judged (psyq judge RUN --rubric "
+                                "ea_similarity scores them 0/1/2 against the targets' own words).")
+    section.figures.append((f"{instrument.id}: {name} per vignette", plots.vignette_accuracy_chart(vignettes)))
+    return section
+
+
+def judge_agreement_into(section: Section, table: pd.DataFrame, judgements: pd.DataFrame) -> None:
+    """Add the agreement of judge-model levels with the lexicon levels (per answer) to `section`."""
+    scene = judgements[judgements["item_id"].astype(str).str.count(":") == 1] if not judgements.empty else judgements
+    if scene.empty:
+        section.readings.append("No judge model has scored these answers (psyq judge RUN --rubric leas_level "
+                                "adds one, stored beside the lexicon scores).")
+        return
+    agreement = judge_lexicon_agreement(lexicon_answer_levels(table, load_lexicon(DEFAULT_LEXICON)), scene)
+    section.tables.append(("Judge model against the lexicon, per answer (levels 0–4)", agreement))
+    for row in agreement.itertuples():
+        section.readings.append(
+            f"{row.instrument}: judge '{row.judge_id}' ({row.judge_model}, rubric {row.rubric_id}) agrees with the "
+            f"lexicon on {_pct(row.exact)} of {row.n} answers (within one level: {_pct(row.within_one)}); "
+            f"r = {_num(row.pearson_r)}, ICC(A,1) = {_num(row.icc_a1)}; the judge scores "
+            f"{row.mean_difference:+.2f} levels higher on average.")
+
+
+def _num(x: float) -> str:
+    return "not computable" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.2f}"
 
 
 def fidelity_readings(diag: Mapping[str, pd.DataFrame]) -> list[str]:
@@ -366,13 +467,14 @@ def render_markdown(manifest: Mapping[str, Any], sections: list[Section]) -> str
 
 def write_report(run_path: str | Path, out_dir: str | Path | None = None, *,
                  human_csv: Mapping[str, str | Path] | None = None, bound: float = 0.3,
-                 correction: str = "holm") -> tuple[Path, Path]:
+                 correction: str = "holm", targets_csv: Mapping[str, str | Path] | None = None) -> tuple[Path, Path]:
     """Write report.html and report.md (into the run directory unless `out_dir`); return both paths.
 
     Example:
         >>> write_report("runs/quickstart/b6d972dd3d0f")  # doctest: +SKIP
     """
-    manifest, sections = build_sections(run_path, human_csv=human_csv, bound=bound, correction=correction)
+    manifest, sections = build_sections(run_path, human_csv=human_csv, bound=bound, correction=correction,
+                                        targets_csv=targets_csv)
     out = Path(out_dir or run_path)
     out.mkdir(parents=True, exist_ok=True)
     html_path, md_path = out / "report.html", out / "report.md"

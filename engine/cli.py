@@ -36,11 +36,12 @@ def _yaml_files(paths: list[str]) -> list[Path]:
 
 def load_any(path: Path) -> object:
     """Load a psyq YAML file of any format, chosen by its `psyq:` field."""
+    from .judge import load_rubric
     from .leas import load_lexicon
     from .persona import load_cohort
     from .study import load_study
     loaders = {"instrument/1": load_instrument, "cohort/1": load_cohort, "study/1": load_study,
-               "lexicon/1": load_lexicon}
+               "lexicon/1": load_lexicon, "rubric/1": load_rubric}
     doc = load_yaml(path)
     kind = doc.data.get("psyq")
     if kind not in loaders:
@@ -158,17 +159,64 @@ def cmd_export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+RUBRICS = Path(__file__).resolve().parents[1] / "instruments" / "rubrics"
+
+
+def cmd_judge(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from .backends import BackendConfig
+    from .judge import judge_run, load_rubric
+
+    rubric_path = Path(args.rubric)
+    if not rubric_path.exists() and (RUBRICS / f"{args.rubric}.yaml").exists():
+        rubric_path = RUBRICS / f"{args.rubric}.yaml"   # a shipped rubric by name
+    rubric = load_rubric(rubric_path)
+    if bool(args.base_url) != bool(args.model):
+        raise InputError.single(args.run, "--base-url and --model go together")
+    if args.base_url:
+        config = BackendConfig(id=args.judge_id, kind="openai", base_url=args.base_url, model=args.model,
+                               api_key_env=args.api_key_env, temperature=0.0)
+    else:
+        config = BackendConfig(id=args.judge_id, kind="local", temperature=0.0)
+    answer = args.answer or ("logprobs" if config.kind == "local" else "json")
+    done = {"n": 0}
+
+    def tick(_judgement) -> None:
+        done["n"] += 1
+        if done["n"] % 50 == 0:
+            print(f"  {done['n']} judged", file=sys.stderr)
+
+    try:
+        result = asyncio.run(judge_run(args.run, config, rubric, answer, on_judgement=tick,
+                                       log=lambda m: print(m, file=sys.stderr)))
+    except KeyboardInterrupt:
+        print("interrupted: every judgement received is stored; run the same command again to resume",
+              file=sys.stderr)
+        return 130
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(result.counts.items())) or "nothing"
+    print(f"{rubric.spec.id} by {config.id} ({answer}): {result.tasks} answers to judge, {result.already} "
+          f"already judged before; now {counts}")
+    return EXIT_OK
+
+
+def _id_paths(specs: list[str] | None, option: str) -> dict[str, str]:
+    """INSTRUMENT_ID=PATH arguments as a mapping."""
+    out = {}
+    for spec in specs or []:
+        instrument, sep, path = spec.partition("=")
+        if not sep:
+            raise InputError.single(spec, f"{option} takes INSTRUMENT_ID=FILE.csv, e.g. iri=humans.csv")
+        out[instrument] = path
+    return out
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from analysis.report import write_report
 
-    human = {}
-    for spec in args.human or []:
-        instrument, sep, path = spec.partition("=")
-        if not sep:
-            raise InputError.single(spec, "--human takes INSTRUMENT_ID=ANSWERS.csv, e.g. iri=humans.csv")
-        human[instrument] = path
+    human, targets = _id_paths(args.human, "--human"), _id_paths(args.targets, "--targets")
     html_path, md_path = write_report(args.run, args.out, human_csv=human or None, bound=args.bound,
-                                      correction=args.correction)
+                                      correction=args.correction, targets_csv=targets or None)
     print(f"report -> {html_path}\nsummary -> {md_path}")
     return EXIT_OK
 
@@ -180,6 +228,7 @@ COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
     "run": (cmd_run, "administer a study (resumes a run of the same study)"),
     "status": (cmd_status, "summarise a run"),
     "export": (cmd_export, "write a run's answers as a tidy long table"),
+    "judge": (cmd_judge, "score a run's free-text answers with a judge model and a rubric"),
     "report": (cmd_report, "write an HTML report and a Markdown summary of a run"),
 }
 
@@ -211,10 +260,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run", help="run directory (runs/<study>/<run-id>)")
     p.add_argument("--format", choices=["csv", "parquet"], default="csv")
     p.add_argument("--out", help="output file (default: answers.<format> in the run directory)")
+    p = parsers["judge"]
+    p.add_argument("run", help="run directory (runs/<study>/<run-id>)")
+    p.add_argument("--rubric", required=True,
+                   help="rubric YAML file, or the name of a shipped one (leas_level, ea_similarity)")
+    p.add_argument("--base-url", help="judge with this OpenAI-compatible server (default: the local model)")
+    p.add_argument("--model", help="model name for --base-url")
+    p.add_argument("--api-key-env", help="NAME of the environment variable holding the API key for --base-url")
+    p.add_argument("--judge-id", default="judge", help="name the judgements are stored under (default: judge)")
+    p.add_argument("--answer", choices=["logprobs", "json", "text"],
+                   help="how the level is read (default: logprobs for the local model, json otherwise)")
     p = parsers["report"]
     p.add_argument("run", help="run directory (runs/<study>/<run-id>)")
     p.add_argument("--human", action="append", metavar="INSTRUMENT=CSV",
-                   help="human item answers to compare with (repeatable), e.g. iri=humans.csv")
+                   help="human data to compare with (repeatable): item answers, e.g. iri=humans.csv, or "
+                        "perceiver ratings for vignettes, e.g. ea_vignettes_psyq=perceivers.csv")
+    p.add_argument("--targets", action="append", metavar="INSTRUMENT=CSV",
+                   help="targets' own reports for a vignette instrument, replacing its design-intended profiles")
     p.add_argument("--bound", type=float, default=0.3, help="equivalence bound in norm SD units (default 0.3)")
     p.add_argument("--correction", choices=["holm", "fdr_bh"], default="holm",
                    help="multiple-comparison correction across the family (default holm)")

@@ -153,7 +153,9 @@ class Instrument(StrictModel):
     id: Id
     name: Text
     version: Annotated[Text, BeforeValidator(number_to_text, json_schema_input_type=str | int)]
-    content_source: Literal["published", "psyq"]
+    # published: a published instrument; psyq: written by the psyq authors (never normed);
+    # user: materials of the study's own authors (e.g. their targets' stories and self-reports)
+    content_source: Literal["published", "psyq", "user"]
     citations: dict[Id, Text] = Field(min_length=1)
     terms: Text
     instructions: Text

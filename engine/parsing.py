@@ -687,3 +687,43 @@ def parse_scene(text: str, other: str, as_json: bool) -> dict[str, ParsedText]:
                     for r in SCENE_ROLES}
         return {r: ParsedText(None, "unparseable", "no 'You:' / 'Other:' parts found") for r in SCENE_ROLES}
     return {r: _scene_part(parts.get(r)) for r in SCENE_ROLES}
+
+
+# --- vignette stop points (empathic accuracy) -----------------------------------------------
+
+THOUGHTS = "thoughts"
+_THOUGHTS_LINE = re.compile(r"^[\s>*_#-]*thoughts?[*_]*\s*[:\-–]\s*(?P<rest>.*)", re.IGNORECASE | re.MULTILINE | re.DOTALL)
+
+
+def parse_free_text(value: Any) -> ParsedAnswer:
+    """A free-text answer kept whole: answered, empty or a refusal (never a scale value).
+
+    Example:
+        >>> parse_free_text("  She is scared. ").text
+        'She is scared.'
+    """
+    part = _scene_part(value if isinstance(value, str) else None)
+    return ParsedAnswer(None, part.status, part.reason, text=part.text)
+
+
+def parse_stop(text: str, emotions: Sequence[str], scale: Sequence[Option],
+               as_json: bool) -> dict[str, ParsedAnswer]:
+    """A perceiver's reply at a vignette stop: one rating per emotion and the free-text inference.
+
+    JSON replies are objects ``{"joy": 3, ..., "thoughts": "..."}``; text replies have one
+    ``emotion: number`` line per emotion and a line starting ``Thoughts:`` (the rest of the reply
+    is the inference). Returns a ParsedAnswer per emotion and one under ``"thoughts"`` (its text).
+
+    Example:
+        >>> scale = [Option(value=v) for v in range(5)]
+        >>> got = parse_stop("joy: 3\\nfear: 0\\nThoughts: relieved it is over.", ["joy", "fear"], scale, False)
+        >>> got["joy"].value, got["thoughts"].text
+        (3, 'relieved it is over.')
+    """
+    ratings = parse_ratings_block(text, list(emotions), scale, as_json=as_json)
+    if as_json:
+        obj = _find_json_object(_normalise(text or "")) or {}
+        found, value = _lookup(obj, THOUGHTS)
+        return {**ratings, THOUGHTS: parse_free_text(value if found else None)}
+    match = _THOUGHTS_LINE.search(text or "")
+    return {**ratings, THOUGHTS: parse_free_text(match.group("rest").strip() if match else None)}

@@ -23,11 +23,13 @@ import numpy as np
 
 from .backends.base import BackendError, ChatRequest, HttpBackend
 from .instrument import Instrument
-from .parsing import (SCENE_ROLES, ParsedAnswer, expected_value, most_likely, option_distribution,
-                      parse_json_rating, parse_rating, parse_ratings_block, parse_scene, sample_answer)
+from .parsing import (SCENE_ROLES, THOUGHTS, ParsedAnswer, expected_value, most_likely, option_distribution,
+                      parse_free_text, parse_json_rating, parse_rating, parse_ratings_block, parse_scene, parse_stop,
+                      sample_answer)
 from .persona import Persona, render_system_prompt
 from .prompts import (SCENE_JSON_SCHEMA, answer_json_schema, instrument_messages, item_messages, reask_message,
-                      scene_messages, scene_reask_message)
+                      scene_messages, scene_reask_message, stop_emotion_messages, stop_json_schema,
+                      stop_messages, stop_reask_message, stop_thoughts_messages)
 from .store import REPLY_SEPARATOR, AnswerRecord, RunStore, TrialRecord
 from .study import Protocol, Study
 
@@ -44,6 +46,9 @@ class Trial:
     repeat: int
     option_order: str
     request: ChatRequest
+    # rating | scene | stop (a vignette stop: every emotion and the thoughts in one reply) |
+    # stop_emotion (one emotion, answer mode logprobs) | stop_thoughts (the inference alone)
+    kind: str = "rating"
 
 
 def stable_int(*parts: object) -> int:
@@ -80,6 +85,9 @@ def plan_trials(study: Study, backends: dict[str, HttpBackend]) -> Iterator[Tria
                     for scene in (i for i in instrument.items if i.kind == "scene"):
                         yield _make_scene_trial(study, backend_id, backend, persona, system_prompt,
                                                 instrument, scene, repeat)
+                    for vignette in (i for i in instrument.items if i.kind == "vignette"):
+                        yield from _vignette_trials(study, backend_id, backend, persona, system_prompt,
+                                                    instrument, vignette, repeat)
                     items = list(instrument.rating_items)
                     if not items:
                         continue
@@ -138,15 +146,62 @@ def _make_scene_trial(study: Study, backend_id: str, backend: HttpBackend, perso
     return Trial(trial_id, backend_id, persona.id, instrument, (scene.id,), repeat, "as_written", request)
 
 
+def _vignette_trials(study: Study, backend_id: str, backend: HttpBackend, persona: Persona,
+                     system_prompt: str | None, instrument: Instrument, vignette, repeat: int) -> Iterator[Trial]:
+    """A vignette's trials: one per stop point; in answer mode `logprobs`, one per stop × emotion
+    (read from the number's probabilities) plus one free-text request for the inference."""
+    protocol = study.protocol
+    for stop in range(1, len(vignette.segments) + 1):
+        stop_id = f"{vignette.id}:{stop}"
+        if protocol.answer != "logprobs":
+            messages = stop_messages(instrument, vignette, stop, system_prompt=system_prompt, answer=protocol.answer)
+            schema = stop_json_schema(instrument) if protocol.answer == "json" else None
+            yield _free_trial(study, backend_id, backend, persona, instrument, (stop_id,), repeat, messages,
+                              backend.config.max_tokens or 300, None, schema, "stop")
+            continue
+        for emotion in instrument.emotions:
+            messages = stop_emotion_messages(instrument, vignette, stop, emotion, system_prompt=system_prompt)
+            yield _free_trial(study, backend_id, backend, persona, instrument, (f"{stop_id}:{emotion}",), repeat,
+                              messages, 1, backend.top_logprobs, None, "stop_emotion")
+        messages = stop_thoughts_messages(instrument, vignette, stop, system_prompt=system_prompt)
+        yield _free_trial(study, backend_id, backend, persona, instrument, (f"{stop_id}:{THOUGHTS}",), repeat,
+                          messages, backend.config.max_tokens or 120, None, None, "stop_thoughts")
+
+
+def _free_trial(study: Study, backend_id: str, backend: HttpBackend, persona: Persona, instrument: Instrument,
+                item_ids: tuple[str, ...], repeat: int, messages: list[dict[str, str]], max_tokens: int,
+                top_logprobs: int | None, schema: dict | None, kind: str) -> Trial:
+    protocol = study.protocol
+    key = {"backend": backend.identity(), "temperature": backend.config.temperature, "top_p": backend.config.top_p,
+           "max_tokens": max_tokens, "answer": protocol.answer, "top_logprobs": top_logprobs,
+           "logprob_answer": protocol.logprob_answer if top_logprobs else None,
+           "reask_limit": protocol.reask_limit, "messages": messages, "respondent": persona.id,
+           "instrument": [instrument.id, instrument.version], "items": list(item_ids), "repeat": repeat,
+           "seed": protocol.seed}
+    trial_id = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:32]
+    request = ChatRequest(messages=tuple(messages), max_tokens=max_tokens, temperature=backend.config.temperature,
+                          top_p=backend.config.top_p, seed=stable_int(protocol.seed, trial_id) % 2**31,
+                          top_logprobs=top_logprobs, json_schema=schema)
+    return Trial(trial_id, backend_id, persona.id, instrument, item_ids, repeat, "as_written", request, kind)
+
+
 def answer_ids(trial: Trial) -> list[str]:
-    """The answer rows a trial produces: one per rating item, two per scene (self, other)."""
+    """The answer rows a trial produces: one per rating item, two per scene (self, other), one per
+    emotion and one for the thoughts at a vignette stop (``v01:1:joy`` …, ``v01:1:thoughts``)."""
     if _is_scene(trial):
         return [f"{trial.item_ids[0]}:{role}" for role in SCENE_ROLES]
+    if trial.kind == "stop":
+        return [f"{trial.item_ids[0]}:{e}" for e in trial.instrument.emotions] + [f"{trial.item_ids[0]}:{THOUGHTS}"]
     return list(trial.item_ids)
 
 
 def _is_scene(trial: Trial) -> bool:
-    return len(trial.item_ids) == 1 and trial.instrument.item(trial.item_ids[0]).kind == "scene"
+    return trial.kind == "rating" and len(trial.item_ids) == 1 \
+        and trial.instrument.item(trial.item_ids[0]).kind == "scene"
+
+
+def _answer_scale(trial: Trial) -> list:
+    return trial.instrument.emotion_scale if trial.kind.startswith("stop") else trial.instrument.scale
 
 
 def _now() -> str:
@@ -155,6 +210,13 @@ def _now() -> str:
 
 def _parse(trial: Trial, text: str, protocol: Protocol) -> dict[str, ParsedAnswer]:
     scale = trial.instrument.scale
+    if trial.kind == "stop":
+        stop_id = trial.item_ids[0]
+        parsed = parse_stop(text, trial.instrument.emotions, trial.instrument.emotion_scale,
+                            as_json=protocol.answer == "json")
+        return {f"{stop_id}:{key}": answer for key, answer in parsed.items()}
+    if trial.kind == "stop_thoughts":
+        return {trial.item_ids[0]: parse_free_text(text)}
     if _is_scene(trial):
         scene = trial.instrument.item(trial.item_ids[0])
         parts = parse_scene(text, scene.other, as_json=protocol.answer == "json")
@@ -186,7 +248,7 @@ async def run_trial(trial: Trial, backend: HttpBackend, protocol: Protocol) -> T
             tokens[0] += result.prompt_tokens or 0
             tokens[1] += result.completion_tokens or 0
             texts.append(result.text)
-            if protocol.answer == "logprobs" and not _is_scene(trial):
+            if protocol.answer == "logprobs" and trial.kind in ("rating", "stop_emotion") and not _is_scene(trial):
                 answers, extra = _logprob_answer(trial, result.first_token_logprobs, result.text, protocol)
                 break
             for item_id, parsed in _parse(trial, result.text, protocol).items():
@@ -199,6 +261,8 @@ async def run_trial(trial: Trial, backend: HttpBackend, protocol: Protocol) -> T
             reason = answers[unread[0]].reason or answers[unread[0]].status
             if _is_scene(trial):
                 follow_up = scene_reask_message(reason)
+            elif trial.kind.startswith("stop"):
+                follow_up = stop_reask_message(trial.instrument, reason, [i.rsplit(":", 1)[1] for i in unread])
             else:
                 follow_up = reask_message(trial.instrument, reason, unread if len(trial.item_ids) > 1 else None)
             request = replace(request, messages=request.messages + (
@@ -217,7 +281,7 @@ async def run_trial(trial: Trial, backend: HttpBackend, protocol: Protocol) -> T
 def _logprob_answer(trial: Trial, logprobs: dict[str, float] | None, text: str,
                     protocol: Protocol) -> tuple[dict[str, ParsedAnswer], dict[str, dict]]:
     item_id = trial.item_ids[0]
-    dist = option_distribution(logprobs or {}, trial.instrument.scale) if logprobs else None
+    dist = option_distribution(logprobs or {}, _answer_scale(trial)) if logprobs else None
     if dist is None:
         why = ("the server returned no log probabilities" if not logprobs
                else f"no answer option among the {len(logprobs)} most likely first tokens")
@@ -233,7 +297,8 @@ def _logprob_answer(trial: Trial, logprobs: dict[str, float] | None, text: str,
 
 def _option_mass(logprobs: dict[str, float], trial: Trial) -> float:
     # How much probability the model put on valid answers at all: a weak model may put 2 %.
-    tokens = {str(o.value) for o in trial.instrument.scale} | {o.code.lower() for o in trial.instrument.scale if o.code}
+    scale = _answer_scale(trial)
+    tokens = {str(o.value) for o in scale} | {o.code.lower() for o in scale if o.code}
     return float(sum(np.exp(lp) for tok, lp in logprobs.items() if tok.strip().lower() in tokens))
 
 

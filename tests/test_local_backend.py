@@ -87,3 +87,36 @@ def test_local_model_answers_leas_scenes_and_they_are_scored(built, tmp_path):
     assert answered["text"].str.len().gt(0).all()            # free text kept whole
     levels = scene_levels(table, run_instruments(open_run_dir(result.run_dir.path)))
     assert len(levels) == 6 and levels["total_level"].between(0, 5).all()
+    # The judge option on the same run, with the local model as judge (level from the digit's
+    # probabilities): every scene answer with text gets a level 0-4, stored beside the answers.
+    from analysis.report import build_sections
+    from engine.backends import BackendConfig
+    from engine.judge import judge_run, load_rubric, read_judgements
+
+    rubric = load_rubric(ROOT / "instruments" / "rubrics" / "leas_level.yaml")
+    judged = asyncio.run(judge_run(result.run_dir.path, BackendConfig(id="judge", kind="local", temperature=0.0),
+                                   rubric, "logprobs", log=print))
+    assert judged.tasks == len(answered) and "failed" not in judged.counts
+    levels_judged = read_judgements(result.run_dir.path)
+    assert levels_judged["level"].dropna().between(0, 4).all() and len(levels_judged) == len(answered)
+    _, sections = build_sections(result.run_dir.path)
+    leas = next(s for s in sections if s.title.startswith("Emotional awareness"))
+    assert any(t.startswith("Judge model against the lexicon") for t, _ in leas.tables)
+
+
+def test_local_model_rates_vignettes_and_accuracy_is_reported(built, tmp_path):
+    from analysis.report import build_sections
+    from engine import export_table
+
+    personas = [{"id": "p1", "attributes": {"age": 38, "gender": "female", "occupation": "social worker"}}]
+    study = load_study(_study(tmp_path, "tests/data/mini_vignettes.yaml", "logprobs", personas))
+    result = asyncio.run(administer(study, tmp_path / "runs", log=print))
+    # 3 stops × (4 emotions + 1 inference) × (1 persona + baseline) = 30 trials.
+    assert result.planned == 30 and "failed" not in result.counts
+    table = export_table(result.run_dir.path)
+    ratings = table[~table["item_id"].str.endswith(":thoughts")]
+    assert ratings["value"].dropna().between(0, 4).all() and ratings["value"].notna().mean() >= 0.8
+    _, sections = build_sections(result.run_dir.path)
+    ea = next(s for s in sections if s.title.startswith("Empathic accuracy"))
+    per_vignette = next(frame for title, frame in ea.tables if title == "Per vignette")
+    assert set(per_vignette["vignette"]) <= {"v1", "v2"} and per_vignette["r"].dropna().between(-1, 1).all()

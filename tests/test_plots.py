@@ -226,7 +226,7 @@ def make_ratios() -> pd.DataFrame:
         for (group, sub), (_, sd, _) in NORMS.items():
             ratio = 1.8 / sd
             rows.append({"backend_id": backend, "instrument": "iri", "subscale": sub, "norm_group": group,
-                         "ratio": ratio, "ci_low": ratio * 0.6, "ci_high": ratio * 1.9, "collapsed": ratio < 0.4})
+                         "sd_ratio": ratio, "ci_low": ratio * 0.6, "ci_high": ratio * 1.9, "collapsed": ratio < 0.4})
     return pd.DataFrame(rows)
 
 
@@ -239,7 +239,7 @@ def test_sd_ratio_chart_points_cis_and_reference_lines():
     by_gid = {c.lines[0].get_gid(): c for c in bars}
     for r in ratios.itertuples():
         bar = by_gid[f"sd-ratio:{r.backend_id}:{r.instrument}:{r.subscale}:{r.norm_group}"]
-        assert bar.lines[0].get_xdata()[0] == pytest.approx(r.ratio)
+        assert bar.lines[0].get_xdata()[0] == pytest.approx(r.sd_ratio)
         segment = bar.lines[2][0].get_segments()[0]
         assert sorted(x for x, _ in segment) == pytest.approx([r.ci_low, r.ci_high])
     ax = fig.axes[0]
@@ -251,7 +251,7 @@ def test_sd_ratio_chart_points_cis_and_reference_lines():
 
 def test_sd_ratio_chart_empty():
     for empty in (pd.DataFrame(), pd.DataFrame(columns=["backend_id", "instrument", "subscale", "norm_group",
-                                                        "ratio", "ci_low", "ci_high", "collapsed"])):
+                                                        "sd_ratio", "ci_low", "ci_high", "collapsed"])):
         fig = plots.sd_ratio_chart(empty)
         assert len(fig.axes) == 1 and "no norms" in all_text(fig)
 
@@ -296,3 +296,18 @@ def test_no_pyplot_state():
         assert "matplotlib.pyplot" not in sys.modules
     else:
         assert before.get_fignums() == []
+
+
+# --------------------------------------------------------------------------------------------
+# vignette_accuracy_chart
+
+
+def test_vignette_accuracy_chart_one_marker_set_per_group():
+    summary = pd.DataFrame({"group": ["gpt", "gpt", "human perceivers", "human perceivers"],
+                            "vignette": ["v1", "v2", "v1", "v2"], "r": [0.5, -0.2, 0.7, 0.1]})
+    fig = plots.vignette_accuracy_chart(summary)
+    lines = {line.get_gid(): line for line in fig.axes[0].lines if (line.get_gid() or "").startswith("vignette-r:")}
+    assert set(lines) == {"vignette-r:gpt", "vignette-r:human perceivers"}
+    assert lines["vignette-r:gpt"].get_xdata().tolist() == [0.5, -0.2]
+    assert lines["vignette-r:human perceivers"].get_ydata().tolist() == [0, 1]      # rows in vignette order
+    assert "no vignette answers" in all_text(plots.vignette_accuracy_chart(summary.iloc[:0]))

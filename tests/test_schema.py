@@ -34,3 +34,18 @@ def test_schema_rejects_what_the_loader_rejects():
     data["items"][0]["reverse"] = "maybe"
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.Draft202012Validator(json.loads(SCHEMA_FILE.read_text())).validate(data)
+
+
+STUDY_SCHEMA = ROOT / "studies" / "study.schema.json"
+
+
+def test_committed_study_schema_is_what_psyq_schema_study_prints():
+    printed = subprocess.run([sys.executable, "-m", "engine.cli", "schema", "study"], cwd=ROOT,
+                             capture_output=True, text=True, check=True).stdout
+    assert json.loads(printed) == json.loads(STUDY_SCHEMA.read_text()), \
+        "studies/study.schema.json is stale: regenerate with `psyq schema study > studies/study.schema.json`"
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "studies").glob("*.yaml")), ids=lambda p: p.name)
+def test_shipped_studies_satisfy_the_study_schema(path):
+    jsonschema.Draft202012Validator(json.loads(STUDY_SCHEMA.read_text())).validate(yaml.safe_load(path.read_text()))

@@ -1,0 +1,135 @@
+"""The notebooks run top to bottom on real runs of the local model.
+
+A module-scoped fixture administers studies/iri_adults.yaml and studies/iri_hand_written.yaml on
+the local model (llama.cpp + Gemma 3 270M; several minutes on two cores, more on a new machine
+that first builds llama-server) into a temporary runs folder. Each notebook is then executed in
+memory with nbclient on a python3 kernel of this interpreter, the run folders given through
+PSYQ_RUN / PSYQ_RUN_A / PSYQ_RUN_B. The executed copies are never written back: the notebooks in
+the repository keep their outputs cleared.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+nbclient = pytest.importorskip("nbclient")
+pytest.importorskip("ipykernel")
+
+from engine import administer, load_study  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+STUDIES = {"adults": ROOT / "studies" / "iri_adults.yaml",
+           "hand_written": ROOT / "studies" / "iri_hand_written.yaml"}
+CELL_TIMEOUT_S = 600
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict[str, Path]:
+    """Both studies administered for real on the local model; run folders by key."""
+    tmp_runs = tmp_path_factory.mktemp("runs")
+    out = {}
+    for key, study in STUDIES.items():
+        started = time.perf_counter()
+        result = asyncio.run(administer(load_study(study), tmp_runs, log=print))
+        print(f"{study.name}: {result.counts} in {time.perf_counter() - started:.0f} s")
+        assert not result.interrupted
+        assert result.counts.get("answered", 0) > 0
+        out[key] = result.run_dir.path
+    return out
+
+
+def execute(name: str, env: dict[str, str], monkeypatch, probe: str | None = None):
+    """Run notebook `name` top to bottom in a fresh kernel (environment `env`).
+
+    Returns the executed notebook (in memory only) and, when `probe` is given, the stdout of that
+    code run afterwards in the same kernel.
+    """
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)   # the kernel inherits this process's environment
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    assert all(not c.get("outputs") and c.get("execution_count") is None
+               for c in nb.cells if c.cell_type == "code"), f"{name} is shipped with outputs; clear them"
+    client = nbclient.NotebookClient(nb, kernel_name="python3", timeout=CELL_TIMEOUT_S,
+                                     resources={"metadata": {"path": str(NOTEBOOKS)}})
+    probed = None
+    with client.setup_kernel():
+        for index, cell in enumerate(nb.cells):
+            client.execute_cell(cell, index)       # raises CellExecutionError on any error
+        if probe is not None:
+            nb.cells.append(nbformat.v4.new_code_cell(probe))   # nbclient writes the cell back by index
+            cell = client.execute_cell(nb.cells[-1], len(nb.cells) - 1)
+            probed = "".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream")
+            nb.cells.pop()
+    return nb, probed
+
+
+def errors(nb) -> list[str]:
+    return [f"cell {i}: {o.get('ename')}: {o.get('evalue')}" for i, c in enumerate(nb.cells)
+            if c.cell_type == "code" for o in c.get("outputs", []) if o.get("output_type") == "error"]
+
+
+def n_images(nb) -> int:
+    return sum("image/png" in o.get("data", {}) for c in nb.cells if c.cell_type == "code"
+               for o in c.get("outputs", []))
+
+
+def test_01_analyse_a_run(runs, monkeypatch):
+    run = runs["adults"]
+    for stale in ("report.html", "report.md"):
+        (run / stale).unlink(missing_ok=True)
+    probe = ("import json; print(json.dumps({'run': str(RUN), 'norm_rows': len(comparison), "
+             "'readings': int(comparison['reading'].str.len().gt(0).sum()), "
+             "'groups': sorted(comparison['norm_group'].unique()), "
+             "'icc_types': sorted(icc['type'].unique()), 'icc_rows': len(icc), "
+             "'reliability_subscales': sorted(reliability_table(items, instruments)['subscale']), "
+             "'diagnostics': sorted(diagnostics), 'report': str(html_path)}))")
+    nb, out = execute("01_analyse_a_run.ipynb", {"PSYQ_RUN": str(run)}, monkeypatch, probe)
+    assert not errors(nb)
+    facts = json.loads(out)
+    assert Path(facts["run"]) == run
+    assert facts["norm_rows"] >= 4 and facts["readings"] == facts["norm_rows"]
+    assert {"women", "men"} & set(facts["groups"])
+    assert facts["icc_types"] == ["ICC2", "ICC3"] and facts["icc_rows"] == 8   # 4 subscales × 2
+    assert facts["reliability_subscales"] == ["EC", "FS", "PD", "PT"]
+    assert {"sd_ratio", "missingness", "option_order_effect", "answer_entropy"} <= set(facts["diagnostics"])
+    report = Path(facts["report"])
+    assert report == run / "report.html" and report.stat().st_size > 10_000
+    assert "<img" in report.read_text(encoding="utf-8") and (run / "report.md").exists()
+    assert n_images(nb) >= 6   # profile, four distributions, SD ratios
+
+
+def test_02_compare_models(runs, monkeypatch):
+    probe = ("import json; print(json.dumps({'scores': sorted(combined['source'].unique()), "
+             "'norms': sorted(norm_table['source'].unique()), 'ratios': sorted(ratios['source'].unique()), "
+             "'test_subscales': cohort_test['subscale'].tolist(), "
+             "'n_A': cohort_test['n_A'].tolist(), 'n_B': cohort_test['n_B'].tolist(), "
+             "'g_finite': int(cohort_test['g'].notna().sum())}))")
+    env = {"PSYQ_RUN_A": str(runs["adults"]), "PSYQ_RUN_B": str(runs["hand_written"])}
+    nb, out = execute("02_compare_models.ipynb", env, monkeypatch, probe)
+    assert not errors(nb)
+    facts = json.loads(out)
+    both = ["iri_adults", "iri_hand_written"]
+    assert facts["scores"] == both and facts["norms"] == both and facts["ratios"] == both
+    assert facts["test_subscales"] == ["PT", "FS", "EC", "PD"]
+    # one row per persona: the baseline left out (13 → 12), repeats averaged (not 24 or 12 rows)
+    assert all(2 <= n <= 12 for n in facts["n_A"]) and all(2 <= n <= 6 for n in facts["n_B"])
+    assert facts["g_finite"] >= 1
+    assert n_images(nb) >= 3   # a profile per run, the SD-ratio chart
+
+
+def test_notebooks_ship_without_outputs():
+    for path in sorted(NOTEBOOKS.glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        assert all(not c.get("outputs") and c.get("execution_count") is None
+                   for c in nb.cells if c.cell_type == "code"), f"{path.name} has outputs"
+        assert os.path.getsize(path) < 60_000
