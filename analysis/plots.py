@@ -453,10 +453,11 @@ def vignette_accuracy_chart(summary: pd.DataFrame, label: str = "profile r") -> 
     groups = _unique(summary["group"])
     fig = _figure(7, max(2.8, 0.32 * len(vignettes) + 1.6))
     ax = fig.add_subplot()
+    offsets = np.linspace(-0.15, 0.15, len(groups)) if len(groups) > 1 else np.zeros(1)
     for g, group in enumerate(groups):
         style = _style(g)
         rows = summary[summary["group"] == group].set_index("vignette").reindex(vignettes)
-        ax.plot(rows["r"].to_numpy(dtype=float), np.arange(len(vignettes)), linestyle="none",
+        ax.plot(rows["r"].to_numpy(dtype=float), np.arange(len(vignettes)) + offsets[g], linestyle="none",
                 marker=style["marker"], color=style["color"], label=str(group), gid=f"vignette-r:{group}")
     ax.axvline(0, color="0.5", linewidth=1)
     ax.set_yticks(np.arange(len(vignettes)), vignettes)

@@ -171,23 +171,27 @@ def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] 
                                    (targets_csv or {}).get(inst_id)))
 
     # 4. Reliability
+    # Sections on rating items (reliability, fidelity, item responses) are left out of a run
+    # that has none, e.g. one of vignettes only.
     rel = Section("Reliability")
     items = items_by_instrument(rated_table, rated)
-    rel_table = reliability.reliability_table(items, rated)
-    rel.tables.append(("Internal consistency (keyed items, first repeat)", rel_table))
+    rel_table = reliability.reliability_table(items, rated) if rated else pd.DataFrame()
+    if rated:
+        rel.tables.append(("Internal consistency (keyed items, first repeat)", rel_table))
     for row in rel_table.itertuples():
         if isinstance(row.alpha, float) and not math.isnan(row.alpha):
             rel.readings.append(f"{row.instrument} {row.subscale}: Cronbach's α = {row.alpha:.2f} "
                                 f"(95 % CI {row.alpha_low:.2f} to {row.alpha_high:.2f}), ω = {row.omega:.2f}.")
         else:
             rel.readings.append(f"{row.instrument} {row.subscale}: α not computable (items without variance).")
-    if table["repeat"].nunique() > 1:
+    if table["repeat"].nunique() > 1 and not scores.empty:
         for (b, inst, sub), rows in scores.groupby(["backend_id", "instrument", "subscale"]):
             icc = reliability.test_retest_icc(rows[["respondent_id", "repeat", "score"]].dropna())
             icc.insert(0, "subscale", sub)
             icc.insert(0, "instrument", inst)
             rel.tables.append((f"Test–retest ICC, {b} {inst} {sub}", icc))
-    sections.append(rel)
+    if rel.tables:
+        sections.append(rel)
 
     # 5. Fidelity diagnostics
     fid = Section("LLM-fidelity diagnostics")
@@ -199,7 +203,8 @@ def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] 
     if "sd_ratio" in diag and diag["sd_ratio"] is not None and not diag["sd_ratio"].empty:
         fid.figures.append(("SD of the cohort relative to the norm (1 = human-like spread)",
                             plots.sd_ratio_chart(diag["sd_ratio"])))
-    sections.append(fid)
+    if rated:
+        sections.append(fid)
 
     # 6. Model and persona effects
     eff = Section("Model and persona effects")
@@ -221,14 +226,16 @@ def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] 
                             "their reference level); with repeats the model has a random intercept per respondent.")
     else:
         eff.readings.append("No varying persona attributes or backends: no effects to estimate.")
-    sections.append(eff)
+    if not scores.empty:
+        sections.append(eff)
 
     # 7. Item responses
     items_section = Section("Item responses")
     for inst_id, instrument in rated.items():
         items_section.figures.append((f"{inst_id}: share of answers per item and option",
                                       plots.item_heatmap(table[table["instrument"] == inst_id], instrument)))
-    sections.append(items_section)
+    if rated:
+        sections.append(items_section)
 
     # 8. Human data
     if human_csv:
@@ -297,8 +304,8 @@ def ea_section(table: pd.DataFrame, instrument: Instrument, judgements: pd.DataF
             f"{instrument.id}: some target profiles are design-intended (written by the vignettes' authors), not "
             "self-reports of real targets, so the scores below measure agreement with that design, not empathic "
             "accuracy in Ickes' sense; no human norms exist for them.")
-    vignettes = ea.vignette_summary(cohort.vignettes, ["backend_id"]).assign(group=lambda d: d["backend_id"])
-    overall = ea.group_summary(cohort.perceivers, ["backend_id"]).assign(group=lambda d: d["backend_id"])
+    vignettes = ea.vignette_summary(cohort.vignettes.assign(group=cohort.vignettes["backend_id"]), ["group"])
+    overall = ea.group_summary(cohort.perceivers.assign(group=cohort.perceivers["backend_id"]), ["group"])
     human_acc = None
     if perceivers_csv:
         ratings = read_perceiver_csv(perceivers_csv, instrument)
@@ -319,8 +326,8 @@ def ea_section(table: pd.DataFrame, instrument: Instrument, judgements: pd.DataF
                 f"{backend_id} against human perceivers (per-perceiver Fisher z): g = {_num(cmp['g'])} (95 % CI "
                 f"{_num(cmp['g_low'])} to {_num(cmp['g_high'])}), Welch p {_fmt_p(cmp['p'])}; variance ratio "
                 f"{_num(cmp['variance_ratio'])}.")
-    section.tables.append(("Overall per perceiver group", overall.drop(columns=["group"]).assign(group=overall["group"])))
-    section.tables.append(("Per vignette", vignettes.drop(columns=["backend_id"], errors="ignore")))
+    section.tables.append(("Overall per perceiver group (a backend's cohort, or human perceivers)", overall))
+    section.tables.append(("Per vignette", vignettes))
     judged = ea.judged_percent(ea.inference_levels(judgements, instrument.id)) if not judgements.empty else None
     if judged is not None and not judged.empty:
         by_judge = judged.groupby(["judge_id", "backend_id"]).agg(perceivers=("percent", "count"),

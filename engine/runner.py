@@ -46,7 +46,7 @@ class Trial:
     repeat: int
     option_order: str
     request: ChatRequest
-    # rating | scene | stop (a vignette stop: every emotion and the thoughts in one reply) |
+    # rating | scene (both free-text answers of a LEAS-format scene) | stop (a vignette stop: every emotion and the thoughts in one reply) |
     # stop_emotion (one emotion, answer mode logprobs) | stop_thoughts (the inference alone)
     kind: str = "rating"
 
@@ -131,19 +131,11 @@ def _make_trial(study: Study, backend_id: str, backend: HttpBackend, persona: Pe
 
 def _make_scene_trial(study: Study, backend_id: str, backend: HttpBackend, persona: Persona,
                       system_prompt: str | None, instrument: Instrument, scene, repeat: int) -> Trial:
-    protocol = study.protocol
-    answer = "json" if protocol.answer == "json" else "text"
+    answer = "json" if study.protocol.answer == "json" else "text"   # free text: never logprobs
     messages = scene_messages(instrument, scene, system_prompt=system_prompt, answer=answer)
-    max_tokens = backend.config.max_tokens or 300
-    key = {"backend": backend.identity(), "temperature": backend.config.temperature, "top_p": backend.config.top_p,
-           "max_tokens": max_tokens, "answer": answer, "reask_limit": protocol.reask_limit, "messages": messages,
-           "respondent": persona.id, "instrument": [instrument.id, instrument.version], "items": [scene.id],
-           "repeat": repeat, "seed": protocol.seed}
-    trial_id = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:32]
-    request = ChatRequest(messages=tuple(messages), max_tokens=max_tokens, temperature=backend.config.temperature,
-                          top_p=backend.config.top_p, seed=stable_int(protocol.seed, trial_id) % 2**31,
-                          json_schema=SCENE_JSON_SCHEMA if answer == "json" else None)
-    return Trial(trial_id, backend_id, persona.id, instrument, (scene.id,), repeat, "as_written", request)
+    return _free_trial(study, backend_id, backend, persona, instrument, (scene.id,), repeat, messages,
+                       backend.config.max_tokens or 300, None, SCENE_JSON_SCHEMA if answer == "json" else None,
+                       "scene")
 
 
 def _vignette_trials(study: Study, backend_id: str, backend: HttpBackend, persona: Persona,
@@ -188,16 +180,11 @@ def _free_trial(study: Study, backend_id: str, backend: HttpBackend, persona: Pe
 def answer_ids(trial: Trial) -> list[str]:
     """The answer rows a trial produces: one per rating item, two per scene (self, other), one per
     emotion and one for the thoughts at a vignette stop (``v01:1:joy`` …, ``v01:1:thoughts``)."""
-    if _is_scene(trial):
+    if trial.kind == "scene":
         return [f"{trial.item_ids[0]}:{role}" for role in SCENE_ROLES]
     if trial.kind == "stop":
         return [f"{trial.item_ids[0]}:{e}" for e in trial.instrument.emotions] + [f"{trial.item_ids[0]}:{THOUGHTS}"]
     return list(trial.item_ids)
-
-
-def _is_scene(trial: Trial) -> bool:
-    return trial.kind == "rating" and len(trial.item_ids) == 1 \
-        and trial.instrument.item(trial.item_ids[0]).kind == "scene"
 
 
 def _answer_scale(trial: Trial) -> list:
@@ -217,7 +204,7 @@ def _parse(trial: Trial, text: str, protocol: Protocol) -> dict[str, ParsedAnswe
         return {f"{stop_id}:{key}": answer for key, answer in parsed.items()}
     if trial.kind == "stop_thoughts":
         return {trial.item_ids[0]: parse_free_text(text)}
-    if _is_scene(trial):
+    if trial.kind == "scene":
         scene = trial.instrument.item(trial.item_ids[0])
         parts = parse_scene(text, scene.other, as_json=protocol.answer == "json")
         return {f"{scene.id}:{role}": ParsedAnswer(None, p.status, p.reason, text=p.text)
@@ -248,7 +235,7 @@ async def run_trial(trial: Trial, backend: HttpBackend, protocol: Protocol) -> T
             tokens[0] += result.prompt_tokens or 0
             tokens[1] += result.completion_tokens or 0
             texts.append(result.text)
-            if protocol.answer == "logprobs" and trial.kind in ("rating", "stop_emotion") and not _is_scene(trial):
+            if protocol.answer == "logprobs" and trial.kind in ("rating", "stop_emotion"):
                 answers, extra = _logprob_answer(trial, result.first_token_logprobs, result.text, protocol)
                 break
             for item_id, parsed in _parse(trial, result.text, protocol).items():
@@ -259,7 +246,7 @@ async def run_trial(trial: Trial, backend: HttpBackend, protocol: Protocol) -> T
                 break
             reasks += 1
             reason = answers[unread[0]].reason or answers[unread[0]].status
-            if _is_scene(trial):
+            if trial.kind == "scene":
                 follow_up = scene_reask_message(reason)
             elif trial.kind.startswith("stop"):
                 follow_up = stop_reask_message(trial.instrument, reason, [i.rsplit(":", 1)[1] for i in unread])

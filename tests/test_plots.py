@@ -309,5 +309,6 @@ def test_vignette_accuracy_chart_one_marker_set_per_group():
     lines = {line.get_gid(): line for line in fig.axes[0].lines if (line.get_gid() or "").startswith("vignette-r:")}
     assert set(lines) == {"vignette-r:gpt", "vignette-r:human perceivers"}
     assert lines["vignette-r:gpt"].get_xdata().tolist() == [0.5, -0.2]
-    assert lines["vignette-r:human perceivers"].get_ydata().tolist() == [0, 1]      # rows in vignette order
+    # Rows in vignette order (0, 1), the second group drawn just below the first (offset +0.15).
+    assert lines["vignette-r:human perceivers"].get_ydata().tolist() == pytest.approx([0.15, 1.15])
     assert "no vignette answers" in all_text(plots.vignette_accuracy_chart(summary.iloc[:0]))
