@@ -360,11 +360,11 @@ def _pick_sample(instrument: Instrument, sample_id: str | None) -> NormSample | 
 def _samples(scores: pd.DataFrame, instruments: Mapping[str, Instrument],
              sample_id: str | None) -> dict[str, NormSample | None]:
     """The norm sample used for each instrument in `scores` (None: no norms, skipped)."""
-    missing = sorted(set(scores["instrument"]) - set(instruments))
+    named = set(scores["instrument"].unique())      # unique() first: millions of rows, few instruments
+    missing = sorted(named - set(instruments))
     if missing:
         raise KeyError(f"scores name instruments that were not given: {', '.join(missing)}")
-    chosen = {inst_id: _pick_sample(instruments[inst_id], sample_id)
-              for inst_id in sorted(set(scores["instrument"]))}
+    chosen = {inst_id: _pick_sample(instruments[inst_id], sample_id) for inst_id in sorted(named)}
     if sample_id is not None and chosen and all(s is None for s in chosen.values()):
         raise KeyError(f"no instrument in the scores has a norm sample '{sample_id}'")
     return chosen
@@ -387,11 +387,26 @@ def _assign(instrument: Instrument, sample: NormSample, subscale_id: str, group_
     return cache[key]
 
 
+def _matched_groups(sample: NormSample, block: pd.DataFrame,
+                    attributes: list[str]) -> tuple[np.ndarray, list[str | None]]:
+    """Each row's code of its distinct combination of attribute values, and each combination's
+    norm group id (or None): a million respondents share a handful of combinations, matched once."""
+    if not attributes:
+        return np.zeros(len(block), dtype=np.intp), [match_group(sample, {})]
+    # Object columns may mix types that hash alike (True and 1) but read differently: key on text.
+    keys = block[attributes].apply(lambda c: c.astype(str) if c.dtype == object else c)
+    codes = keys.groupby(attributes, sort=False, dropna=False).ngroup().to_numpy()
+    first = pd.Series(np.arange(len(block))).groupby(codes).first().to_numpy()
+    return codes, [match_group(sample, rec) for rec in block[attributes].iloc[first].to_dict("records")]
+
+
 def _respondent_means(scores: pd.DataFrame) -> pd.DataFrame:
     """One row per respondent × instrument × subscale: the score averaged over repeats."""
     attributes = _attribute_columns(scores)
     keys = ["backend_id", "model", "respondent_id", "instrument", "subscale"]
     answered = scores.dropna(subset=["score"])
+    if "repeat" in answered.columns and answered["repeat"].nunique() <= 1:
+        return answered[keys + ["score"] + attributes].reset_index(drop=True)   # one row each already
     aggregations = {"score": ("score", "mean")} | {a: (a, "first") for a in attributes}
     return answered.groupby(keys, sort=False, dropna=False).agg(**aggregations).reset_index()
 
@@ -533,22 +548,24 @@ def compare_with_norms(scores: pd.DataFrame, instruments: Mapping[str, Instrumen
         instrument, sample = instruments[inst_id], samples[inst_id]
         if sample is None:
             continue
-        matched = [match_group(sample, rec) for rec in block[attributes].to_dict("records")]
+        # Integer codes for subscales and matched groups: comparing millions of strings is slow.
+        group_codes, group_ids = _matched_groups(sample, block, attributes)
+        sub_codes, sub_ids = pd.factorize(block["subscale"])
+        values = block["score"].to_numpy(dtype=float)
         order = {g.id: i for i, g in enumerate(sample.groups)} | {POOLED: len(sample.groups)}
         for subscale in instrument.subscales:
-            assigned: dict[str, tuple[NormStats, list[float]]] = {}
-            for group_id, sub, score in zip(matched, block["subscale"], block["score"]):
-                if sub != subscale.id:
-                    continue
-                hit = _assign(instrument, sample, subscale.id, group_id, cache)
+            in_subscale = sub_codes == (list(sub_ids).index(subscale.id) if subscale.id in set(sub_ids) else -2)
+            assigned: dict[str, tuple[NormStats, list[np.ndarray]]] = {}
+            for code in np.unique(group_codes[in_subscale]):
+                hit = _assign(instrument, sample, subscale.id, group_ids[code], cache)
                 if hit is not None:
-                    assigned.setdefault(hit[0], (hit[1], []))[1].append(score)
+                    assigned.setdefault(hit[0], (hit[1], []))[1].append(values[in_subscale & (group_codes == code)])
             for label in sorted(assigned, key=order.__getitem__):
-                norm, values = assigned[label]
+                norm, parts = assigned[label]
                 rows.append({"backend_id": backend, "instrument": inst_id, "subscale": subscale.id,
                              "norm_sample": sample.id, "norm_group": label,
                              "norm_derived": norm.derived}
-                            | _compare(np.asarray(values, dtype=float), norm, bound, alpha))
+                            | _compare(np.concatenate(parts), norm, bound, alpha))
     table = pd.DataFrame(rows, columns=[c for c in COLUMNS if c not in ("p_adj", "reading")])
     p = table["p"].to_numpy(dtype=float)
     tested = np.isfinite(p)

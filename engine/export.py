@@ -21,6 +21,7 @@ import pandas as pd
 from .instrument import Instrument, load_instrument
 from .run import RunDir, open_run_dir
 from .scoring import reverse_key
+from .store import RunStore
 
 QUERY = """
 SELECT t.backend_id, t.model, t.respondent_id, t.instrument_id AS instrument, a.item_id, a.position,
@@ -45,6 +46,7 @@ def export_table(run_path: str | Path) -> pd.DataFrame:
     """
     run = open_run_dir(run_path)
     manifest = run.read_manifest()
+    RunStore(run.database).close()   # brings a run stored by an older psyq up to the current schema
     with sqlite3.connect(f"file:{run.database}?mode=ro", uri=True) as db:
         table = pd.read_sql_query(QUERY, db)
     attributes = pd.DataFrame([json.loads(a) if a else {} for a in table.pop("attributes")], index=table.index)

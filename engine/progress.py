@@ -6,6 +6,8 @@ failing server never looks hung.
 
 from __future__ import annotations
 
+import time
+
 from rich.console import Console
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn,
                            TimeRemainingColumn)
@@ -26,6 +28,7 @@ class RunProgress:
         self.tasks: dict[str, TaskID] = {}
         self.backends: dict[str, HttpBackend] = {}
         self.missing: dict[str, int] = {}
+        self._shown: dict[str, float] = {}   # when each backend's rate and health text were last set
 
     def start(self, backends: dict[str, HttpBackend], totals: dict[str, int], already: dict[str, int]) -> None:
         self.backends = backends
@@ -38,13 +41,22 @@ class RunProgress:
     def trial(self, backend_id: str, record: TrialRecord) -> None:
         if record.status != "answered":
             self.missing[backend_id] += 1
+        now = time.monotonic()
+        # rich's Task.speed sums up to 1,000 samples: recompute the text at most 5 times a second
+        # (rich redraws 10 times a second anyway), not per trial (bench/RESULTS.md, section 1c).
+        if now - self._shown.get(backend_id, 0.0) >= 0.2:
+            self._shown[backend_id] = now
+            self.progress.update(self.tasks[backend_id], advance=1, **self._fields(backend_id))
+        else:
+            self.progress.update(self.tasks[backend_id], advance=1)
+
+    def _fields(self, backend_id: str) -> dict[str, str]:
         stats = self.backends[backend_id].stats
-        task = self.progress.tasks[self.tasks[backend_id]]
-        speed = task.speed
-        self.progress.update(
-            self.tasks[backend_id], advance=1,
-            rate=f"{speed:.1f}/s" if speed else "",
-            health=f"retries {stats.retries}  failed {stats.failures}  missing {self.missing[backend_id]}")
+        speed = self.progress.tasks[self.tasks[backend_id]].speed
+        return {"rate": f"{speed:.1f}/s" if speed else "",
+                "health": f"retries {stats.retries}  failed {stats.failures}  missing {self.missing[backend_id]}"}
 
     def stop(self) -> None:
+        for backend_id, task in self.tasks.items():    # the last counts shown are exact
+            self.progress.update(task, **self._fields(backend_id))
         self.progress.stop()

@@ -333,7 +333,7 @@ async def run_pending(trials: Iterable[Trial], backends: dict[str, HttpBackend],
             except asyncio.QueueEmpty:
                 return
             record = await run_trial(trial, backend, protocol)
-            store.put_trial(record)
+            store.put_trial_soon(record)   # committed with the others of this loop turn (group commit)
             if on_trial:
                 on_trial(backend_id, record)
 
@@ -345,3 +345,5 @@ async def run_pending(trials: Iterable[Trial], backends: dict[str, HttpBackend],
     except ExceptionGroup as group:
         # A fatal backend error (bad key, unknown model) stopped every worker: report it plainly.
         raise group.exceptions[0] from None
+    finally:
+        store.flush()   # whatever ended the run, every answer received is committed

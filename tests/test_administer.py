@@ -326,3 +326,13 @@ def test_scene_items_store_both_free_text_answers(tmp_path):
     assert table.loc["s2:self", "status"] == "refusal" and table.loc["s2:other", "status"] == "refusal"
     assert table.loc["s3:self", "status"] == "unparseable" and pd.isna(table.loc["s3:self", "text"])
     assert table["value"].isna().all()       # free text: no scale value, nothing imputed
+
+
+def test_a_run_stored_before_free_text_answers_still_exports(tmp_path):
+    with StubServer() as stub:
+        result = run(write_study(tmp_path, stub.url), tmp_path / "runs")
+    # Make it look like a run of an older psyq: the answers table without its `text` column.
+    with sqlite3.connect(result.run_dir.database) as db:
+        db.execute("ALTER TABLE answers DROP COLUMN text")
+    table = export_table(result.run_dir.path)
+    assert len(table) == 2 * N_MINI_ITEMS and table["text"].isna().all()

@@ -1,11 +1,12 @@
 """What every backend shares: the request and result types, configuration, limits and retries.
 
 A backend turns a :class:`ChatRequest` into a :class:`ChatResult` over HTTP. Subclasses only say
-how to build the payload and read the response (:class:`HttpBackend`); concurrency, request and
-token rate limits, timeouts and bounded retries with exponential backoff and jitter (honouring
-``Retry-After``) live here once. Secrets: an API key is read from the environment variable the
-configuration names, at request time, and put in a header only; it is never part of a payload,
-an identity, a log line or an error message.
+how to build the payload and read the response (:class:`HttpBackend`); the HTTP client (one
+``aiohttp.ClientSession``), concurrency, request and token rate limits, timeouts and bounded
+retries with exponential backoff and jitter (honouring ``Retry-After``) live here once.
+Secrets: an API key is read from the environment variable the configuration names, at request
+time, and put in a header only; it is never part of a payload, an identity, a log line or an
+error message.
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ import json
 import os
 import random
 import time
+import urllib.request
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import httpx
+import aiohttp
 from pydantic import Field
 
 from ..errors import PsyqError
@@ -148,9 +150,15 @@ def parse_retry_after(value: str | None) -> float | None:
 
 
 class HttpBackend:
-    """Base of HTTP backends: one ``httpx.AsyncClient``, limits, bounded retries.
+    """Base of HTTP backends: one ``aiohttp.ClientSession``, limits, bounded retries.
 
     Subclasses implement :meth:`endpoint`, :meth:`headers`, :meth:`payload` and :meth:`result`.
+
+    The client is aiohttp itself, not httpx: on this project's two-core machines plain
+    ``httpx.AsyncClient`` falls to ~350 requests/s at 64 concurrent requests and httpx over
+    aiohttp's transport (``httpx-aiohttp``) reaches ~4,000, while aiohttp alone reaches ~10,000
+    against the same zero-latency stub; the engine's own work per trial fits in the difference
+    (measured in ``bench/overhead.py``, figures in ``bench/RESULTS.md``).
     """
 
     kind = "http"
@@ -163,7 +171,7 @@ class HttpBackend:
         self._slots = asyncio.Semaphore(config.concurrency)
         self._requests = RateLimiter(config.requests_per_minute) if config.requests_per_minute else None
         self._tokens = RateLimiter(config.tokens_per_minute) if config.tokens_per_minute else None
-        self._client: httpx.AsyncClient | None = None
+        self._session: aiohttp.ClientSession | None = None
         self._rng = random.Random()
 
     # --- what subclasses say -------------------------------------------------------------
@@ -191,15 +199,24 @@ class HttpBackend:
 
     # --- lifecycle -----------------------------------------------------------------------
     async def start(self) -> None:
-        limits = httpx.Limits(max_connections=self.config.concurrency,
-                              max_keepalive_connections=self.config.concurrency)
-        timeout = httpx.Timeout(self.config.timeout_s, connect=min(10.0, self.config.timeout_s))
-        self._client = httpx.AsyncClient(limits=limits, timeout=timeout)
+        """Open the HTTP session: at most `concurrency` connections, kept alive between requests.
+
+        `timeout_s` bounds connecting (at most 10 s), waiting for a connection and every wait
+        for data from the server, as httpx's timeouts did. Proxy settings in the environment
+        (``HTTPS_PROXY``, ``NO_PROXY`` …) are honoured when there are any.
+        """
+        timeout = aiohttp.ClientTimeout(total=None, connect=self.config.timeout_s,
+                                        sock_connect=min(10.0, self.config.timeout_s),
+                                        sock_read=self.config.timeout_s)
+        connector = aiohttp.TCPConnector(limit=self.config.concurrency)
+        # Looking proxies up costs time on every request; only when the environment names one.
+        self._session = aiohttp.ClientSession(connector=connector, timeout=timeout,
+                                              trust_env=bool(urllib.request.getproxies()))
 
     async def close(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
 
     def api_key(self) -> str | None:
         """The API key from the environment variable named by `api_key_env` (None if unnamed)."""
@@ -215,15 +232,16 @@ class HttpBackend:
     # --- one request with retries --------------------------------------------------------
     async def complete(self, request: ChatRequest) -> ChatResult:
         """Send `request`, retrying transient failures at most `max_retries` times."""
-        assert self._client is not None, "call start() first"
-        payload = self.payload(request)
+        assert self._session is not None, "call start() first"
+        # Encoded once, whatever the retries.
+        data = json.dumps(self.payload(request), ensure_ascii=False, separators=(",", ":")).encode()
         cost = _token_cost(request)
         attempt = 0
         began = time.monotonic()
         while True:
             attempt += 1
             try:
-                result = await self._attempt(payload, cost)
+                result = await self._attempt(data, cost)
                 result.attempts, result.latency_s = attempt, time.monotonic() - began
                 return result
             except BackendError as exc:
@@ -249,7 +267,8 @@ class HttpBackend:
         cap = min(self.config.max_backoff_s, self.config.backoff_s * 2 ** (attempt - 1))
         return self._rng.uniform(0, cap)  # "full jitter": spreads the retries of many requests
 
-    async def _attempt(self, payload: dict[str, Any], cost: float) -> ChatResult:
+    async def _attempt(self, data: bytes, cost: float) -> ChatResult:
+        headers = {"Content-Type": "application/json", **self.headers()}
         async with self._slots:
             if self._requests:
                 await self._requests.acquire()
@@ -259,28 +278,34 @@ class HttpBackend:
             self.stats.in_flight += 1
             self.stats.max_in_flight = max(self.stats.max_in_flight, self.stats.in_flight)
             try:
-                response = await self._client.post(self.endpoint(), json=payload, headers=self.headers())
-            except httpx.TimeoutException:
-                raise _Retryable("timeout") from None
-            except httpx.TransportError as exc:  # refused, reset, dropped mid-response …
-                raise _Retryable(f"connection error ({type(exc).__name__})") from None
+                async with self._session.post(self.endpoint(), data=data, headers=headers) as response:
+                    status, body_bytes = response.status, await response.read()
+                    retry_after = response.headers.get("Retry-After")
+            except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+                # Refused, reset, dropped mid-response, timed out, an unreadable HTTP reply …
+                raise _Retryable(_transport_reason(exc)) from None
             finally:
                 self.stats.in_flight -= 1
-        if response.status_code in RETRYABLE_STATUS:
-            raise _Retryable(f"HTTP {response.status_code}",
-                             parse_retry_after(response.headers.get("retry-after")), response.status_code)
-        if response.status_code >= 400:
-            raise BackendError(f"HTTP {response.status_code}: {_short(response.text)}",
-                               status=response.status_code,
-                               fatal=response.status_code in (401, 403, 404))
+        if status in RETRYABLE_STATUS:
+            raise _Retryable(f"HTTP {status}", parse_retry_after(retry_after), status)
+        if status >= 400:
+            raise BackendError(f"HTTP {status}: {_short(body_bytes.decode('utf-8', 'replace'))}",
+                               status=status, fatal=status in (401, 403, 404))
         try:
-            body = response.json()
+            body = json.loads(body_bytes)
             result = self.result(body)
         except (json.JSONDecodeError, KeyError, IndexError, TypeError, ValueError):
             raise _Retryable("malformed response") from None
         self.stats.prompt_tokens += result.prompt_tokens or 0
         self.stats.completion_tokens += result.completion_tokens or 0
         return result
+
+
+def _transport_reason(exc: BaseException) -> str:
+    """The retry reason of a failed exchange: ``timeout`` or ``connection error (KindOfError)``."""
+    if isinstance(exc, asyncio.TimeoutError):   # aiohttp's read and connect timeouts are these
+        return "timeout"
+    return f"connection error ({type(exc).__name__})"
 
 
 def _token_cost(request: ChatRequest) -> float:

@@ -1,0 +1,121 @@
+"""Benchmark 4: scoring and norm comparison at 10⁴, 10⁵ and 10⁶ respondents × 28 items (IRI).
+
+Each size runs in its own process (so its peak memory is its own). The input is a wide table of
+item answers as ``psyq score`` and ``engine.read_answers_csv`` produce it (one row per
+respondent, one column per item, NaN for a missing answer), drawn at random with 1 % missing
+answers, with a gender attribute (45 % female, 45 % male, 10 % other, who match no norm group
+and are compared with the pooled norm). Timed, separately and in total:
+
+1. ``engine.scoring.score``: reverse keying and the four subscale sums (tidy long table);
+2. attaching the keys and attributes ``analysis.norms.compare_with_norms`` reads;
+3. ``compare_with_norms``: matching to norm groups, Welch t, Hedges g, TOST, Holm.
+
+Peak memory: the process's peak resident set (``ru_maxrss``, imports and the input included)
+and the rise over the resident set just before scoring. Target: 10⁶ in under 2 s and 1 GiB.
+
+    python bench/scoring_scale.py [--sizes 10000 100000 1000000] [--reps 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import IRI, PYTHON, median, run_json, save_results, table  # noqa: E402
+
+GIB = 2**30
+
+
+def rss_bytes() -> int:
+    """This process's resident set now (Linux /proc)."""
+    with open("/proc/self/statm") as handle:
+        return int(handle.read().split()[1]) * resource.getpagesize()
+
+
+def peak_rss_bytes() -> int:
+    """This process's peak resident set so far (Linux reports ru_maxrss in KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def make_answers(n: int, seed: int = 1) -> tuple[Any, Any]:
+    """`n` respondents' IRI answers (0–4, 1 % missing) and their genders."""
+    import numpy as np
+    import pandas as pd
+    from engine.instrument import load_instrument
+    iri = load_instrument(IRI)
+    rng = np.random.default_rng(seed)
+    values = rng.integers(0, 5, size=(n, len(iri.rating_items))).astype(float)
+    values[rng.random(values.shape) < 0.01] = np.nan
+    answers = pd.DataFrame(values, columns=[i.id for i in iri.rating_items],
+                           index=pd.Index([f"r{i}" for i in range(n)], name="respondent_id"))
+    gender = rng.choice(np.array(["female", "male", "other"]), size=n, p=[0.45, 0.45, 0.10])
+    return answers, gender
+
+
+def one_size(n: int) -> dict[str, Any]:
+    """Score and compare `n` respondents once; times and memory (run in a fresh process)."""
+    import numpy as np
+    from analysis.norms import compare_with_norms
+    from engine.instrument import load_instrument
+    from engine.scoring import score
+    iri = load_instrument(IRI)
+    answers, gender = make_answers(n)
+    before = rss_bytes()
+    t0 = time.perf_counter()
+    scores = score(iri, answers)
+    t1 = time.perf_counter()
+    n_sub = len(iri.rating_subscales)
+    scores.insert(0, "backend_id", "human")
+    scores.insert(1, "model", "none")
+    scores.insert(3, "repeat", 0)
+    scores["gender"] = np.repeat(gender, n_sub)
+    scores.insert(4, "instrument", "iri")
+    t2 = time.perf_counter()
+    table_ = compare_with_norms(scores, {"iri": iri})
+    t3 = time.perf_counter()
+    return {"n": n, "score_s": t1 - t0, "attach_s": t2 - t1, "compare_s": t3 - t2, "total_s": t3 - t0,
+            "peak_rss_gib": peak_rss_bytes() / GIB, "rss_before_gib": before / GIB,
+            "peak_rise_gib": (peak_rss_bytes() - before) / GIB, "rows_compared": len(table_),
+            "groups": sorted(table_["norm_group"].unique().tolist())}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)   # internal: one size, this process
+    args = parser.parse_args(argv)
+    if args.one:
+        print(json.dumps(one_size(args.one)))
+        return 0
+    results = {}
+    for n in args.sizes:
+        runs = [run_json([PYTHON, __file__, "--one", str(n)], timeout=1800) for _ in range(args.reps)]
+        results[n] = {"runs": runs, **{k: median([r[k] for r in runs]) for k in
+                                       ("score_s", "attach_s", "compare_s", "total_s", "peak_rss_gib", "peak_rise_gib")}}
+        r = results[n]
+        print(f"n={n:>9,}: score {r['score_s']:.3f} s, attach {r['attach_s']:.3f} s, compare {r['compare_s']:.3f} s, "
+              f"total {r['total_s']:.3f} s; peak RSS {r['peak_rss_gib']:.2f} GiB (rise {r['peak_rise_gib']:.2f})",
+              flush=True)
+    print()
+    print(table([[f"{n:,}", f"{r['score_s']:.3f}", f"{r['compare_s']:.3f}", f"{r['total_s']:.3f}",
+                  f"{r['peak_rss_gib']:.2f}", f"{r['peak_rise_gib']:.2f}"] for n, r in results.items()],
+                ["respondents", "score s", "compare s", "total s", "peak RSS GiB", "rise GiB"]))
+    if 1_000_000 in results:
+        r = results[1_000_000]
+        met = r["total_s"] < 2 and r["peak_rss_gib"] < 1
+        print(f"10^6: {r['total_s']:.2f} s (target < 2), peak {r['peak_rss_gib']:.2f} GiB (target < 1) "
+              f"{'MET' if met else 'MISSED'}")
+    print(f"-> {save_results('scoring', {'results': results})}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
