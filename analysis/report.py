@@ -319,6 +319,13 @@ def ea_section(table: pd.DataFrame, instrument: Instrument, judgements: pd.DataF
             f"{row.group}: {name} r = {_num(row.r)} over {row.perceivers} perceiver(s) (Fisher-z mean of per-stop "
             f"profile correlations, vignettes weighted equally); MAE {_num(row.mae)} scale points, CCC "
             f"{_num(row.ccc)}, distinctive r {_num(row.distinctive_r)} (after removing the average target profile).")
+    for backend_id, stops in cohort.stops.groupby("backend_id"):
+        flat = int((stops["r"].isna() & (stops["n"] >= 3)).sum())
+        if flat:
+            section.readings.append(
+                f"{backend_id}: {flat} of {len(stops)} stop ratings ({_pct(flat / len(stops))}) gave every emotion the "
+                "same rating (a flat profile, or the target's was flat), for which no profile correlation exists; "
+                "MAE and CCC still compare the levels.")
     if human_acc is not None:
         for backend_id, rows in cohort.perceivers.groupby("backend_id"):
             cmp = human.compare_samples(rows["z"], human_acc.perceivers["z"])
