@@ -14,7 +14,8 @@ import pandas as pd
 import pingouin as pg
 from scipy import stats
 
-from engine.leas import Lexicon, score_answer
+from engine.leas import Lexicon, is_scene_answer, score_answer
+from engine.parsing import has_text
 
 AGREEMENT_COLUMNS = ["n", "pearson_r", "icc_a1", "exact", "within_one", "mean_difference"]
 
@@ -51,15 +52,11 @@ def level_agreement(a: Sequence[float], b: Sequence[float]) -> dict[str, float]:
 def lexicon_answer_levels(table: pd.DataFrame, lexicon: Lexicon) -> pd.DataFrame:
     """The lexicon's level of every scene answer with text (rows ``<scene>:self|other`` of an
     exported table): columns ``backend_id, respondent_id, repeat, instrument, item_id, lexicon_level``."""
-    rows = table[table["item_id"].astype(str).str.contains(":") & table["text"].map(_has_text)]
+    rows = table[is_scene_answer(table["item_id"]) & table["text"].map(has_text)]
     keys = ["backend_id", "respondent_id", "repeat", "instrument", "item_id"]
     out = rows[keys].copy()
     out["lexicon_level"] = [score_answer(text, lexicon).level for text in rows["text"]]
     return out.reset_index(drop=True)
-
-
-def _has_text(value: object) -> bool:
-    return isinstance(value, str) and bool(value.strip())
 
 
 def judge_lexicon_agreement(lexicon_levels: pd.DataFrame, judgements: pd.DataFrame) -> pd.DataFrame:

@@ -79,19 +79,17 @@ def cohort_accuracy(table: pd.DataFrame, instrument: Instrument, targets: pd.Dat
 def vignette_summary(vignette_scores: pd.DataFrame, group: Sequence[str]) -> pd.DataFrame:
     """Per vignette and group: perceivers, mean accuracy r (Fisher z averaged over perceivers),
     mean MAE and CCC, distinctive r (likewise through z)."""
-    frame = vignette_scores.copy()
-    out = frame.groupby([*group, "vignette"], sort=False).agg(
-        perceivers=("z", "count"), z=("z", "mean"), mae=("mae", "mean"), ccc=("ccc", "mean"),
-        distinctive_z=("distinctive_z", "mean")).reset_index()
-    out.insert(out.columns.get_loc("z"), "r", np.tanh(out["z"]))
-    out["distinctive_r"] = np.tanh(out.pop("distinctive_z"))
-    return out
+    return _over_perceivers(vignette_scores, [*group, "vignette"]).drop(columns="z_sd")
 
 
 def group_summary(perceiver_scores: pd.DataFrame, group: Sequence[str]) -> pd.DataFrame:
     """Per group: perceivers, mean and SD of the perceivers' overall Fisher z, the mean back
     transformed to r, mean MAE and CCC, distinctive r."""
-    out = perceiver_scores.groupby(list(group), sort=False).agg(
+    return _over_perceivers(perceiver_scores, list(group))
+
+
+def _over_perceivers(scores: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    out = scores.groupby(by, sort=False).agg(
         perceivers=("z", "count"), z=("z", "mean"), z_sd=("z", "std"), mae=("mae", "mean"), ccc=("ccc", "mean"),
         distinctive_z=("distinctive_z", "mean")).reset_index()
     out.insert(out.columns.get_loc("z"), "r", np.tanh(out["z"]))

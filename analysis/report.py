@@ -25,7 +25,7 @@ from engine.accuracy import read_perceiver_csv, read_target_reports_csv, target_
 from engine.errors import InputError
 from engine.instrument import Instrument
 from engine.judge import read_judgements
-from engine.leas import load_lexicon
+from engine.leas import is_scene_answer, load_lexicon
 from engine.run import open_run_dir
 
 from . import effects, fidelity, human, norms, plots, reliability
@@ -353,7 +353,7 @@ def ea_section(table: pd.DataFrame, instrument: Instrument, judgements: pd.DataF
 
 def judge_agreement_into(section: Section, table: pd.DataFrame, judgements: pd.DataFrame) -> None:
     """Add the agreement of judge-model levels with the lexicon levels (per answer) to `section`."""
-    scene = judgements[judgements["item_id"].astype(str).str.count(":") == 1] if not judgements.empty else judgements
+    scene = judgements[is_scene_answer(judgements["item_id"])]
     if scene.empty:
         section.readings.append("No judge model has scored these answers (psyq judge RUN --rubric leas_level "
                                 "adds one, stored beside the lexicon scores).")

@@ -35,7 +35,7 @@ from .errors import Problem
 from .export import run_instruments
 from .fields import Id, StrictModel, Text
 from .instrument import Instrument, Option, SceneItem, VignetteItem
-from .parsing import ParsedAnswer, most_likely, option_distribution, parse_json_rating, parse_rating
+from .parsing import ParsedAnswer, has_text, most_likely, option_distribution, parse_json_rating, parse_rating
 from .run import open_run_dir
 from .store import RunStore
 from .validation import parse_document, raise_problems
@@ -141,7 +141,7 @@ def scene_tasks(answers: pd.DataFrame, instruments: dict[str, Instrument]) -> li
         instrument = instruments.get(row.instrument)
         scene_id, _, role = str(row.item_id).partition(":")
         item = _item(instrument, scene_id, SceneItem)
-        if item is None or role not in ("self", "other") or not _has_text(row.text):
+        if item is None or role not in ("self", "other") or not has_text(row.text):
             continue
         question = "How would you feel?" if role == "self" else f"How would {item.other} feel?"
         tasks.append(JudgeTask(row.trial_id, row.item_id, {"scene": item.text, "question": question,
@@ -155,7 +155,7 @@ def vignette_tasks(answers: pd.DataFrame, instruments: dict[str, Instrument]) ->
     tasks = []
     for row in answers.itertuples(index=False):
         parts = str(row.item_id).split(":")
-        if len(parts) != 3 or parts[2] != "thoughts" or not _has_text(row.text):
+        if len(parts) != 3 or parts[2] != "thoughts" or not has_text(row.text):
             continue
         item = _item(instruments.get(row.instrument), parts[0], VignetteItem)
         stop = int(parts[1]) if parts[1].isdigit() else 0
@@ -174,10 +174,6 @@ def _item(instrument: Instrument | None, item_id: str, kind: type) -> Any:
     if instrument is None:
         return None
     return next((i for i in instrument.items if i.id == item_id and isinstance(i, kind)), None)
-
-
-def _has_text(value: Any) -> bool:
-    return isinstance(value, str) and bool(value.strip())
 
 
 def judge_tasks(rubric: Rubric, answers: pd.DataFrame, instruments: dict[str, Instrument]) -> list[JudgeTask]:

@@ -167,6 +167,16 @@ def scene_total(self_score: AnswerScore, other_score: AnswerScore) -> int:
     return max(self_score.level, other_score.level)
 
 
+def is_scene_answer(item_ids: pd.Series) -> pd.Series:
+    """Which exported rows are scene answers (``<scene>:self`` or ``<scene>:other``).
+
+    Example:
+        >>> is_scene_answer(pd.Series(["s1:self", "s1:other", "v01:1:thoughts", "7"])).tolist()
+        [True, True, False, False]
+    """
+    return item_ids.astype(str).str.fullmatch(r"[^:]+:(?:self|other)")
+
+
 def score_scenes(table: pd.DataFrame, lexicon: Lexicon) -> pd.DataFrame:
     """Scene levels per respondent from an exported answers table (scene rows only).
 
@@ -174,7 +184,7 @@ def score_scenes(table: pd.DataFrame, lexicon: Lexicon) -> pd.DataFrame:
     ``self_level, other_level, total_level``. A missing answer (refusal, unreadable) scores 0,
     as an answer without emotion words does in hand scoring; its status stays in the export.
     """
-    rows = table[table["item_id"].astype(str).str.contains(":")].copy()
+    rows = table[is_scene_answer(table["item_id"])].copy()
     if rows.empty:
         return pd.DataFrame(columns=["backend_id", "respondent_id", "repeat", "instrument", "scene",
                                      "self_level", "other_level", "total_level"])

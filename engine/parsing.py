@@ -438,7 +438,7 @@ def parse_rating(text: str, scale: Sequence[Option]) -> ParsedAnswer:
     Example:
         >>> scale = [Option(value=1, label="Disagree"), Option(value=2, label="Agree")]
         >>> parse_rating("I would say 2.", scale)
-        ParsedAnswer(value=2, status='answered', reason=None, disclaimer=False)
+        ParsedAnswer(value=2, status='answered', reason=None, disclaimer=False, text=None)
         >>> parse_rating("1 or 2", scale).status
         'unparseable'
     """
@@ -693,6 +693,16 @@ def parse_scene(text: str, other: str, as_json: bool) -> dict[str, ParsedText]:
 
 THOUGHTS = "thoughts"
 _THOUGHTS_LINE = re.compile(r"^[\s>*_#-]*thoughts?[*_]*\s*[:\-–]\s*(?P<rest>.*)", re.IGNORECASE | re.MULTILINE | re.DOTALL)
+
+
+def has_text(value: Any) -> bool:
+    """True for a string with something besides white space (a stored free-text answer).
+
+    Example:
+        >>> has_text("  "), has_text(None), has_text("sad")
+        (False, False, True)
+    """
+    return isinstance(value, str) and bool(value.strip())
 
 
 def parse_free_text(value: Any) -> ParsedAnswer:

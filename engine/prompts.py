@@ -46,12 +46,12 @@ def answer_tokens(instrument: Instrument) -> list[str]:
 
 def options_block(instrument: Instrument, order: str) -> str:
     """One line per option, e.g. ``A = Does not describe me well`` then ``B`` …"""
-    codes = uses_codes(instrument)
-    lines = []
-    for option in ordered_options(instrument, order):
-        token = _token(option, codes)
-        lines.append(f"{token} = {option.label}" if option.label else token)
-    return "\n".join(lines)
+    return _option_lines(ordered_options(instrument, order), uses_codes(instrument))
+
+
+def _option_lines(options: Sequence[Option], use_codes: bool) -> str:
+    tokens = [(_token(o, use_codes), o.label) for o in options]
+    return "\n".join(f"{token} = {label}" if label else token for token, label in tokens)
 
 
 def _answer_kind(instrument: Instrument) -> str:
@@ -125,7 +125,7 @@ def story_so_far(item: VignetteItem, stop: int) -> str:
 
 
 def _emotion_options(instrument: Instrument) -> str:
-    return "\n".join(f"{o.value} = {o.label}" if o.label else str(o.value) for o in instrument.emotion_scale)
+    return _option_lines(instrument.emotion_scale, use_codes=False)
 
 
 def _story_intro(instrument: Instrument, item: VignetteItem, stop: int) -> str:

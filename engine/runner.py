@@ -111,31 +111,18 @@ def _make_trial(study: Study, backend_id: str, backend: HttpBackend, persona: Pe
     else:
         messages = instrument_messages(instrument, items, **ask)
         schema = answer_json_schema(instrument, [i.id for i in items]) if protocol.answer == "json" else None
-    item_ids = tuple(i.id for i in items)
-    key = {
-        "backend": backend.identity(), "temperature": backend.config.temperature,
-        "top_p": backend.config.top_p, "max_tokens": max_tokens_for(protocol, len(items), backend),
-        "answer": protocol.answer, "top_logprobs": backend.top_logprobs if protocol.answer == "logprobs" else None,
-        "logprob_answer": protocol.logprob_answer if protocol.answer == "logprobs" else None,
-        "reask_limit": protocol.reask_limit, "messages": messages, "respondent": persona.id,
-        "instrument": [instrument.id, instrument.version], "items": item_ids, "repeat": repeat,
-        "seed": protocol.seed,
-    }
-    trial_id = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:32]
-    request = ChatRequest(
-        messages=tuple(messages), max_tokens=key["max_tokens"], temperature=backend.config.temperature,
-        top_p=backend.config.top_p, seed=stable_int(protocol.seed, trial_id) % 2**31,
-        top_logprobs=key["top_logprobs"], json_schema=schema)
-    return Trial(trial_id, backend_id, persona.id, instrument, item_ids, repeat, order, request)
+    top_logprobs = backend.top_logprobs if protocol.answer == "logprobs" else None
+    return _trial(study, backend_id, backend, persona, instrument, tuple(i.id for i in items), repeat, messages,
+                  max_tokens_for(protocol, len(items), backend), top_logprobs, schema, "rating", order)
 
 
 def _make_scene_trial(study: Study, backend_id: str, backend: HttpBackend, persona: Persona,
                       system_prompt: str | None, instrument: Instrument, scene, repeat: int) -> Trial:
     answer = "json" if study.protocol.answer == "json" else "text"   # free text: never logprobs
     messages = scene_messages(instrument, scene, system_prompt=system_prompt, answer=answer)
-    return _free_trial(study, backend_id, backend, persona, instrument, (scene.id,), repeat, messages,
-                       backend.config.max_tokens or 300, None, SCENE_JSON_SCHEMA if answer == "json" else None,
-                       "scene")
+    return _trial(study, backend_id, backend, persona, instrument, (scene.id,), repeat, messages,
+                  backend.config.max_tokens or 300, None, SCENE_JSON_SCHEMA if answer == "json" else None,
+                  "scene")
 
 
 def _vignette_trials(study: Study, backend_id: str, backend: HttpBackend, persona: Persona,
@@ -148,21 +135,22 @@ def _vignette_trials(study: Study, backend_id: str, backend: HttpBackend, person
         if protocol.answer != "logprobs":
             messages = stop_messages(instrument, vignette, stop, system_prompt=system_prompt, answer=protocol.answer)
             schema = stop_json_schema(instrument) if protocol.answer == "json" else None
-            yield _free_trial(study, backend_id, backend, persona, instrument, (stop_id,), repeat, messages,
-                              backend.config.max_tokens or 300, None, schema, "stop")
+            yield _trial(study, backend_id, backend, persona, instrument, (stop_id,), repeat, messages,
+                         backend.config.max_tokens or 300, None, schema, "stop")
             continue
         for emotion in instrument.emotions:
             messages = stop_emotion_messages(instrument, vignette, stop, emotion, system_prompt=system_prompt)
-            yield _free_trial(study, backend_id, backend, persona, instrument, (f"{stop_id}:{emotion}",), repeat,
-                              messages, 1, backend.top_logprobs, None, "stop_emotion")
+            yield _trial(study, backend_id, backend, persona, instrument, (f"{stop_id}:{emotion}",), repeat,
+                         messages, 1, backend.top_logprobs, None, "stop_emotion")
         messages = stop_thoughts_messages(instrument, vignette, stop, system_prompt=system_prompt)
-        yield _free_trial(study, backend_id, backend, persona, instrument, (f"{stop_id}:{THOUGHTS}",), repeat,
-                          messages, backend.config.max_tokens or 120, None, None, "stop_thoughts")
+        yield _trial(study, backend_id, backend, persona, instrument, (f"{stop_id}:{THOUGHTS}",), repeat,
+                     messages, backend.config.max_tokens or 120, None, None, "stop_thoughts")
 
 
-def _free_trial(study: Study, backend_id: str, backend: HttpBackend, persona: Persona, instrument: Instrument,
-                item_ids: tuple[str, ...], repeat: int, messages: list[dict[str, str]], max_tokens: int,
-                top_logprobs: int | None, schema: dict | None, kind: str) -> Trial:
+def _trial(study: Study, backend_id: str, backend: HttpBackend, persona: Persona, instrument: Instrument,
+           item_ids: tuple[str, ...], repeat: int, messages: list[dict[str, str]], max_tokens: int,
+           top_logprobs: int | None, schema: dict | None, kind: str, option_order: str = "as_written") -> Trial:
+    """A trial whose id hashes everything that decides the answer (see the module docstring)."""
     protocol = study.protocol
     key = {"backend": backend.identity(), "temperature": backend.config.temperature, "top_p": backend.config.top_p,
            "max_tokens": max_tokens, "answer": protocol.answer, "top_logprobs": top_logprobs,
@@ -174,7 +162,7 @@ def _free_trial(study: Study, backend_id: str, backend: HttpBackend, persona: Pe
     request = ChatRequest(messages=tuple(messages), max_tokens=max_tokens, temperature=backend.config.temperature,
                           top_p=backend.config.top_p, seed=stable_int(protocol.seed, trial_id) % 2**31,
                           top_logprobs=top_logprobs, json_schema=schema)
-    return Trial(trial_id, backend_id, persona.id, instrument, item_ids, repeat, "as_written", request, kind)
+    return Trial(trial_id, backend_id, persona.id, instrument, item_ids, repeat, option_order, request, kind)
 
 
 def answer_ids(trial: Trial) -> list[str]:

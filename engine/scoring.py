@@ -56,7 +56,7 @@ def score(instrument: Instrument, answers: pd.DataFrame) -> pd.DataFrame:
 
     Example:
         >>> iri = load_instrument("instruments/iri.yaml")  # doctest: +SKIP
-        >>> all_fours = pd.DataFrame([[4] * 28], columns=[i.id for i in iri.items], index=["r1"])
+        >>> all_fours = pd.DataFrame([[4] * 28], columns=[i.id for i in iri.items], index=["r1"])  # doctest: +SKIP
         >>> score_wide(iri, all_fours).loc["r1", ["PT", "FS", "EC", "PD"]].tolist()  # doctest: +SKIP
         [20.0, 20.0, 16.0, 20.0]
     """
