@@ -9,6 +9,7 @@ live beside each model as functions returning :class:`~engine.errors.Problem` li
 from __future__ import annotations
 
 import difflib
+import re
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -76,7 +77,8 @@ def _unknown_field(name: str, holder: type[BaseModel] | None) -> str:
     close = difflib.get_close_matches(name, allowed, n=1)
     if close:
         return f"unknown field '{name}' (did you mean '{close[0]}'?)"
-    what = holder.__name__.lower()
+    # The model's name as a reader would say it: StudySpec -> "study", CohortFile -> "cohort".
+    what = re.sub(r"(File|Spec)$", "", holder.__name__).lower()
     article = "an" if what[0] in "aeiou" else "a"
     return f"unknown field '{name}' ({article} {what} can have: {', '.join(allowed)})"
 
