@@ -119,4 +119,9 @@ def test_local_model_rates_vignettes_and_accuracy_is_reported(built, tmp_path):
     _, sections = build_sections(result.run_dir.path)
     ea = next(s for s in sections if s.title.startswith("Empathic accuracy"))
     per_vignette = next(frame for title, frame in ea.tables if title == "Per vignette")
-    assert set(per_vignette["vignette"]) <= {"v1", "v2"} and per_vignette["r"].dropna().between(-1, 1).all()
+    # Every vignette has a row with an MAE on the 0-4 scale; r may be undefined (the small model
+    # often rates every emotion alike, a flat profile), and then the section says so.
+    assert sorted(per_vignette["vignette"]) == ["v1", "v2"] and per_vignette["mae"].between(0, 4).all()
+    assert per_vignette["r"].dropna().between(-1, 1).all()
+    if per_vignette["r"].isna().any():
+        assert any("flat profile" in r for r in ea.readings)
