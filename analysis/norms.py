@@ -26,17 +26,27 @@ from scipy import stats
 from statsmodels.stats.meta_analysis import effectsize_smd
 from statsmodels.stats.multitest import multipletests
 
-from engine.instrument import Instrument, NormSample, Subscale
+from engine.instrument import TRUSTED, Instrument, NormSample, Range, Subscale
 
 from .scores import RESPONDENT_KEYS
 
 POOLED = "pooled"
 """`norm_group` label of the row for respondents that match no group of the norm sample."""
 
-SCORE_COLUMNS = ["instrument", "subscale", "score", "n_answered", "n_items"]
+SCORE_COLUMNS = ["instrument", "subscale", "score", "n_answered", "n_items", "prorated"]
+"""Columns of a scores table that are not persona attributes (with RESPONDENT_KEYS)."""
+
+HUMAN = "human"
+"""`backend_id` and `model` given to scores without them (human data scored with
+:func:`engine.scoring.score`)."""
+
+FLAGS = {"secondary-source": "norms read only in a secondary source",
+         "unverified": "norms unverified"}
+"""What the report says next to every number from a norm sample, by its `verified` status
+(nothing for ``source-table`` and ``raw-data``)."""
 
 COLUMNS = ["backend_id", "instrument", "subscale", "norm_sample", "norm_group", "norm_derived",
-           "n", "mean", "sd", "norm_n", "norm_mean", "norm_sd", "diff", "t", "df", "p", "p_adj",
+           "norm_verified", "n", "mean", "sd", "norm_n", "norm_mean", "norm_sd", "diff", "t", "df", "p", "p_adj",
            "g", "g_low", "g_high", "tost_p", "equivalent", "sd_ratio", "reading"]
 
 CORRECTIONS = {"holm": "Holm", "fdr_bh": "BH"}
@@ -191,13 +201,62 @@ def _as_text(value: Any) -> str | None:
     return str(value).strip().casefold()
 
 
-def match_group(sample: NormSample, attributes: Mapping[str, Any]) -> str | None:
-    """The norm group whose every `where` item equals the persona's attribute.
+def _as_number(value: Any) -> float | None:
+    """A value as a number for a range condition (None when missing or not a number)."""
+    if value is None or value is pd.NA or isinstance(value, (bool, np.bool_)):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(number) else number
 
-    Values are compared as text, ignoring case and surrounding spaces (``"Female"`` matches
-    ``female``; ``30.0`` matches ``30``). A missing attribute matches nothing. Groups with an
-    empty `where` (the whole sample) are not matched here: they are the pooled group. When several
-    groups match, the most specific one (most `where` items) wins, then the first listed.
+
+def condition_holds(condition: Any, value: Any) -> bool:
+    """Whether an attribute value meets one `where` condition: equal to a value (as text,
+    ignoring case), equal to any value of a list, or a number within a range (ends included).
+
+    Example
+    -------
+    >>> condition_holds(["female", "woman"], "Woman"), condition_holds(Range(min=18, max=25), 25.0)
+    (True, True)
+    """
+    if isinstance(condition, Range):
+        number = _as_number(value)
+        return number is not None and (condition.min is None or number >= condition.min) and (
+            condition.max is None or number <= condition.max)
+    got = _as_text(value)
+    if got is None:
+        return False
+    wanted = condition if isinstance(condition, list) else [condition]
+    return any(got == _as_text(w) for w in wanted)
+
+
+def describe_condition(key: str, condition: Any) -> str:
+    """A `where` item in words, e.g. ``gender = female``, ``age 18–25``.
+
+    Example
+    -------
+    >>> describe_condition("age", Range(min=18, max=25)), describe_condition("gender", ["f", "w"])
+    ('age 18–25', 'gender = f or w')
+    """
+    if isinstance(condition, Range):
+        if condition.min is not None and condition.max is not None:
+            return f"{key} {condition.min:g}–{condition.max:g}"
+        return f"{key} ≥ {condition.min:g}" if condition.min is not None else f"{key} ≤ {condition.max:g}"
+    values = condition if isinstance(condition, list) else [condition]
+    return f"{key} = " + " or ".join(str(v) for v in values)
+
+
+def match_group(sample: NormSample, attributes: Mapping[str, Any]) -> str | None:
+    """The norm group whose every `where` item the persona's attributes meet.
+
+    A `where` item is a value, a list of values (any of them) or a numeric range
+    ``{min, max}`` (ends included; see :func:`condition_holds`). Values are compared as text,
+    ignoring case and surrounding spaces (``"Female"`` matches ``female``; ``30.0`` matches
+    ``30``). A missing attribute matches nothing. Groups with an empty `where` (the whole sample)
+    are not matched here: they are the pooled group. When several groups match, the most
+    specific one (most `where` items) wins, then the first listed.
 
     Parameters
     ----------
@@ -219,8 +278,7 @@ def match_group(sample: NormSample, attributes: Mapping[str, Any]) -> str | None
     best, best_size = None, 0
     for group in sample.groups:
         if len(group.where) > best_size and all(
-                (got := _as_text(attributes.get(key))) is not None and got == _as_text(want)
-                for key, want in group.where.items()):
+                condition_holds(want, attributes.get(key)) for key, want in group.where.items()):
             best, best_size = group.id, len(group.where)
     return best
 
@@ -347,27 +405,190 @@ def tost_from_summary(m1: float, s1: float, n1: int, m2: float, s2: float, n2: i
 # Persona scores against the norms
 
 
+SampleChoice = Iterable[str] | Mapping[str, Iterable[str]] | None
+"""Which norm samples to compare: None (all of every instrument), sample ids (each instrument's
+samples with these ids), or instrument id -> sample ids."""
+
+
 def _attribute_columns(scores: pd.DataFrame) -> list[str]:
     return [c for c in scores.columns if c not in RESPONDENT_KEYS and c not in SCORE_COLUMNS]
 
 
-def _pick_sample(instrument: Instrument, sample_id: str | None) -> NormSample | None:
-    if sample_id is None:
-        return instrument.norms[0] if instrument.norms else None
-    return next((s for s in instrument.norms if s.id == sample_id), None)
+def as_norm_scores(scores: pd.DataFrame, instruments: Mapping[str, Instrument]) -> pd.DataFrame:
+    """`scores` with the key columns the norm functions need, filled in when absent.
+
+    The table of :func:`engine.scoring.score` (human data) has no ``instrument``,
+    ``backend_id``, ``model`` or ``repeat``: the instrument is the only one given (ValueError if
+    several were given), ``backend_id`` and ``model`` are ``"human"``, ``repeat`` is 0. Tables
+    that have these columns are returned unchanged.
+
+    Example
+    -------
+    >>> as_norm_scores(score(iri, humans), {"iri": iri})          # doctest: +SKIP
+    """
+    missing = [c for c in ("instrument", "backend_id", "model", "repeat") if c not in scores.columns]
+    if not missing:
+        return scores
+    out = scores.copy()
+    if "instrument" in missing:
+        if len(instruments) != 1:
+            raise ValueError("the scores have no `instrument` column, so give exactly one instrument "
+                             f"(got {len(instruments)}: {', '.join(instruments) or 'none'})")
+        out.insert(0, "instrument", next(iter(instruments)))
+    defaults = {"backend_id": HUMAN, "model": HUMAN, "repeat": 0}
+    for column in ("repeat", "model", "backend_id"):
+        if column in missing:
+            out.insert(0, column, defaults[column])
+    return out
+
+
+def _wanted(instrument: Instrument, choice: SampleChoice) -> list[NormSample]:
+    if choice is None:
+        return list(instrument.norms)
+    ids = set(choice.get(instrument.id, ()) if isinstance(choice, Mapping) else choice)
+    return [s for s in instrument.norms if s.id in ids]
+
+
+def chosen_samples(instruments: Mapping[str, Instrument], choice: SampleChoice = None
+                   ) -> dict[str, list[NormSample]]:
+    """The norm samples compared for each instrument, in the instrument's order.
+
+    `choice` is None (every sample), a list of sample ids (each instrument's samples with those
+    ids) or a mapping of instrument id to sample ids. A named sample that no instrument has is a
+    KeyError, so that a typing slip never silently compares nothing.
+
+    Example
+    -------
+    >>> [s.id for s in chosen_samples({"iri": iri}, ["davis1980"])["iri"]]   # doctest: +SKIP
+    ['davis1980']
+    """
+    if choice is not None:
+        if isinstance(choice, Mapping):
+            choice = {k: list(v) for k, v in choice.items()}
+            unknown = [f"{i} {sid}" for i, ids in choice.items() for sid in ids
+                       if i not in instruments or sid not in {s.id for s in instruments[i].norms}]
+        else:
+            choice = list(choice)
+            have = {s.id for inst in instruments.values() for s in inst.norms}
+            unknown = [sid for sid in choice if sid not in have]
+        if unknown:
+            raise KeyError(f"no such norm sample: {', '.join(unknown)}")
+    return {inst_id: _wanted(inst, choice) for inst_id, inst in instruments.items()}
 
 
 def _samples(scores: pd.DataFrame, instruments: Mapping[str, Instrument],
-             sample_id: str | None) -> dict[str, NormSample | None]:
-    """The norm sample used for each instrument in `scores` (None: no norms, skipped)."""
+             choice: SampleChoice) -> dict[str, list[NormSample]]:
+    """The norm samples used for each instrument in `scores` ([]: no norms, skipped)."""
     named = set(scores["instrument"].unique())      # unique() first: millions of rows, few instruments
     missing = sorted(named - set(instruments))
     if missing:
         raise KeyError(f"scores name instruments that were not given: {', '.join(missing)}")
-    chosen = {inst_id: _pick_sample(instruments[inst_id], sample_id) for inst_id in sorted(named)}
-    if sample_id is not None and chosen and all(s is None for s in chosen.values()):
-        raise KeyError(f"no instrument in the scores has a norm sample '{sample_id}'")
+    chosen = chosen_samples({i: instruments[i] for i in sorted(named)}, choice)
+    if choice is not None and chosen and not any(chosen.values()):
+        raise KeyError(f"no instrument in the scores has the norm samples asked for ({choice})")
     return chosen
+
+
+def _choice(samples: SampleChoice, sample_id: str | None) -> SampleChoice:
+    if sample_id is not None:
+        if samples is not None:
+            raise ValueError("give `samples` or `sample_id`, not both")
+        return [sample_id]
+    return samples
+
+
+def verification_flag(verified: str) -> str:
+    """The words a report puts next to numbers from a norm sample with this `verified` status
+    ("" for ``source-table`` and ``raw-data``).
+
+    Example
+    -------
+    >>> verification_flag("unverified"), verification_flag("raw-data")
+    ('norms unverified', '')
+    """
+    return "" if verified in TRUSTED else FLAGS.get(verified, f"norms {verified}")
+
+
+def group_matching(scores: pd.DataFrame, instruments: Mapping[str, Instrument], *,
+                   samples: SampleChoice = None) -> pd.DataFrame:
+    """How the respondents fell into the groups of every norm sample compared.
+
+    One row per instrument × norm sample × group, plus a row ``norm_group = "pooled"`` for the
+    respondents that matched no group (they are compared with the pooled norm). Respondents are
+    counted once (distinct ``respondent_id``), from their attributes as in :func:`match_group`.
+
+    Returns
+    -------
+    DataFrame
+        ``instrument, norm_sample, norm_verified, norm_group, where, matches_on, n_respondents,
+        of_respondents, cohort_attributes``: `where` is the group's condition in words,
+        `matches_on` the attributes any group of the sample uses, `cohort_attributes` the
+        attribute columns the scores have.
+
+    Example
+    -------
+    >>> group_matching(score(iri, humans), {"iri": iri})[["norm_sample", "norm_group", "n_respondents"]]  # doctest: +SKIP
+    """
+    scores = as_norm_scores(scores, instruments)
+    attributes = _attribute_columns(scores)
+    rows: list[dict[str, Any]] = []
+    for inst_id, sample_list in _samples(scores, instruments, samples).items():
+        people = scores.loc[scores["instrument"] == inst_id].drop_duplicates("respondent_id")
+        records = people[attributes].to_dict("records") if attributes else [{}] * len(people)
+        for sample in sample_list:
+            matched = pd.Series([match_group(sample, r) for r in records], dtype=object)
+            keys = sorted({k for g in sample.groups for k in g.where})
+            base = {"instrument": inst_id, "norm_sample": sample.id, "norm_verified": sample.verified,
+                    "matches_on": ", ".join(keys), "of_respondents": len(people),
+                    "cohort_attributes": ", ".join(attributes)}
+            for group in sample.groups:
+                if group.where:
+                    rows.append(base | {"norm_group": group.id, "n_respondents": int((matched == group.id).sum()),
+                                        "where": "; ".join(describe_condition(k, c) for k, c in group.where.items())})
+            rows.append(base | {"norm_group": POOLED, "n_respondents": int(matched.isna().sum()),
+                                "where": "matched no group"})
+    columns = ["instrument", "norm_sample", "norm_verified", "norm_group", "where", "matches_on",
+               "n_respondents", "of_respondents", "cohort_attributes"]
+    return pd.DataFrame(rows, columns=columns).astype({"n_respondents": "int64", "of_respondents": "int64"})
+
+
+def matching_warnings(matching: pd.DataFrame, *, unmatched_ids: Mapping[tuple[str, str], list[str]] | None = None
+                      ) -> list[str]:
+    """One sentence per norm sample where some respondents matched no group (from
+    :func:`group_matching`), naming the attributes the norms use and those the cohort has.
+
+    Example
+    -------
+    >>> matching_warnings(group_matching(scores, {"iri": iri}))      # doctest: +SKIP
+    ['iri norm sample davis1980 matches on gender; the cohort has sex, age: 0 of 12 respondents matched a group and were compared with the pooled norm.']
+    """
+    out = []
+    for row in matching[matching["norm_group"] == POOLED].itertuples(index=False):
+        if row.n_respondents == 0:
+            continue
+        matched = row.of_respondents - row.n_respondents
+        names = (unmatched_ids or {}).get((row.instrument, row.norm_sample), [])
+        who = f" (unmatched: {', '.join(names[:5])}{', ...' if len(names) > 5 else ''})" if names else ""
+        on = f"matches on {row.matches_on}" if row.matches_on else "has no groups by attribute"
+        out.append(f"{row.instrument} norm sample {row.norm_sample} {on}; the cohort has "
+                   f"{row.cohort_attributes or 'no attributes'}: {matched} of {row.of_respondents} respondents "
+                   f"matched a group and {row.n_respondents} were compared with the pooled norm{who}.")
+    return out
+
+
+def unmatched_respondents(scores: pd.DataFrame, instruments: Mapping[str, Instrument], *,
+                          samples: SampleChoice = None) -> dict[tuple[str, str], list[str]]:
+    """(instrument, norm sample) -> ids of the respondents that match no group of the sample."""
+    scores = as_norm_scores(scores, instruments)
+    attributes = _attribute_columns(scores)
+    out = {}
+    for inst_id, sample_list in _samples(scores, instruments, samples).items():
+        people = scores.loc[scores["instrument"] == inst_id].drop_duplicates("respondent_id")
+        records = people[attributes].to_dict("records") if attributes else [{}] * len(people)
+        for sample in sample_list:
+            out[(inst_id, sample.id)] = [str(rid) for rid, r in zip(people["respondent_id"], records)
+                                         if match_group(sample, r) is None]
+    return out
 
 
 def _assign(instrument: Instrument, sample: NormSample, subscale_id: str, group_id: str | None,
@@ -425,13 +646,16 @@ def _p_text(p: float) -> str:
 
 def reading(subscale: str, group: str, n: int, g: float, g_low: float, g_high: float,
             p_adj: float, tost_p: float, equivalent: bool | None, *, bound: float,
-            correction: str = "holm", confidence: float = 0.95) -> str:
+            correction: str = "holm", confidence: float = 0.95, sample: str | None = None,
+            verified: str = "source-table") -> str:
     """One plain-language sentence for one comparison with a norm group.
 
     The size of the difference is |g|, in pooled-SD units (close to the norm SD when the norm
     sample is large); the p value is the multiplicity-adjusted one.
     A TOST p at or above alpha does not reject equivalence: it only fails to show it, and the
-    sentence says "not shown".
+    sentence says "not shown". `sample` names the norm sample in the sentence; a `verified`
+    status other than ``source-table`` or ``raw-data`` ends it with its flag
+    (:func:`verification_flag`), e.g. "— norms unverified".
 
     Example
     -------
@@ -443,10 +667,13 @@ def reading(subscale: str, group: str, n: int, g: float, g_low: float, g_high: f
     American Psychological Association (2020). *Publication Manual of the American Psychological
     Association* (7th ed.): p values without a leading zero, ``p < .001`` below .001.
     """
-    norm = "the pooled norm" if group == POOLED else f"the norm for {group}"
+    named = f"{sample} " if sample else ""
+    norm = f"the pooled {named}norm" if group == POOLED else f"the {named}norm for {group}"
+    flag = verification_flag(verified)
+    tail = f" — {flag}" if flag else ""
     if n < 2 or not np.isfinite(g):
         who = "respondent" if n == 1 else "respondents"
-        return f"{subscale}: {n} {who} compared with {norm}; too few for a test."
+        return f"{subscale}: {n} {who} compared with {norm}; too few for a test{tail}."
     size = f"{abs(g):.1f}"
     if float(size) == 0:
         head = f"{subscale} is within 0.05 SD of {norm}"
@@ -458,7 +685,7 @@ def reading(subscale: str, group: str, n: int, g: float, g_low: float, g_high: f
     verdict = "equivalent" if equivalent else "equivalence"
     outcome = "" if equivalent else " not shown"
     return (f"{head} ({stats_text}); {verdict} within ±{bound:g} SD{outcome} "
-            f"(TOST p {_p_text(tost_p)}).")
+            f"(TOST p {_p_text(tost_p)}){tail}.")
 
 
 def _compare(values: np.ndarray, norm: NormStats, bound: float, alpha: float) -> dict[str, Any]:
@@ -480,8 +707,13 @@ def _compare(values: np.ndarray, norm: NormStats, bound: float, alpha: float) ->
 
 def compare_with_norms(scores: pd.DataFrame, instruments: Mapping[str, Instrument], *,
                        sample_id: str | None = None, bound: float = 0.3, correction: str = "holm",
-                       alpha: float = 0.05) -> pd.DataFrame:
-    """Compare persona scores with the published norms, group by group.
+                       alpha: float = 0.05, samples: SampleChoice = None) -> pd.DataFrame:
+    """Compare persona (or human) scores with the published norms, sample by sample, group by group.
+
+    Every norm sample of every instrument is compared (unless `samples` restricts them), each in
+    its own rows named by `norm_sample`; `norm_verified` carries the sample's `verified` status
+    and the `reading` of a row from a sample not read in its source table nor recomputed from
+    raw data ends with a flag ("— norms unverified").
 
     Each respondent's score is first averaged over repeats (missing scores are left out, never
     imputed), so a respondent counts once however many repeats were run. Respondents are matched
@@ -497,18 +729,23 @@ def compare_with_norms(scores: pd.DataFrame, instruments: Mapping[str, Instrumen
     ±`bound` norm SDs (:func:`tost_from_summary`, at `alpha`, not adjusted for multiplicity), and
     ``sd_ratio`` = persona SD / norm SD (well below 1 flags personas that are too alike). `p_adj`
     adjusts the Welch p values of the whole table together with
-    :func:`statsmodels.stats.multitest.multipletests` (``"holm"`` or ``"fdr_bh"``). Groups with
-    fewer than two respondents get NaN statistics.
+    :func:`statsmodels.stats.multitest.multipletests` (``"holm"`` or ``"fdr_bh"``): the rows of
+    all norm samples form one family, because comparing the same respondents with several
+    samples is several tests of one question, and a family per sample would let the number of
+    samples inflate the error rate. Groups with fewer than two respondents get NaN statistics.
 
     Parameters
     ----------
     scores : DataFrame
-        The long table of :func:`analysis.scores.score_answers`.
+        The long table of :func:`analysis.scores.score_answers`, or the table of
+        :func:`engine.scoring.score` for human data with the attribute columns added (see
+        :func:`as_norm_scores` for the columns filled in).
     instruments : mapping of instrument id to Instrument
         Every instrument named in `scores`; instruments without norms are skipped.
     sample_id : str, optional
-        The norm sample to use; by default each instrument's first. Instruments without a sample
-        of that id are skipped (KeyError if no instrument has it).
+        Compare only the norm sample with this id (the same as ``samples=[sample_id]``).
+    samples : list of sample ids, or mapping of instrument id to sample ids, optional
+        Compare only these samples (default: all). KeyError for an id no instrument has.
     bound : float
         Equivalence margin in SD units of the norm.
     correction : {"holm", "fdr_bh"}
@@ -539,33 +776,33 @@ def compare_with_norms(scores: pd.DataFrame, instruments: Mapping[str, Instrumen
     """
     if correction not in CORRECTIONS:
         raise ValueError(f"correction must be one of {', '.join(CORRECTIONS)}, not {correction!r}")
-    samples = _samples(scores, instruments, sample_id)
+    scores = as_norm_scores(scores, instruments)
+    chosen = _samples(scores, instruments, _choice(samples, sample_id))
     people = _respondent_means(scores)
     attributes = _attribute_columns(scores)
     rows: list[dict[str, Any]] = []
     cache: dict = {}
     for (backend, inst_id), block in people.groupby(["backend_id", "instrument"], sort=True):
-        instrument, sample = instruments[inst_id], samples[inst_id]
-        if sample is None:
-            continue
-        # Integer codes for subscales and matched groups: comparing millions of strings is slow.
-        group_codes, group_ids = _matched_groups(sample, block, attributes)
+        instrument = instruments[inst_id]
         sub_codes, sub_ids = pd.factorize(block["subscale"])
         values = block["score"].to_numpy(dtype=float)
-        order = {g.id: i for i, g in enumerate(sample.groups)} | {POOLED: len(sample.groups)}
-        for subscale in instrument.subscales:
-            in_subscale = sub_codes == (list(sub_ids).index(subscale.id) if subscale.id in set(sub_ids) else -2)
-            assigned: dict[str, tuple[NormStats, list[np.ndarray]]] = {}
-            for code in np.unique(group_codes[in_subscale]):
-                hit = _assign(instrument, sample, subscale.id, group_ids[code], cache)
-                if hit is not None:
-                    assigned.setdefault(hit[0], (hit[1], []))[1].append(values[in_subscale & (group_codes == code)])
-            for label in sorted(assigned, key=order.__getitem__):
-                norm, parts = assigned[label]
-                rows.append({"backend_id": backend, "instrument": inst_id, "subscale": subscale.id,
-                             "norm_sample": sample.id, "norm_group": label,
-                             "norm_derived": norm.derived}
-                            | _compare(np.concatenate(parts), norm, bound, alpha))
+        for sample in chosen[inst_id]:
+            # Integer codes for subscales and matched groups: comparing millions of strings is slow.
+            group_codes, group_ids = _matched_groups(sample, block, attributes)
+            order = {g.id: i for i, g in enumerate(sample.groups)} | {POOLED: len(sample.groups)}
+            for subscale in instrument.subscales:
+                in_subscale = sub_codes == (list(sub_ids).index(subscale.id) if subscale.id in set(sub_ids) else -2)
+                assigned: dict[str, tuple[NormStats, list[np.ndarray]]] = {}
+                for code in np.unique(group_codes[in_subscale]):
+                    hit = _assign(instrument, sample, subscale.id, group_ids[code], cache)
+                    if hit is not None:
+                        assigned.setdefault(hit[0], (hit[1], []))[1].append(values[in_subscale & (group_codes == code)])
+                for label in sorted(assigned, key=order.__getitem__):
+                    norm, parts = assigned[label]
+                    rows.append({"backend_id": backend, "instrument": inst_id, "subscale": subscale.id,
+                                 "norm_sample": sample.id, "norm_group": label,
+                                 "norm_derived": norm.derived, "norm_verified": sample.verified}
+                                | _compare(np.concatenate(parts), norm, bound, alpha))
     table = pd.DataFrame(rows, columns=[c for c in COLUMNS if c not in ("p_adj", "reading")])
     p = table["p"].to_numpy(dtype=float)
     tested = np.isfinite(p)
@@ -578,29 +815,31 @@ def compare_with_norms(scores: pd.DataFrame, instruments: Mapping[str, Instrumen
     table["reading"] = [
         reading(r.subscale, r.norm_group, r.n, r.g, r.g_low, r.g_high, r.p_adj, r.tost_p,
                 None if pd.isna(r.equivalent) else bool(r.equivalent), bound=bound,
-                correction=correction)
+                correction=correction, sample=r.norm_sample, verified=r.norm_verified)
         for r in table.itertuples(index=False)]
     return table[COLUMNS]
 
 
 def respondent_z(scores: pd.DataFrame, instruments: Mapping[str, Instrument], *,
-                 sample_id: str | None = None) -> pd.DataFrame:
+                 sample_id: str | None = None, samples: SampleChoice = None) -> pd.DataFrame:
     """Each score as a z score and normal percentile against the respondent's norm group.
 
     The group is the one :func:`match_group` finds for the respondent's attributes, else the
     pooled group (``norm_group = "pooled"``), exactly as in :func:`compare_with_norms`; rows are
     not averaged over repeats. ``z = (score - norm mean) / norm SD`` and ``percentile =
-    100 Φ(z)``, which assumes normally distributed norm scores. Instruments without norms get
-    missing values.
+    100 Φ(z)``, which assumes normally distributed norm scores. With several norm samples each
+    score gets one row per sample (`norm_sample`, `norm_verified` say which); instruments
+    without norms get one row with missing values.
 
     Returns
     -------
     DataFrame
-        `scores` with the columns ``norm_group``, ``z`` and ``percentile`` added.
+        `scores` (with the key columns of :func:`as_norm_scores`) and the columns
+        ``norm_sample``, ``norm_verified``, ``norm_group``, ``z`` and ``percentile`` added.
 
     Example
     -------
-    >>> respondent_z(scores, {"iri": iri})[["respondent_id", "subscale", "z", "percentile"]]  # doctest: +SKIP
+    >>> respondent_z(scores, {"iri": iri})[["respondent_id", "subscale", "norm_sample", "z"]]  # doctest: +SKIP
 
     References
     ----------
@@ -609,23 +848,34 @@ def respondent_z(scores: pd.DataFrame, instruments: Mapping[str, Instrument], *,
     small samples. *The Clinical Neuropsychologist*, 12(4), 482–486, give a t-based alternative
     that this function does not apply.
     """
-    samples = _samples(scores, instruments, sample_id)
+    scores = as_norm_scores(scores, instruments)
+    chosen = _samples(scores, instruments, _choice(samples, sample_id))
     attributes = _attribute_columns(scores)
     cache: dict = {}
+    rows: list[int] = []
+    names: list[Any] = []
+    status: list[Any] = []
     labels: list[Any] = []
-    means, sds = np.full(len(scores), np.nan), np.full(len(scores), np.nan)
+    means: list[float] = []
+    sds: list[float] = []
     records = scores[["instrument", "subscale"] + attributes].to_dict("records")
     for i, rec in enumerate(records):
-        instrument, sample = instruments[rec["instrument"]], samples[rec["instrument"]]
-        hit = None
-        if sample is not None:
-            group_id = match_group(sample, {a: rec[a] for a in attributes})
-            hit = _assign(instrument, sample, rec["subscale"], group_id, cache)
-        labels.append(pd.NA if hit is None else hit[0])
-        if hit is not None:
-            means[i], sds[i] = hit[1].mean, hit[1].sd
-    out = scores.copy()
+        instrument = instruments[rec["instrument"]]
+        for sample in chosen[rec["instrument"]] or [None]:
+            hit = None
+            if sample is not None:
+                group_id = match_group(sample, {a: rec[a] for a in attributes})
+                hit = _assign(instrument, sample, rec["subscale"], group_id, cache)
+            rows.append(i)
+            names.append(pd.NA if sample is None else sample.id)
+            status.append(pd.NA if sample is None else sample.verified)
+            labels.append(pd.NA if hit is None else hit[0])
+            means.append(math.nan if hit is None else hit[1].mean)
+            sds.append(math.nan if hit is None else hit[1].sd)
+    out = scores.iloc[rows].reset_index(drop=True)
+    out["norm_sample"] = pd.array(names, dtype="string")
+    out["norm_verified"] = pd.array(status, dtype="string")
     out["norm_group"] = pd.array(labels, dtype="string")
-    out["z"] = (scores["score"].to_numpy(dtype=float) - means) / sds
+    out["z"] = (out["score"].to_numpy(dtype=float) - np.asarray(means)) / np.asarray(sds)
     out["percentile"] = stats.norm.cdf(out["z"]) * 100
     return out

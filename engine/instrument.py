@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BeforeValidator, Discriminator, Field, Tag
 
-from .errors import Problem
+from .errors import InputError, Problem
 from .fields import Id, StrictModel, Text, number_to_text
 from .validation import parse_document, raise_problems
 from .yamlfile import YamlDocument, load_yaml
@@ -36,12 +36,18 @@ class Option(StrictModel):
 
 
 class Item(StrictModel):
-    """A rating item answered on the instrument's scale."""
+    """A rating item answered on the instrument's scale.
+
+    `text` may be left out only when the instrument declares `item_texts` (licensed texts the
+    user supplies). `unscored: true` marks a filler item that belongs to no subscale on purpose;
+    any other rating item outside every subscale is an error.
+    """
 
     id: Id
-    text: Text
+    text: Text | None = None
     reverse: bool = False
     subscales: list[Id] = Field(default_factory=list)
+    unscored: bool = False
     kind: Literal["rating"] = "rating"
 
 
@@ -124,11 +130,29 @@ class NormScore(StrictModel):
     sd: float = Field(gt=0)
 
 
+class Range(StrictModel):
+    """A numeric range of an attribute, both ends included (e.g. ``{min: 18, max: 25}``);
+    either end may be left out."""
+
+    min: float | None = None
+    max: float | None = None
+
+
+Scalar = Union[str, int, float, bool]
+Condition = Union[Scalar, list[Scalar], Range]
+"""What a `where` item asks of one attribute: a value, any of a list of values, or a range."""
+
+
 class NormGroup(StrictModel):
-    """A group of a norm sample (e.g. women), matched to personas through `where`."""
+    """A group of a norm sample (e.g. women), matched to personas through `where`.
+
+    Each `where` item names an attribute and a value (``gender: female``), a list of values of
+    which any matches (``gender: [female, woman]``) or an inclusive numeric range
+    (``age: {min: 18, max: 25}``).
+    """
 
     id: Id
-    where: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    where: dict[str, Condition] = Field(default_factory=dict)
     n: int = Field(gt=1)
     scores: dict[Id, NormScore] = Field(min_length=1)
 
@@ -142,8 +166,29 @@ class NormSample(StrictModel):
     population: Text
     n: int = Field(gt=1)
     metric: Literal["sum", "mean"]
+    # How the numbers were checked: read in the cited table (source-table), recomputed from the
+    # raw data (raw-data), read only in a secondary source (secondary-source), or not at all.
+    verified: Literal["source-table", "raw-data", "secondary-source", "unverified"]
     verification: Text
     groups: list[NormGroup] = Field(min_length=1)
+
+    @property
+    def trusted(self) -> bool:
+        """True when the numbers were read in the source table or recomputed from raw data."""
+        return self.verified in TRUSTED
+
+
+TRUSTED = ("source-table", "raw-data")
+"""Values of `NormSample.verified` that need no flag in a report."""
+
+
+class ItemTexts(StrictModel):
+    """Where the texts of items shipped without `text` come from: a CSV the user writes
+    (columns ``item_id,text``) at `file` (``~`` is the home folder; a relative path is relative
+    to the instrument file), and how a licensed user obtains them (`how`)."""
+
+    file: Text
+    how: Text
 
 
 class Instrument(StrictModel):
@@ -163,8 +208,14 @@ class Instrument(StrictModel):
     emotions: list[Id] = Field(default_factory=list)       # vignettes: the emotions rated at each stop
     emotion_scale: list[Option] = Field(default_factory=list)
     items: list[AnyItem] = Field(min_length=1)
+    item_texts: ItemTexts | None = None                    # licensed texts supplied by the user
     subscales: list[Subscale] = Field(min_length=1)
     norms: list[NormSample] = Field(default_factory=list)
+
+    @property
+    def items_without_text(self) -> list[str]:
+        """Ids of rating items that have no text (their texts are user-supplied and not found)."""
+        return [i.id for i in self.items if i.kind == "rating" and i.text is None]
 
     @property
     def scale_min(self) -> int:
@@ -308,6 +359,18 @@ def _check_ids_and_members(inst: Instrument, doc: YamlDocument) -> list[Problem]
                 bad(("items", i, "subscales", j), f"subscale '{sid}' is not defined (defined: {defined})")
             elif item.subscales.index(sid) != j:
                 bad(("items", i, "subscales", j), f"subscale '{sid}' is listed twice")
+    for i, item in enumerate(inst.items):
+        if item.kind != "rating":
+            continue
+        if item.text is None and inst.item_texts is None:
+            bad(("items", i), f"item '{item.id}' has no `text`; give it one, or declare `item_texts` "
+                              "when licensed texts are supplied by the user")
+        if item.unscored and item.subscales:
+            bad(("items", i, "unscored"), f"item '{item.id}' is marked unscored but lists subscales "
+                                          f"({', '.join(item.subscales)})")
+        elif not item.subscales and not item.unscored:
+            bad(("items", i), f"item '{item.id}' belongs to no subscale, so no score would use it; "
+                              "list its subscales, or mark a filler item `unscored: true`")
     kind_of = {s.id: SCORE_KINDS[s.score] for s in inst.subscales}
     for i, item in enumerate(inst.items):
         for j, sid in enumerate(item.subscales):
@@ -349,6 +412,15 @@ def _check_norms(inst: Instrument, doc: YamlDocument) -> list[Problem]:
                 bad(path + ("id",), f"group id '{group.id}' is used more than once in this sample")
             if group.n > sample.n:
                 bad(path + ("n",), f"group n ({group.n}) is larger than the sample's n ({sample.n})")
+            for key, condition in group.where.items():
+                where = path + ("where", key)
+                if isinstance(condition, list) and not condition:
+                    bad(where, "an empty list matches nobody; give at least one value")
+                if isinstance(condition, Range):
+                    if condition.min is None and condition.max is None:
+                        bad(where, "a range needs `min`, `max` or both")
+                    elif condition.min is not None and condition.max is not None and condition.min > condition.max:
+                        bad(where, f"min ({condition.min:g}) is larger than max ({condition.max:g})")
             for sid, stats in group.scores.items():
                 if sid not in subscale_ids:
                     problems.append(doc.problem(path + ("scores", sid), f"subscale '{sid}' is not defined "
@@ -381,8 +453,85 @@ def _check_norm_range(inst: Instrument, doc: YamlDocument, path: tuple, sid: str
     return problems
 
 
+def item_texts_path(inst: Instrument, instrument_path: str | Path) -> Path | None:
+    """The user's file of item texts that `inst` declares in `item_texts` (None if none).
+
+    Example:
+        >>> item_texts_path(load_instrument("instruments/bes.yaml"), "instruments/bes.yaml")  # doctest: +SKIP
+        PosixPath('/home/me/psyq/bes_texts.csv')
+    """
+    if inst.item_texts is None:
+        return None
+    file = Path(inst.item_texts.file).expanduser()
+    return file if file.is_absolute() else Path(instrument_path).resolve().parent / file
+
+
+def _read_item_texts(inst: Instrument, file: Path) -> dict[str, str]:
+    """Item texts from the user's CSV (columns item_id, text); every bad row is a problem."""
+    import csv
+
+    name = str(file)
+    try:
+        with file.open(newline="", encoding="utf-8") as handle:
+            rows = list(csv.reader(handle))
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise InputError.single(name, f"cannot read the item texts: {exc}") from None
+    if not rows or [c.strip() for c in rows[0][:2]] != ["item_id", "text"]:
+        raise InputError.single(name, "the first line must be the header `item_id,text`", line=1)
+    ids = {i.id for i in inst.items if i.kind == "rating"}
+    without = set(inst.items_without_text)
+    texts: dict[str, str] = {}
+    problems: list[Problem] = []
+    for line, row in enumerate(rows[1:], start=2):
+        if not any(cell.strip() for cell in row):
+            continue
+        item_id, text = (row + ["", ""])[0].strip(), (row + ["", ""])[1].strip()
+        if item_id not in ids:
+            problems.append(Problem(name, line, 1, "item_id", f"'{item_id}' is not a rating item of '{inst.id}'"))
+        elif item_id not in without:
+            problems.append(Problem(name, line, 1, "item_id", f"item '{item_id}' already has its text in the instrument"))
+        elif item_id in texts:
+            problems.append(Problem(name, line, 1, "item_id", f"item '{item_id}' is given twice"))
+        elif not text:
+            problems.append(Problem(name, line, None, "text", f"the text of item '{item_id}' is empty"))
+        else:
+            texts[item_id] = text
+    raise_problems(problems)
+    return texts
+
+
+def with_user_texts(inst: Instrument, instrument_path: str | Path) -> Instrument:
+    """`inst` with the item texts of the user's `item_texts` file filled in, when the file exists.
+
+    Items whose text is still missing afterwards are listed by
+    :attr:`Instrument.items_without_text`; such an instrument can be scored but not administered.
+    """
+    file = item_texts_path(inst, instrument_path)
+    if file is None or not file.exists():
+        return inst
+    texts = _read_item_texts(inst, file)
+    items = [i.model_copy(update={"text": texts[i.id]}) if i.id in texts else i for i in inst.items]
+    return inst.model_copy(update={"items": items})
+
+
+def missing_texts_message(inst: Instrument, instrument_path: str | Path) -> str | None:
+    """What to tell a user about items of `inst` that have no text (None when all have one)."""
+    missing = inst.items_without_text
+    if not missing:
+        return None
+    file = item_texts_path(inst, instrument_path)
+    how = inst.item_texts.how.strip() if inst.item_texts else ""
+    return (f"instrument '{inst.id}' has no text for {len(missing)} item(s) ({', '.join(missing)}): its item "
+            f"texts are supplied by the user and were not found in {file}. Write that file as a CSV with the "
+            f"header item_id,text and one row per item. {how}").strip()
+
+
 def load_instrument(path: str | Path) -> Instrument:
     """Load and validate an instrument file.
+
+    Item texts the instrument declares user-supplied (`item_texts`) are read from the user's
+    file when it exists; otherwise those items stay without text (see
+    :func:`missing_texts_message`): scoring works, administering does not.
 
     Raises :class:`~engine.errors.InputError` naming file, line, column and field of every problem.
 
@@ -394,7 +543,7 @@ def load_instrument(path: str | Path) -> Instrument:
     doc = load_yaml(path)
     inst = parse_document(doc, Instrument)
     raise_problems(check_instrument(inst, doc))
-    return inst
+    return with_user_texts(inst, path)
 
 
 def instrument_json_schema() -> dict[str, Any]:
