@@ -14,7 +14,7 @@ import math
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -43,6 +43,78 @@ class Section:
     tables: list[tuple[str, pd.DataFrame]] = field(default_factory=list)
     figures: list[tuple[str, Any]] = field(default_factory=list)   # (caption, matplotlib Figure)
     note: str | None = None
+    comparison: pd.DataFrame | None = None     # the norm table, for sections that reuse it
+
+
+def _norm_choice(run_path: Path, norm_samples: list[str] | None) -> norms.SampleChoice:
+    """The norm samples to compare: `--norms` if given, else the study's `norms`, else all."""
+    if norm_samples:
+        return norm_samples
+    study_file = Path(run_path) / "study.yaml"
+    if study_file.exists():
+        import yaml
+        spec = yaml.safe_load(study_file.read_text(encoding="utf-8")) or {}
+        if spec.get("norms"):
+            return {str(k): [str(x) for x in v] for k, v in spec["norms"].items()}
+    return None
+
+
+def norm_section(scores: pd.DataFrame, instruments: Mapping[str, Instrument], choice: norms.SampleChoice,
+                 *, bound: float = 0.3, correction: str = "holm",
+                 warn: Callable[[str], None] | None = None) -> Section:
+    """The comparison with human norms: every chosen sample, how respondents matched its groups
+    (with a warning when some matched none), and every norm source with its verification status,
+    saying which were not compared and why."""
+    try:
+        comp = norms.compare_with_norms(scores, instruments, bound=bound, correction=correction, samples=choice)
+    except KeyError as exc:
+        raise InputError.single("--norms", str(exc).strip("'\"")) from None
+    section = Section("Comparison with human norms", comparison=comp)
+    has_norms = any(inst.norms for inst in instruments.values())
+    if not has_norms:
+        section.readings.append("No instrument in this run carries published norms (content written by psyq "
+                                "never does), so no norm comparison is made.")
+        return section
+    matching = norms.group_matching(scores, instruments, samples=choice)
+    unmatched = norms.unmatched_respondents(scores, instruments, samples=choice)
+    for message in norms.matching_warnings(matching, unmatched_ids=unmatched):
+        section.readings.append("Warning: " + message)
+        if warn:
+            warn(message)
+    if comp.empty:
+        section.readings.append("No comparison with norms was made: no respondent has a score on a normed subscale.")
+    else:
+        section.readings.extend(comp["reading"].tolist())
+        section.tables.append(("Cohort against norms (Welch t, Hedges g with 95 % CI, "
+                               f"{correction} correction over all rows of all norm samples, TOST within ±{bound} SD; "
+                               "norm_verified: how the norm numbers were checked)", comp.drop(columns=["reading"])))
+        for inst_id in comp["instrument"].unique():
+            section.figures.append((f"{inst_id}: cohort means (95 % CI) against norm mean ± 1 SD",
+                                    plots.profile_plot(comp, inst_id)))
+            for sub in comp.loc[comp["instrument"] == inst_id, "subscale"].unique():
+                section.figures.append((f"{inst_id} {sub}: cohort scores over the norm distribution",
+                                        plots.distribution_plot(scores, comp, inst_id, sub)))
+    if not matching.empty:
+        section.tables.append(("Norm group matching (respondents per group of each norm sample; "
+                               "'pooled': matched no group, compared with the whole-sample norm)", matching))
+    compared = set() if comp.empty else set(zip(comp["instrument"], comp["norm_sample"]))
+    chosen = norms.chosen_samples(instruments, choice)
+    notes = []
+    for inst_id, inst in instruments.items():
+        for sample in inst.norms:
+            flag = norms.verification_flag(sample.verified)
+            status = f"verified: {sample.verified}" + (f" — {flag.upper()}" if flag else "")
+            if (inst_id, sample.id) in compared:
+                used = ""
+            elif sample not in chosen[inst_id]:
+                used = " NOT COMPARED: left out by the choice of norm samples (--norms or the study's `norms`)."
+            else:
+                used = " NOT COMPARED: no respondent has a score on its subscales."
+            notes.append(f"{inst_id} {sample.id} [{status}]: {inst.citations.get(sample.citation, sample.citation)} "
+                         f"({sample.table}; {sample.population.strip()}; n = {sample.n}). "
+                         f"Verification: {sample.verification.strip()}{used}")
+    section.note = "Norm sources: " + "; ".join(notes)
+    return section
 
 
 def _fmt_p(p: float) -> str:
@@ -69,11 +141,15 @@ def items_by_instrument(table: pd.DataFrame, instruments: Mapping[str, Instrumen
 
 def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] | None = None,
                    bound: float = 0.3, correction: str = "holm",
-                   targets_csv: Mapping[str, str | Path] | None = None) -> tuple[dict[str, Any], list[Section]]:
+                   targets_csv: Mapping[str, str | Path] | None = None,
+                   norm_samples: list[str] | None = None,
+                   warn: Callable[[str], None] | None = None) -> tuple[dict[str, Any], list[Section]]:
     """Compute everything the report shows; returns (facts about the run, sections).
 
     `human_csv` maps an instrument id to human data: item answers for a questionnaire, perceiver
     ratings for vignettes; `targets_csv` maps a vignette instrument to its targets' self-reports.
+    `norm_samples` restricts the norm samples compared (default: the study's `norms`, else all);
+    `warn` receives every warning the report also shows (e.g. respondents matching no norm group).
     """
     run = open_run_dir(run_path)
     manifest = run.read_manifest()
@@ -137,27 +213,9 @@ def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] 
     sections.append(miss)
 
     # 3. Norms
-    comp = norms.compare_with_norms(scores, instruments, bound=bound, correction=correction)
-    norm = Section("Comparison with human norms")
-    if comp.empty:
-        norm.readings.append("No instrument in this run carries published norms (content written by psyq "
-                             "never does), so no norm comparison is made.")
-    else:
-        norm.readings.extend(comp["reading"].tolist())
-        norm.tables.append(("Cohort against norms (Welch t, Hedges g with 95 % CI, "
-                            f"{correction} correction, TOST within ±{bound} SD)",
-                            comp.drop(columns=["reading"])))
-        for inst_id in comp["instrument"].unique():
-            norm.figures.append((f"{inst_id}: cohort means (95 % CI) against norm mean ± 1 SD",
-                                 plots.profile_plot(comp, inst_id)))
-            for sub in comp.loc[comp["instrument"] == inst_id, "subscale"].unique():
-                norm.figures.append((f"{inst_id} {sub}: cohort scores over the norm distribution",
-                                     plots.distribution_plot(scores, comp, inst_id, sub)))
-        sources = {(i, s.id): s for i, inst in instruments.items() for s in inst.norms}
-        norm.note = "Norm sources: " + "; ".join(
-            f"{i} {sid}: {instruments[i].citations.get(s.citation, s.citation)} ({s.table}; {s.population}; "
-            f"n = {s.n}). Verification: {s.verification.strip()}" for (i, sid), s in sources.items())
-    sections.append(norm)
+    sections.append(norm_section(scores, instruments, _norm_choice(run.path, norm_samples), bound=bound,
+                                 correction=correction, warn=warn))
+    comp = sections[-1].comparison
 
     # 3b. Emotional awareness (free-text scenes)
     if not levels.empty:
@@ -481,14 +539,16 @@ def render_markdown(manifest: Mapping[str, Any], sections: list[Section]) -> str
 
 def write_report(run_path: str | Path, out_dir: str | Path | None = None, *,
                  human_csv: Mapping[str, str | Path] | None = None, bound: float = 0.3,
-                 correction: str = "holm", targets_csv: Mapping[str, str | Path] | None = None) -> tuple[Path, Path]:
+                 correction: str = "holm", targets_csv: Mapping[str, str | Path] | None = None,
+                 norm_samples: list[str] | None = None,
+                 warn: Callable[[str], None] | None = None) -> tuple[Path, Path]:
     """Write report.html and report.md (into the run directory unless `out_dir`); return both paths.
 
     Example:
         >>> write_report("runs/quickstart/b6d972dd3d0f")  # doctest: +SKIP
     """
     manifest, sections = build_sections(run_path, human_csv=human_csv, bound=bound, correction=correction,
-                                        targets_csv=targets_csv)
+                                        targets_csv=targets_csv, norm_samples=norm_samples, warn=warn)
     out = Path(out_dir or run_path)
     out.mkdir(parents=True, exist_ok=True)
     html_path, md_path = out / "report.html", out / "report.md"

@@ -49,6 +49,23 @@ def load_any(path: Path) -> object:
     return loaders[kind](path)
 
 
+def _notice_missing_texts(loaded: object, file: Path) -> None:
+    """A notice (not an error) on stderr for an instrument whose user-supplied texts are missing."""
+    from .instrument import Instrument, missing_texts_message
+    from .study import Study
+
+    if isinstance(loaded, Instrument):
+        pairs = [(loaded, file)]
+    elif isinstance(loaded, Study):
+        pairs = list(zip(loaded.instruments, loaded.instrument_paths))
+    else:
+        pairs = []
+    for inst, path in pairs:
+        message = missing_texts_message(inst, path)
+        if message:
+            print(f"notice: {file}: {message} `psyq run` refuses to administer it until then.", file=sys.stderr)
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     files = _yaml_files(args.paths)
     if not files:
@@ -56,8 +73,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     problems = []
     for file in files:
         try:
-            load_any(file)
+            loaded = load_any(file)
             print(f"ok  {file}")
+            _notice_missing_texts(loaded, file)
         except InputError as exc:
             problems.extend(exc.problems)
     if problems:
@@ -95,9 +113,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from .progress import RunProgress
     from .run import administer, override_backend
-    from .study import load_study
+    from .study import load_study, require_item_texts
 
     study = load_study(args.study)
+    require_item_texts(study)
     if bool(args.base_url) != bool(args.model):
         raise InputError.single(args.study, "--base-url and --model go together")
     configs = [override_backend(args.base_url, args.model, args.api_key_env)] if args.base_url else None
@@ -215,8 +234,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     from analysis.report import write_report
 
     human, targets = _id_paths(args.human, "--human"), _id_paths(args.targets, "--targets")
+    norm_samples = [s.strip() for s in args.norms.split(",") if s.strip()] if args.norms else None
     html_path, md_path = write_report(args.run, args.out, human_csv=human or None, bound=args.bound,
-                                      correction=args.correction, targets_csv=targets or None)
+                                      correction=args.correction, targets_csv=targets or None,
+                                      norm_samples=norm_samples, warn=lambda m: print(f"warning: {m}", file=sys.stderr))
     print(f"report -> {html_path}\nsummary -> {md_path}")
     return EXIT_OK
 
@@ -277,6 +298,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "perceiver ratings for vignettes, e.g. ea_vignettes_psyq=perceivers.csv")
     p.add_argument("--targets", action="append", metavar="INSTRUMENT=CSV",
                    help="targets' own reports for a vignette instrument, replacing its design-intended profiles")
+    p.add_argument("--norms", metavar="SAMPLE_ID,...",
+                   help="compare only these norm samples (default: the study's `norms`, else every sample)")
     p.add_argument("--bound", type=float, default=0.3, help="equivalence bound in norm SD units (default 0.3)")
     p.add_argument("--correction", choices=["holm", "fdr_bh"], default="holm",
                    help="multiple-comparison correction across the family (default holm)")

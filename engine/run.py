@@ -25,7 +25,7 @@ from .errors import InputError
 from .persona import render_system_prompt
 from .runner import ProgressCallback, plan_trials, run_pending
 from .store import RunStore
-from .study import Study
+from .study import Study, require_item_texts
 
 MANIFEST = "manifest.json"
 DATABASE = "run.sqlite"
@@ -121,6 +121,7 @@ async def administer(study: Study, runs_dir: str | Path = "runs",
     Example:
         >>> result = asyncio.run(administer(load_study("studies/quickstart.yaml")))  # doctest: +SKIP
     """
+    require_item_texts(study)   # items without text cannot be asked
     configs = backend_configs or study.spec.backends
     backends = {c.id: make_backend(c, log=log) for c in configs}
     run_id = run_id_for(study, backends)

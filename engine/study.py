@@ -17,7 +17,7 @@ from pydantic import Field
 from .backends.base import BackendConfig
 from .errors import InputError, Problem
 from .fields import Id, StrictModel, Text
-from .instrument import Instrument, load_instrument
+from .instrument import Instrument, item_texts_path, load_instrument, missing_texts_message
 from .persona import Cohort, load_cohort
 from .prompts import answer_tokens
 from .validation import parse_document, raise_problems
@@ -47,6 +47,8 @@ class StudySpec(StrictModel):
     cohort: Text
     backends: list[BackendConfig] = Field(min_length=1)
     protocol: Protocol = Protocol()
+    # instrument id -> the norm samples `psyq report` compares (default: every sample)
+    norms: dict[Id, list[Id]] = Field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -69,8 +71,11 @@ class Study:
         return self.spec.protocol
 
     def file_hashes(self) -> dict[str, str]:
-        """sha256 of the study, instrument and cohort files (for the manifest and the run id)."""
-        files = [self.path, *self.instrument_paths, self.cohort_path]
+        """sha256 of the study, instrument and cohort files, and of user-supplied item texts
+        (for the manifest and the run id: other texts are another run)."""
+        texts = [t for i, p in zip(self.instruments, self.instrument_paths)
+                 if (t := item_texts_path(i, p)) is not None and t.exists()]
+        files = [self.path, *self.instrument_paths, *texts, self.cohort_path]
         return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
 
 
@@ -98,11 +103,38 @@ def check_study(spec: StudySpec, doc: YamlDocument, instruments: list[Instrument
             if any(len(t) != 1 for t in tokens):
                 problems.append(doc.problem(("instruments", i), f"answer: logprobs needs one-character answers, "
                                             f"but '{inst.id}' is answered with {', '.join(tokens)}"))
+    by_id = {inst.id: inst for inst in instruments}
+    for inst_id, sample_ids in spec.norms.items():
+        if inst_id not in by_id:
+            problems.append(doc.problem(("norms", inst_id), f"'{inst_id}' is not an instrument of this study "
+                                        f"({', '.join(by_id)})", at_key=True))
+            continue
+        have = [s.id for s in by_id[inst_id].norms]
+        for j, sid in enumerate(sample_ids):
+            if sid not in have:
+                problems.append(doc.problem(("norms", inst_id, j), f"'{inst_id}' has no norm sample '{sid}' "
+                                            f"(it has: {', '.join(have) or 'none'})"))
     seen = [inst.id for inst in instruments]
     for i, inst in enumerate(instruments):
         if seen.count(inst.id) > 1:
             problems.append(doc.problem(("instruments", i), f"instrument '{inst.id}' is listed twice"))
     return problems
+
+
+def require_item_texts(study: Study) -> None:
+    """Raise :class:`InputError` (at the study's line naming the instrument) for every instrument
+    with items that have no text: such items cannot be administered.
+
+    Example:
+        >>> require_item_texts(load_study("studies/quickstart.yaml"))  # doctest: +SKIP
+    """
+    doc = load_yaml(study.path)
+    problems = []
+    for i, (inst, path) in enumerate(zip(study.instruments, study.instrument_paths)):
+        message = missing_texts_message(inst, path)
+        if message:
+            problems.append(doc.problem(("instruments", i), f"cannot administer: {message}"))
+    raise_problems(problems)
 
 
 def load_study(path: str | Path) -> Study:

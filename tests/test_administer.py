@@ -292,14 +292,14 @@ def test_base_url_override_runs_the_quickstart_on_any_openai_server(tmp_path):
                              cwd=ROOT, capture_output=True, text=True)
         sent = len(chat_requests(stub))
     assert out.returncode == 0, out.stderr
-    # quickstart: 12 sampled adults + baseline = 13 respondents × (28 IRI + 20 BES items) = 624.
-    assert sent == 624
+    # quickstart: 12 sampled adults + baseline = 13 respondents × 28 IRI items = 364.
+    assert sent == 364
     table = export_table(next(tmp_path.rglob("manifest.json")).parent)
-    assert len(table) == 624 and set(table["model"]) == {"stub-model"}
+    assert len(table) == 364 and set(table["model"]) == {"stub-model"}
     # The stub's first-token alternatives are the digits 1–4 (.10, .20, .30, .25 of the mass).
-    # Digits are option values on both scales (BES 1–5; IRI 0–4, whose letters A–E the stub
-    # never offers), so every answer is read, and the expected value is, by hand,
-    # (1×.10 + 2×.20 + 3×.30 + 4×.25) / .85 = 2.4 / .85 on both instruments.
+    # Digits are option values on the IRI's 0–4 scale (whose letters A–E the stub never offers),
+    # so every answer is read, and the expected value is, by hand,
+    # (1×.10 + 2×.20 + 3×.30 + 4×.25) / .85 = 2.4 / .85.
     assert (table["status"] == "answered").all()
     assert table["expected"].to_numpy() == pytest.approx(2.4 / 0.85)
     assert table["option_mass"].to_numpy() == pytest.approx(0.85)
