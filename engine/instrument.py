@@ -363,8 +363,8 @@ def _check_ids_and_members(inst: Instrument, doc: YamlDocument) -> list[Problem]
         if item.kind != "rating":
             continue
         if item.text is None and inst.item_texts is None:
-            bad(("items", i), f"item '{item.id}' has no `text`; give it one, or declare `item_texts` "
-                              "when licensed texts are supplied by the user")
+            bad(("items", i, "text"), f"required field is missing (item '{item.id}'); an item may go without "
+                                      "`text` only when the instrument declares `item_texts` (user-supplied)")
         if item.unscored and item.subscales:
             bad(("items", i, "unscored"), f"item '{item.id}' is marked unscored but lists subscales "
                                           f"({', '.join(item.subscales)})")
