@@ -40,6 +40,16 @@ def iri():
     return load_instrument(ROOT / "instruments" / "iri.yaml")
 
 
+def davis(instrument):
+    return next(s for s in instrument.norms if s.id == "davis1980")
+
+
+@pytest.fixture(scope="module")
+def iri_davis(iri):
+    """The IRI with only its davis1980 sample: the tests written for one sample."""
+    return iri.model_copy(update={"norms": [davis(iri)]})
+
+
 @pytest.fixture(scope="module")
 def bes():
     return load_instrument(ROOT / "instruments" / "bes.yaml")
@@ -211,7 +221,7 @@ def test_pooled_davis_1980_norms(iri):
     #     within SS = 578·4.21² + 581·3.83² = 10244.53 + 8522.63 = 18767.16;
     #     between SS = 1006.40 + 1001.21 = 2007.62; SD = sqrt(20774.78 / 1160) = 4.2319
     #     → 20.36 (4.23).
-    sample = iri.norms[0]
+    sample = davis(iri)
     pt, ec = norm_stats(iri, sample, "PT", None), norm_stats(iri, sample, "EC", None)
     assert (round(pt.mean, 2), round(pt.sd, 2), pt.n) == (17.37, 4.82, 1161)
     assert (round(ec.mean, 2), round(ec.sd, 2), ec.n) == (20.36, 4.23, 1161)
@@ -228,7 +238,7 @@ def test_pool_groups_three_groups():
 
 
 def test_published_groups_and_whole_sample_group(iri):
-    sample = iri.norms[0]
+    sample = davis(iri)
     assert norm_stats(iri, sample, "EC", "women") == NormStats(21.67, 3.83, 582, "davis1980",
                                                                "women", False)
     # A group with an empty `where` is the published whole-sample norm: used as is.
@@ -246,7 +256,7 @@ def test_published_groups_and_whole_sample_group(iri):
 def item_mean_sample() -> NormSample:
     # Item-mean norms (0-4 metric per item): women EC 3.0 (0.5), n 100.
     return NormSample(id="itemmean", citation="davis1980", table="made up for the test",
-                      population="test", n=100, metric="mean", verification="test",
+                      population="test", n=100, metric="mean", verified="source-table", verification="test",
                       groups=[NormGroup(id="women", where={"gender": "female"}, n=100,
                                         scores={"EC": NormScore(mean=3.0, sd=0.5)})])
 
@@ -257,14 +267,14 @@ def test_metric_conversion(iri, mini):
     assert (got.mean, got.sd) == pytest.approx((21.0, 3.5))
     # The other way: mini's Y is the mean of 3 items; a summed norm 12 (3) → mean 4 (1).
     summed = NormSample(id="s", citation="psyq", table="t", population="p", n=10, metric="sum",
-                        verification="v", groups=[NormGroup(id="g", n=10, where={"x": 1},
+                        verified="raw-data", verification="v", groups=[NormGroup(id="g", n=10, where={"x": 1},
                                                             scores={"Y": NormScore(mean=12, sd=3)})])
     got = norm_stats(mini, summed, "Y", "g")
     assert (got.mean, got.sd) == pytest.approx((4.0, 1.0))
 
 
 def test_match_group(iri):
-    sample = iri.norms[0]
+    sample = davis(iri)
     assert match_group(sample, {"gender": "female", "age": 30}) == "women"
     assert match_group(sample, {"gender": " MALE "}) == "men"
     assert match_group(sample, {"gender": "non-binary"}) is None
@@ -317,8 +327,8 @@ EC_ROWS = [
 
 
 @pytest.fixture
-def ec_table(iri, bes):
-    return compare_with_norms(scores_table(EC_ROWS), {"iri": iri, "bes": bes})
+def ec_table(iri_davis, bes):
+    return compare_with_norms(scores_table(EC_ROWS), {"iri": iri_davis, "bes": bes})
 
 
 def test_table_rows_and_pooled_row(ec_table):
@@ -355,11 +365,13 @@ def test_groups_of_one_get_no_statistics(ec_table):
     assert all(np.isnan(one[c]) for c in ["t", "df", "p", "p_adj", "g", "g_low", "g_high",
                                           "tost_p", "sd_ratio"])
     assert pd.isna(one["equivalent"])
-    assert one["reading"] == "EC: 1 respondent compared with the norm for women; too few for a test."
+    assert one["reading"] == ("EC: 1 respondent compared with the davis1980 norm for women; too few for a test"
+                              " — norms unverified.")
 
 
 @pytest.mark.parametrize("method", ["holm", "fdr_bh"])
-def test_multiplicity_correction_over_the_whole_table(iri, bes, method):
+def test_multiplicity_correction_over_the_whole_table(iri_davis, bes, method):
+    iri = iri_davis
     rows = EC_ROWS + [(b, r, gnd, rep, "iri", "PT", s - 3) for b, r, gnd, rep, inst, sub, s in EC_ROWS
                       if inst == "iri" and s is not None]
     table = compare_with_norms(scores_table(rows), {"iri": iri, "bes": bes}, correction=method)
@@ -398,14 +410,16 @@ def test_reading_of_a_computed_row(ec_table):
     # hand_tost → .4042. Holm over the three tested rows of b1 (Welch p .2818, .7366, .8219):
     # women's .8219 is the largest → min(1, max(.2818·3, .7366·2, .8219)) = 1.
     assert ec_table.iloc[1]["reading"] == (
-        "EC is 0.2 SD below the norm for women (g = −0.17, 95 % CI −1.31 to 0.96, Holm p = 1.000); "
-        "equivalence within ±0.3 SD not shown (TOST p = .404).")
+        "EC is 0.2 SD below the davis1980 norm for women (g = −0.17, 95 % CI −1.31 to 0.96, Holm p = 1.000); "
+        "equivalence within ±0.3 SD not shown (TOST p = .404) — norms unverified.")
 
 
-def test_respondent_z(iri, bes):
+def test_respondent_z(iri_davis, bes):
     scores = scores_table(EC_ROWS)
-    got = respondent_z(scores, {"iri": iri, "bes": bes})
-    assert list(got.columns) == list(scores.columns) + ["norm_group", "z", "percentile"]
+    got = respondent_z(scores, {"iri": iri_davis, "bes": bes})
+    assert list(got.columns) == list(scores.columns) + ["norm_sample", "norm_verified", "norm_group", "z",
+                                                        "percentile"]
+    assert len(got) == len(scores)          # one norm sample: one row per score
     f1 = got.iloc[0]          # woman, score 20 against 21.67 (3.83)
     assert f1["norm_group"] == "women"
     assert f1["z"] == pytest.approx((20 - 21.67) / 3.83)
