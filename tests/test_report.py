@@ -82,3 +82,51 @@ def test_report_on_a_non_run_is_a_clean_error(tmp_path):
     out = subprocess.run([sys.executable, "-m", "engine.cli", "report", str(tmp_path)], cwd=ROOT,
                          capture_output=True, text=True)
     assert out.returncode == 2 and "not a run directory" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_report_compares_every_norm_sample_and_says_who_matched(run_dir, tmp_path):
+    out = subprocess.run([sys.executable, "-m", "engine.cli", "report", str(run_dir), "--out", str(tmp_path)],
+                         cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    md = (tmp_path / "report.md").read_text()
+    # 16 personas with a gender + the baseline without one: the baseline matches no group.
+    for sample in ("briganti2018", "davis1980"):
+        warning = (f"iri norm sample {sample} matches on gender; the cohort has age, gender: 16 of 17 "
+                   "respondents matched a group and 1 were compared with the pooled norm (unmatched: baseline).")
+        assert f"warning: {warning}" in out.stderr.splitlines()
+        assert warning in md
+    assert "Norm group matching" in md and "NOT COMPARED" not in md
+    assert "iri briganti2018 [verified: raw-data]" in md
+    assert "iri davis1980 [verified: unverified — NORMS UNVERIFIED]" in md
+    assert "the davis1980 norm for women" in md and "— norms unverified." in md
+
+
+def test_report_norms_option_restricts_and_says_what_was_left_out(run_dir, tmp_path):
+    out = subprocess.run([sys.executable, "-m", "engine.cli", "report", str(run_dir), "--out", str(tmp_path),
+                          "--norms", "briganti2018"], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    md = (tmp_path / "report.md").read_text()
+    assert "the briganti2018 norm for women" in md and "the davis1980 norm" not in md
+    assert "NOT COMPARED: left out by the choice of norm samples" in md
+    bad = subprocess.run([sys.executable, "-m", "engine.cli", "report", str(run_dir), "--out", str(tmp_path),
+                          "--norms", "davis1981"], cwd=ROOT, capture_output=True, text=True)
+    assert bad.returncode == 2 and "no such norm sample: davis1981" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_study_norms_field_is_checked_and_read(tmp_path):
+    from analysis.report import _norm_choice
+    from engine.errors import InputError
+
+    (tmp_path / "cohort.yaml").write_text(yaml.safe_dump({"psyq": "cohort/1", "id": "c", "personas": [{"id": "p"}]}))
+    study = {"psyq": "study/1", "id": "s", "instruments": [str(ROOT / "instruments" / "iri.yaml")],
+             "cohort": "cohort.yaml", "backends": [{"id": "b", "kind": "openai", "base_url": "http://127.0.0.1:9/v1",
+                                                     "model": "m"}], "norms": {"iri": ["davis1980", "nope"]}}
+    (tmp_path / "study.yaml").write_text(yaml.safe_dump(study, sort_keys=False))
+    with pytest.raises(InputError, match=r"norms\.iri\[1\]: 'iri' has no norm sample 'nope'"):
+        load_study(tmp_path / "study.yaml")
+    study["norms"] = {"iri": ["davis1980"]}
+    (tmp_path / "study.yaml").write_text(yaml.safe_dump(study, sort_keys=False))
+    load_study(tmp_path / "study.yaml")
+    # A run directory holds a copy of the study as study.yaml: the report reads its `norms`.
+    assert _norm_choice(tmp_path, None) == {"iri": ["davis1980"]}
+    assert _norm_choice(tmp_path, ["briganti2018"]) == ["briganti2018"]
