@@ -5,11 +5,16 @@ The human side of every comparison is a published summary (mean, SD, n per group
 side is the scores of the respondents matched to that group. Everything is computed from summary
 statistics, so the same functions serve for re-checking published tables.
 
+Every norm sample of an instrument is compared (each row names its `norm_sample`, and carries
+its `norm_verified` status); :func:`group_matching` says which respondents fell in which group.
+Human data scored with :func:`engine.scoring.score` work as well (see :func:`as_norm_scores`).
+
 Example
 -------
 >>> from analysis.scores import score_answers                          # doctest: +SKIP
 >>> scores = score_answers(table, instruments)                         # doctest: +SKIP
->>> compare_with_norms(scores, instruments)[["subscale", "norm_group", "g", "reading"]]  # doctest: +SKIP
+>>> compare_with_norms(scores, instruments)[["norm_sample", "subscale", "norm_group", "g", "reading"]]  # doctest: +SKIP
+>>> compare_with_norms(score(iri, humans), {"iri": iri})                # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -157,7 +162,7 @@ def norm_stats(instrument: Instrument, sample: NormSample, subscale_id: str,
     -------
     >>> iri = load_instrument("instruments/iri.yaml")                     # doctest: +SKIP
     >>> norm_stats(iri, iri.norms[0], "EC", "women")                      # doctest: +SKIP
-    NormStats(mean=21.67, sd=3.83, n=582, sample_id='davis1980', group_id='women', derived=False)
+    NormStats(mean=20.54, sd=4.29, n=1135, sample_id='briganti2018', group_id='women', derived=False)
 
     References
     ----------
