@@ -45,6 +45,15 @@ def _figure(width: float, height: float) -> Figure:
     return fig
 
 
+def _verification_note(rows: pd.DataFrame) -> str:
+    """' (norms unverified)' and the like when the rows' norm sample is not verified from its
+    source table or raw data (column `norm_verified` of the norm table; nothing without it)."""
+    if "norm_verified" not in rows.columns or rows.empty:
+        return ""
+    status = str(rows["norm_verified"].iloc[0])
+    return {"unverified": " (norms unverified)", "secondary-source": " (norms from a secondary source)"}.get(status, "")
+
+
 def _message_figure(message: str, title: str | None = None) -> Figure:
     """A small figure that only says `message` (for empty inputs)."""
     fig = _figure(6, 2.2)
@@ -146,7 +155,8 @@ def profile_plot(comparison: pd.DataFrame, instrument_id: str) -> Figure:
         derived = " (derived)" if panel["norm_derived"].map(_truthy).any() else ""
         norm_n = panel["norm_n"].dropna()
         norm_n_text = f", norm n = {int(norm_n.iloc[0])}" if len(norm_n) and _finite(norm_n.iloc[0]) else ""
-        ax.set_title(f"{group}{derived} — {sample}{norm_n_text}\n{_n_text(panel['n'].tolist())}", fontsize=10)
+        flagged = _verification_note(panel)
+        ax.set_title(f"{group}{derived} — {sample}{flagged}{norm_n_text}\n{_n_text(panel['n'].tolist())}", fontsize=10)
         ax.grid(axis="y", color="#E5E5E5", lw=0.8, zorder=0)
         ax.set_axisbelow(True)
     axes[0].set_ylabel("Subscale score (norm's metric)")
@@ -224,7 +234,8 @@ def distribution_plot(scores: pd.DataFrame, comparison: pd.DataFrame, instrument
         n_text = f", n = {int(r.norm_n)}" if _finite(r.norm_n) else ""
         ax.plot(grid, stats.norm.pdf(grid, r.norm_mean, r.norm_sd), color=NORM_COLOUR,
                 ls=LINESTYLES[g % len(LINESTYLES)], lw=1.8,
-                label=f"norm {r.norm_group} ({r.norm_sample}): N({r.norm_mean:.2f}, {r.norm_sd:.2f}²){n_text}",
+                label=f"norm {r.norm_group} ({r.norm_sample}{_verification_note(pd.DataFrame([r._asdict()]))}): "
+                      f"N({r.norm_mean:.2f}, {r.norm_sd:.2f}²){n_text}",
                 gid=f"norm-density:{r.norm_sample}:{r.norm_group}")
     ax.set_xlim(lo, hi)
     ax.set_ylim(bottom=0)

@@ -472,7 +472,7 @@ def _read_item_texts(inst: Instrument, file: Path) -> dict[str, str]:
 
     name = str(file)
     try:
-        with file.open(newline="", encoding="utf-8") as handle:
+        with file.open(newline="", encoding="utf-8-sig") as handle:   # -sig: a BOM from spreadsheets
             rows = list(csv.reader(handle))
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise InputError.single(name, f"cannot read the item texts: {exc}") from None
