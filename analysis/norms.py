@@ -412,7 +412,7 @@ def tost_from_summary(m1: float, s1: float, n1: int, m2: float, s2: float, n2: i
 
 SampleChoice = Iterable[str] | Mapping[str, Iterable[str]] | None
 """Which norm samples to compare: None (all of every instrument), sample ids (each instrument's
-samples with these ids), or instrument id -> sample ids."""
+samples with these ids), or instrument id -> sample ids (other instruments keep all)."""
 
 
 def _attribute_columns(scores: pd.DataFrame) -> list[str]:
@@ -448,9 +448,9 @@ def as_norm_scores(scores: pd.DataFrame, instruments: Mapping[str, Instrument]) 
 
 
 def _wanted(instrument: Instrument, choice: SampleChoice) -> list[NormSample]:
-    if choice is None:
-        return list(instrument.norms)
-    ids = set(choice.get(instrument.id, ()) if isinstance(choice, Mapping) else choice)
+    if choice is None or (isinstance(choice, Mapping) and instrument.id not in choice):
+        return list(instrument.norms)      # an instrument the mapping does not name keeps all
+    ids = set(choice[instrument.id] if isinstance(choice, Mapping) else choice)
     return [s for s in instrument.norms if s.id in ids]
 
 
@@ -459,7 +459,8 @@ def chosen_samples(instruments: Mapping[str, Instrument], choice: SampleChoice =
     """The norm samples compared for each instrument, in the instrument's order.
 
     `choice` is None (every sample), a list of sample ids (each instrument's samples with those
-    ids) or a mapping of instrument id to sample ids. A named sample that no instrument has is a
+    ids) or a mapping of instrument id to sample ids (instruments it does not name keep every
+    sample). A named sample that no instrument has is a
     KeyError, so that a typing slip never silently compares nothing.
 
     Example

@@ -21,12 +21,28 @@ ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
 
 
+def _with_placeholder_texts(tmp: Path, instrument: str) -> Path:
+    """The instrument file to administer: for one whose texts are user-supplied (the BES), a copy
+    beside a texts file of placeholder statements written here (not the real, licensed items)."""
+    source = ROOT / instrument
+    data = yaml.safe_load(source.read_text())
+    if "item_texts" not in data:
+        return source
+    data["item_texts"]["file"] = "texts.csv"                  # relative to the copy
+    lines = ["item_id,text"] + [f'{i["id"]},"Placeholder statement {i["id"]} about how I react to others."'
+                                for i in data["items"]]
+    (tmp / "texts.csv").write_text("\n".join(lines) + "\n")
+    copy = tmp / source.name
+    copy.write_text(yaml.safe_dump(data, sort_keys=False))
+    return copy
+
+
 def _study(tmp: Path, instrument: str, answer: str, personas: list[dict]) -> Path:
     (tmp / "cohort.yaml").write_text(yaml.safe_dump(
         {"psyq": "cohort/1", "id": "c", "include_baseline": True, "personas": personas}))
     path = tmp / f"study_{answer}.yaml"
     path.write_text(yaml.safe_dump({
-        "psyq": "study/1", "id": f"local_{answer}", "instruments": [str(ROOT / instrument)],
+        "psyq": "study/1", "id": f"local_{answer}", "instruments": [str(_with_placeholder_texts(tmp, instrument))],
         "cohort": "cohort.yaml", "backends": [{"id": "local", "kind": "local", "concurrency": 2}],
         "protocol": {"answer": answer, "seed": 7, "reask_limit": 1}}))
     return path

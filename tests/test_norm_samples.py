@@ -81,6 +81,12 @@ def test_samples_can_be_restricted(iri):
     assert set(only["norm_sample"]) == {"briganti2018"}
     by_instrument = compare_with_norms(scores, {"iri": iri}, samples={"iri": ["davis1980"]})
     assert set(by_instrument["norm_sample"]) == {"davis1980"}
+    # A mapping that does not name the instrument leaves all its samples compared.
+    other = {"iri": iri, "iri2": iri.model_copy(update={"id": "iri2"})}
+    both = compare_with_norms(pd.concat([scores, scores.assign(instrument="iri2")]), other,
+                              samples={"iri2": ["davis1980"]})
+    assert set(both.loc[both["instrument"] == "iri", "norm_sample"]) == {"briganti2018", "davis1980"}
+    assert set(both.loc[both["instrument"] == "iri2", "norm_sample"]) == {"davis1980"}
     with pytest.raises(KeyError, match="no such norm sample: davis1981"):
         compare_with_norms(scores, {"iri": iri}, samples=["davis1981"])
     with pytest.raises(KeyError):
