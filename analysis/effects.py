@@ -18,7 +18,7 @@ import statsmodels.formula.api as smf
 from .scores import RESPONDENT_KEYS
 
 CONFIDENCE = 0.95
-SCORE_COLUMNS = RESPONDENT_KEYS + ["instrument", "subscale", "score", "n_answered", "n_items"]
+SCORE_COLUMNS = RESPONDENT_KEYS + ["instrument", "subscale", "score", "n_answered", "n_items", "prorated"]
 EFFECT_COLUMNS = ["instrument", "subscale", "model", "term", "estimate", "se", "ci_low", "ci_high", "p", "n"]
 RESPONDENT_VARIANCE = "var(respondent)"
 RESIDUAL_VARIANCE = "var(residual)"

@@ -33,7 +33,7 @@ from .scores import RESPONDENT_KEYS
 POOLED = "pooled"
 """`norm_group` label of the row for respondents that match no group of the norm sample."""
 
-SCORE_COLUMNS = ["instrument", "subscale", "score", "n_answered", "n_items"]
+SCORE_COLUMNS = ["instrument", "subscale", "score", "n_answered", "n_items", "prorated"]
 
 COLUMNS = ["backend_id", "instrument", "subscale", "norm_sample", "norm_group", "norm_derived",
            "n", "mean", "sd", "norm_n", "norm_mean", "norm_sd", "diff", "t", "df", "p", "p_adj",
