@@ -77,7 +77,9 @@ def wide_scores(scores: pd.DataFrame, prefix: bool = True) -> pd.DataFrame:
         data["prorated"] = False
     keys = [k for k in RESPONDENT_KEYS if k in data.columns]
     # "" for a missing key value: pandas drops NaN group keys, and a human table has no model.
-    data[keys] = data[keys].astype(object).where(data[keys].notna(), "")
+    for key in keys:
+        if not pd.api.types.is_numeric_dtype(data[key]):
+            data[key] = data[key].astype(object).where(data[key].notna(), "")
     people = data[keys + attributes].drop_duplicates(keys).reset_index(drop=True)
     if prefix:
         data["column"] = data["instrument"].astype(str) + "_" + data["subscale"].astype(str)

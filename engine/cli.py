@@ -16,7 +16,6 @@ from . import __version__
 from .errors import InputError, PsyqError
 from .human_data import read_answers_csv
 from .instrument import instrument_json_schema, load_instrument
-from .scoring import score_wide
 from .yamlfile import load_yaml
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
@@ -77,15 +76,54 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _prorated_summary(scores, what: str) -> str:
+    """One line saying how many scores were prorated and how many left unscored (too few items)."""
+    prorated = int(scores["prorated"].sum())
+    unscored = int(scores["score"].isna().sum())
+    parts = [f"{what}: {len(scores)} subscale scores; {prorated} prorated over the items answered"]
+    parts.append(f"{unscored} not scored (fewer items answered than the subscale's min_answered)")
+    return "; ".join(parts)
+
+
 def cmd_score(args: argparse.Namespace) -> int:
+    from analysis.score_table import wide_scores, write_scores
+    from analysis.scores import human_scores
+
     instrument = load_instrument(args.instrument)
-    answers = read_answers_csv(args.responses, instrument)
-    scores = score_wide(instrument, answers)
+    answers = read_answers_csv(args.responses, instrument, keyed=args.keyed)
+    long = human_scores(answers, instrument)
+    wide = wide_scores(long, prefix=False).drop(columns=["backend_id", "model", "repeat"])
+    print(_prorated_summary(long, args.responses), file=sys.stderr)
+    if args.keyed:
+        print(f"{args.responses}: declared keyed; reverse-keyed items were taken as already reversed",
+              file=sys.stderr)
     if args.out:
-        scores.to_csv(args.out, index_label="respondent_id")
-        print(f"scored {len(scores)} respondents on {', '.join(scores.columns)} -> {args.out}")
+        write_scores(wide, args.out, args.format, {instrument.id: instrument}, prefix=False)
+        print(f"scored {len(wide)} respondents on {', '.join(s.id for s in instrument.rating_subscales)} "
+              f"-> {args.out}")
+    elif args.format != "csv":
+        raise InputError.single(args.responses, f"--format {args.format} needs --out FILE")
     else:
-        scores.to_csv(sys.stdout, index_label="respondent_id")
+        wide.to_csv(sys.stdout, index=False)
+    return EXIT_OK
+
+
+def cmd_scores(args: argparse.Namespace) -> int:
+    from analysis.score_table import wide_scores, write_scores
+    from analysis.scores import load_run_scores
+    from .export import run_instruments
+    from .run import open_run_dir
+
+    run = open_run_dir(args.run)
+    long = load_run_scores(run.path)
+    wide = wide_scores(long)
+    out = Path(args.out) if args.out else run.path / f"scores.{args.format}"
+    names = write_scores(wide, out, args.format, run_instruments(run))
+    print(_prorated_summary(long, str(run.path)), file=sys.stderr)
+    renamed = {a: b for a, b in names.items() if a != b}
+    if renamed:
+        print("renamed for SPSS: " + ", ".join(f"{a} -> {b}" for a, b in renamed.items()), file=sys.stderr)
+    print(f"{len(wide)} respondent rows x {len(wide.columns)} columns -> {out}")
     return EXIT_OK
 
 
@@ -228,6 +266,7 @@ COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
     "run": (cmd_run, "administer a study (resumes a run of the same study)"),
     "status": (cmd_status, "summarise a run"),
     "export": (cmd_export, "write a run's answers as a tidy long table"),
+    "scores": (cmd_scores, "write a run's subscale scores, one row per respondent x repeat x backend"),
     "judge": (cmd_judge, "score a run's free-text answers with a judge model and a rubric"),
     "report": (cmd_report, "write an HTML report and a Markdown summary of a run"),
 }
@@ -248,7 +287,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = parsers["score"]
     p.add_argument("instrument", help="instrument YAML file")
     p.add_argument("responses", help="CSV with respondent_id and one column per item id")
-    p.add_argument("--out", help="write scores to this CSV (default: standard output)")
+    p.add_argument("--out", help="write scores to this file (default: CSV on standard output)")
+    p.add_argument("--format", choices=["csv", "parquet", "sav"], default="csv",
+                   help="file format for --out (sav: SPSS, with variable and value labels)")
+    p.add_argument("--keyed", action="store_true",
+                   help="the file's reverse-keyed items are already reversed (do not reverse them again)")
     p = parsers["run"]
     p.add_argument("study", help="study YAML file")
     p.add_argument("--base-url", help="use this OpenAI-compatible server instead of the study's backends")
@@ -260,6 +303,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run", help="run directory (runs/<study>/<run-id>)")
     p.add_argument("--format", choices=["csv", "parquet"], default="csv")
     p.add_argument("--out", help="output file (default: answers.<format> in the run directory)")
+    p = parsers["scores"]
+    p.add_argument("run", help="run directory (runs/<study>/<run-id>)")
+    p.add_argument("--format", choices=["csv", "parquet", "sav"], default="csv",
+                   help="sav: SPSS, with variable labels, value labels and SPSS-valid names")
+    p.add_argument("--out", help="output file (default: scores.<format> in the run directory)")
     p = parsers["judge"]
     p.add_argument("run", help="run directory (runs/<study>/<run-id>)")
     p.add_argument("--rubric", required=True,
