@@ -183,13 +183,15 @@ def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] 
             rel.readings.append(f"{row.instrument} {row.subscale}: Cronbach's α = {row.alpha:.2f} "
                                 f"(95 % CI {row.alpha_low:.2f} to {row.alpha_high:.2f}), ω = {row.omega:.2f}.")
         else:
-            rel.readings.append(f"{row.instrument} {row.subscale}: α not computable (items without variance).")
+            rel.readings.append(f"{row.instrument} {row.subscale}: {row.note or 'α not estimable'}.")
     if table["repeat"].nunique() > 1 and not scores.empty:
         for (b, inst, sub), rows in scores.groupby(["backend_id", "instrument", "subscale"]):
             icc = reliability.test_retest_icc(rows[["respondent_id", "repeat", "score"]].dropna())
             icc.insert(0, "subscale", sub)
             icc.insert(0, "instrument", inst)
             rel.tables.append((f"Test–retest ICC, {b} {inst} {sub}", icc))
+            if not icc["estimable"].all():
+                rel.readings.append(f"Test–retest ICC, {b} {inst} {sub}: not estimable — {icc['note'].iloc[0]}.")
     if rel.tables:
         sections.append(rel)
 
