@@ -249,12 +249,18 @@ def _id_paths(specs: list[str] | None, option: str) -> dict[str, str]:
     return out
 
 
+KEYED_SUFFIX = ":keyed"
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from analysis.report import write_report
 
     human, targets = _id_paths(args.human, "--human"), _id_paths(args.targets, "--targets")
+    # INSTRUMENT=FILE.csv:keyed declares item answers stored already keyed (reverse items reversed).
+    keyed = {i for i, path in human.items() if path.endswith(KEYED_SUFFIX)}
+    human = {i: path.removesuffix(KEYED_SUFFIX) if i in keyed else path for i, path in human.items()}
     html_path, md_path = write_report(args.run, args.out, human_csv=human or None, bound=args.bound,
-                                      correction=args.correction, targets_csv=targets or None)
+                                      correction=args.correction, targets_csv=targets or None, human_keyed=keyed)
     print(f"report -> {html_path}\nsummary -> {md_path}")
     return EXIT_OK
 
@@ -321,7 +327,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = parsers["report"]
     p.add_argument("run", help="run directory (runs/<study>/<run-id>)")
     p.add_argument("--human", action="append", metavar="INSTRUMENT=CSV",
-                   help="human data to compare with (repeatable): item answers, e.g. iri=humans.csv, or "
+                   help="human data to compare with (repeatable): item answers, e.g. iri=humans.csv "
+                        "(iri=humans.csv:keyed when reverse-keyed items are stored already reversed), or "
                         "perceiver ratings for vignettes, e.g. ea_vignettes_psyq=perceivers.csv")
     p.add_argument("--targets", action="append", metavar="INSTRUMENT=CSV",
                    help="targets' own reports for a vignette instrument, replacing its design-intended profiles")
