@@ -88,6 +88,9 @@ def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] 
     human_csv = dict(human_csv or {})
     vignette_ids = [i for i, inst in instruments.items() if any(x.kind == "vignette" for x in inst.items)]
     perceivers_csv = {i: human_csv.pop(i) for i in vignette_ids if i in human_csv}
+    if keyed_vignettes := sorted(set(human_keyed) & set(perceivers_csv)):
+        raise InputError.single(", ".join(keyed_vignettes), "':keyed' applies to item answers of a questionnaire, "
+                                "not to perceiver ratings of vignettes")
     unknown = sorted(set(human_csv) - set(instruments)) + sorted(set(targets_csv or {}) - set(vignette_ids))
     if unknown:
         raise InputError.single(", ".join(unknown), "not an instrument of this run that takes this kind of data "

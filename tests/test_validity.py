@@ -154,3 +154,23 @@ def test_congruence_degenerate_cases_are_not_estimable():
     too_many = instrument({"A": 1, "B": 1, "C": 1, "D": 1})          # 4 factors from 4 items
     four = two_factor_sample(rng, 100).iloc[:, :4]
     assert factor_congruence(four, four, too_many)["note"].str.contains("not identified").all()
+
+
+def test_validity_plots_draw_estimable_values_and_name_the_rest():
+    from analysis import plots
+
+    inst = instrument({"A": 2, "B": 2})
+    cohort = pd.DataFrame({"i1": [3, 3, 3, 3], "i2": [3, 3, 3, 3], "i3": [1, 2, 3, 4], "i4": [2, 2, 4, 5]})
+    humans = pd.DataFrame({"i1": [1, 2, 4, 5], "i2": [2, 1, 5, 4], "i3": [1, 2, 3, 4], "i4": [2, 3, 4, 5]})
+    corr = subscale_correlations(cohort, humans, inst)      # cohort A constant: r_cohort not estimable
+    fig = plots.correlation_heatmaps(corr, "toy")
+    texts = [t.get_text() for ax in fig.axes for t in ax.texts]
+    assert texts.count("n/e") == 4          # cohort A–B (twice, symmetric) and the difference (twice)
+    assert f"{corr['r_human'].iloc[0]:.2f}" in texts
+    cong = factor_congruence(cohort, humans, inst)          # 4 respondents < 4 items + 1
+    message = plots.congruence_chart(cong)
+    assert any("not estimable" in t.get_text() for ax in message.axes for t in ax.texts)
+    dist = item_distributions(cohort, humans, inst)
+    bars = plots.item_distance_chart(dist, "toy")
+    drawn = [p for p in bars.axes[0].patches]
+    assert [round(p.get_width(), 6) for p in drawn] == [round(v, 6) for v in dist["tv"]]
