@@ -10,7 +10,8 @@ SPSS variable names (``.sav``) must start with a letter, hold only letters, digi
 ``@``, ``#`` or ``$``, not end with a dot, and have at most 64 bytes; they are case-insensitive.
 :func:`spss_names` maps every column name to such a name: characters other than letters, digits
 and ``_`` become ``_`` (dots too, which SPSS allows but R and Stata do not), a name that does not
-start with a letter gets a ``v`` in front, names are cut to 64 characters and made unique
+start with a letter gets a ``v`` in front, an SPSS keyword (``ALL``, ``BY``, ``TO`` …) gets a
+``_`` after it, names are cut to 64 characters and made unique
 (case-insensitively) with a numeric suffix. Each variable keeps its original name in its label
 when no better label exists; the mapping is returned so a caller can print it.
 
@@ -40,6 +41,8 @@ from .scores import RESPONDENT_KEYS, SCORE_VALUES
 
 FORMATS = ("csv", "parquet", "sav")
 SPSS_MAX_NAME = 64
+# SPSS keywords that cannot be variable names (IBM SPSS Statistics, "Variable names").
+SPSS_RESERVED = {"ALL", "AND", "BY", "EQ", "GE", "GT", "LE", "LT", "NE", "NOT", "OR", "TO", "WITH"}
 # A text attribute with more distinct values than this stays text in .sav (an id, free text).
 MAX_LABELLED_LEVELS = 50
 
@@ -118,6 +121,8 @@ def spss_names(columns: list[str]) -> dict[str, str]:
         name = re.sub(r"[^A-Za-z0-9_]", "_", str(column)) or "v"
         if not re.match(r"[A-Za-z]", name):
             name = "v" + name
+        if name.upper() in SPSS_RESERVED:
+            name += "_"
         name = name[:SPSS_MAX_NAME]
         candidate, i = name, 1
         while candidate.lower() in taken:

@@ -97,11 +97,13 @@ def test_scores_sav_round_trip_values_and_labels(run_dir, tmp_path):
 
 
 def test_spss_names_are_valid_and_unique():
-    names = spss_names(["iri_PT", "persona age", "2nd.item", "x" * 70, "X" * 70, "IRI_pt"])
+    names = spss_names(["iri_PT", "persona age", "2nd.item", "x" * 70, "X" * 70, "IRI_pt", "by"])
+    assert names["by"] == "by_"                                 # BY is an SPSS keyword
     assert names["iri_PT"] == "iri_PT"
     assert names["persona age"] == "persona_age" and names["2nd.item"] == "v2nd_item"
     written = list(names.values())
     assert all(len(n) <= 64 and n[0].isalpha() and n.replace("_", "").isalnum() for n in written)
+    assert names["x" * 70] == "x" * 64 and names["X" * 70] == "X" * 62 + "_2"   # cut, then de-duplicated
     assert len({n.lower() for n in written}) == len(written)     # SPSS names are case-insensitive
 
 
