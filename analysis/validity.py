@@ -82,6 +82,17 @@ def total_variation(p: np.ndarray, q: np.ndarray) -> float:
     return float(0.5 * np.abs(np.asarray(p, dtype=float) - np.asarray(q, dtype=float)).sum())
 
 
+def _level_text(values: pd.Series) -> pd.Series:
+    """Attribute values as text, whole numbers without ".0" (a human CSV's 1.0 is a cohort's 1)."""
+    def one(v):
+        if v is None or (not isinstance(v, str) and pd.isna(v)):
+            return None
+        if isinstance(v, (float, np.floating)) and float(v).is_integer():
+            return str(int(v))
+        return str(v)
+    return values.astype(object).map(one)
+
+
 def _attribute_groups(cohort: pd.DataFrame, human: pd.DataFrame, item_ids: set[str],
                       group_by: Sequence[str] | None) -> list[str]:
     if group_by is not None:
@@ -137,10 +148,10 @@ def item_distributions(cohort: pd.DataFrame, human: pd.DataFrame, instrument: In
     items = [i.id for i in instrument.rating_items]
     groups: list[tuple[str, str, pd.DataFrame, pd.DataFrame]] = [(ALL, ALL, cohort, human)]
     for attribute in _attribute_groups(cohort, human, set(items), group_by):
-        levels = sorted({str(v) for v in human[attribute].dropna()} | {str(v) for v in cohort[attribute].dropna()})
+        c_text, h_text = _level_text(cohort[attribute]), _level_text(human[attribute])
+        levels = sorted(set(c_text.dropna()) | set(h_text.dropna()))
         for level in levels:
-            groups.append((attribute, level, cohort[cohort[attribute].astype(str) == level],
-                           human[human[attribute].astype(str) == level]))
+            groups.append((attribute, level, cohort[(c_text == level).to_numpy()], human[(h_text == level).to_numpy()]))
     uniform = np.full(len(options), 1 / len(options))
     rows = []
     for attribute, level, c_rows, h_rows in groups:

@@ -62,6 +62,11 @@ def test_simbench_baseline_is_the_mean_over_items_and_groups_are_compared():
     assert women.loc["i2", "n_human"] == 2 and women.loc["i2", "n_cohort"] == 4
     # Women's i2: humans (.5, .5) = cohort's (.5, .5) → TV 0.
     assert women.loc["i2", "tv"] == 0
+    # Codes match across types: a human CSV's 1.0 (float) is the cohort's 1 (integer).
+    coded = item_distributions(cohort.assign(gender=pd.array([1, 1, 1, 1], dtype="Int64")),
+                               humans.assign(gender=[1.0, 1.0, 2.0, 2.0]), inst)
+    assert set(coded.loc[coded["group_by"] == "gender", "group"]) == {"1", "2"}
+    assert (coded.loc[coded["group"] == "1", "n_cohort"] == 4).all()
 
 
 def test_simbench_not_estimable_when_humans_are_uniform_everywhere():
