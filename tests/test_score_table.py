@@ -133,3 +133,19 @@ def test_score_keyed_file_is_not_reversed_twice(tmp_path):
     pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "a.csv"), pd.read_csv(tmp_path / "b.csv"))
     c = psyq("score", str(DATA / "mini_1to7.yaml"), str(tmp_path / "keyed.csv"), "--out", str(tmp_path / "c.csv"))
     assert not pd.read_csv(tmp_path / "a.csv").equals(pd.read_csv(tmp_path / "c.csv"))   # undeclared: differs
+
+
+def test_score_writes_sav_and_needs_out_for_binary_formats(tmp_path):
+    out = tmp_path / "humans.sav"
+    result = psyq("score", str(DATA / "mini_1to7.yaml"), str(DATA / "mini_answers.csv"), "--format", "sav",
+                  "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    frame, meta = pyreadstat.read_sav(str(out))
+    # Worked by hand in test_scoring.py: r1 Z 16 (complete), r4 Z 56/3 (d missing: prorated).
+    got = frame.set_index("respondent_id")
+    assert got.loc["r1", "Z"] == 16 and got.loc["r4", "Z"] == pytest.approx(56 / 3)
+    assert got.loc["r4", "Z_prorated"] == 1 and got.loc["r1", "Z_prorated"] == 0
+    assert meta.column_names_to_labels["Z"] == "MINI Prorated sum of all (sum, 4–28)"
+    assert meta.variable_value_labels["gender"] == {1.0: "female", 2.0: "male"}
+    bad = psyq("score", str(DATA / "mini_1to7.yaml"), str(DATA / "mini_answers.csv"), "--format", "sav")
+    assert bad.returncode == 2 and "needs --out" in bad.stderr and "Traceback" not in bad.stderr
