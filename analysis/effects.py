@@ -18,8 +18,12 @@ import statsmodels.formula.api as smf
 from .scores import RESPONDENT_KEYS
 
 CONFIDENCE = 0.95
-SCORE_COLUMNS = RESPONDENT_KEYS + ["instrument", "subscale", "score", "n_answered", "n_items"]
-EFFECT_COLUMNS = ["instrument", "subscale", "model", "term", "estimate", "se", "ci_low", "ci_high", "p", "n"]
+SCORE_COLUMNS = RESPONDENT_KEYS + ["instrument", "subscale", "score", "n_answered", "n_items", "prorated"]
+EFFECT_COLUMNS = ["instrument", "subscale", "model", "term", "estimate", "se", "ci_low", "ci_high", "p", "n",
+                  "estimable", "note"]
+# A residual variance at or below this share of the scores' variance is zero up to rounding: the
+# model reproduces every score (e.g. identical repeats) and its SEs and p values mean nothing.
+ZERO_SHARE = 1e-8
 RESPONDENT_VARIANCE = "var(respondent)"
 RESIDUAL_VARIANCE = "var(residual)"
 
@@ -54,7 +58,40 @@ def _tidy(instrument: str, subscale: str, kind: str, names: list[str], fit, n: i
     return [{"instrument": instrument, "subscale": subscale, "model": kind, "term": name,
              "estimate": float(fit.params[name]), "se": float(fit.bse[name]),
              "ci_low": float(ci.loc[name].iloc[0]), "ci_high": float(ci.loc[name].iloc[1]),
-             "p": float(fit.pvalues[name]), "n": n} for name in names]
+             "p": float(fit.pvalues[name]), "n": n, "estimable": True, "note": ""} for name in names]
+
+
+def _not_estimable(instrument: str, subscale: str, kind: str, names: list[str], n: int, note: str) -> list[dict]:
+    """One row per term with no number, saying why."""
+    return [{"instrument": instrument, "subscale": subscale, "model": kind, "term": name, "estimate": math.nan,
+             "se": math.nan, "ci_low": math.nan, "ci_high": math.nan, "p": math.nan, "n": n,
+             "estimable": False, "note": note} for name in names]
+
+
+def design_problem(data: pd.DataFrame, exog: np.ndarray, respondent: pd.Series, repeated: bool) -> str | None:
+    """Why a model of these scores cannot be estimated before fitting it (None: it may be).
+
+    Constant scores leave nothing to explain; a rank-deficient design (collinear predictors, e.g.
+    every woman the same age) has no unique coefficients; with repeats, identical scores within
+    every respondent leave no residual variance for the mixed model.
+
+    Example
+    -------
+    >>> d = pd.DataFrame({"score": [1.0, 1.0, 1.0]})
+    >>> design_problem(d, np.ones((3, 1)), pd.Series(["a", "b", "c"]), False)
+    'every score is equal (no variance to explain)'
+    """
+    score = data["score"].to_numpy(dtype=float)
+    if np.ptp(score) == 0:
+        return "every score is equal (no variance to explain)"
+    rank = np.linalg.matrix_rank(exog)
+    if rank < exog.shape[1]:
+        return (f"the design is singular (rank {rank} of {exog.shape[1]} coefficients): some predictors are "
+                "collinear, so their effects cannot be told apart")
+    if repeated and float(data.groupby(respondent.to_numpy())["score"].var(ddof=0).max()) <= ZERO_SHARE * score.var():
+        return ("every respondent has the same score on every repeat (residual variance 0): a random-intercept "
+                "model is degenerate; SEs, intervals and p values would mean nothing")
+    return None
 
 
 def model_effects(scores: pd.DataFrame, predictors: Sequence[str]) -> pd.DataFrame:
@@ -91,7 +128,11 @@ def model_effects(scores: pd.DataFrame, predictors: Sequence[str]) -> pd.DataFra
     -------
     DataFrame
         ``instrument, subscale, model ('ols'|'mixedlm'), term, estimate, se, ci_low, ci_high, p,
-        n`` with ``n`` the number of scores used.
+        n, estimable, note`` with ``n`` the number of scores used. A subscale whose model is not
+        estimable — constant scores, a singular design (collinear predictors), or a residual
+        variance of zero (identical repeats, a perfect fit) — gets rows with no numbers,
+        ``estimable`` False and the reason in ``note`` (and a warning with the same text). An OLS
+        fit that reproduces every score keeps its (exact) estimates but no SE, CI or p.
 
     Example
     -------
@@ -137,16 +178,41 @@ def model_effects(scores: pd.DataFrame, predictors: Sequence[str]) -> pd.DataFra
                           "no model fitted", stacklevel=2)
             continue
         n = len(data)
+        kind = "mixedlm" if repeated else "ols"
+        names = list(model.exog_names) + ([RESPONDENT_VARIANCE, RESIDUAL_VARIANCE] if repeated else [])
+        problem = design_problem(data, np.asarray(model.exog), respondent, repeated)
+        if problem:
+            warnings.warn(f"{inst_id}/{sub_id}: not estimable: {problem}", stacklevel=2)
+            rows += _not_estimable(inst_id, sub_id, kind, names, n, problem)
+            continue
+        score_var = float(data["score"].var(ddof=0))
         if repeated:
             fit = model.fit(reml=True)
+            residual = float(fit.scale)
+            if not np.isfinite(residual) or residual <= ZERO_SHARE * score_var:
+                problem = (f"residual variance {residual:.2g} is zero against a score variance of {score_var:.3g}: "
+                           "the model reproduces every score, so SEs, intervals and p values would mean nothing")
+                warnings.warn(f"{inst_id}/{sub_id}: not estimable: {problem}", stacklevel=2)
+                rows += _not_estimable(inst_id, sub_id, kind, names, n, problem)
+                continue
             rows += _tidy(inst_id, sub_id, "mixedlm", list(fit.fe_params.index), fit, n)
             for term, value in ((RESPONDENT_VARIANCE, float(fit.cov_re.iloc[0, 0])),
-                                (RESIDUAL_VARIANCE, float(fit.scale))):
+                                (RESIDUAL_VARIANCE, residual)):
                 rows.append({"instrument": inst_id, "subscale": sub_id, "model": "mixedlm", "term": term,
                              "estimate": value, "se": math.nan, "ci_low": math.nan, "ci_high": math.nan,
-                             "p": math.nan, "n": n})
+                             "p": math.nan, "n": n, "estimable": True, "note": ""})
         else:
             fit = model.fit()
+            if fit.ssr <= ZERO_SHARE * score_var * n:
+                # A full-rank exact fit has exact, unique coefficients; only their uncertainty is undefined.
+                problem = ("the predictors reproduce every score exactly (residual variance 0): the coefficients "
+                           "are exact differences, but SEs, intervals and p values are not estimable")
+                warnings.warn(f"{inst_id}/{sub_id}: {problem}", stacklevel=2)
+                exact = _not_estimable(inst_id, sub_id, kind, names, n, problem)
+                for row in exact:
+                    row["estimate"] = float(fit.params[row["term"]])
+                rows += exact
+                continue
             rows += _tidy(inst_id, sub_id, "ols", list(model.exog_names), fit, n)
     if not rows:
         return pd.DataFrame({c: [] for c in EFFECT_COLUMNS})

@@ -33,13 +33,13 @@ from scipy import stats
 from engine.instrument import Instrument
 from engine.scoring import keyed_answers, score_wide
 
-from .reliability import cronbach_alpha, one_factor
+from .reliability import alpha_problem, cronbach_alpha, omega_problem, one_factor
 
 SAMPLE_KEYS = ["n_cohort", "n_human", "mean_cohort", "mean_human", "sd_cohort", "sd_human",
                "t", "df", "p", "g", "g_low", "g_high", "u", "p_mwu", "ks", "p_ks", "wasserstein",
                "variance_ratio", "bf_stat", "p_bf"]
 COMPARISON_COLUMNS = ["instrument", "subscale", *SAMPLE_KEYS, "alpha_cohort", "alpha_human",
-                      "alpha_diff", "phi"]
+                      "alpha_diff", "phi", "note"]
 
 
 def _values(sample: pd.Series | np.ndarray) -> np.ndarray:
@@ -140,6 +140,32 @@ def compare_samples(cohort: pd.Series | np.ndarray, human: pd.Series | np.ndarra
         bf = stats.levene(c, h, center="median")
         out.update(bf_stat=float(bf.statistic), p_bf=float(bf.pvalue))
     return out
+
+
+def sample_notes(cohort: pd.Series | np.ndarray, human: pd.Series | np.ndarray, result: Mapping) -> list[str]:
+    """Why the statistics of :func:`compare_samples` that came out NaN are not estimable.
+
+    Example
+    -------
+    >>> sample_notes(np.array([3.0, 3, 3]), np.array([3.0, 3]), compare_samples(np.array([3.0, 3, 3]), np.array([3.0, 3])))
+    ['Welch t not estimable: both samples constant', 'g not estimable: pooled SD is 0', 'variance ratio not estimable: human variance is 0', 'Brown–Forsythe not estimable: no spread around the median in either sample']
+    """
+    c, h = _values(cohort), _values(human)
+    if c.size == 0 or h.size == 0:
+        return [f"no scores in the {'cohort' if c.size == 0 else 'human'} sample: nothing is estimable"]
+    notes = []
+    if c.size < 2 or h.size < 2:
+        small = "cohort" if c.size < 2 else "human"
+        return [f"fewer than 2 scores in the {small} sample: t, g, variance ratio and Brown–Forsythe not estimable"]
+    if np.isnan(result["t"]):
+        notes.append("Welch t not estimable: both samples constant")
+    if np.isnan(result["g"]):
+        notes.append("g not estimable: pooled SD is 0")
+    if np.isnan(result["variance_ratio"]):
+        notes.append("variance ratio not estimable: human variance is 0")
+    if np.isnan(result["bf_stat"]):
+        notes.append("Brown–Forsythe not estimable: no spread around the median in either sample")
+    return notes
 
 
 def tucker_phi(loadings_a: np.ndarray, loadings_b: np.ndarray) -> float:
@@ -254,8 +280,16 @@ def compare_with_humans(cohort_items: Mapping[str, pd.DataFrame], human_items: M
             alpha_h = cronbach_alpha(keyed_h[ids])[0]
             phi = tucker_phi(one_factor_loadings(keyed_c[ids]).to_numpy(),
                              one_factor_loadings(keyed_h[ids]).to_numpy())
-            rows.append({"instrument": inst_id, "subscale": subscale.id,
-                         **compare_samples(scores_c[subscale.id], scores_h[subscale.id]),
+            sample = compare_samples(scores_c[subscale.id], scores_h[subscale.id])
+            notes = sample_notes(scores_c[subscale.id], scores_h[subscale.id], sample)
+            for name, value, items in (("α cohort", alpha_c, keyed_c[ids]), ("α human", alpha_h, keyed_h[ids])):
+                if np.isnan(value):
+                    notes.append(f"{name} not estimable: {alpha_problem(items) or 'no result'}")
+            if np.isnan(phi):
+                why = [f"{side}: {p}" for side, p in (("cohort", omega_problem(keyed_c[ids])),
+                                                       ("human", omega_problem(keyed_h[ids]))) if p]
+                notes.append("φ not estimable: " + ("; ".join(why) or "no proper one-factor solution"))
+            rows.append({"instrument": inst_id, "subscale": subscale.id, **sample,
                          "alpha_cohort": alpha_c, "alpha_human": alpha_h,
-                         "alpha_diff": alpha_c - alpha_h, "phi": phi})
+                         "alpha_diff": alpha_c - alpha_h, "phi": phi, "note": "; ".join(notes)})
     return pd.DataFrame(rows, columns=COMPARISON_COLUMNS)

@@ -478,3 +478,108 @@ def vignette_accuracy_chart(summary: pd.DataFrame, label: str = "profile r") -> 
     ax.set_title(title)
     ax.legend(frameon=False, loc="lower left")
     return fig
+
+
+# --------------------------------------------------------------------------------------------
+# Construct validity against human data (analysis.validity)
+
+
+def item_distance_chart(distances: pd.DataFrame, instrument_id: str) -> Figure:
+    """Total-variation distance per item, cohort against humans, for the whole sample (group
+    ``all``), from :func:`analysis.validity.item_distributions`; a dashed tick marks each item's
+    TV of uniform guessing (bars beyond it: worse than answering at random). Items that are not
+    estimable are listed, not drawn."""
+    title = f"{instrument_id}: answer distributions, cohort against humans (total variation per item)"
+    rows = distances[(distances["instrument"] == instrument_id) & (distances["group_by"] == "all")]
+    drawn = rows[rows["estimable"].astype(bool)]
+    if drawn.empty:
+        return _message_figure("no item could be compared (no answers on one side)", title)
+    fig = _figure(7, max(2.8, 0.26 * len(drawn) + 1.8))
+    ax = fig.add_subplot()
+    y = np.arange(len(drawn))
+    ax.barh(y, drawn["tv"].to_numpy(dtype=float), color=COLOURS[0], height=0.7, zorder=2, gid="tv-bars",
+            label="cohort vs humans")
+    ax.plot(drawn["tv_uniform"].to_numpy(dtype=float), y, linestyle="none", marker="|", markersize=12,
+            markeredgewidth=2, color=COLOURS[1], zorder=3, gid="tv-uniform", label="uniform guessing vs humans")
+    ax.set_yticks(y, [str(i) for i in drawn["item_id"]])
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("total-variation distance (0 = same distribution, 1 = no overlap)")
+    ax.set_ylabel("item")
+    ax.grid(axis="x", color="#E5E5E5", lw=0.8, zorder=0)
+    skipped = rows[~rows["estimable"].astype(bool)]
+    if len(skipped):
+        ax.set_title(f"not estimable: {', '.join(map(str, skipped['item_id']))}", fontsize=9)
+    fig.legend(loc="outside lower center", ncol=2, fontsize=9, frameon=False)
+    fig.suptitle(title, fontsize=11)
+    return fig
+
+
+def correlation_heatmaps(correlations: pd.DataFrame, instrument_id: str) -> Figure:
+    """Side-by-side subscale intercorrelation matrices (cohort, humans, difference) from
+    :func:`analysis.validity.subscale_correlations`; cells that are not estimable are hatched
+    and say "n/e", never coloured as a value."""
+    title = f"{instrument_id}: subscale intercorrelations (Pearson r)"
+    rows = correlations[(correlations["instrument"] == instrument_id) & (correlations["subscale_b"] != "")]
+    if rows.empty:
+        return _message_figure("fewer than 2 subscales: no intercorrelations", title)
+    subs = _unique(pd.concat([rows["subscale_a"], rows["subscale_b"]]))
+    index = {s: i for i, s in enumerate(subs)}
+    fig = _figure(4 + 2.2 * len(subs), 1.6 + 0.75 * len(subs))
+    axes = fig.subplots(1, 3)
+    image = None
+    for ax, (column, name) in zip(axes, (("r_cohort", "cohort"), ("r_human", "humans"),
+                                         ("difference", "cohort − humans"))):
+        matrix = np.full((len(subs), len(subs)), np.nan)
+        np.fill_diagonal(matrix, np.nan if column == "difference" else 1.0)
+        for r in rows.itertuples():
+            i, j = index[r.subscale_a], index[r.subscale_b]
+            matrix[i, j] = matrix[j, i] = getattr(r, column)
+        image = ax.imshow(matrix, cmap="RdBu_r", vmin=-1, vmax=1, gid=f"heatmap:{column}")
+        for i in range(len(subs)):
+            for j in range(len(subs)):
+                if i == j and column == "difference":
+                    continue
+                value = matrix[i, j]
+                if np.isnan(value):
+                    ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///", color=BAND_COLOUR))
+                    ax.text(j, i, "n/e", ha="center", va="center", fontsize=8, color=NORM_COLOUR)
+                else:
+                    ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=8,
+                            color="white" if abs(value) > 0.6 else NORM_COLOUR)
+        ax.set_xticks(range(len(subs)), subs)
+        ax.set_yticks(range(len(subs)), subs)
+        ax.set_title(name, fontsize=10)
+    fig.colorbar(image, ax=list(axes), shrink=0.8, label="r (difference: r cohort − r humans)")
+    fig.suptitle(title + "; n/e = not estimable", fontsize=11)
+    return fig
+
+
+def congruence_chart(congruence: pd.DataFrame) -> Figure:
+    """Tucker's φ per factor (one per subscale, and "all") from
+    :func:`analysis.validity.factor_congruence`, with the conventional thresholds .85 (fair
+    similarity) and .95 (equal factors). Factors that are not estimable are named, not drawn."""
+    title = "Factor congruence with human data (Tucker's φ after target rotation)"
+    drawn = congruence[congruence["estimable"].astype(bool)]
+    if drawn.empty:
+        reason = congruence["note"].iloc[0] if len(congruence) else "no instrument to compare"
+        return _message_figure("\n".join(textwrap.wrap(f"not estimable: {reason}", 70)), title)
+    labels = [f"{r.instrument} {r.factor}" for r in drawn.itertuples()]
+    fig = _figure(7, max(2.6, 0.35 * len(drawn) + 1.8))
+    ax = fig.add_subplot()
+    y = np.arange(len(drawn))
+    ax.barh(y, drawn["phi"].to_numpy(dtype=float), color=COLOURS[2], height=0.6, zorder=2, gid="phi-bars")
+    ax.axvline(0.85, color=NORM_COLOUR, lw=1.1, ls="--", label=".85 fair similarity")
+    ax.axvline(0.95, color=NORM_COLOUR, lw=1.3, label=".95 equal factors")
+    ax.set_yticks(y, labels)
+    ax.invert_yaxis()
+    ax.set_xlim(min(0.0, float(drawn["phi"].min()) - 0.05), 1.0)
+    ax.set_xlabel("Tucker's φ (cohort loadings vs human loadings)")
+    ax.grid(axis="x", color="#E5E5E5", lw=0.8, zorder=0)
+    skipped = congruence[~congruence["estimable"].astype(bool)]
+    if len(skipped):
+        ax.set_title("not estimable: " + ", ".join(f"{r.instrument} {r.factor}" for r in skipped.itertuples()),
+                     fontsize=9)
+    fig.legend(loc="outside lower center", ncol=2, fontsize=9, frameon=False)
+    fig.suptitle(title, fontsize=11)
+    return fig

@@ -41,8 +41,12 @@ from statsmodels.multivariate.factor import Factor
 from engine.instrument import Instrument
 from engine.scoring import keyed_answers
 
-ICC_COLUMNS = ["type", "description", "icc", "f", "df1", "df2", "p", "ci_low", "ci_high", "n", "k"]
-RELIABILITY_COLUMNS = ["instrument", "subscale", "n", "k", "alpha", "alpha_low", "alpha_high", "omega"]
+ICC_COLUMNS = ["type", "description", "icc", "f", "df1", "df2", "p", "ci_low", "ci_high", "n", "k",
+               "estimable", "note"]
+RELIABILITY_COLUMNS = ["instrument", "subscale", "n", "k", "alpha", "alpha_low", "alpha_high", "omega", "note"]
+# Residual (within-respondent) sum of squares at or below this share of the total counts as zero:
+# floating-point noise in an ANOVA of identical repeats is ~1e-15 of the total, never a finding.
+ZERO_SHARE = 1e-8
 
 # Fixed seed for the random starting values of statsmodels' ML factor analysis: same data, same ω.
 _FACTOR_SEED = 0
@@ -105,6 +109,46 @@ def cronbach_alpha(items: pd.DataFrame, confidence: float = 0.95) -> tuple[float
         return (np.nan, np.nan, np.nan)
     alpha, (low, high) = pg.cronbach_alpha(data=data, ci=confidence)
     return (float(alpha), float(low), float(high))
+
+
+def alpha_problem(items: pd.DataFrame) -> str | None:
+    """Why α is not estimable for these keyed items (None when it is).
+
+    Example
+    -------
+    >>> alpha_problem(pd.DataFrame({"a": [3, 3, 3], "b": [4, 4, 4]}))
+    'every respondent has the same total (no variance)'
+    """
+    data = _complete(items)
+    n, k = data.shape
+    if k < 2:
+        return f"{k} item: α needs at least 2"
+    if n < 2:
+        return f"{n} respondent(s) with every item answered: α needs at least 2"
+    if _constant(data.sum(axis=1)):
+        return "every respondent has the same total (no variance)"
+    return None
+
+
+def omega_problem(items: pd.DataFrame) -> str | None:
+    """Why a one-factor model (ω, loadings) is not estimable for these items (None when it may be;
+    a fit can still fail, see :func:`one_factor`).
+
+    Example
+    -------
+    >>> omega_problem(pd.DataFrame({"a": [1, 2, 3, 4, 5], "b": [2, 2, 3, 5, 4], "c": [3, 3, 3, 3, 3]}))
+    'item(s) without variance: c'
+    """
+    data = _complete(items)
+    n, k = data.shape
+    if k < 3:
+        return f"{k} item(s): a one-factor model needs at least 3 to be identified"
+    if n < k + 1:
+        return f"{n} respondent(s) with every item answered: fewer than items + 1 ({k + 1})"
+    constant = [str(c) for c in data.columns if _constant(data[c])]
+    if constant:
+        return "item(s) without variance: " + ", ".join(constant)
+    return None
 
 
 def one_factor(items: pd.DataFrame) -> pd.DataFrame:
@@ -220,16 +264,17 @@ def item_total(items: pd.DataFrame) -> pd.DataFrame:
         One row per item: ``item_id``; ``r_corrected``, the Pearson correlation
         (:func:`scipy.stats.pearsonr`) of the item with the sum of the *other* items (NaN if
         either is constant or fewer than 2 rows remain); ``alpha_if_deleted``,
-        :func:`cronbach_alpha` of the other items (NaN with fewer than 3 items).
+        :func:`cronbach_alpha` of the other items (NaN with fewer than 3 items); ``note``, why
+        a value is not estimable (empty when both are).
 
     Example
     -------
     >>> items = pd.DataFrame({"a": [1, 2, 3, 4], "b": [2, 2, 3, 5], "c": [1, 3, 3, 4]})
     >>> item_total(items).round(3)
-      item_id  r_corrected  alpha_if_deleted
-    0       a        0.981             0.853
-    1       b        0.849             0.960
-    2       c        0.851             0.952
+      item_id  r_corrected  alpha_if_deleted note
+    0       a        0.981             0.853     
+    1       b        0.849             0.960     
+    2       c        0.851             0.952     
 
     References
     ----------
@@ -241,13 +286,16 @@ def item_total(items: pd.DataFrame) -> pd.DataFrame:
     for column in data.columns:
         item = data[column]
         rest = total - item
-        if len(data) < 2 or _constant(item) or _constant(rest):
-            r = np.nan
-        else:
-            r = float(stats.pearsonr(item.to_numpy(), rest.to_numpy()).statistic)
-        alpha = cronbach_alpha(data.drop(columns=column))[0]
-        rows.append({"item_id": str(column), "r_corrected": r, "alpha_if_deleted": alpha})
-    return pd.DataFrame(rows, columns=["item_id", "r_corrected", "alpha_if_deleted"])
+        note = ("fewer than 2 respondents with every item answered" if len(data) < 2 else
+                "item without variance" if _constant(item) else
+                "rest score without variance" if _constant(rest) else "")
+        r = np.nan if note else float(stats.pearsonr(item.to_numpy(), rest.to_numpy()).statistic)
+        rest_items = data.drop(columns=column)
+        alpha = cronbach_alpha(rest_items)[0]
+        if np.isnan(alpha):
+            note = "; ".join(filter(None, [note, f"α if deleted not estimable: {alpha_problem(rest_items)}"]))
+        rows.append({"item_id": str(column), "r_corrected": r, "alpha_if_deleted": alpha, "note": note})
+    return pd.DataFrame(rows, columns=["item_id", "r_corrected", "alpha_if_deleted", "note"])
 
 
 @contextmanager
@@ -279,10 +327,12 @@ def test_retest_icc(scores: pd.DataFrame) -> pd.DataFrame:
         measurement; McGraw & Wong's ICC(A,1)) and ``"ICC3"`` (two-way mixed, consistency,
         single measurement; ICC(C,1)), with columns ``type, description, icc, f, df1, df2, p,
         ci_low, ci_high, n, k`` (``n`` respondents, ``k`` repeats). From
-        :func:`pingouin.intraclass_corr`, 95 % interval unrounded. Everything but ``n``, ``k`` is
-        NaN when fewer than 2 respondents or repeats remain or all scores are equal. When every
-        respondent scores the same on every repeat (no residual variance) ICC(3,1) is 1, F is
-        infinite and the intervals may be NaN.
+        :func:`pingouin.intraclass_corr`, 95 % interval unrounded. ``estimable`` is False and
+        everything but ``n``, ``k`` is NaN, with the reason in ``note``, when fewer than 2
+        respondents or repeats remain, when all scores are equal, or when the residual
+        (respondent × repeat) variance is zero — every respondent's repeats identical up to a
+        constant shift: the ANOVA's error mean square is 0, F is infinite (in floating point a
+        meaningless number such as −5·10¹⁵) and the interval undefined, so no ICC is reported.
 
     Example
     -------
@@ -307,10 +357,12 @@ def test_retest_icc(scores: pd.DataFrame) -> pd.DataFrame:
     n, k = wide.shape
     descriptions = {"ICC2": "ICC(A,1): two-way random, absolute agreement, single measurement",
                     "ICC3": "ICC(C,1): two-way mixed, consistency, single measurement"}
-    if n < 2 or k < 2 or _constant(wide.to_numpy().ravel()):
+    problem = icc_problem(wide.to_numpy(dtype=float))
+    if problem:
         return pd.DataFrame([{"type": t, "description": d, "icc": np.nan, "f": np.nan, "df1": np.nan,
                               "df2": np.nan, "p": np.nan, "ci_low": np.nan, "ci_high": np.nan,
-                              "n": n, "k": k} for t, d in descriptions.items()], columns=ICC_COLUMNS)
+                              "n": n, "k": k, "estimable": False, "note": problem}
+                             for t, d in descriptions.items()], columns=ICC_COLUMNS)
     long = wide.reset_index().melt(id_vars="respondent_id", var_name="repeat", value_name="score")
     with _pingouin_unrounded(), np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
         # pingouin 0.7's two-way ANOVA calls DataFrame.dropna(inplace=True), deprecated in pandas 3.1.
@@ -323,8 +375,35 @@ def test_retest_icc(scores: pd.DataFrame) -> pd.DataFrame:
         low, high = np.asarray(row["CI95"], dtype=float)
         rows.append({"type": name, "description": descriptions[name], "icc": float(row["ICC"]),
                      "f": float(row["F"]), "df1": float(row["df1"]), "df2": float(row["df2"]),
-                     "p": float(row["pval"]), "ci_low": low, "ci_high": high, "n": n, "k": k})
+                     "p": float(row["pval"]), "ci_low": low, "ci_high": high, "n": n, "k": k,
+                     "estimable": True, "note": ""})
     return pd.DataFrame(rows, columns=ICC_COLUMNS)
+
+
+def icc_problem(wide: np.ndarray) -> str | None:
+    """Why no retest ICC can be estimated from respondents × repeats scores (None when one can).
+
+    Example
+    -------
+    >>> icc_problem(np.array([[10.0, 10.0], [14.0, 14.0], [20.0, 20.0]]))
+    'every respondent scored the same on every repeat (no within-respondent variance): the answers are reproduced exactly, and the ICC, its F test and interval are undefined'
+    """
+    n, k = wide.shape
+    if n < 2:
+        return f"{n} respondent(s) with a score on every repeat: an ICC needs at least 2"
+    if k < 2:
+        return f"{k} repeat: an ICC needs at least 2"
+    if _constant(wide.ravel()):
+        return "every score is equal (no variance at all)"
+    centred = wide - wide.mean(axis=1, keepdims=True) - wide.mean(axis=0, keepdims=True) + wide.mean()
+    total = ((wide - wide.mean()) ** 2).sum()
+    if (centred ** 2).sum() <= ZERO_SHARE * total:
+        if _constant(wide.mean(axis=0)):
+            return ("every respondent scored the same on every repeat (no within-respondent variance): the "
+                    "answers are reproduced exactly, and the ICC, its F test and interval are undefined")
+        return ("the repeats differ only by a shift common to all respondents (no residual variance): "
+                "the ICC's F test and interval are undefined")
+    return None
 
 
 test_retest_icc.__test__ = False  # a library function whose name starts with "test", not a test
@@ -347,8 +426,10 @@ def reliability_table(answers_wide_by_instrument: Mapping[str, pd.DataFrame],
     pandas.DataFrame
         One row per instrument × subscale (instrument order of the mapping, subscale order of the
         instrument) with columns ``instrument, subscale, n, k, alpha, alpha_low, alpha_high,
-        omega``: ``n`` respondents with every item of the subscale answered, ``k`` items. Items
-        are keyed with :func:`engine.scoring.keyed_answers`.
+        omega, note``: ``n`` respondents with every item of the subscale answered, ``k`` items;
+        ``note`` says why α or ω is not estimable when it is NaN (:func:`alpha_problem`,
+        :func:`omega_problem`), else is empty. Items are keyed with
+        :func:`engine.scoring.keyed_answers`.
 
     Example
     -------
@@ -365,7 +446,13 @@ def reliability_table(answers_wide_by_instrument: Mapping[str, pd.DataFrame],
         for subscale in instrument.subscales:
             items = _complete(keyed[[item.id for item in instrument.subscale_items(subscale.id)]])
             alpha, low, high = cronbach_alpha(items)
+            omega = mcdonald_omega(items)
+            notes = []
+            if np.isnan(alpha):
+                notes.append(f"α not estimable: {alpha_problem(items) or 'no result'}")
+            if np.isnan(omega):
+                notes.append(f"ω not estimable: {omega_problem(items) or 'no proper one-factor solution'}")
             rows.append({"instrument": inst_id, "subscale": subscale.id, "n": len(items),
                          "k": items.shape[1], "alpha": alpha, "alpha_low": low, "alpha_high": high,
-                         "omega": mcdonald_omega(items)})
+                         "omega": omega, "note": "; ".join(notes)})
     return pd.DataFrame(rows, columns=RELIABILITY_COLUMNS)

@@ -14,7 +14,7 @@ import math
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Collection, Mapping
 
 import numpy as np
 import pandas as pd
@@ -28,10 +28,11 @@ from engine.judge import read_judgements
 from engine.leas import is_scene_answer, load_lexicon
 from engine.run import open_run_dir
 
-from . import effects, fidelity, human, norms, plots, reliability
+from . import effects, fidelity, human, norms, plots, reliability, validity
 from . import empathic_accuracy as ea
 from .agreement import judge_lexicon_agreement, lexicon_answer_levels
-from .scores import DEFAULT_LEXICON, persona_columns, scene_levels, score_answers, score_scene_answers
+from .scores import (DEFAULT_LEXICON, human_scores, persona_columns, scene_levels, score_answers,
+                     score_scene_answers)
 
 
 @dataclass
@@ -143,11 +144,14 @@ def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] 
                    bound: float = 0.3, correction: str = "holm",
                    targets_csv: Mapping[str, str | Path] | None = None,
                    norm_samples: list[str] | None = None,
-                   warn: Callable[[str], None] | None = None) -> tuple[dict[str, Any], list[Section]]:
+                   warn: Callable[[str], None] | None = None,
+                   human_keyed: Collection[str] = ()) -> tuple[dict[str, Any], list[Section]]:
     """Compute everything the report shows; returns (facts about the run, sections).
 
     `human_csv` maps an instrument id to human data: item answers for a questionnaire, perceiver
-    ratings for vignettes; `targets_csv` maps a vignette instrument to its targets' self-reports.
+    ratings for vignettes; `human_keyed` names the instruments whose human item answers are stored
+    already keyed (reverse items already reversed); `targets_csv` maps a vignette instrument to
+    its targets' self-reports.
     `norm_samples` restricts the norm samples compared (default: the study's `norms`, else all);
     `warn` receives every warning the report also shows (e.g. respondents matching no norm group).
     """
@@ -160,6 +164,9 @@ def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] 
     human_csv = dict(human_csv or {})
     vignette_ids = [i for i, inst in instruments.items() if any(x.kind == "vignette" for x in inst.items)]
     perceivers_csv = {i: human_csv.pop(i) for i in vignette_ids if i in human_csv}
+    if keyed_vignettes := sorted(set(human_keyed) & set(perceivers_csv)):
+        raise InputError.single(", ".join(keyed_vignettes), "':keyed' applies to item answers of a questionnaire, "
+                                "not to perceiver ratings of vignettes")
     unknown = sorted(set(human_csv) - set(instruments)) + sorted(set(targets_csv or {}) - set(vignette_ids))
     if unknown:
         raise InputError.single(", ".join(unknown), "not an instrument of this run that takes this kind of data "
@@ -213,7 +220,8 @@ def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] 
     sections.append(miss)
 
     # 3. Norms
-    sections.append(norm_section(scores, instruments, _norm_choice(run.path, norm_samples), bound=bound,
+    choice = _norm_choice(run.path, norm_samples)
+    sections.append(norm_section(scores, instruments, choice, bound=bound,
                                  correction=correction, warn=warn))
     comp = sections[-1].comparison
 
@@ -241,13 +249,15 @@ def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] 
             rel.readings.append(f"{row.instrument} {row.subscale}: Cronbach's α = {row.alpha:.2f} "
                                 f"(95 % CI {row.alpha_low:.2f} to {row.alpha_high:.2f}), ω = {row.omega:.2f}.")
         else:
-            rel.readings.append(f"{row.instrument} {row.subscale}: α not computable (items without variance).")
+            rel.readings.append(f"{row.instrument} {row.subscale}: {row.note or 'α not estimable'}.")
     if table["repeat"].nunique() > 1 and not scores.empty:
         for (b, inst, sub), rows in scores.groupby(["backend_id", "instrument", "subscale"]):
             icc = reliability.test_retest_icc(rows[["respondent_id", "repeat", "score"]].dropna())
             icc.insert(0, "subscale", sub)
             icc.insert(0, "instrument", inst)
             rel.tables.append((f"Test–retest ICC, {b} {inst} {sub}", icc))
+            if not icc["estimable"].all():
+                rel.readings.append(f"Test–retest ICC, {b} {inst} {sub}: not estimable — {icc['note'].iloc[0]}.")
     if rel.tables:
         sections.append(rel)
 
@@ -298,16 +308,112 @@ def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] 
     # 8. Human data
     if human_csv:
         hum = Section("Comparison with human data")
-        human_items = {i: read_answers_csv(p, instruments[i]) for i, p in human_csv.items()}
-        cmp = human.compare_with_humans({i: items[i] for i in human_items}, human_items, instruments)
+        human_items = {i: read_answers_csv(p, instruments[i], keyed=i in human_keyed) for i, p in human_csv.items()}
+        for inst_id in sorted(set(human_keyed) & set(human_items)):
+            hum.readings.append(f"{inst_id}: the human answers were declared already keyed; their reverse-keyed "
+                                "items were taken as reversed and not reversed again.")
+        cmp = human.compare_with_humans({i: items[i] for i in human_items if i in items}, human_items, instruments)
         hum.tables.append(("Cohort against human respondents", cmp))
         for row in cmp.itertuples():
             hum.readings.append(
-                f"{row.instrument} {row.subscale}: cohort mean {row.mean_cohort:.2f} vs human {row.mean_human:.2f} "
-                f"(g = {row.g:.2f}, 95 % CI {row.g_low:.2f} to {row.g_high:.2f}; Welch p {_fmt_p(row.p)}); "
-                f"variance ratio {row.variance_ratio:.2f} (Brown–Forsythe p {_fmt_p(row.p_bf)}).")
+                f"{row.instrument} {row.subscale}: cohort mean {_num(row.mean_cohort)} vs human {_num(row.mean_human)} "
+                f"(g = {_num(row.g)}, 95 % CI {_num(row.g_low)} to {_num(row.g_high)}; Welch p {_fmt_p(row.p)}); "
+                f"variance ratio {_num(row.variance_ratio)} (Brown–Forsythe p {_fmt_p(row.p_bf)})."
+                + (f" {row.note[0].upper()}{row.note[1:]}." if row.note else ""))
+        human_long = pd.concat([human_scores(human_items[i], instruments[i]) for i in human_items], ignore_index=True)
+        human_norms = norms.compare_with_norms(human_long, instruments, bound=bound, correction=correction,
+                                               samples=choice)
+        human_matching = norms.group_matching(human_long, instruments, samples=choice)
+        for message in norms.matching_warnings(human_matching):
+            hum.readings.append("Warning (human data): " + message)
+            if warn:
+                warn("human data: " + message)
+        if not human_norms.empty:
+            hum.tables.append(("Human respondents against the same norms (scored and matched to norm groups "
+                               "like the cohort)", human_norms.drop(columns=["reading"])))
+            hum.readings.extend(f"Human data: {r}" for r in human_norms["reading"])
         sections.append(hum)
+        validity_section = construct_validity_section(rated_table, rated, human_items)
+        if validity_section is not None:
+            sections.append(validity_section)
     return manifest, sections
+
+
+def cohort_items(table: pd.DataFrame, instrument: Instrument) -> pd.DataFrame:
+    """Raw answers of one instrument as respondent × item with the persona attributes (first
+    repeat of the first backend, as :func:`items_by_instrument`)."""
+    rows = table[table["instrument"] == instrument.id]
+    first = rows[(rows["repeat"] == rows["repeat"].min()) & (rows["backend_id"] == rows["backend_id"].iloc[0])]
+    wide = first.pivot_table(index="respondent_id", columns="item_id", values="value", aggfunc="first", dropna=False)
+    wide = wide.reindex(columns=[i.id for i in instrument.rating_items])
+    attributes = persona_columns(table)
+    people = first.drop_duplicates("respondent_id").set_index("respondent_id")[attributes]
+    return wide.join(people)
+
+
+def construct_validity_section(table: pd.DataFrame, rated: Mapping[str, Instrument],
+                               human_items: Mapping[str, pd.DataFrame]) -> Section | None:
+    """Item distributions, subscale intercorrelations and factor congruence against raw human
+    answers (:mod:`analysis.validity`); None when no rating instrument has human item answers."""
+    shared = [i for i in human_items if i in rated and i in set(table["instrument"])]
+    if not shared:
+        return None
+    section = Section("Construct validity against human data")
+    section.readings.append(
+        "Cohort: first repeat of the first backend. Distributions are compared per item (total variation; "
+        "SimBench score 100 × (1 − TV / mean TV of uniform guessing): 0 = no better than random answers, "
+        "100 = the human distribution; Wasserstein distance in scale points), overall and within each "
+        "attribute both samples share.")
+    distance_frames, correlation_frames, congruence_frames = [], [], []
+    for inst_id in shared:
+        instrument = rated[inst_id]
+        cohort, humans = cohort_items(table, instrument), human_items[inst_id]
+        dist = validity.item_distributions(cohort, humans, instrument)
+        corr = validity.subscale_correlations(cohort, humans, instrument)
+        cong = validity.factor_congruence(cohort, humans, instrument)
+        distance_frames.append(dist)
+        correlation_frames.append(corr)
+        congruence_frames.append(cong)
+        summary = (dist[dist["estimable"]].groupby(["group_by", "group"], sort=False)
+                   .agg(items=("item_id", "count"), tv=("tv", "mean"), simbench=("simbench", "mean"),
+                        wasserstein=("wasserstein", "mean")).reset_index())
+        overall = summary[summary["group_by"] == validity.ALL]
+        if len(overall):
+            o = overall.iloc[0]
+            section.readings.append(
+                f"{inst_id}: over {int(o['items'])} items the cohort's answer distributions are at a mean total "
+                f"variation of {_num(o['tv'])} from the humans' (SimBench score {_num(o['simbench'])}; mean "
+                f"Wasserstein {_num(o['wasserstein'])} scale points).")
+        missing = dist[~dist["estimable"]]
+        if len(missing):
+            groups = sorted({f"{r.group_by} = {r.group}" for r in missing.itertuples()})
+            section.readings.append(f"{inst_id}: item distributions not estimable in {len(missing)} item × group "
+                                    f"cell(s) ({'; '.join(groups)}): {missing['note'].iloc[0]}.")
+        section.tables.append((f"{inst_id}: item distributions per group (means over items)", summary))
+        section.tables.append((f"{inst_id}: item distributions, whole sample",
+                               dist[dist["group_by"] == validity.ALL].drop(columns=["group_by", "group"])))
+        section.tables.append((f"{inst_id}: subscale intercorrelations, cohort and humans", corr))
+        for row in corr[~corr["estimable"]].itertuples():
+            section.readings.append(f"{inst_id} r({row.subscale_a}, {row.subscale_b}) not estimable: {row.note}.")
+        estimable = corr[corr["estimable"]]
+        if len(estimable):
+            worst = estimable.loc[estimable["difference"].abs().idxmax()]
+            section.readings.append(
+                f"{inst_id}: the largest intercorrelation difference is r({worst['subscale_a']}, {worst['subscale_b']}) "
+                f"= {_num(worst['r_cohort'])} in the cohort vs {_num(worst['r_human'])} in humans.")
+        section.tables.append((f"{inst_id}: factor congruence (EFA, one factor per subscale, Procrustes-rotated "
+                               "to the item key; Tucker's φ)", cong))
+        if cong["estimable"].all():
+            section.readings.append(f"{inst_id}: factor congruence φ " + ", ".join(
+                f"{r.factor} {_num(r.phi)}" for r in cong.itertuples()) + " (≥ .95 equal factors, .85–.94 fair).")
+        else:
+            section.readings.append(f"{inst_id}: factor congruence not estimable: {cong['note'].iloc[0]}.")
+        section.figures.append((f"{inst_id}: total variation per item, cohort against humans",
+                                plots.item_distance_chart(dist, inst_id)))
+        section.figures.append((f"{inst_id}: subscale intercorrelations", plots.correlation_heatmaps(corr, inst_id)))
+    section.figures.append(("Factor congruence with human data",
+                            plots.congruence_chart(pd.concat(congruence_frames, ignore_index=True))))
+    return section
 
 
 def leas_section(levels: pd.DataFrame, scores: pd.DataFrame, instruments: Mapping[str, Instrument]) -> Section:
@@ -541,14 +647,16 @@ def write_report(run_path: str | Path, out_dir: str | Path | None = None, *,
                  human_csv: Mapping[str, str | Path] | None = None, bound: float = 0.3,
                  correction: str = "holm", targets_csv: Mapping[str, str | Path] | None = None,
                  norm_samples: list[str] | None = None,
-                 warn: Callable[[str], None] | None = None) -> tuple[Path, Path]:
+                 warn: Callable[[str], None] | None = None,
+                 human_keyed: Collection[str] = ()) -> tuple[Path, Path]:
     """Write report.html and report.md (into the run directory unless `out_dir`); return both paths.
 
     Example:
         >>> write_report("runs/quickstart/b6d972dd3d0f")  # doctest: +SKIP
     """
     manifest, sections = build_sections(run_path, human_csv=human_csv, bound=bound, correction=correction,
-                                        targets_csv=targets_csv, norm_samples=norm_samples, warn=warn)
+                                        targets_csv=targets_csv, norm_samples=norm_samples, warn=warn,
+                                        human_keyed=human_keyed)
     out = Path(out_dir or run_path)
     out.mkdir(parents=True, exist_ok=True)
     html_path, md_path = out / "report.html", out / "report.md"

@@ -13,6 +13,7 @@ import pandas as pd
 
 from pathlib import Path
 
+from engine.human_data import read_answers_csv
 from engine.instrument import Instrument
 from engine.leas import Lexicon, leas_scores, load_lexicon, score_scenes
 from engine.scoring import score
@@ -20,6 +21,8 @@ from engine.scoring import score
 DEFAULT_LEXICON = Path(__file__).resolve().parents[1] / "instruments" / "lexicons" / "leas_psyq_lexicon.yaml"
 
 RESPONDENT_KEYS = ["backend_id", "model", "respondent_id", "repeat"]
+SCORE_VALUES = ["instrument", "subscale", "score", "n_answered", "n_items", "prorated"]
+HUMAN_BACKEND = "human"
 ANSWER_COLUMNS = {"run_id", "study", "backend_id", "model", "respondent_id", "instrument", "item_id",
                   "position", "repeat", "option_order", "status", "reason", "disclaimer", "raw_text",
                   "value", "keyed_value", "expected", "option_mass", "distribution", "text", "trial_status",
@@ -35,7 +38,8 @@ def score_answers(table: pd.DataFrame, instruments: dict[str, Instrument]) -> pd
     """Subscale scores, one row per backend × respondent × repeat × instrument × subscale.
 
     Columns: ``backend_id, model, respondent_id, repeat``, the persona attributes,
-    ``instrument, subscale, score, n_answered, n_items``. Scores follow each instrument's own
+    ``instrument, subscale, score, n_answered, n_items, prorated`` (see
+    :func:`engine.scoring.score`). Scores follow each instrument's own
     rules (reverse keying, prorating, `min_answered`); missing answers stay missing.
     """
     attributes = persona_columns(table)
@@ -56,10 +60,10 @@ def score_answers(table: pd.DataFrame, instruments: dict[str, Instrument]) -> pd
         frames.append(tidy)
     if not frames:
         return pd.DataFrame(columns=RESPONDENT_KEYS + attributes + ["instrument", "subscale", "score",
-                                                                   "n_answered", "n_items"])
+                                                                   "n_answered", "n_items", "prorated"])
     scores = pd.concat(frames, ignore_index=True)
     return scores.merge(people, on=RESPONDENT_KEYS, how="left")[
-        RESPONDENT_KEYS + attributes + ["instrument", "subscale", "score", "n_answered", "n_items"]]
+        RESPONDENT_KEYS + attributes + ["instrument", "subscale", "score", "n_answered", "n_items", "prorated"]]
 
 
 def scene_levels(table: pd.DataFrame, instruments: dict[str, Instrument], lexicon: Lexicon | None = None) -> pd.DataFrame:
@@ -75,12 +79,83 @@ def score_scene_answers(table: pd.DataFrame, instruments: dict[str, Instrument],
     comparison works for an official LEAS form that carries norms)."""
     levels = scene_levels(table, instruments, lexicon)
     attributes = persona_columns(table)
-    columns = RESPONDENT_KEYS + attributes + ["instrument", "subscale", "score", "n_answered", "n_items"]
+    columns = RESPONDENT_KEYS + attributes + ["instrument", "subscale", "score", "n_answered", "n_items", "prorated"]
     if levels.empty:
         return pd.DataFrame(columns=columns)
     sums = leas_scores(levels)
     n_scenes = levels.groupby(["backend_id", "respondent_id", "repeat", "instrument"]).size().rename("n_items")
     sums = sums.merge(n_scenes.reset_index(), on=["backend_id", "respondent_id", "repeat", "instrument"])
     sums["n_answered"] = sums["n_items"]
+    sums["prorated"] = False   # a scene sum is over the scenes answered; nothing is prorated
     people = table[RESPONDENT_KEYS + attributes].drop_duplicates(RESPONDENT_KEYS)
     return sums.merge(people, on=["backend_id", "respondent_id", "repeat"], how="left")[columns]
+
+
+def load_run_scores(run_dir: str | Path) -> pd.DataFrame:
+    """Every subscale score of a run (rating instruments and LEAS-format scenes), long format.
+
+    The columns are those of :func:`score_answers`; one row per backend × respondent × repeat ×
+    instrument × subscale.
+
+    Example (`run_dir`: a run of the toy instrument tests/data/mini_1to7.yaml, 4 personas):
+        >>> scores = load_run_scores(run_dir)
+        >>> scores.groupby("subscale")["n_items"].first().to_dict()
+        {'X': 2, 'Y': 3, 'Z': 4}
+    """
+    from engine.export import export_table, run_instruments
+    from engine.run import open_run_dir
+
+    table = export_table(run_dir)
+    instruments = run_instruments(open_run_dir(run_dir))
+    frames = [score_answers(table, instruments), score_scene_answers(table, instruments)]
+    return pd.concat([f for f in frames if not f.empty] or frames[:1], ignore_index=True)
+
+
+def human_scores(answers: pd.DataFrame, instrument: Instrument) -> pd.DataFrame:
+    """Human respondents' subscale scores in the long format of :func:`score_answers`.
+
+    `answers` holds raw answers indexed by respondent id, one column per item id; every other
+    column is an attribute (as :func:`engine.human_data.read_answers_csv` returns them).
+    ``backend_id`` is ``"human"``, ``model`` is empty and ``repeat`` is 1, so the result goes
+    through :func:`analysis.norms.compare_with_norms` (group matching included) like a cohort.
+
+    Example:
+        >>> from engine.instrument import load_instrument
+        >>> mini = load_instrument("tests/data/mini_1to7.yaml")
+        >>> answers = pd.DataFrame({"a": [2.0], "b": [5.0], "c": [7.0], "d": [4.0], "gender": ["female"]},
+        ...                        index=pd.Index(["r1"], name="respondent_id"))
+        >>> human_scores(answers, mini)[["respondent_id", "gender", "subscale", "score", "prorated"]]
+          respondent_id  gender subscale      score  prorated
+        0            r1  female        X  11.000000     False
+        1            r1  female        Y   3.333333     False
+        2            r1  female        Z  16.000000     False
+    """
+    from engine.scoring import score as score_long
+
+    item_ids = {i.id for i in instrument.items}
+    attributes = [c for c in answers.columns if c not in item_ids]
+    ids = pd.Index(answers.index.astype(str), name="respondent_id")
+    tidy = score_long(instrument, answers.set_axis(ids))
+    people = answers[attributes].set_axis(ids).reset_index()
+    tidy = tidy.merge(people, on="respondent_id", how="left")
+    tidy["backend_id"], tidy["model"], tidy["repeat"], tidy["instrument"] = HUMAN_BACKEND, "", 1, instrument.id
+    return tidy[RESPONDENT_KEYS + attributes + SCORE_VALUES]
+
+
+def score_humans(csv: str | Path, instrument: Instrument, keyed: bool = False) -> pd.DataFrame:
+    """Read human answers from a CSV and score them (:func:`human_scores`).
+
+    `keyed=True` declares that the file's reverse-keyed items are already reversed (see
+    :func:`engine.human_data.read_answers_csv`). Bad cells raise
+    :class:`engine.errors.InputError` with file, line and column.
+
+    Example:
+        >>> from engine.instrument import load_instrument
+        >>> scores = score_humans("tests/data/mini_answers.csv", load_instrument("tests/data/mini_1to7.yaml"))
+        >>> scores.loc[scores["subscale"] == "Z", ["respondent_id", "score", "n_answered", "prorated"]]
+          respondent_id      score  n_answered  prorated
+        2            r1  16.000000           4     False
+        5            r2        NaN           2     False
+        8            r4  18.666667           3      True
+    """
+    return human_scores(read_answers_csv(csv, instrument, keyed=keyed), instrument)

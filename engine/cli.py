@@ -16,7 +16,6 @@ from . import __version__
 from .errors import InputError, PsyqError
 from .human_data import read_answers_csv
 from .instrument import instrument_json_schema, load_instrument
-from .scoring import score_wide
 from .yamlfile import load_yaml
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
@@ -95,15 +94,54 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _prorated_summary(scores, what: str) -> str:
+    """One line saying how many scores were prorated and how many left unscored (too few items)."""
+    prorated = int(scores["prorated"].sum())
+    unscored = int(scores["score"].isna().sum())
+    parts = [f"{what}: {len(scores)} subscale scores; {prorated} prorated over the items answered"]
+    parts.append(f"{unscored} not scored (fewer items answered than the subscale's min_answered)")
+    return "; ".join(parts)
+
+
 def cmd_score(args: argparse.Namespace) -> int:
+    from analysis.score_table import wide_scores, write_scores
+    from analysis.scores import human_scores
+
     instrument = load_instrument(args.instrument)
-    answers = read_answers_csv(args.responses, instrument)
-    scores = score_wide(instrument, answers)
+    answers = read_answers_csv(args.responses, instrument, keyed=args.keyed)
+    long = human_scores(answers, instrument)
+    wide = wide_scores(long, prefix=False).drop(columns=["backend_id", "model", "repeat"])
+    print(_prorated_summary(long, args.responses), file=sys.stderr)
+    if args.keyed:
+        print(f"{args.responses}: declared keyed; reverse-keyed items were taken as already reversed",
+              file=sys.stderr)
     if args.out:
-        scores.to_csv(args.out, index_label="respondent_id")
-        print(f"scored {len(scores)} respondents on {', '.join(scores.columns)} -> {args.out}")
+        write_scores(wide, args.out, args.format, {instrument.id: instrument}, prefix=False)
+        print(f"scored {len(wide)} respondents on {', '.join(s.id for s in instrument.rating_subscales)} "
+              f"-> {args.out}")
+    elif args.format != "csv":
+        raise InputError.single(args.responses, f"--format {args.format} needs --out FILE")
     else:
-        scores.to_csv(sys.stdout, index_label="respondent_id")
+        wide.to_csv(sys.stdout, index=False)
+    return EXIT_OK
+
+
+def cmd_scores(args: argparse.Namespace) -> int:
+    from analysis.score_table import wide_scores, write_scores
+    from analysis.scores import load_run_scores
+    from .export import run_instruments
+    from .run import open_run_dir
+
+    run = open_run_dir(args.run)
+    long = load_run_scores(run.path)
+    wide = wide_scores(long)
+    out = Path(args.out) if args.out else run.path / f"scores.{args.format}"
+    names = write_scores(wide, out, args.format, run_instruments(run))
+    print(_prorated_summary(long, str(run.path)), file=sys.stderr)
+    renamed = {a: b for a, b in names.items() if a != b}
+    if renamed:
+        print("renamed for SPSS: " + ", ".join(f"{a} -> {b}" for a, b in renamed.items()), file=sys.stderr)
+    print(f"{len(wide)} respondent rows x {len(wide.columns)} columns -> {out}")
     return EXIT_OK
 
 
@@ -230,14 +268,21 @@ def _id_paths(specs: list[str] | None, option: str) -> dict[str, str]:
     return out
 
 
+KEYED_SUFFIX = ":keyed"
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from analysis.report import write_report
 
     human, targets = _id_paths(args.human, "--human"), _id_paths(args.targets, "--targets")
     norm_samples = [s.strip() for s in args.norms.split(",") if s.strip()] if args.norms else None
+    # INSTRUMENT=FILE.csv:keyed declares item answers stored already keyed (reverse items reversed).
+    keyed = {i for i, path in human.items() if path.endswith(KEYED_SUFFIX)}
+    human = {i: path.removesuffix(KEYED_SUFFIX) if i in keyed else path for i, path in human.items()}
     html_path, md_path = write_report(args.run, args.out, human_csv=human or None, bound=args.bound,
                                       correction=args.correction, targets_csv=targets or None,
-                                      norm_samples=norm_samples, warn=lambda m: print(f"warning: {m}", file=sys.stderr))
+                                      norm_samples=norm_samples, human_keyed=keyed,
+                                      warn=lambda m: print(f"warning: {m}", file=sys.stderr))
     print(f"report -> {html_path}\nsummary -> {md_path}")
     return EXIT_OK
 
@@ -249,6 +294,7 @@ COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
     "run": (cmd_run, "administer a study (resumes a run of the same study)"),
     "status": (cmd_status, "summarise a run"),
     "export": (cmd_export, "write a run's answers as a tidy long table"),
+    "scores": (cmd_scores, "write a run's subscale scores, one row per respondent x repeat x backend"),
     "judge": (cmd_judge, "score a run's free-text answers with a judge model and a rubric"),
     "report": (cmd_report, "write an HTML report and a Markdown summary of a run"),
 }
@@ -269,7 +315,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = parsers["score"]
     p.add_argument("instrument", help="instrument YAML file")
     p.add_argument("responses", help="CSV with respondent_id and one column per item id")
-    p.add_argument("--out", help="write scores to this CSV (default: standard output)")
+    p.add_argument("--out", help="write scores to this file (default: CSV on standard output)")
+    p.add_argument("--format", choices=["csv", "parquet", "sav"], default="csv",
+                   help="file format for --out (sav: SPSS, with variable and value labels)")
+    p.add_argument("--keyed", action="store_true",
+                   help="the file's reverse-keyed items are already reversed (do not reverse them again)")
     p = parsers["run"]
     p.add_argument("study", help="study YAML file")
     p.add_argument("--base-url", help="use this OpenAI-compatible server instead of the study's backends")
@@ -281,6 +331,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run", help="run directory (runs/<study>/<run-id>)")
     p.add_argument("--format", choices=["csv", "parquet"], default="csv")
     p.add_argument("--out", help="output file (default: answers.<format> in the run directory)")
+    p = parsers["scores"]
+    p.add_argument("run", help="run directory (runs/<study>/<run-id>)")
+    p.add_argument("--format", choices=["csv", "parquet", "sav"], default="csv",
+                   help="sav: SPSS, with variable labels, value labels and SPSS-valid names")
+    p.add_argument("--out", help="output file (default: scores.<format> in the run directory)")
     p = parsers["judge"]
     p.add_argument("run", help="run directory (runs/<study>/<run-id>)")
     p.add_argument("--rubric", required=True,
@@ -294,7 +349,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = parsers["report"]
     p.add_argument("run", help="run directory (runs/<study>/<run-id>)")
     p.add_argument("--human", action="append", metavar="INSTRUMENT=CSV",
-                   help="human data to compare with (repeatable): item answers, e.g. iri=humans.csv, or "
+                   help="human data to compare with (repeatable): item answers, e.g. iri=humans.csv "
+                        "(iri=humans.csv:keyed when reverse-keyed items are stored already reversed), or "
                         "perceiver ratings for vignettes, e.g. ea_vignettes_psyq=perceivers.csv")
     p.add_argument("--targets", action="append", metavar="INSTRUMENT=CSV",
                    help="targets' own reports for a vignette instrument, replacing its design-intended profiles")

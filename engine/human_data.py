@@ -1,8 +1,14 @@
 """Reading human item responses from CSV, checked cell by cell against an instrument.
 
 The CSV has a ``respondent_id`` column and one column per item id holding scale values; other
-columns (age, gender …) are kept for later grouping. Empty cells are missing answers. Every bad
-cell is reported with its line and column: a value silently dropped would bias a comparison.
+columns (age, gender …) are kept as respondent attributes for grouping and norm matching (a
+column whose every non-empty cell is a number becomes numeric; empty cells are missing). Empty
+item cells are missing answers. Every bad cell is reported with its line and column: a value
+silently dropped would bias a comparison.
+
+Data published *already keyed* (reverse-keyed items stored after reversal, as in many shared
+data sets) must be declared with ``keyed=True``: those items are then turned back into raw
+answers (min + max − x), so that scoring reverses them exactly once.
 """
 
 from __future__ import annotations
@@ -19,10 +25,13 @@ from .instrument import Instrument
 ID_COLUMN = "respondent_id"
 
 
-def read_answers_csv(path: str | Path, instrument: Instrument) -> pd.DataFrame:
+def read_answers_csv(path: str | Path, instrument: Instrument, keyed: bool = False) -> pd.DataFrame:
     """Read a wide CSV of item answers; return it indexed by ``respondent_id``.
 
-    Item columns become floats (NaN = missing); other columns stay as text.
+    Item columns become floats (NaN = missing) holding *raw* answers: with ``keyed=True`` the
+    file's reverse-keyed items are taken as already reversed and are un-reversed here (see
+    :func:`raw_from_keyed`). Other columns are attributes: numeric when every non-empty cell
+    is a number, else text; empty cells are missing.
 
     Example:
         >>> answers = read_answers_csv("tests/data/iri_humans.csv", load_instrument("instruments/iri.yaml"))  # doctest: +SKIP
@@ -73,4 +82,44 @@ def read_answers_csv(path: str | Path, instrument: Instrument) -> pd.DataFrame:
 
     out = table.drop(columns=item_ids).assign(**values)
     out[ID_COLUMN] = ids
-    return out.set_index(ID_COLUMN)
+    out = typed_attributes(out.set_index(ID_COLUMN), item_ids)
+    return raw_from_keyed(instrument, out) if keyed else out
+
+
+def typed_attributes(answers: pd.DataFrame, item_ids: list[str]) -> pd.DataFrame:
+    """Attribute (non-item) text columns with empty cells as missing, numeric when every
+    non-empty cell is a number (so an ``age`` column can match a norm group's age range).
+
+    Example:
+        >>> typed_attributes(pd.DataFrame({"age": ["21", ""], "g": ["F", "M"]}), []).dtypes.tolist()
+        [dtype('float64'), dtype('O')]
+    """
+    out = answers.copy()
+    for column in out.columns:
+        if column in item_ids:
+            continue
+        cells = out[column].astype(str).str.strip()
+        present = cells != ""
+        numbers = pd.to_numeric(cells.where(present), errors="coerce")
+        if present.any() and numbers[present].notna().all():
+            out[column] = numbers.astype(float)
+        else:
+            out[column] = cells.where(present, None).astype(object)
+    return out
+
+
+def raw_from_keyed(instrument: Instrument, answers: pd.DataFrame) -> pd.DataFrame:
+    """Answers stored already keyed, turned back into raw answers: reverse-keyed items become
+    min + max − x (its own inverse), other columns are unchanged.
+
+    Example:
+        >>> from engine.instrument import load_instrument
+        >>> mini = load_instrument("tests/data/mini_1to7.yaml")   # items a and c are reversed
+        >>> raw_from_keyed(mini, pd.DataFrame({"a": [7.0], "b": [7.0], "c": [2.0]})).iloc[0].tolist()
+        [1.0, 7.0, 6.0]
+    """
+    out = answers.copy()
+    for item in instrument.rating_items:
+        if item.reverse and item.id in out.columns:
+            out[item.id] = instrument.scale_min + instrument.scale_max - out[item.id].astype(float)
+    return out

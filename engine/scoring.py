@@ -50,9 +50,11 @@ def score(instrument: Instrument, answers: pd.DataFrame) -> pd.DataFrame:
     """Subscale scores per respondent, tidy (long) format.
 
     Returns one row per respondent × subscale with columns ``respondent_id`` (the index of
-    `answers`), ``subscale``, ``score``, ``n_answered`` and ``n_items``. Sums are prorated
-    over answered items (mean of answered × n_items); a subscale with fewer than its
-    ``min_answered`` answers gets a missing score.
+    `answers`), ``subscale``, ``score``, ``n_answered``, ``n_items`` and ``prorated``. Sums are
+    prorated over answered items (mean of answered × n_items); a subscale with fewer than its
+    ``min_answered`` answers gets a missing score. ``prorated`` is True when some items of the
+    subscale were missing and a score was still computed (for a mean subscale: the mean of the
+    answered items), False for complete answers and for missing scores.
 
     Example:
         >>> iri = load_instrument("instruments/iri.yaml")  # doctest: +SKIP
@@ -70,6 +72,7 @@ def score(instrument: Instrument, answers: pd.DataFrame) -> pd.DataFrame:
         "score": wide.ravel(),
         "n_answered": answered.ravel().astype(int),
         "n_items": np.tile(n_items, n_resp).astype(int),
+        "prorated": (~np.isnan(wide) & (answered < n_items)).ravel(),
     })
 
 

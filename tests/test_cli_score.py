@@ -21,7 +21,8 @@ def test_score_writes_one_column_per_subscale(tmp_path):
     result = psyq("score", str(DATA / "mini_1to7.yaml"), str(DATA / "mini_answers.csv"), "--out", str(out))
     assert result.returncode == 0, result.stderr
     scores = pd.read_csv(out, index_col="respondent_id")
-    assert list(scores.columns) == ["X", "Y", "Z"]
+    assert list(scores.columns) == ["gender", "X", "X_n", "X_prorated", "Y", "Y_n", "Y_prorated",
+                                    "Z", "Z_n", "Z_prorated"]
     # Same respondents as in test_scoring.py (worked by hand there): r1 X 11, Y 10/3, Z 16;
     # r2 X missing, Y 4.5, Z missing; r4 X 9, Y 3.5, Z 56/3.
     assert scores.loc["r1", "X"] == 11 and scores.loc["r1", "Z"] == 16

@@ -75,7 +75,8 @@ def test_single_backend_has_no_backend_term_and_each_subscale_its_own_model():
         for r in range(8):
             rows.append({"respondent_id": f"p{r}", "gender": "male" if r < 4 else "female", "age": 30 + r,
                          "subscale": sub, "score": shift + r + (r < 4)})
-    got = model_effects(make_scores(rows), ["gender", "age"])
+    with pytest.warns(UserWarning, match="reproduce every score exactly"):
+        got = model_effects(make_scores(rows), ["gender", "age"])
     assert got.groupby("subscale")["term"].apply(list).to_dict() == {
         "A": ["Intercept", "C(gender)[T.male]", "age"], "B": ["Intercept", "C(gender)[T.male]", "age"]}
     # score = shift + age − 30 + male exactly, so: intercept shift − 30, male 1, age 1.
@@ -84,6 +85,30 @@ def test_single_backend_has_no_backend_term_and_each_subscale_its_own_model():
     assert est[("B", "Intercept")] == pytest.approx(-20.0)
     assert est[("A", "C(gender)[T.male]")] == pytest.approx(1.0)
     assert est[("B", "age")] == pytest.approx(1.0)
+    # An exact fit: no residual variance, so no SE, CI or p (statsmodels would give SE ≈ 1e-15, p ≈ 0).
+    assert got[["se", "ci_low", "ci_high", "p"]].isna().all().all() and (~got["estimable"]).all()
+
+
+def test_identical_repeats_make_the_mixed_model_not_estimable():
+    # Two repeats with identical scores per respondent (a temperature-0 model): the within-respondent
+    # variance is 0, so the random-intercept model has no residual variance (statsmodels returns
+    # e.g. 2.6e-09 and meaningless SEs). Every row must say not estimable, with no number.
+    rows = [{"respondent_id": f"p{r}", "gender": "male" if r % 2 else "female", "age": 20 + r, "repeat": rep,
+             "score": float((r * 7) % 5 + r)} for r in range(10) for rep in (0, 1)]
+    with pytest.warns(UserWarning, match="same score on every repeat"):
+        got = model_effects(make_scores(rows), ["gender", "age"])
+    assert set(got["model"]) == {"mixedlm"} and (~got["estimable"]).all()
+    assert got[["estimate", "se", "ci_low", "ci_high", "p"]].isna().all().all()
+    assert "var(residual)" in set(got["term"]) and got["note"].str.contains("residual variance 0").all()
+
+
+def test_collinear_predictors_are_not_estimable():
+    # age = 30 for every woman and 40 for every man: C(gender) and age are the same contrast.
+    rows = [{"respondent_id": f"p{r}", "gender": "male" if r % 2 else "female", "age": 40 if r % 2 else 30,
+             "score": float(r)} for r in range(10)]
+    with pytest.warns(UserWarning, match="singular"):
+        got = model_effects(make_scores(rows), ["gender", "age"])
+    assert (~got["estimable"]).all() and got["estimate"].isna().all()
 
 
 def test_constant_predictor_is_left_out_with_a_warning_and_unknown_one_is_an_error():

@@ -133,8 +133,9 @@ def test_omega_is_nan_for_constant_items_too_few_items_or_improper_solutions():
 
 def test_item_total_by_hand():
     got = rel.item_total(TABLE).set_index("item_id")
-    assert list(got.columns) == ["r_corrected", "alpha_if_deleted"]
+    assert list(got.columns) == ["r_corrected", "alpha_if_deleted", "note"]
     assert list(got.index) == ["i1", "i2", "i3", "i4"]
+    assert (got["note"] == "").all()
     rest = TABLE[["i1", "i3", "i4"]].sum(axis=1)
     assert got.loc["i2", "r_corrected"] == pytest.approx(np.corrcoef(TABLE["i2"], rest)[0, 1], abs=1e-12)
     assert got.loc["i2", "alpha_if_deleted"] == pytest.approx(hand_alpha(TABLE[["i1", "i3", "i4"]]), abs=1e-12)
@@ -143,7 +144,7 @@ def test_item_total_by_hand():
 @pytest.mark.filterwarnings("error")
 def test_item_total_constant_item_gives_nan_correlation():
     got = rel.item_total(TABLE.assign(i5=3.0)).set_index("item_id")
-    assert np.isnan(got.loc["i5", "r_corrected"])
+    assert np.isnan(got.loc["i5", "r_corrected"]) and got.loc["i5", "note"] == "item without variance"
     assert got.loc["i5", "alpha_if_deleted"] == pytest.approx(hand_alpha(TABLE), abs=1e-12)
     assert got.loc[["i1", "i2", "i3", "i4"], "r_corrected"].notna().all()
 
@@ -228,13 +229,42 @@ def test_icc_drops_respondents_missing_a_repeat():
 def test_icc_degenerate_scores_do_not_warn():
     same = rel.test_retest_icc(to_long(np.full((5, 3), 12.0)))
     assert same[["icc", "f", "p", "ci_low", "ci_high"]].isna().all().all()
-    # Temperature-0 respondents: identical score on every repeat, different between respondents.
-    perfect = rel.test_retest_icc(to_long(np.repeat(np.array([[10.0], [12], [15], [9]]), 3, axis=1)))
-    assert perfect.set_index("type").loc["ICC3", "icc"] == pytest.approx(1.0)
+    assert (~same["estimable"]).all() and same["note"].str.contains("every score is equal").all()
     one = rel.test_retest_icc(to_long(SF_RATINGS[:1]))
     assert one["icc"].isna().all() and (one["n"] == 1).all()
+    assert one["note"].str.contains("1 respondent").all()
+    assert rel.test_retest_icc(to_long(SF_RATINGS))["estimable"].all()
     with pytest.raises(ValueError, match="more than one row"):
         rel.test_retest_icc(pd.concat([to_long(SF_RATINGS)] * 2))
+
+
+@pytest.mark.filterwarnings("error")
+def test_identical_repeats_give_no_icc_and_say_why():
+    # Temperature-0 respondents: identical score on every repeat, different between respondents.
+    # The two-way ANOVA's error mean square is 0, so F = MS_rows / 0 is undefined (pingouin prints a
+    # number like -5e15 from floating-point noise); the row must say so instead of showing it.
+    perfect = rel.test_retest_icc(to_long(np.repeat(np.array([[10.0], [12], [15], [9]]), 2, axis=1)))
+    assert perfect[["icc", "f", "df1", "df2", "p", "ci_low", "ci_high"]].isna().all().all()
+    assert (~perfect["estimable"]).all()
+    assert perfect["note"].str.contains("same on every repeat").all()
+    # A shift common to all respondents (repeat 2 = repeat 1 + 1) also leaves no residual variance.
+    shifted = np.array([[10.0, 11], [12, 13], [15, 16], [9, 10]])
+    assert (~rel.test_retest_icc(to_long(shifted))["estimable"]).all()
+    # One respondent changing by one point is enough for an estimable ICC.
+    shifted[0, 1] = 12
+    assert rel.test_retest_icc(to_long(shifted))["estimable"].all()
+
+
+@pytest.mark.filterwarnings("error")
+def test_reliability_table_says_why_alpha_or_omega_is_missing():
+    mini = load_instrument(MINI)
+    # Every respondent answers 4 everywhere: totals constant → α not estimable; items constant → ω too.
+    flat = pd.DataFrame(4.0, index=range(6), columns=["a", "b", "c", "d"])
+    got = rel.reliability_table({"mini": flat}, {"mini": mini}).set_index("subscale")
+    assert got["alpha"].isna().all()
+    assert got.loc["Z", "note"] == ("α not estimable: every respondent has the same total (no variance); "
+                                    "ω not estimable: item(s) without variance: a, b, c, d")
+    assert "needs at least 3" in got.loc["X", "note"]
 
 
 @pytest.mark.filterwarnings("error")
@@ -257,4 +287,5 @@ def test_reliability_table_keys_items_and_covers_every_subscale():
     assert got.loc["Y", "alpha"] == pytest.approx(hand_alpha(hand_keyed[["b", "c", "d"]]), abs=1e-12)
     assert got.loc["Z", "alpha"] > 0.7 and got.loc["Z", "omega"] >= got.loc["Z", "alpha"] - 0.01
     assert np.isnan(got.loc["X", "omega"])                 # 2 items
+    assert got.loc["X", "note"].startswith("ω not estimable: 2 item(s)") and got.loc["Z", "note"] == ""
     assert got.loc["Z", "alpha_low"] < got.loc["Z", "alpha"] < got.loc["Z", "alpha_high"]

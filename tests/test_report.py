@@ -28,7 +28,7 @@ from stub_server import StubServer
 ROOT = Path(__file__).resolve().parents[1]
 SECTIONS = ["Study", "Missing answers and refusals", "Comparison with human norms", "Reliability",
             "LLM-fidelity diagnostics", "Model and persona effects", "Item responses",
-            "Comparison with human data"]
+            "Comparison with human data", "Construct validity against human data"]
 
 
 @pytest.fixture(scope="module")
@@ -63,8 +63,9 @@ def test_report_has_every_section_and_embedded_figures(run_dir, tmp_path):
     for title in SECTIONS:
         assert f">{title}</h2>" in html and f"## {title}" in md
     images = re.findall(r"src='data:image/png;base64,([A-Za-z0-9+/=]+)'", html)
-    # 1 profile + 4 distributions + 1 SD-ratio chart + 1 heatmap for the IRI.
-    assert len(images) == 7
+    # 1 profile + 4 distributions + 1 SD-ratio chart + 1 heatmap for the IRI; construct validity:
+    # item TV chart, intercorrelation heatmaps, congruence chart.
+    assert len(images) == 10
     assert all(base64.b64decode(img)[:8] == b"\x89PNG\r\n\x1a\n" for img in images)
     assert "http://" not in html.replace("http://www.w3.org", "")   # self-contained
 
@@ -76,6 +77,20 @@ def test_report_has_every_section_and_embedded_figures(run_dir, tmp_path):
         assert reading in md
     assert "Davis, M. H. (1980)" in md     # the norm's source is named
     assert "Test–retest ICC" in html       # two repeats → test–retest reliability
+
+    # The same human answers stored keyed (reverse items as 4 − x) and declared so with ':keyed'
+    # must give the same comparison tables as the raw file.
+    reversed_items = [i.id for i in run_instruments(open_run_dir(run_dir))["iri"].items if i.reverse]
+    keyed = humans.copy()
+    keyed[reversed_items] = 4 - keyed[reversed_items]
+    keyed.to_csv(tmp_path / "keyed.csv", index=False)
+    out = subprocess.run([sys.executable, "-m", "engine.cli", "report", str(run_dir), "--out", str(tmp_path / "k"),
+                          "--human", f"iri={tmp_path / 'keyed.csv'}:keyed"], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    md_keyed = (tmp_path / "k" / "report.md").read_text()
+    section = lambda text: text[text.index("**Cohort against human respondents**"):text.index("## Construct validity")]
+    assert section(md_keyed) == section(md)
+    assert "declared already keyed" in md_keyed and "declared already keyed" not in md
 
 
 def test_report_on_a_non_run_is_a_clean_error(tmp_path):

@@ -59,9 +59,11 @@ def test_mini_instrument_one_to_seven(mini):
 def test_tidy_score_table_counts_answers(mini):
     answers = pd.DataFrame({"a": [None], "b": [3], "c": [None], "d": [6]}, index=["r2"])
     tidy = score(mini, answers).set_index("subscale")
-    assert list(tidy.columns) == ["respondent_id", "score", "n_answered", "n_items"]
+    assert list(tidy.columns) == ["respondent_id", "score", "n_answered", "n_items", "prorated"]
     # X: b answered of (a, b); Y: b, d of (b, c, d); Z: b, d of all four.
     assert tidy["n_answered"].to_dict() == {"X": 1, "Y": 2, "Z": 2}
+    # X (1 < 2) and Z (2 < 3) are not scored, so not prorated; Y is scored from 2 of 3 items.
+    assert tidy["prorated"].to_dict() == {"X": False, "Y": True, "Z": False}
     assert tidy["n_items"].to_dict() == {"X": 2, "Y": 3, "Z": 4}
 
 

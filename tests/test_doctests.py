@@ -1,0 +1,30 @@
+"""The docstring examples of the public analysis API and the human-data reader run as written
+(from the repository root, on files shipped in tests/data and a run made over the stub server)."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+from pathlib import Path
+
+import pytest
+
+from runs_helper import make_mini_run
+
+ROOT = Path(__file__).resolve().parents[1]
+MODULES = ["analysis", "analysis.scores", "analysis.score_table", "analysis.validity", "analysis.human",
+           "analysis.reliability", "analysis.effects", "engine.human_data", "engine.scoring"]
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    return make_mini_run(tmp_path_factory.mktemp("doctest"), n_personas=4, repeats=1)
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples_run(name, run_dir, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    module = importlib.import_module(name)
+    result = doctest.testmod(module, extraglobs={"run_dir": run_dir}, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0
+    assert result.failed == 0
