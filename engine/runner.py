@@ -260,10 +260,15 @@ async def run_trial(trial: Trial, backend: HttpBackend, protocol: Protocol) -> T
             tokens[0] += result.prompt_tokens or 0
             tokens[1] += result.completion_tokens or 0
             texts.append(result.text)
-            if result.problem:   # the reply came but holds no readable answer: stored as missing
+            if result.problem == "too_long" or (result.problem and not _reads_logprobs(trial, protocol)):
+                # The reply came but holds no readable answer: stored as missing, with why.
                 answers = {i: ParsedAnswer(None, result.problem, result.problem_reason) for i in answer_ids(trial)}
                 break
-            if protocol.answer == "logprobs" and trial.kind in ("rating", "stop_emotion"):
+            if _reads_logprobs(trial, protocol):
+                if result.logprobs_problem:
+                    answers = {i: ParsedAnswer(None, "unreadable_response", result.logprobs_problem)
+                               for i in answer_ids(trial)}
+                    break
                 try:
                     answers, extra = _logprob_answer(trial, result.first_token_logprobs, result.text, protocol)
                 except Exception as exc:   # noqa: BLE001 - as in read_reply
@@ -296,6 +301,11 @@ async def run_trial(trial: Trial, backend: HttpBackend, protocol: Protocol) -> T
     status = "answered" if all(answers[i].status == "answered" for i in answer_ids(trial)) else "missing"
     return _record(trial, backend, status, started, texts, result.raw if result else None, attempts, reasks,
                    latency, tokens, answers, extra, None)
+
+
+def _reads_logprobs(trial: Trial, protocol: Protocol) -> bool:
+    """True when the trial's answer is read from first-token log probabilities, not from text."""
+    return protocol.answer == "logprobs" and trial.kind in ("rating", "stop_emotion")
 
 
 def _logprob_answer(trial: Trial, logprobs: dict[str, float] | None, text: str,

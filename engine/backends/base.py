@@ -86,6 +86,9 @@ class ChatResult:
     # the trial (``unreadable_response``, ``too_long``) and why, in plain words.
     problem: str | None = None
     problem_reason: str | None = None
+    # Why the first-token alternatives are unusable (null token, NaN …); only matters to a
+    # request that asked for them (answer: logprobs), which then stores `unreadable_response`.
+    logprobs_problem: str | None = None
 
 
 class BackendError(PsyqError):

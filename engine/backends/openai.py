@@ -52,12 +52,12 @@ class OpenAIBackend(HttpBackend):
             raise TypeError("the message is not an object")
         usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
         text, problem = content_text(message.get("content"))
-        logprobs, logprob_problem = first_token_logprobs_checked(choice)
-        problem = problem or logprob_problem
+        logprobs, logprobs_problem = first_token_logprobs_checked(choice)
         return ChatResult(text=text, first_token_logprobs=logprobs,
                           prompt_tokens=usage_count(usage.get("prompt_tokens")),
                           completion_tokens=usage_count(usage.get("completion_tokens")), raw=compact_logprobs(body),
-                          problem="unreadable_response" if problem else None, problem_reason=problem)
+                          problem="unreadable_response" if problem else None, problem_reason=problem,
+                          logprobs_problem=logprobs_problem)
 
 
 def usage_count(value: Any) -> int | None:
