@@ -166,7 +166,7 @@ def run_outcome(result) -> int:
               file=sys.stderr)
         return EXIT_INTERRUPTED
     if result.unreachable:
-        print(f"error: stopped early: {result.unreachable}. Every answer received is stored; run the same "
+        print(f"error: stopped early: {result.unreachable}\nEvery answer received is stored; run the same "
               f"command again to resume", file=sys.stderr)
         return EXIT_UNREACHABLE
     failed = result.counts.get("failed", 0)
@@ -193,6 +193,8 @@ def cmd_status(args: argparse.Namespace) -> int:
           + ", ".join(f"{k} {v}" for k, v in sorted(trials.items())))
     print(f"answers    " + ", ".join(f"{k} {v}" for k, v in sorted(answers.items())))
     print(f"started    {manifest.get('started_at')}   finished {manifest.get('finished_at') or '-'}")
+    if manifest.get("stopped_early"):
+        print(f"stopped    early: {manifest['stopped_early']}")
     return EXIT_OK
 
 

@@ -48,6 +48,10 @@ class RunLock:
             pid = os.read(fd, 32).decode("ascii", "replace").strip() or None
             os.close(fd)
             raise RunLocked(self.run_dir, pid) from None
+        except OSError as exc:   # a file system without locks: say so rather than run unguarded
+            os.close(fd)
+            raise PsyqError(f"cannot lock {self.run_dir / LOCK_FILE} ({exc.strerror}); psyq needs a file "
+                            f"system with file locks for its runs directory") from None
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
         self._fd = fd

@@ -261,8 +261,11 @@ async def run_trial(trial: Trial, backend: HttpBackend, protocol: Protocol) -> T
             tokens[1] += result.completion_tokens or 0
             texts.append(result.text)
             if result.problem == "too_long" or (result.problem and not _reads_logprobs(trial, protocol)):
-                # The reply came but holds no readable answer: stored as missing, with why.
-                answers = {i: ParsedAnswer(None, result.problem, result.problem_reason) for i in answer_ids(trial)}
+                # The reply came but holds no readable answer: stored as missing, with why (an
+                # answer read from an earlier reply of this trial stays).
+                for i in answer_ids(trial):
+                    if i not in answers or answers[i].status != "answered":
+                        answers[i] = ParsedAnswer(None, result.problem, result.problem_reason)
                 break
             if _reads_logprobs(trial, protocol):
                 if result.logprobs_problem:

@@ -352,3 +352,12 @@ def test_a_parser_failure_costs_one_trial_not_the_run(tmp_path, monkeypatch):
     assert len(got) == 2 * N_ITEMS
     assert got["bp00"] == got["bp01"] == "parse_error:parse_error: RecursionError: maximum recursion depth exceeded"
     assert all(v.startswith("answered") for k, v in got.items() if not k.startswith("b"))
+
+
+def test_a_key_quoted_back_by_the_server_is_blanked(monkeypatch):
+    from engine.backends import BackendConfig, make_backend
+    monkeypatch.setenv("PSYQ_QUOTED_KEY", SECRET)
+    backend = make_backend(BackendConfig(id="x", kind="openai", model="m", base_url="http://127.0.0.1:9/v1",
+                                         api_key_env="PSYQ_QUOTED_KEY"))
+    # As a server's 401 body might read; the message is printed and stored with the trial.
+    assert backend._redact(f"Incorrect API key provided: {SECRET}.") == "Incorrect API key provided: [API key]."

@@ -267,6 +267,12 @@ class HttpBackend:
                                f"(it should hold the API key)", fatal=True)
         return key
 
+    def _redact(self, text: str) -> str:
+        """`text` (a server's error message, printed and stored) with the API key blanked out:
+        some servers quote the key they refused."""
+        key = os.environ.get(self.config.api_key_env) if self.config.api_key_env else None
+        return text.replace(key, "[API key]") if key and len(key) >= 4 else text
+
     # --- one request with retries --------------------------------------------------------
     async def complete(self, request: ChatRequest) -> ChatResult:
         """Send `request`, retrying transient failures at most `max_retries` times."""
@@ -337,7 +343,7 @@ class HttpBackend:
         if status in RETRYABLE_STATUS:
             raise _Retryable(f"HTTP {status}", parse_retry_after(retry_after), status)
         if status >= 400:
-            raise BackendError(f"HTTP {status}: {_short(body_bytes.decode('utf-8', 'replace'))}",
+            raise BackendError(f"HTTP {status}: {self._redact(_short(body_bytes.decode('utf-8', 'replace')))}",
                                status=status, fatal=status in (401, 403, 404))
         if too_long:
             return ChatResult(text="", first_token_logprobs=None, prompt_tokens=None, completion_tokens=None,

@@ -75,7 +75,7 @@ def content_text(content: Any) -> tuple[str, str | None]:
         >>> content_text([{"type": "text", "text": "3"}, {"type": "text", "text": "."}])
         ('3.', None)
         >>> content_text(3)
-        ('', "the message content is a number (3), not text")
+        ('', 'the message content is a number (3), not text')
     """
     if content is None:
         return "", None
