@@ -2,7 +2,7 @@
 
 ``runs/<study-id>/<run-id>/`` holds a copy of the study file, ``manifest.json`` (versions,
 hashes, backends, protocol, counts, times) and ``run.sqlite`` (the :class:`RunStore`). The run id
-is a hash of the study, instrument and cohort files and of the backends' identities, so running
+is a hash of the instrument and cohort files, the study's protocol and the backends' identities, so running
 the same study again opens the same directory and resumes it; change anything that decides the
 answers and a new run begins. What does not decide an answer is left out of the id: the name of
 the environment variable holding the key, pacing and retry settings, and how the endpoint is

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import socket
 import sqlite3
 import subprocess
@@ -202,29 +201,26 @@ def test_same_endpoint_and_key_under_other_spellings_resume_the_same_run(tmp_pat
         first = asyncio.run(administer(load_study(study), runs, log=lambda m: None))
         assert len(chat_posts(stub)) == 2 * N_ITEMS
         # The same server written another way, the key in another variable.
-        other = stub.url.replace("127.0.0.1", "LocalHost").replace("/v1", ":/v1".replace(":", "")) + "/"
+        other = f"HTTP://LocalHost:{stub.port}/v1/"
         study = write_study(tmp_path, other, backend={"api_key_env": "PSYQ_K2"})
         second = asyncio.run(administer(load_study(study), runs, log=lambda m: None))
         assert len(chat_posts(stub)) == 2 * N_ITEMS          # nothing sent the second time
     assert second.run_dir == first.run_dir and second.already_finished == 2 * N_ITEMS
 
 
-def test_a_run_begun_under_the_old_run_id_is_resumed_where_it_is(tmp_path):
+def test_a_run_begun_under_the_old_run_id_is_resumed_where_it_is(tmp_path, monkeypatch):
     from engine.backends import make_backend
     from engine.run import run_id_for
+    monkeypatch.setenv("PSYQ_K1", "k")
     with StubServer() as stub:
         study = write_study(tmp_path, stub.url, backend={"api_key_env": "PSYQ_K1"})
-        os.environ["PSYQ_K1"] = "k"
-        try:
-            first = asyncio.run(administer(load_study(study), tmp_path / "runs", log=lambda m: None))
-            loaded = load_study(study)
-            backends = {c.id: make_backend(c) for c in loaded.spec.backends}
-            legacy = first.run_dir.path.parent / run_id_for(loaded, backends, legacy=True)
-            assert legacy != first.run_dir.path
-            first.run_dir.path.rename(legacy)     # as psyq before issue 12 named it
-            again = asyncio.run(administer(loaded, tmp_path / "runs", log=lambda m: None))
-        finally:
-            del os.environ["PSYQ_K1"]
+        first = asyncio.run(administer(load_study(study), tmp_path / "runs", log=lambda m: None))
+        loaded = load_study(study)
+        backends = {c.id: make_backend(c) for c in loaded.spec.backends}
+        legacy = first.run_dir.path.parent / run_id_for(loaded, backends, legacy=True)
+        assert legacy != first.run_dir.path
+        first.run_dir.path.rename(legacy)     # where psyq before issue 12 put this run
+        again = asyncio.run(administer(loaded, tmp_path / "runs", log=lambda m: None))
         assert len(chat_posts(stub)) == 2 * N_ITEMS       # nothing sent again
     assert again.run_dir.path == legacy and again.already_finished == 2 * N_ITEMS
 
