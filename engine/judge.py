@@ -234,7 +234,7 @@ async def judge_one(rubric: Rubric, task: JudgeTask, backend: HttpBackend, answe
         if exc.fatal:
             raise
         return Judgement(task, None, "failed", str(exc), None, backend.payload(request), None, exc.attempts)
-    if result.problem == "too_long" or (result.problem and answer != "logprobs"):
+    if result.problem and not (result.problem == "unreadable_response" and answer == "logprobs"):
         parsed, dist = ParsedAnswer(None, result.problem, result.problem_reason), None
     elif answer == "logprobs" and result.logprobs_problem:
         parsed, dist = ParsedAnswer(None, "unreadable_response", result.logprobs_problem), None

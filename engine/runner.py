@@ -260,7 +260,8 @@ async def run_trial(trial: Trial, backend: HttpBackend, protocol: Protocol) -> T
             tokens[0] += result.prompt_tokens or 0
             tokens[1] += result.completion_tokens or 0
             texts.append(result.text)
-            if result.problem == "too_long" or (result.problem and not _reads_logprobs(trial, protocol)):
+            # Content that is not text does not matter when the answer is read from logprobs.
+            if result.problem and not (result.problem == "unreadable_response" and _reads_logprobs(trial, protocol)):
                 # The reply came but holds no readable answer: stored as missing, with why (an
                 # answer read from an earlier reply of this trial stays).
                 for i in answer_ids(trial):

@@ -357,3 +357,26 @@ def test_a_key_quoted_back_by_the_server_is_blanked(monkeypatch):
                                          api_key_env="PSYQ_QUOTED_KEY"))
     # As a server's 401 body might read; the message is printed and stored with the trial.
     assert backend._redact(f"Incorrect API key provided: {SECRET}.") == "Incorrect API key provided: [API key]."
+
+
+def test_a_reply_reader_that_fails_costs_one_trial_not_the_run(tmp_path, monkeypatch):
+    from engine.backends.openai import OpenAIBackend
+    real = OpenAIBackend.result
+    marker = "(marked reply)"
+
+    def flaky(self, body):   # a bug in the reader, on the replies the stub marked (item c's)
+        if marker in json.dumps(body):
+            raise ZeroDivisionError("division by zero")
+        return real(self, body)
+
+    def answer(body):
+        return f"4 {marker}" if "Item c" in json.dumps(body["messages"]) else default_answer(body)
+
+    monkeypatch.setattr(OpenAIBackend, "result", flaky)
+    with StubServer(answer=answer) as stub:
+        result = asyncio.run(administer(load_study(write_study(tmp_path, stub.url, n_personas=1)),
+                                        tmp_path / "runs", log=lambda m: None))
+        assert len(chat_posts(stub)) == N_ITEMS           # not retried: the reply itself was fine
+    got = dict(rows(result.run_dir.database, "SELECT item_id, status || ' ' || COALESCE(reason, '') FROM answers"))
+    assert got["c"] == "parse_error parse_error: ZeroDivisionError: division by zero"
+    assert all(v.startswith("answered") for k, v in got.items() if k != "c")

@@ -360,6 +360,10 @@ class HttpBackend:
             # JSON, but not a chat reply (no choices / content blocks): a proxy's page, an error
             # object sent with 200 … retried like a dropped connection.
             raise _Retryable("malformed response", body=kept_body(body_bytes)) from None
+        except Exception as exc:   # noqa: BLE001 - a reader's own failure costs this reply only
+            return ChatResult(text="", first_token_logprobs=None, prompt_tokens=None, completion_tokens=None,
+                              raw=kept_body(body_bytes), problem="parse_error",
+                              problem_reason=f"parse_error: {type(exc).__name__}: {str(exc)[:200]}")
         self.stats.prompt_tokens += result.prompt_tokens or 0
         self.stats.completion_tokens += result.completion_tokens or 0
         return result
