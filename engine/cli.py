@@ -1,7 +1,18 @@
 """The ``psyq`` command line.
 
-Exit codes: 0 success; 1 a run-time failure that is not the user's input; 2 bad input (the
-problems are printed as ``file:line:column: field: what``, never as a traceback).
+Exit codes (also in ``psyq --help``):
+
+- 0: success; for `psyq run`, every trial finished: answered, or missing with its reason;
+- 1: a run-time failure that is not the user's input (e.g. the server refused the key);
+- 2: bad input (the problems are printed as ``file:line:column: field: what``, never as a
+  traceback);
+- 3: `psyq run` ended, but some trials failed (the backend gave no answer after its retries);
+  they are stored as failed and the same command retries them;
+- 4: `psyq run` stopped early: a backend could not be reached (connections failed again and
+  again); the message names the URL;
+- 5: `psyq run` refused: another process is running the same run (the message names the run
+  directory and that process);
+- 130: interrupted (Ctrl-C or SIGTERM); every answer received is stored.
 """
 
 from __future__ import annotations
@@ -19,6 +30,15 @@ from .instrument import instrument_json_schema, load_instrument
 from .yamlfile import load_yaml
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_TRIALS_FAILED, EXIT_UNREACHABLE, EXIT_LOCKED, EXIT_INTERRUPTED = 3, 4, 5, 130
+EXIT_CODES_HELP = """exit codes:
+  0    success (psyq run: every trial answered, or missing with its reason)
+  1    run-time failure (e.g. the server refused the API key)
+  2    bad input: file:line:column: field: what is wrong
+  3    psyq run ended but some trials failed (no answer after retries); rerun to retry them
+  4    psyq run stopped early: a backend could not be reached (the URL is named)
+  5    psyq run refused: another process is running the same run (directory and PID named)
+  130  interrupted; every answer received is stored, rerun to resume"""
 MAX_PROBLEMS_SHOWN = 50
 
 
@@ -151,12 +171,16 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from .progress import RunProgress
     from .run import administer, override_backend
+    from .runlock import RunLocked
     from .study import load_study, require_item_texts
 
     study = load_study(args.study)
     require_item_texts(study)
     if bool(args.base_url) != bool(args.model):
         raise InputError.single(args.study, "--base-url and --model go together")
+    if args.api_key_env and not args.base_url:
+        raise InputError.single(args.study, "--api-key-env goes with --base-url (a study's backends name "
+                                "their key variable in the study file)")
     configs = [override_backend(args.base_url, args.model, args.api_key_env)] if args.base_url else None
     progress = RunProgress()
 
@@ -173,15 +197,41 @@ def cmd_run(args: argparse.Namespace) -> int:
         progress.stop()
         print("interrupted: every answer received is stored; run the same command again to resume",
               file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
+    except RunLocked as exc:
+        progress.stop()
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_LOCKED
     progress.stop()
-    counts = ", ".join(f"{k} {v}" for k, v in sorted(result.counts.items()))
+    return run_outcome(result)
+
+
+def run_outcome(result) -> int:
+    """Print what a run ended with and return its exit code (see the module docstring).
+
+    Example:
+        >>> run_outcome(result)   # doctest: +SKIP
+        3
+    """
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(result.counts.items())) or "nothing stored"
     print(f"run {result.run_dir.path}: {result.planned} trials planned, {result.already_finished} "
           f"already done before this run; now {counts}")
+    for note in result.notes or []:
+        print(f"note: {note}", file=sys.stderr)
     if result.interrupted:
         print("interrupted: every answer received is stored; run the same command again to resume",
               file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
+    if result.unreachable:
+        print(f"error: stopped early: {result.unreachable}\nEvery answer received is stored; run the same "
+              f"command again to resume", file=sys.stderr)
+        return EXIT_UNREACHABLE
+    failed = result.counts.get("failed", 0)
+    if failed:
+        print(f"error: {failed} of {result.planned} trials failed (the backend gave no answer after its "
+              f"retries; see the error column of the trials table); run the same command again to retry them",
+              file=sys.stderr)
+        return EXIT_TRIALS_FAILED
     return EXIT_OK
 
 
@@ -200,6 +250,8 @@ def cmd_status(args: argparse.Namespace) -> int:
           + ", ".join(f"{k} {v}" for k, v in sorted(trials.items())))
     print(f"answers    " + ", ".join(f"{k} {v}" for k, v in sorted(answers.items())))
     print(f"started    {manifest.get('started_at')}   finished {manifest.get('finished_at') or '-'}")
+    if manifest.get("stopped_early"):
+        print(f"stopped    early: {manifest['stopped_early']}")
     return EXIT_OK
 
 
@@ -232,6 +284,8 @@ def cmd_judge(args: argparse.Namespace) -> int:
     if bool(args.base_url) != bool(args.model):
         raise InputError.single(args.run, "--base-url and --model go together")
     if args.base_url:
+        from .run import check_command_line_backend
+        check_command_line_backend(args.base_url, args.api_key_env)
         config = BackendConfig(id=args.judge_id, kind="openai", base_url=args.base_url, model=args.model,
                                api_key_env=args.api_key_env, temperature=0.0)
     else:
@@ -304,10 +358,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="psyq",
         description="Administer psychometric instruments to LLM-simulated personas, "
-                    "score them and compare them with human norms.")
+                    "score them and compare them with human norms.",
+        epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"psyq {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    parsers = {name: sub.add_parser(name, help=help_, description=help_)
+    parsers = {name: sub.add_parser(name, help=help_, description=help_,
+                                    epilog=EXIT_CODES_HELP if name == "run" else None,
+                                    formatter_class=argparse.RawDescriptionHelpFormatter)
                for name, (_, help_) in COMMANDS.items()}
     parsers["validate"].add_argument("paths", nargs="+", metavar="PATH",
                                      help="YAML files or folders holding them")

@@ -35,7 +35,7 @@ from .errors import Problem
 from .export import run_instruments
 from .fields import Id, StrictModel, Text
 from .instrument import Instrument, Option, SceneItem, VignetteItem
-from .parsing import ParsedAnswer, has_text, most_likely, option_distribution, parse_json_rating, parse_rating
+from .parsing import ParsedAnswer, has_text, most_likely, option_distribution, parse_json_rating, parse_rating, too_long
 from .run import open_run_dir
 from .store import RunStore
 from .validation import parse_document, raise_problems
@@ -234,7 +234,14 @@ async def judge_one(rubric: Rubric, task: JudgeTask, backend: HttpBackend, answe
         if exc.fatal:
             raise
         return Judgement(task, None, "failed", str(exc), None, backend.payload(request), None, exc.attempts)
-    parsed, dist = read_level(rubric, answer, result.text, result.first_token_logprobs)
+    if result.problem and not (result.problem == "unreadable_response" and answer == "logprobs"):
+        parsed, dist = ParsedAnswer(None, result.problem, result.problem_reason), None
+    elif answer == "logprobs" and result.logprobs_problem:
+        parsed, dist = ParsedAnswer(None, "unreadable_response", result.logprobs_problem), None
+    elif (long := too_long(result.text)) is not None and answer != "logprobs":
+        parsed, dist = long, None
+    else:
+        parsed, dist = read_level(rubric, answer, result.text, result.first_token_logprobs)
     return Judgement(task, parsed.value, parsed.status, parsed.reason, dist, backend.payload(request),
                      result.text, result.attempts)
 

@@ -31,7 +31,28 @@ import numpy as np
 
 from .instrument import Option
 
-Status = Literal["answered", "refusal", "out_of_range", "unparseable", "empty"]
+Status = Literal["answered", "refusal", "out_of_range", "unparseable", "empty",
+                 # set by the runner, not by these parsers: the reply was too long to read, the
+                 # server's reply held no readable answer, or a parser failed on it
+                 "too_long", "unreadable_response", "parse_error"]
+
+# Replies longer than this are not parsed (stored whole, missing as `too_long`): reading costs
+# time in proportion to length, and no rating, scene or inference needs 12,000 characters
+# (about 3,000 tokens; the default limits are 48 to 832 tokens).
+MAX_PARSE_CHARS = 12_000
+
+
+def too_long(text: str) -> ParsedAnswer | None:
+    """A `too_long` missing answer when `text` is over MAX_PARSE_CHARS (None otherwise).
+
+    Example:
+        >>> too_long("3") is None, too_long("3" * 20_000).status
+        (True, 'too_long')
+    """
+    if len(text) <= MAX_PARSE_CHARS:
+        return None
+    return ParsedAnswer(None, "too_long", f"the reply has {len(text)} characters; replies over "
+                                          f"{MAX_PARSE_CHARS} are kept but not read")
 
 
 @dataclass(frozen=True)
@@ -70,16 +91,32 @@ def _normalise(text: str) -> str:
     return text.translate(_CHAR_MAP)
 
 
-def _mask(text: str, start: int, end: int) -> str:
-    """Blank out text[start:end] with spaces (keeps every other position where it was)."""
-    return text[:start] + " " * (end - start) + text[end:]
+def _mask_spans(text: str, spans: Sequence[tuple[int, int]]) -> str:
+    """Blank out every text[start:end] of `spans` at once (one copy, whatever their number)."""
+    if not spans:
+        return text
+    pieces, last = [], 0
+    for start, end in sorted(spans):
+        start = max(start, last)
+        pieces += [text[last:start], " " * max(0, end - start)]
+        last = max(last, end)
+    pieces.append(text[last:])
+    return "".join(pieces)
 
 
 def _mask_all(text: str, pattern: re.Pattern[str], group: int = 0) -> str:
-    for m in reversed(list(pattern.finditer(text))):
-        if m.group(group) is not None:
-            text = _mask(text, m.start(group), m.end(group))
-    return text
+    return _mask_spans(text, [(m.start(group), m.end(group)) for m in pattern.finditer(text)
+                              if m.group(group) is not None])
+
+
+# Context rules look this far around a match: a few words, never the whole reply, so reading a
+# reply costs time in proportion to its length (a reply full of numbers or letters was quadratic).
+_WINDOW = 80
+
+
+def _before(pattern: re.Pattern[str], text: str, at: int) -> re.Match[str] | None:
+    """`pattern` (anchored with $) searched in the _WINDOW characters before position `at`."""
+    return pattern.search(text, max(0, at - _WINDOW), at)
 
 
 def _fmt(x: float) -> str:
@@ -228,13 +265,19 @@ def _find_labels(text: str, scale: Sequence[Option]) -> tuple[str, list[tuple[st
         words = (option.label or "").split()
         pattern = re.compile(r"(?<![\w])" + r"\s+".join(map(re.escape, words)) + r"(?![\w])",
                              re.IGNORECASE)
+        spans = []
         for m in reversed(list(pattern.finditer(text))):
-            if _NEGATION_RE.search(text[:m.start()]):
+            if _before(_NEGATION_RE, text, m.start()):
                 negated.append(m.group())
             else:
                 found.append((m.group(), option.value))
-            text = _mask(text, m.start(), m.end())
+            spans.append((m.start(), m.end()))
+        text = _mask_spans(text, spans)   # matches of one label never overlap: mask them together
     return text, found, negated
+
+
+_ABBREVIATION_END_RE = re.compile(r"\b[A-Za-z]\.$")
+_OPENING_BRACKET_RE = re.compile(r"[(\[]\s*$")
 
 
 def _find_codes(text: str, scale: Sequence[Option]) -> tuple[str, list[tuple[str, int]]]:
@@ -246,21 +289,27 @@ def _find_codes(text: str, scale: Sequence[Option]) -> tuple[str, list[tuple[str
         if code.upper() == "I":  # the pronoun; a code only when it is the whole answer
             continue
         pattern = re.compile(r"(?<![\w'])" + re.escape(code) + r"(?![\w'])", re.IGNORECASE)
+        spans: list[tuple[int, int]] = []   # this code's matches found so far (later in the text)
         for m in reversed(list(pattern.finditer(text))):
-            before, after, token = text[:m.start()], text[m.end():], m.group()
-            if re.match(r"\.[A-Za-z]", after) or re.search(r"\b[A-Za-z]\.$", before):
+            start, end, token = m.start(), m.end(), m.group()
+            # What follows, with this code's later matches already blanked out.
+            after = text[end:end + _WINDOW]
+            if spans and spans[-1][0] < end + _WINDOW:   # the rules look at what comes first
+                after = _mask_spans(after, [(a - end, b - end) for a, b in spans[-4:]])
+            if re.match(r"\.[A-Za-z]", after) or _before(_ABBREVIATION_END_RE, text, start):
                 continue  # an abbreviation such as "D.C." or "U.S."
             followed_by_word = bool(re.match(r"\s+[a-z]", after))
-            strong = bool(_STRONG_CODE_KEYWORD_RE.search(before))
-            parenthesised = bool(re.search(r"[(\[]\s*$", before) and re.match(r"\s*[)\]]", after))
+            strong = bool(_before(_STRONG_CODE_KEYWORD_RE, text, start))
+            parenthesised = bool(_before(_OPENING_BRACKET_RE, text, start) and re.match(r"\s*[)\]]", after))
             if token.upper() == "A" and followed_by_word and not strong:
                 continue  # the article: "A lot of the time", "is a bit"
             if token != token.upper() and not (
                     strong or parenthesised
-                    or (_CODE_KEYWORD_RE.search(before) and not followed_by_word)):
+                    or (_before(_CODE_KEYWORD_RE, text, start) and not followed_by_word)):
                 continue  # a lowercase letter in running text is a word, not a code
             found.append((token, option.value))
-            text = _mask(text, m.start(), m.end())
+            spans.append((start, end))
+        text = _mask_spans(text, spans)
     return text, found
 
 
@@ -317,43 +366,65 @@ _FENCE_RE = re.compile(r"```[A-Za-z]*\s*(.*?)```", re.DOTALL)
 _ANSWER_KEYS = ("answer", "rating", "response", "score", "value", "choice", "option")
 
 
+# An answer object is shallow ({"answer": 3}, {"answers": {"1": 3}}): text nested deeper than
+# this is not read as JSON at all (the decoders recurse per level and would overflow the stack),
+# and at most this many "{" are tried as the start of an object embedded in prose.
+MAX_JSON_DEPTH = 32
+MAX_JSON_STARTS = 64
+_BRACKET_RE = re.compile(r"[{}\[\]]")
+
+
+def _nesting_depth(text: str) -> int:
+    """The deepest nesting of brackets and braces in `text` (strings not considered: an upper bound)."""
+    depth = deepest = 0
+    for m in _BRACKET_RE.finditer(text):
+        if m.group() in "{[":
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth = max(0, depth - 1)
+    return deepest
+
+
 def _balanced_object(text: str, start: int) -> str | None:
     """The {...} starting at text[start], braces balanced (strings not considered)."""
     depth = 0
-    for i in range(start, len(text)):
-        if text[i] == "{":
-            depth += 1
-        elif text[i] == "}":
-            depth -= 1
-            if depth == 0:
-                return text[start:i + 1]
+    for m in re.compile(r"[{}]").finditer(text, start):
+        depth += 1 if m.group() == "{" else -1
+        if depth == 0:
+            return text[start:m.end()]
     return None
 
 
 def _find_json_object(text: str) -> dict[str, Any] | None:
     """The first JSON object in the text: the whole text, a ``` fence, or embedded in prose.
 
-    Python-style dicts with single quotes are accepted as a fallback.
+    Python-style dicts with single quotes are accepted as a fallback. Text nested deeper than
+    MAX_JSON_DEPTH holds no object (see there).
     """
+    if _nesting_depth(text) > MAX_JSON_DEPTH:
+        return None
     candidates = [text.strip()] + [m.group(1).strip() for m in _FENCE_RE.finditer(text)]
     decoder = json.JSONDecoder()
     for candidate in candidates:
         try:
             obj = json.loads(candidate)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if isinstance(obj, dict):
             return obj
-    for m in re.finditer(r"\{", text):
+    for tries, m in enumerate(re.finditer(r"\{", text)):
+        if tries >= MAX_JSON_STARTS:
+            break
         try:
             obj, _ = decoder.raw_decode(text, m.start())
-        except ValueError:
+        except (ValueError, RecursionError):
             snippet = _balanced_object(text, m.start())
             if snippet is None:
                 continue
             try:
                 obj = ast.literal_eval(snippet)
-            except (ValueError, SyntaxError, MemoryError, RecursionError):
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
                 continue
         if isinstance(obj, dict):
             return obj

@@ -2,9 +2,16 @@
 
 ``runs/<study-id>/<run-id>/`` holds a copy of the study file, ``manifest.json`` (versions,
 hashes, backends, protocol, counts, times) and ``run.sqlite`` (the :class:`RunStore`). The run id
-is a hash of the study, instrument and cohort files and of the backends' identities, so running
+is a hash of the instrument and cohort files, the study's protocol and the backends' identities, so running
 the same study again opens the same directory and resumes it; change anything that decides the
-answers and a new run begins.
+answers and a new run begins. What does not decide an answer is left out of the id: the name of
+the environment variable holding the key, pacing and retry settings, and how the endpoint is
+spelled (``localhost`` or ``127.0.0.1``, a default port, a trailing slash: engine/endpoint.py).
+
+One process writes a run at a time (:class:`~engine.runlock.RunLock`): a second `psyq run` of
+the same run stops at once with :class:`~engine.runlock.RunLocked`. The manifest is written
+atomically; should it be damaged all the same, rerunning the study rebuilds it (the answers
+are in ``run.sqlite``, and nothing finished is sent again).
 """
 
 from __future__ import annotations
@@ -12,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import shutil
 import subprocess
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -20,9 +26,13 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import __version__
+from .atomic import write_json_atomic, write_text_atomic
 from .backends import BackendConfig, HttpBackend, make_backend
-from .errors import InputError
+from .backends.base import BackendUnreachable
+from .endpoint import base_url_problem, key_env_problem, normalise_endpoint
+from .errors import InputError, Problem
 from .persona import render_system_prompt
+from .runlock import RunLock
 from .runner import ProgressCallback, plan_trials, run_pending
 from .store import RunStore
 from .study import Study, require_item_texts
@@ -46,7 +56,17 @@ class RunDir:
         return self.path / DATABASE
 
     def read_manifest(self) -> dict[str, Any]:
-        return json.loads(self.manifest.read_text())
+        """The manifest (InputError naming the file and the way back if it is damaged)."""
+        try:
+            data = json.loads(self.manifest.read_text(encoding="utf-8"))
+        except (ValueError, OSError) as exc:
+            raise InputError.single(self.manifest, f"the manifest is damaged or unreadable ({exc}); the answers "
+                                    f"are safe in {DATABASE}: run the same study again (psyq run STUDY.yaml, same "
+                                    f"backends) to rebuild it; nothing finished is sent again") from None
+        if not isinstance(data, dict):
+            raise InputError.single(self.manifest, "the manifest is not a JSON object; run the same study again "
+                                    "to rebuild it")
+        return data
 
 
 def open_run_dir(path: str | Path) -> RunDir:
@@ -58,16 +78,60 @@ def open_run_dir(path: str | Path) -> RunDir:
 
 
 def override_backend(base_url: str, model: str, api_key_env: str | None = None) -> BackendConfig:
-    """The backend `psyq run --base-url URL --model NAME` puts in place of the study's."""
+    """The backend `psyq run --base-url URL --model NAME` puts in place of the study's
+    (InputError, never echoing a secret, if the URL or the key variable's name is not one)."""
+    check_command_line_backend(base_url, api_key_env)
     return BackendConfig(id="cli", kind="openai", base_url=base_url, model=model, api_key_env=api_key_env)
 
 
-def run_id_for(study: Study, backends: dict[str, HttpBackend]) -> str:
-    """Same study files and backends → same id (so a rerun resumes)."""
-    key = {"files": sorted(study.file_hashes().values()),
-           "backends": {b: (backend.identity(), backend.config.model_dump(exclude={"concurrency",
-                        "requests_per_minute", "tokens_per_minute", "timeout_s", "max_retries",
-                        "backoff_s", "max_backoff_s"})) for b, backend in backends.items()}}
+def check_command_line_backend(base_url: str | None, api_key_env: str | None) -> None:
+    """--base-url and --api-key-env checked as a study's backend is (InputError with the option's name).
+
+    Example:
+        >>> check_command_line_backend("http://127.0.0.1:8080/v1", "MY_KEY")
+    """
+    problems = []
+    if base_url is not None and (why := base_url_problem(base_url)):
+        problems.append(Problem("--base-url", None, None, "", why))
+    if api_key_env is not None and (why := key_env_problem(api_key_env)):
+        problems.append(Problem("--api-key-env", None, None, "", why))
+    if problems:
+        raise InputError(problems)
+
+
+# Settings that pace or retry requests: they never change an answer, so not part of the run id.
+_NOT_IDENTITY = {"concurrency", "requests_per_minute", "tokens_per_minute", "timeout_s", "max_retries",
+                 "backoff_s", "max_backoff_s"}
+
+
+def run_id_for(study: Study, backends: dict[str, HttpBackend], *, legacy: bool = False) -> str:
+    """Same answers decided the same way → same id (so a rerun resumes).
+
+    Hashed: the instrument and cohort files, the study's id and protocol, and each backend's
+    identity and settings that decide answers. Left out: the study file's comments and
+    description, the key variable's NAME (K1 and K2 holding one key are one run), pacing and
+    retry settings, and the base URL's spelling (normalised, engine/endpoint.py).
+    `legacy`: the id as psyq computed it before these rules (the study file's bytes, names and
+    URLs as written), to find and resume a run started then.
+    """
+    def config_key(backend: HttpBackend) -> dict[str, Any]:
+        config = backend.config.model_dump(exclude=_NOT_IDENTITY)
+        if legacy:
+            return config
+        config["api_key_env"] = None
+        if config.get("base_url"):
+            config["base_url"] = normalise_endpoint(config["base_url"])
+        return config
+
+    hashes = study.file_hashes()
+    if legacy:
+        files = sorted(hashes.values())
+        key: dict[str, Any] = {"files": files}
+    else:
+        study_file = str(study.path)
+        key = {"files": sorted(h for p, h in hashes.items() if p != study_file),
+               "study": study.spec.model_dump(include={"psyq", "id", "protocol"}), "format": 2}
+    key["backends"] = {b: (backend.identity(), config_key(backend)) for b, backend in backends.items()}
     return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
@@ -109,6 +173,8 @@ class RunResult:
     already_finished: int
     counts: dict[str, int]
     interrupted: bool = False
+    unreachable: str | None = None   # why the run stopped early: a backend could not be reached
+    notes: list[str] | None = None   # what the user should know (e.g. a manifest rebuilt)
 
 
 async def administer(study: Study, runs_dir: str | Path = "runs",
@@ -126,25 +192,39 @@ async def administer(study: Study, runs_dir: str | Path = "runs",
     backends = {c.id: make_backend(c, log=log) for c in configs}
     run_id = run_id_for(study, backends)
     run = RunDir(Path(runs_dir) / study.id / run_id)
-    run.path.mkdir(parents=True, exist_ok=True)
+    legacy = RunDir(Path(runs_dir) / study.id / run_id_for(study, backends, legacy=True))
+    if not run.path.exists() and legacy.database.exists():
+        # A run begun before the run id left out what does not decide answers (psyq < issue
+        # 12): resume it where it is rather than send everything again.
+        run, run_id = legacy, legacy.path.name
+    # Taken before anything in the directory is written: a second process stops here.
+    with RunLock(run.path):
+        return await _administer_locked(study, run, backends, run_id, on_start, on_trial, log)
+
+
+async def _administer_locked(study: Study, run: RunDir, backends: dict[str, HttpBackend], run_id: str,
+                             on_start, on_trial: ProgressCallback | None,
+                             log: Callable[[str], None]) -> RunResult:
     for backend in backends.values():
         if hasattr(backend, "log_dir"):
             backend.log_dir = run.path
     # Copies of what the answers depend on, so the run directory stands on its own.
-    shutil.copy2(study.path, run.path / "study.yaml")
+    write_text_atomic(run.path / "study.yaml", study.path.read_text(encoding="utf-8"))
     (run.path / "instruments").mkdir(exist_ok=True)
     for instrument, source in zip(study.instruments, study.instrument_paths):
-        shutil.copy2(source, run.path / "instruments" / f"{instrument.id}.yaml")
+        write_text_atomic(run.path / "instruments" / f"{instrument.id}.yaml", source.read_text(encoding="utf-8"))
     trials = list(plan_trials(study, backends))
     manifest = _manifest(study, backends, run_id, len(trials))
+    notes: list[str] = []
+    unreachable: str | None = None
     with RunStore(run.database) as store:
         store.put_respondents((p.id, p.attributes, p.backstory, render_system_prompt(p, study.cohort.template))
                               for p in study.cohort.personas)
         finished = store.finished_trial_ids()
         already = sum(t.trial_id in finished for t in trials)
-        manifest["started_at"] = run.read_manifest().get("started_at") if run.manifest.exists() else _now()
+        manifest["started_at"] = _started_at(run, store, notes)
         manifest["resumed_at"] = _now() if already else None
-        run.manifest.write_text(json.dumps(manifest, indent=2))
+        write_json_atomic(run.manifest, manifest)
         interrupted = False
         started: list[HttpBackend] = []
         try:
@@ -157,6 +237,8 @@ async def administer(study: Study, runs_dir: str | Path = "runs",
                 totals = {b: sum(t.backend_id == b for t in trials) for b in backends}
                 on_start(backends, totals, {b: totals[b] - pending[b] for b in backends})
             await run_pending(trials, backends, store, study.protocol, on_trial)
+        except BackendUnreachable as exc:
+            unreachable = str(exc)   # every answer received so far is committed; a rerun resumes
         except (asyncio.CancelledError, KeyboardInterrupt):
             interrupted = True  # every trial finished so far is committed; a rerun resumes
         finally:
@@ -164,12 +246,26 @@ async def administer(study: Study, runs_dir: str | Path = "runs",
                 await backend.close()
             counts = store.status_counts()
             manifest.update({
-                "finished_at": None if interrupted else _now(),
+                "finished_at": None if interrupted or unreachable else _now(),
+                "stopped_early": unreachable,
                 "trial_counts": counts,
                 "answer_counts": store.answer_status_counts(),
                 "backend_stats": {b: {"requests": x.stats.requests, "retries": x.stats.retries,
                                       "failures": x.stats.failures, "retry_reasons": x.stats.retry_reasons,
                                       "max_in_flight": x.stats.max_in_flight} for b, x in backends.items()},
             })
-            run.manifest.write_text(json.dumps(manifest, indent=2))
-    return RunResult(run, len(trials), already, counts, interrupted)
+            write_json_atomic(run.manifest, manifest)
+    return RunResult(run, len(trials), already, counts, interrupted, unreachable, notes)
+
+
+def _started_at(run: RunDir, store: RunStore, notes: list[str]) -> str:
+    """When the run first started: from the manifest, or (damaged manifest) from the store."""
+    if not run.manifest.exists():
+        return _now()
+    try:
+        return run.read_manifest().get("started_at") or _now()
+    except InputError:
+        first = store.db.execute("SELECT MIN(started_at) FROM trials").fetchone()[0]
+        notes.append(f"{run.manifest} was damaged; rebuilt from the study and {DATABASE} "
+                     f"(started_at taken from the first stored trial)")
+        return first or _now()

@@ -25,7 +25,7 @@ from .backends.base import BackendError, ChatRequest, HttpBackend
 from .instrument import Instrument
 from .parsing import (SCENE_ROLES, THOUGHTS, ParsedAnswer, expected_value, most_likely, option_distribution,
                       parse_free_text, parse_json_rating, parse_rating, parse_ratings_block, parse_scene, parse_stop,
-                      sample_answer)
+                      sample_answer, too_long)
 from .persona import Persona, render_system_prompt
 from .prompts import (SCENE_JSON_SCHEMA, answer_json_schema, instrument_messages, item_messages, reask_message,
                       scene_messages, scene_reask_message, stop_emotion_messages, stop_json_schema,
@@ -203,6 +203,43 @@ def _parse(trial: Trial, text: str, protocol: Protocol) -> dict[str, ParsedAnswe
     return parse_ratings_block(text, list(trial.item_ids), scale, as_json=protocol.answer == "json")
 
 
+# Replies longer than this are parsed in a worker thread, so that reading one (up to
+# MAX_PARSE_CHARS, tenths of a second at worst) never holds up the event loop and the other
+# requests; short replies, nearly all of them, are parsed in place (a thread costs more).
+PARSE_IN_THREAD_CHARS = 2_000
+# Statuses a corrective follow-up cannot fix: the reply itself was unusable (and re-asking
+# would send it back to the server inside the next request).
+NOT_REASKED = ("too_long", "unreadable_response", "parse_error")
+
+
+async def read_reply(trial: Trial, text: str, protocol: Protocol) -> dict[str, ParsedAnswer]:
+    """Every answer of `trial` read from one reply: never raises, never takes long.
+
+    A reply over MAX_PARSE_CHARS is `too_long`; a parser that fails on a reply (a bug, or a shape
+    nobody foresaw) gives `parse_error: <ExceptionType>` for this trial only, and the run goes on.
+
+    Example:
+        >>> answers = asyncio.run(read_reply(trial, "3", protocol))  # doctest: +SKIP
+    """
+    ids = answer_ids(trial)
+    long = too_long(text)
+    if long is not None:
+        return {i: long for i in ids}
+    try:
+        if len(text) > PARSE_IN_THREAD_CHARS:
+            parsed = await asyncio.to_thread(_parse, trial, text, protocol)
+        else:
+            parsed = _parse(trial, text, protocol)
+    except Exception as exc:   # noqa: BLE001 - the boundary: one reply must not end the run
+        return {i: _parse_error(exc) for i in ids}
+    missing = ParsedAnswer(None, "parse_error", "parse_error: the parser returned no answer for this item")
+    return {i: parsed.get(i, missing) for i in ids}
+
+
+def _parse_error(exc: BaseException) -> ParsedAnswer:
+    return ParsedAnswer(None, "parse_error", f"parse_error: {type(exc).__name__}: {str(exc)[:200]}")
+
+
 async def run_trial(trial: Trial, backend: HttpBackend, protocol: Protocol) -> TrialRecord:
     """Send one trial (with corrective re-asks) and return its record; raises BackendError only
     for fatal backend errors (the caller stops the run)."""
@@ -223,14 +260,29 @@ async def run_trial(trial: Trial, backend: HttpBackend, protocol: Protocol) -> T
             tokens[0] += result.prompt_tokens or 0
             tokens[1] += result.completion_tokens or 0
             texts.append(result.text)
-            if protocol.answer == "logprobs" and trial.kind in ("rating", "stop_emotion"):
-                answers, extra = _logprob_answer(trial, result.first_token_logprobs, result.text, protocol)
+            # Content that is not text does not matter when the answer is read from logprobs.
+            if result.problem and not (result.problem == "unreadable_response" and _reads_logprobs(trial, protocol)):
+                # The reply came but holds no readable answer: stored as missing, with why (an
+                # answer read from an earlier reply of this trial stays).
+                for i in answer_ids(trial):
+                    if i not in answers or answers[i].status != "answered":
+                        answers[i] = ParsedAnswer(None, result.problem, result.problem_reason)
                 break
-            for item_id, parsed in _parse(trial, result.text, protocol).items():
+            if _reads_logprobs(trial, protocol):
+                if result.logprobs_problem:
+                    answers = {i: ParsedAnswer(None, "unreadable_response", result.logprobs_problem)
+                               for i in answer_ids(trial)}
+                    break
+                try:
+                    answers, extra = _logprob_answer(trial, result.first_token_logprobs, result.text, protocol)
+                except Exception as exc:   # noqa: BLE001 - as in read_reply
+                    answers, extra = {i: _parse_error(exc) for i in answer_ids(trial)}, {}
+                break
+            for item_id, parsed in (await read_reply(trial, result.text, protocol)).items():
                 if item_id not in answers or answers[item_id].status != "answered":
                     answers[item_id] = parsed
             unread = [i for i in answer_ids(trial) if answers[i].status not in ("answered", "refusal")]
-            if not unread or reasks >= protocol.reask_limit:
+            if not unread or reasks >= protocol.reask_limit or any(answers[i].status in NOT_REASKED for i in unread):
                 break
             reasks += 1
             reason = answers[unread[0]].reason or answers[unread[0]].status
@@ -245,12 +297,19 @@ async def run_trial(trial: Trial, backend: HttpBackend, protocol: Protocol) -> T
     except BackendError as exc:
         if exc.fatal:
             raise
-        return _record(trial, backend, "failed", started, texts, result, attempts + exc.attempts,
+        # What the server last sent (an HTML page, a truncated body …) is kept with the trial.
+        response = exc.body if exc.body is not None else (result.raw if result else None)
+        return _record(trial, backend, "failed", started, texts, response, attempts + exc.attempts,
                        reasks, latency, tokens,
                        {i: ParsedAnswer(None, "failed", str(exc)) for i in answer_ids(trial)}, {}, str(exc))
     status = "answered" if all(answers[i].status == "answered" for i in answer_ids(trial)) else "missing"
-    return _record(trial, backend, status, started, texts, result, attempts, reasks, latency, tokens,
-                   answers, extra, None)
+    return _record(trial, backend, status, started, texts, result.raw if result else None, attempts, reasks,
+                   latency, tokens, answers, extra, None)
+
+
+def _reads_logprobs(trial: Trial, protocol: Protocol) -> bool:
+    """True when the trial's answer is read from first-token log probabilities, not from text."""
+    return protocol.answer == "logprobs" and trial.kind in ("rating", "stop_emotion")
 
 
 def _logprob_answer(trial: Trial, logprobs: dict[str, float] | None, text: str,
@@ -277,7 +336,7 @@ def _option_mass(logprobs: dict[str, float], trial: Trial) -> float:
     return float(sum(np.exp(lp) for tok, lp in logprobs.items() if tok.strip().lower() in tokens))
 
 
-def _record(trial: Trial, backend: HttpBackend, status: str, started: str, texts: list[str], result,
+def _record(trial: Trial, backend: HttpBackend, status: str, started: str, texts: list[str], response: dict | None,
             attempts: int, reasks: int, latency: float, tokens: list[int],
             answers: dict[str, ParsedAnswer], extra: dict[str, dict], error: str | None) -> TrialRecord:
     records = []
@@ -291,7 +350,7 @@ def _record(trial: Trial, backend: HttpBackend, status: str, started: str, texts
         trial_id=trial.trial_id, backend_id=trial.backend_id, model=backend.identity().get("model"),
         respondent_id=trial.respondent_id, instrument_id=trial.instrument.id, item_ids=list(trial.item_ids),
         repeat=trial.repeat, option_order=trial.option_order, status=status,
-        request=backend.payload(trial.request), response=result.raw if result else None,
+        request=backend.payload(trial.request), response=response,
         raw_text=REPLY_SEPARATOR.join(texts) if texts else None, attempts=attempts, reasks=reasks,
         latency_s=latency, prompt_tokens=tokens[0] or None, completion_tokens=tokens[1] or None,
         started_at=started, finished_at=_now(), error=error, answers=records)

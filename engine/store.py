@@ -56,7 +56,8 @@ CREATE TABLE IF NOT EXISTS answers (
     item_id TEXT NOT NULL,
     position INTEGER NOT NULL,         -- 0-based place in the order presented
     value INTEGER,                     -- a scale value; NULL when missing (never imputed)
-    status TEXT NOT NULL,              -- answered | refusal | out_of_range | unparseable | empty | no_option_tokens | failed
+    status TEXT NOT NULL,              -- answered | refusal | out_of_range | unparseable | empty | no_option_tokens |
+                                       -- too_long | unreadable_response | parse_error | failed
     reason TEXT,
     disclaimer INTEGER NOT NULL DEFAULT 0,
     distribution TEXT,                 -- JSON {value: probability} (answer: logprobs)
@@ -258,9 +259,20 @@ def _trial_row(trial: TrialRecord) -> tuple:
     """The `trials` row of a trial record."""
     return (trial.trial_id, trial.backend_id, trial.model, trial.respondent_id, trial.instrument_id,
             json.dumps(trial.item_ids), trial.repeat, trial.option_order, trial.status,
-            json.dumps(trial.request), json.dumps(trial.response) if trial.response is not None else None,
+            json.dumps(trial.request), _response_json(trial.response),
             trial.raw_text, trial.attempts, trial.reasks, trial.latency_s, trial.prompt_tokens,
             trial.completion_tokens, trial.started_at, trial.finished_at, trial.error)
+
+
+def _response_json(response: dict[str, Any] | None) -> str | None:
+    """The raw response as JSON; one too deeply nested to encode is replaced by a note saying so
+    (a server's odd reply must never make a trial unstorable)."""
+    if response is None:
+        return None
+    try:
+        return json.dumps(response)
+    except (ValueError, TypeError, RecursionError) as exc:
+        return json.dumps({"unstorable_response": f"{type(exc).__name__}: the response could not be encoded"})
 
 
 def _answer_rows(trial: TrialRecord) -> list[tuple]:

@@ -15,6 +15,7 @@ from typing import Literal
 from pydantic import Field
 
 from .backends.base import BackendConfig
+from .endpoint import base_url_problem, key_env_problem
 from .errors import InputError, Problem
 from .fields import Id, StrictModel, Text
 from .instrument import Instrument, item_texts_path, load_instrument, missing_texts_message
@@ -91,6 +92,10 @@ def check_study(spec: StudySpec, doc: YamlDocument, instruments: list[Instrument
         if backend.kind == "openai" and not backend.base_url:
             problems.append(doc.problem(("backends", i), "an 'openai' backend needs `base_url` "
                                         "(e.g. http://127.0.0.1:8080/v1)"))
+        if backend.base_url is not None and (why := base_url_problem(backend.base_url)):
+            problems.append(doc.problem(("backends", i, "base_url"), why))
+        if backend.api_key_env is not None and (why := key_env_problem(backend.api_key_env)):
+            problems.append(doc.problem(("backends", i, "api_key_env"), why))
         if backend.kind == "anthropic" and spec.protocol.answer == "logprobs":
             problems.append(doc.problem(("protocol", "answer"), f"backend '{backend.id}' is Anthropic, "
                                         "which returns no log probabilities; use answer: text or json"))

@@ -24,8 +24,19 @@ Endpoints: ``GET /health``, ``GET /v1/models``, ``POST /v1/chat/completions`` (O
 
 Per POST request the outcome is decided in this order: bad path/body -> 404/400
 (outcomes "not_found"/"bad_request"); rpm limit exceeded -> 429 (outcome "429", does
-not consume a scripted fault); next scripted fault, if any; else with probability
-``fault_rate`` a kind drawn from ``fault_kinds`` (``random.Random(seed)``); else "ok".
+not consume a scripted fault); next scripted fault, if any; with ``pathological_every=N``,
+every Nth POST gets the next kind of ``pathological_kinds`` (cycling through them); else with
+probability ``fault_rate`` a kind drawn from ``fault_kinds`` (``random.Random(seed)``); else "ok".
+
+Pathological kinds (``PATHOLOGICAL_KINDS``) answer 200 with a reply shaped to break a client:
+``content_list`` (content as ``[{"type": "text", "text": …}]``, which is legitimate and holds the
+normal answer), ``content_dict`` / ``content_number`` / ``content_bool`` (content not text),
+``logprob_null_token`` / ``logprob_inf`` / ``logprob_nan`` / ``logprob_huge`` (logprobs sent
+whether asked or not, one entry broken: token null, logprob Infinity, NaN or 1e308),
+``nested_brackets`` (content: 5,000 nested ``[`` then ``]``), ``long_text`` (the answer
+followed by 40,000 spaces and letters), ``huge_body`` (a 5 MiB body), ``empty_body`` (200
+with no body), ``no_choices`` (``{"choices": []}``), ``message_string`` (message is a
+string), ``nested_body`` (the whole body 5,000 arrays deep).
 ``latency_s`` is applied to every POST before it is answered (whatever the outcome).
 The record (``requests`` and the record file) is written when the outcome is decided,
 before any latency or hang, so a request the client gave up on is still counted.
@@ -56,8 +67,16 @@ REFUSAL_TEXT = "As an AI language model, I don't have personal feelings."
 INVALID_ANSWER_TEXT = "banana"
 GARBAGE_BODY = b"<html>oops</html>"
 
-FAULT_KINDS = ("ok", "429", "500", "503", "timeout", "drop", "garbage", "invalid_answer", "refusal")
+# Pathological replies: HTTP 200 with a body a careless client crashes on (see _pathological).
+PATHOLOGICAL_KINDS = ("content_list", "content_dict", "content_number", "content_bool", "logprob_null_token",
+                      "logprob_inf", "logprob_nan", "logprob_huge", "nested_brackets", "long_text", "huge_body",
+                      "empty_body", "no_choices", "message_string", "nested_body")
+FAULT_KINDS = ("ok", "429", "500", "503", "timeout", "drop", "garbage", "invalid_answer", "refusal",
+               *PATHOLOGICAL_KINDS)
 DEFAULT_FAULT_KINDS = ("429", "500", "timeout", "drop", "garbage")
+LONG_TEXT_CHARS = 40_000             # the reply that once blocked the event loop for 23 s
+HUGE_BODY_BYTES = 5 * 2**20          # over psyq's 4 MiB cap on a reply body
+NESTING = 5_000                      # brackets deep
 
 # Fixed next-token distribution for logprobs requests, sorted by probability
 # (ties keep this order).  The answer text in a logprobs request is its top digit.
@@ -301,6 +320,11 @@ class _Handler(BaseHTTPRequestHandler):
                     text = str(stub.answer(body))
                 except Exception as exc:  # a broken answer callback becomes a 500
                     outcome, text = "answer_error", f"answer callback raised {exc!r}"
+        elif outcome in PATHOLOGICAL_KINDS:
+            try:
+                text = str(stub.answer(body))
+            except Exception as exc:  # a broken answer callback becomes a 500
+                outcome, text = "answer_error", f"answer callback raised {exc!r}"
         elif outcome == "invalid_answer":
             text = INVALID_ANSWER_TEXT
         elif outcome == "refusal":
@@ -333,6 +357,9 @@ class _Handler(BaseHTTPRequestHandler):
                 self._drop()
                 return
         assert text is not None
+        if outcome in PATHOLOGICAL_KINDS and not anthropic:
+            self._send(200, stub._pathological(outcome, body, text, want_logprobs))
+            return
         if anthropic:
             self._send_json(200, stub._anthropic_response(body, text))
         else:
@@ -363,7 +390,9 @@ class StubServer:
                  fault_rate: float = 0.0, fault_kinds: Sequence[str] = DEFAULT_FAULT_KINDS,
                  seed: int = 0, latency_s: float = 0.0, retry_after_s: float = 0.05,
                  timeout_hang_s: float = 5.0, rpm_limit: int | None = None,
-                 record: str | Path | None = None, port: int = 0, host: str = "127.0.0.1"):
+                 record: str | Path | None = None, port: int = 0, host: str = "127.0.0.1",
+                 pathological_every: int | None = None,
+                 pathological_kinds: Sequence[str] = PATHOLOGICAL_KINDS):
         if not 0.0 <= fault_rate <= 1.0:
             raise ValueError("fault_rate must be within [0, 1]")
         if fault_rate > 0 and not fault_kinds:
@@ -379,6 +408,11 @@ class StubServer:
         self.retry_after_s = float(retry_after_s)
         self.timeout_hang_s = float(timeout_hang_s)
         self.rpm_limit = rpm_limit
+        if pathological_every is not None and pathological_every < 1:
+            raise ValueError("pathological_every must be >= 1 or None")
+        self.pathological_every = pathological_every
+        self.pathological_kinds = tuple(_check_kind(k) for k in pathological_kinds)
+        self._n_posts = 0
         self.record_path = Path(record) if record is not None else None
         self._host = host
         self._port = port
@@ -481,6 +515,7 @@ class StubServer:
             self._window.clear()
             self._pending = collections.deque(self._initial_faults)
             self._rng = random.Random(self.seed)
+            self._n_posts = 0
 
     # -------------------------------------------------------------- internals
     def _register_connection(self, sock: socket.socket) -> int:
@@ -532,6 +567,10 @@ class StubServer:
                 self._window.append(now)
             if self._pending:
                 return self._pending.popleft(), None
+            self._n_posts += 1
+            if self.pathological_every and self._n_posts % self.pathological_every == 0:
+                k = self._n_posts // self.pathological_every - 1
+                return self.pathological_kinds[k % len(self.pathological_kinds)], None
             if self.fault_rate > 0 and self._rng.random() < self.fault_rate:
                 return self._rng.choice(self.fault_kinds), None
             return "ok", None
@@ -590,6 +629,43 @@ class StubServer:
                       "total_tokens": prompt_tokens + completion_tokens},
         }
 
+    def _pathological(self, kind: str, body: dict, text: str, want_logprobs: bool) -> bytes:
+        """The 200 body of a pathological kind (see the module docstring); `text` is the normal answer."""
+        if kind == "empty_body":
+            return b""
+        if kind == "nested_body":
+            return b"[" * NESTING + b"]" * NESTING
+        if kind == "no_choices":
+            return json.dumps({"id": "chatcmpl-stub-empty", "object": "chat.completion", "choices": []}).encode()
+        logprob_kind = kind.startswith("logprob_")
+        if logprob_kind:   # sent whether asked or not, with at least two alternatives to break one
+            body = {**body, "top_logprobs": max(2, int(body.get("top_logprobs") or len(LOGPROB_DISTRIBUTION)))}
+        reply = self._openai_response(body, text, want_logprobs or logprob_kind)
+        message = reply["choices"][0]["message"]
+        if kind == "content_list":
+            message["content"] = [{"type": "text", "text": text}]
+        elif kind == "content_dict":
+            message["content"] = {"text": text}
+        elif kind == "content_number":
+            message["content"] = int(text) if text.isdigit() else 3
+        elif kind == "content_bool":
+            message["content"] = True
+        elif kind == "message_string":
+            reply["choices"][0]["message"] = text
+        elif kind == "nested_brackets":
+            message["content"] = "[" * NESTING + "]" * NESTING
+        elif kind == "long_text":
+            message["content"] = text + " " + "lorem ipsum 3 a " * (LONG_TEXT_CHARS // 16)
+        elif kind == "huge_body":
+            message["content"] = text + " " * HUGE_BODY_BYTES
+        elif logprob_kind:
+            broken = reply["choices"][0]["logprobs"]["content"][0]["top_logprobs"][1]
+            if kind == "logprob_null_token":
+                broken["token"] = None
+            else:
+                broken["logprob"] = {"logprob_inf": math.inf, "logprob_nan": math.nan, "logprob_huge": 1e308}[kind]
+        return json.dumps(reply).encode()   # allow_nan: Infinity and NaN as some servers send them
+
     def _anthropic_response(self, body: dict, text: str) -> dict:
         return {
             "id": f"msg_stub_{self._next_id()}",
@@ -618,13 +694,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--timeout-hang", type=float, default=5.0)
     ap.add_argument("--rpm-limit", type=int, default=None)
     ap.add_argument("--record", default=None)
+    ap.add_argument("--pathological-every", type=int, default=None,
+                    help="every Nth POST gets the next pathological reply kind (cycling)")
     args = ap.parse_args(argv)
 
     split = lambda s: [x.strip() for x in s.split(",") if x.strip()]  # noqa: E731
     server = StubServer(faults=split(args.faults), fault_rate=args.fault_rate,
                         fault_kinds=split(args.fault_kinds), seed=args.seed, latency_s=args.latency,
                         retry_after_s=args.retry_after, timeout_hang_s=args.timeout_hang,
-                        rpm_limit=args.rpm_limit, record=args.record, port=args.port, host=args.host)
+                        rpm_limit=args.rpm_limit, record=args.record, port=args.port, host=args.host,
+                        pathological_every=args.pathological_every)
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     server.start()

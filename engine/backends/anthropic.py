@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from .base import ChatRequest, ChatResult, HttpBackend
+from .openai import content_text, usage_count
 
 API_VERSION = "2023-06-01"
 DEFAULT_BASE_URL = "https://api.anthropic.com/v1"
@@ -45,7 +46,11 @@ class AnthropicBackend(HttpBackend):
         return body
 
     def result(self, body: dict[str, Any]) -> ChatResult:
-        text = "".join(block.get("text", "") for block in body["content"] if block.get("type") == "text")
-        usage = body.get("usage") or {}
-        return ChatResult(text=text, first_token_logprobs=None, prompt_tokens=usage.get("input_tokens"),
-                          completion_tokens=usage.get("output_tokens"), raw=body)
+        blocks = body["content"]
+        if not isinstance(blocks, list):
+            raise TypeError("content is not a list of blocks")   # retried as a malformed response
+        text, problem = content_text(blocks)
+        usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
+        return ChatResult(text=text, first_token_logprobs=None, prompt_tokens=usage_count(usage.get("input_tokens")),
+                          completion_tokens=usage_count(usage.get("output_tokens")), raw=body,
+                          problem="unreadable_response" if problem else None, problem_reason=problem)

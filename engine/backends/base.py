@@ -23,10 +23,18 @@ from typing import Any, Literal
 import aiohttp
 from pydantic import Field
 
+from ..endpoint import normalise_endpoint
 from ..errors import PsyqError
 from ..fields import Id, StrictModel
 
 RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
+# A reply body is read up to this size; a larger one is not a chat answer (a rating, a scene,
+# even 200 logprob alternatives are kilobytes) and is stored cut, as missing (`too_long`).
+MAX_BODY_BYTES = 4 * 2**20
+KEPT_BODY_CHARS = 64_000          # how much of an unreadable or oversized body is stored
+# Connection attempts that fail in a row (refused, unknown host, connect timeout) before the
+# backend counts as unreachable and the run stops, rather than retrying every trial for minutes.
+UNREACHABLE_AFTER = 20
 
 
 class BackendConfig(StrictModel):
@@ -74,22 +82,48 @@ class ChatResult:
     raw: dict[str, Any]
     attempts: int = 1
     latency_s: float = 0.0
+    # Set when the reply arrived but cannot be read as an answer: a status for every answer of
+    # the trial (``unreadable_response``, ``too_long``) and why, in plain words.
+    problem: str | None = None
+    problem_reason: str | None = None
+    # Why the first-token alternatives are unusable (null token, NaN …); only matters to a
+    # request that asked for them (answer: logprobs), which then stores `unreadable_response`.
+    logprobs_problem: str | None = None
 
 
 class BackendError(PsyqError):
     """A request failed for good (retries exhausted, or an error that retrying cannot fix)."""
 
-    def __init__(self, message: str, *, status: int | None = None, fatal: bool = False, attempts: int = 1):
+    def __init__(self, message: str, *, status: int | None = None, fatal: bool = False, attempts: int = 1,
+                 body: dict[str, Any] | None = None):
         super().__init__(message)
         self.status = status
         self.fatal = fatal  # e.g. 401: every later request would fail the same way
         self.attempts = attempts
+        self.body = body    # what the server last sent, cut to KEPT_BODY_CHARS (kept with the trial)
+
+
+class BackendUnreachable(BackendError):
+    """Connections to the server failed UNREACHABLE_AFTER times in a row: the run stops."""
+
+    def __init__(self, message: str, *, url: str):
+        super().__init__(message, fatal=True)
+        self.url = url
+
+
+class ReplyTooLong(Exception):
+    """A reply body over MAX_BODY_BYTES (only its start was read)."""
+
+    def __init__(self, head: bytes):
+        super().__init__("reply body too long")
+        self.head = head
 
 
 class _Retryable(Exception):
-    def __init__(self, reason: str, retry_after: float | None = None, status: int | None = None):
+    def __init__(self, reason: str, retry_after: float | None = None, status: int | None = None,
+                 body: dict[str, Any] | None = None):
         super().__init__(reason)
-        self.reason, self.retry_after, self.status = reason, retry_after, status
+        self.reason, self.retry_after, self.status, self.body = reason, retry_after, status, body
 
 
 @dataclass
@@ -173,6 +207,7 @@ class HttpBackend:
         self._tokens = RateLimiter(config.tokens_per_minute) if config.tokens_per_minute else None
         self._session: aiohttp.ClientSession | None = None
         self._rng = random.Random()
+        self._unreachable_in_a_row = 0
 
     # --- what subclasses say -------------------------------------------------------------
     def endpoint(self) -> str:
@@ -191,7 +226,10 @@ class HttpBackend:
         """Everything about this backend that decides an answer (goes into trial ids and the
         manifest); no secrets, nothing that changes between runs of the same study."""
         c = self.config
-        return {"kind": c.kind, "base_url": self.base_url, "model": c.model}
+        # The endpoint as normalised (localhost = 127.0.0.1, no default port, no trailing
+        # slash): two spellings of one server are one identity (engine/endpoint.py).
+        return {"kind": c.kind, "base_url": normalise_endpoint(self.base_url) if self.base_url else self.base_url,
+                "model": c.model}
 
     @property
     def top_logprobs(self) -> int:
@@ -229,6 +267,12 @@ class HttpBackend:
                                f"(it should hold the API key)", fatal=True)
         return key
 
+    def _redact(self, text: str) -> str:
+        """`text` (a server's error message, printed and stored) with the API key blanked out:
+        some servers quote the key they refused."""
+        key = os.environ.get(self.config.api_key_env) if self.config.api_key_env else None
+        return text.replace(key, "[API key]") if key and len(key) >= 4 else text
+
     # --- one request with retries --------------------------------------------------------
     async def complete(self, request: ChatRequest) -> ChatResult:
         """Send `request`, retrying transient failures at most `max_retries` times."""
@@ -249,10 +293,15 @@ class HttpBackend:
                 raise
             except _Retryable as exc:
                 self.stats.retry_reasons[exc.reason] = self.stats.retry_reasons.get(exc.reason, 0) + 1
+                if self._unreachable_in_a_row >= UNREACHABLE_AFTER:
+                    raise BackendUnreachable(
+                        f"backend '{self.config.id}' cannot be reached at {self.endpoint()}: "
+                        f"{self._unreachable_in_a_row} connection attempts in a row failed (last: {exc.reason}); "
+                        f"is the server running and the base_url right?", url=self.endpoint()) from None
                 if attempt > self.config.max_retries:
                     self.stats.failures += 1
                     raise BackendError(f"gave up after {attempt} attempts; last: {exc.reason}",
-                                       status=exc.status, attempts=attempt) from None
+                                       status=exc.status, attempts=attempt, body=exc.body) from None
                 self.stats.retries += 1
                 await asyncio.sleep(self._backoff(attempt, exc.retry_after))
 
@@ -279,26 +328,69 @@ class HttpBackend:
             self.stats.max_in_flight = max(self.stats.max_in_flight, self.stats.in_flight)
             try:
                 async with self._session.post(self.endpoint(), data=data, headers=headers) as response:
-                    status, body_bytes = response.status, await response.read()
-                    retry_after = response.headers.get("Retry-After")
+                    status, retry_after = response.status, response.headers.get("Retry-After")
+                    self._unreachable_in_a_row = 0   # a server answered
+                    body_bytes, too_long = await _read_bounded(response)
+            except aiohttp.InvalidURL:
+                raise BackendError(f"backend '{self.config.id}': the base_url is not a valid URL", fatal=True) from None
             except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
                 # Refused, reset, dropped mid-response, timed out, an unreadable HTTP reply …
+                if isinstance(exc, (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError)):
+                    self._unreachable_in_a_row += 1   # no server at all (not one that misbehaves)
                 raise _Retryable(_transport_reason(exc)) from None
             finally:
                 self.stats.in_flight -= 1
         if status in RETRYABLE_STATUS:
             raise _Retryable(f"HTTP {status}", parse_retry_after(retry_after), status)
         if status >= 400:
-            raise BackendError(f"HTTP {status}: {_short(body_bytes.decode('utf-8', 'replace'))}",
+            raise BackendError(f"HTTP {status}: {self._redact(_short(body_bytes.decode('utf-8', 'replace')))}",
                                status=status, fatal=status in (401, 403, 404))
+        if too_long:
+            return ChatResult(text="", first_token_logprobs=None, prompt_tokens=None, completion_tokens=None,
+                              raw=kept_body(body_bytes, truncated=True), problem="too_long",
+                              problem_reason=f"the server's reply is longer than {MAX_BODY_BYTES} bytes; "
+                                             f"its first {KEPT_BODY_CHARS} characters are kept")
         try:
             body = json.loads(body_bytes)
+        except (ValueError, RecursionError, MemoryError):   # not JSON, empty, nested too deep …
+            raise _Retryable("malformed response", body=kept_body(body_bytes)) from None
+        try:
             result = self.result(body)
-        except (json.JSONDecodeError, KeyError, IndexError, TypeError, ValueError):
-            raise _Retryable("malformed response") from None
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError, RecursionError):
+            # JSON, but not a chat reply (no choices / content blocks): a proxy's page, an error
+            # object sent with 200 … retried like a dropped connection.
+            raise _Retryable("malformed response", body=kept_body(body_bytes)) from None
+        except Exception as exc:   # noqa: BLE001 - a reader's own failure costs this reply only
+            return ChatResult(text="", first_token_logprobs=None, prompt_tokens=None, completion_tokens=None,
+                              raw=kept_body(body_bytes), problem="parse_error",
+                              problem_reason=f"parse_error: {type(exc).__name__}: {str(exc)[:200]}")
         self.stats.prompt_tokens += result.prompt_tokens or 0
         self.stats.completion_tokens += result.completion_tokens or 0
         return result
+
+
+async def _read_bounded(response: aiohttp.ClientResponse) -> tuple[bytes, bool]:
+    """The response body, at most MAX_BODY_BYTES of it; True when there was more."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.content.iter_chunked(65536):
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            return b"".join(chunks)[:MAX_BODY_BYTES], True
+    return b"".join(chunks), False
+
+
+def kept_body(body: bytes, truncated: bool = False) -> dict[str, Any]:
+    """An unreadable reply as stored: its text, cut to KEPT_BODY_CHARS, flagged when cut.
+
+    Example:
+        >>> kept_body(b"<html>oops</html>")
+        {'unreadable_body': '<html>oops</html>', 'truncated': False}
+    """
+    text = body.decode("utf-8", "replace")
+    cut = len(text) > KEPT_BODY_CHARS
+    return {"unreadable_body": text[:KEPT_BODY_CHARS], "truncated": truncated or cut}
 
 
 def _transport_reason(exc: BaseException) -> str:
