@@ -131,6 +131,15 @@ def test_every_pathological_reply_is_stored_and_the_run_goes_on(tmp_path, answer
         if post.outcome == "huge_body":
             kept = json.loads(response)
             assert kept["truncated"] is True and len(kept["unreadable_body"]) == 64_000
+    # What was stored can be read by every later step: the report counts the new statuses (an
+    # unknown status used to be an error there) and the scores table is written.
+    run_dir = db.parent
+    report = psyq("report", str(run_dir))
+    assert report.returncode == EXIT_OK and "Traceback" not in report.stderr, report.stderr
+    missing_statuses = {EXPECTED[answer][p.outcome] for p in first_post.values()} - {"answered"}
+    html_text = (run_dir / "report.html").read_text()
+    assert all(f"{status}_n" in html_text for status in missing_statuses), missing_statuses
+    assert psyq("scores", str(run_dir)).returncode == EXIT_OK
 
 
 def test_two_runs_of_one_study_at_once_one_refuses_and_nothing_is_sent_twice(tmp_path):
