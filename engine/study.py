@@ -8,6 +8,7 @@ items are presented, in which order, how answers are asked for, how often, and t
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -24,17 +25,23 @@ from .validation import parse_document, raise_problems
 from .yamlfile import YamlDocument, load_yaml
 
 
+MAX_REPEATS = 1000
+MAX_REASKS = 100
+
+
 class Protocol(StrictModel):
     """How instruments are administered; every field is recorded in the run's manifest."""
 
     presentation: Literal["per_item", "whole_instrument"] = "per_item"
     item_order: Literal["fixed", "shuffled"] = "fixed"
     option_order: Literal["as_written", "reversed", "counterbalanced"] = "as_written"
-    repeats: int = Field(default=1, ge=1)
+    # Upper bounds: a typo (repeats: 1000000000) must not plan a billion trials, and the values
+    # are stored as 64-bit SQLite integers.
+    repeats: int = Field(default=1, ge=1, le=MAX_REPEATS)
     answer: Literal["text", "json", "logprobs"] = "text"
     logprob_answer: Literal["sample", "most_likely"] = "sample"
-    reask_limit: int = Field(default=2, ge=0)
-    seed: int = 0
+    reask_limit: int = Field(default=2, ge=0, le=MAX_REASKS)
+    seed: int = Field(default=0, ge=-(2**63) + 1, le=2**63 - 1)
 
 
 class StudySpec(StrictModel):
@@ -77,9 +84,9 @@ class Study:
 def check_study(spec: StudySpec, doc: YamlDocument, instruments: list[Instrument]) -> list[Problem]:
     """Meaning checks: unique ids, and answer modes each backend and scale can serve."""
     problems: list[Problem] = []
-    ids = [b.id for b in spec.backends]
+    ids = Counter(b.id for b in spec.backends)   # counted once: a count per backend is quadratic
     for i, backend in enumerate(spec.backends):
-        if ids.count(backend.id) > 1:
+        if ids[backend.id] > 1:
             problems.append(doc.problem(("backends", i, "id"), f"backend id '{backend.id}' is used more than once"))
         if backend.kind in ("openai", "anthropic") and not backend.model:
             problems.append(doc.problem(("backends", i), f"a '{backend.kind}' backend needs `model`"))
@@ -98,9 +105,9 @@ def check_study(spec: StudySpec, doc: YamlDocument, instruments: list[Instrument
             if any(len(t) != 1 for t in tokens):
                 problems.append(doc.problem(("instruments", i), f"answer: logprobs needs one-character answers, "
                                             f"but '{inst.id}' is answered with {', '.join(tokens)}"))
-    seen = [inst.id for inst in instruments]
+    seen = Counter(inst.id for inst in instruments)
     for i, inst in enumerate(instruments):
-        if seen.count(inst.id) > 1:
+        if seen[inst.id] > 1:
             problems.append(doc.problem(("instruments", i), f"instrument '{inst.id}' is listed twice"))
     return problems
 
