@@ -592,7 +592,8 @@ def load_cohort(path: str | Path) -> Cohort:
         assert spec.csv is not None
         csv_path = Path(path).parent / spec.csv  # relative to the cohort file, not the working directory
         if not csv_path.is_file():
-            raise_problems([doc.problem(("csv",), f"CSV file not found: {csv_path}")])
+            what = "is not a file (a directory or a device)" if csv_path.exists() else "not found"
+            raise_problems([doc.problem(("csv",), f"CSV file {what}: {csv_path}")])
         located = [(_in_csv(str(csv_path), line), p) for line, p in _read_csv(csv_path)]
 
     template = spec.template if spec.template is not None else DEFAULT_TEMPLATE

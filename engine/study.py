@@ -127,8 +127,9 @@ def load_study(path: str | Path) -> Study:
     instruments, instrument_paths = [], []
     for i, name in enumerate(spec.instruments):
         file = (path.parent / name).resolve()
-        if not file.exists():
-            problems.append(doc.problem(("instruments", i), f"instrument file not found: {file}"))
+        if not file.is_file():  # a directory or a device is refused here, at the study's line
+            what = "is not a file (a directory or a device)" if file.exists() else "not found"
+            problems.append(doc.problem(("instruments", i), f"instrument file {what}: {file}"))
             continue
         try:
             instruments.append(load_instrument(file))
@@ -137,8 +138,9 @@ def load_study(path: str | Path) -> Study:
             problems.extend(exc.problems)
     cohort_path = (path.parent / spec.cohort).resolve()
     cohort = None
-    if not cohort_path.exists():
-        problems.append(doc.problem(("cohort",), f"cohort file not found: {cohort_path}"))
+    if not cohort_path.is_file():
+        what = "is not a file (a directory or a device)" if cohort_path.exists() else "not found"
+        problems.append(doc.problem(("cohort",), f"cohort file {what}: {cohort_path}"))
     else:
         try:
             cohort = load_cohort(cohort_path)

@@ -242,6 +242,12 @@ def load_yaml(path: str | Path) -> YamlDocument:
         raise InputError([_syntax_problem(file, text, exc)]) from None
     except RecursionError:  # not expected below MAX_DEPTH; said plainly rather than as a traceback
         raise InputError.single(file, "values are nested too deeply") from None
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow, by its position in the text
+        before = text[:exc.position]
+        line, column = before.count("\n") + 1, exc.position - before.rfind("\n")
+        code = exc.character if isinstance(exc.character, int) else ord(exc.character)
+        raise InputError.single(file, f"the character U+{code:04X} is not allowed in a YAML file "
+                                      "(a control character); remove it", line, column) from None
     except yaml.YAMLError as exc:
         raise InputError.single(file, f"YAML error: {exc}") from None
 
