@@ -19,7 +19,6 @@ section ``instruments/ea_README_draft.md`` describes the CSV formats and the sco
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .csvfile import read_csv_table
 from .errors import InputError, Problem
 from .instrument import Instrument, VignetteItem
 
@@ -305,31 +305,13 @@ class _Cells:
 
 def _read_rows(path: str | Path, required: Sequence[str], optional: Sequence[str]) -> tuple[list[str], list[_Row]]:
     """Rows of a CSV as stripped text cells with their line numbers; blank lines are skipped.
-    Header problems (missing, unknown or repeated columns) raise at once."""
+    Header problems (missing, unknown or repeated columns) and rows of the wrong length raise
+    at once (:func:`engine.csvfile.read_csv_table`)."""
     file = str(path)
-    try:
-        with open(path, newline="", encoding="utf-8-sig") as handle:
-            reader = csv.reader(handle)
-            header = [name.strip() for name in next(reader, [])]
-            records, start = [], reader.line_num + 1
-            for record in reader:
-                records.append((start, record))
-                start = reader.line_num + 1
-    except FileNotFoundError:
-        raise InputError.single(file, "file not found") from None
-    except (UnicodeDecodeError, csv.Error) as exc:
-        raise InputError.single(file, f"not a readable CSV file: {exc}") from None
+    table = read_csv_table(path, required)   # shape checked: every row has the header's cells
+    header = table.header
     _check_header(file, header, required, optional)
-    cells, rows = _Cells(file), []
-    for line, record in records:
-        if not any(cell.strip() for cell in record):
-            continue
-        if len(record) > len(header):
-            cells.bad(line, header[-1], f"the row has {len(record)} cells but the header has {len(header)}")
-        values = [cell.strip() for cell in record] + [""] * (len(header) - len(record))
-        rows.append(_Row(line, dict(zip(header, values))))
-    cells.raise_if_any()
-    return header, rows
+    return header, [_Row(line, dict(zip(header, cells))) for line, cells in zip(table.lines, table.rows)]
 
 
 def _check_header(file: str, header: list[str], required: Sequence[str], optional: Sequence[str]) -> None:

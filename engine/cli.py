@@ -27,6 +27,7 @@ from . import __version__
 from .errors import InputError, PsyqError
 from .human_data import read_answers_csv
 from .instrument import instrument_json_schema, load_instrument
+from .notices import print_notices_to_stderr
 from .yamlfile import load_yaml
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
@@ -432,6 +433,7 @@ def report_input_error(exc: InputError) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     handler, _ = COMMANDS[args.command]
+    print_notices_to_stderr()   # what a reader did otherwise than written is said: "note: file:line: ..."
     try:
         return handler(args)
     except InputError as exc:

@@ -13,12 +13,12 @@ answers (min + max − x), so that scoring reverses them exactly once.
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from .csvfile import read_csv_table
 from .errors import InputError, Problem
 from .instrument import Instrument
 
@@ -37,15 +37,11 @@ def read_answers_csv(path: str | Path, instrument: Instrument, keyed: bool = Fal
         >>> answers = read_answers_csv("tests/data/iri_humans.csv", load_instrument("instruments/iri.yaml"))  # doctest: +SKIP
     """
     file = str(path)
-    try:
-        table = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
-    except FileNotFoundError:
-        raise InputError.single(file, "file not found") from None
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, csv.Error) as exc:
-        raise InputError.single(file, f"not a readable CSV file: {exc}") from None
-
-    table.columns = [c.strip() for c in table.columns]
     item_ids = [item.id for item in instrument.rating_items]
+    # Shape checked before any value is read (engine.csvfile): no row is shifted into other columns.
+    csv_table = read_csv_table(path, required=(ID_COLUMN, *item_ids))
+    table = pd.DataFrame(csv_table.rows, columns=csv_table.header, dtype=str)
+    line_of = csv_table.lines   # data row r starts on line line_of[r] (blank rows are skipped)
     header = [c for c in (ID_COLUMN, *item_ids) if c not in table.columns]
     if header:
         raise InputError.single(file, "missing column(s): " + ", ".join(header), line=1)
@@ -54,11 +50,10 @@ def read_answers_csv(path: str | Path, instrument: Instrument, keyed: bool = Fal
 
     problems: list[Problem] = []
     ids = table[ID_COLUMN].str.strip()
-    # Data row r (0-based) is on line r + 2: line 1 is the header.
     for r in np.flatnonzero((ids == "").to_numpy()):
-        problems.append(Problem(file, int(r) + 2, None, f"column '{ID_COLUMN}'", "respondent_id is empty"))
+        problems.append(Problem(file, line_of[r], None, f"column '{ID_COLUMN}'", "respondent_id is empty"))
     for r in np.flatnonzero(ids.duplicated().to_numpy() & (ids != "").to_numpy()):
-        problems.append(Problem(file, int(r) + 2, None, f"column '{ID_COLUMN}'",
+        problems.append(Problem(file, line_of[r], None, f"column '{ID_COLUMN}'",
                                 f"respondent_id {ids.iloc[r]!r} appears more than once"))
 
     allowed = {o.value for o in instrument.scale}
@@ -69,10 +64,10 @@ def read_answers_csv(path: str | Path, instrument: Instrument, keyed: bool = Fal
         not_number = (cells != "") & numbers.isna()
         off_scale = numbers.notna() & ~numbers.isin(allowed)
         for r in np.flatnonzero(not_number.to_numpy()):
-            problems.append(Problem(file, int(r) + 2, None, f"column '{item_id}'",
+            problems.append(Problem(file, line_of[r], None, f"column '{item_id}'",
                                     f"{cells.iloc[r]!r} is not a number"))
         for r in np.flatnonzero(off_scale.to_numpy()):
-            problems.append(Problem(file, int(r) + 2, None, f"column '{item_id}'",
+            problems.append(Problem(file, line_of[r], None, f"column '{item_id}'",
                                     f"{cells.iloc[r]} is not on the scale "
                                     f"({', '.join(str(v) for v in sorted(allowed))})"))
         values[item_id] = numbers.astype(float)

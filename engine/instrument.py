@@ -25,12 +25,16 @@ from .yamlfile import YamlDocument, load_yaml
 
 FORMAT = "instrument/1"
 
+# Scale values are stored as SQLite integers (64-bit) and summed over items; no response scale
+# needs values beyond this, and a bound here keeps `validate` from passing what a run cannot store.
+MAX_SCALE_VALUE = 1_000_000
+
 
 class Option(StrictModel):
     """One response option: the value scored, an optional code the respondent may give
     (e.g. the letter 'A'), and an optional label (required on the two end points)."""
 
-    value: int
+    value: int = Field(ge=-MAX_SCALE_VALUE, le=MAX_SCALE_VALUE)
     code: Text | None = None
     label: Text | None = None
 
@@ -303,9 +307,9 @@ def _check_scale(scale: list[Option], name: str, doc: YamlDocument) -> list[Prob
                 f"scale values must be consecutive whole numbers in ascending order; "
                 f"{option.value} follows {inst_scale[i - 1].value}")
     for key in ("code", "label"):
-        seen = [getattr(o, key) for o in inst_scale if getattr(o, key) is not None]
+        repeated = _duplicates([getattr(o, key) for o in inst_scale if getattr(o, key) is not None])
         for i, option in enumerate(inst_scale):
-            if getattr(option, key) in _duplicates(seen):
+            if getattr(option, key) in repeated:
                 bad((name, i, key), f"{key} {getattr(option, key)!r} is used by more than one option")
     if len(set(values)) == len(values):
         for end in (0, len(inst_scale) - 1):
@@ -346,16 +350,19 @@ def _check_ids_and_members(inst: Instrument, doc: YamlDocument) -> list[Problem]
         problems.append(doc.problem(path, message))
 
     # Ids are unique; memberships name defined subscales of the item's kind.
+    # Sets and counts computed once: a check inside the loop would make 12,000 items quadratic.
     subscale_ids = [s.id for s in inst.subscales]
-    for i in [i for i, item in enumerate(inst.items) if item.id in _duplicates([x.id for x in inst.items])]:
+    repeated_items, repeated_subscales = _duplicates([x.id for x in inst.items]), _duplicates(subscale_ids)
+    known_subscales = set(subscale_ids)
+    for i in [i for i, item in enumerate(inst.items) if item.id in repeated_items]:
         bad(("items", i, "id"), f"item id '{inst.items[i].id}' is used by more than one item")
     for i, sub in enumerate(inst.subscales):
-        if sub.id in _duplicates(subscale_ids):
+        if sub.id in repeated_subscales:
             bad(("subscales", i, "id"), f"subscale id '{sub.id}' is used by more than one subscale")
     defined = ", ".join(subscale_ids)
     for i, item in enumerate(inst.items):
         for j, sid in enumerate(item.subscales):
-            if sid not in subscale_ids:
+            if sid not in known_subscales:
                 bad(("items", i, "subscales", j), f"subscale '{sid}' is not defined (defined: {defined})")
             elif item.subscales.index(sid) != j:
                 bad(("items", i, "subscales", j), f"subscale '{sid}' is listed twice")
@@ -377,8 +384,9 @@ def _check_ids_and_members(inst: Instrument, doc: YamlDocument) -> list[Problem]
             if sid in kind_of and kind_of[sid] != item.kind:
                 bad(("items", i, "subscales", j), f"subscale '{sid}' scores {kind_of[sid]} items, "
                                                   f"but this is a {item.kind} item")
+    members = _member_counts(inst)
     for i, sub in enumerate(inst.subscales):
-        n_items = len(inst.subscale_items(sub.id))
+        n_items = members[sub.id]
         if n_items == 0:
             bad(("subscales", i, "id"), f"subscale '{sub.id}' has no items (no item lists it)")
         elif sub.min_answered is not None and sub.min_answered > n_items:
@@ -387,10 +395,17 @@ def _check_ids_and_members(inst: Instrument, doc: YamlDocument) -> list[Problem]
     return problems
 
 
+def _member_counts(inst: Instrument) -> Counter:
+    """Number of items listing each subscale (each item once), in one pass over the items."""
+    return Counter(sid for item in inst.items for sid in set(item.subscales))
+
+
 def _check_norms(inst: Instrument, doc: YamlDocument) -> list[Problem]:
     problems: list[Problem] = []
     subscale_ids = [s.id for s in inst.subscales]
     defined = ", ".join(subscale_ids)
+    known_subscales, repeated_samples = set(subscale_ids), _duplicates([s.id for s in inst.norms])
+    members, score_of = _member_counts(inst), {s.id: s.score for s in inst.subscales}
 
     def bad(path: tuple, message: str) -> None:
         problems.append(doc.problem(path, message))
@@ -400,15 +415,15 @@ def _check_norms(inst: Instrument, doc: YamlDocument) -> list[Problem]:
         bad(("norms",), "norms cannot be attached to content written by psyq: human norms were "
                         "collected on the published materials, not on ours")
     for i, sample in enumerate(inst.norms):
-        if sample.id in _duplicates([s.id for s in inst.norms]):
+        if sample.id in repeated_samples:
             bad(("norms", i, "id"), f"norm sample id '{sample.id}' is used more than once")
         if sample.citation not in inst.citations:
             bad(("norms", i, "citation"),
                 f"citation '{sample.citation}' is not a key of citations ({', '.join(inst.citations)})")
-        group_ids = [g.id for g in sample.groups]
+        repeated_groups = _duplicates([g.id for g in sample.groups])
         for j, group in enumerate(sample.groups):
             path = ("norms", i, "groups", j)
-            if group.id in _duplicates(group_ids):
+            if group.id in repeated_groups:
                 bad(path + ("id",), f"group id '{group.id}' is used more than once in this sample")
             if group.n > sample.n:
                 bad(path + ("n",), f"group n ({group.n}) is larger than the sample's n ({sample.n})")
@@ -422,19 +437,20 @@ def _check_norms(inst: Instrument, doc: YamlDocument) -> list[Problem]:
                     elif condition.min is not None and condition.max is not None and condition.min > condition.max:
                         bad(where, f"min ({condition.min:g}) is larger than max ({condition.max:g})")
             for sid, stats in group.scores.items():
-                if sid not in subscale_ids:
+                if sid not in known_subscales:
                     problems.append(doc.problem(path + ("scores", sid), f"subscale '{sid}' is not defined "
                                                 f"(defined: {defined})", at_key=True))
                     continue
-                problems.extend(_check_norm_range(inst, doc, path + ("scores", sid), sid, sample.metric, stats))
+                problems.extend(_check_norm_range(inst, doc, path + ("scores", sid), sid, sample.metric, stats,
+                                                  members[sid], score_of[sid]))
     return problems
 
 
 def _check_norm_range(inst: Instrument, doc: YamlDocument, path: tuple, sid: str,
-                      metric: str, stats: NormScore) -> list[Problem]:
-    """A mean outside the possible range, or an SD above half of it, betrays a wrong metric."""
-    k = len(inst.subscale_items(sid)) if metric == "sum" else 1
-    score = next(s.score for s in inst.subscales if s.id == sid)
+                      metric: str, stats: NormScore, n_items: int, score: str) -> list[Problem]:
+    """A mean outside the possible range, or an SD above half of it, betrays a wrong metric.
+    `n_items` is the number of items of subscale `sid`, `score` its scoring rule."""
+    k = n_items if metric == "sum" else 1
     if score == "ea_profile" or (score in RATING_SCORES and len(inst.scale) < 2):
         return []  # an accuracy correlation; or a broken scale, reported already
     # LEAS: a scene scores 0-4 for self and for other, 0-5 in total (Lane et al. 1990).

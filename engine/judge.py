@@ -98,6 +98,9 @@ PLACEHOLDERS = {"scene": {"scene", "question", "answer", "levels"},
                 "vignette": {"target", "reference", "answer", "levels", "story"}}
 
 
+MAX_LEVEL = 1_000_000
+
+
 def load_rubric(path: str | Path) -> Rubric:
     """Load and check a rubric file: consecutive whole-number levels, known placeholders only.
 
@@ -112,6 +115,9 @@ def load_rubric(path: str | Path) -> Rubric:
     if values != list(range(values[0], values[0] + len(values))) or len(values) < 2:
         problems.append(doc.problem(("levels",), f"levels must be two or more consecutive whole numbers, "
                                                  f"not {values}"))
+    if any(abs(level) > MAX_LEVEL for level in values):  # levels are stored as SQLite integers
+        problems.append(doc.problem(("levels",), f"levels must be whole numbers between -{MAX_LEVEL} "
+                                                 f"and {MAX_LEVEL}"))
     allowed = PLACEHOLDERS[spec.applies_to]
     used = {name for _, name, _, _ in string.Formatter().parse(spec.prompt) if name}
     unknown = sorted(used - allowed)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import csv
 import difflib
+import io
 import math
 import re
 import string
@@ -29,6 +30,7 @@ from pydantic import BeforeValidator, Field
 
 from .errors import InputError, Problem
 from .fields import Id, StrictModel, Text
+from .inputfile import decode_text, read_input_bytes
 from .validation import parse_document, raise_problems
 from .yamlfile import FieldPath, YamlDocument, load_yaml
 
@@ -42,6 +44,12 @@ ATTRIBUTE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 # Range attributes are drawn as floor(u * n) from one 53-bit uniform u; far below 2**53 values
 # the bias is nil, and no attribute a persona describes needs more.
 MAX_RANGE_VALUES = 2**31
+# Range ends are drawn as 64-bit integers; far beyond any age or income, and refused by
+# `validate` rather than overflowing when the cohort is sampled.
+MAX_RANGE_END = 2**53
+# A sample is drawn whole in memory (a table of uniforms, then personas) before the run plans
+# its trials; far more personas than any study administers, and refused before any allocation.
+MAX_SAMPLE_SIZE = 100_000
 
 
 def _scalar(value: Any) -> Any:
@@ -110,7 +118,7 @@ class AttributeSpec(StrictModel):
 class SampleSpec(StrictModel):
     """A reproducible sample: `size` personas drawn with `seed`, ids `id_prefix` + number."""
 
-    size: Annotated[int, Field(strict=True, ge=1)]
+    size: Annotated[int, Field(strict=True, ge=1, le=MAX_SAMPLE_SIZE)]
     seed: Annotated[int, Field(strict=True, ge=0)]
     id_prefix: Id
     attributes: dict[str, AttributeSpec] = Field(min_length=1)
@@ -195,6 +203,9 @@ def check_sample(spec: SampleSpec) -> list[tuple[FieldPath, str]]:
             if len(attr.range) != 2:
                 out.append((path + ("range",), f"the range is [low, high]: two whole numbers, "
                                                f"not {len(attr.range)}"))
+            elif any(abs(end) > MAX_RANGE_END for end in attr.range):
+                out.append((path + ("range",), f"the range ends must be whole numbers between "
+                                               f"-{MAX_RANGE_END} and {MAX_RANGE_END}"))
             elif attr.range[0] > attr.range[1]:
                 out.append((path + ("range",), f"the range is [low, high] with low ≤ high, not {attr.range}"))
             elif attr.range[1] - attr.range[0] >= MAX_RANGE_VALUES:
@@ -310,14 +321,9 @@ def parse_cell(text: str) -> str | int | float:
 def _read_csv(path: str | Path) -> list[tuple[int, Persona]]:
     """Personas of a CSV file, each with the line its row starts on (header = line 1)."""
     file = str(path)
-    try:
-        # utf-8-sig: spreadsheet programs often start the file with a byte-order mark.
-        with open(path, encoding="utf-8-sig", newline="") as handle:
-            rows = _csv_rows(file, handle)
-    except FileNotFoundError:
-        raise InputError.single(file, "file not found") from None
-    except UnicodeDecodeError as exc:
-        raise InputError.single(file, f"not UTF-8 text (byte {exc.start})") from None
+    # A bounded regular UTF-8 file (a byte-order mark, which spreadsheets often write, is dropped).
+    text = decode_text(file, read_input_bytes(path))
+    rows = _csv_rows(file, io.StringIO(text, newline=""))
     if not rows:
         raise InputError.single(file, "the file is empty")
     header = [name.strip() for name in rows[0][1]]
@@ -586,7 +592,8 @@ def load_cohort(path: str | Path) -> Cohort:
         assert spec.csv is not None
         csv_path = Path(path).parent / spec.csv  # relative to the cohort file, not the working directory
         if not csv_path.is_file():
-            raise_problems([doc.problem(("csv",), f"CSV file not found: {csv_path}")])
+            what = "is not a file (a directory or a device)" if csv_path.exists() else "not found"
+            raise_problems([doc.problem(("csv",), f"CSV file {what}: {csv_path}")])
         located = [(_in_csv(str(csv_path), line), p) for line, p in _read_csv(csv_path)]
 
     template = spec.template if spec.template is not None else DEFAULT_TEMPLATE

@@ -8,6 +8,7 @@ items are presented, in which order, how answers are asked for, how often, and t
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -25,17 +26,23 @@ from .validation import parse_document, raise_problems
 from .yamlfile import YamlDocument, load_yaml
 
 
+MAX_REPEATS = 1000
+MAX_REASKS = 100
+
+
 class Protocol(StrictModel):
     """How instruments are administered; every field is recorded in the run's manifest."""
 
     presentation: Literal["per_item", "whole_instrument"] = "per_item"
     item_order: Literal["fixed", "shuffled"] = "fixed"
     option_order: Literal["as_written", "reversed", "counterbalanced"] = "as_written"
-    repeats: int = Field(default=1, ge=1)
+    # Upper bounds: a typo (repeats: 1000000000) must not plan a billion trials, and the values
+    # are stored as 64-bit SQLite integers.
+    repeats: int = Field(default=1, ge=1, le=MAX_REPEATS)
     answer: Literal["text", "json", "logprobs"] = "text"
     logprob_answer: Literal["sample", "most_likely"] = "sample"
-    reask_limit: int = Field(default=2, ge=0)
-    seed: int = 0
+    reask_limit: int = Field(default=2, ge=0, le=MAX_REASKS)
+    seed: int = Field(default=0, ge=-(2**63) + 1, le=2**63 - 1)
 
 
 class StudySpec(StrictModel):
@@ -83,9 +90,9 @@ class Study:
 def check_study(spec: StudySpec, doc: YamlDocument, instruments: list[Instrument]) -> list[Problem]:
     """Meaning checks: unique ids, and answer modes each backend and scale can serve."""
     problems: list[Problem] = []
-    ids = [b.id for b in spec.backends]
+    ids = Counter(b.id for b in spec.backends)   # counted once: a count per backend is quadratic
     for i, backend in enumerate(spec.backends):
-        if ids.count(backend.id) > 1:
+        if ids[backend.id] > 1:
             problems.append(doc.problem(("backends", i, "id"), f"backend id '{backend.id}' is used more than once"))
         if backend.kind in ("openai", "anthropic") and not backend.model:
             problems.append(doc.problem(("backends", i), f"a '{backend.kind}' backend needs `model`"))
@@ -119,9 +126,9 @@ def check_study(spec: StudySpec, doc: YamlDocument, instruments: list[Instrument
             if sid not in have:
                 problems.append(doc.problem(("norms", inst_id, j), f"'{inst_id}' has no norm sample '{sid}' "
                                             f"(it has: {', '.join(have) or 'none'})"))
-    seen = [inst.id for inst in instruments]
+    seen = Counter(inst.id for inst in instruments)
     for i, inst in enumerate(instruments):
-        if seen.count(inst.id) > 1:
+        if seen[inst.id] > 1:
             problems.append(doc.problem(("instruments", i), f"instrument '{inst.id}' is listed twice"))
     return problems
 
@@ -157,8 +164,9 @@ def load_study(path: str | Path) -> Study:
     instruments, instrument_paths = [], []
     for i, name in enumerate(spec.instruments):
         file = (path.parent / name).resolve()
-        if not file.exists():
-            problems.append(doc.problem(("instruments", i), f"instrument file not found: {file}"))
+        if not file.is_file():  # a directory or a device is refused here, at the study's line
+            what = "is not a file (a directory or a device)" if file.exists() else "not found"
+            problems.append(doc.problem(("instruments", i), f"instrument file {what}: {file}"))
             continue
         try:
             instruments.append(load_instrument(file))
@@ -167,8 +175,9 @@ def load_study(path: str | Path) -> Study:
             problems.extend(exc.problems)
     cohort_path = (path.parent / spec.cohort).resolve()
     cohort = None
-    if not cohort_path.exists():
-        problems.append(doc.problem(("cohort",), f"cohort file not found: {cohort_path}"))
+    if not cohort_path.is_file():
+        what = "is not a file (a directory or a device)" if cohort_path.exists() else "not found"
+        problems.append(doc.problem(("cohort",), f"cohort file {what}: {cohort_path}"))
     else:
         try:
             cohort = load_cohort(cohort_path)

@@ -1,0 +1,238 @@
+"""Malformed input of every file kind: a plain error with its place, exit 2, bounded memory.
+
+``tests/fixtures/malformed/<kind>/`` holds hostile or broken files of each kind psyq reads
+(instrument, study, cohort, rubric, lexicon: through ``psyq validate``; human answers: through
+``psyq score instruments/iri.yaml FILE``; perceivers' and targets' CSVs: through their readers
+in ``engine.accuracy``, as ``psyq report`` calls them, since the command needs a run).
+``expected.json`` maps each file to where its (first relevant) error must point —
+``kind/file:line[:column]``, or only the file when it has no line (empty files) — and a part of
+the message. The expectations were written by reading each message and checking that it names
+the real fault at the right place; cohort files may point into the CSV they name.
+
+Each case runs in its own child process, whose peak memory is read with ``os.wait4``: a file
+of a few hundred bytes must not take more than 300 MB (the imports alone take about 140 MB).
+No wall-clock time is asserted; timings are printed (``pytest -s``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT / "tests" / "fixtures" / "malformed"
+EXPECTED = json.loads((CORPUS / "expected.json").read_text())
+MAX_RSS_MB = 300
+HANG_GUARD = 600   # seconds: only so that a hang fails the test instead of blocking the suite
+
+READER = """
+import sys
+from engine import accuracy
+from engine.cli import report_input_error
+from engine.errors import InputError
+from engine.instrument import load_instrument
+from engine.notices import print_notices_to_stderr
+print_notices_to_stderr()
+try:
+    getattr(accuracy, sys.argv[1])(sys.argv[3], load_instrument(sys.argv[2]))
+except InputError as exc:
+    report_input_error(exc)
+    sys.exit(2)
+"""
+
+
+class Child:
+    """A finished child process: exit code, output and peak resident memory."""
+
+    def __init__(self, args: list[str]):
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+            start = time.perf_counter()
+            proc = subprocess.Popen([sys.executable, *args], cwd=ROOT, stdout=out, stderr=err)
+            # wait4 gives this child's own rusage (RUSAGE_CHILDREN would be the maximum over
+            # every child so far, so a delta of it means nothing).
+            _, status, usage = _wait4(proc.pid)
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            self.seconds = time.perf_counter() - start
+            out.seek(0), err.seek(0)
+            self.stdout, self.stderr = out.read().decode(), err.read().decode()
+        self.returncode = proc.returncode
+        self.rss_mb = usage.ru_maxrss / 1024   # kilobytes on Linux
+
+
+def _wait4(pid: int):
+    deadline = time.monotonic() + HANG_GUARD
+    while True:
+        done, status, usage = os.wait4(pid, os.WNOHANG)
+        if done:
+            return done, status, usage
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            pytest.fail("the child did not finish (hang)")
+        time.sleep(0.05)
+
+
+def psyq(*args: str) -> Child:
+    return Child(["-m", "engine.cli", *args])
+
+
+def command_for(kind: str, path: str) -> list[str]:
+    if kind == "answers":
+        return ["-m", "engine.cli", "score", "instruments/iri.yaml", path]
+    if kind in ("perceiver", "target"):
+        reader = "read_perceiver_csv" if kind == "perceiver" else "read_target_reports_csv"
+        return ["-c", READER, reader, "instruments/ea_vignettes_psyq.yaml", path]
+    return ["-m", "engine.cli", "validate", path]
+
+
+def corpus_files() -> list[str]:
+    return sorted(str(p.relative_to(CORPUS)) for p in CORPUS.glob("*/*") if p.is_file())
+
+
+def assert_refused(child: Child, where: str, message: str) -> None:
+    """Exit 2, no traceback, bounded memory, and one error line at `where` with `message`."""
+    print(f"{where}: {child.seconds:.2f} s, {child.rss_mb:.0f} MB")
+    assert "Traceback" not in child.stderr, child.stderr
+    assert child.returncode == 2, child.stderr
+    lines = child.stderr.splitlines()
+    assert any(line.startswith(f"error: {where}:") and message in line for line in lines), \
+        f"expected 'error: {where}: ...{message}...' in:\n{child.stderr}"
+    assert child.rss_mb < MAX_RSS_MB
+
+
+def test_corpus_is_complete() -> None:
+    files = corpus_files()
+    assert len(files) >= 80
+    assert sorted(EXPECTED) == files
+    kinds = {f.split("/")[0] for f in files}
+    assert kinds == {"instrument", "study", "cohort", "rubric", "lexicon", "answers", "perceiver", "target"}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_malformed_file_is_refused(name: str) -> None:
+    rel = f"tests/fixtures/malformed/{name}"
+    child = Child(command_for(name.split("/")[0], rel))
+    expected = EXPECTED[name]
+    where = expected["where"]
+    where = where if where.startswith("/") else f"tests/fixtures/malformed/{where}"
+    assert_refused(child, where, expected["message"])
+
+
+# --- generated cases: too large to store, or not files at all ----------------------------
+
+
+def _big_instrument(n_items: int, duplicate_last: bool = False) -> str:
+    lines = ["psyq: instrument/1", "id: big", "name: Big", "version: 1", "content_source: psyq",
+             "citations: {me: me}", "terms: none", "instructions: answer",
+             "scale:", "  - {value: 1, label: never}", "  - {value: 2}", "  - {value: 3, label: always}",
+             "subscales:", "  - {id: A, name: A}", "  - {id: B, name: B}", "items:"]
+    for i in range(n_items):
+        item_id = "i0" if duplicate_last and i == n_items - 1 else f"i{i}"
+        lines.append(f"  - {{id: {item_id}, text: item number {i}, subscales: [{'AB'[i % 2]}], "
+                     f"reverse: {'true' if i % 3 == 0 else 'false'}}}")
+    return "\n".join(lines) + "\n"
+
+
+def test_twelve_thousand_items_validate(tmp_path: Path) -> None:
+    path = tmp_path / "big.yaml"
+    path.write_text(_big_instrument(12_000))
+    child = psyq("validate", str(path))
+    print(f"12,000 items: {child.seconds:.2f} s, {child.rss_mb:.0f} MB")
+    assert child.returncode == 0, child.stderr
+    assert child.rss_mb < MAX_RSS_MB
+    # The same with the last item reusing the first id: both items are named (item 0 is on
+    # line 17, the header taking 16 lines; item 11,999 on line 12,016; the id value in column 10).
+    path.write_text(_big_instrument(12_000, duplicate_last=True))
+    child = psyq("validate", str(path))
+    assert_refused(child, f"{path}:17:10", "item id 'i0' is used by more than one item")
+    assert f"error: {path}:12016:10: items[11999].id:" in child.stderr
+
+
+def test_file_over_the_size_cap(tmp_path: Path) -> None:
+    # A sparse file: 11 MB by its size, nothing on disk; refused by its size before reading.
+    for name, args in (("big.yaml", ["validate"]), ("big.csv", ["score", "instruments/iri.yaml"])):
+        path = tmp_path / name
+        with open(path, "wb") as handle:
+            handle.truncate(11 * 1024 * 1024)
+        assert_refused(psyq(*args, str(path)), str(path), "the file is too large")
+
+
+@pytest.mark.parametrize("args", [
+    ["validate", "{x}"],
+    ["score", "{x}", "tests/data/mini_answers.csv"],
+    ["score", "tests/data/mini_1to7.yaml", "{x}"],
+    ["run", "{x}"],
+    ["judge", "runs", "--rubric", "{x}"],
+], ids=["validate", "score-instrument", "score-csv", "run", "judge-rubric"])
+@pytest.mark.parametrize("what", ["/dev/zero", "directory", "fifo"])
+def test_not_a_file(tmp_path: Path, args: list[str], what: str) -> None:
+    if what == "directory":
+        if args[0] == "validate":
+            pytest.skip("validate takes directories on purpose")
+        x, said = str(tmp_path), "this is a directory, not a file"
+    elif what == "fifo":
+        x, said = str(tmp_path / "pipe"), "this is a pipe (FIFO), not a file"
+        os.mkfifo(x)
+    else:
+        x, said = "/dev/zero", "this is a device, not a file"
+    assert_refused(psyq(*[a.replace("{x}", x) for a in args]), x, said)
+
+
+# --- CSV files read otherwise than written: said, and scored right ------------------------
+
+# mini_answers.csv scored by hand (mini_1to7.yaml: scale 1-7, items a and c reversed as 8 - x;
+# X = a + b (2 answered), Y = mean of b, c, d (2 answered), Z = sum of a-d prorated (3 answered)):
+# r1 a=2→6, b=5, c=7→1, d=4: X 11, Y 10/3, Z 16. r2 b=3, d=6: X none, Y 4.5, Z none.
+# r4 a=1→7, b=2, c=3→5: X 9, Y 3.5, Z = 14/3 × 4 = 56/3. A shifted column gives other numbers.
+HAND_SCORES = {"r1": (11, 10 / 3, 16), "r2": (None, 4.5, None), "r4": (9, 3.5, 56 / 3)}
+MINI_LINES = (ROOT / "tests" / "data" / "mini_answers.csv").read_text().splitlines()
+
+
+@pytest.mark.parametrize("name, lines, note", [
+    ("every row ends with a comma",
+     [MINI_LINES[0]] + [line + "," for line in MINI_LINES[1:]],
+     ":2: every row ends with a comma but the header does not"),
+    ("every line ends with a comma",
+     [line + "," for line in MINI_LINES],
+     ":1: every line ends with a comma (an empty last column)"),
+    ("semicolons", [line.replace(",", ";") for line in MINI_LINES],
+     ":1: the columns are separated by ';', not commas"),
+    ("tabs", [line.replace(",", "\t") for line in MINI_LINES],
+     ":1: the columns are separated by tabs, not commas"),
+    ("windows line ends and a byte-order mark", ["\ufeff" + MINI_LINES[0]] + MINI_LINES[1:], None),
+])
+def test_csv_read_otherwise_is_said_and_scored_right(tmp_path: Path, name: str, lines: list[str],
+                                                     note: str | None) -> None:
+    path, out = tmp_path / "answers.csv", tmp_path / "scores.csv"
+    path.write_bytes(("\r\n".join(lines) + "\r\n").encode())
+    child = psyq("score", "tests/data/mini_1to7.yaml", str(path), "--out", str(out))
+    assert child.returncode == 0, child.stderr
+    if note:
+        assert len(child.stderr.splitlines()) == 1 and child.stderr.startswith(f"note: {path}{note}"), child.stderr
+    else:
+        assert child.stderr == ""
+    scores = pd.read_csv(out, index_col="respondent_id")
+    assert list(scores.index) == ["r1", "r2", "r4"] and list(scores.columns) == ["X", "Y", "Z"]
+    for respondent, expected in HAND_SCORES.items():
+        for column, value in zip("XYZ", expected):
+            got = scores.loc[respondent, column]
+            assert pd.isna(got) if value is None else got == pytest.approx(value), (respondent, column)
+
+
+def test_notices_reach_library_users_as_warnings(tmp_path: Path) -> None:
+    from engine.human_data import read_answers_csv
+    from engine.instrument import load_instrument
+    from engine.notices import InputNotice
+
+    path = tmp_path / "answers.csv"
+    path.write_text("\n".join(line.replace(",", ";") for line in MINI_LINES) + "\n")
+    with pytest.warns(InputNotice, match="separated by ';'"):
+        answers = read_answers_csv(path, load_instrument(ROOT / "tests" / "data" / "mini_1to7.yaml"))
+    assert answers.loc["r1", "b"] == 5 and answers.loc["r4", "gender"] == "female"
