@@ -1,6 +1,6 @@
 """Automatic scoring of LEAS-format answers with a levelled emotion lexicon.
 
-The rules (Lane et al. 1990; manual summary in ``shared/reference/instruments.md``): each
+The rules (Lane et al. 1990; the level summary in ``instruments/README.md``): each
 answer gets the level of its words — 0 no emotion word (or only "think" words), 1 bodily
 sensation, 2 action tendency or undifferentiated state, 3 one differentiated emotion,
 4 two or more level-3 words that together say more than one alone (here: level-3 words from at
