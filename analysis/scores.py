@@ -116,8 +116,8 @@ def human_scores(answers: pd.DataFrame, instrument: Instrument) -> pd.DataFrame:
 
     `answers` holds raw answers indexed by respondent id, one column per item id; every other
     column is an attribute (as :func:`engine.human_data.read_answers_csv` returns them).
-    ``backend_id`` is ``"human"``, ``model`` is empty and ``repeat`` is 1, so the result goes
-    through :func:`analysis.norms.compare_with_norms` (group matching included) like a cohort.
+    ``backend_id`` is ``"human"``, ``model`` is empty and ``repeat`` is 0 (runs count repeats
+    from 0), so the result goes through :func:`analysis.norms.compare_with_norms` (group matching included) like a cohort.
 
     Example:
         >>> from engine.instrument import load_instrument
@@ -138,7 +138,7 @@ def human_scores(answers: pd.DataFrame, instrument: Instrument) -> pd.DataFrame:
     tidy = score_long(instrument, answers.set_axis(ids))
     people = answers[attributes].set_axis(ids).reset_index()
     tidy = tidy.merge(people, on="respondent_id", how="left")
-    tidy["backend_id"], tidy["model"], tidy["repeat"], tidy["instrument"] = HUMAN_BACKEND, "", 1, instrument.id
+    tidy["backend_id"], tidy["model"], tidy["repeat"], tidy["instrument"] = HUMAN_BACKEND, "", 0, instrument.id
     return tidy[RESPONDENT_KEYS + attributes + SCORE_VALUES]
 
 
