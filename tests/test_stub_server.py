@@ -112,7 +112,7 @@ def test_scripted_faults_in_order():
 
 
 def test_timeout_fault_makes_client_time_out_and_stop_is_prompt():
-    srv = StubServer(faults=["timeout"], timeout_hang_s=3.0).start()
+    srv = StubServer(faults=["timeout"], timeout_hang_s=60.0).start()
     try:
         with httpx.Client(timeout=0.2) as c:
             with pytest.raises(httpx.TimeoutException):
@@ -121,7 +121,8 @@ def test_timeout_fault_makes_client_time_out_and_stop_is_prompt():
     finally:
         t0 = time.monotonic()
         srv.stop()
-    assert time.monotonic() - t0 < 1.5
+    # Not a speed limit: stop() must not wait out the 60 s hang (a generous bound, far from it).
+    assert time.monotonic() - t0 < 30
 
 
 def test_drop_fault_closes_connection_without_response():
@@ -156,12 +157,10 @@ def test_unknown_fault_kind_rejected():
 
 def test_max_in_flight_counts_concurrency_and_reset():
     with StubServer(latency_s=0.2) as srv, httpx.Client() as c:
-        t0 = time.monotonic()
         with ThreadPoolExecutor(8) as pool:
             rs = list(pool.map(lambda i: post_chat(c, srv, f"p{i}"), range(8)))
         assert all(r.status_code == 200 for r in rs)
-        assert srv.max_in_flight == 8
-        assert time.monotonic() - t0 < 1.0  # really concurrent
+        assert srv.max_in_flight == 8   # all eight were in flight at once: really concurrent
         srv.reset()
         assert srv.requests == [] and srv.max_in_flight == 0
         post_chat(c, srv, "one")
@@ -237,7 +236,9 @@ def test_shutdown_leaves_no_threads():
         c = httpx.Client()  # keeps an idle keep-alive connection open across stop()
         post_chat(c, srv, "x")
         t0 = time.monotonic()
-    assert time.monotonic() - t0 < 1.5
+    # Not a speed limit: leaving the block must not wait for the idle keep-alive connection,
+    # which stays open until the client closes it below (a generous bound).
+    assert time.monotonic() - t0 < 30
     c.close()
     leftovers = [t.name for t in threading.enumerate() if t.name.startswith("stub-")]
     assert leftovers == []
