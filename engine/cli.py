@@ -38,7 +38,7 @@ EXIT_CODES_HELP = """exit codes:
   2    bad input: file:line:column: field: what is wrong
   3    psyq run ended but some trials failed (no answer after retries); rerun to retry them
   4    psyq run stopped early: a backend could not be reached (the URL is named)
-  5    psyq run refused: another process is running the same run (directory and PID named)
+  5    psyq run or judge refused: another process is writing the same run (directory and PID named)
   130  interrupted; every answer received is stored, rerun to resume"""
 MAX_PROBLEMS_SHOWN = 50
 
@@ -277,6 +277,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
 
     from .backends import BackendConfig
     from .judge import judge_run, load_rubric
+    from .runlock import RunLocked
 
     rubric_path = Path(args.rubric)
     if not rubric_path.exists() and (RUBRICS / f"{args.rubric}.yaml").exists():
@@ -306,6 +307,9 @@ def cmd_judge(args: argparse.Namespace) -> int:
         print("interrupted: every judgement received is stored; run the same command again to resume",
               file=sys.stderr)
         return 130
+    except RunLocked as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_LOCKED
     counts = ", ".join(f"{k} {v}" for k, v in sorted(result.counts.items())) or "nothing"
     print(f"{rubric.spec.id} by {config.id} ({answer}): {result.tasks} answers to judge, {result.already} "
           f"already judged before; now {counts}")

@@ -37,6 +37,7 @@ from .fields import Id, StrictModel, Text
 from .instrument import Instrument, Option, SceneItem, VignetteItem
 from .parsing import ParsedAnswer, has_text, most_likely, option_distribution, parse_json_rating, parse_rating, too_long
 from .run import open_run_dir
+from .runlock import RunLock
 from .store import RunStore
 from .validation import parse_document, raise_problems
 from .yamlfile import load_yaml
@@ -302,7 +303,9 @@ async def judge_run(run_path: str | Path, config: BackendConfig, rubric: Rubric,
     run = open_run_dir(run_path)
     instruments = run_instruments(run)
     backend = make_backend(config, log=log)
-    with RunStore(run.database) as store:
+    # The run's own lock: a second judge (or a `psyq run` still writing) must not send the same
+    # requests again; RunLocked names the process that holds it.
+    with RunLock(run.path), RunStore(run.database) as store:
         answers = pd.read_sql_query(ANSWERS_QUERY, store.db)
         tasks = judge_tasks(rubric, answers, instruments)
         done = judged_keys(store, rubric.spec.id, config.id)

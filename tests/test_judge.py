@@ -157,3 +157,21 @@ def test_judge_against_lexicon_in_the_report(tmp_path):
     leas = next(s for s in sections if s.title.startswith("Emotional awareness"))
     assert any(title.startswith("Judge model against the lexicon") for title, _ in leas.tables)
     assert any("judge 'judge' (stub-model, rubric leas_level)" in r for r in leas.readings)
+
+
+def test_a_judge_of_a_run_another_process_is_writing_refuses_and_sends_nothing(tmp_path):
+    from engine.runlock import RunLock
+
+    run_path = scene_run(tmp_path)
+    with StubServer(answer=json_judge) as stub:
+        # This test process holds the run's lock, as a `psyq run` (or judge) still writing would.
+        with RunLock(run_path):
+            code = main(["judge", str(run_path), "--rubric", str(LEAS_RUBRIC), "--base-url", stub.url,
+                         "--model", "stub-model", "--answer", "json"])
+            sent_while_locked = len(chat_requests(stub))
+        # Released: the same command judges the 6 answers (3 scenes × self, other).
+        assert main(["judge", str(run_path), "--rubric", str(LEAS_RUBRIC), "--base-url", stub.url,
+                     "--model", "stub-model", "--answer", "json"]) == 0
+        sent_after = len(chat_requests(stub))
+    assert code == 5 and sent_while_locked == 0
+    assert sent_after == 6
