@@ -578,7 +578,8 @@ def matching_warnings(matching: pd.DataFrame, *, unmatched_ids: Mapping[tuple[st
         on = f"matches on {row.matches_on}" if row.matches_on else "has no groups by attribute"
         out.append(f"{row.instrument} norm sample {row.norm_sample} {on}; the cohort has "
                    f"{row.cohort_attributes or 'no attributes'}: {matched} of {row.of_respondents} respondents "
-                   f"matched a group and {row.n_respondents} were compared with the pooled norm{who}.")
+                   f"matched a group and {row.n_respondents} {'was' if row.n_respondents == 1 else 'were'} compared "
+                   f"with the pooled norm{who}.")
     return out
 
 

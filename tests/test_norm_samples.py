@@ -118,7 +118,7 @@ def test_group_matching_with_gender(iri):
     assert matching.iloc[0]["where"] == "gender = female or woman or F"
     assert matching_warnings(matching) == [
         "iri norm sample briganti2018 matches on gender; the cohort has gender, age: 6 of 7 respondents "
-        "matched a group and 1 were compared with the pooled norm."]
+        "matched a group and 1 was compared with the pooled norm."]
 
 
 def test_where_lists_and_ranges(iri):

@@ -107,7 +107,7 @@ def test_report_compares_every_norm_sample_and_says_who_matched(run_dir, tmp_pat
     # 16 personas with a gender + the baseline without one: the baseline matches no group.
     for sample in ("briganti2018", "davis1980"):
         warning = (f"iri norm sample {sample} matches on gender; the cohort has age, gender: 16 of 17 "
-                   "respondents matched a group and 1 were compared with the pooled norm (unmatched: baseline).")
+                   "respondents matched a group and 1 was compared with the pooled norm (unmatched: baseline).")
         assert f"warning: {warning}" in out.stderr.splitlines()
         assert warning in md
     assert "Norm group matching" in md and "NOT COMPARED" not in md
