@@ -105,6 +105,9 @@ def _n_text(values: list) -> str:
 # Profile: cohort means with CIs against norm bands
 
 
+PANELS_PER_ROW = 3
+
+
 def profile_plot(comparison: pd.DataFrame, instrument_id: str) -> Figure:
     """Cohort mean per subscale with its 95 % CI (mean ± t_{n−1,.975}·sd/√n) next to the norm
     mean ± 1 SD (shaded band, line at the mean); one panel per norm group, one marker set per backend.
@@ -120,9 +123,16 @@ def profile_plot(comparison: pd.DataFrame, instrument_id: str) -> Figure:
     groups = _unique(rows[["norm_sample", "norm_group"]].apply(tuple, axis=1))
     backends = _unique(rows["backend_id"])
     n_panels = len(groups)
+    # At most three panels a row: with several norm samples, one row of six panels would shrink
+    # every panel (and its text) below legibility in a page 1,200 px wide.
+    n_cols = min(n_panels, PANELS_PER_ROW)
+    n_rows = math.ceil(n_panels / n_cols)
     width = min(4.8, 1.3 + 0.75 * len(subscales) * max(1, len(backends) ** 0.5))
-    fig = _figure(max(4.5, width * n_panels), 4.4)
-    axes = fig.subplots(1, n_panels, sharey=True, squeeze=False)[0]
+    fig = _figure(max(4.5, width * n_cols), 4.4 * n_rows)
+    grid = fig.subplots(n_rows, n_cols, sharey=True, squeeze=False)
+    axes = list(grid.ravel())
+    for unused in axes[n_panels:]:
+        unused.set_visible(False)
     offsets = (np.linspace(-0.22, 0.22, len(backends)) if len(backends) > 1 else np.zeros(1))
     for ax, (sample, group) in zip(axes, groups):
         panel = rows[(rows["norm_sample"] == sample) & (rows["norm_group"] == group)]
@@ -154,12 +164,15 @@ def profile_plot(comparison: pd.DataFrame, instrument_id: str) -> Figure:
         ax.set_xlabel("Subscale")
         derived = " (derived)" if panel["norm_derived"].map(_truthy).any() else ""
         norm_n = panel["norm_n"].dropna()
-        norm_n_text = f", norm n = {int(norm_n.iloc[0])}" if len(norm_n) and _finite(norm_n.iloc[0]) else ""
-        flagged = _verification_note(panel)
-        ax.set_title(f"{group}{derived} — {sample}{flagged}{norm_n_text}\n{_n_text(panel['n'].tolist())}", fontsize=10)
+        norm_n_text = f"norm n = {int(norm_n.iloc[0])}" if len(norm_n) and _finite(norm_n.iloc[0]) else ""
+        flagged = _verification_note(panel).strip(" ()")
+        # Three short lines: a panel is about 4 inches wide, too narrow for one long title.
+        second = "; ".join(t for t in (flagged, norm_n_text) if t)
+        ax.set_title(f"{sample} — {group}{derived}\n{second}\n{_n_text(panel['n'].tolist())}", fontsize=10)
         ax.grid(axis="y", color="#E5E5E5", lw=0.8, zorder=0)
         ax.set_axisbelow(True)
-    axes[0].set_ylabel("Subscale score (norm's metric)")
+    for row in grid:
+        row[0].set_ylabel("Subscale score (norm's metric)")
     handles = [Line2D([], [], ls="none", markersize=7, label=f"{backend}: cohort mean, 95 % CI", **_style(b))
                for b, backend in enumerate(backends)]
     handles.append(Patch(facecolor=BAND_COLOUR, alpha=0.55, label="human norm: mean ± 1 SD"))
