@@ -36,6 +36,7 @@ MARKERS = ["o", "s", "D", "^", "v", "P", "X"]
 LINESTYLES = ["-", "--", ":", "-."]
 BAND_COLOUR = "#BBBBBB"
 NORM_COLOUR = "#333333"
+SAMPLE_COLOURS = [NORM_COLOUR, "#8C564B", "#7F7F7F", "#17BECF"]   # norm curves, by sample
 NO_NORMS = "no norms for this instrument"
 
 
@@ -243,9 +244,14 @@ def distribution_plot(scores: pd.DataFrame, comparison: pd.DataFrame, instrument
                         color=COLOURS[b % len(COLOURS)], edgecolor=COLOURS[b % len(COLOURS)], linewidth=1.2,
                         label=label)
     grid = np.linspace(lo, hi, 400)
-    for g, r in enumerate(norm_rows.itertuples()):
+    # One colour per norm sample, one line style per group within it: no two curves look alike.
+    sample_colour = {sample: SAMPLE_COLOURS[i % len(SAMPLE_COLOURS)]
+                     for i, sample in enumerate(_unique(norm_rows["norm_sample"]))}
+    group_number: dict[str, int] = {}
+    for r in norm_rows.itertuples():
+        g = group_number[r.norm_sample] = group_number.get(r.norm_sample, -1) + 1
         n_text = f", n = {int(r.norm_n)}" if _finite(r.norm_n) else ""
-        ax.plot(grid, stats.norm.pdf(grid, r.norm_mean, r.norm_sd), color=NORM_COLOUR,
+        ax.plot(grid, stats.norm.pdf(grid, r.norm_mean, r.norm_sd), color=sample_colour[r.norm_sample],
                 ls=LINESTYLES[g % len(LINESTYLES)], lw=1.8,
                 label=f"norm {r.norm_group} ({r.norm_sample}{_verification_note(pd.DataFrame([r._asdict()]))}): "
                       f"N({r.norm_mean:.2f}, {r.norm_sd:.2f}²){n_text}",
@@ -256,7 +262,8 @@ def distribution_plot(scores: pd.DataFrame, comparison: pd.DataFrame, instrument
     ax.set_ylabel("Density")
     ax.grid(axis="y", color="#E5E5E5", lw=0.8)
     ax.set_axisbelow(True)
-    ax.legend(fontsize=8.5, frameon=False, loc="upper right")
+    # Below the axes, not over the bars: with several norm samples the legend is long.
+    fig.legend(*ax.get_legend_handles_labels(), fontsize=8.5, frameon=False, loc="outside lower center")
     fig.suptitle(title if len(norm_rows) else f"{title} ({NO_NORMS})", fontsize=12)
     return fig
 

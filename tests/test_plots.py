@@ -144,7 +144,7 @@ def test_distribution_plot_histograms_and_norm_curves():
         values = scores[(scores["backend_id"] == backend) & (scores["subscale"] == "PT")]["score"].dropna()
         heights, edges = np.histogram(values, bins=np.arange(values.min() - 0.5, values.max() + 1.5), density=True)
         assert (heights * np.diff(edges)).sum() == pytest.approx(1.0)
-    legend = " ".join(t.get_text() for t in ax.get_legend().get_texts())
+    legend = " ".join(t.get_text() for t in fig.legends[0].get_texts())
     assert "gpt cohort (n = 19, 1 missing)" in legend
     assert "N(16.78, 4.72²), n = 579" in legend
 
