@@ -54,8 +54,7 @@ def plan_trials(study: Study, backends: dict[str, HttpBackend]) -> Iterator[Tria
 
 
 def answer_ids(trial: Trial) -> list[str]:
-    """The answer rows a trial produces, as its item kind says (e.g. one per rating item, two per
-    scene: self and other)."""
+    """The answer rows a trial produces, as its item kind says (e.g. one per rating item)."""
     return get_kind(trial.item_kind).answer_ids(trial)
 
 

@@ -1,7 +1,7 @@
 """Response scales: the options a respondent chooses from, and the checks every scale must pass.
 
-Shared by every item kind that asks for a number (rating items on the instrument's `scale`,
-vignette stops on its `emotion_scale`), so it lives apart from the instrument and the kinds.
+Shared by every item kind that asks for a number (on the instrument's `scale`, or on a scale of
+its own such as `emotion_scale`), so it lives apart from the instrument and the kinds.
 """
 
 from __future__ import annotations

@@ -31,8 +31,7 @@ class Trial:
     repeat: int
     option_order: str
     request: ChatRequest
-    # rating | scene (both free-text answers of a LEAS-format scene) | stop (a vignette stop: every emotion and the thoughts in one reply) |
-    # stop_emotion (one emotion, answer mode logprobs) | stop_thoughts (the inference alone)
+    # What the trial asks, in its item kind's words (e.g. "rating"; engine/kinds/ lists the others).
     kind: str = "rating"
     item_kind: str = "rating"       # the registered item kind (engine/kinds/) that planned and reads it
 

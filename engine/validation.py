@@ -162,7 +162,7 @@ def parse_document(doc: YamlDocument, model: type[M], root: FieldPath = ()) -> M
 
 
 def _untagged(loc: tuple) -> tuple:
-    """Drop the union tags pydantic puts in a location (items.3.scene.text → items[3].text)."""
+    """Drop the union tags pydantic puts in a location (items.3.<kind>.text → items[3].text)."""
     tags = item_kinds()
     return tuple(p for i, p in enumerate(loc) if not (p in tags and i and isinstance(loc[i - 1], int)))
 

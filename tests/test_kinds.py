@@ -122,3 +122,117 @@ def test_a_kind_cannot_be_registered_twice_under_one_name():
 
     with pytest.raises(ValueError, match="registered already"):
         register(Other())
+
+
+# A kind added exactly as the developer's note in engine/kinds/__init__.py describes (one module,
+# one `register` line) must validate, be administered and be stored. Done in a copy of the engine
+# package, run in its own interpreter, so that the repository is not touched.
+NOTE_MODULE = '''
+from typing import Literal
+from pydantic import Field
+from ..fields import Id, StrictModel, Text
+from ..parsing import parse_free_text
+from ..trial import make_trial
+from .base import ItemKind
+
+class NoteItem(StrictModel):
+    id: Id
+    kind: Literal["note"]
+    text: Text
+    subscales: list[Id] = Field(default_factory=list)
+
+class Note(ItemKind):
+    name = "note"
+    model = NoteItem
+    scores = ()
+
+    def plan_trials(self, ctx, instrument):
+        for item in (i for i in instrument.items if isinstance(i, NoteItem)):
+            messages = [{"role": "user", "content": item.text}]
+            yield make_trial(ctx, instrument, (item.id,), messages,
+                             ctx.backend.config.max_tokens or 200, None, None, "note", self.name)
+
+    def parse(self, trial, text, protocol):
+        return {trial.item_ids[0]: parse_free_text(text)}
+'''
+
+RUN_SCRIPT = '''
+import asyncio, json, sys
+from engine import administer, load_study
+from engine.export import export_table
+from stub_server import StubServer
+
+study_path, runs = sys.argv[1], sys.argv[2]
+def answer(body):
+    prompt = body["messages"][-1]["content"]
+    return "Written: " + prompt if prompt.startswith("Write") else "2"
+with StubServer(answer=answer) as stub:
+    text = open(study_path).read().replace("STUB_URL", stub.url)
+    open(study_path, "w").write(text)
+    result = asyncio.run(administer(load_study(study_path), runs, log=lambda m: None))
+table = export_table(result.run_dir.path)
+print(json.dumps({"planned": result.planned, "counts": result.counts,
+                  "rows": sorted(zip(table["item_id"], table["text"].fillna(""), table["value"].fillna(-1)))}))
+'''
+
+INSTRUMENT_WITH_NOTES = """
+psyq: instrument/1
+id: notes
+name: Rating and note items (test)
+version: 1
+content_source: psyq
+citations: {psyq: "psyq authors (2026). Toy instrument for tests."}
+terms: Test data only.
+instructions: Rate each statement.
+scale: [{value: 1, label: Disagree}, {value: 2, label: Agree}]
+items:
+  - {id: a, text: Item a, subscales: [X]}
+  - {id: n1, kind: note, text: Write about your day.}
+  - {id: n2, kind: note, text: Write about your week.}
+subscales:
+  - {id: X, name: Item a alone}
+"""
+
+
+def test_a_kind_added_in_one_module_and_registered_is_validated_administered_and_stored(tmp_path):
+    import json
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    import yaml
+
+    src = tmp_path / "src"
+    shutil.copytree(ROOT / "engine", src / "engine", ignore=shutil.ignore_patterns("__pycache__"))
+    (src / "engine" / "kinds" / "note.py").write_text(NOTE_MODULE)
+    with open(src / "engine" / "kinds" / "__init__.py", "a") as init:
+        init.write("\nfrom . import note  # noqa: E402\nregister(note.Note())\n")
+    (tmp_path / "notes.yaml").write_text(INSTRUMENT_WITH_NOTES)
+    (tmp_path / "cohort.yaml").write_text(yaml.safe_dump({"psyq": "cohort/1", "id": "c", "include_baseline": False,
+                                                          "personas": [{"id": "p1"}, {"id": "p2"}]}))
+    (tmp_path / "study.yaml").write_text(yaml.safe_dump({
+        "psyq": "study/1", "id": "notes_run", "instruments": ["notes.yaml"], "cohort": "cohort.yaml",
+        "backends": [{"id": "stub", "kind": "openai", "base_url": "STUB_URL", "model": "stub-model"}],
+        "protocol": {"seed": 1}}))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(src), str(ROOT / "tests")])}
+    done = subprocess.run([sys.executable, "-c", RUN_SCRIPT, str(tmp_path / "study.yaml"), str(tmp_path / "runs")],
+                          capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    # 2 respondents × (1 rating item + 2 notes) = 6 trials; every note's reply kept whole as its
+    # text (the stub echoes the prompt), the rating item read as the stub's "2".
+    assert out["planned"] == 6 and out["counts"] == {"answered": 6}
+    assert out["rows"] == [["a", "", 2.0]] * 2 + [["n1", "Written: Write about your day.", -1]] * 2 \
+        + [["n2", "Written: Write about your week.", -1]] * 2
+
+
+def test_without_the_kind_registered_its_items_are_refused_naming_the_registered_kinds(tmp_path):
+    from engine.errors import InputError
+    from engine.instrument import load_instrument
+
+    (tmp_path / "notes.yaml").write_text(INSTRUMENT_WITH_NOTES)
+    with pytest.raises(InputError) as info:
+        load_instrument(tmp_path / "notes.yaml")
+    message = str(info.value)
+    assert "notes.yaml:13" in message and "'rating', 'scene', 'vignette'" in message and "'note'" in message

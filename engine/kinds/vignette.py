@@ -88,6 +88,9 @@ class Vignette(ItemKind):
                 yield make_trial(ctx, instrument, (f"{stop_id}:{THOUGHTS}",), messages,
                                  backend.config.max_tokens or 120, None, None, "stop_thoughts", self.name)
 
+    # Trial kinds: stop (every emotion and the thoughts in one reply), stop_emotion (one emotion,
+    # answer mode logprobs), stop_thoughts (the inference alone).
+
     def answer_ids(self, trial: Trial) -> list[str]:
         """One row per emotion and one for the thoughts at a stop (``v01:1:joy`` …, ``v01:1:thoughts``)."""
         if trial.kind == "stop":
