@@ -20,77 +20,17 @@ from pydantic import BeforeValidator, Discriminator, Field, Tag
 
 from .errors import InputError, Problem
 from .fields import Id, StrictModel, Text, number_to_text
+from .kinds import all_kinds, get_kind, item_kinds, score_kinds
+# The item models live in their kind's module (engine/kinds/); imported here so that
+# `from engine.instrument import Item, SceneItem, VignetteItem, Option, ...` keeps working.
+from .kinds.rating import RATING_SCORES, Item  # noqa: F401
+from .kinds.scene import SceneItem  # noqa: F401
+from .kinds.vignette import Segment, TargetReport, VignetteItem  # noqa: F401
+from .scale import MAX_SCALE_VALUE, Option, check_scale, duplicates  # noqa: F401
 from .validation import parse_document, raise_problems
 from .yamlfile import YamlDocument, load_yaml
 
 FORMAT = "instrument/1"
-
-# Scale values are stored as SQLite integers (64-bit) and summed over items; no response scale
-# needs values beyond this, and a bound here keeps `validate` from passing what a run cannot store.
-MAX_SCALE_VALUE = 1_000_000
-
-
-class Option(StrictModel):
-    """One response option: the value scored, an optional code the respondent may give
-    (e.g. the letter 'A'), and an optional label (required on the two end points)."""
-
-    value: int = Field(ge=-MAX_SCALE_VALUE, le=MAX_SCALE_VALUE)
-    code: Text | None = None
-    label: Text | None = None
-
-
-class Item(StrictModel):
-    """A rating item answered on the instrument's scale.
-
-    `text` may be left out only when the instrument declares `item_texts` (licensed texts the
-    user supplies). `unscored: true` marks a filler item that belongs to no subscale on purpose;
-    any other rating item outside every subscale is an error.
-    """
-
-    id: Id
-    text: Text | None = None
-    reverse: bool = False
-    subscales: list[Id] = Field(default_factory=list)
-    unscored: bool = False
-    kind: Literal["rating"] = "rating"
-
-
-class SceneItem(StrictModel):
-    """A free-text scene (LEAS format): the respondent says how they and one other person feel."""
-
-    id: Id
-    kind: Literal["scene"]
-    text: Text
-    other: Text                     # how the other person is named in "How would <other> feel?"
-    emotion: Literal["anger", "fear", "happiness", "sadness"] | None = None   # what the scene was written to evoke
-    intensity: Literal["mild", "moderate", "strong"] | None = None
-    subscales: list[Id] = Field(default_factory=list)
-
-
-class TargetReport(StrictModel):
-    """What the target of a vignette felt at a stop point: their own report, or (for stories we
-    wrote) the profile we designed, which is not a self-report and is labelled as such."""
-
-    source: Literal["design-intended", "self-report"]
-    intensities: dict[Id, int] = Field(min_length=1)
-    thoughts: Text | None = None
-
-
-class Segment(StrictModel):
-    """One part of a vignette's narrative, ending at a stop point where the perceiver rates."""
-
-    text: Text
-    target_report: TargetReport | None = None
-
-
-class VignetteItem(StrictModel):
-    """An empathic-accuracy vignette: a story about a target in segments, each ending at a stop."""
-
-    id: Id
-    kind: Literal["vignette"]
-    target: Text
-    segments: list[Segment] = Field(min_length=1)
-    subscales: list[Id] = Field(default_factory=list)
 
 
 def _item_kind(value: Any) -> str:
@@ -99,16 +39,15 @@ def _item_kind(value: Any) -> str:
     return getattr(value, "kind", "rating")
 
 
-# An item is told apart by `kind`; files without `kind` hold rating items, as before.
+# An item is told apart by `kind`; files without `kind` hold rating items, as before. The union
+# holds one model per registered kind (engine/kinds/), in registration order.
 AnyItem = Annotated[
-    Union[Annotated[Item, Tag("rating")], Annotated[SceneItem, Tag("scene")],
-          Annotated[VignetteItem, Tag("vignette")]],
+    Union[tuple(Annotated[kind.model, Tag(kind.name)] for kind in all_kinds())],   # type: ignore[misc]
     Discriminator(_item_kind),
 ]
-ITEM_KINDS = ("rating", "scene", "vignette")
-RATING_SCORES = ("sum", "mean")
-SCORE_KINDS = {"sum": "rating", "mean": "rating", "leas_self": "scene", "leas_other": "scene",
-               "leas_total": "scene", "ea_profile": "vignette"}
+ITEM_KINDS = item_kinds()
+SCORE_KINDS = score_kinds()
+ScoreRule = Literal[tuple(SCORE_KINDS)]   # type: ignore[valid-type]
 
 
 class Subscale(StrictModel):
@@ -123,7 +62,7 @@ class Subscale(StrictModel):
 
     id: Id
     name: Text
-    score: Literal["sum", "mean", "leas_self", "leas_other", "leas_total", "ea_profile"] = "sum"
+    score: ScoreRule = "sum"
     min_answered: int | None = Field(default=None, ge=1)
 
 
@@ -260,10 +199,6 @@ class Instrument(StrictModel):
         return subscale.min_answered or len(self.subscale_items(subscale.id))
 
 
-def _duplicates(values: list[Any]) -> set[Any]:
-    return {v for v, count in Counter(values).items() if count > 1}
-
-
 def check_instrument(inst: Instrument, doc: YamlDocument) -> list[Problem]:
     """Meaning checks the schema cannot express; returns every problem found."""
     problems: list[Problem] = []
@@ -272,75 +207,18 @@ def check_instrument(inst: Instrument, doc: YamlDocument) -> list[Problem]:
         problems.append(doc.problem(path, message))
 
     problems.extend(_check_scale(inst.scale, "scale", doc))
-    if inst.rating_items and not inst.scale:
-        bad(("items",), "rating items need a `scale` (the response options)")
-    if any(i.kind == "vignette" for i in inst.items):
-        if not inst.emotions:
-            bad(("emotions",), "vignettes need `emotions` (the emotions rated at each stop)")
-        if not inst.emotion_scale:
-            bad(("emotion_scale",), "vignettes need `emotion_scale` (the intensity options)")
-        problems.extend(_check_scale(inst.emotion_scale, "emotion_scale", doc))
-        problems.extend(_check_vignettes(inst, doc))
+    present = {item.kind for item in inst.items}
+    for kind in all_kinds():          # each kind checks what is particular to it
+        if kind.name in present:
+            problems.extend(kind.check_instrument(inst, doc))
     problems.extend(_check_ids_and_members(inst, doc))
     problems.extend(_check_norms(inst, doc))
     return problems
 
 
-def _check_scale(scale: list[Option], name: str, doc: YamlDocument) -> list[Problem]:
-    """Consecutive integers (so that reverse keying, min + max - x, stays on the scale),
-    unique codes and labels, labelled end points."""
-    problems: list[Problem] = []
-
-    def bad(path: tuple, message: str) -> None:
-        problems.append(doc.problem(path, message))
-
-    if not scale:
-        return problems
-    if len(scale) < 2:
-        bad((name,), "needs at least 2 options")
-        return problems
-    inst_scale = scale
-    values = [o.value for o in inst_scale]
-    for i, option in enumerate(inst_scale):
-        if i and option.value != inst_scale[i - 1].value + 1:
-            bad((name, i, "value"),
-                f"scale values must be consecutive whole numbers in ascending order; "
-                f"{option.value} follows {inst_scale[i - 1].value}")
-    for key in ("code", "label"):
-        repeated = _duplicates([getattr(o, key) for o in inst_scale if getattr(o, key) is not None])
-        for i, option in enumerate(inst_scale):
-            if getattr(option, key) in repeated:
-                bad((name, i, key), f"{key} {getattr(option, key)!r} is used by more than one option")
-    if len(set(values)) == len(values):
-        for end in (0, len(inst_scale) - 1):
-            if inst_scale[end].label is None:
-                bad((name, end, "label"), "the end points of the scale need a label")
-    return problems
-
-
-def _check_vignettes(inst: Instrument, doc: YamlDocument) -> list[Problem]:
-    """Every target report rates every emotion, on the emotion scale."""
-    problems: list[Problem] = []
-    allowed = {o.value for o in inst.emotion_scale}
-    for i, item in enumerate(inst.items):
-        if item.kind != "vignette":
-            continue
-        for j, segment in enumerate(item.segments):
-            report = segment.target_report
-            if report is None:
-                continue
-            path = ("items", i, "segments", j, "target_report", "intensities")
-            missing = [e for e in inst.emotions if e not in report.intensities]
-            if missing:
-                problems.append(doc.problem(path, f"no intensity for {', '.join(missing)}"))
-            for emotion, value in report.intensities.items():
-                if emotion not in inst.emotions:
-                    problems.append(doc.problem(path + (emotion,), f"'{emotion}' is not one of `emotions` "
-                                                f"({', '.join(inst.emotions)})", at_key=True))
-                elif allowed and value not in allowed:
-                    problems.append(doc.problem(path + (emotion,), f"{value} is not on the emotion scale "
-                                                f"({min(allowed)} to {max(allowed)})"))
-    return problems
+# Kept under their old names for callers of this module.
+_check_scale = check_scale
+_duplicates = duplicates
 
 
 def _check_ids_and_members(inst: Instrument, doc: YamlDocument) -> list[Problem]:
@@ -367,17 +245,7 @@ def _check_ids_and_members(inst: Instrument, doc: YamlDocument) -> list[Problem]
             elif item.subscales.index(sid) != j:
                 bad(("items", i, "subscales", j), f"subscale '{sid}' is listed twice")
     for i, item in enumerate(inst.items):
-        if item.kind != "rating":
-            continue
-        if item.text is None and inst.item_texts is None:
-            bad(("items", i, "text"), f"required field is missing (item '{item.id}'); an item may go without "
-                                      "`text` only when the instrument declares `item_texts` (user-supplied)")
-        if item.unscored and item.subscales:
-            bad(("items", i, "unscored"), f"item '{item.id}' is marked unscored but lists subscales "
-                                          f"({', '.join(item.subscales)})")
-        elif not item.subscales and not item.unscored:
-            bad(("items", i), f"item '{item.id}' belongs to no subscale, so no score would use it; "
-                              "list its subscales, or mark a filler item `unscored: true`")
+        problems.extend(get_kind(item.kind).check_item(inst, doc, i, item))
     kind_of = {s.id: SCORE_KINDS[s.score] for s in inst.subscales}
     for i, item in enumerate(inst.items):
         for j, sid in enumerate(item.subscales):
@@ -451,11 +319,10 @@ def _check_norm_range(inst: Instrument, doc: YamlDocument, path: tuple, sid: str
     """A mean outside the possible range, or an SD above half of it, betrays a wrong metric.
     `n_items` is the number of items of subscale `sid`, `score` its scoring rule."""
     k = n_items if metric == "sum" else 1
-    if score == "ea_profile" or (score in RATING_SCORES and len(inst.scale) < 2):
-        return []  # an accuracy correlation; or a broken scale, reported already
-    # LEAS: a scene scores 0-4 for self and for other, 0-5 in total (Lane et al. 1990).
-    item_low, item_high = {"leas_self": (0, 4), "leas_other": (0, 4), "leas_total": (0, 5)}.get(
-        score, (inst.scale_min, inst.scale_max))
+    item_range = get_kind(SCORE_KINDS[score]).score_range(inst, score)
+    if item_range is None:
+        return []  # e.g. an accuracy correlation, or a broken scale (reported already)
+    item_low, item_high = item_range
     low, high = k * item_low, k * item_high
     problems = []
     if not low <= stats.mean <= high:

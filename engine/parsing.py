@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .instrument import Option
+from .scale import Option
 
 Status = Literal["answered", "refusal", "out_of_range", "unparseable", "empty",
                  # set by the runner, not by these parsers: the reply was too long to read, the

@@ -7,9 +7,10 @@ the order the protocol asks for, and says how to answer.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-from .instrument import Instrument, Item, Option, SceneItem, VignetteItem
+if TYPE_CHECKING:   # annotations only: the item kinds (imported by the instrument) use these prompts
+    from .instrument import Instrument, Item, Option, SceneItem, VignetteItem
 
 
 def ordered_options(instrument: Instrument, order: str) -> list[Option]:

@@ -13,48 +13,21 @@ Trials run concurrently (bounded by each backend's `concurrency`); each is commi
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
-from .backends.base import BackendError, ChatRequest, HttpBackend
-from .instrument import Instrument
-from .parsing import (SCENE_ROLES, THOUGHTS, ParsedAnswer, expected_value, most_likely, option_distribution,
-                      parse_free_text, parse_json_rating, parse_rating, parse_ratings_block, parse_scene, parse_stop,
-                      sample_answer, too_long)
-from .persona import Persona, render_system_prompt
-from .prompts import (SCENE_JSON_SCHEMA, answer_json_schema, instrument_messages, item_messages, reask_message,
-                      scene_messages, scene_reask_message, stop_emotion_messages, stop_json_schema,
-                      stop_messages, stop_reask_message, stop_thoughts_messages)
+from .backends.base import BackendError, ChatRequest, HttpBackend  # noqa: F401  (ChatRequest: old import path)
+from .instrument import Instrument  # noqa: F401  (old import path)
+from .kinds import all_kinds, get_kind
+from .parsing import ParsedAnswer, expected_value, most_likely, option_distribution, sample_answer, too_long
+from .persona import render_system_prompt
 from .store import REPLY_SEPARATOR, AnswerRecord, RunStore, TrialRecord
+# Trials live in their own module (shared with the item kinds); imported here under the old names.
 from .study import Protocol, Study
-
-
-@dataclass(frozen=True)
-class Trial:
-    """One planned request and what it is about."""
-
-    trial_id: str
-    backend_id: str
-    respondent_id: str
-    instrument: Instrument
-    item_ids: tuple[str, ...]
-    repeat: int
-    option_order: str
-    request: ChatRequest
-    # rating | scene (both free-text answers of a LEAS-format scene) | stop (a vignette stop: every emotion and the thoughts in one reply) |
-    # stop_emotion (one emotion, answer mode logprobs) | stop_thoughts (the inference alone)
-    kind: str = "rating"
-
-
-def stable_int(*parts: object) -> int:
-    """A 63-bit integer from `parts` that is the same in every process (unlike ``hash``)."""
-    digest = hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).digest()
-    return int.from_bytes(digest[:8], "big") >> 1
+from .trial import Trial, TrialContext, make_trial, max_tokens_for, stable_int  # noqa: F401
 
 
 def option_order_for(protocol: Protocol, respondent_index: int) -> str:
@@ -62,14 +35,6 @@ def option_order_for(protocol: Protocol, respondent_index: int) -> str:
     if protocol.option_order == "counterbalanced":
         return "as_written" if respondent_index % 2 == 0 else "reversed"
     return protocol.option_order
-
-
-def max_tokens_for(protocol: Protocol, n_items: int, backend: HttpBackend) -> int:
-    if backend.config.max_tokens:
-        return backend.config.max_tokens
-    if protocol.answer == "logprobs":
-        return 1
-    return 48 if n_items == 1 else 16 * n_items + 64
 
 
 def plan_trials(study: Study, backends: dict[str, HttpBackend]) -> Iterator[Trial]:
@@ -81,102 +46,20 @@ def plan_trials(study: Study, backends: dict[str, HttpBackend]) -> Iterator[Tria
             for index, persona in enumerate(personas):
                 system_prompt = render_system_prompt(persona, study.cohort.template)
                 order = option_order_for(protocol, index)
+                ctx = TrialContext(study, backend_id, backend, persona, system_prompt, repeat, order)
                 for instrument in study.instruments:
-                    for scene in (i for i in instrument.items if i.kind == "scene"):
-                        yield _make_scene_trial(study, backend_id, backend, persona, system_prompt,
-                                                instrument, scene, repeat)
-                    for vignette in (i for i in instrument.items if i.kind == "vignette"):
-                        yield from _vignette_trials(study, backend_id, backend, persona, system_prompt,
-                                                    instrument, vignette, repeat)
-                    items = list(instrument.rating_items)
-                    if not items:
-                        continue
-                    if protocol.item_order == "shuffled":
-                        rng = np.random.default_rng(stable_int(protocol.seed, persona.id, instrument.id, repeat))
-                        items = [items[i] for i in rng.permutation(len(items))]
-                    groups = [[item] for item in items] if protocol.presentation == "per_item" else [items]
-                    for group in groups:
-                        yield _make_trial(study, backend_id, backend, persona, system_prompt, instrument,
-                                          group, repeat, order)
-
-
-def _make_trial(study: Study, backend_id: str, backend: HttpBackend, persona: Persona,
-                system_prompt: str | None, instrument: Instrument, items: list, repeat: int,
-                order: str) -> Trial:
-    protocol = study.protocol
-    ask = dict(system_prompt=system_prompt, option_order=order, answer=protocol.answer)
-    if len(items) == 1 and protocol.presentation == "per_item":
-        messages = item_messages(instrument, items[0], **ask)
-        schema = answer_json_schema(instrument) if protocol.answer == "json" else None
-    else:
-        messages = instrument_messages(instrument, items, **ask)
-        schema = answer_json_schema(instrument, [i.id for i in items]) if protocol.answer == "json" else None
-    top_logprobs = backend.top_logprobs if protocol.answer == "logprobs" else None
-    return _trial(study, backend_id, backend, persona, instrument, tuple(i.id for i in items), repeat, messages,
-                  max_tokens_for(protocol, len(items), backend), top_logprobs, schema, "rating", order)
-
-
-def _make_scene_trial(study: Study, backend_id: str, backend: HttpBackend, persona: Persona,
-                      system_prompt: str | None, instrument: Instrument, scene, repeat: int) -> Trial:
-    answer = "json" if study.protocol.answer == "json" else "text"   # free text: never logprobs
-    messages = scene_messages(instrument, scene, system_prompt=system_prompt, answer=answer)
-    return _trial(study, backend_id, backend, persona, instrument, (scene.id,), repeat, messages,
-                  backend.config.max_tokens or 300, None, SCENE_JSON_SCHEMA if answer == "json" else None,
-                  "scene")
-
-
-def _vignette_trials(study: Study, backend_id: str, backend: HttpBackend, persona: Persona,
-                     system_prompt: str | None, instrument: Instrument, vignette, repeat: int) -> Iterator[Trial]:
-    """A vignette's trials: one per stop point; in answer mode `logprobs`, one per stop × emotion
-    (read from the number's probabilities) plus one free-text request for the inference."""
-    protocol = study.protocol
-    for stop in range(1, len(vignette.segments) + 1):
-        stop_id = f"{vignette.id}:{stop}"
-        if protocol.answer != "logprobs":
-            messages = stop_messages(instrument, vignette, stop, system_prompt=system_prompt, answer=protocol.answer)
-            schema = stop_json_schema(instrument) if protocol.answer == "json" else None
-            yield _trial(study, backend_id, backend, persona, instrument, (stop_id,), repeat, messages,
-                         backend.config.max_tokens or 300, None, schema, "stop")
-            continue
-        for emotion in instrument.emotions:
-            messages = stop_emotion_messages(instrument, vignette, stop, emotion, system_prompt=system_prompt)
-            yield _trial(study, backend_id, backend, persona, instrument, (f"{stop_id}:{emotion}",), repeat,
-                         messages, 1, backend.top_logprobs, None, "stop_emotion")
-        messages = stop_thoughts_messages(instrument, vignette, stop, system_prompt=system_prompt)
-        yield _trial(study, backend_id, backend, persona, instrument, (f"{stop_id}:{THOUGHTS}",), repeat,
-                     messages, backend.config.max_tokens or 120, None, None, "stop_thoughts")
-
-
-def _trial(study: Study, backend_id: str, backend: HttpBackend, persona: Persona, instrument: Instrument,
-           item_ids: tuple[str, ...], repeat: int, messages: list[dict[str, str]], max_tokens: int,
-           top_logprobs: int | None, schema: dict | None, kind: str, option_order: str = "as_written") -> Trial:
-    """A trial whose id hashes everything that decides the answer (see the module docstring)."""
-    protocol = study.protocol
-    key = {"backend": backend.identity(), "temperature": backend.config.temperature, "top_p": backend.config.top_p,
-           "max_tokens": max_tokens, "answer": protocol.answer, "top_logprobs": top_logprobs,
-           "logprob_answer": protocol.logprob_answer if top_logprobs else None,
-           "reask_limit": protocol.reask_limit, "messages": messages, "respondent": persona.id,
-           "instrument": [instrument.id, instrument.version], "items": list(item_ids), "repeat": repeat,
-           "seed": protocol.seed}
-    trial_id = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:32]
-    request = ChatRequest(messages=tuple(messages), max_tokens=max_tokens, temperature=backend.config.temperature,
-                          top_p=backend.config.top_p, seed=stable_int(protocol.seed, trial_id) % 2**31,
-                          top_logprobs=top_logprobs, json_schema=schema)
-    return Trial(trial_id, backend_id, persona.id, instrument, item_ids, repeat, option_order, request, kind)
+                    # Each kind plans its own items' trials (engine/kinds/); free text first, as before.
+                    for kind in sorted(all_kinds(), key=lambda k: k.plan_rank):
+                        yield from kind.plan_trials(ctx, instrument)
 
 
 def answer_ids(trial: Trial) -> list[str]:
-    """The answer rows a trial produces: one per rating item, two per scene (self, other), one per
-    emotion and one for the thoughts at a vignette stop (``v01:1:joy`` …, ``v01:1:thoughts``)."""
-    if trial.kind == "scene":
-        return [f"{trial.item_ids[0]}:{role}" for role in SCENE_ROLES]
-    if trial.kind == "stop":
-        return [f"{trial.item_ids[0]}:{e}" for e in trial.instrument.emotions] + [f"{trial.item_ids[0]}:{THOUGHTS}"]
-    return list(trial.item_ids)
+    """The answer rows a trial produces, as its item kind says (e.g. one per rating item)."""
+    return get_kind(trial.item_kind).answer_ids(trial)
 
 
 def _answer_scale(trial: Trial) -> list:
-    return trial.instrument.emotion_scale if trial.kind.startswith("stop") else trial.instrument.scale
+    return get_kind(trial.item_kind).answer_scale(trial)
 
 
 def _now() -> str:
@@ -184,23 +67,7 @@ def _now() -> str:
 
 
 def _parse(trial: Trial, text: str, protocol: Protocol) -> dict[str, ParsedAnswer]:
-    scale = trial.instrument.scale
-    if trial.kind == "stop":
-        stop_id = trial.item_ids[0]
-        parsed = parse_stop(text, trial.instrument.emotions, trial.instrument.emotion_scale,
-                            as_json=protocol.answer == "json")
-        return {f"{stop_id}:{key}": answer for key, answer in parsed.items()}
-    if trial.kind == "stop_thoughts":
-        return {trial.item_ids[0]: parse_free_text(text)}
-    if trial.kind == "scene":
-        scene = trial.instrument.item(trial.item_ids[0])
-        parts = parse_scene(text, scene.other, as_json=protocol.answer == "json")
-        return {f"{scene.id}:{role}": ParsedAnswer(None, p.status, p.reason, text=p.text)
-                for role, p in parts.items()}
-    if len(trial.item_ids) == 1 and protocol.presentation == "per_item":
-        parse = parse_json_rating if protocol.answer == "json" else parse_rating
-        return {trial.item_ids[0]: parse(text, scale)}
-    return parse_ratings_block(text, list(trial.item_ids), scale, as_json=protocol.answer == "json")
+    return get_kind(trial.item_kind).parse(trial, text, protocol)
 
 
 # Replies longer than this are parsed in a worker thread, so that reading one (up to
@@ -286,12 +153,7 @@ async def run_trial(trial: Trial, backend: HttpBackend, protocol: Protocol) -> T
                 break
             reasks += 1
             reason = answers[unread[0]].reason or answers[unread[0]].status
-            if trial.kind == "scene":
-                follow_up = scene_reask_message(reason)
-            elif trial.kind.startswith("stop"):
-                follow_up = stop_reask_message(trial.instrument, reason, [i.rsplit(":", 1)[1] for i in unread])
-            else:
-                follow_up = reask_message(trial.instrument, reason, unread if len(trial.item_ids) > 1 else None)
+            follow_up = get_kind(trial.item_kind).reask(trial, reason, unread)
             request = replace(request, messages=request.messages + (
                 {"role": "assistant", "content": result.text}, {"role": "user", "content": follow_up}))
     except BackendError as exc:
@@ -309,7 +171,7 @@ async def run_trial(trial: Trial, backend: HttpBackend, protocol: Protocol) -> T
 
 def _reads_logprobs(trial: Trial, protocol: Protocol) -> bool:
     """True when the trial's answer is read from first-token log probabilities, not from text."""
-    return protocol.answer == "logprobs" and trial.kind in ("rating", "stop_emotion")
+    return get_kind(trial.item_kind).reads_logprobs(trial, protocol)
 
 
 def _logprob_answer(trial: Trial, logprobs: dict[str, float] | None, text: str,

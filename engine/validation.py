@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from .errors import InputError, Problem
+from .kinds import item_kinds
 from .yamlfile import FieldPath, YamlDocument
 
 M = TypeVar("M", bound=BaseModel)
@@ -161,9 +162,9 @@ def parse_document(doc: YamlDocument, model: type[M], root: FieldPath = ()) -> M
 
 
 def _untagged(loc: tuple) -> tuple:
-    """Drop the union tags pydantic puts in a location (items.3.scene.text → items[3].text)."""
-    from .instrument import ITEM_KINDS
-    return tuple(p for i, p in enumerate(loc) if not (p in ITEM_KINDS and i and isinstance(loc[i - 1], int)))
+    """Drop the union tags pydantic puts in a location (items.3.<kind>.text → items[3].text)."""
+    tags = item_kinds()
+    return tuple(p for i, p in enumerate(loc) if not (p in tags and i and isinstance(loc[i - 1], int)))
 
 
 def _position(problem: Problem) -> tuple[int, int]:

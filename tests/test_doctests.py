@@ -13,7 +13,8 @@ from runs_helper import make_mini_run
 
 ROOT = Path(__file__).resolve().parents[1]
 MODULES = ["analysis", "analysis.scores", "analysis.score_table", "analysis.validity", "analysis.human",
-           "analysis.reliability", "analysis.effects", "engine.human_data", "engine.scoring"]
+           "analysis.reliability", "analysis.effects", "engine.human_data", "engine.scoring",
+           "engine.kinds", "engine.scale"]
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,122 @@
+"""Item kinds as plug-ins: one module per kind of item, and the registry that finds them.
+
+An instrument's items are told apart by `kind:` (`rating` when left out). What is particular to
+one kind lives in that kind's module: the fields of its items and their meaning checks, the
+subscale scoring rules it owns and the range of their scores, how its trials are planned and
+asked, how its replies are read and re-asked. The shared machinery asks the registry instead of
+branching on the kind's name:
+
+- :mod:`engine.instrument` builds its item union, its `score:` rules and its checks from the
+  registered kinds;
+- :mod:`engine.validation` strips the kinds' tags from error locations;
+- :mod:`engine.runner` has each kind plan its trials, then sends them and hands every reply back
+  to the trial's kind to read (:meth:`ItemKind.parse`) and, when needed, re-ask
+  (:meth:`ItemKind.reask`).
+
+Built in: :mod:`~engine.kinds.rating` (answered on the instrument's scale),
+:mod:`~engine.kinds.scene` (free-text LEAS-format scenes), :mod:`~engine.kinds.vignette`
+(empathic-accuracy stories with stop points). The prompt texts and reply parsers they call stay
+in :mod:`engine.prompts` and :mod:`engine.parsing` (shared helpers), scoring in
+:mod:`engine.leas` and :mod:`engine.accuracy`.
+
+How to add a kind
+-----------------
+Write one module in this package and register an instance of its :class:`ItemKind` at the end
+of this file; nothing else needs to change for the kind's items to validate, be administered and
+be stored. The smallest kind is a one-question free-text item; in full, as a worked example
+(``engine/kinds/note.py``)::
+
+    from typing import Literal
+    from pydantic import Field
+    from ..fields import Id, StrictModel, Text
+    from ..parsing import parse_free_text
+    from ..trial import make_trial
+    from .base import ItemKind
+
+    class NoteItem(StrictModel):
+        id: Id
+        kind: Literal["note"]                  # the tag that picks this model in an instrument file
+        text: Text
+        subscales: list[Id] = Field(default_factory=list)
+
+    class Note(ItemKind):
+        name = "note"
+        model = NoteItem
+        scores = ()                            # `score:` rules it owns (none: stored, not scored)
+
+        def plan_trials(self, ctx, instrument):             # one request per item
+            for item in (i for i in instrument.items if isinstance(i, NoteItem)):
+                messages = [{"role": "user", "content": item.text}]
+                yield make_trial(ctx, instrument, (item.id,), messages,
+                                 ctx.backend.config.max_tokens or 200, None, None, "note", self.name)
+
+        def parse(self, trial, text, protocol):             # keys: answer_ids(trial)
+            return {trial.item_ids[0]: parse_free_text(text)}
+
+    # at the end of engine/kinds/__init__.py:
+    from . import note
+    register(note.Note())
+
+Defaults cover the rest (:meth:`ItemKind.answer_ids`: one row per item; no re-ask beyond a
+generic one; answers never read from log probabilities). Override
+:meth:`ItemKind.check_instrument` / :meth:`ItemKind.check_item` for meaning checks,
+:meth:`ItemKind.score_range` when norms of the kind's scores can be range-checked. The built-in
+:mod:`~engine.kinds.scene` is the smallest real kind to read next.
+
+Not plug-ins yet: scoring and the report still pick kinds by name (engine/accuracy.py,
+engine/judge.py, engine/cli.py, analysis/scores.py, analysis/report.py ...), and the
+instrument keeps the vignette-only fields `emotions` and `emotion_scale`.
+
+Example:
+    >>> get_kind("scene").scores
+    ('leas_self', 'leas_other', 'leas_total')
+    >>> item_kinds()
+    ('rating', 'scene', 'vignette')
+"""
+
+from __future__ import annotations
+
+from .base import ItemKind
+
+_REGISTRY: dict[str, ItemKind] = {}
+
+
+def register(kind: ItemKind) -> ItemKind:
+    """Make `kind` known under its `name` (the `kind:` of its items); returns it.
+
+    Register at the end of this file: the instrument model is built from the kinds registered
+    when :mod:`engine.instrument` is first imported (which ``import engine`` does).
+    """
+    if kind.name in _REGISTRY and _REGISTRY[kind.name] is not kind:
+        raise ValueError(f"item kind '{kind.name}' is registered already")
+    _REGISTRY[kind.name] = kind
+    return kind
+
+
+def get_kind(name: str) -> ItemKind:
+    """The registered kind called `name` (KeyError if none)."""
+    return _REGISTRY[name]
+
+
+def item_kinds() -> tuple[str, ...]:
+    """Names of the registered kinds, in registration order."""
+    return tuple(_REGISTRY)
+
+
+def all_kinds() -> tuple[ItemKind, ...]:
+    """The registered kinds, in registration order."""
+    return tuple(_REGISTRY.values())
+
+
+def score_kinds() -> dict[str, str]:
+    """Each subscale `score:` rule and the kind of item it scores."""
+    return {score: kind.name for kind in _REGISTRY.values() for score in kind.scores}
+
+
+from . import rating, scene, vignette  # noqa: E402  (the built-in kinds, registered in this order)
+
+register(rating.Rating())
+register(scene.Scene())
+register(vignette.Vignette())
+
+__all__ = ["ItemKind", "register", "get_kind", "item_kinds", "all_kinds", "score_kinds"]

@@ -1,0 +1,73 @@
+"""What an item kind provides to the shared machinery (see the package docstring)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar, Iterator
+
+from ..errors import Problem
+from ..fields import StrictModel
+from ..yamlfile import YamlDocument
+
+if TYPE_CHECKING:   # only for annotations: the instrument imports the kinds, not the reverse
+    from ..instrument import Instrument
+    from ..parsing import ParsedAnswer
+    from ..scale import Option
+    from ..study import Protocol
+    from ..trial import Trial, TrialContext
+
+
+class ItemKind:
+    """One kind of item: its format model, its scoring rules and its meaning checks.
+
+    Subclass it in one module, fill in the class attributes, override the checks the kind needs,
+    and :func:`engine.kinds.register` an instance. Every method has a harmless default, so the
+    smallest kind is a model, a name and the score rules it owns.
+    """
+
+    name: ClassVar[str]
+    """The `kind:` of the item in an instrument file (rating items may leave `kind` out)."""
+    model: ClassVar[type[StrictModel]]
+    """The pydantic model of one item of this kind, with `kind: Literal[<name>]`."""
+    scores: ClassVar[tuple[str, ...]] = ()
+    """The subscale `score:` rules that score items of this kind."""
+    plan_rank: ClassVar[int] = 0
+    """Where this kind's trials come among an instrument's trials (lower first)."""
+
+    def check_instrument(self, inst: "Instrument", doc: YamlDocument) -> list[Problem]:
+        """Checks on the whole instrument, run once when it holds items of this kind."""
+        return []
+
+    def check_item(self, inst: "Instrument", doc: YamlDocument, index: int, item: Any) -> list[Problem]:
+        """Checks on one item of this kind (`index`: its place in `items`)."""
+        return []
+
+    def score_range(self, inst: "Instrument", score: str) -> tuple[float, float] | None:
+        """Lowest and highest score of one item under rule `score`, for checking norm values;
+        None when a norm's mean and SD cannot be checked that way (e.g. a correlation)."""
+        return None
+
+    # Administering: the runner plans, sends and reads trials through these, never by kind name.
+
+    def plan_trials(self, ctx: "TrialContext", instrument: "Instrument") -> Iterator["Trial"]:
+        """The trials that ask one respondent (`ctx`) this kind's items of `instrument`, in order."""
+        return iter(())
+
+    def answer_ids(self, trial: "Trial") -> list[str]:
+        """The answer rows a trial of this kind produces (one per item by default)."""
+        return list(trial.item_ids)
+
+    def answer_scale(self, trial: "Trial") -> list["Option"]:
+        """The options a numeric answer of the trial is read on."""
+        return trial.instrument.scale
+
+    def reads_logprobs(self, trial: "Trial", protocol: "Protocol") -> bool:
+        """True when the trial's answer is read from first-token log probabilities, not from text."""
+        return False
+
+    def parse(self, trial: "Trial", text: str, protocol: "Protocol") -> dict[str, "ParsedAnswer"]:
+        """Every answer of the trial read from one reply text (keys: :meth:`answer_ids`)."""
+        raise NotImplementedError(f"item kind '{self.name}' does not read replies")
+
+    def reask(self, trial: "Trial", reason: str, unread: list[str]) -> str:
+        """The corrective follow-up asking again for the answers `unread` (with why: `reason`)."""
+        return f"Your answer could not be read ({reason}). Please answer again."

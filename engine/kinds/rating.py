@@ -1,0 +1,111 @@
+"""Rating items: statements answered on the instrument's response `scale` (a classic questionnaire)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterator, Literal
+
+import numpy as np
+from pydantic import Field
+
+from ..errors import Problem
+from ..fields import Id, StrictModel, Text
+from ..parsing import ParsedAnswer, parse_json_rating, parse_rating, parse_ratings_block
+from ..prompts import answer_json_schema, instrument_messages, item_messages, reask_message
+from ..trial import Trial, TrialContext, make_trial, max_tokens_for, stable_int
+from ..yamlfile import YamlDocument
+from .base import ItemKind
+
+if TYPE_CHECKING:
+    from ..instrument import Instrument
+    from ..study import Protocol
+
+RATING_SCORES = ("sum", "mean")
+
+
+class Item(StrictModel):
+    """A rating item answered on the instrument's scale.
+
+    `text` may be left out only when the instrument declares `item_texts` (licensed texts the
+    user supplies). `unscored: true` marks a filler item that belongs to no subscale on purpose;
+    any other rating item outside every subscale is an error.
+    """
+
+    id: Id
+    text: Text | None = None
+    reverse: bool = False
+    subscales: list[Id] = Field(default_factory=list)
+    unscored: bool = False
+    kind: Literal["rating"] = "rating"
+
+
+class Rating(ItemKind):
+    """Rating items: scored as prorated sums or means of their subscale's items."""
+
+    name = "rating"
+    model = Item
+    scores = RATING_SCORES
+    plan_rank = 1     # after an instrument's free-text items, as before kinds were plug-ins
+
+    def check_instrument(self, inst: "Instrument", doc: YamlDocument) -> list[Problem]:
+        if not inst.scale:
+            return [doc.problem(("items",), "rating items need a `scale` (the response options)")]
+        return []
+
+    def check_item(self, inst: "Instrument", doc: YamlDocument, index: int, item: Any) -> list[Problem]:
+        problems = []
+        if item.text is None and inst.item_texts is None:
+            problems.append(doc.problem(("items", index, "text"), f"required field is missing (item '{item.id}'); "
+                                        "an item may go without `text` only when the instrument declares "
+                                        "`item_texts` (user-supplied)"))
+        if item.unscored and item.subscales:
+            problems.append(doc.problem(("items", index, "unscored"), f"item '{item.id}' is marked unscored but "
+                                        f"lists subscales ({', '.join(item.subscales)})"))
+        elif not item.subscales and not item.unscored:
+            problems.append(doc.problem(("items", index), f"item '{item.id}' belongs to no subscale, so no score "
+                                        "would use it; list its subscales, or mark a filler item `unscored: true`"))
+        return problems
+
+    def score_range(self, inst: "Instrument", score: str) -> tuple[float, float] | None:
+        if len(inst.scale) < 2:
+            return None   # a broken scale, reported already
+        return inst.scale_min, inst.scale_max
+
+    def plan_trials(self, ctx: TrialContext, instrument: "Instrument") -> Iterator[Trial]:
+        """One trial per item (`presentation: per_item`) or one for all, in the protocol's item order."""
+        protocol = ctx.study.protocol
+        items = list(instrument.rating_items)
+        if not items:
+            return
+        if protocol.item_order == "shuffled":
+            rng = np.random.default_rng(stable_int(protocol.seed, ctx.persona.id, instrument.id, ctx.repeat))
+            items = [items[i] for i in rng.permutation(len(items))]
+        groups = [[item] for item in items] if protocol.presentation == "per_item" else [items]
+        for group in groups:
+            yield self._trial(ctx, instrument, group)
+
+    def _trial(self, ctx: TrialContext, instrument: "Instrument", items: list) -> Trial:
+        protocol, backend = ctx.study.protocol, ctx.backend
+        ask = dict(system_prompt=ctx.system_prompt, option_order=ctx.option_order, answer=protocol.answer)
+        if len(items) == 1 and protocol.presentation == "per_item":
+            messages = item_messages(instrument, items[0], **ask)
+            schema = answer_json_schema(instrument) if protocol.answer == "json" else None
+        else:
+            messages = instrument_messages(instrument, items, **ask)
+            schema = answer_json_schema(instrument, [i.id for i in items]) if protocol.answer == "json" else None
+        top_logprobs = backend.top_logprobs if protocol.answer == "logprobs" else None
+        return make_trial(ctx, instrument, tuple(i.id for i in items), messages,
+                          max_tokens_for(protocol, len(items), backend), top_logprobs, schema, "rating", self.name,
+                          ctx.option_order)
+
+    def reads_logprobs(self, trial: Trial, protocol: "Protocol") -> bool:
+        return protocol.answer == "logprobs"
+
+    def parse(self, trial: Trial, text: str, protocol: "Protocol") -> dict[str, ParsedAnswer]:
+        scale = trial.instrument.scale
+        if len(trial.item_ids) == 1 and protocol.presentation == "per_item":
+            parse = parse_json_rating if protocol.answer == "json" else parse_rating
+            return {trial.item_ids[0]: parse(text, scale)}
+        return parse_ratings_block(text, list(trial.item_ids), scale, as_json=protocol.answer == "json")
+
+    def reask(self, trial: Trial, reason: str, unread: list[str]) -> str:
+        return reask_message(trial.instrument, reason, unread if len(trial.item_ids) > 1 else None)
