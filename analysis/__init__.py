@@ -34,15 +34,15 @@ Raw item answers of a cohort and of humans compare item by item and structurally
 
 from .effects import model_effects
 from .human import compare_samples, compare_with_humans, tucker_phi
-from .norms import compare_with_norms
+from .norms import compare_with_norms, group_matching, matching_warnings, respondent_z
 from .reliability import reliability_table, test_retest_icc
 from .score_table import spss_names, wide_scores, write_scores
 from .scores import human_scores, load_run_scores, score_answers, score_humans
 from .validity import factor_congruence, item_distributions, subscale_correlations, target_loadings
 
 __all__ = [
-    "compare_samples", "compare_with_humans", "compare_with_norms", "factor_congruence", "human_scores",
-    "item_distributions", "load_run_scores", "model_effects", "reliability_table", "score_answers",
-    "score_humans", "spss_names", "subscale_correlations", "target_loadings", "test_retest_icc", "tucker_phi",
+    "compare_samples", "compare_with_humans", "compare_with_norms", "factor_congruence", "group_matching",
+    "human_scores", "item_distributions", "load_run_scores", "matching_warnings", "model_effects",
+    "reliability_table", "respondent_z", "score_answers", "score_humans", "spss_names", "subscale_correlations", "target_loadings", "test_retest_icc", "tucker_phi",
     "wide_scores", "write_scores",
 ]
