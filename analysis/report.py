@@ -27,6 +27,7 @@ from engine.instrument import Instrument
 from engine.judge import read_judgements
 from engine.leas import is_scene_answer, load_lexicon
 from engine.run import open_run_dir
+from engine.yamlfile import load_yaml
 
 from . import effects, fidelity, human, norms, plots, reliability, validity
 from . import empathic_accuracy as ea
@@ -53,8 +54,8 @@ def _norm_choice(run_path: Path, norm_samples: list[str] | None) -> norms.Sample
         return norm_samples
     study_file = Path(run_path) / "study.yaml"
     if study_file.exists():
-        import yaml
-        spec = yaml.safe_load(study_file.read_text(encoding="utf-8")) or {}
+        # Through psyq's bounded YAML reader, like every other file psyq reads.
+        spec = load_yaml(study_file).data
         if spec.get("norms"):
             return {str(k): [str(x) for x in v] for k, v in spec["norms"].items()}
     return None
