@@ -213,4 +213,8 @@ def _origin_line(config: BackendConfig, origin: dict[str, str]) -> str:
         return "none" if value is None else str(value)
 
     parts = [f"{f} {shown(getattr(config, f))} ({origin.get(f, 'psyq default')})" for f in SHOWN]
+    if config.top_logprobs is None:   # the kind's own default applies: say which, it decides answers
+        from .backends import KINDS
+        index = SHOWN.index("top_logprobs")
+        parts[index] += f" -> {KINDS[config.kind].default_top_logprobs}, the {config.kind} backend's default"
     return f"backend '{config.id}' ({config.kind}): " + "; ".join(parts)

@@ -25,6 +25,7 @@ import json
 import math
 import os
 from collections import Counter, defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Mapping
 
@@ -38,7 +39,8 @@ DEFAULT_LATENCY_S = 1.0
 DEFAULT_PREVIEW = 2
 # Server tokenizers count at most this many requests per backend × instrument × stage; the rest
 # are scaled by their characters (said in the method line). Bounds a plan of 100,000 requests.
-COUNTED_PER_GROUP = 200
+COUNTED_PER_GROUP = 1000
+COUNTING_THREADS = 8     # tokenizer calls in flight to a server (each waits on the network only)
 LOCAL_START_S, LOCAL_BUILD_S = 3.0, 300.0
 
 
@@ -139,11 +141,14 @@ def estimate_prompt_tokens(trials: list[Trial], counter: TokenCounter,
     """
     if not trials:
         return 0.0, 0
-    if counter.exact is False or len(trials) <= limit:
+    if counter.exact is False:
         return float(sum(counter.count(t.request) for t in trials)), len(trials)
     step = len(trials) / limit
-    sample = [trials[int(i * step)] for i in range(limit)]
-    tokens = sum(counter.count(t.request) for t in sample)
+    sample = trials if len(trials) <= limit else [trials[int(i * step)] for i in range(limit)]
+    with ThreadPoolExecutor(COUNTING_THREADS) as pool:
+        tokens = sum(pool.map(counter.count, [t.request for t in sample]))
+    if len(sample) == len(trials):
+        return float(tokens), len(trials)
     chars = sum(request_chars(t.request) for t in sample)
     every = sum(request_chars(t.request) for t in trials)
     return (tokens / chars * every if chars else tokens / limit * len(trials)), limit

@@ -16,9 +16,11 @@ psyq ships no prices (they change); a model without a price is "not estimable", 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
+from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
 from .fields import StrictModel, Text
 from .validation import parse_document
@@ -34,11 +36,16 @@ class ModelPrice(StrictModel):
     output: float = Field(ge=0)
 
 
+def _date_as_text(value: Any) -> Any:
+    # YAML reads `as_of: 2026-11-01` as a date; it is a note, kept as written.
+    return value.isoformat() if isinstance(value, date) else value
+
+
 class PriceFile(StrictModel):
     """A price file as written (``--prices FILE``)."""
 
     prices: dict[Text, ModelPrice]
-    as_of: Text | None = None
+    as_of: Annotated[Text, BeforeValidator(_date_as_text)] | None = None
     source: Text | None = None
 
 
