@@ -183,3 +183,44 @@ def test_prices_in_the_study_are_used_and_do_not_change_the_run_id(tmp_path):
     # By hand: model-a's prompt tokens at $1/1M and its max_tokens at $4/1M; model-b is priced at 0.
     assert a["cost_usd"] == pytest.approx((a["prompt_tokens"] * 1.0 + a["completion_tokens_max"] * 4.0) / 1e6)
     assert b["cost_usd"] == 0.0 and after["cost_usd"] == pytest.approx(a["cost_usd"])
+
+
+FAKE_LLAMA_SERVER = """#!{python}
+# Stands in for llama-server: serves the stub (with llama.cpp's tokenizer endpoints) on the port asked.
+import sys
+sys.path.insert(0, {tests!r})
+import stub_server
+port = sys.argv[sys.argv.index("--port") + 1]
+sys.exit(stub_server.main(["--port", port, "--tokenizer"]))
+"""
+
+
+def test_tokenizer_server_starts_the_cached_local_server_to_count(tmp_path):
+    # A fake llama-server in a fake cache (the real one is not started in the fast tests): the plan
+    # starts it as `psyq run` would, counts with its /apply-template + /tokenize, and stops it.
+    from engine.backends.local import LLAMA_CPP_VERSION
+
+    binary = tmp_path / "cache" / f"llama.cpp-{LLAMA_CPP_VERSION}" / "llama-server"
+    binary.parent.mkdir(parents=True)
+    binary.write_text(FAKE_LLAMA_SERVER.format(python=sys.executable, tests=str(ROOT / "tests")))
+    binary.chmod(0o755)
+    model = tmp_path / "fake.gguf"
+    model.write_bytes(b"GGUF")
+    study = write_two_backend_study(tmp_path, "http://127.0.0.1:9/v1")
+    data = yaml.safe_load(study.read_text())
+    data["backends"] = [{"id": "local", "kind": "local", "model": str(model)}]
+    study.write_text(yaml.safe_dump(data, sort_keys=False))
+    env = {"PSYQ_CACHE": str(tmp_path / "cache")}
+    counted = psyq("plan", str(study), "--json", "--tokenizer", "server", "--preview", "100", env=env)
+    assert counted.returncode == 0, counted.stderr
+    approx = psyq("plan", str(study), "--json", "--preview", "0", env=env)   # auto: the server is not started
+    plan = json.loads(counted.stdout)
+    [exact], [rough] = plan["backends"], json.loads(approx.stdout)["backends"]
+    assert exact["tokens_exact"] and "llama.cpp" in exact["token_method"]
+    assert not rough["tokens_exact"] and "--tokenizer server" in rough["token_method"]
+    # --preview 100 shows all 42 requests (2 repeats × 3 people × 7 items); the stub's tokenizer
+    # applied here to their bodies gives the count the plan got from the started server.
+    bodies = [p["body"] for p in plan["preview"]]
+    assert len(bodies) == 42
+    assert exact["prompt_tokens"] == sum(len(toy_tokens(toy_template(b["messages"]))) for b in bodies)
+    assert "~3 s to start llama-server" in exact["wall_how"]
