@@ -32,7 +32,7 @@ from typing import Any, Iterable, Mapping
 from .backends.base import BackendError, HttpBackend
 from .backends.base import _token_cost as limiter_token_cost   # the tpm pacer's own count, so the estimate follows it
 from .prices import Cost, PriceTable, cost_of
-from .tokenizer import TokenCounter, request_chars
+from .tokenizer import ApproximateCounter, TokenCounter, TokenizerFailed, request_chars
 from .trial import Trial
 
 DEFAULT_LATENCY_S = 1.0
@@ -218,26 +218,24 @@ def build_plan(study_id: str, run_dir: str, backends: Mapping[str, HttpBackend],
         planned[trial.backend_id] += 1
         if trial.trial_id not in finished:
             groups[(trial.backend_id, trial.instrument.id, trial.kind)].append(trial)
-    rows, notes = [], []
-    per_backend: dict[str, list[Trial]] = defaultdict(list)
-    counted: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    tokens: dict[str, float] = Counter()
-    for (backend_id, instrument, stage), group in groups.items():
-        prompt, n_counted = estimate_prompt_tokens(group, counters[backend_id])
-        counted[backend_id][0] += n_counted
-        counted[backend_id][1] += len(group)
-        tokens[backend_id] += prompt
-        per_backend[backend_id].extend(group)
-        rows.append(StageRow(backend_id, instrument, stage, len(group), prompt,
-                             sum(t.request.max_tokens for t in group)))
-    plans, shown = [], []
+    rows, notes, plans, shown = [], [], [], []
     for backend_id, backend in backends.items():
-        sent = per_backend.get(backend_id, [])
+        mine = {key: group for key, group in groups.items() if key[0] == backend_id}
         counter = counters[backend_id]
-        method = counter.method
-        done, total = counted[backend_id]
-        if counter.exact and done < total:
-            method += f"; {done:,} of {total:,} requests counted, the rest scaled by their characters"
+        try:
+            estimates = {key: estimate_prompt_tokens(group, counter) for key, group in mine.items()}
+        except TokenizerFailed as exc:   # the server stopped tokenizing: the whole backend is approximate
+            counter = ApproximateCounter(f"the server's tokenizer failed during the plan ({exc})")
+            estimates = {key: estimate_prompt_tokens(group, counter) for key, group in mine.items()}
+        for (_, instrument, stage), group in mine.items():
+            rows.append(StageRow(backend_id, instrument, stage, len(group), estimates[(backend_id, instrument, stage)][0],
+                                 sum(t.request.max_tokens for t in group)))
+        sent = [t for group in mine.values() for t in group]
+        prompt_tokens = sum(e[0] for e in estimates.values())
+        done = sum(e[1] for e in estimates.values())
+        method, exact = counter.method, counter.exact and done == len(sent)
+        if counter.exact and done < len(sent):
+            method += f"; {done:,} of {len(sent):,} requests counted, the rest scaled by their characters"
         completion = sum(t.request.max_tokens for t in sent)
         model = backend.identity().get("model")
         seconds, how = wall_time(sent, backend, latency_s) if sent else (0.0, "nothing to send")
@@ -245,8 +243,8 @@ def build_plan(study_id: str, run_dir: str, backends: Mapping[str, HttpBackend],
             seconds += start_s[backend_id][0]
             how += f"; + {start_s[backend_id][1]}"
         plans.append(BackendPlan(backend_id, backend.config.kind, model, len(sent), planned[backend_id],
-                                 tokens[backend_id], completion, method, counter.exact,
-                                 cost_of(model, tokens[backend_id], completion, prices), seconds, how,
+                                 prompt_tokens, completion, method, exact,
+                                 cost_of(model, prompt_tokens, completion, prices), seconds, how,
                                  dict(Counter(t.option_order for t in sent))))
         headers, problem = _headers(backend)
         if problem and sent:

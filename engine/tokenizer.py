@@ -27,6 +27,10 @@ APPROXIMATE = f"approximate: characters/{CHARS_PER_TOKEN} of the message texts (
 PROBE_TIMEOUT_S = 3.0
 
 
+class TokenizerFailed(Exception):
+    """A server that tokenized the probe failed on a later request (the plan falls back, saying so)."""
+
+
 class TokenCounter(Protocol):
     """Counts prompt tokens of requests; `method` says how, `exact` whether it is the server's count."""
 
@@ -74,6 +78,12 @@ class ServerCounter:
         self.method = f"the server's own tokenizer ({flavour} {where}, chat template included)"
 
     def count(self, request: ChatRequest) -> float:
+        try:
+            return self._count(request)
+        except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
+            raise TokenizerFailed(f"{type(exc).__name__}: {str(exc)[:200]}") from None
+
+    def _count(self, request: ChatRequest) -> float:
         messages = list(request.messages)
         if self.flavour == "llama.cpp":
             prompt = self._post("/apply-template", {"messages": messages})["prompt"]
@@ -107,7 +117,7 @@ def probe_server(base_url: str, model: str | None, client: httpx.Client) -> tupl
     for flavour in ("llama.cpp", "vllm"):
         counter = ServerCounter(root, model, flavour, client)
         try:
-            counter.count(probe)
+            counter._count(probe)
             return counter, counter.method
         except httpx.HTTPStatusError as exc:
             tried.append(f"{flavour}: HTTP {exc.response.status_code}")

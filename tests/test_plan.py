@@ -224,3 +224,46 @@ def test_tokenizer_server_starts_the_cached_local_server_to_count(tmp_path):
     assert len(bodies) == 42
     assert exact["prompt_tokens"] == sum(len(toy_tokens(toy_template(b["messages"]))) for b in bodies)
     assert "~3 s to start llama-server" in exact["wall_how"]
+
+
+class _HalfChars:
+    """An 'exact' counter whose count is characters / 2, failing after `fail_after` calls (if given)."""
+
+    exact, method = True, "test counter"
+
+    def __init__(self, fail_after: int | None = None):
+        self.calls, self.fail_after = 0, fail_after
+
+    def count(self, request) -> float:
+        from engine.tokenizer import TokenizerFailed, request_chars
+        self.calls += 1
+        if self.fail_after is not None and self.calls > self.fail_after:
+            raise TokenizerFailed("HTTP 500")
+        return request_chars(request) / 2
+
+
+def _planned(tmp_path):
+    from engine.backends import make_backend
+    from engine.runner import plan_trials
+    from engine.study import load_study
+
+    study = load_study(write_two_backend_study(tmp_path, "http://127.0.0.1:9/v1"))
+    backends = {c.id: make_backend(c) for c in study.spec.backends}
+    return study, backends, list(plan_trials(study, backends))
+
+
+def test_counting_a_sample_scales_by_characters_and_a_failing_tokenizer_falls_back(tmp_path):
+    from engine.plan import build_plan, estimate_prompt_tokens
+    from engine.tokenizer import request_chars
+
+    study, backends, trials = _planned(tmp_path)
+    group = [t for t in trials if t.backend_id == "a" and t.kind == "rating"]   # 24 requests
+    # Tokens exactly proportional to characters: scaling 10 counted requests by characters is exact.
+    tokens, counted = estimate_prompt_tokens(group, _HalfChars(), limit=10)
+    assert counted == 10 and tokens == pytest.approx(sum(request_chars(t.request) for t in group) / 2)
+    plan = build_plan(study.id, "runs/x", backends, trials, set(),
+                      {"a": _HalfChars(fail_after=5), "b": _HalfChars()}, None)
+    a, b = plan.backends
+    assert not a.tokens_exact and a.token_method.startswith("approximate") and "failed during the plan" in a.token_method
+    assert a.prompt_tokens == pytest.approx(sum(request_chars(t.request) for t in trials if t.backend_id == "a") / 4)
+    assert b.tokens_exact and b.token_method == "test counter"
