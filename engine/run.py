@@ -79,13 +79,6 @@ def open_run_dir(path: str | Path) -> RunDir:
     return run
 
 
-def override_backend(base_url: str, model: str, api_key_env: str | None = None) -> BackendConfig:
-    """The backend `psyq run --base-url URL --model NAME` puts in place of the study's
-    (InputError, never echoing a secret, if the URL or the key variable's name is not one)."""
-    check_command_line_backend(base_url, api_key_env)
-    return BackendConfig(id="cli", kind="openai", base_url=base_url, model=model, api_key_env=api_key_env)
-
-
 def check_command_line_backend(base_url: str | None, api_key_env: str | None) -> None:
     """--base-url and --api-key-env checked as a study's backend is (InputError with the option's name).
 
