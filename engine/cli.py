@@ -171,18 +171,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     import signal
 
     from .progress import RunProgress
-    from .run import administer, override_backend
+    from .run import administer
     from .runlock import RunLocked
     from .study import load_study, require_item_texts
 
+    if args.dry_run:
+        return cmd_plan(args)
     study = load_study(args.study)
     require_item_texts(study)
-    if bool(args.base_url) != bool(args.model):
-        raise InputError.single(args.study, "--base-url and --model go together")
-    if args.api_key_env and not args.base_url:
-        raise InputError.single(args.study, "--api-key-env goes with --base-url (a study's backends name "
-                                "their key variable in the study file)")
-    configs = [override_backend(args.base_url, args.model, args.api_key_env)] if args.base_url else None
+    overridden = _backend_overrides(args, study)
+    configs = overridden.configs if overridden.overrides or overridden.origins else None
+    prices = _price_table(args, study)
     progress = RunProgress()
 
     async def main():
@@ -190,7 +189,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         task = asyncio.current_task()
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
         return await administer(study, args.runs_dir, configs, on_start=progress.start,
-                                on_trial=progress.trial, log=lambda m: progress.console.print(m))
+                                on_trial=progress.trial, log=lambda m: progress.console.print(m),
+                                overrides=[o.to_json() for o in overridden.overrides], prices=prices)
 
     try:
         result = asyncio.run(main())
@@ -205,6 +205,156 @@ def cmd_run(args: argparse.Namespace) -> int:
         return EXIT_LOCKED
     progress.stop()
     return run_outcome(result)
+
+
+def _backend_overrides(args: argparse.Namespace, study):
+    """The study's backends with the command-line flags applied; says on stderr where each setting came from."""
+    from .overrides import CliOverrides, apply_overrides
+    from .run import check_command_line_backend
+
+    if args.base_url is not None or args.api_key_env is not None:
+        check_command_line_backend(args.base_url, args.api_key_env)   # refused without echoing a secret
+    flags = CliOverrides(base_url=args.base_url, model=args.model, api_key_env=args.api_key_env,
+                         concurrency=args.concurrency, rpm=args.rpm, tpm=args.tpm, temperature=args.temperature)
+    overridden = apply_overrides(list(study.spec.backends), flags, str(args.study))
+    for line in overridden.origins:
+        print(f"note: {line}", file=sys.stderr)
+    return overridden
+
+
+def _price_table(args: argparse.Namespace, study):
+    """The study's `prices:` with --prices FILE on top (None: no table)."""
+    from .prices import combine, load_prices
+
+    return combine(study.spec.prices, args.study, load_prices(args.prices) if args.prices else None)
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    """`psyq plan` and `psyq run --dry-run`: what the run would send, its tokens, cost and time."""
+    from contextlib import ExitStack
+
+    from .backends import make_backend
+    from .backends.local import llama_server_path
+    from .plan import build_plan, plan_lines
+    from .run import DATABASE, run_id_for
+    from .runner import plan_trials
+    from .study import load_study, require_item_texts
+    from .tokenizer import token_counter
+    from .usage import read_finished_trials
+
+    study = load_study(args.study)
+    require_item_texts(study)
+    prices = _price_table(args, study)
+    overridden = _backend_overrides(args, study)
+    backends = {c.id: make_backend(c, log=lambda m: print(m, file=sys.stderr)) for c in overridden.configs}
+    run_dir = Path(args.runs_dir) / study.id / run_id_for(study, backends)
+    finished, finished_note = read_finished_trials(run_dir / DATABASE)
+    trials = list(plan_trials(study, backends))
+    built = llama_server_path().exists()
+    start = {b: (3.0, "~3 s to start llama-server") if built else
+             (300.0, "about 5 min to build llama-server once (then cached)")
+             for b, x in backends.items() if x.config.kind == "local"}
+    with ExitStack() as stack:
+        counters = {b: stack.enter_context(token_counter(x, args.tokenizer)) for b, x in backends.items()}
+        plan = build_plan(study.id, str(run_dir), backends, trials, finished, counters, prices,
+                          latency_s=args.latency, preview=args.preview, start_s=start)
+    done = sum(t.trial_id in finished for t in trials)
+    if args.json:
+        print(json.dumps({**plan.to_json(), "already_finished": done,
+                          "overrides": [o.to_json() for o in overridden.overrides]}, indent=2, ensure_ascii=False))
+    else:
+        print("\n".join(plan_lines(plan, study.protocol.reask_limit, study.protocol.answer == "logprobs",
+                                    done, finished_note)))
+    return EXIT_OK
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be 1 or more")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError("must be a number above 0")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    value = float(text)
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError("must be a number of 0 or more")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more")
+    return value
+
+
+def _add_backend_override_args(p: argparse.ArgumentParser) -> None:
+    """--base-url, --model, --api-key-env, --concurrency, --rpm, --tpm, --temperature (run and plan)."""
+    g = p.add_argument_group("overriding the study's backends (recorded in the run's manifest; engine/overrides.py)")
+    g.add_argument("--base-url", help="use this OpenAI-compatible server: with one study backend, it keeps its "
+                                      "sampling and pacing settings; with several, one backend with defaults")
+    g.add_argument("--model", help="model name (the backend is named after it); without --base-url: every backend's")
+    g.add_argument("--api-key-env", help="NAME of the environment variable holding the API key for --base-url "
+                                         "(the study's key variable is not sent to another URL)")
+    g.add_argument("--concurrency", type=_positive_int, help="requests in flight per backend (not part of the run "
+                                                             "id: resuming with another concurrency is the same run)")
+    g.add_argument("--rpm", type=_positive_float, help="requests per minute per backend (not part of the run id)")
+    g.add_argument("--tpm", type=_positive_float, help="tokens per minute per backend (not part of the run id)")
+    g.add_argument("--temperature", type=_non_negative_float,
+                   help="sampling temperature of every backend (part of the run id: another temperature is another run)")
+
+
+def _add_plan_args(p: argparse.ArgumentParser) -> None:
+    """Options of the plan report (psyq plan, psyq run --dry-run)."""
+    g = p.add_argument_group("plan report (psyq plan, psyq run --dry-run)")
+    g.add_argument("--prices", metavar="FILE", help="price table YAML (prices: {MODEL: {input: USD, output: USD}} per "
+                                                    "1M tokens; on top of the study's `prices:`)")
+    g.add_argument("--latency", type=_positive_float, default=1.0, metavar="SECONDS",
+                   help="assumed seconds per request for the wall-time estimate (default 1.0)")
+    g.add_argument("--preview", type=_non_negative_int, default=2, metavar="N",
+                   help="show the first N requests of each backend exactly as sent (default 2; 0: none)")
+    g.add_argument("--tokenizer", choices=["auto", "approximate", "server"], default="auto",
+                   help="auto (default): the server's own tokenizer where it offers one (llama.cpp, vLLM), else "
+                        "characters/4, labelled approximate; approximate: never ask a server; server: as auto, and "
+                        "start the cached local llama-server (~3 s) to count with the local model's vocabulary")
+    g.add_argument("--json", action="store_true", help="print the plan as JSON")
+
+
+PLAN_HELP = """The plan counts what `psyq run` would send, from the runner's own planning code: requests per
+backend x instrument x stage (repeats and counterbalancing included; trials already finished in the
+run directory left out). Not counted: re-asks of unreadable replies and retries, which may add
+requests. Prompt tokens come from the server's tokenizer where it has one (llama.cpp /apply-template
++ /tokenize, vLLM /tokenize; no key is sent, nothing is generated), else characters/4, labelled
+approximate; completion tokens are the sum of max_tokens, an upper bound. Cost needs a price table
+(USD per 1M tokens by model, in the study's `prices:` or --prices FILE); a model without a price is
+"not estimable". Wall time: per backend the slowest of requests/concurrency x --latency, requests/rpm
+and tokens/tpm; backends run at the same time. The preview shows URL, headers (the API key's value
+never) and the JSON body as the backend's own code builds them.
+
+example price file:
+  prices:
+    gpt-4o-mini: {input: 0.15, output: 0.60}
+  as_of: 2026-11-01"""
+
+
+def _usage_lines(run, manifest: dict, prices_file: str | None) -> list[str]:
+    """Tokens the run used (from its store) and their cost, for `psyq status`."""
+    from .prices import PriceTable, load_prices
+    from .usage import read_token_usage, usage_lines
+
+    if prices_file:
+        table = load_prices(prices_file)
+    else:
+        table = PriceTable.from_json(manifest["prices"]) if manifest.get("prices") else None
+    return usage_lines(read_token_usage(run.database), table)
 
 
 def run_outcome(result) -> int:
@@ -253,6 +403,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"started    {manifest.get('started_at')}   finished {manifest.get('finished_at') or '-'}")
     if manifest.get("stopped_early"):
         print(f"stopped    early: {manifest['stopped_early']}")
+    for line in _usage_lines(run, manifest, getattr(args, "prices", None)):   # tokens used and cost
+        print(line)
     return EXIT_OK
 
 
@@ -351,6 +503,7 @@ COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
     "schema": (cmd_schema, "print the JSON Schema of the instrument (default) or study format"),
     "score": (cmd_score, "score a CSV of item answers (human data) with an instrument"),
     "run": (cmd_run, "administer a study (resumes a run of the same study)"),
+    "plan": (cmd_plan, "what `psyq run` would send: requests, tokens, cost, time, a preview (nothing sent)"),
     "status": (cmd_status, "summarise a run"),
     "export": (cmd_export, "write a run's answers as a tidy long table"),
     "scores": (cmd_scores, "write a run's subscale scores, one row per respondent x repeat x backend"),
@@ -368,7 +521,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"psyq {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     parsers = {name: sub.add_parser(name, help=help_, description=help_,
-                                    epilog=EXIT_CODES_HELP if name == "run" else None,
+                                    epilog=EXIT_CODES_HELP if name == "run" else PLAN_HELP if name == "plan" else None,
                                     formatter_class=argparse.RawDescriptionHelpFormatter)
                for name, (_, help_) in COMMANDS.items()}
     parsers["validate"].add_argument("paths", nargs="+", metavar="PATH",
@@ -384,11 +537,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the file's reverse-keyed items are already reversed (do not reverse them again)")
     p = parsers["run"]
     p.add_argument("study", help="study YAML file")
-    p.add_argument("--base-url", help="use this OpenAI-compatible server instead of the study's backends")
-    p.add_argument("--model", help="model name for --base-url")
-    p.add_argument("--api-key-env", help="NAME of the environment variable holding the API key for --base-url")
     p.add_argument("--runs-dir", default="runs", help="where runs go (default: runs/)")
+    p.add_argument("--dry-run", action="store_true", help="print the plan (as `psyq plan`) and send nothing")
+    _add_backend_override_args(p)
+    _add_plan_args(p)
+    p = parsers["plan"]
+    p.add_argument("study", help="study YAML file")
+    p.add_argument("--runs-dir", default="runs", help="where runs go, to leave out trials already finished "
+                                                       "(default: runs/; read only)")
+    _add_backend_override_args(p)
+    _add_plan_args(p)
     parsers["status"].add_argument("run", help="run directory (runs/<study>/<run-id>)")
+    parsers["status"].add_argument("--prices", metavar="FILE", help="price table YAML for the cost (default: the "
+                                                                    "one recorded in the run's manifest)")
     p = parsers["export"]
     p.add_argument("run", help="run directory (runs/<study>/<run-id>)")
     p.add_argument("--format", choices=["csv", "parquet"], default="csv")

@@ -32,10 +32,12 @@ from .backends.base import BackendUnreachable
 from .endpoint import base_url_problem, key_env_problem, normalise_endpoint
 from .errors import InputError, Problem
 from .persona import render_system_prompt
+from .prices import PriceTable, combine
 from .runlock import RunLock
 from .runner import ProgressCallback, plan_trials, run_pending
 from .store import RunStore
 from .study import Study, require_item_texts
+from .usage import token_usage
 
 MANIFEST = "manifest.json"
 DATABASE = "run.sqlite"
@@ -75,13 +77,6 @@ def open_run_dir(path: str | Path) -> RunDir:
     if not run.manifest.exists() or not run.database.exists():
         raise InputError.single(path, f"not a run directory (no {MANIFEST} and {DATABASE} in it)")
     return run
-
-
-def override_backend(base_url: str, model: str, api_key_env: str | None = None) -> BackendConfig:
-    """The backend `psyq run --base-url URL --model NAME` puts in place of the study's
-    (InputError, never echoing a secret, if the URL or the key variable's name is not one)."""
-    check_command_line_backend(base_url, api_key_env)
-    return BackendConfig(id="cli", kind="openai", base_url=base_url, model=model, api_key_env=api_key_env)
 
 
 def check_command_line_backend(base_url: str | None, api_key_env: str | None) -> None:
@@ -181,8 +176,12 @@ async def administer(study: Study, runs_dir: str | Path = "runs",
                      backend_configs: list[BackendConfig] | None = None,
                      on_start: Callable[[dict[str, HttpBackend], dict[str, int], dict[str, int]], None] | None = None,
                      on_trial: ProgressCallback | None = None,
-                     log: Callable[[str], None] = print) -> RunResult:
+                     log: Callable[[str], None] = print, overrides: list[dict[str, Any]] | None = None,
+                     prices: PriceTable | None = None) -> RunResult:
     """Run (or resume) `study`; return where it went and what it counted.
+
+    `overrides`: the command-line changes to the study's backends (engine/overrides.py), recorded
+    in the manifest; `prices`: the price table for the manifest's cost (default: the study's `prices:`).
 
     Example:
         >>> result = asyncio.run(administer(load_study("studies/quickstart.yaml")))  # doctest: +SKIP
@@ -199,12 +198,14 @@ async def administer(study: Study, runs_dir: str | Path = "runs",
         run, run_id = legacy, legacy.path.name
     # Taken before anything in the directory is written: a second process stops here.
     with RunLock(run.path):
-        return await _administer_locked(study, run, backends, run_id, on_start, on_trial, log)
+        table = prices or combine(study.spec.prices, study.path, None)
+        extra = {"overrides": overrides or [], "prices": table.to_json() if table else None}
+        return await _administer_locked(study, run, backends, run_id, on_start, on_trial, log, extra)
 
 
 async def _administer_locked(study: Study, run: RunDir, backends: dict[str, HttpBackend], run_id: str,
                              on_start, on_trial: ProgressCallback | None,
-                             log: Callable[[str], None]) -> RunResult:
+                             log: Callable[[str], None], extra: dict[str, Any] | None = None) -> RunResult:
     for backend in backends.values():
         if hasattr(backend, "log_dir"):
             backend.log_dir = run.path
@@ -215,6 +216,7 @@ async def _administer_locked(study: Study, run: RunDir, backends: dict[str, Http
         write_text_atomic(run.path / "instruments" / f"{instrument.id}.yaml", source.read_text(encoding="utf-8"))
     trials = list(plan_trials(study, backends))
     manifest = _manifest(study, backends, run_id, len(trials))
+    manifest.update(extra or {})
     notes: list[str] = []
     unreachable: str | None = None
     with RunStore(run.database) as store:
@@ -253,6 +255,9 @@ async def _administer_locked(study: Study, run: RunDir, backends: dict[str, Http
                 "backend_stats": {b: {"requests": x.stats.requests, "retries": x.stats.retries,
                                       "failures": x.stats.failures, "retry_reasons": x.stats.retry_reasons,
                                       "max_in_flight": x.stats.max_in_flight} for b, x in backends.items()},
+                # Tokens the servers reported, summed over the stored trials, and their cost (engine/usage.py).
+                "usage": {u.backend_id: u.to_json(PriceTable.from_json(manifest["prices"]) if manifest.get("prices")
+                                                  else None) for u in token_usage(store.db)},
             })
             write_json_atomic(run.manifest, manifest)
     return RunResult(run, len(trials), already, counts, interrupted, unreachable, notes)

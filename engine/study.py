@@ -21,6 +21,7 @@ from .errors import InputError, Problem
 from .fields import Id, StrictModel, Text
 from .instrument import Instrument, item_texts_path, load_instrument, missing_texts_message
 from .persona import Cohort, load_cohort
+from .prices import ModelPrice
 from .prompts import answer_tokens
 from .validation import parse_document, raise_problems
 from .yamlfile import YamlDocument, load_yaml
@@ -57,6 +58,9 @@ class StudySpec(StrictModel):
     protocol: Protocol = Protocol()
     # instrument id -> the norm samples `psyq report` compares (default: every sample)
     norms: dict[Id, list[Id]] = Field(default_factory=dict)
+    # model name -> USD per 1M input/output tokens, for `psyq plan` and a run's cost (engine/prices.py);
+    # not part of the run id: a price decides no answer
+    prices: dict[Text, ModelPrice] = Field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,11 @@ SIGTERM/SIGINT.  With ``--record`` one JSON line per request received is appende
 flushed per line.
 
 Endpoints: ``GET /health``, ``GET /v1/models``, ``POST /v1/chat/completions`` (OpenAI),
-``POST /v1/messages`` (Anthropic).
+``POST /v1/messages`` (Anthropic). With ``tokenizer=True`` (``--tokenizer``) also llama.cpp's
+``POST /apply-template`` ({"messages"} -> {"prompt"}: :func:`toy_template`) and ``POST /tokenize``
+({"content"} -> {"tokens"}: :func:`toy_tokens`), and the OpenAI replies' ``usage.prompt_tokens``
+is then the toy tokenizer's count of the templated prompt, as llama-server counts its own
+(without it: characters of the messages // 4). The record file's lines also hold ``body``.
 
 Per POST request the outcome is decided in this order: bad path/body -> 404/400
 (outcomes "not_found"/"bad_request"); rpm limit exceeded -> 429 (outcome "429", does
@@ -50,6 +54,7 @@ import hashlib
 import json
 import math
 import random
+import re
 import signal
 import socket
 import socketserver
@@ -92,6 +97,19 @@ LOGPROB_ANSWER = "3"
 
 CHAT_PATH = "/v1/chat/completions"
 MESSAGES_PATH = "/v1/messages"
+TEMPLATE_PATH = "/apply-template"
+TOKENIZE_PATH = "/tokenize"
+_TOY_TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
+def toy_template(messages: list) -> str:
+    """A chat template of our own: "<|role|>" and the content per message, then "<|assistant|>"."""
+    return "".join(f"<|{m.get('role')}|>\n{m.get('content')}\n" for m in messages if isinstance(m, dict)) + "<|assistant|>\n"
+
+
+def toy_tokens(text: str) -> list[int]:
+    """A toy tokenizer: a BOS token, then one token per word or punctuation character."""
+    return [1] + [2 + int(hashlib.sha256(t.encode()).hexdigest()[:6], 16) for t in _TOY_TOKEN.findall(text)]
 
 
 @dataclass
@@ -299,6 +317,13 @@ class _Handler(BaseHTTPRequestHandler):
             except ValueError:
                 body = None
 
+        if stub.tokenizer and path in (TEMPLATE_PATH, TOKENIZE_PATH) and isinstance(body, dict):
+            stub._record(self, path, body, "ok")
+            if path == TEMPLATE_PATH:
+                self._send_json(200, {"prompt": toy_template(body.get("messages") or [])})
+            else:
+                self._send_json(200, {"tokens": toy_tokens(str(body.get("content", "")))})
+            return
         if path not in (CHAT_PATH, MESSAGES_PATH):
             stub._record(self, path, body, "not_found")
             self._send_json(404, err(404, f"no route for POST {path}"))
@@ -392,7 +417,7 @@ class StubServer:
                  timeout_hang_s: float = 5.0, rpm_limit: int | None = None,
                  record: str | Path | None = None, port: int = 0, host: str = "127.0.0.1",
                  pathological_every: int | None = None,
-                 pathological_kinds: Sequence[str] = PATHOLOGICAL_KINDS):
+                 pathological_kinds: Sequence[str] = PATHOLOGICAL_KINDS, tokenizer: bool = False):
         if not 0.0 <= fault_rate <= 1.0:
             raise ValueError("fault_rate must be within [0, 1]")
         if fault_rate > 0 and not fault_kinds:
@@ -413,6 +438,7 @@ class StubServer:
         self.pathological_every = pathological_every
         self.pathological_kinds = tuple(_check_kind(k) for k in pathological_kinds)
         self._n_posts = 0
+        self.tokenizer = tokenizer
         self.record_path = Path(record) if record is not None else None
         self._host = host
         self._port = port
@@ -586,6 +612,7 @@ class StubServer:
                                      "outcome": outcome}
             if isinstance(body, dict) and "system" in body:
                 entry["system"] = body["system"]
+            entry["body"] = body
             line = json.dumps(entry, ensure_ascii=False) + "\n"
         with self._lock:
             self.requests.append(rec)
@@ -599,7 +626,8 @@ class StubServer:
             return self._n_ids
 
     def _openai_response(self, body: dict, text: str, want_logprobs: bool) -> dict:
-        prompt_tokens = prompt_chars(body) // 4
+        prompt_tokens = (len(toy_tokens(toy_template(body.get("messages") or []))) if self.tokenizer
+                         else prompt_chars(body) // 4)
         completion_tokens = len(text) // 4 + 1
         logprobs = None
         if want_logprobs:
@@ -694,6 +722,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--timeout-hang", type=float, default=5.0)
     ap.add_argument("--rpm-limit", type=int, default=None)
     ap.add_argument("--record", default=None)
+    ap.add_argument("--tokenizer", action="store_true", help="serve llama.cpp's /apply-template and /tokenize")
     ap.add_argument("--pathological-every", type=int, default=None,
                     help="every Nth POST gets the next pathological reply kind (cycling)")
     args = ap.parse_args(argv)
@@ -703,7 +732,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         fault_kinds=split(args.fault_kinds), seed=args.seed, latency_s=args.latency,
                         retry_after_s=args.retry_after, timeout_hang_s=args.timeout_hang,
                         rpm_limit=args.rpm_limit, record=args.record, port=args.port, host=args.host,
-                        pathological_every=args.pathological_every)
+                        pathological_every=args.pathological_every, tokenizer=args.tokenizer)
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     server.start()
