@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.instrument import ITEM_KINDS, SCORE_KINDS, AnyItem, Instrument, Item, SceneItem, VignetteItem
+from engine.instrument import ITEM_KINDS, SCORE_KINDS, AnyItem, Instrument, Item
+from engine.kinds.scene import SceneItem
+from engine.kinds.vignette import VignetteItem
 from engine.kinds import get_kind, item_kinds, register, score_kinds
 
 ROOT = Path(__file__).resolve().parents[1]

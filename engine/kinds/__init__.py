@@ -76,42 +76,8 @@ Example:
 
 from __future__ import annotations
 
-from .base import ItemKind
-
-_REGISTRY: dict[str, ItemKind] = {}
-
-
-def register(kind: ItemKind) -> ItemKind:
-    """Make `kind` known under its `name` (the `kind:` of its items); returns it.
-
-    Register at the end of this file: the instrument model is built from the kinds registered
-    when :mod:`engine.instrument` is first imported (which ``import engine`` does).
-    """
-    if kind.name in _REGISTRY and _REGISTRY[kind.name] is not kind:
-        raise ValueError(f"item kind '{kind.name}' is registered already")
-    _REGISTRY[kind.name] = kind
-    return kind
-
-
-def get_kind(name: str) -> ItemKind:
-    """The registered kind called `name` (KeyError if none)."""
-    return _REGISTRY[name]
-
-
-def item_kinds() -> tuple[str, ...]:
-    """Names of the registered kinds, in registration order."""
-    return tuple(_REGISTRY)
-
-
-def all_kinds() -> tuple[ItemKind, ...]:
-    """The registered kinds, in registration order."""
-    return tuple(_REGISTRY.values())
-
-
-def score_kinds() -> dict[str, str]:
-    """Each subscale `score:` rule and the kind of item it scores."""
-    return {score: kind.name for kind in _REGISTRY.values() for score in kind.scores}
-
+from .base import ItemKind, JudgeTask
+from .registry import all_kinds, get_kind, instruments_with, item_kinds, register, score_kinds
 
 from . import rating, scene, vignette  # noqa: E402  (the built-in kinds, registered in this order)
 
@@ -119,4 +85,5 @@ register(rating.Rating())
 register(scene.Scene())
 register(vignette.Vignette())
 
-__all__ = ["ItemKind", "register", "get_kind", "item_kinds", "all_kinds", "score_kinds"]
+__all__ = ["ItemKind", "JudgeTask", "register", "get_kind", "item_kinds", "all_kinds", "score_kinds",
+           "instruments_with"]

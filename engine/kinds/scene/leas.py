@@ -22,11 +22,13 @@ from typing import Literal
 import pandas as pd
 from pydantic import Field
 
-from .errors import Problem
-from .fields import Id, StrictModel, Text
-from .validation import parse_document, raise_problems
-from .yamlfile import load_yaml
+from ...errors import Problem
+from ...fields import Id, StrictModel, Text
+from ...validation import parse_document, raise_problems
+from ...yamlfile import load_yaml
 
+# The lexicon the report and `psyq score` use unless told otherwise.
+DEFAULT_LEXICON = Path(__file__).resolve().parents[3] / "instruments" / "lexicons" / "leas_psyq_lexicon.yaml"
 NEGATION_WINDOW = 3   # a negator this many words or fewer before a term negates it
 
 
