@@ -289,7 +289,7 @@ def item_shares(table: pd.DataFrame, instrument: Any) -> pd.DataFrame:
     ``missing`` column (answers without a value); each row sums to 1 over the answers present."""
     rows = table[table["instrument"] == instrument.id] if "instrument" in table.columns else table
     columns = [o.value for o in instrument.scale] + ["missing"]
-    item_ids = [i.id for i in instrument.items]
+    item_ids = [i.id for i in instrument.rating_items]
     values = pd.to_numeric(rows["value"], errors="coerce")
     cat = values.astype(object).where(values.notna(), "missing")
     cat = cat.map(lambda v: v if v == "missing" else int(v))
@@ -311,7 +311,7 @@ def item_heatmap(table: pd.DataFrame, instrument) -> Figure:
         return _message_figure(f"no answers for {instrument.id}", title)
     backends = _unique(rows["backend_id"])
     columns = [_option_label(o) for o in instrument.scale] + ["missing"]
-    n_items = len(instrument.items)
+    n_items = len(instrument.rating_items)
     panel_width = 0.62 * len(columns) + 0.4
     fig = _figure(3.6 + panel_width * len(backends) + 0.9, max(3.6, 0.27 * n_items + 2.0))
     axes = fig.subplots(1, len(backends), sharey=True, squeeze=False)[0]
@@ -329,7 +329,7 @@ def item_heatmap(table: pd.DataFrame, instrument) -> Figure:
         ax.set_xticks(range(len(columns)), columns, fontsize=7.5)
         ax.xaxis.tick_top()
         ax.tick_params(axis="x", length=0)
-        ax.set_yticks(range(n_items), [_item_label(i) for i in instrument.items], fontsize=7.5)
+        ax.set_yticks(range(n_items), [_item_label(i) for i in instrument.rating_items], fontsize=7.5)
         ax.tick_params(axis="y", length=0)
         ax.set_xticks(np.arange(-0.5, len(columns)), minor=True)
         ax.set_yticks(np.arange(-0.5, n_items), minor=True)

@@ -134,7 +134,7 @@ def items_by_instrument(table: pd.DataFrame, instruments: Mapping[str, Instrumen
         first = rows[(rows["repeat"] == rows["repeat"].min()) & (rows["backend_id"] == rows["backend_id"].iloc[0])]
         wide = first.pivot_table(index="respondent_id", columns="item_id", values="value", aggfunc="first",
                                  dropna=False)
-        out[inst_id] = wide.reindex(columns=[i.id for i in instruments[inst_id].items])
+        out[inst_id] = wide.reindex(columns=[i.id for i in instruments[inst_id].rating_items])
     return out
 
 

@@ -14,7 +14,8 @@ from runs_helper import make_mini_run
 ROOT = Path(__file__).resolve().parents[1]
 MODULES = ["analysis", "analysis.scores", "analysis.score_table", "analysis.validity", "analysis.human",
            "analysis.reliability", "analysis.effects", "engine.human_data", "engine.scoring",
-           "engine.kinds", "engine.scale"]
+           "engine.kinds", "engine.scale", "engine.kinds.scene", "engine.kinds.scene.leas", "engine.kinds.vignette",
+           "engine.kinds.vignette.accuracy", "analysis.kinds", "analysis.kinds.scene"]
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,8 @@ of answered notes), write ``analysis/kinds/note.py``::
             if not ids:
                 return []
             section = run.section("Notes")              # the report's own Section class
-            rows = run.table[run.table["instrument"].isin(ids)]
+            notes = {item.id for i in ids for item in run.instruments[i].items if item.kind == self.name}
+            rows = run.table[run.table["instrument"].isin(ids) & run.table["item_id"].isin(notes)]
             section.readings.append(f"{(rows['status'] == 'answered').sum()} notes were answered.")
             return [section]
 

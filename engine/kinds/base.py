@@ -50,7 +50,7 @@ class ItemKind:
     """Where this kind's trials come among an instrument's trials (lower first)."""
     instrument_fields: ClassVar[dict[str, tuple[Any, Any]]] = {}
     """Instrument-level fields the kind adds to the instrument format, as ``name: (type,
-    pydantic Field)``; e.g. vignettes add `emotions` and `emotion_scale`. Every instrument has
+    pydantic Field)``; e.g. the emotions rated in a story and their scale. Every instrument has
     them (with their defaults); the kind's :meth:`check_instrument` says when they are needed."""
     judge_placeholders: ClassVar[tuple[str, ...]] = ()
     """The placeholders a judge rubric for this kind may use in its prompt (`applies_to:` the

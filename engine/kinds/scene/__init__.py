@@ -122,10 +122,12 @@ def scene_levels(table: pd.DataFrame, instruments: Mapping[str, "Instrument"],
                  lexicon: "Lexicon | None" = None) -> pd.DataFrame:
     """LEAS levels per scene (self, other, total) for every instrument with scene items
     (:func:`.leas.score_scenes`; default lexicon :data:`.leas.DEFAULT_LEXICON`)."""
-    from .leas import DEFAULT_LEXICON, load_lexicon, score_scenes
+    from .leas import DEFAULT_LEXICON, SCENE_LEVEL_COLUMNS, load_lexicon, score_scenes
 
-    lexicon = lexicon or load_lexicon(DEFAULT_LEXICON)
-    return score_scenes(table[table["instrument"].isin(scene_instruments(instruments))], lexicon)
+    ids = scene_instruments(instruments)
+    if not ids:   # nothing to score, so no lexicon to read
+        return pd.DataFrame(columns=SCENE_LEVEL_COLUMNS)
+    return score_scenes(table[table["instrument"].isin(ids)], lexicon or load_lexicon(DEFAULT_LEXICON))
 
 
 def score_scene_answers(table: pd.DataFrame, instruments: Mapping[str, "Instrument"],
