@@ -260,7 +260,7 @@ def acquiescence(table: pd.DataFrame, instruments: dict[str, Instrument]) -> pd.
     counted = _answered(table)
     for (backend, inst_id), answers in counted.groupby(GROUP, sort=True):
         instrument = _instrument(instruments, inst_id)
-        reversed_ids = {i.id for i in instrument.items if i.reverse}
+        reversed_ids = {i.id for i in instrument.rating_items if i.reverse}
         n_rev = len(reversed_ids)
         n_fwd = len(instrument.items) - n_rev
         if n_rev == 0 or n_fwd == 0:

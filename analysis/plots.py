@@ -289,7 +289,7 @@ def item_shares(table: pd.DataFrame, instrument: Any) -> pd.DataFrame:
     ``missing`` column (answers without a value); each row sums to 1 over the answers present."""
     rows = table[table["instrument"] == instrument.id] if "instrument" in table.columns else table
     columns = [o.value for o in instrument.scale] + ["missing"]
-    item_ids = [i.id for i in instrument.items]
+    item_ids = [i.id for i in instrument.rating_items]
     values = pd.to_numeric(rows["value"], errors="coerce")
     cat = values.astype(object).where(values.notna(), "missing")
     cat = cat.map(lambda v: v if v == "missing" else int(v))
@@ -311,7 +311,7 @@ def item_heatmap(table: pd.DataFrame, instrument) -> Figure:
         return _message_figure(f"no answers for {instrument.id}", title)
     backends = _unique(rows["backend_id"])
     columns = [_option_label(o) for o in instrument.scale] + ["missing"]
-    n_items = len(instrument.items)
+    n_items = len(instrument.rating_items)
     panel_width = 0.62 * len(columns) + 0.4
     fig = _figure(3.6 + panel_width * len(backends) + 0.9, max(3.6, 0.27 * n_items + 2.0))
     axes = fig.subplots(1, len(backends), sharey=True, squeeze=False)[0]
@@ -329,7 +329,7 @@ def item_heatmap(table: pd.DataFrame, instrument) -> Figure:
         ax.set_xticks(range(len(columns)), columns, fontsize=7.5)
         ax.xaxis.tick_top()
         ax.tick_params(axis="x", length=0)
-        ax.set_yticks(range(n_items), [_item_label(i) for i in instrument.items], fontsize=7.5)
+        ax.set_yticks(range(n_items), [_item_label(i) for i in instrument.rating_items], fontsize=7.5)
         ax.tick_params(axis="y", length=0)
         ax.set_xticks(np.arange(-0.5, len(columns)), minor=True)
         ax.set_yticks(np.arange(-0.5, n_items), minor=True)
@@ -446,58 +446,6 @@ def figure_to_data_uri(fig: Figure, fmt: str = "png") -> str:
         FigureCanvasAgg(fig)
     fig.savefig(buffer, format=fmt, dpi=150 if fmt in ("png", "jpg", "jpeg") else None)
     return f"data:{MIME[fmt]};base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
-
-
-def leas_level_chart(levels: pd.DataFrame) -> Figure:
-    """Share of scene answers at each LEAS level, for self, other and the scene total (0–5).
-
-    `levels` is :func:`analysis.scores.scene_levels` output (one row per scene answer set).
-    """
-    fig = Figure(figsize=(7.5, 3.6))
-    ax = fig.add_subplot()
-    columns = [("self_level", "self"), ("other_level", "other"), ("total_level", "total")]
-    width = 0.27
-    x = np.arange(6)
-    for k, (col, name) in enumerate(columns):
-        share = levels[col].value_counts(normalize=True).reindex(range(6), fill_value=0.0)
-        ax.bar(x + (k - 1) * width, share.to_numpy(), width, label=name)
-    ax.set_xticks(x, [str(i) for i in range(6)])
-    ax.set_xlabel("LEAS level (0 no emotion word … 4 differentiated blend; 5 total only)")
-    ax.set_ylabel("share of scenes")
-    ax.set_title(f"LEAS levels over {len(levels)} scene answers (lexicon scoring)")
-    ax.legend(frameon=False)
-    fig.tight_layout()
-    return fig
-
-
-# --------------------------------------------------------------------------------------------
-# Empathic accuracy
-
-
-def vignette_accuracy_chart(summary: pd.DataFrame, label: str = "profile r") -> Figure:
-    """Mean accuracy r per vignette (rows), one marker set per perceiver group (column
-    ``group``), from :func:`analysis.empathic_accuracy.vignette_summary` output; a line at 0."""
-    title = f"Accuracy per vignette ({label}; Fisher-z mean over perceivers)"
-    if summary is None or summary.empty:
-        return _message_figure("no vignette answers to show", title)
-    vignettes = _unique(summary["vignette"])
-    groups = _unique(summary["group"])
-    fig = _figure(7, max(2.8, 0.32 * len(vignettes) + 1.6))
-    ax = fig.add_subplot()
-    offsets = np.linspace(-0.15, 0.15, len(groups)) if len(groups) > 1 else np.zeros(1)
-    for g, group in enumerate(groups):
-        style = _style(g)
-        rows = summary[summary["group"] == group].set_index("vignette").reindex(vignettes)
-        ax.plot(rows["r"].to_numpy(dtype=float), np.arange(len(vignettes)) + offsets[g], linestyle="none",
-                marker=style["marker"], color=style["color"], label=str(group), gid=f"vignette-r:{group}")
-    ax.axvline(0, color="0.5", linewidth=1)
-    ax.set_yticks(np.arange(len(vignettes)), vignettes)
-    ax.invert_yaxis()
-    ax.set_xlim(-1, 1)
-    ax.set_xlabel(label)
-    ax.set_title(title)
-    ax.legend(frameon=False, loc="lower left")
-    return fig
 
 
 # --------------------------------------------------------------------------------------------

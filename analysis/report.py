@@ -21,19 +21,16 @@ import pandas as pd
 
 from engine.export import export_table, run_instruments
 from engine.human_data import read_answers_csv
-from engine.accuracy import read_perceiver_csv, read_target_reports_csv, target_profiles, with_self_reports
 from engine.errors import InputError
 from engine.instrument import Instrument
 from engine.judge import read_judgements
-from engine.leas import is_scene_answer, load_lexicon
+from engine.kinds import instruments_with
 from engine.run import open_run_dir
 from engine.yamlfile import load_yaml
 
 from . import effects, fidelity, human, norms, plots, reliability, validity
-from . import empathic_accuracy as ea
-from .agreement import judge_lexicon_agreement, lexicon_answer_levels
-from .scores import (DEFAULT_LEXICON, human_scores, persona_columns, scene_levels, score_answers,
-                     score_scene_answers)
+from .kinds import ReportInput, report_kinds
+from .scores import human_scores, persona_columns, score_all_kinds
 
 
 @dataclass
@@ -137,7 +134,7 @@ def items_by_instrument(table: pd.DataFrame, instruments: Mapping[str, Instrumen
         first = rows[(rows["repeat"] == rows["repeat"].min()) & (rows["backend_id"] == rows["backend_id"].iloc[0])]
         wide = first.pivot_table(index="respondent_id", columns="item_id", values="value", aggfunc="first",
                                  dropna=False)
-        out[inst_id] = wide.reindex(columns=[i.id for i in instruments[inst_id].items])
+        out[inst_id] = wide.reindex(columns=[i.id for i in instruments[inst_id].rating_items])
     return out
 
 
@@ -149,10 +146,11 @@ def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] 
                    human_keyed: Collection[str] = ()) -> tuple[dict[str, Any], list[Section]]:
     """Compute everything the report shows; returns (facts about the run, sections).
 
-    `human_csv` maps an instrument id to human data: item answers for a questionnaire, perceiver
-    ratings for vignettes; `human_keyed` names the instruments whose human item answers are stored
-    already keyed (reverse items already reversed); `targets_csv` maps a vignette instrument to
-    its targets' self-reports.
+    `human_csv` maps an instrument id to human data: item answers for a questionnaire, or what a
+    kind's report part reads (:attr:`analysis.kinds.KindReport.human_data`, e.g. perceiver
+    ratings); `human_keyed` names the instruments whose human item answers are stored already
+    keyed (reverse items already reversed); `targets_csv` maps an instrument whose kind takes
+    them (:attr:`~analysis.kinds.KindReport.takes_targets`) to its targets' self-reports.
     `norm_samples` restricts the norm samples compared (default: the study's `norms`, else all);
     `warn` receives every warning the report also shows (e.g. respondents matching no norm group).
     """
@@ -160,24 +158,29 @@ def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] 
     manifest = run.read_manifest()
     table = export_table(run.path)
     instruments = run_instruments(run)
-    levels = scene_levels(table, instruments)
     judgements = read_judgements(run.path)
     human_csv = dict(human_csv or {})
-    vignette_ids = [i for i, inst in instruments.items() if any(x.kind == "vignette" for x in inst.items)]
-    perceivers_csv = {i: human_csv.pop(i) for i in vignette_ids if i in human_csv}
-    if keyed_vignettes := sorted(set(human_keyed) & set(perceivers_csv)):
-        raise InputError.single(", ".join(keyed_vignettes), "':keyed' applies to item answers of a questionnaire, "
-                                "not to perceiver ratings of vignettes")
-    unknown = sorted(set(human_csv) - set(instruments)) + sorted(set(targets_csv or {}) - set(vignette_ids))
+    # Kinds whose report part reads the --human files of their instruments itself (e.g. perceiver
+    # ratings) take those files out of the questionnaires' item answers.
+    parts = report_kinds()
+    data_ids = {p.name: instruments_with(p.name, instruments) for p in parts if p.human_data}
+    kind_csv = {name: {i: human_csv.pop(i) for i in ids if i in human_csv} for name, ids in data_ids.items()}
+    for part in (p for p in parts if p.human_data):
+        if keyed_kind := sorted(set(human_keyed) & set(kind_csv[part.name])):
+            raise InputError.single(", ".join(keyed_kind), "':keyed' applies to item answers of a questionnaire, "
+                                    f"not to {part.human_data}")
+    target_ids = {i for p in parts if p.takes_targets for i in instruments_with(p.name, instruments)}
+    unknown = sorted(set(human_csv) - set(instruments)) + sorted(set(targets_csv or {}) - target_ids)
     if unknown:
+        claimed = {i for ids in data_ids.values() for i in ids}
+        takers = "".join(f"; {p.data_label}: {', '.join(data_ids[p.name]) or 'none'}" for p in parts if p.human_data)
         raise InputError.single(", ".join(unknown), "not an instrument of this run that takes this kind of data "
-                                f"(questionnaires: {', '.join(sorted(set(instruments) - set(vignette_ids))) or 'none'}; "
-                                f"vignettes: {', '.join(vignette_ids) or 'none'})")
-    # Rating instruments get the item-level analyses; scene instruments have their own section.
+                                f"(questionnaires: {', '.join(sorted(set(instruments) - claimed)) or 'none'}"
+                                f"{takers})")
+    # Rating instruments get the item-level analyses; the other kinds have their own sections.
     rated = {i: inst for i, inst in instruments.items() if inst.rating_items}
     rated_table = table[table["instrument"].isin(rated)]
-    frames = [score_answers(table, instruments), score_scene_answers(table, instruments)]
-    scores = pd.concat([f for f in frames if not f.empty] or frames[:1], ignore_index=True)
+    scores = score_all_kinds(table, instruments)
     sections: list[Section] = []
 
     # 1. Study and counts
@@ -226,20 +229,15 @@ def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] 
                                  correction=correction, warn=warn))
     comp = sections[-1].comparison
 
-    # 3b. Emotional awareness (free-text scenes)
-    if not levels.empty:
-        section = leas_section(levels, scores, instruments)
-        judge_agreement_into(section, table, judgements)
-        sections.append(section)
-
-    # 3c. Empathic accuracy (vignettes)
-    for inst_id in vignette_ids:
-        sections.append(ea_section(table, instruments[inst_id], judgements, perceivers_csv.get(inst_id),
-                                   (targets_csv or {}).get(inst_id)))
+    # 3b. The sections of the item kinds (analysis/kinds/), in their registration order
+    for part in parts:
+        sections.extend(part.sections(ReportInput(
+            Path(run.path), table, instruments, scores, judgements, kind_csv.get(part.name, {}), targets_csv or {},
+            Section, _num, _pct, _fmt_p)))
 
     # 4. Reliability
     # Sections on rating items (reliability, fidelity, item responses) are left out of a run
-    # that has none, e.g. one of vignettes only.
+    # that has none, e.g. one of free-text items only.
     rel = Section("Reliability")
     items = items_by_instrument(rated_table, rated)
     rel_table = reliability.reliability_table(items, rated) if rated else pd.DataFrame()
@@ -415,122 +413,6 @@ def construct_validity_section(table: pd.DataFrame, rated: Mapping[str, Instrume
     section.figures.append(("Factor congruence with human data",
                             plots.congruence_chart(pd.concat(congruence_frames, ignore_index=True))))
     return section
-
-
-def leas_section(levels: pd.DataFrame, scores: pd.DataFrame, instruments: Mapping[str, Instrument]) -> Section:
-    """Scene levels, self/other/total sums per repeat, and the change between administrations."""
-    from scipy import stats
-
-    section = Section("Emotional awareness (LEAS-format scenes)")
-    leas_ids = list(levels["instrument"].unique())
-    sums = scores[scores["instrument"].isin(leas_ids)]
-    summary = (sums.groupby(["backend_id", "instrument", "repeat", "subscale"])["score"]
-               .agg(n="count", mean="mean", sd="std").reset_index())
-    section.tables.append(("Self, other and total sums per administration (repeat)", summary))
-    for inst_id in leas_ids:
-        inst = instruments[inst_id]
-        n_scenes = sum(i.kind == "scene" for i in inst.items)
-        total = sums[(sums["instrument"] == inst_id) & (sums["subscale"] == "total")]
-        section.readings.append(
-            f"{inst_id}: mean total {total['score'].mean():.1f} of a possible {5 * n_scenes} "
-            f"(SD {total['score'].std():.1f}, {total['respondent_id'].nunique()} respondents), scored "
-            "automatically with psyq's lexicon (an approximation of hand scoring: r = .91 with a "
-            "single developer's hand scores on 131 answers).")
-        if inst.content_source == "psyq":
-            section.readings.append(f"{inst_id}: these scenes were written by psyq, not the official LEAS "
-                                    "scenes; published LEAS norms do not apply and none are compared.")
-        wide = total.pivot_table(index=["backend_id", "respondent_id"], columns="repeat", values="score")
-        if wide.shape[1] >= 2:
-            first, last = wide.columns[0], wide.columns[-1]
-            paired = wide[[first, last]].dropna()
-            if len(paired) >= 2:
-                diff = paired[last] - paired[first]
-                test = stats.ttest_rel(paired[last], paired[first])
-                ci = test.confidence_interval()
-                section.readings.append(
-                    f"{inst_id}: from administration {first} to {last} the total changed by {diff.mean():+.2f} "
-                    f"(95 % CI {ci.low:+.2f} to {ci.high:+.2f}, paired t({len(paired) - 1}) = {test.statistic:.2f}, "
-                    f"p {_fmt_p(test.pvalue)}), the repeated design of Elyoseph et al. (2023).")
-    section.figures.append(("Distribution of LEAS levels", plots.leas_level_chart(levels)))
-    return section
-
-
-def ea_section(table: pd.DataFrame, instrument: Instrument, judgements: pd.DataFrame,
-               perceivers_csv: str | Path | None, targets_csv: str | Path | None) -> Section:
-    """Accuracy per vignette and overall for the cohort (and human perceivers when given)."""
-    targets = target_profiles(instrument)
-    if targets_csv:
-        targets = with_self_reports(targets, read_target_reports_csv(targets_csv, instrument))
-    cohort = ea.cohort_accuracy(table, instrument, targets)
-    name = "agreement with design-intended profiles" if cohort.design_intended else "empathic accuracy"
-    section = Section(f"Empathic accuracy (vignettes: {instrument.id})")
-    if cohort.design_intended:
-        section.readings.append(
-            f"{instrument.id}: some target profiles are design-intended (written by the vignettes' authors), not "
-            "self-reports of real targets, so the scores below measure agreement with that design, not empathic "
-            "accuracy in Ickes' sense; no human norms exist for them.")
-    vignettes = ea.vignette_summary(cohort.vignettes.assign(group=cohort.vignettes["backend_id"]), ["group"])
-    overall = ea.group_summary(cohort.perceivers.assign(group=cohort.perceivers["backend_id"]), ["group"])
-    human_acc = None
-    if perceivers_csv:
-        ratings = read_perceiver_csv(perceivers_csv, instrument)
-        human_acc = ea.score_perceivers(ratings, targets, ["respondent_id"])
-        vignettes = pd.concat([vignettes, ea.vignette_summary(human_acc.vignettes.assign(group="human perceivers"),
-                                                              ["group"])], ignore_index=True)
-        overall = pd.concat([overall, ea.group_summary(human_acc.perceivers.assign(group="human perceivers"),
-                                                       ["group"])], ignore_index=True)
-    for row in overall.itertuples():
-        section.readings.append(
-            f"{row.group}: {name} r = {_num(row.r)} over {row.perceivers} perceiver(s) (Fisher-z mean of per-stop "
-            f"profile correlations, vignettes weighted equally); MAE {_num(row.mae)} scale points, CCC "
-            f"{_num(row.ccc)}, distinctive r {_num(row.distinctive_r)} (after removing the average target profile).")
-    for backend_id, stops in cohort.stops.groupby("backend_id"):
-        flat = int((stops["r"].isna() & (stops["n"] >= 3)).sum())
-        if flat:
-            section.readings.append(
-                f"{backend_id}: {flat} of {len(stops)} stop ratings ({_pct(flat / len(stops))}) gave every emotion the "
-                "same rating (a flat profile, or the target's was flat), for which no profile correlation exists; "
-                "MAE and CCC still compare the levels.")
-    if human_acc is not None:
-        for backend_id, rows in cohort.perceivers.groupby("backend_id"):
-            cmp = human.compare_samples(rows["z"], human_acc.perceivers["z"])
-            section.readings.append(
-                f"{backend_id} against human perceivers (per-perceiver Fisher z): g = {_num(cmp['g'])} (95 % CI "
-                f"{_num(cmp['g_low'])} to {_num(cmp['g_high'])}), Welch p {_fmt_p(cmp['p'])}; variance ratio "
-                f"{_num(cmp['variance_ratio'])}.")
-    section.tables.append(("Overall per perceiver group (a backend's cohort, or human perceivers)", overall))
-    section.tables.append(("Per vignette", vignettes))
-    judged = ea.judged_percent(ea.inference_levels(judgements, instrument.id)) if not judgements.empty else None
-    if judged is not None and not judged.empty:
-        by_judge = judged.groupby(["judge_id", "backend_id"]).agg(perceivers=("percent", "count"),
-                                                                  percent=("percent", "mean")).reset_index()
-        section.tables.append(("Free-text inferences: judge similarity, percent of maximum", by_judge))
-        for row in by_judge.itertuples():
-            section.readings.append(f"{row.backend_id}: the inferences reach {row.percent:.0f} % of the maximum "
-                                    f"similarity to the targets' own words (judge '{row.judge_id}', "
-                                    f"{row.perceivers} perceivers).")
-    else:
-        section.readings.append("The free-text inferences are stored but not judged (psyq judge RUN --rubric "
-                                "ea_similarity scores them 0/1/2 against the targets' own words).")
-    section.figures.append((f"{instrument.id}: {name} per vignette", plots.vignette_accuracy_chart(vignettes)))
-    return section
-
-
-def judge_agreement_into(section: Section, table: pd.DataFrame, judgements: pd.DataFrame) -> None:
-    """Add the agreement of judge-model levels with the lexicon levels (per answer) to `section`."""
-    scene = judgements[is_scene_answer(judgements["item_id"])]
-    if scene.empty:
-        section.readings.append("No judge model has scored these answers (psyq judge RUN --rubric leas_level "
-                                "adds one, stored beside the lexicon scores).")
-        return
-    agreement = judge_lexicon_agreement(lexicon_answer_levels(table, load_lexicon(DEFAULT_LEXICON)), scene)
-    section.tables.append(("Judge model against the lexicon, per answer (levels 0–4)", agreement))
-    for row in agreement.itertuples():
-        section.readings.append(
-            f"{row.instrument}: judge '{row.judge_id}' ({row.judge_model}, rubric {row.rubric_id}) agrees with the "
-            f"lexicon on {_pct(row.exact)} of {row.n} answers (within one level: {_pct(row.within_one)}); "
-            f"r = {_num(row.pearson_r)}, ICC(A,1) = {_num(row.icc_a1)}; the judge scores "
-            f"{row.mean_difference:+.2f} levels higher on average.")
 
 
 def _num(x: float) -> str:

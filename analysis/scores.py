@@ -9,16 +9,14 @@ Example:
 
 from __future__ import annotations
 
-import pandas as pd
-
+from collections.abc import Mapping
 from pathlib import Path
+
+import pandas as pd
 
 from engine.human_data import read_answers_csv
 from engine.instrument import Instrument
-from engine.leas import Lexicon, leas_scores, load_lexicon, score_scenes
-from engine.scoring import score
-
-DEFAULT_LEXICON = Path(__file__).resolve().parents[1] / "instruments" / "lexicons" / "leas_psyq_lexicon.yaml"
+from engine.kinds import all_kinds, get_kind
 
 RESPONDENT_KEYS = ["backend_id", "model", "respondent_id", "repeat"]
 SCORE_VALUES = ["instrument", "subscale", "score", "n_answered", "n_items", "prorated"]
@@ -40,59 +38,44 @@ def score_answers(table: pd.DataFrame, instruments: dict[str, Instrument]) -> pd
     Columns: ``backend_id, model, respondent_id, repeat``, the persona attributes,
     ``instrument, subscale, score, n_answered, n_items, prorated`` (see
     :func:`engine.scoring.score`). Scores follow each instrument's own
-    rules (reverse keying, prorating, `min_answered`); missing answers stay missing.
+    rules (reverse keying, prorating, `min_answered`); missing answers stay missing. Only items
+    answered on the instrument's scale are scored here; :func:`score_all_kinds` scores every kind.
     """
+    return with_people(get_kind("rating").score(table, instruments), table)
+
+
+def score_all_kinds(table: pd.DataFrame, instruments: Mapping[str, Instrument]) -> pd.DataFrame:
+    """Every subscale score of an exported answers table, in the format of :func:`score_answers`:
+    each registered item kind scores its own items (:meth:`engine.kinds.ItemKind.score`), in
+    registration order.
+
+    Example (`run_dir`: a run of the toy instrument tests/data/mini_1to7.yaml, rating items only):
+        >>> from engine.export import export_table, run_instruments
+        >>> from engine.run import open_run_dir
+        >>> table = export_table(run_dir)
+        >>> instruments = run_instruments(open_run_dir(run_dir))
+        >>> score_all_kinds(table, instruments).equals(score_answers(table, instruments))
+        True
+    """
+    frames = [with_people(scores, table) for kind in all_kinds()
+              if (scores := kind.score(table, instruments)) is not None]
+    return pd.concat([f for f in frames if not f.empty] or frames[:1], ignore_index=True)
+
+
+def with_people(scores: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
+    """A kind's scores (:data:`engine.kinds.base.SCORE_COLUMNS`, ``model`` optional) with ``model``
+    and the persona attributes of each respondent from `table`, in the columns of :func:`score_answers`."""
     attributes = persona_columns(table)
-    people = table[RESPONDENT_KEYS + attributes].drop_duplicates(RESPONDENT_KEYS)
-    frames = []
-    for inst_id, rows in table.groupby("instrument", sort=True):
-        instrument = instruments[inst_id]
-        if not instrument.rating_subscales:
-            continue  # free-text scenes and vignettes have their own scorers
-        wide = rows.pivot_table(index=RESPONDENT_KEYS, columns="item_id", values="value",
-                                aggfunc="first", dropna=False)
-        wide = wide.reindex(columns=[i.id for i in instrument.rating_items])
-        tidy = score(instrument, wide.reset_index(drop=True).set_index(pd.RangeIndex(len(wide))))
-        keys = wide.index.to_frame(index=False)
-        tidy = pd.concat([keys.iloc[tidy["respondent_id"].to_numpy()].reset_index(drop=True),
-                          tidy.drop(columns="respondent_id")], axis=1)
-        tidy.insert(len(RESPONDENT_KEYS), "instrument", inst_id)
-        frames.append(tidy)
-    if not frames:
-        return pd.DataFrame(columns=RESPONDENT_KEYS + attributes + ["instrument", "subscale", "score",
-                                                                   "n_answered", "n_items", "prorated"])
-    scores = pd.concat(frames, ignore_index=True)
-    return scores.merge(people, on=RESPONDENT_KEYS, how="left")[
-        RESPONDENT_KEYS + attributes + ["instrument", "subscale", "score", "n_answered", "n_items", "prorated"]]
-
-
-def scene_levels(table: pd.DataFrame, instruments: dict[str, Instrument], lexicon: Lexicon | None = None) -> pd.DataFrame:
-    """LEAS levels per scene (self, other, total) for every instrument with scene items."""
-    lexicon = lexicon or load_lexicon(DEFAULT_LEXICON)
-    scene_instruments = [i for i, inst in instruments.items() if any(x.kind == "scene" for x in inst.items)]
-    return score_scenes(table[table["instrument"].isin(scene_instruments)], lexicon)
-
-
-def score_scene_answers(table: pd.DataFrame, instruments: dict[str, Instrument],
-                        lexicon: Lexicon | None = None) -> pd.DataFrame:
-    """LEAS self/other/total sums in the same long format as :func:`score_answers` (so norm
-    comparison works for an official LEAS form that carries norms)."""
-    levels = scene_levels(table, instruments, lexicon)
-    attributes = persona_columns(table)
-    columns = RESPONDENT_KEYS + attributes + ["instrument", "subscale", "score", "n_answered", "n_items", "prorated"]
-    if levels.empty:
+    columns = RESPONDENT_KEYS + attributes + SCORE_VALUES
+    if scores.empty:
         return pd.DataFrame(columns=columns)
-    sums = leas_scores(levels)
-    n_scenes = levels.groupby(["backend_id", "respondent_id", "repeat", "instrument"]).size().rename("n_items")
-    sums = sums.merge(n_scenes.reset_index(), on=["backend_id", "respondent_id", "repeat", "instrument"])
-    sums["n_answered"] = sums["n_items"]
-    sums["prorated"] = False   # a scene sum is over the scenes answered; nothing is prorated
     people = table[RESPONDENT_KEYS + attributes].drop_duplicates(RESPONDENT_KEYS)
-    return sums.merge(people, on=["backend_id", "respondent_id", "repeat"], how="left")[columns]
+    keys = [k for k in RESPONDENT_KEYS if k in scores.columns]
+    return scores.merge(people, on=keys, how="left")[columns]
 
 
 def load_run_scores(run_dir: str | Path) -> pd.DataFrame:
-    """Every subscale score of a run (rating instruments and LEAS-format scenes), long format.
+    """Every subscale score of a run (every kind of item that has scores), long format.
 
     The columns are those of :func:`score_answers`; one row per backend × respondent × repeat ×
     instrument × subscale.
@@ -107,8 +90,7 @@ def load_run_scores(run_dir: str | Path) -> pd.DataFrame:
 
     table = export_table(run_dir)
     instruments = run_instruments(open_run_dir(run_dir))
-    frames = [score_answers(table, instruments), score_scene_answers(table, instruments)]
-    return pd.concat([f for f in frames if not f.empty] or frames[:1], ignore_index=True)
+    return score_all_kinds(table, instruments)
 
 
 def human_scores(answers: pd.DataFrame, instrument: Instrument) -> pd.DataFrame:

@@ -57,11 +57,12 @@ def _yaml_files(paths: list[str]) -> list[Path]:
 def load_any(path: Path) -> object:
     """Load a psyq YAML file of any format, chosen by its `psyq:` field."""
     from .judge import load_rubric
-    from .leas import load_lexicon
+    from .kinds import all_kinds
     from .persona import load_cohort
     from .study import load_study
+    kind_formats = {name: load for kind in all_kinds() for name, load in kind.file_formats().items()}
     loaders = {"instrument/1": load_instrument, "cohort/1": load_cohort, "study/1": load_study,
-               "lexicon/1": load_lexicon, "rubric/1": load_rubric}
+               **kind_formats, "rubric/1": load_rubric}
     doc = load_yaml(path)
     kind = doc.data.get("psyq")
     if kind not in loaders:
@@ -574,9 +575,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--human", action="append", metavar="INSTRUMENT=CSV",
                    help="human data to compare with (repeatable): item answers, e.g. iri=humans.csv "
                         "(iri=humans.csv:keyed when reverse-keyed items are stored already reversed), or "
-                        "perceiver ratings for vignettes, e.g. ea_vignettes_psyq=perceivers.csv")
+                        "perceiver ratings for an empathic-accuracy instrument, e.g. ea=perceivers.csv")
     p.add_argument("--targets", action="append", metavar="INSTRUMENT=CSV",
-                   help="targets' own reports for a vignette instrument, replacing its design-intended profiles")
+                   help="targets' own reports for an empathic-accuracy instrument, replacing its design-intended "
+                        "profiles")
     p.add_argument("--norms", metavar="SAMPLE_ID,...",
                    help="compare only these norm samples (default: the study's `norms`, else every sample)")
     p.add_argument("--bound", type=float, default=0.3, help="equivalence bound in norm SD units (default 0.3)")

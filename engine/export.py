@@ -3,8 +3,8 @@
 Columns: ``run_id, study, backend_id, model, respondent_id`` then one column per persona
 attribute, then ``instrument, item_id, position, repeat, option_order, status, reason,
 disclaimer, raw_text, value, keyed_value, expected, option_mass, distribution, trial_status,
-attempts, reasks, text``. ``text`` holds free-text answers (scene items: one row for
-``<scene>:self`` and one for ``<scene>:other``). ``distribution`` is the JSON text ``{value: probability}`` (answer mode
+attempts, reasks, text``. ``text`` holds free-text answers (a kind may store several rows per item, e.g.
+``<item>:self`` and ``<item>:other``: :meth:`engine.kinds.ItemKind.answer_ids`). ``distribution`` is the JSON text ``{value: probability}`` (answer mode
 `logprobs`), else empty. ``value`` is the raw scale value (missing stays missing), ``keyed_value`` the value
 after reverse keying with the instrument copy stored in the run.
 """

@@ -16,16 +16,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BeforeValidator, Discriminator, Field, Tag
+from pydantic import BeforeValidator, Discriminator, Field, Tag, create_model
 
 from .errors import InputError, Problem
 from .fields import Id, StrictModel, Text, number_to_text
 from .kinds import all_kinds, get_kind, item_kinds, score_kinds
-# The item models live in their kind's module (engine/kinds/); imported here so that
-# `from engine.instrument import Item, SceneItem, VignetteItem, Option, ...` keeps working.
+# The item models live in their kind's module (engine/kinds/); the rating item is imported here
+# so that `from engine.instrument import Item, Option, ...` keeps working.
 from .kinds.rating import RATING_SCORES, Item  # noqa: F401
-from .kinds.scene import SceneItem  # noqa: F401
-from .kinds.vignette import Segment, TargetReport, VignetteItem  # noqa: F401
 from .scale import MAX_SCALE_VALUE, Option, check_scale, duplicates  # noqa: F401
 from .validation import parse_document, raise_problems
 from .yamlfile import YamlDocument, load_yaml
@@ -55,9 +53,9 @@ class Subscale(StrictModel):
 
     `score: sum` is prorated when items are missing (mean of answered items × number of items),
     `score: mean` is the mean of answered items; either way no score is given when fewer than
-    `min_answered` items were answered (default: all of them). The other kinds score free-text
-    scenes (`leas_self`, `leas_other`, `leas_total`: sums of scene levels) and vignettes
-    (`ea_profile`: profile accuracy); see ``instruments/README.md``.
+    `min_answered` items were answered (default: all of them). The other rules belong to other
+    kinds of item (`leas_self`, `leas_other`, `leas_total`: sums of LEAS levels; `ea_profile`:
+    profile accuracy); see ``instruments/README.md``.
     """
 
     id: Id
@@ -134,8 +132,8 @@ class ItemTexts(StrictModel):
     how: Text
 
 
-class Instrument(StrictModel):
-    """A questionnaire: scale, items, subscales and norms (see ``instruments/README.md``)."""
+class _Head(StrictModel):
+    """The instrument fields every kind of item shares, up to the response scale."""
 
     psyq: Literal["instrument/1"]
     id: Id
@@ -148,8 +146,18 @@ class Instrument(StrictModel):
     terms: Text
     instructions: Text
     scale: list[Option] = Field(default_factory=list)      # required when there are rating items
-    emotions: list[Id] = Field(default_factory=list)       # vignettes: the emotions rated at each stop
-    emotion_scale: list[Option] = Field(default_factory=list)
+
+
+# Instrument-level fields that belong to one kind of item (ItemKind.instrument_fields, e.g. the
+# emotions rated at each stop of a story) come after the shared head and before `items`, where
+# files have always had them; a kind's check_instrument says when they are required.
+_WithKindFields = create_model("Instrument", __base__=_Head, **{  # type: ignore[call-overload]
+    name: spec for kind in all_kinds() for name, spec in kind.instrument_fields.items()})
+
+
+class Instrument(_WithKindFields):  # type: ignore[valid-type,misc]
+    """A questionnaire: scale, items, subscales and norms (see ``instruments/README.md``)."""
+
     items: list[AnyItem] = Field(min_length=1)
     item_texts: ItemTexts | None = None                    # licensed texts supplied by the user
     subscales: list[Subscale] = Field(min_length=1)
@@ -158,7 +166,7 @@ class Instrument(StrictModel):
     @property
     def items_without_text(self) -> list[str]:
         """Ids of rating items that have no text (their texts are user-supplied and not found)."""
-        return [i.id for i in self.items if i.kind == "rating" and i.text is None]
+        return [i.id for i in self.items if isinstance(i, Item) and i.text is None]
 
     @property
     def scale_min(self) -> int:
@@ -171,7 +179,7 @@ class Instrument(StrictModel):
     @property
     def rating_items(self) -> list[Item]:
         """The items answered on `scale` (all items of a classic questionnaire)."""
-        return [i for i in self.items if i.kind == "rating"]
+        return [i for i in self.items if isinstance(i, Item)]
 
     @property
     def rating_subscales(self) -> list["Subscale"]:
@@ -361,7 +369,7 @@ def _read_item_texts(inst: Instrument, file: Path) -> dict[str, str]:
         raise InputError.single(name, f"cannot read the item texts: {exc}") from None
     if not rows or [c.strip() for c in rows[0][:2]] != ["item_id", "text"]:
         raise InputError.single(name, "the first line must be the header `item_id,text`", line=1)
-    ids = {i.id for i in inst.items if i.kind == "rating"}
+    ids = {i.id for i in inst.items if isinstance(i, Item)}
     without = set(inst.items_without_text)
     texts: dict[str, str] = {}
     problems: list[Problem] = []

@@ -2,7 +2,7 @@
 
 A rubric (format `rubric/1`, ``instruments/rubrics/``) says what to ask: a system text, a prompt
 template and the levels with their definitions. `psyq judge RUN --rubric FILE` sends one request
-per free-text answer (LEAS scene answers; vignette thoughts-and-feelings inferences) and stores
+per free-text answer the rubric's item kind offers (:meth:`~engine.kinds.ItemKind.judge_tasks`) and stores
 each judgement in the run's SQLite file, table ``judgements``, beside the answers and keyed by
 (trial, item, rubric, judge): a rerun only sends what is not judged yet, and the lexicon scores
 are never touched. The judge reads the level in one of three ways:
@@ -34,8 +34,9 @@ from .backends import BackendConfig, BackendError, ChatRequest, HttpBackend, mak
 from .errors import Problem
 from .export import run_instruments
 from .fields import Id, StrictModel, Text
-from .instrument import Instrument, Option, SceneItem, VignetteItem
-from .parsing import ParsedAnswer, has_text, most_likely, option_distribution, parse_json_rating, parse_rating, too_long
+from .instrument import Instrument, Option
+from .kinds import JudgeTask, all_kinds, get_kind  # noqa: F401  (JudgeTask: kept importable from here)
+from .parsing import ParsedAnswer, most_likely, option_distribution, parse_json_rating, parse_rating, too_long
 from .run import open_run_dir
 from .runlock import RunLock
 from .store import RunStore
@@ -66,6 +67,11 @@ CREATE TABLE IF NOT EXISTS judgements (
 """
 
 
+# The item kinds a rubric can apply to: those that name placeholders for a judge's prompt.
+PLACEHOLDERS = {kind.name: set(kind.judge_placeholders) for kind in all_kinds() if kind.judge_placeholders}
+JudgedKind = Literal[tuple(PLACEHOLDERS)]   # type: ignore[valid-type]
+
+
 class RubricFile(StrictModel):
     """A judge rubric as written (format `rubric/1`)."""
 
@@ -73,7 +79,7 @@ class RubricFile(StrictModel):
     id: Id
     version: Text
     content_source: Literal["psyq", "published"]
-    applies_to: Literal["scene", "vignette"]
+    applies_to: JudgedKind
     description: Text
     levels: dict[int, Text]
     system: Text
@@ -93,10 +99,6 @@ class Rubric:
 
     def levels_text(self) -> str:
         return "\n".join(f"{v} = {text}" for v, text in sorted(self.spec.levels.items()))
-
-
-PLACEHOLDERS = {"scene": {"scene", "question", "answer", "levels"},
-                "vignette": {"target", "reference", "answer", "levels", "story"}}
 
 
 MAX_LEVEL = 1_000_000
@@ -132,62 +134,10 @@ def load_rubric(path: str | Path) -> Rubric:
 
 # --- what to judge ------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class JudgeTask:
-    """One free-text answer to judge and the values the rubric's prompt is filled with."""
-
-    trial_id: str
-    item_id: str
-    fields: dict[str, str]
-
-
-def scene_tasks(answers: pd.DataFrame, instruments: dict[str, Instrument]) -> list[JudgeTask]:
-    """A task per non-empty scene answer (``<scene>:self`` / ``<scene>:other``)."""
-    tasks = []
-    for row in answers.itertuples(index=False):
-        instrument = instruments.get(row.instrument)
-        scene_id, _, role = str(row.item_id).partition(":")
-        item = _item(instrument, scene_id, SceneItem)
-        if item is None or role not in ("self", "other") or not has_text(row.text):
-            continue
-        question = "How would you feel?" if role == "self" else f"How would {item.other} feel?"
-        tasks.append(JudgeTask(row.trial_id, row.item_id, {"scene": item.text, "question": question,
-                                                             "answer": row.text}))
-    return tasks
-
-
-def vignette_tasks(answers: pd.DataFrame, instruments: dict[str, Instrument]) -> list[JudgeTask]:
-    """A task per non-empty inference (``<vignette>:<stop>:thoughts``) whose stop has the target's
-    own words (`thoughts`) to compare with; stops without them cannot be judged."""
-    tasks = []
-    for row in answers.itertuples(index=False):
-        parts = str(row.item_id).split(":")
-        if len(parts) != 3 or parts[2] != "thoughts" or not has_text(row.text):
-            continue
-        item = _item(instruments.get(row.instrument), parts[0], VignetteItem)
-        stop = int(parts[1]) if parts[1].isdigit() else 0
-        if item is None or not 1 <= stop <= len(item.segments):
-            continue
-        report = item.segments[stop - 1].target_report
-        if report is None or not report.thoughts:
-            continue
-        story = "\n\n".join(s.text for s in item.segments[:stop])
-        tasks.append(JudgeTask(row.trial_id, row.item_id, {"target": item.target, "reference": report.thoughts,
-                                                             "answer": row.text, "story": story}))
-    return tasks
-
-
-def _item(instrument: Instrument | None, item_id: str, kind: type) -> Any:
-    if instrument is None:
-        return None
-    return next((i for i in instrument.items if i.id == item_id and isinstance(i, kind)), None)
-
-
 def judge_tasks(rubric: Rubric, answers: pd.DataFrame, instruments: dict[str, Instrument]) -> list[JudgeTask]:
     """The tasks `rubric` applies to among a run's answers (columns ``trial_id, instrument,
     item_id, text``)."""
-    make = scene_tasks if rubric.spec.applies_to == "scene" else vignette_tasks
-    return make(answers, instruments)
+    return get_kind(rubric.spec.applies_to).judge_tasks(answers, instruments)
 
 
 # --- asking ---------------------------------------------------------------------------------

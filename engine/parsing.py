@@ -37,7 +37,7 @@ Status = Literal["answered", "refusal", "out_of_range", "unparseable", "empty",
                  "too_long", "unreadable_response", "parse_error"]
 
 # Replies longer than this are not parsed (stored whole, missing as `too_long`): reading costs
-# time in proportion to length, and no rating, scene or inference needs 12,000 characters
+# time in proportion to length, and no rating or free-text answer needs 12,000 characters
 # (about 3,000 tokens; the default limits are 48 to 832 tokens).
 MAX_PARSE_CHARS = 12_000
 
@@ -72,7 +72,7 @@ class ParsedAnswer:
     status: Status
     reason: str | None = None
     disclaimer: bool = False
-    text: str | None = None     # a free-text answer (scene items), kept whole
+    text: str | None = None     # a free-text answer, kept whole
 
 
 # --------------------------------------------------------------------------------------------
@@ -699,7 +699,7 @@ def sample_answer(distribution: Mapping[int, float], rng: np.random.Generator) -
     return int(values[int(rng.choice(len(values), p=probs / probs.sum()))])
 
 
-# --- free-text scenes (LEAS format) ----------------------------------------------------------
+# --- free text ---------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class ParsedText:
@@ -710,60 +710,19 @@ class ParsedText:
     reason: str | None = None
 
 
-SCENE_ROLES = ("self", "other")
-_ROLE_LINE = re.compile(r"^\s*[*_#>\-\s]*(you|yourself|me|i|self|other|they|the other person)\s*[*_]*\s*[:\-–]\s*",
-                        re.IGNORECASE | re.MULTILINE)
+def text_part(text: str | None) -> ParsedText:
+    """One free-text answer (or one part of a reply that holds several): answered, empty or a refusal.
 
-
-def _scene_part(text: str | None) -> ParsedText:
+    Example:
+        >>> text_part("  I'd be glad. ").text, text_part("").status
+        ("I'd be glad.", 'empty')
+    """
     if text is None or not str(text).strip():
         return ParsedText(None, "empty", "no answer for this question")
     text = str(text).strip()
     if is_refusal(text):
         return ParsedText(text, "refusal", "the answer declines to describe feelings")
     return ParsedText(text, "answered")
-
-
-def parse_scene(text: str, other: str, as_json: bool) -> dict[str, ParsedText]:
-    """Split a scene answer into the respondent's own feelings ('self') and the other person's.
-
-    JSON answers are objects ``{"you": ..., "other": ...}``; text answers have two parts
-    introduced by ``You:`` and ``Other:`` (or the other person's name, as the question gave it).
-
-    Example:
-        >>> parse_scene("You: I'd be furious.\\nYour neighbour: embarrassed.", "your neighbour", False)["other"].text
-        'embarrassed.'
-    """
-    if as_json:
-        obj = _find_json_object(text or "")
-        if obj is None:
-            return {r: ParsedText(None, "unparseable", "the reply is not a JSON object") for r in SCENE_ROLES}
-        found_self, you = _lookup(obj, "you")
-        found_other, them = _lookup(obj, "other")
-        return {"self": _scene_part(you if found_self else None), "other": _scene_part(them if found_other else None)}
-    if not (text or "").strip():
-        return {r: ParsedText(None, "empty", "the answer is empty") for r in SCENE_ROLES}
-    other_re = re.compile(rf"^\s*[*_#>\-\s]*{re.escape(other)}\s*[*_]*\s*[:\-–]\s*", re.IGNORECASE | re.MULTILINE)
-    marks = sorted([(m.start(), m.end(), "self" if m.group(1).lower() in ("you", "yourself", "me", "i", "self")
-                     else "other") for m in _ROLE_LINE.finditer(text)]
-                   + [(m.start(), m.end(), "other") for m in other_re.finditer(text)])
-    parts: dict[str, str] = {}
-    for k, (start, end, role) in enumerate(marks):
-        stop = marks[k + 1][0] if k + 1 < len(marks) else len(text)
-        if role not in parts:
-            parts[role] = text[end:stop].strip()
-    if not parts:
-        if is_refusal(text):
-            return {r: ParsedText(text.strip(), "refusal", "the answer declines to describe feelings")
-                    for r in SCENE_ROLES}
-        return {r: ParsedText(None, "unparseable", "no 'You:' / 'Other:' parts found") for r in SCENE_ROLES}
-    return {r: _scene_part(parts.get(r)) for r in SCENE_ROLES}
-
-
-# --- vignette stop points (empathic accuracy) -----------------------------------------------
-
-THOUGHTS = "thoughts"
-_THOUGHTS_LINE = re.compile(r"^[\s>*_#-]*thoughts?[*_]*\s*[:\-–]\s*(?P<rest>.*)", re.IGNORECASE | re.MULTILINE | re.DOTALL)
 
 
 def has_text(value: Any) -> bool:
@@ -783,28 +742,5 @@ def parse_free_text(value: Any) -> ParsedAnswer:
         >>> parse_free_text("  She is scared. ").text
         'She is scared.'
     """
-    part = _scene_part(value if isinstance(value, str) else None)
+    part = text_part(value if isinstance(value, str) else None)
     return ParsedAnswer(None, part.status, part.reason, text=part.text)
-
-
-def parse_stop(text: str, emotions: Sequence[str], scale: Sequence[Option],
-               as_json: bool) -> dict[str, ParsedAnswer]:
-    """A perceiver's reply at a vignette stop: one rating per emotion and the free-text inference.
-
-    JSON replies are objects ``{"joy": 3, ..., "thoughts": "..."}``; text replies have one
-    ``emotion: number`` line per emotion and a line starting ``Thoughts:`` (the rest of the reply
-    is the inference). Returns a ParsedAnswer per emotion and one under ``"thoughts"`` (its text).
-
-    Example:
-        >>> scale = [Option(value=v) for v in range(5)]
-        >>> got = parse_stop("joy: 3\\nfear: 0\\nThoughts: relieved it is over.", ["joy", "fear"], scale, False)
-        >>> got["joy"].value, got["thoughts"].text
-        (3, 'relieved it is over.')
-    """
-    ratings = parse_ratings_block(text, list(emotions), scale, as_json=as_json)
-    if as_json:
-        obj = _find_json_object(_normalise(text or "")) or {}
-        found, value = _lookup(obj, THOUGHTS)
-        return {**ratings, THOUGHTS: parse_free_text(value if found else None)}
-    match = _THOUGHTS_LINE.search(text or "")
-    return {**ratings, THOUGHTS: parse_free_text(match.group("rest").strip() if match else None)}

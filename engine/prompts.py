@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Sequence
 
 if TYPE_CHECKING:   # annotations only: the item kinds (imported by the instrument) use these prompts
-    from .instrument import Instrument, Item, Option, SceneItem, VignetteItem
+    from .instrument import Instrument, Item, Option
 
 
 def ordered_options(instrument: Instrument, order: str) -> list[Option]:
@@ -95,98 +95,6 @@ def instrument_messages(instrument: Instrument, items: Sequence[Item], *, system
             f"Options:\n{options_block(instrument, option_order)}\n\n"
             f"Statements:\n{statements}\n\n{how}")
     return _with_system(system_prompt, user)
-
-
-def scene_messages(instrument: Instrument, item: SceneItem, *, system_prompt: str | None,
-                   answer: str) -> list[dict[str, str]]:
-    """Messages asking one free-text scene: how would you feel, how would the other person feel."""
-    if answer == "json":
-        how = ('Reply with JSON only, in the form {"you": "...", "other": "..."}: under "you", how you would '
-               f'feel; under "other", how {item.other} would feel.')
-    else:
-        how = f'Answer both questions, starting the first answer with "You:" and the second with "Other:".'
-    user = (f"{instrument.instructions.strip()}\n\nScene: {item.text}\n\n"
-            f"How would you feel? How would {item.other} feel?\n\n{how}")
-    return _with_system(system_prompt, user)
-
-
-def scene_reask_message(reason: str) -> str:
-    """The corrective follow-up after a scene answer that could not be split into its two parts."""
-    return (f"Your answer could not be read ({reason}). Please answer both questions: how you would feel, "
-            'starting with "You:", and how the other person would feel, starting with "Other:".')
-
-
-SCENE_JSON_SCHEMA = {"type": "object", "properties": {"you": {"type": "string"}, "other": {"type": "string"}},
-                     "required": ["you", "other"]}
-
-
-def story_so_far(item: VignetteItem, stop: int) -> str:
-    """The vignette's segments up to and including stop `stop` (1-based), as the perceiver reads them."""
-    return "\n\n".join(segment.text.strip() for segment in item.segments[:stop])
-
-
-def _emotion_options(instrument: Instrument) -> str:
-    return _option_lines(instrument.emotion_scale, use_codes=False)
-
-
-def _story_intro(instrument: Instrument, item: VignetteItem, stop: int) -> str:
-    where = f"part {stop} of {len(item.segments)}" if len(item.segments) > 1 else "the whole story"
-    return (f"{instrument.instructions.strip()}\n\nThe story so far ({where}):\n\n"
-            f"{story_so_far(item, stop)}\n\n")
-
-
-def stop_messages(instrument: Instrument, item: VignetteItem, stop: int, *, system_prompt: str | None,
-                  answer: str) -> list[dict[str, str]]:
-    """Messages asking a vignette's stop point: a rating of every emotion and the perceiver's
-    inference of what the target thinks and feels, in one reply.
-
-    Example:
-        >>> msgs = stop_messages(ea, ea.item("v01"), 1, system_prompt=None, answer="json")   # doctest: +SKIP
-    """
-    emotions = instrument.emotions
-    if answer == "json":
-        fields = ", ".join(f'"{e}": <number>' for e in emotions)
-        how = (f"Reply with JSON only, in the form {{{fields}, \"thoughts\": \"<what {item.target} is thinking "
-               f"and feeling>\"}}.")
-    else:
-        how = (f"Reply with one line per emotion in the form \"emotion: number\" ({', '.join(emotions)}), then "
-               f"a line starting \"Thoughts:\" saying what {item.target} is thinking and feeling.")
-    user = (_story_intro(instrument, item, stop)
-            + f"How strongly does {item.target} feel each of these emotions right now: {', '.join(emotions)}?\n\n"
-            f"Options:\n{_emotion_options(instrument)}\n\n{how}")
-    return _with_system(system_prompt, user)
-
-
-def stop_emotion_messages(instrument: Instrument, item: VignetteItem, stop: int, emotion: str, *,
-                          system_prompt: str | None) -> list[dict[str, str]]:
-    """Messages asking one emotion at one stop, answered by one number (answer mode `logprobs`)."""
-    user = (_story_intro(instrument, item, stop)
-            + f"How strongly does {item.target} feel {emotion} right now?\n\n"
-            f"Options:\n{_emotion_options(instrument)}\n\nAnswer with the number of one option only.")
-    return _with_system(system_prompt, user)
-
-
-def stop_thoughts_messages(instrument: Instrument, item: VignetteItem, stop: int, *,
-                           system_prompt: str | None) -> list[dict[str, str]]:
-    """Messages asking only the free-text inference at one stop (answer mode `logprobs`, where the
-    ratings are read from token probabilities in separate requests)."""
-    user = (_story_intro(instrument, item, stop)
-            + f"In a sentence or two: what is {item.target} thinking and feeling right now?")
-    return _with_system(system_prompt, user)
-
-
-def stop_json_schema(instrument: Instrument) -> dict[str, Any]:
-    """JSON Schema for a stop's reply: every emotion on the emotion scale, and the thoughts."""
-    allowed = [o.value for o in instrument.emotion_scale]
-    properties: dict[str, Any] = {e: {"enum": allowed} for e in instrument.emotions}
-    properties["thoughts"] = {"type": "string"}
-    return {"type": "object", "properties": properties, "required": list(properties)}
-
-
-def stop_reask_message(instrument: Instrument, reason: str, missing: Sequence[str]) -> str:
-    """The corrective follow-up after a stop reply with unreadable ratings or no thoughts."""
-    return (f"Your reply could not be read completely ({reason}). Give every missing part again, in the same "
-            f"form: {', '.join(missing)}.")
 
 
 def reask_message(instrument: Instrument, reason: str, missing_items: Sequence[str] | None = None) -> str:

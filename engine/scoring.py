@@ -7,10 +7,13 @@ computed under the instrument's missing-data rule or left missing.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 
-from .instrument import Instrument
+if TYPE_CHECKING:   # annotations only: the rating kind (imported by the instrument) scores with this module
+    from .instrument import Instrument
 
 
 def reverse_key(values: np.ndarray | pd.Series | float, scale_min: int, scale_max: int):

@@ -63,7 +63,7 @@ CREATE TABLE IF NOT EXISTS answers (
     distribution TEXT,                 -- JSON {value: probability} (answer: logprobs)
     option_mass REAL,                  -- probability the model put on valid options before renormalising
     expected REAL,                     -- expected value under the distribution
-    text TEXT,                         -- a free-text answer (scenes: item_id is '<scene>:self' or ':other')
+    text TEXT,                         -- a free-text answer (item_id may name a part: '<item>:self')
     PRIMARY KEY (trial_id, item_id)
 );
 """

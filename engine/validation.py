@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from .errors import InputError, Problem
-from .kinds import item_kinds
+from .kinds.registry import item_kinds
 from .yamlfile import FieldPath, YamlDocument
 
 M = TypeVar("M", bound=BaseModel)

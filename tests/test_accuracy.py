@@ -1,4 +1,4 @@
-"""Empathic-accuracy scoring (engine/accuracy.py): hand-computed values on a toy instrument,
+"""Empathic-accuracy scoring (engine/kinds/vignette/accuracy.py): hand-computed values on a toy instrument,
 independent checks against scipy and a differently written CCC, and the CSV readers' errors."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from engine.accuracy import (fisher_z, judge_percent, normative_profile, perceiver_accuracy,
+from engine.kinds.vignette.accuracy import (fisher_z, judge_percent, normative_profile, perceiver_accuracy,
                              read_perceiver_csv, read_target_reports_csv, stop_accuracy, target_profiles,
                              vignette_accuracy, with_self_reports)
 from engine.errors import InputError

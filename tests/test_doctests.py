@@ -15,7 +15,8 @@ ROOT = Path(__file__).resolve().parents[1]
 MODULES = ["analysis", "analysis.scores", "analysis.score_table", "analysis.validity", "analysis.human",
            "analysis.reliability", "analysis.effects", "engine.human_data", "engine.scoring",
            "engine.kinds", "engine.scale", "engine.prices", "engine.overrides", "engine.usage", "engine.plan",
-           "engine.tokenizer"]
+           "engine.tokenizer", "engine.kinds.scene", "engine.kinds.scene.leas", "engine.kinds.vignette",
+           "engine.kinds.vignette.accuracy", "analysis.kinds", "analysis.kinds.scene"]
 
 
 @pytest.fixture(scope="module")

@@ -15,15 +15,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis.agreement import judge_lexicon_agreement, level_agreement, lexicon_answer_levels
+from analysis.agreement import level_agreement
+from analysis.kinds.scene import judge_lexicon_agreement, lexicon_answer_levels
 from analysis.report import build_sections
-from analysis.scores import DEFAULT_LEXICON
 from engine.backends import BackendConfig
 from engine.cli import main
 from engine.errors import InputError
 from engine.export import export_table
 from engine.judge import judge_run, load_rubric, read_judgements
-from engine.leas import load_lexicon
+from engine.kinds.scene.leas import DEFAULT_LEXICON, load_lexicon
 from stub_server import StubServer
 from test_administer import chat_requests, run, write_study
 

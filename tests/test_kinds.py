@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.instrument import ITEM_KINDS, SCORE_KINDS, AnyItem, Instrument, Item, SceneItem, VignetteItem
+from engine.instrument import ITEM_KINDS, SCORE_KINDS, AnyItem, Instrument, Item
+from engine.kinds.scene import SceneItem
+from engine.kinds.vignette import VignetteItem
 from engine.kinds import get_kind, item_kinds, register, score_kinds
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -87,6 +89,8 @@ def test_no_import_cycles_and_engine_never_imports_analysis():
     graph = _graph()
     # The old cycle (instrument <-> validation) must stay broken, so the search must see both.
     assert "engine.instrument" in graph and "engine.validation" in graph["engine.instrument"]
+    # The report contributions of the kinds (analysis/kinds/) are part of the graph searched.
+    assert "analysis.kinds" in graph["analysis.report"] and "analysis.kinds.scene" in graph["analysis.kinds"]
     assert _cycle(graph) is None, _cycle(graph)
     # The command line (engine/cli.py) is the outer edge that drives both packages; no other
     # engine module may reach into analysis.
@@ -156,6 +160,25 @@ class Note(ItemKind):
         return {trial.item_ids[0]: parse_free_text(text)}
 '''
 
+# The optional report section of the same kind, as the docstring of analysis/kinds/__init__.py shows.
+NOTE_REPORT = '''
+from engine.kinds import instruments_with
+from . import KindReport, ReportInput
+
+class NoteReport(KindReport):
+    name = "note"
+
+    def sections(self, run: ReportInput) -> list:
+        ids = instruments_with(self.name, run.instruments)
+        if not ids:
+            return []
+        section = run.section("Notes")
+        notes = {item.id for i in ids for item in run.instruments[i].items if item.kind == self.name}
+        rows = run.table[run.table["instrument"].isin(ids) & run.table["item_id"].isin(notes)]
+        section.readings.append(f"{(rows['status'] == 'answered').sum()} notes were answered.")
+        return [section]
+'''
+
 RUN_SCRIPT = '''
 import asyncio, json, sys
 from engine import administer, load_study
@@ -171,7 +194,10 @@ with StubServer(answer=answer) as stub:
     open(study_path, "w").write(text)
     result = asyncio.run(administer(load_study(study_path), runs, log=lambda m: None))
 table = export_table(result.run_dir.path)
-print(json.dumps({"planned": result.planned, "counts": result.counts,
+from analysis.report import build_sections
+_, sections = build_sections(result.run_dir.path)
+notes = [s.readings for s in sections if s.title == "Notes"]
+print(json.dumps({"planned": result.planned, "counts": result.counts, "notes": notes,
                   "rows": sorted(zip(table["item_id"], table["text"].fillna(""), table["value"].fillna(-1)))}))
 '''
 
@@ -204,10 +230,14 @@ def test_a_kind_added_in_one_module_and_registered_is_validated_administered_and
     import yaml
 
     src = tmp_path / "src"
-    shutil.copytree(ROOT / "engine", src / "engine", ignore=shutil.ignore_patterns("__pycache__"))
+    for package in ("engine", "analysis"):
+        shutil.copytree(ROOT / package, src / package, ignore=shutil.ignore_patterns("__pycache__"))
     (src / "engine" / "kinds" / "note.py").write_text(NOTE_MODULE)
     with open(src / "engine" / "kinds" / "__init__.py", "a") as init:
         init.write("\nfrom . import note  # noqa: E402\nregister(note.Note())\n")
+    (src / "analysis" / "kinds" / "note.py").write_text(NOTE_REPORT)
+    with open(src / "analysis" / "kinds" / "__init__.py", "a") as init:
+        init.write("\nfrom . import note  # noqa: E402\nregister_report(note.NoteReport())\n")
     (tmp_path / "notes.yaml").write_text(INSTRUMENT_WITH_NOTES)
     (tmp_path / "cohort.yaml").write_text(yaml.safe_dump({"psyq": "cohort/1", "id": "c", "include_baseline": False,
                                                           "personas": [{"id": "p1"}, {"id": "p2"}]}))
@@ -223,6 +253,8 @@ def test_a_kind_added_in_one_module_and_registered_is_validated_administered_and
     # 2 respondents × (1 rating item + 2 notes) = 6 trials; every note's reply kept whole as its
     # text (the stub echoes the prompt), the rating item read as the stub's "2".
     assert out["planned"] == 6 and out["counts"] == {"answered": 6}
+    # The report carries the kind's own section: 2 respondents × 2 notes, all answered.
+    assert out["notes"] == [["4 notes were answered."]]
     assert out["rows"] == [["a", "", 2.0]] * 2 + [["n1", "Written: Write about your day.", -1]] * 2 \
         + [["n2", "Written: Write about your week.", -1]] * 2
 
@@ -236,3 +268,16 @@ def test_without_the_kind_registered_its_items_are_refused_naming_the_registered
         load_instrument(tmp_path / "notes.yaml")
     message = str(info.value)
     assert "notes.yaml:13" in message and "'rating', 'scene', 'vignette'" in message and "'note'" in message
+
+
+def test_kind_names_appear_only_in_their_kinds_and_the_registries():
+    # The point of the plug-ins (issue 17): what is particular to scenes and vignettes lives in
+    # their own modules, so their names appear nowhere else in engine/ and analysis/ but in the
+    # two registries that list the built-in kinds.
+    registries = {"engine/kinds/__init__.py", "analysis/kinds/__init__.py"}
+    for name in ("scene", "vignette"):
+        files = sorted(str(p.relative_to(ROOT)) for package in ("engine", "analysis")
+                       for p in (ROOT / package).rglob("*.py") if name in p.read_text())
+        own = [f for f in files if f.startswith((f"engine/kinds/{name}", f"analysis/kinds/{name}"))]
+        assert own, name     # the search finds the kind's own modules, so it does look
+        assert set(files) - set(own) <= registries, (name, sorted(set(files) - set(own) - registries))

@@ -12,7 +12,7 @@ import pytest
 from scipy import stats
 
 from engine.errors import InputError
-from engine.leas import AnswerScore, leas_scores, load_lexicon, score_answer, score_scenes, scene_total
+from engine.kinds.scene.leas import AnswerScore, leas_scores, load_lexicon, score_answer, score_scenes, scene_total
 
 ROOT = Path(__file__).resolve().parents[1]
 TOY = ROOT / "tests" / "data" / "toy_lexicon.yaml"

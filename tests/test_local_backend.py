@@ -86,7 +86,7 @@ def test_local_model_answers_every_trial_or_says_why(built, tmp_path, instrument
 
 
 def test_local_model_answers_leas_scenes_and_they_are_scored(built, tmp_path):
-    from analysis.scores import scene_levels
+    from engine.kinds.scene import scene_levels
     from engine import export_table
     from engine.export import run_instruments
     from engine.run import open_run_dir

@@ -3,7 +3,7 @@
 ``tests/fixtures/malformed/<kind>/`` holds hostile or broken files of each kind psyq reads
 (instrument, study, cohort, rubric, lexicon: through ``psyq validate``; human answers: through
 ``psyq score instruments/iri.yaml FILE``; perceivers' and targets' CSVs: through their readers
-in ``engine.accuracy``, as ``psyq report`` calls them, since the command needs a run).
+in ``engine.kinds.vignette.accuracy``, as ``psyq report`` calls them, since the command needs a run).
 ``expected.json`` maps each file to where its (first relevant) error must point —
 ``kind/file:line[:column]``, or only the file when it has no line (empty files) — and a part of
 the message. The expectations were written by reading each message and checking that it names
@@ -34,7 +34,7 @@ MAX_RSS_MB = 300
 
 READER = """
 import sys
-from engine import accuracy
+from engine.kinds.vignette import accuracy
 from engine.cli import report_input_error
 from engine.errors import InputError
 from engine.instrument import load_instrument
@@ -63,7 +63,7 @@ class Child:
         """The fork runner for this command: `psyq score` loads the analysis package before it
         reads its CSV; validate and the CSV readers need the engine only."""
         preload = ("engine.cli", "analysis.score_table", "analysis.scores") if "score" in args \
-            else ("engine.cli", "engine.accuracy")
+            else ("engine.cli", "engine.kinds.vignette.accuracy")
         runner = cls._runners.get(preload)
         if runner is None or runner.poll() is not None:
             runner = cls._runners[preload] = subprocess.Popen(

@@ -19,6 +19,7 @@ from matplotlib.patches import Rectangle
 from scipy import stats
 
 from analysis import plots
+from analysis.kinds.vignette import vignette_accuracy_chart
 from engine import load_instrument
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -305,10 +306,10 @@ def test_no_pyplot_state():
 def test_vignette_accuracy_chart_one_marker_set_per_group():
     summary = pd.DataFrame({"group": ["gpt", "gpt", "human perceivers", "human perceivers"],
                             "vignette": ["v1", "v2", "v1", "v2"], "r": [0.5, -0.2, 0.7, 0.1]})
-    fig = plots.vignette_accuracy_chart(summary)
+    fig = vignette_accuracy_chart(summary)
     lines = {line.get_gid(): line for line in fig.axes[0].lines if (line.get_gid() or "").startswith("vignette-r:")}
     assert set(lines) == {"vignette-r:gpt", "vignette-r:human perceivers"}
     assert lines["vignette-r:gpt"].get_xdata().tolist() == [0.5, -0.2]
     # Rows in vignette order (0, 1), the second group drawn just below the first (offset +0.15).
     assert lines["vignette-r:human perceivers"].get_ydata().tolist() == pytest.approx([0.15, 1.15])
-    assert "no vignette answers" in all_text(plots.vignette_accuracy_chart(summary.iloc[:0]))
+    assert "no vignette answers" in all_text(vignette_accuracy_chart(summary.iloc[:0]))

@@ -28,7 +28,7 @@ from ..errors import PsyqError
 from ..fields import Id, StrictModel
 
 RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
-# A reply body is read up to this size; a larger one is not a chat answer (a rating, a scene,
+# A reply body is read up to this size; a larger one is not a chat answer (a rating, a free text,
 # even 200 logprob alternatives are kilobytes) and is stored cut, as missing (`too_long`).
 MAX_BODY_BYTES = 4 * 2**20
 KEPT_BODY_CHARS = 64_000          # how much of an unreadable or oversized body is stored

@@ -1,23 +1,31 @@
-"""Item kinds as plug-ins: one module per kind of item, and the registry that finds them.
+"""Item kinds as plug-ins: one module (or small package) per kind of item, and the registry.
 
 An instrument's items are told apart by `kind:` (`rating` when left out). What is particular to
-one kind lives in that kind's module: the fields of its items and their meaning checks, the
-subscale scoring rules it owns and the range of their scores, how its trials are planned and
-asked, how its replies are read and re-asked. The shared machinery asks the registry instead of
-branching on the kind's name:
+one kind lives in that kind's module: the fields of its items (and any instrument-level fields
+the kind needs) with their meaning checks, the subscale scoring rules it owns and the range of
+their scores, how its trials are planned and asked, how its replies are read and re-asked, how its
+answers are scored, what a judge model is asked about them, and the file formats it brings. The
+shared machinery asks the registry (:mod:`.registry`) instead of branching on the kind's name:
 
-- :mod:`engine.instrument` builds its item union, its `score:` rules and its checks from the
-  registered kinds;
+- :mod:`engine.instrument` builds its item union, its `score:` rules, the instrument fields the
+  kinds add (:attr:`ItemKind.instrument_fields`) and its checks from the registered kinds;
 - :mod:`engine.validation` strips the kinds' tags from error locations;
 - :mod:`engine.runner` has each kind plan its trials, then sends them and hands every reply back
   to the trial's kind to read (:meth:`ItemKind.parse`) and, when needed, re-ask
-  (:meth:`ItemKind.reask`).
+  (:meth:`ItemKind.reask`); the export holds the rows of :meth:`ItemKind.answer_ids`;
+- :mod:`analysis.scores` has each kind score its items (:meth:`ItemKind.score`);
+- :mod:`engine.judge` takes a rubric's `applies_to:` as a kind's name and asks that kind what to
+  judge (:meth:`ItemKind.judge_tasks`, :attr:`ItemKind.judge_placeholders`);
+- ``psyq validate`` checks the file formats the kinds bring (:meth:`ItemKind.file_formats`);
+- :mod:`analysis.report` adds the section each kind registers in :mod:`analysis.kinds` (a
+  report section uses the report's tables and figures, so it lives in analysis, registered under
+  the kind's name).
 
 Built in: :mod:`~engine.kinds.rating` (answered on the instrument's scale),
-:mod:`~engine.kinds.scene` (free-text LEAS-format scenes), :mod:`~engine.kinds.vignette`
-(empathic-accuracy stories with stop points). The prompt texts and reply parsers they call stay
-in :mod:`engine.prompts` and :mod:`engine.parsing` (shared helpers), scoring in
-:mod:`engine.leas` and :mod:`engine.accuracy`.
+:mod:`~engine.kinds.scene` (free-text LEAS-format scenes; lexicon scoring in
+:mod:`engine.kinds.scene.leas`), :mod:`~engine.kinds.vignette` (empathic-accuracy stories with
+stop points; accuracy scores and the CSV readers in :mod:`engine.kinds.vignette.accuracy`). The
+shared prompt and parsing helpers they call are in :mod:`engine.prompts` and :mod:`engine.parsing`.
 
 How to add a kind
 -----------------
@@ -58,14 +66,19 @@ be stored. The smallest kind is a one-question free-text item; in full, as a wor
     register(note.Note())
 
 Defaults cover the rest (:meth:`ItemKind.answer_ids`: one row per item; no re-ask beyond a
-generic one; answers never read from log probabilities). Override
-:meth:`ItemKind.check_instrument` / :meth:`ItemKind.check_item` for meaning checks,
-:meth:`ItemKind.score_range` when norms of the kind's scores can be range-checked. The built-in
-:mod:`~engine.kinds.scene` is the smallest real kind to read next.
+generic one; answers never read from log probabilities; no scores, nothing to judge, no
+instrument fields, no file formats). Override :meth:`ItemKind.check_instrument` /
+:meth:`ItemKind.check_item` for meaning checks, :meth:`ItemKind.score_range` when norms of the
+kind's scores can be range-checked, :meth:`ItemKind.score` when its answers have subscale scores
+(columns :data:`~engine.kinds.base.SCORE_COLUMNS`), :meth:`ItemKind.judge_tasks` with
+:attr:`ItemKind.judge_placeholders` when a judge model may score them. A kind that grows beyond
+one module becomes a package (as :mod:`~engine.kinds.scene` and :mod:`~engine.kinds.vignette`).
 
-Not plug-ins yet: scoring and the report still pick kinds by name (engine/accuracy.py,
-engine/judge.py, engine/cli.py, analysis/scores.py, analysis/report.py ...), and the
-instrument keeps the vignette-only fields `emotions` and `emotion_scale`.
+Optionally, the kind's own report section goes in ``analysis/kinds/note.py``, registered under the
+same name at the end of ``analysis/kinds/__init__.py`` (worked example in that package's
+docstring). Without one, the kind's scores still appear in the report's shared sections.
+
+The built-in :mod:`~engine.kinds.scene` is the smallest real kind to read next.
 
 Example:
     >>> get_kind("scene").scores
@@ -76,42 +89,8 @@ Example:
 
 from __future__ import annotations
 
-from .base import ItemKind
-
-_REGISTRY: dict[str, ItemKind] = {}
-
-
-def register(kind: ItemKind) -> ItemKind:
-    """Make `kind` known under its `name` (the `kind:` of its items); returns it.
-
-    Register at the end of this file: the instrument model is built from the kinds registered
-    when :mod:`engine.instrument` is first imported (which ``import engine`` does).
-    """
-    if kind.name in _REGISTRY and _REGISTRY[kind.name] is not kind:
-        raise ValueError(f"item kind '{kind.name}' is registered already")
-    _REGISTRY[kind.name] = kind
-    return kind
-
-
-def get_kind(name: str) -> ItemKind:
-    """The registered kind called `name` (KeyError if none)."""
-    return _REGISTRY[name]
-
-
-def item_kinds() -> tuple[str, ...]:
-    """Names of the registered kinds, in registration order."""
-    return tuple(_REGISTRY)
-
-
-def all_kinds() -> tuple[ItemKind, ...]:
-    """The registered kinds, in registration order."""
-    return tuple(_REGISTRY.values())
-
-
-def score_kinds() -> dict[str, str]:
-    """Each subscale `score:` rule and the kind of item it scores."""
-    return {score: kind.name for kind in _REGISTRY.values() for score in kind.scores}
-
+from .base import ItemKind, JudgeTask
+from .registry import all_kinds, get_kind, instruments_with, item_kinds, register, score_kinds
 
 from . import rating, scene, vignette  # noqa: E402  (the built-in kinds, registered in this order)
 
@@ -119,4 +98,5 @@ register(rating.Rating())
 register(scene.Scene())
 register(vignette.Vignette())
 
-__all__ = ["ItemKind", "register", "get_kind", "item_kinds", "all_kinds", "score_kinds"]
+__all__ = ["ItemKind", "JudgeTask", "register", "get_kind", "item_kinds", "all_kinds", "score_kinds",
+           "instruments_with"]

@@ -2,18 +2,34 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator, Mapping
 
 from ..errors import Problem
 from ..fields import StrictModel
 from ..yamlfile import YamlDocument
 
 if TYPE_CHECKING:   # only for annotations: the instrument imports the kinds, not the reverse
+    import pandas as pd
+
     from ..instrument import Instrument
     from ..parsing import ParsedAnswer
     from ..scale import Option
     from ..study import Protocol
     from ..trial import Trial, TrialContext
+
+SCORE_COLUMNS = ["backend_id", "respondent_id", "repeat", "instrument", "subscale", "score", "n_answered",
+                 "n_items", "prorated"]
+"""The columns of :meth:`ItemKind.score` (a kind may add ``model`` after ``backend_id``)."""
+
+
+@dataclass(frozen=True)
+class JudgeTask:
+    """One free-text answer to judge and the values the rubric's prompt is filled with."""
+
+    trial_id: str
+    item_id: str
+    fields: dict[str, str]
 
 
 class ItemKind:
@@ -32,6 +48,13 @@ class ItemKind:
     """The subscale `score:` rules that score items of this kind."""
     plan_rank: ClassVar[int] = 0
     """Where this kind's trials come among an instrument's trials (lower first)."""
+    instrument_fields: ClassVar[dict[str, tuple[Any, Any]]] = {}
+    """Instrument-level fields the kind adds to the instrument format, as ``name: (type,
+    pydantic Field)``; e.g. the emotions rated in a story and their scale. Every instrument has
+    them (with their defaults); the kind's :meth:`check_instrument` says when they are needed."""
+    judge_placeholders: ClassVar[tuple[str, ...]] = ()
+    """The placeholders a judge rubric for this kind may use in its prompt (`applies_to:` the
+    kind's name); none: no rubric can apply to the kind."""
 
     def check_instrument(self, inst: "Instrument", doc: YamlDocument) -> list[Problem]:
         """Checks on the whole instrument, run once when it holds items of this kind."""
@@ -71,3 +94,22 @@ class ItemKind:
     def reask(self, trial: "Trial", reason: str, unread: list[str]) -> str:
         """The corrective follow-up asking again for the answers `unread` (with why: `reason`)."""
         return f"Your answer could not be read ({reason}). Please answer again."
+
+    # Scoring, judging and checking files: the shared code iterates over the kinds and asks.
+
+    def score(self, table: "pd.DataFrame", instruments: Mapping[str, "Instrument"]) -> "pd.DataFrame | None":
+        """The subscale scores of this kind's items in an exported answers `table` (columns
+        :data:`SCORE_COLUMNS`, one row per backend × respondent × repeat × instrument × subscale);
+        None when the kind has no per-respondent scores of that shape (its report section scores it)."""
+        return None
+
+    def judge_tasks(self, answers: "pd.DataFrame", instruments: Mapping[str, "Instrument"]) -> list[JudgeTask]:
+        """The answers a judge rubric with `applies_to: <name>` scores, among a run's answers
+        (columns ``trial_id, instrument, item_id, text``); each task fills the rubric's
+        :attr:`judge_placeholders` except ``levels``."""
+        return []
+
+    def file_formats(self) -> dict[str, Callable[[Any], Any]]:
+        """Loaders of the YAML file formats the kind brings (`psyq:` value -> load(path)), which
+        ``psyq validate`` checks like instruments and studies."""
+        return {}

@@ -2,24 +2,28 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterator, Literal
+from typing import TYPE_CHECKING, Any, Iterator, Literal, Mapping
 
 import numpy as np
+import pandas as pd
 from pydantic import Field
 
 from ..errors import Problem
 from ..fields import Id, StrictModel, Text
 from ..parsing import ParsedAnswer, parse_json_rating, parse_rating, parse_ratings_block
+from ..scoring import score
 from ..prompts import answer_json_schema, instrument_messages, item_messages, reask_message
 from ..trial import Trial, TrialContext, make_trial, max_tokens_for, stable_int
 from ..yamlfile import YamlDocument
-from .base import ItemKind
+from .base import SCORE_COLUMNS, ItemKind
 
 if TYPE_CHECKING:
     from ..instrument import Instrument
     from ..study import Protocol
 
 RATING_SCORES = ("sum", "mean")
+# Rating scores are kept per model too (the key of analysis.scores.score_answers, as always).
+RATING_KEYS = ["backend_id", "model", "respondent_id", "repeat"]
 
 
 class Item(StrictModel):
@@ -109,3 +113,25 @@ class Rating(ItemKind):
 
     def reask(self, trial: Trial, reason: str, unread: list[str]) -> str:
         return reask_message(trial.instrument, reason, unread if len(trial.item_ids) > 1 else None)
+
+    def score(self, table: pd.DataFrame, instruments: Mapping[str, "Instrument"]) -> pd.DataFrame:
+        """Prorated sums or means of the raw answers on each instrument's scale
+        (:func:`engine.scoring.score`: reverse keying, prorating, `min_answered`), per backend ×
+        model × respondent × repeat; instruments without rating subscales are left out."""
+        frames = []
+        for inst_id, rows in table.groupby("instrument", sort=True):
+            instrument = instruments[inst_id]
+            if not instrument.rating_subscales:
+                continue  # free-text kinds have their own scorers
+            wide = rows.pivot_table(index=RATING_KEYS, columns="item_id", values="value",
+                                    aggfunc="first", dropna=False)
+            wide = wide.reindex(columns=[i.id for i in instrument.rating_items])
+            tidy = score(instrument, wide.reset_index(drop=True).set_index(pd.RangeIndex(len(wide))))
+            keys = wide.index.to_frame(index=False)
+            tidy = pd.concat([keys.iloc[tidy["respondent_id"].to_numpy()].reset_index(drop=True),
+                              tidy.drop(columns="respondent_id")], axis=1)
+            tidy.insert(len(RATING_KEYS), "instrument", inst_id)
+            frames.append(tidy)
+        if not frames:
+            return pd.DataFrame(columns=RATING_KEYS + SCORE_COLUMNS[3:])
+        return pd.concat(frames, ignore_index=True)

@@ -22,13 +22,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from .csvfile import read_csv_table
-from .errors import InputError, Problem
-from .instrument import Instrument, VignetteItem
+from ...csvfile import read_csv_table
+from ...errors import InputError, Problem
+from . import VignetteItem
+
+if TYPE_CHECKING:
+    from ...instrument import Instrument
 
 STOP = ["vignette", "stop"]
 TARGET_COLUMNS = ["vignette", "stop", "emotion", "intensity", "source", "thoughts"]
@@ -44,7 +48,7 @@ JUDGE_LEVELS = (0, 1, 2)
 
 def _vignettes(instrument: Instrument) -> list[VignetteItem]:
     """The instrument's vignette items, in file order."""
-    return [item for item in instrument.items if item.kind == "vignette"]
+    return [item for item in instrument.items if isinstance(item, VignetteItem)]
 
 
 def target_profiles(instrument: Instrument) -> pd.DataFrame:

@@ -22,11 +22,15 @@ from typing import Literal
 import pandas as pd
 from pydantic import Field
 
-from .errors import Problem
-from .fields import Id, StrictModel, Text
-from .validation import parse_document, raise_problems
-from .yamlfile import load_yaml
+from ...errors import Problem
+from ...fields import Id, StrictModel, Text
+from ...validation import parse_document, raise_problems
+from ...yamlfile import load_yaml
 
+# The lexicon the report and `psyq score` use unless told otherwise.
+DEFAULT_LEXICON = Path(__file__).resolve().parents[3] / "instruments" / "lexicons" / "leas_psyq_lexicon.yaml"
+SCENE_LEVEL_COLUMNS = ["backend_id", "respondent_id", "repeat", "instrument", "scene",
+                       "self_level", "other_level", "total_level"]
 NEGATION_WINDOW = 3   # a negator this many words or fewer before a term negates it
 
 
@@ -186,8 +190,7 @@ def score_scenes(table: pd.DataFrame, lexicon: Lexicon) -> pd.DataFrame:
     """
     rows = table[is_scene_answer(table["item_id"])].copy()
     if rows.empty:
-        return pd.DataFrame(columns=["backend_id", "respondent_id", "repeat", "instrument", "scene",
-                                     "self_level", "other_level", "total_level"])
+        return pd.DataFrame(columns=SCENE_LEVEL_COLUMNS)
     rows[["scene", "role"]] = rows["item_id"].str.split(":", n=1, expand=True)
     keys = ["backend_id", "respondent_id", "repeat", "instrument", "scene"]
     out = []

@@ -1,0 +1,57 @@
+"""The registry of item kinds: the `kind:` name of an item and the :class:`ItemKind` that handles it.
+
+Apart from the package ``__init__`` (which registers the built-in kinds) so that modules the kinds
+themselves use (e.g. :mod:`engine.validation`) can ask it without importing any kind.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Mapping
+
+if TYPE_CHECKING:
+    from ..instrument import Instrument
+    from .base import ItemKind
+
+_REGISTRY: dict[str, "ItemKind"] = {}
+
+
+def register(kind: "ItemKind") -> "ItemKind":
+    """Make `kind` known under its `name` (the `kind:` of its items); returns it.
+
+    Register at the end of engine/kinds/__init__.py: the instrument model is built from the kinds registered
+    when :mod:`engine.instrument` is first imported (which ``import engine`` does).
+    """
+    if kind.name in _REGISTRY and _REGISTRY[kind.name] is not kind:
+        raise ValueError(f"item kind '{kind.name}' is registered already")
+    _REGISTRY[kind.name] = kind
+    return kind
+
+
+def get_kind(name: str) -> "ItemKind":
+    """The registered kind called `name` (KeyError if none)."""
+    return _REGISTRY[name]
+
+
+def item_kinds() -> tuple[str, ...]:
+    """Names of the registered kinds, in registration order."""
+    return tuple(_REGISTRY)
+
+
+def all_kinds() -> tuple["ItemKind", ...]:
+    """The registered kinds, in registration order."""
+    return tuple(_REGISTRY.values())
+
+
+def score_kinds() -> dict[str, str]:
+    """Each subscale `score:` rule and the kind of item it scores."""
+    return {score: kind.name for kind in _REGISTRY.values() for score in kind.scores}
+
+
+def instruments_with(name: str, instruments: Mapping[str, "Instrument"]) -> list[str]:
+    """Ids of the instruments in `instruments` that hold items of the kind `name`, in order.
+
+    Example:
+        >>> instruments_with("rating", {"mini": load_instrument("tests/data/mini_1to7.yaml")})  # doctest: +SKIP
+        ['mini']
+    """
+    return [i for i, inst in instruments.items() if any(x.kind == name for x in inst.items)]
