@@ -499,6 +499,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_import(args: argparse.Namespace) -> int:
+    from .importers.command import run as run_import
+
+    return run_import(args)
+
+
 COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
     "validate": (cmd_validate, "check instrument, cohort and study YAML files (schema and meaning)"),
     "schema": (cmd_schema, "print the JSON Schema of the instrument (default) or study format"),
@@ -510,6 +516,7 @@ COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
     "scores": (cmd_scores, "write a run's subscale scores, one row per respondent x repeat x backend"),
     "judge": (cmd_judge, "score a run's free-text answers with a judge model and a rubric"),
     "report": (cmd_report, "write an HTML report and a Markdown summary of a run"),
+    "import": (cmd_import, "turn a REDCap dictionary, R psych keys or a Qualtrics .qsf into instrument YAML"),
 }
 
 
@@ -585,6 +592,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--correction", choices=["holm", "fdr_bh"], default="holm",
                    help="multiple-comparison correction across the family (default holm)")
     p.add_argument("--out", help="output folder (default: the run directory)")
+    from .importers.command import add_arguments as add_import_arguments   # one sub-command per format
+    add_import_arguments(parsers["import"])
     return parser
 
 

@@ -124,7 +124,8 @@ def _drop_trailing_empty_column(file: str, header: list[str], records: list[tupl
     return header
 
 
-def _header_problems(file: str, header: list[str], required: Sequence[str]) -> list[Problem]:
+def _header_problems(file: str, header: list[str], required: Sequence[str],
+                     row_names: bool = False) -> list[Problem]:
     problems = []
     if missing := [name for name in required if name not in header]:
         problems.append(Problem(file, 1, None, "", "missing column(s): " + ", ".join(missing)
@@ -133,17 +134,18 @@ def _header_problems(file: str, header: list[str], required: Sequence[str]) -> l
         problems.append(Problem(file, 1, None, "", "duplicated column(s): " + ", ".join(repeated)
                                 + " (each column name may appear once)"))
     for k, name in enumerate(header):
-        if name == "":
+        if name == "" and not (row_names and k == 0):   # R's write.csv leaves the row-name column unnamed
             problems.append(Problem(file, 1, None, f"column {k + 1}", "the column has no name"))
     return problems
 
 
-def read_csv_table(path: str | Path, required: Sequence[str] = ()) -> CsvTable:
+def read_csv_table(path: str | Path, required: Sequence[str] = (), row_names: bool = False) -> CsvTable:
     """Read and shape-check a CSV file; `required` are column names it must have.
 
     Raises :class:`InputError` (file, line, what) for an unreadable file, a header lacking
     `required` columns or repeating or leaving out a name, or rows whose number of cells is not
-    the header's. Emits an :class:`~engine.notices.InputNotice` for everything read otherwise
+    the header's. With `row_names`, the first column holds row names and may have no name in the
+    header (as R's ``write.csv`` writes a matrix). Emits an :class:`~engine.notices.InputNotice` for everything read otherwise
     than written (a dropped empty last column, a ';' or tab separator); they are also in
     :attr:`CsvTable.notices`.
 
@@ -164,7 +166,7 @@ def read_csv_table(path: str | Path, required: Sequence[str] = ()) -> CsvTable:
     header = records[0][1]
     body = [(line, cells) for line, cells in records[1:] if any(cells)]
     header = _drop_trailing_empty_column(file, header, body, notices)
-    if problems := _header_problems(file, header, required):
+    if problems := _header_problems(file, header, required, row_names):
         raise InputError(problems)
     problems = []
     for line, cells in body:

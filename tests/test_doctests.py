@@ -16,7 +16,9 @@ MODULES = ["analysis", "analysis.scores", "analysis.score_table", "analysis.vali
            "analysis.reliability", "analysis.effects", "engine.human_data", "engine.scoring",
            "engine.kinds", "engine.scale", "engine.prices", "engine.overrides", "engine.usage", "engine.plan",
            "engine.tokenizer", "engine.kinds.scene", "engine.kinds.scene.leas", "engine.kinds.vignette",
-           "engine.kinds.vignette.accuracy", "analysis.kinds", "analysis.kinds.scene"]
+           "engine.kinds.vignette.accuracy", "analysis.kinds", "analysis.kinds.scene",
+           "engine.importers", "engine.importers.draft", "engine.importers.redcap", "engine.importers.psych_keys",
+           "engine.importers.qsf", "engine.importers.command", "engine.importers.writer"]
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,80 @@
+"""Importers: instruments kept in other tools' files, turned into psyq instrument YAML.
+
+One module per format, registered here by the name ``psyq import NAME`` uses:
+
+- :mod:`~engine.importers.redcap`: a REDCap data dictionary (CSV);
+- :mod:`~engine.importers.psych_keys`: an R ``psych`` key list (``list(PT = c("q3", "-q8"))``)
+  or a keys matrix written by ``write.csv(make.keys(...))``;
+- :mod:`~engine.importers.qsf`: a Qualtrics survey export (``.qsf``, JSON).
+
+Each importer reads its file into one or more :class:`~engine.importers.draft.Draft`
+instruments and records, as notes, everything it could not map (reverse keys, subscales,
+item types that are not ratings, branching logic ...). :mod:`~engine.importers.command` writes
+each draft as YAML with the notes as comments and checks that the result validates.
+
+How to add a format
+-------------------
+Write one module with a subclass of :class:`Importer` (its `name`, `help`, the options it
+takes in :meth:`Importer.add_arguments`, and :meth:`Importer.read`), and register an instance
+at the end of this file; ``psyq import NAME`` then exists, with its own ``--help``.
+
+Example:
+    >>> sorted(importer_names())
+    ['psych-keys', 'qsf', 'redcap']
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from .draft import Draft
+
+
+class Importer:
+    """One file format psyq can import an instrument from."""
+
+    name: str = ""
+    help: str = ""
+    file_help: str = "the file to import"
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        """Options of this format beyond the file, `--out` and `--id` (none by default)."""
+
+    def read(self, path: str, options: dict[str, Any]) -> list[Draft]:
+        """The instrument(s) in the file at `path`; raises InputError for a malformed file.
+
+        `options` are the parsed command-line options (as a dict, so a library caller can give
+        them without argparse).
+        """
+        raise NotImplementedError
+
+
+_REGISTRY: dict[str, Importer] = {}
+
+
+def register(importer: Importer) -> Importer:
+    """Make `importer` available as ``psyq import <importer.name>``; returns it."""
+    if importer.name in _REGISTRY and _REGISTRY[importer.name] is not importer:
+        raise ValueError(f"importer '{importer.name}' is registered already")
+    _REGISTRY[importer.name] = importer
+    return importer
+
+
+def get_importer(name: str) -> Importer:
+    """The importer registered as `name` (KeyError if none)."""
+    return _REGISTRY[name]
+
+
+def importer_names() -> tuple[str, ...]:
+    """Names of the registered importers, in registration order."""
+    return tuple(_REGISTRY)
+
+
+from . import psych_keys, qsf, redcap  # noqa: E402  (the built-in formats)
+
+register(redcap.RedcapImporter())
+register(psych_keys.PsychKeysImporter())
+register(qsf.QsfImporter())
+
+__all__ = ["Importer", "Draft", "register", "get_importer", "importer_names"]
