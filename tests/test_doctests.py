@@ -14,7 +14,7 @@ from runs_helper import make_mini_run
 ROOT = Path(__file__).resolve().parents[1]
 MODULES = ["analysis", "analysis.scores", "analysis.score_table", "analysis.validity", "analysis.human",
            "analysis.reliability", "analysis.effects", "engine.human_data", "engine.scoring",
-           "engine.kinds", "engine.scale"]
+           "engine.kinds", "engine.scale", "engine.yamlhints"]
 
 
 @pytest.fixture(scope="module")
