@@ -124,6 +124,9 @@ def plain_message(error: dict[str, Any], model: type[BaseModel]) -> str:
         return f"must be a whole number, not {_show(value)}"
     if kind in ("float_type", "float_parsing", "finite_number"):
         return f"must be a number, not {_show(value)}"
+    if kind == "string_type" and isinstance(value, bool):
+        return (f"must be text, not {str(value).lower()}: YAML reads an unquoted yes, no, on, off, true or "
+                "false as true or false; put the text in quotes (e.g. \"Yes\")")
     if kind == "string_type":
         return f"must be text, not {_show(value)}"
     if kind == "list_type":

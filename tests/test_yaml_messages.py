@@ -237,3 +237,11 @@ def test_shuffled_scale_gives_one_message(tmp_path):
     assert errors == [":15:13: scale[1].value: the values are not in order (1, 3, 2, 5, 4); psyq needs the "
                       "options in ascending order, lowest value first, in steps of 1: list the options as "
                       "1, 2, 3, 4, 5"]
+
+
+def test_yes_or_no_read_as_true_or_false(tmp_path):
+    # `label: No` (line 14, value at column 23) is read by YAML as false, not as the text "No"
+    text = _with_scale([1, 2, 3]).replace("{value: 1, label: end0}", "{value: 1, label: No}")
+    errors = validate(tmp_path, text, "inst.yaml")
+    assert errors == [":14:23: scale[0].label: must be text, not false: YAML reads an unquoted yes, no, on, off, "
+                      "true or false as true or false; put the text in quotes (e.g. \"Yes\")"]
