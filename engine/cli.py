@@ -43,11 +43,6 @@ EXIT_CODES_HELP = """exit codes:
 MAX_PROBLEMS_SHOWN = 50
 
 
-def _yaml_files(paths: list[str]) -> list[Path]:
-    files, _ = yaml_files_to_check(paths)
-    return files
-
-
 def yaml_files_to_check(paths: list[str]) -> tuple[list[Path], int]:
     """The YAML files `psyq validate` checks under `paths`, and how many it skipped: in a folder,
     those inside `runs/` (a run's copies of its study and instruments, checked when written)

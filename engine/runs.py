@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -106,7 +107,7 @@ def summarise_run(path: str | Path) -> RunSummary:
     notes: list[str] = []
     manifest = _read_manifest(path, notes)
     try:
-        with _connect(path / DATABASE) as db:
+        with closing(_connect(path / DATABASE)) as db:
             counts = dict(db.execute("SELECT status, COUNT(*) FROM trials GROUP BY status").fetchall())
             first, last = db.execute("SELECT MIN(started_at), MAX(finished_at) FROM trials").fetchone()
     except sqlite3.Error as exc:
@@ -236,19 +237,22 @@ def run_breakdown(path: str | Path) -> tuple[list[Breakdown], list[str]]:
         planned_by = {}
         notes.append("this run's manifest does not record the trials planned per instrument and backend "
                      f"(made by an older psyq); planned is shown only in total ({manifest.get('trials_planned', '?')})")
-    with _connect(path / DATABASE) as db:
-        trials = db.execute(
-            # `attempts` counts every HTTP attempt, re-asks included (engine/runner.py): each request
-            # sent (the first, then each re-ask) is one attempt plus its retries.
-            "SELECT instrument_id, backend_id, status, COUNT(*), SUM(attempts - 1 - reasks), SUM(reasks), "
-            "SUM(COALESCE(prompt_tokens, 0)), SUM(COALESCE(completion_tokens, 0)), "
-            # A failed trial had no reply, so no tokens to report; others without counts are noted.
-            "SUM(status != 'failed' AND prompt_tokens IS NULL AND completion_tokens IS NULL) "
-            "FROM trials GROUP BY instrument_id, backend_id, status").fetchall()
-        reasons = db.execute(
-            "SELECT t.instrument_id, t.backend_id, a.status, COUNT(*) FROM answers a JOIN trials t "
-            "USING (trial_id) WHERE t.status != 'failed' AND a.status != 'answered' "
-            "GROUP BY t.instrument_id, t.backend_id, a.status").fetchall()
+    try:
+        with closing(_connect(path / DATABASE)) as db:
+            trials = db.execute(
+                # `attempts` counts every HTTP attempt, re-asks included (engine/runner.py): each request
+                # sent (the first, then each re-ask) is one attempt plus its retries.
+                "SELECT instrument_id, backend_id, status, COUNT(*), SUM(attempts - 1 - reasks), SUM(reasks), "
+                "SUM(COALESCE(prompt_tokens, 0)), SUM(COALESCE(completion_tokens, 0)), "
+                # A failed trial had no reply, so no tokens to report; others without counts are noted.
+                "SUM(status != 'failed' AND prompt_tokens IS NULL AND completion_tokens IS NULL) "
+                "FROM trials GROUP BY instrument_id, backend_id, status").fetchall()
+            reasons = db.execute(
+                "SELECT t.instrument_id, t.backend_id, a.status, COUNT(*) FROM answers a JOIN trials t "
+                "USING (trial_id) WHERE t.status != 'failed' AND a.status != 'answered' "
+                "GROUP BY t.instrument_id, t.backend_id, a.status").fetchall()
+    except sqlite3.Error as exc:
+        raise PsyqError(f"{path / DATABASE}: cannot read the run store ({exc})") from None
     rows: dict[tuple[str, str], Breakdown] = {}
 
     def row(instrument: str, backend: str) -> Breakdown:

@@ -186,6 +186,13 @@ def explain_syntax_error(file: str, text: str, exc: yaml.MarkedYAMLError) -> Pro
     if what == "while scanning a simple key" and context:
         number = context.line + 1
         field = line_text(number).strip()
+        dash = next((n for i, n in open_levels(lines, number)
+                     if i == _indent(line_text(number)) and line_text(n)[i:i + 1] == "-"), None)
+        if dash is not None:
+            return at(number, context.column + 1,
+                      f"'{field[:40]}' is in the column of the list's dashes (line {dash}) but has no '- ' "
+                      "and no colon: if it is a list entry, start it with '- '; if it is a field, write "
+                      "'name: value'")
         return at(number, context.column + 1,
                   f"'{field[:40]}' has no colon: a field is written 'name: value' (a colon, then a space); "
                   "if this line continues the text above, indent it more than the field it belongs to")
@@ -245,6 +252,12 @@ def explain_syntax_error(file: str, text: str, exc: yaml.MarkedYAMLError) -> Pro
             return at(line, indent + 1,
                       f"this list entry's '- ' is indented by {indent} spaces, but the entries of the list "
                       f"above are indented by {i} (line {number}); put the dashes of one list in the same column")
+        if any(i == indent for i, _ in levels):
+            number = context.line + 1 if context else line
+            return at(line, indent + 1,
+                      f"this line does not fit where it is (YAML expected the block that begins on line "
+                      f"{number} to end before it: {problem}); check its indentation and that the line above "
+                      "is complete")
         return at(line, indent + 1,
                   f"this line is indented by {indent} spaces, which lines up with nothing above it; the fields "
                   f"above are indented by {_levels_words(levels, lines)}: indent it like the fields it "

@@ -245,3 +245,11 @@ def test_yes_or_no_read_as_true_or_false(tmp_path):
     errors = validate(tmp_path, text, "inst.yaml")
     assert errors == [":14:23: scale[0].label: must be text, not false: YAML reads an unquoted yes, no, on, off, "
                       "true or false as true or false; put the text in quotes (e.g. \"Yes\")"]
+
+
+def test_missing_dash_before_a_text_entry(tmp_path):
+    # "Thing b" (line 5, column 3) is in the column of the dash of line 4, with neither '- ' nor ':'
+    errors = validate(tmp_path, "psyq: cohort/1\nid: c\ndescription:\n  - Thing a\n  Thing b\n")
+    assert errors == [":5:3: YAML syntax error: 'Thing b' is in the column of the list's dashes (line 4) but has "
+                      "no '- ' and no colon: if it is a list entry, start it with '- '; if it is a field, write "
+                      "'name: value'"]
