@@ -62,7 +62,8 @@ def find_run_dirs(root: str | Path) -> list[Path]:
     """
     root = Path(root)
     if not root.is_dir():
-        raise InputError.single(root, "no such folder (give the folder that holds the runs, e.g. runs/)")
+        raise InputError.single(root, "no such folder: give the folder that holds the runs (`psyq run` writes "
+                                      "them to runs/, or to its --runs-dir)")
     if is_run_dir(root):
         return [root]
     found = []
