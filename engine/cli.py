@@ -45,14 +45,16 @@ MAX_PROBLEMS_SHOWN = 50
 
 def yaml_files_to_check(paths: list[str]) -> tuple[list[Path], int]:
     """The YAML files `psyq validate` checks under `paths`, and how many it skipped: in a folder,
-    those inside `runs/` (a run's copies of its study and instruments, checked when written)
-    and inside hidden folders (names starting with '.', e.g. .git, .venv). A file named
-    explicitly is always checked.
+    those inside `runs/` or any other run directory (a run's copies of its study and
+    instruments, checked when written) and inside hidden folders (names starting with '.', e.g.
+    .git, .venv). A file named explicitly is always checked.
 
     Example:
         >>> yaml_files_to_check(["."])   # doctest: +SKIP
         ([PosixPath('instruments/iri.yaml'), ...], 12)
     """
+    from .runs import is_run_dir
+
     files: list[Path] = []
     skipped = 0
     for raw in paths:
@@ -62,7 +64,8 @@ def yaml_files_to_check(paths: list[str]) -> tuple[list[Path], int]:
             continue
         for found in sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml")):
             inside = found.relative_to(path).parts[:-1]
-            if any(part == "runs" or part.startswith(".") for part in inside):
+            folders = [path.joinpath(*inside[:i + 1]) for i in range(len(inside))]
+            if any(part == "runs" or part.startswith(".") for part in inside) or any(map(is_run_dir, folders)):
                 skipped += 1
             else:
                 files.append(found)
@@ -104,8 +107,8 @@ def _notice_missing_texts(loaded: object, file: Path) -> None:
 def cmd_validate(args: argparse.Namespace) -> int:
     files, skipped = yaml_files_to_check(args.paths)
     if skipped:
-        print(f"note: skipped {skipped} YAML file{'s' if skipped != 1 else ''} inside runs/ and hidden folders "
-              "(names starting with '.'); name a file to check it", file=sys.stderr)
+        print(f"note: skipped {skipped} YAML file{'s' if skipped != 1 else ''} inside runs/, run directories and hidden "
+              "folders (names starting with '.'); name a file to check it", file=sys.stderr)
     if not files:
         raise InputError.single(" ".join(args.paths), "no YAML files found")
     problems = []

@@ -199,10 +199,15 @@ def test_validate_skips_runs_and_hidden_folders(tmp_path, two_runs):
     for broken in ("runs/s/abc/study.yaml", ".git/x.yaml", "instruments/.drafts/y.yml"):
         (tmp_path / broken).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / broken).write_text("id: [unclosed\n")
+    # A run written with --runs-dir elsewhere: its folder holds manifest.json and run.sqlite.
+    import shutil
+    shutil.copytree(two_runs["first"], tmp_path / "results" / "s" / "r1")
+    (tmp_path / "results" / "s" / "r1" / "study.yaml").write_text("id: [unclosed\n")
     code, out, err = psyq("validate", str(tmp_path))
     assert code == 0, err
     assert out.splitlines() == [f"ok  {tmp_path / 'instruments' / 'duo.yaml'}"]
-    assert "note: skipped 3 YAML files inside runs/ and hidden folders" in err
+    # 3 broken files above, and the run's study.yaml and 2 instrument copies (mini, duo)
+    assert "note: skipped 6 YAML files inside runs/, run directories and hidden folders" in err
     # A file named on the command line is checked wherever it is.
     code, _, err = psyq("validate", str(tmp_path / ".git" / "x.yaml"))
     assert code == 2 and "its ']' is missing" in err
