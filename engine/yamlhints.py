@@ -28,7 +28,7 @@ _KEY = re.compile(r"""^(?P<indent>\s*)(?P<dash>-\s+)?(?P<key>[^\s#'"{}\[\]][^#]*
 @dataclass(frozen=True)
 class _Line:
     number: int        # 1-based
-    indent: int        # spaces before the first character (a "- " counts as indentation of its content)
+    indent: int        # spaces before the first character (a list dash is not counted: see open_levels)
     text: str
 
 
