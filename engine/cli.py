@@ -43,15 +43,33 @@ EXIT_CODES_HELP = """exit codes:
 MAX_PROBLEMS_SHOWN = 50
 
 
-def _yaml_files(paths: list[str]) -> list[Path]:
+def yaml_files_to_check(paths: list[str]) -> tuple[list[Path], int]:
+    """The YAML files `psyq validate` checks under `paths`, and how many it skipped: in a folder,
+    those inside `runs/` or any other run directory (a run's copies of its study and
+    instruments, checked when written) and inside hidden folders (names starting with '.', e.g.
+    .git, .venv). A file named explicitly is always checked.
+
+    Example:
+        >>> yaml_files_to_check(["."])   # doctest: +SKIP
+        ([PosixPath('instruments/iri.yaml'), ...], 12)
+    """
+    from .runs import is_run_dir
+
     files: list[Path] = []
+    skipped = 0
     for raw in paths:
         path = Path(raw)
-        if path.is_dir():
-            files.extend(sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml")))
-        else:
+        if not path.is_dir():
             files.append(path)
-    return files
+            continue
+        for found in sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml")):
+            inside = found.relative_to(path).parts[:-1]
+            folders = [path.joinpath(*inside[:i + 1]) for i in range(len(inside))]
+            if any(part == "runs" or part.startswith(".") for part in inside) or any(map(is_run_dir, folders)):
+                skipped += 1
+            else:
+                files.append(found)
+    return files, skipped
 
 
 def load_any(path: Path) -> object:
@@ -88,7 +106,10 @@ def _notice_missing_texts(loaded: object, file: Path) -> None:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    files = _yaml_files(args.paths)
+    files, skipped = yaml_files_to_check(args.paths)
+    if skipped:
+        print(f"note: skipped {skipped} YAML file{'s' if skipped != 1 else ''} inside runs/, run directories and hidden "
+              "folders (names starting with '.'); name a file to check it", file=sys.stderr)
     if not files:
         raise InputError.single(" ".join(args.paths), "no YAML files found")
     problems = []
@@ -107,6 +128,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_schema(args: argparse.Namespace) -> int:
     if args.format == "instrument":
         schema = instrument_json_schema()
+    elif args.format == "cohort":
+        from .persona import cohort_json_schema
+        schema = cohort_json_schema()
     else:
         from .study import StudySpec
         schema = StudySpec.model_json_schema()
@@ -387,11 +411,22 @@ def run_outcome(result) -> int:
     return EXIT_OK
 
 
+def cmd_runs(args: argparse.Namespace) -> int:
+    from .runs import format_runs, list_runs
+
+    print(format_runs(list_runs(args.dir)))
+    return EXIT_OK
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     from .run import open_run_dir
+    from .runs import format_breakdown, run_breakdown, status_target
     from .store import RunStore
 
-    run = open_run_dir(args.run)
+    path, listing = status_target(args.run)   # a study's runs folder: its runs, then the latest one
+    if listing:
+        print(listing + "\n")
+    run = open_run_dir(path)
     manifest = run.read_manifest()
     with RunStore(run.database) as store:
         trials, answers = store.status_counts(), store.answer_status_counts()
@@ -404,6 +439,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"started    {manifest.get('started_at')}   finished {manifest.get('finished_at') or '-'}")
     if manifest.get("stopped_early"):
         print(f"stopped    early: {manifest['stopped_early']}")
+    print("\n" + format_breakdown(*run_breakdown(run.path)))
     for line in _usage_lines(run, manifest, getattr(args, "prices", None)):   # tokens used and cost
         print(line)
     return EXIT_OK
@@ -507,11 +543,12 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
     "validate": (cmd_validate, "check instrument, cohort and study YAML files (schema and meaning)"),
-    "schema": (cmd_schema, "print the JSON Schema of the instrument (default) or study format"),
+    "schema": (cmd_schema, "print the JSON Schema of the instrument (default), cohort or study format"),
     "score": (cmd_score, "score a CSV of item answers (human data) with an instrument"),
     "run": (cmd_run, "administer a study (resumes a run of the same study)"),
     "plan": (cmd_plan, "what `psyq run` would send: requests, tokens, cost, time, a preview (nothing sent)"),
-    "status": (cmd_status, "summarise a run"),
+    "status": (cmd_status, "summarise a run, per instrument x backend (or the latest run of a study's runs folder)"),
+    "runs": (cmd_runs, "list the runs in a folder (default runs/), newest first"),
     "export": (cmd_export, "write a run's answers as a tidy long table"),
     "scores": (cmd_scores, "write a run's subscale scores, one row per respondent x repeat x backend"),
     "judge": (cmd_judge, "score a run's free-text answers with a judge model and a rubric"),
@@ -534,7 +571,7 @@ def build_parser() -> argparse.ArgumentParser:
                for name, (_, help_) in COMMANDS.items()}
     parsers["validate"].add_argument("paths", nargs="+", metavar="PATH",
                                      help="YAML files or folders holding them")
-    parsers["schema"].add_argument("format", nargs="?", choices=["instrument", "study"], default="instrument")
+    parsers["schema"].add_argument("format", nargs="?", choices=["instrument", "cohort", "study"], default="instrument")
     p = parsers["score"]
     p.add_argument("instrument", help="instrument YAML file")
     p.add_argument("responses", help="CSV with respondent_id and one column per item id")
@@ -555,9 +592,12 @@ def build_parser() -> argparse.ArgumentParser:
                                                        "(default: runs/; read only)")
     _add_backend_override_args(p)
     _add_plan_args(p)
-    parsers["status"].add_argument("run", help="run directory (runs/<study>/<run-id>)")
     parsers["status"].add_argument("--prices", metavar="FILE", help="price table YAML for the cost (default: the "
                                                                     "one recorded in the run's manifest)")
+    parsers["status"].add_argument("run", help="run directory (runs/<study>/<run-id>), or a folder of runs "
+                                   "(runs/<study>: lists them and shows the latest)")
+    parsers["runs"].add_argument("dir", nargs="?", default="runs", metavar="DIR",
+                                 help="folder holding runs: runs/ (default) or runs/<study>")
     p = parsers["export"]
     p.add_argument("run", help="run directory (runs/<study>/<run-id>)")
     p.add_argument("--format", choices=["csv", "parquet"], default="csv")

@@ -139,6 +139,19 @@ class CohortFile(StrictModel):
     csv: Text | None = None
 
 
+def cohort_json_schema() -> dict[str, Any]:
+    """The JSON Schema of the cohort format (what ``psyq schema cohort`` prints), for editors.
+
+    Example:
+        >>> cohort_json_schema()["title"]
+        'psyq cohort (format cohort/1)'
+    """
+    schema = CohortFile.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "psyq cohort (format cohort/1)"
+    return schema
+
+
 SOURCES = ("personas", "sample", "csv")
 
 

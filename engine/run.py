@@ -217,6 +217,7 @@ async def _administer_locked(study: Study, run: RunDir, backends: dict[str, Http
     trials = list(plan_trials(study, backends))
     manifest = _manifest(study, backends, run_id, len(trials))
     manifest.update(extra or {})
+    manifest["trials_planned_by"] = planned_by(trials)   # per backend and instrument, for `psyq status`
     notes: list[str] = []
     unreachable: str | None = None
     with RunStore(run.database) as store:
@@ -261,6 +262,20 @@ async def _administer_locked(study: Study, run: RunDir, backends: dict[str, Http
             })
             write_json_atomic(run.manifest, manifest)
     return RunResult(run, len(trials), already, counts, interrupted, unreachable, notes)
+
+
+def planned_by(trials: list) -> dict[str, dict[str, int]]:
+    """Trials planned per backend and instrument: {backend_id: {instrument_id: n}}.
+
+    Example:
+        >>> planned_by(list(plan_trials(study, backends)))   # doctest: +SKIP
+        {'stub': {'iri': 56}}
+    """
+    out: dict[str, dict[str, int]] = {}
+    for trial in trials:
+        per_backend = out.setdefault(trial.backend_id, {})
+        per_backend[trial.instrument.id] = per_backend.get(trial.instrument.id, 0) + 1
+    return out
 
 
 def _started_at(run: RunDir, store: RunStore, notes: list[str]) -> str:

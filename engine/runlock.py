@@ -62,3 +62,33 @@ class RunLock:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = None
+
+
+def lock_holder(run_dir: str | Path) -> str | None:
+    """Who is writing `run_dir` now: the PID in its lock file ("?" when the file holds none) while
+    a live process holds the lock; None when no process does.
+
+    The lock is probed with a shared, non-blocking ``flock`` released at once: it never waits, and
+    creates nothing. A `psyq run` taking the lock in the same microsecond would meet the probe
+    and be refused (exit 5); rerunning it then proceeds.
+
+    Example:
+        >>> lock_holder("runs/quickstart/ab12cd34ef56")   # doctest: +SKIP
+        '41234'
+    """
+    path = Path(run_dir) / LOCK_FILE
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None   # no lock file: never run by a psyq that locks, or not readable
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return os.read(fd, 32).decode("ascii", "replace").strip() or "?"
+        except OSError:
+            return None   # a file system without locks: `psyq run` refuses to run there at all
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)

@@ -39,6 +39,45 @@ def duplicates(values: list[Any]) -> set[Any]:
     return {v for v, count in Counter(values).items() if count > 1}
 
 
+def _listed(values: list[int]) -> str:
+    shown = ", ".join(str(v) for v in values[:12])
+    return shown + (", ..." if len(values) > 12 else "")
+
+
+def order_problem(values: list[int]) -> tuple[int, str] | None:
+    """Where (the index of the first option out of place) and why `values` is not a scale of
+    consecutive whole numbers in ascending order; None when it is. One message for the whole
+    list, whatever the number of options out of place.
+
+    Example:
+        >>> order_problem([5, 4, 3, 2, 1])[1][:59]
+        'the options are listed from the highest value to the lowest'
+        >>> order_problem([1, 2, 3]) is None
+        True
+    """
+    first = next((i for i in range(1, len(values)) if values[i] != values[i - 1] + 1), None)
+    if first is None:
+        return None
+    ascending = sorted(values)
+    consecutive = ascending == list(range(ascending[0], ascending[0] + len(values)))
+    rule = "psyq needs the options in ascending order, lowest value first, in steps of 1"
+    if values == ascending[::-1] and consecutive:
+        return 0, (f"the options are listed from the highest value to the lowest ({_listed(values)}); {rule}: "
+                   f"list them from {ascending[0]} to {ascending[-1]} (to show them to respondents the other "
+                   "way round, set option_order: reversed in the study's protocol)")
+    if consecutive:
+        return first, (f"the values are not in order ({_listed(values)}); {rule}: list the options as "
+                       f"{_listed(ascending)}")
+    repeated = sorted(duplicates(values))
+    if repeated:
+        return values.index(repeated[0], values.index(repeated[0]) + 1), (
+            f"the value {repeated[0]} is given to more than one option ({_listed(values)}); {rule}, "
+            "each value once")
+    return first, (f"the values are not consecutive whole numbers in ascending order ({_listed(values)}; "
+                   f"{values[first]} follows {values[first - 1]}); {rule}, e.g. "
+                   f"{_listed(list(range(ascending[0], ascending[0] + len(values))))}")
+
+
 def check_scale(scale: list[Option], name: str, doc: YamlDocument) -> list[Problem]:
     """Consecutive integers (so that reverse keying, min + max - x, stays on the scale),
     unique codes and labels, labelled end points."""
@@ -54,11 +93,9 @@ def check_scale(scale: list[Option], name: str, doc: YamlDocument) -> list[Probl
         return problems
     inst_scale = scale
     values = [o.value for o in inst_scale]
-    for i, option in enumerate(inst_scale):
-        if i and option.value != inst_scale[i - 1].value + 1:
-            bad((name, i, "value"),
-                f"scale values must be consecutive whole numbers in ascending order; "
-                f"{option.value} follows {inst_scale[i - 1].value}")
+    order = order_problem(values)
+    if order is not None:   # one message for the whole scale, at the first option out of place
+        bad((name, order[0], "value"), order[1])
     for key in ("code", "label"):
         repeated = duplicates([getattr(o, key) for o in inst_scale if getattr(o, key) is not None])
         for i, option in enumerate(inst_scale):

@@ -101,6 +101,17 @@ def plain_message(error: dict[str, Any], model: type[BaseModel]) -> str:
         "must be true or false, not 'maybe'"
     """
     kind, value, ctx = error["type"], error.get("input"), error.get("ctx") or {}
+    if value is None and kind != "missing" and "input" in error:
+        loc = tuple(error.get("loc", ()))
+        holder = _model_at(model, loc[:-1]) if loc else None
+        field = holder.model_fields.get(loc[-1]) if holder is not None and isinstance(loc[-1], str) else None
+        return _nothing_after_colon(kind, optional=field is not None and not field.is_required())
+    if kind == "list_type" and isinstance(value, dict):
+        return ("must be a list (entries each starting with '- '), but fields (key: value) are written "
+                "here: put '- ' before the first field of each entry")
+    if kind in ("dict_type", "model_type", "model_attributes_type") and isinstance(value, list):
+        return (f"must be a mapping of fields (key: value), but a list is written here ({_show(value)}): "
+                "write 'name: value' lines without '- ' in front")
     if kind == "union_tag_invalid":
         return f"kind must be one of {ctx.get('expected_tags', '')}, not {ctx.get('tag')!r}"
     if kind == "missing":
@@ -113,6 +124,9 @@ def plain_message(error: dict[str, Any], model: type[BaseModel]) -> str:
         return f"must be a whole number, not {_show(value)}"
     if kind in ("float_type", "float_parsing", "finite_number"):
         return f"must be a number, not {_show(value)}"
+    if kind == "string_type" and isinstance(value, bool):
+        return (f"must be text, not {str(value).lower()}: YAML reads an unquoted yes, no, on, off, true or "
+                "false as true or false; put the text in quotes (e.g. \"Yes\")")
     if kind == "string_type":
         return f"must be text, not {_show(value)}"
     if kind == "list_type":
@@ -142,6 +156,28 @@ def plain_message(error: dict[str, Any], model: type[BaseModel]) -> str:
     return msg.replace("Input should be", "must be")
 
 
+def _nothing_after_colon(kind: str, optional: bool = False) -> str:
+    """A field written `name:` with nothing after it (YAML reads null), and what to write.
+
+    Example:
+        >>> _nothing_after_colon("list_type")[:40]
+        'has nothing after its colon: write its e'
+    """
+    if kind in ("dict_type", "model_type", "model_attributes_type"):
+        what = "write its fields (key: value) on the lines below it, indented by 2 more spaces"
+    elif kind == "list_type":
+        what = "write its entries on the lines below it, each starting with '- ', indented by 2 more spaces"
+    elif kind == "string_type":
+        what = "write a text after the colon (a text starting with '#' needs quotes: '#' starts a comment)"
+    elif kind.startswith(("int", "float")):
+        what = "write a number after the colon"
+    elif kind.startswith("bool"):
+        what = "write true or false after the colon"
+    else:
+        what = "write its value after the colon"
+    return f"has nothing after its colon: {what}" + (" (or remove the line: the field is optional)" if optional else "")
+
+
 def parse_document(doc: YamlDocument, model: type[M], root: FieldPath = ()) -> M:
     """Validate `doc.data` (or its sub-tree at `root`) against `model`.
 
@@ -157,7 +193,7 @@ def parse_document(doc: YamlDocument, model: type[M], root: FieldPath = ()) -> M
         for error in exc.errors():
             loc = root + _untagged(tuple(error["loc"]))
             problems.append(doc.problem(loc, plain_message(error, model),
-                                        at_key=error["type"] == "extra_forbidden"))
+                                        at_key=error["type"] == "extra_forbidden" or _is_empty_value(error)))
         raise InputError(_dedupe(sorted(problems, key=_position))) from None
 
 
@@ -165,6 +201,11 @@ def _untagged(loc: tuple) -> tuple:
     """Drop the union tags pydantic puts in a location (items.3.<kind>.text → items[3].text)."""
     tags = item_kinds()
     return tuple(p for i, p in enumerate(loc) if not (p in tags and i and isinstance(loc[i - 1], int)))
+
+
+def _is_empty_value(error: dict[str, Any]) -> bool:
+    """A field written with nothing after its colon (pointed at by its name: the null has no place)."""
+    return "input" in error and error["input"] is None and error["type"] != "missing"
 
 
 def _position(problem: Problem) -> tuple[int, int]:

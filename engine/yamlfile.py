@@ -18,6 +18,7 @@ import yaml
 
 from .errors import InputError, Problem
 from .inputfile import read_input_bytes, decode_text
+from .yamlhints import empty_file_message, explain_syntax_error, key_and_value, quoted
 
 FieldPath = tuple[str | int, ...]
 
@@ -77,7 +78,8 @@ def _index(node: yaml.Node, path: FieldPath, doc: YamlDocument, problems: list[P
             if key in seen:
                 line, column = _mark(key_node)
                 problems.append(Problem(doc.file, line, column, format_path(path + (key,)),
-                                        f"duplicate key '{key}' (first written on line {seen[key]})"))
+                                        f"duplicate key '{key}' (first written on line {seen[key]}); YAML would "
+                                        "silently keep only the last one: remove one of them, or rename it"))
                 continue
             seen[key] = _mark(key_node)[0]
             doc.key_positions[path + (key,)] = _mark(key_node)
@@ -105,6 +107,8 @@ class _BoundedComposer(yaml.composer.Composer):
         self._open_anchors: set[str] = set()
         self._sizes: dict[int, int] = {}     # id(node) -> number of nodes of its expansion
         self._alias_nodes = 0
+        self.anchored_texts: dict[str, yaml.Mark] = {}   # &name on a text value -> where
+        self.aliased: set[str] = set()                    # names referred to with *name
 
     def _refuse(self, mark: yaml.Mark, message: str) -> InputError:
         return InputError.single(self._file, message, mark.line + 1, mark.column + 1)
@@ -112,6 +116,7 @@ class _BoundedComposer(yaml.composer.Composer):
     def compose_node(self, parent: Any, index: Any) -> yaml.Node:
         event = self.peek_event()
         if isinstance(event, yaml.AliasEvent):
+            self.aliased.add(event.anchor)
             if event.anchor in self._open_anchors:
                 raise self._refuse(event.start_mark, f"the alias *{event.anchor} is inside the value "
                                    f"&{event.anchor} it refers to (a recursive alias); write the value out")
@@ -127,6 +132,8 @@ class _BoundedComposer(yaml.composer.Composer):
         anchor = getattr(event, "anchor", None)
         if anchor is not None:
             self._open_anchors.add(anchor)
+            if isinstance(event, yaml.ScalarEvent):
+                self.anchored_texts[anchor] = event.start_mark
         self._depth += 1
         try:
             node = super().compose_node(parent, index)
@@ -168,22 +175,28 @@ except ImportError:  # PyYAML built without libyaml
     _FastLoader = None  # type: ignore[assignment,misc]
 
 
-def _compose(loader: Any) -> tuple[yaml.Node | None, Any]:
+def _compose(loader: Any) -> tuple[yaml.Node | None, Any, list[tuple[str, yaml.Mark]]]:
+    """The node graph, the data, and the anchors (&name) put on a text and never referred to."""
     try:
         node = loader.get_single_node()
-        return node, (loader.construct_document(node) if node is not None else None)
+        data = loader.construct_document(node) if node is not None else None
+        unused = [(a, m) for a, m in loader.anchored_texts.items() if a not in loader.aliased]
+        return node, data, unused
     finally:
         loader.dispose()
 
 
-# PyYAML's wording for the syntax errors people make most, said in plain words.
-_PLAIN_SYNTAX = {
-    "mapping values are not allowed here":
-        "a field (key: value) is not allowed here; check the indentation of this line against "
-        "the line above",
-    "found character '\\t' that cannot start any token":
-        "this line is indented with a tab; indent with spaces only",
-}
+def _unused_anchor(file: str, text: str, anchor: str, mark: yaml.Mark) -> Problem:
+    """A text written `key: &word more` loses '&word' (YAML reads an anchor); said, with the fix."""
+    lines = text.splitlines()
+    line = lines[mark.line] if mark.line < len(lines) else ""
+    key, value = key_and_value(line)
+    return Problem(file, mark.line + 1, mark.column + 1, "",
+                   f"'&{anchor}' at the start of this value is read by YAML as an anchor name and left out of "
+                   f"the text (nothing in the file refers to it as *{anchor}); if the text starts with '&', "
+                   f"put it in quotes: {quoted(key, value)}")
+
+
 _QUOTE_OPENS = re.compile(r"""^\s*(?:-\s+)?(?:[^\s#'"][^#'"]*?:\s+)?(["'])""")
 
 
@@ -202,18 +215,24 @@ def _unclosed_quote(lines: list[str], before: int) -> tuple[int, int] | None:
     return None
 
 
+# Parser errors whose place is exact whatever quotes came before (see engine/yamlhints.py).
+_EXACT = ("found character", "found undefined alias")
+
+
 def _syntax_problem(file: str, text: str, exc: yaml.MarkedYAMLError) -> Problem:
+    """The syntax error in plain words (engine/yamlhints.py); a quote opened on an earlier line
+    and never closed there, which makes the parser fail further down, is named first."""
     mark = exc.problem_mark or exc.context_mark
-    line, column = (mark.line + 1, mark.column + 1) if mark else (None, None)
+    line = mark.line + 1 if mark else None
     problem = str(exc.problem or "")
-    if problem in _PLAIN_SYNTAX:
-        return Problem(file, line, column, "", f"YAML syntax error: {_PLAIN_SYNTAX[problem]}")
-    opened = _unclosed_quote(text.splitlines(), line) if line else None
-    if opened:
-        return Problem(file, opened[0], opened[1], "", "YAML syntax error: the quoted text that starts "
-                       f"here is not closed (it runs on until line {line})")
-    what = " ".join(str(x) for x in (exc.context, exc.problem) if x)
-    return Problem(file, line, column, "", f"YAML syntax error: {what}")
+    if line and not problem.startswith(_EXACT) and exc.context != "while scanning a quoted scalar":
+        opened = _unclosed_quote(text.splitlines(), line)
+        if opened:
+            quote = text.splitlines()[opened[0] - 1][opened[1] - 1]
+            return Problem(file, opened[0], opened[1], "", "YAML syntax error: the quoted text that starts "
+                           f"here is not closed on its line (the file cannot be read from line {line} on); "
+                           f"end it with {quote} on the same line")
+    return explain_syntax_error(file, text, exc)
 
 
 def load_yaml(path: str | Path) -> YamlDocument:
@@ -235,9 +254,9 @@ def load_yaml(path: str | Path) -> YamlDocument:
         try:
             if _FastLoader is None:
                 raise yaml.YAMLError("libyaml is not available")
-            node, data = _compose(_FastLoader(file, text))
+            node, data, unused = _compose(_FastLoader(file, text))
         except yaml.YAMLError:
-            node, data = _compose(_BoundedLoader(file, text))
+            node, data, unused = _compose(_BoundedLoader(file, text))
     except yaml.MarkedYAMLError as exc:
         raise InputError([_syntax_problem(file, text, exc)]) from None
     except RecursionError:  # not expected below MAX_DEPTH; said plainly rather than as a traceback
@@ -253,8 +272,8 @@ def load_yaml(path: str | Path) -> YamlDocument:
 
     doc = YamlDocument(file, data)
     if node is None:
-        raise InputError.single(file, "the file is empty")
-    problems: list[Problem] = []
+        raise InputError.single(file, empty_file_message(text))
+    problems: list[Problem] = [_unused_anchor(file, text, a, m) for a, m in unused]
     _index(node, (), doc, problems)
     if problems:
         raise InputError(list(dict.fromkeys(problems)))  # an aliased mapping is indexed once per use

@@ -18,7 +18,7 @@ MODULES = ["analysis", "analysis.scores", "analysis.score_table", "analysis.vali
            "engine.tokenizer", "engine.kinds.scene", "engine.kinds.scene.leas", "engine.kinds.vignette",
            "engine.kinds.vignette.accuracy", "analysis.kinds", "analysis.kinds.scene",
            "engine.importers", "engine.importers.draft", "engine.importers.redcap", "engine.importers.psych_keys",
-           "engine.importers.qsf", "engine.importers.command", "engine.importers.writer"]
+           "engine.importers.qsf", "engine.importers.command", "engine.importers.writer", "engine.yamlhints"]
 
 
 @pytest.fixture(scope="module")

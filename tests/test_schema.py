@@ -49,3 +49,35 @@ def test_committed_study_schema_is_what_psyq_schema_study_prints():
 @pytest.mark.parametrize("path", sorted((ROOT / "studies").glob("*.yaml")), ids=lambda p: p.name)
 def test_shipped_studies_satisfy_the_study_schema(path):
     jsonschema.Draft202012Validator(json.loads(STUDY_SCHEMA.read_text())).validate(yaml.safe_load(path.read_text()))
+
+
+COHORT_SCHEMA = ROOT / "personas" / "cohort.schema.json"
+
+
+def test_committed_cohort_schema_is_what_psyq_schema_cohort_prints():
+    printed = subprocess.run([sys.executable, "-m", "engine.cli", "schema", "cohort"], cwd=ROOT,
+                             capture_output=True, text=True, check=True).stdout
+    assert json.loads(printed) == json.loads(COHORT_SCHEMA.read_text()), \
+        "personas/cohort.schema.json is stale: regenerate with `psyq schema cohort > personas/cohort.schema.json`"
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "personas").glob("*.yaml")), ids=lambda p: p.name)
+def test_shipped_cohorts_point_to_the_cohort_schema_and_satisfy_it(path):
+    text = path.read_text()
+    assert text.splitlines()[0] == "# yaml-language-server: $schema=cohort.schema.json"
+    jsonschema.Draft202012Validator(json.loads(COHORT_SCHEMA.read_text())).validate(yaml.safe_load(text))
+
+
+def test_cohort_schema_rejects_what_the_loader_rejects(tmp_path):
+    # A persona with an unknown field and a sample with a negative seed: both refused by
+    # `psyq validate` (the loader) and by the schema (jsonschema, an independent validator).
+    from engine.cli import main
+    validator = jsonschema.Draft202012Validator(json.loads(COHORT_SCHEMA.read_text()))
+    for bad in ({"psyq": "cohort/1", "id": "c", "personas": [{"id": "p1", "agee": 3}]},
+                {"psyq": "cohort/1", "id": "c", "sample": {"size": 2, "seed": -1, "id_prefix": "p",
+                                                           "attributes": {"age": {"range": [20, 30]}}}}):
+        with pytest.raises(jsonschema.ValidationError):
+            validator.validate(bad)
+        path = tmp_path / "bad.yaml"
+        path.write_text(yaml.safe_dump(bad))
+        assert main(["validate", str(path)]) == 2
