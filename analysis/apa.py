@@ -209,7 +209,8 @@ def answers_by_status(missing: pd.DataFrame) -> ApaTable:
     >>> answers_by_status(missingness(table)).frame.columns.tolist()    # doctest: +SKIP
     ['Status', 'Answers', '%']
     """
-    statuses = [c[:-2] for c in missing.columns if c.endswith("_n") and c != "n_answers"]
+    # disclaimer_n counts answered answers with disclaimer language: not a status of its own.
+    statuses = [c[:-2] for c in missing.columns if c.endswith("_n") and c not in ("n_answers", "disclaimer_n")]
     rows = []
     for _, r in missing.iterrows():
         for status in statuses:
@@ -223,6 +224,10 @@ def answers_by_status(missing: pd.DataFrame) -> ApaTable:
              "Only the statuses that occur are listed."]
     if never:
         notes.append("No answer had the status " + ", ".join(never) + ".")
+    if "disclaimer_n" in missing.columns and missing["disclaimer_n"].sum() > 0:
+        notes.append("Answered, but with refusal or AI-disclaimer language: " + "; ".join(
+            f"{r['backend_id']} {r['instrument']} {fmt_int(r['disclaimer_n'])} ({fmt_pct(r['disclaimer_rate'])} %)"
+            for _, r in missing.iterrows()) + ".")
     if "mean_reasks" in missing.columns:
         notes.append("Mean re-asks per answer: " + "; ".join(
             f"{r['backend_id']} {r['instrument']} {fmt_num(r['mean_reasks'])}" for _, r in missing.iterrows()) + ".")

@@ -183,8 +183,9 @@ def _protocol_sentence(manifest: Mapping[str, Any], repeats_done: int | None) ->
             text += "; " + LOGPROB_ANSWER[protocol["logprob_answer"]]
         bits.append(text)
     if protocol.get("reask_limit") is not None:
-        bits.append(f"an answer that could not be read was asked again up to {protocol['reask_limit']} time"
-                    f"{'s' if protocol['reask_limit'] != 1 else ''}")
+        limit = protocol["reask_limit"]
+        bits.append("an answer that could not be read was not asked again" if limit == 0 else
+                    f"an answer that could not be read was asked again up to {'once' if limit == 1 else f'{limit} times'}")
     repeats = protocol.get("repeats")
     if repeats is not None:
         times = "once" if repeats == 1 else f"{repeats} times (repeats)"

@@ -606,7 +606,8 @@ details.full .wide{overflow-x:auto;max-width:100%}details.full table{font-size:.
 @page{size:A4;margin:16mm 14mm}
 @media print{
  body{max-width:none;margin:0;padding:0;font-size:10pt}
- nav,.no-print,details.full summary a.csv,.methods textarea,.methods button{display:none}
+ nav,.no-print,.methods textarea,.methods button{display:none}
+ details.full summary{list-style:none;color:#555}
  .methods .methods-print{display:block;white-space:pre-wrap}
  h2{break-before:page;page-break-before:always}
  h2.first{break-before:avoid;page-break-before:avoid}

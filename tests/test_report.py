@@ -88,7 +88,7 @@ def test_report_has_every_section_and_embedded_figures(run_dir, tmp_path):
                           "--human", f"iri={tmp_path / 'keyed.csv'}:keyed"], cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     md_keyed = (tmp_path / "k" / "report.md").read_text()
-    section = lambda text: text[text.index("**Cohort against human respondents**"):text.index("## Construct validity")]
+    section = lambda text: text[text.index("*Cohort against human respondents*"):text.index("## Construct validity")]
     assert section(md_keyed) == section(md)
     assert "declared already keyed" in md_keyed and "declared already keyed" not in md
 
