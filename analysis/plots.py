@@ -110,8 +110,8 @@ def wrap_to_width(text: str, width_in: float, fontsize: float) -> str:
 
     Example
     -------
-    >>> wrap_to_width("a b c d", 0.2, 10)
-    'a b\nc d'
+    >>> wrap_to_width("cohort mean against the norm", 1, 12).split("\\n")   # 10 characters a line
+    ['cohort', 'mean', 'against', 'the norm']
     """
     chars = max(8, int(width_in * 72 / (0.6 * fontsize)))
     return "\n".join(textwrap.fill(line, chars) if line else line for line in text.split("\n"))
