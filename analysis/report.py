@@ -248,8 +248,10 @@ def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] 
         rel.tables.append(("Internal consistency (keyed items, first repeat)", rel_table))
     for row in rel_table.itertuples():
         if isinstance(row.alpha, float) and not math.isnan(row.alpha):
-            rel.readings.append(f"{row.instrument} {row.subscale}: Cronbach's α = {row.alpha:.2f} "
-                                f"(95 % CI {row.alpha_low:.2f} to {row.alpha_high:.2f}), ω = {row.omega:.2f}.")
+            omega = (f"ω = {apa.fmt_r(row.omega)}" if isinstance(row.omega, float) and not math.isnan(row.omega)
+                     else f"ω not estimable{': ' + row.note.split(': ', 1)[-1] if row.note else ''}")
+            rel.readings.append(f"{row.instrument} {row.subscale}: Cronbach's α = {apa.fmt_r(row.alpha)} "
+                                f"(95 % CI {apa.fmt_r(row.alpha_low)} to {apa.fmt_r(row.alpha_high)}), {omega}.")
         else:
             rel.readings.append(f"{row.instrument} {row.subscale}: {row.note or 'α not estimable'}.")
     if table["repeat"].nunique() > 1 and not scores.empty:
