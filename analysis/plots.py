@@ -430,7 +430,16 @@ def sd_ratio_chart(ratios: pd.DataFrame) -> Figure:
         for y, (inst, sub, group) in enumerate(keys):
             cell = ratios[(ratios["backend_id"] == backend) & (ratios["instrument"] == inst)
                           & (ratios["subscale"] == sub) & (ratios["norm_group"] == group)]
-            if cell.empty or not _finite(cell["sd_ratio"].iloc[0]):
+            if cell.empty:
+                continue
+            if not _finite(cell["sd_ratio"].iloc[0]):
+                # Said on the row, not left blank: e.g. one respondent has no SD.
+                n = cell["n"].iloc[0] if "n" in cell.columns else None
+                why = f" (n = {int(n)})" if _finite(n) else ""
+                ax.annotate(f"{backend}: not estimable{why}", (0, y + offsets[b]), xytext=(6, 0),
+                            textcoords="offset points", va="center", fontsize=8, color=style["color"],
+                            bbox={"facecolor": "white", "edgecolor": "none", "pad": 1}, zorder=4,
+                            gid=f"sd-ratio-missing:{backend}:{inst}:{sub}:{group}")
                 continue
             r = cell.iloc[0]
             ratio = float(r["sd_ratio"])

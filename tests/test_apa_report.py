@@ -235,3 +235,14 @@ def test_table_files_are_stable_names():
                                      f"{TABLE_DIR}/table03_cohort_against_norms.csv"]
     manifest = {"study": "s", "run_id": "r"}
     assert "Table 3" in render_html(manifest, sections) and "**Table 3**" in render_markdown(manifest, sections)
+
+
+def test_sd_ratio_chart_says_which_rows_are_not_estimable():
+    # One respondent has no SD: the row is labelled, not left blank.
+    ratios = pd.DataFrame({"backend_id": "b", "instrument": "iri", "subscale": ["EC", "EC"], "norm_sample": "s",
+                           "norm_group": ["women", "all"], "n": [6, 1], "sd": [2.0, np.nan], "norm_n": 100,
+                           "norm_sd": [4.0, 4.0], "sd_ratio": [0.5, np.nan], "ci_low": [0.3, np.nan],
+                           "ci_high": [1.2, np.nan], "collapsed": [False, False]})
+    fig = plots.sd_ratio_chart(ratios)
+    labels = [t.get_text() for t in fig.axes[0].texts]
+    assert labels == ["b: not estimable (n = 1)"]
