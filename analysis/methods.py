@@ -14,11 +14,10 @@ Example:
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-import pandas as pd
 
 from engine.errors import InputError
 from engine.export import export_table, run_instruments
@@ -59,7 +58,6 @@ class RunFacts:
     scores_missing: int = 0
     cohort_file: Mapping[str, Any] | None = None   # the cohort file as written, when verified
     repeats_done: int | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 def _sha256(path: Path) -> str:

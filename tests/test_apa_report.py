@@ -18,7 +18,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
 
 from analysis import apa, methods, plots
 from analysis.norms import COLUMNS as NORM_COLUMNS, compare_with_norms
