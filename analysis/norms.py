@@ -551,8 +551,9 @@ def group_matching(scores: pd.DataFrame, instruments: Mapping[str, Instrument], 
                 if group.where:
                     rows.append(base | {"norm_group": group.id, "n_respondents": int((matched == group.id).sum()),
                                         "where": "; ".join(describe_condition(k, c) for k, c in group.where.items())})
-            rows.append(base | {"norm_group": POOLED, "n_respondents": int(matched.isna().sum()),
-                                "where": "matched no group"})
+            whole = whole_sample_group(sample)
+            rows.append(base | {"norm_group": whole or POOLED, "n_respondents": int(matched.isna().sum()),
+                                "where": "matched no group" + (" (the whole sample)" if whole else "")})
     columns = ["instrument", "norm_sample", "norm_verified", "norm_group", "where", "matches_on",
                "n_respondents", "of_respondents", "cohort_attributes"]
     return pd.DataFrame(rows, columns=columns).astype({"n_respondents": "int64", "of_respondents": "int64"})
@@ -569,7 +570,8 @@ def matching_warnings(matching: pd.DataFrame, *, unmatched_ids: Mapping[tuple[st
     ['iri norm sample davis1980 matches on gender; the cohort has sex, age: 0 of 12 respondents matched a group and were compared with the pooled norm.']
     """
     out = []
-    for row in matching[matching["norm_group"] == POOLED].itertuples(index=False):
+    unmatched = matching["where"].str.startswith("matched no group")
+    for row in matching[unmatched].itertuples(index=False):
         if row.n_respondents == 0:
             continue
         matched = row.of_respondents - row.n_respondents
@@ -579,8 +581,20 @@ def matching_warnings(matching: pd.DataFrame, *, unmatched_ids: Mapping[tuple[st
         out.append(f"{row.instrument} norm sample {row.norm_sample} {on}; the cohort has "
                    f"{row.cohort_attributes or 'no attributes'}: {matched} of {row.of_respondents} respondents "
                    f"matched a group and {row.n_respondents} {'was' if row.n_respondents == 1 else 'were'} compared "
-                   f"with the pooled norm{who}.")
+                   f"with {'the pooled norm' if row.norm_group == POOLED else f'the whole-sample norm ({row.norm_group})'}{who}.")
     return out
+
+
+def whole_sample_group(sample: NormSample) -> str | None:
+    """The id of the sample's whole-sample group as the file writes it (the first group with an
+    empty `where`), or None when the source publishes none (psyq then pools the groups).
+
+    Example
+    -------
+    >>> whole_sample_group(iri.norms[0])      # doctest: +SKIP
+    'all'
+    """
+    return next((g.id for g in sample.groups if not g.where), None)
 
 
 def unmatched_respondents(scores: pd.DataFrame, instruments: Mapping[str, Instrument], *,
@@ -611,7 +625,9 @@ def _assign(instrument: Instrument, sample: NormSample, subscale_id: str, group_
             cache[key] = (group_id, norm)
         else:
             pooled = norm_stats(instrument, sample, subscale_id, None)
-            cache[key] = None if pooled is None else (POOLED, pooled)
+            # A whole-sample group the file writes (empty `where`) keeps its id; only a norm psyq
+            # pooled from the groups itself is labelled "pooled".
+            cache[key] = None if pooled is None else (pooled.group_id, pooled)
     return cache[key]
 
 

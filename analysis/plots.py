@@ -102,6 +102,51 @@ def _n_text(values: list) -> str:
     return f"cohort n = {ns[0]}" if len(ns) == 1 else f"cohort n = {ns[0]}–{ns[-1]}"
 
 
+def wrap_to_width(text: str, width_in: float, fontsize: float) -> str:
+    """`text` broken into lines that fit `width_in` inches at `fontsize` points (each line of
+    `text` wrapped on its own), so a title never runs past the figure's edge and is cut off.
+
+    The width of a character is taken as 0.6 em, a safe upper estimate for DejaVu Sans text.
+
+    Example
+    -------
+    >>> wrap_to_width("cohort mean against the norm", 1, 12).split("\\n")   # 10 characters a line
+    ['cohort', 'mean', 'against', 'the norm']
+    """
+    chars = max(8, int(width_in * 72 / (0.6 * fontsize)))
+    return "\n".join(textwrap.fill(line, chars) if line else line for line in text.split("\n"))
+
+
+def respondents_text(frame: pd.DataFrame) -> str:
+    """How many people a set of scores or answers comes from, and how many repeats each:
+    "15 respondents (4 repeats each)"; rows are (respondent_id, repeat) pairs, so n counts people,
+    never rows.
+
+    Example
+    -------
+    >>> respondents_text(pd.DataFrame({"respondent_id": ["a", "a", "b", "b"], "repeat": [0, 1, 0, 1]}))
+    '2 respondents (2 repeats each)'
+    """
+    if frame.empty:
+        return "0 respondents"
+    people = frame["respondent_id"].nunique()
+    text = f"{people} respondent{'s' if people != 1 else ''}"
+    if "repeat" not in frame.columns:
+        return text
+    per = frame.drop_duplicates(["respondent_id", "repeat"]).groupby("respondent_id").size()
+    lo, hi = int(per.min()), int(per.max())
+    if hi <= 1:
+        return text
+    return text + (f" ({lo} repeats each)" if lo == hi else f" ({lo}–{hi} repeats each)")
+
+
+def _legend_columns(labels: list[str], width_in: float, fontsize: float, most: int) -> int:
+    """As many legend columns as fit side by side in `width_in` inches (at least 1)."""
+    longest = max((len(t) for t in labels), default=1)
+    per_column = (longest * 0.6 * fontsize + 30) / 72     # text plus the handle and the gap
+    return max(1, min(most, len(labels), int(width_in // per_column)))
+
+
 # --------------------------------------------------------------------------------------------
 # Profile: cohort means with CIs against norm bands
 
@@ -128,8 +173,10 @@ def profile_plot(comparison: pd.DataFrame, instrument_id: str) -> Figure:
     # every panel (and its text) below legibility in a page 1,200 px wide.
     n_cols = min(n_panels, PANELS_PER_ROW)
     n_rows = math.ceil(n_panels / n_cols)
-    width = min(4.8, 1.3 + 0.75 * len(subscales) * max(1, len(backends) ** 0.5))
-    fig = _figure(max(4.5, width * n_cols), 4.4 * n_rows)
+    # A panel at least 2.8 inches wide: narrower, its three-line title is cut (one subscale).
+    width = max(2.8, min(4.8, 1.3 + 0.75 * len(subscales) * max(1, len(backends) ** 0.5)))
+    fig_width = max(4.5, width * n_cols)
+    fig = _figure(fig_width, 4.6 * n_rows)
     grid = fig.subplots(n_rows, n_cols, sharey=True, squeeze=False)
     axes = list(grid.ravel())
     for unused in axes[n_panels:]:
@@ -169,7 +216,8 @@ def profile_plot(comparison: pd.DataFrame, instrument_id: str) -> Figure:
         flagged = _verification_note(panel).strip(" ()")
         # Three short lines: a panel is about 4 inches wide, too narrow for one long title.
         second = "; ".join(t for t in (flagged, norm_n_text) if t)
-        ax.set_title(f"{sample} — {group}{derived}\n{second}\n{_n_text(panel['n'].tolist())}", fontsize=10)
+        ax.set_title(wrap_to_width(f"{sample} — {group}{derived}\n{second}\n{_n_text(panel['n'].tolist())} "
+                                   "respondents", width - 0.5, 10), fontsize=10)
         ax.grid(axis="y", color="#E5E5E5", lw=0.8, zorder=0)
         ax.set_axisbelow(True)
     for row in grid:
@@ -177,9 +225,10 @@ def profile_plot(comparison: pd.DataFrame, instrument_id: str) -> Figure:
     handles = [Line2D([], [], ls="none", markersize=7, label=f"{backend}: cohort mean, 95 % CI", **_style(b))
                for b, backend in enumerate(backends)]
     handles.append(Patch(facecolor=BAND_COLOUR, alpha=0.55, label="human norm: mean ± 1 SD"))
-    fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 3), fontsize=9, frameon=False)
-    fig.suptitle(f"{instrument_id}: cohort mean (95 % CI) vs human norm mean ± 1 SD, per norm group",
-                 fontsize=12)
+    fig.legend(handles=handles, loc="outside lower center", frameon=False, fontsize=9,
+               ncol=_legend_columns([h.get_label() for h in handles], fig_width, 9, 3))
+    fig.suptitle(wrap_to_width(f"{instrument_id}: cohort mean (95 % CI) vs human norm mean ± 1 SD, per norm group",
+                               fig_width, 12), fontsize=12)
     return fig
 
 
@@ -238,7 +287,10 @@ def distribution_plot(scores: pd.DataFrame, comparison: pd.DataFrame, instrument
         for b, backend in enumerate(backends):
             v = pd.to_numeric(sel.loc[sel["backend_id"] == backend, "score"], errors="coerce")
             got, missing = v.dropna(), int(v.isna().sum())
-            label = f"{backend} cohort (n = {len(got)}" + (f", {missing} missing)" if missing else ")")
+            # n counts people: with repeats, one person gives several scores to the histogram.
+            who = respondents_text(sel.loc[v.dropna().index]) if {"respondent_id"} <= set(sel.columns) \
+                else f"{len(got)} scores"
+            label = f"{backend} cohort (n = {who}" + (f"; {missing} score{'s' if missing != 1 else ''} missing)" if missing else ")")
             if len(got):
                 ax.hist(got, bins=bins, density=True, histtype="stepfilled", alpha=0.45 if len(backends) > 1 else 0.6,
                         color=COLOURS[b % len(COLOURS)], edgecolor=COLOURS[b % len(COLOURS)], linewidth=1.2,
@@ -264,7 +316,7 @@ def distribution_plot(scores: pd.DataFrame, comparison: pd.DataFrame, instrument
     ax.set_axisbelow(True)
     # Below the axes, not over the bars: with several norm samples the legend is long.
     fig.legend(*ax.get_legend_handles_labels(), fontsize=8.5, frameon=False, loc="outside lower center")
-    fig.suptitle(title if len(norm_rows) else f"{title} ({NO_NORMS})", fontsize=12)
+    fig.suptitle(wrap_to_width(title if len(norm_rows) else f"{title} ({NO_NORMS})", 7, 12), fontsize=12)
     return fig
 
 
@@ -313,7 +365,8 @@ def item_heatmap(table: pd.DataFrame, instrument) -> Figure:
     columns = [_option_label(o) for o in instrument.scale] + ["missing"]
     n_items = len(instrument.rating_items)
     panel_width = 0.62 * len(columns) + 0.4
-    fig = _figure(3.6 + panel_width * len(backends) + 0.9, max(3.6, 0.27 * n_items + 2.0))
+    fig_width = 3.6 + panel_width * len(backends) + 0.9
+    fig = _figure(fig_width, max(3.6, 0.27 * n_items + 2.0))
     axes = fig.subplots(1, len(backends), sharey=True, squeeze=False)[0]
     image = None
     for ax, backend in zip(axes, backends):
@@ -338,10 +391,12 @@ def item_heatmap(table: pd.DataFrame, instrument) -> Figure:
         for side in ax.spines.values():
             side.set_visible(False)
         per_item = part.groupby("item_id").size()
-        ax.set_xlabel(f"{backend}: {_n_answers_text(per_item)} per item", fontsize=9)
+        ax.set_xlabel(wrap_to_width(f"{backend}: {_n_answers_text(per_item)} per item, from "
+                                    f"{respondents_text(part)}", panel_width, 9), fontsize=9)
     cbar = fig.colorbar(image, ax=list(axes), shrink=0.6, pad=0.02)
     cbar.set_label("Share of answers (cell labels in %)", fontsize=9)
-    fig.suptitle(title + "\n(R) = reverse-keyed item; missing = no usable answer", fontsize=11)
+    fig.suptitle(wrap_to_width(title + "\n(R) = reverse-keyed item; missing = no usable answer", fig_width, 11),
+                 fontsize=11)
     return fig
 
 
@@ -375,7 +430,16 @@ def sd_ratio_chart(ratios: pd.DataFrame) -> Figure:
         for y, (inst, sub, group) in enumerate(keys):
             cell = ratios[(ratios["backend_id"] == backend) & (ratios["instrument"] == inst)
                           & (ratios["subscale"] == sub) & (ratios["norm_group"] == group)]
-            if cell.empty or not _finite(cell["sd_ratio"].iloc[0]):
+            if cell.empty:
+                continue
+            if not _finite(cell["sd_ratio"].iloc[0]):
+                # Said on the row, not left blank: e.g. one respondent has no SD.
+                n = cell["n"].iloc[0] if "n" in cell.columns else None
+                why = f" (n = {int(n)})" if _finite(n) else ""
+                ax.annotate(f"{backend}: not estimable{why}", (0, y + offsets[b]), xytext=(6, 0),
+                            textcoords="offset points", va="center", fontsize=8, color=style["color"],
+                            bbox={"facecolor": "white", "edgecolor": "none", "pad": 1}, zorder=4,
+                            gid=f"sd-ratio-missing:{backend}:{inst}:{sub}:{group}")
                 continue
             r = cell.iloc[0]
             ratio = float(r["sd_ratio"])
@@ -408,8 +472,9 @@ def sd_ratio_chart(ratios: pd.DataFrame) -> Figure:
     if any_collapsed:
         handles.append(Line2D([], [], ls="none", marker="o", color=NORM_COLOUR, markerfacecolor="white",
                               label="collapsed (hollow)"))
-    fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 4), fontsize=9, frameon=False)
-    fig.suptitle(title, fontsize=12)
+    fig.legend(handles=handles, loc="outside lower center", frameon=False, fontsize=9,
+               ncol=_legend_columns([h.get_label() for h in handles], 7, 9, 4))
+    fig.suptitle(wrap_to_width(title, 7, 12), fontsize=12)
     return fig
 
 

@@ -28,7 +28,7 @@ from engine.kinds import instruments_with
 from engine.run import open_run_dir
 from engine.yamlfile import load_yaml
 
-from . import effects, fidelity, human, norms, plots, reliability, validity
+from . import apa, effects, fidelity, human, methods, norms, plots, reliability, validity
 from .kinds import ReportInput, report_kinds
 from .scores import human_scores, persona_columns, score_all_kinds
 
@@ -94,8 +94,9 @@ def norm_section(scores: pd.DataFrame, instruments: Mapping[str, Instrument], ch
                 section.figures.append((f"{inst_id} {sub}: cohort scores over the norm distribution",
                                         plots.distribution_plot(scores, comp, inst_id, sub)))
     if not matching.empty:
-        section.tables.append(("Norm group matching (respondents per group of each norm sample; "
-                               "'pooled': matched no group, compared with the whole-sample norm)", matching))
+        section.tables.append(("Norm group matching (respondents per group of each norm sample; those matching "
+                               "no group are compared with the sample's whole-sample group, or 'pooled' when psyq "
+                               "pools the groups)", matching))
     compared = set() if comp.empty else set(zip(comp["instrument"], comp["norm_sample"]))
     chosen = norms.chosen_samples(instruments, choice)
     notes = []
@@ -245,8 +246,10 @@ def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] 
         rel.tables.append(("Internal consistency (keyed items, first repeat)", rel_table))
     for row in rel_table.itertuples():
         if isinstance(row.alpha, float) and not math.isnan(row.alpha):
-            rel.readings.append(f"{row.instrument} {row.subscale}: Cronbach's α = {row.alpha:.2f} "
-                                f"(95 % CI {row.alpha_low:.2f} to {row.alpha_high:.2f}), ω = {row.omega:.2f}.")
+            omega = (f"ω = {apa.fmt_r(row.omega)}" if isinstance(row.omega, float) and not math.isnan(row.omega)
+                     else f"ω not estimable{': ' + row.note.split(': ', 1)[-1] if row.note else ''}")
+            rel.readings.append(f"{row.instrument} {row.subscale}: Cronbach's α = {apa.fmt_r(row.alpha)} "
+                                f"(95 % CI {apa.fmt_r(row.alpha_low)} to {apa.fmt_r(row.alpha_high)}), {omega}.")
         else:
             rel.readings.append(f"{row.instrument} {row.subscale}: {row.note or 'α not estimable'}.")
     if table["repeat"].nunique() > 1 and not scores.empty:
@@ -467,11 +470,39 @@ def fidelity_readings(diag: Mapping[str, pd.DataFrame]) -> list[str]:
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
 h1{font-size:1.6em}h2{border-bottom:2px solid #ddd;padding-bottom:.2em;margin-top:2em}
-table{border-collapse:collapse;font-size:.85em;margin:.6em 0 1.2em;display:block;overflow-x:auto}
-th,td{border:1px solid #ddd;padding:3px 7px;text-align:right}th{background:#f4f4f4}
+table{border-collapse:collapse;font-size:.85em;margin:.3em 0 .4em}
+th,td{border:1px solid #ddd;padding:3px 7px;text-align:right;overflow-wrap:break-word}th{background:#f4f4f4}
 td:first-child,th:first-child{text-align:left}.reading{background:#f6f8fa;border-left:4px solid #4a7ab5;padding:.4em .8em;margin:.3em 0}
-figure{margin:1em 0}figcaption{font-size:.85em;color:#555}img{max-width:100%}.note{font-size:.8em;color:#555}
+figure{margin:1em 0}figcaption{font-size:.85em;color:#555}img{max-width:100%;height:auto}.note{font-size:.8em;color:#555}
 nav a{margin-right:1em}
+.apa-table{margin:1.4em 0}
+.table-number{font-weight:bold;margin:0}.table-title{font-style:italic;margin:.1em 0 .3em}
+table.apa{border:none;border-top:2px solid #222;border-bottom:2px solid #222;max-width:100%}
+table.apa th{background:none;border:none;border-bottom:1px solid #222;vertical-align:bottom}
+table.apa td{border:none;vertical-align:top;text-align:left;overflow-wrap:break-word}table.apa th{text-align:left}
+.methods h2{margin-top:.2em}
+.table-note{font-size:.85em;margin:.2em 0}
+details.full{font-size:.85em;margin:.2em 0 1em}details.full summary{cursor:pointer;color:#4a7ab5}
+details.full .wide{overflow-x:auto;max-width:100%}details.full table{font-size:.85em}
+.methods{border:1px solid #4a7ab5;background:#fbfcfe;padding:.6em 1em;margin:1em 0}
+.methods textarea{width:100%;box-sizing:border-box;min-height:14em;font:inherit;font-size:.95em;line-height:1.4;border:1px solid #ccc;padding:.5em}
+.methods .methods-print{display:none}
+@page{size:A4;margin:16mm 14mm}
+@media print{
+ body{max-width:none;margin:0;padding:0;font-size:10pt}
+ nav,.no-print,.methods textarea,.methods button{display:none}
+ details.full summary{list-style:none;color:#555}
+ .methods .methods-print{display:block;white-space:pre-wrap}
+ h2{break-before:page;page-break-before:always}
+ h2.first{break-before:avoid;page-break-before:avoid}
+ h2,h3,.table-number,.table-title{break-after:avoid;page-break-after:avoid}
+ table{font-size:8.5pt;width:auto;max-width:100%}
+ thead{display:table-header-group}tr,img,figure{break-inside:avoid;page-break-inside:avoid}
+ img{max-width:100%;max-height:24cm;object-fit:contain}
+ details.full .wide{overflow:visible}details.full table{font-size:6.5pt}
+ .reading{background:none;border-left:2px solid #888}
+ a{color:inherit;text-decoration:none}
+}
 """
 
 
@@ -483,19 +514,78 @@ def _round(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def render_html(manifest: Mapping[str, Any], sections: list[Section]) -> str:
-    """The whole report as one HTML document (figures inline)."""
-    parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>psyq report: "
+TABLE_DIR = "report_tables"
+"""Folder (next to report.html) of the full tables as CSV files, one per numbered table."""
+
+
+def table_files(sections: list[Section]) -> list[str]:
+    """The CSV file of every table, in the order the tables are numbered (Table 1, 2, ...),
+    relative to the report: ``report_tables/table01_run.csv`` and so on.
+
+    Example:
+        >>> table_files([Section("Study", tables=[("Run", pd.DataFrame())])])
+        ['report_tables/table01_run.csv']
+    """
+    names = []
+    for caption, _ in (t for s in sections for t in s.tables):
+        slug = "".join(c if c.isalnum() else "_" for c in caption.lower().split("(")[0].strip())[:40].strip("_")
+        names.append(f"{TABLE_DIR}/table{len(names) + 1:02d}_{slug or 'table'}.csv")
+    return names
+
+
+def _full_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """The table with every column, its index a column when it carries labels (as written to CSV)."""
+    return frame.reset_index() if not isinstance(frame.index, pd.RangeIndex) else frame
+
+
+def _html_table(number: int, caption: str, frame: pd.DataFrame, csv_name: str) -> str:
+    """One numbered table: number and title above, the APA view, notes below, and the full table
+    behind a collapsible section with a link to its CSV file."""
+    view = apa.apa_table(frame)
+    full = _full_frame(frame)
+    body = view.frame.to_html(index=False, border=0, na_rep="", classes="apa", escape=True)
+    note = ("<p class='table-note'><i>Note.</i> " + html.escape(" ".join(view.notes)) + "</p>") if view.notes else ""
+    wide = _round(full).to_html(index=False, border=0, na_rep="")
+    return (f"<div class='apa-table'><p class='table-number'>Table {number}</p>"
+            f"<p class='table-title'>{html.escape(caption)}</p>{body}{note}"
+            f"<details class='full'><summary>Full table: {len(full)} rows × {len(full.columns)} columns "
+            f"(<a class='csv' href='{html.escape(csv_name)}'>{html.escape(csv_name)}</a>)</summary>"
+            f"<div class='wide'>{wide}</div></details></div>")
+
+
+def _methods_html(methods: str) -> str:
+    """The generated methods paragraph in a box the researcher can copy and edit."""
+    text = html.escape(methods)
+    return ("<section class='methods' id='methods'><h2 class='first'>Methods (generated: paste and edit)</h2>"
+            "<p class='note no-print'>Written from the run's manifest, study, instruments and answers; "
+            "[fill in] marks what the run does not record. Also saved as methods.md.</p>"
+            f"<textarea id='methods-text' readonly aria-label='Methods paragraph'>{text}</textarea>"
+            f"<div class='methods-print'>{text}</div>"
+            "<button type='button' class='no-print' onclick=\"navigator.clipboard.writeText("
+            "document.getElementById('methods-text').value)\">Copy</button></section>")
+
+
+def render_html(manifest: Mapping[str, Any], sections: list[Section], *, methods: str | None = None) -> str:
+    """The whole report as one HTML document (figures inline): the methods paragraph (when given)
+    first, then every section; tables numbered, in APA style, with the full table behind a
+    collapsible section linking to its CSV file (see :func:`table_files`)."""
+    parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+             f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>psyq report: "
              f"{html.escape(manifest['study'])}</title><style>{CSS}</style></head><body>",
              f"<h1>psyq report: {html.escape(manifest['study'])} <small>(run {html.escape(manifest['run_id'])})</small></h1>",
-             "<nav>" + "".join(f"<a href='#s{i}'>{html.escape(s.title)}</a>" for i, s in enumerate(sections)) + "</nav>"]
+             "<nav>" + ("<a href='#methods'>Methods</a>" if methods else "")
+             + "".join(f"<a href='#s{i}'>{html.escape(s.title)}</a>" for i, s in enumerate(sections)) + "</nav>"]
+    if methods:
+        parts.append(_methods_html(methods))
+    files = iter(table_files(sections))
+    number = 0
     for i, section in enumerate(sections):
-        parts.append(f"<h2 id='s{i}'>{html.escape(section.title)}</h2>")
+        first = " class='first'" if i == 0 and not methods else ""
+        parts.append(f"<h2 id='s{i}'{first}>{html.escape(section.title)}</h2>")
         parts.extend(f"<p class='reading'>{html.escape(r)}</p>" for r in section.readings)
         for caption, frame in section.tables:
-            parts.append(f"<h3>{html.escape(caption)}</h3>")
-            parts.append(_round(frame).to_html(index=frame.index.name is not None or not isinstance(frame.index, pd.RangeIndex),
-                                              border=0, na_rep=""))
+            number += 1
+            parts.append(_html_table(number, caption, frame, next(files)))
         for caption, fig in section.figures:
             parts.append(f"<figure><img alt='{html.escape(caption)}' src='{plots.figure_to_data_uri(fig)}'>"
                          f"<figcaption>{html.escape(caption)}</figcaption></figure>")
@@ -513,14 +603,24 @@ def _md_table(frame: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def render_markdown(manifest: Mapping[str, Any], sections: list[Section]) -> str:
-    """A Markdown summary: the readings and the tables (no figures)."""
+def render_markdown(manifest: Mapping[str, Any], sections: list[Section], *, methods: str | None = None) -> str:
+    """A Markdown summary: the methods paragraph (when given), the readings and the numbered
+    tables in APA style with their notes and the CSV file of the full table (no figures)."""
     out = [f"# psyq report: {manifest['study']} (run {manifest['run_id']})", ""]
+    if methods:
+        out += ["## Methods (generated: paste and edit)", "", methods, ""]
+    files = iter(table_files(sections))
+    number = 0
     for section in sections:
         out += [f"## {section.title}", ""]
         out += [f"- {r}" for r in section.readings] + [""]
         for caption, frame in section.tables:
-            out += [f"**{caption}**", "", _md_table(frame), ""]
+            number += 1
+            view = apa.apa_table(frame)
+            out += [f"**Table {number}**", "", f"*{caption}*", "", _md_table(view.frame), ""]
+            if view.notes:
+                out += ["*Note.* " + " ".join(view.notes), ""]
+            out += [f"Full table: [{(name := next(files))}]({name})", ""]
         if section.note:
             out += [f"_{section.note}_", ""]
     return "\n".join(out)
@@ -542,7 +642,20 @@ def write_report(run_path: str | Path, out_dir: str | Path | None = None, *,
                                         human_keyed=human_keyed)
     out = Path(out_dir or run_path)
     out.mkdir(parents=True, exist_ok=True)
+    text = methods_text(run_path)
+    (out / TABLE_DIR).mkdir(exist_ok=True)
+    for name, (_, frame) in zip(table_files(sections), (t for s in sections for t in s.tables)):
+        _full_frame(frame).to_csv(out / name, index=False)
     html_path, md_path = out / "report.html", out / "report.md"
-    html_path.write_text(render_html(manifest, sections), encoding="utf-8")
-    md_path.write_text(render_markdown(manifest, sections), encoding="utf-8")
+    html_path.write_text(render_html(manifest, sections, methods=text), encoding="utf-8")
+    md_path.write_text(render_markdown(manifest, sections, methods=text), encoding="utf-8")
+    (out / "methods.md").write_text(text + "\n", encoding="utf-8")
     return html_path, md_path
+
+
+def methods_text(run_path: str | Path) -> str:
+    """The methods paragraph of a run (:func:`analysis.methods.methods_paragraph`), from its
+    manifest, copied study and instruments, cohort file (when it is still where the run read it,
+    unchanged) and answers."""
+    run = open_run_dir(run_path)
+    return methods.methods_paragraph(methods.run_facts(run))

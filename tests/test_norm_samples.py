@@ -49,8 +49,10 @@ def test_every_sample_is_compared_and_named(iri):
     table = compare_with_norms(cohort_scores("gender"), {"iri": iri})
     # Samples in the instrument's order (briganti2018 first), groups in each sample's order.
     assert table[["norm_sample", "norm_group", "n"]].values.tolist() == [
-        ["briganti2018", "women", 3], ["briganti2018", "men", 3], ["briganti2018", POOLED, 1],
+        ["briganti2018", "women", 3], ["briganti2018", "men", 3], ["briganti2018", "all", 1],
         ["davis1980", "men", 3], ["davis1980", "women", 3], ["davis1980", POOLED, 1]]
+    # briganti2018's whole-sample group is written `id: all` (no `where`) in iri.yaml: the row keeps
+    # that id; davis1980 publishes no whole-sample group, so psyq pools its groups ("pooled").
     assert table["norm_verified"].tolist() == ["raw-data"] * 3 + ["unverified"] * 3
     for row in table.itertuples():
         assert row.norm_sample in row.reading
@@ -102,23 +104,27 @@ def test_verification_flags():
 def test_group_matching_counts_and_warns_when_the_cohort_says_sex(iri):
     matching = group_matching(cohort_scores("sex"), {"iri": iri})
     # The cohort has `sex`, the norms match on `gender`: nobody of the seven matches a group.
-    pooled = matching[matching["norm_group"] == POOLED]
+    # The unmatched rows: briganti2018's is its whole-sample group as iri.yaml names it ("all"),
+    # davis1980's the pool psyq derives from its groups.
+    pooled = matching[matching["where"].str.startswith("matched no group")]
+    assert pooled["norm_group"].tolist() == ["all", POOLED]
     assert pooled["n_respondents"].tolist() == [7, 7] and pooled["of_respondents"].tolist() == [7, 7]
     assert set(matching["matches_on"]) == {"gender"}
-    assert matching.loc[matching["norm_group"] != POOLED, "n_respondents"].eq(0).all()
+    assert matching.loc[~matching.index.isin(pooled.index), "n_respondents"].eq(0).all()
     warnings = matching_warnings(matching)
     assert warnings[0] == ("iri norm sample briganti2018 matches on gender; the cohort has sex, age: 0 of 7 "
-                           "respondents matched a group and 7 were compared with the pooled norm.")
+                           "respondents matched a group and 7 were compared with the whole-sample norm (all).")
+    assert warnings[1].endswith("7 were compared with the pooled norm.")
     assert len(warnings) == 2
 
 
 def test_group_matching_with_gender(iri):
     matching = group_matching(cohort_scores("gender"), {"iri": iri}, samples=["briganti2018"])
-    assert matching[["norm_group", "n_respondents"]].values.tolist() == [["women", 3], ["men", 3], [POOLED, 1]]
+    assert matching[["norm_group", "n_respondents"]].values.tolist() == [["women", 3], ["men", 3], ["all", 1]]
     assert matching.iloc[0]["where"] == "gender = female or woman or F"
     assert matching_warnings(matching) == [
         "iri norm sample briganti2018 matches on gender; the cohort has gender, age: 6 of 7 respondents "
-        "matched a group and 1 was compared with the pooled norm."]
+        "matched a group and 1 was compared with the whole-sample norm (all)."]
 
 
 def test_where_lists_and_ranges(iri):

@@ -51,7 +51,8 @@ def make_comparison(backends=("gpt", "llama")) -> pd.DataFrame:
 
 def all_text(fig: Figure) -> str:
     texts = [t.get_text() for t in fig.findobj(lambda a: hasattr(a, "get_text"))]
-    return " ".join(texts)
+    # Titles are wrapped to the figure's width: compare text with line breaks read as spaces.
+    return " ".join(" ".join(texts).split())
 
 
 def errorbars(fig: Figure) -> list[ErrorbarContainer]:
@@ -146,7 +147,8 @@ def test_distribution_plot_histograms_and_norm_curves():
         heights, edges = np.histogram(values, bins=np.arange(values.min() - 0.5, values.max() + 1.5), density=True)
         assert (heights * np.diff(edges)).sum() == pytest.approx(1.0)
     legend = " ".join(t.get_text() for t in fig.legends[0].get_texts())
-    assert "gpt cohort (n = 19, 1 missing)" in legend
+    # Respondent p3 has no score: 19 of the 20 respondents (one repeat each) are drawn.
+    assert "gpt cohort (n = 19 respondents; 1 score missing)" in legend
     assert "N(16.78, 4.72²), n = 579" in legend
 
 

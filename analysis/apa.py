@@ -1,0 +1,390 @@
+"""Tables as a results section prints them (APA 7th edition style): few columns, formatted numbers.
+
+The analysis modules return wide tables with every column a reader might want to recompute
+from; :func:`apa_table` picks the columns a paper shows for the tables it knows (norm comparison,
+missing answers by status, reliability, test–retest ICC, regression, SD ratios, norm group
+matching) and formats every number: two decimals, no leading zero for quantities that cannot
+exceed 1 (p, r, α, ω, ICC), ``< .001`` for small p, CIs in brackets, ``—`` for a value that is
+not estimable. Columns holding one value in every row move into the table's note. The full
+table is kept by the report (behind a collapsible section and as CSV); nothing here computes.
+
+Example:
+    >>> fmt_p(0.0004), fmt_p(0.0376), fmt_r(-0.456), fmt_num(2.0), fmt_ci(-0.4, 1.15)
+    ('< .001', '.038', '−.46', '2.00', '[−0.40, 1.15]')
+
+References:
+    American Psychological Association (2020). *Publication Manual of the American Psychological
+    Association* (7th ed.), sections 6.36 (decimal places, leading zeros), 7.21 (table notes).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import pandas as pd
+
+MINUS = "\u2212"
+DASH = "\u2014"
+"""Shown for a value that is not estimable; the note says so."""
+
+
+@dataclass
+class ApaTable:
+    """A table ready to print: `frame` holds text only; `notes` are sentences for below it."""
+
+    frame: pd.DataFrame
+    notes: list[str]
+
+
+def _missing(x: Any) -> bool:
+    try:
+        return x is None or x is pd.NA or (isinstance(x, float) and math.isnan(x)) or bool(pd.isna(x))
+    except (TypeError, ValueError):
+        return False
+
+
+def _truthy(x: Any) -> bool:
+    return False if _missing(x) else bool(x)
+
+
+def fmt_num(x: Any, digits: int = 2) -> str:
+    """A number with `digits` decimals and a true minus sign; ``—`` when missing.
+
+    Example
+    -------
+    >>> fmt_num(-1.234), fmt_num(3), fmt_num(float("nan"))
+    ('−1.23', '3.00', '—')
+    """
+    if _missing(x):
+        return DASH
+    text = f"{float(x):.{digits}f}"
+    if float(text) == 0:
+        text = f"{0:.{digits}f}"          # no "−0.00"
+    return text.replace("-", MINUS)
+
+
+def fmt_r(x: Any, digits: int = 2) -> str:
+    """A quantity bounded by ±1 (r, α, ω, ICC): no leading zero.
+
+    Example
+    -------
+    >>> fmt_r(0.847), fmt_r(-0.05), fmt_r(1.0)
+    ('.85', '−.05', '1.00')
+    """
+    text = fmt_num(x, digits)
+    return text.replace("0.", ".", 1) if text.lstrip(MINUS).startswith("0.") else text
+
+
+def fmt_p(p: Any) -> str:
+    """A p value: three decimals without the leading zero, ``< .001`` below .001.
+
+    Example
+    -------
+    >>> fmt_p(0.04999), fmt_p(0.00099), fmt_p(1.0)
+    ('.050', '< .001', '1.000')
+    """
+    if _missing(p):
+        return DASH
+    if float(p) < 0.001:
+        return "< .001"
+    text = f"{float(p):.3f}"
+    return text[1:] if text.startswith("0") else text
+
+
+def fmt_ci(low: Any, high: Any, fmt: Callable[[Any], str] = fmt_num) -> str:
+    """A confidence interval in brackets, ``[low, high]``; ``—`` when either end is missing.
+
+    Example
+    -------
+    >>> fmt_ci(0.012, 1.6), fmt_ci(0.1, 0.9, fmt_r)
+    ('[0.01, 1.60]', '[.10, .90]')
+    """
+    if _missing(low) or _missing(high):
+        return DASH
+    return f"[{fmt(low)}, {fmt(high)}]"
+
+
+def fmt_int(x: Any) -> str:
+    """A count (thousands separated by a comma); ``—`` when missing."""
+    return DASH if _missing(x) else f"{int(x):,}"
+
+
+def fmt_pct(x: Any) -> str:
+    """A share as a percentage with one decimal."""
+    return DASH if _missing(x) else f"{100 * float(x):.1f}"
+
+
+def _m_sd(m: Any, sd: Any) -> str:
+    return f"{fmt_num(m)} ({fmt_num(sd)})" if not _missing(m) else DASH
+
+
+def _constant_notes(frame: pd.DataFrame, columns: dict[str, str]) -> tuple[list[str], list[str]]:
+    """Of the `columns` (name -> label), those holding one value in every row: their labels and
+    values go to the note ("Backend: local.") and they leave the table."""
+    dropped, notes = [], []
+    if len(frame) < 2:
+        return dropped, notes
+    for col, label in columns.items():
+        if col in frame.columns and frame[col].nunique(dropna=False) == 1:
+            dropped.append(col)
+            notes.append(f"{label}: {frame[col].iloc[0]}.")
+    return dropped, notes
+
+
+def _assemble(frame: pd.DataFrame, columns: dict[str, Callable[[pd.Series], Any]], context: dict[str, str],
+              notes: list[str]) -> ApaTable:
+    """Build the printed table from `columns` (label -> function of a row), with the `context`
+    columns (name -> label) shown only where they vary."""
+    dropped, head_notes = _constant_notes(frame, context)
+    shown = {label: (lambda r, c=col: str(r[c])) for col, label in context.items()
+             if col in frame.columns and col not in dropped}
+    shown.update(columns)
+    rows = [{label: _keep_together(fn(row)) for label, fn in shown.items()} for _, row in frame.iterrows()]
+    return ApaTable(pd.DataFrame(rows, columns=list(shown)), head_notes + notes)
+
+
+NBSP = "\u00a0"
+SHORT = 28
+"""Cells up to this many characters (a statistic with its CI) are kept on one line."""
+
+
+def _keep_together(text: str) -> str:
+    """A short cell with non-breaking spaces, so "0.35 [−0.45, 1.15]" never breaks inside; longer
+    text keeps its spaces and wraps."""
+    return text.replace(" ", NBSP) if len(text) <= SHORT else text
+
+
+# --- the tables psyq's report shows -------------------------------------------------------------
+
+
+def norm_comparison(comp: pd.DataFrame) -> ApaTable:
+    """The norm comparison (:func:`analysis.norms.compare_with_norms`): subscale, norm group,
+    n, M (SD) of the cohort and of the norm, Welch t(df), adjusted p, Hedges' g [95 % CI] and
+    the TOST verdict.
+
+    Example
+    -------
+    >>> norm_comparison(comp).frame.columns.tolist()        # doctest: +SKIP
+    ['Subscale', 'Norm group', 'n', 'M (SD)', 'Norm M (SD)', 't (df)', 'p (adj.)', 'g [95 % CI]', 'Equivalence']
+    """
+    def group(r: pd.Series) -> str:
+        flag = {"unverified": " (unverified)", "secondary-source": " (secondary source)"}.get(
+            str(r.get("norm_verified")), "")
+        derived = "\u2020" if _truthy(r.get("norm_derived")) else ""
+        return f"{r['norm_sample']}: {r['norm_group']}{derived}{flag}"
+
+    def t_df(r: pd.Series) -> str:
+        return DASH if _missing(r["t"]) else f"{fmt_num(r['t'])} ({fmt_num(r['df'], 1)})"
+
+    def verdict(r: pd.Series) -> str:
+        if _missing(r["equivalent"]):
+            return DASH
+        return "equivalent" if bool(r["equivalent"]) else f"not shown (p {fmt_p(r['tost_p'])})"
+
+    columns = {"Norm group": group, "n": lambda r: fmt_int(r["n"]),
+               "M (SD)": lambda r: _m_sd(r["mean"], r["sd"]),
+               "Norm M (SD)": lambda r: _m_sd(r["norm_mean"], r["norm_sd"]),
+               "Norm n": lambda r: fmt_int(r["norm_n"]),
+               "t (df)": t_df, "p (adj.)": lambda r: fmt_p(r["p_adj"]),
+               "g [95 % CI]": lambda r: DASH if _missing(r["g"]) else f"{fmt_num(r['g'])} {fmt_ci(r['g_low'], r['g_high'])}",
+               "Equivalence": verdict}
+    notes = ["n = respondents (each respondent's score averaged over repeats). M (SD): cohort; Norm M (SD): "
+             "the human norm on the same metric. t: Welch's test with Welch–Satterthwaite df; p adjusted for "
+             "multiplicity over all rows; g: Hedges' g, positive = cohort above the norm. Equivalence: TOST "
+             f"within the equivalence bound given in the caption. {DASH} = not estimable (fewer than two respondents)."]
+    if "norm_derived" in comp.columns and comp["norm_derived"].map(_truthy).any():
+        notes.append("\u2020 Whole-sample norm pooled by psyq from the published groups.")
+    return _assemble(comp, {"Subscale": lambda r: str(r["subscale"])} | columns,
+                     {"backend_id": "Backend", "instrument": "Instrument"}, notes)
+
+
+def answers_by_status(missing: pd.DataFrame) -> ApaTable:
+    """Missing answers (:func:`analysis.fidelity.missingness`) in long format: one row per backend ×
+    instrument × status that occurs, with the number and share of answers.
+
+    Example
+    -------
+    >>> answers_by_status(missingness(table)).frame.columns.tolist()    # doctest: +SKIP
+    ['Status', 'Answers', '%']
+    """
+    # disclaimer_n counts answered answers with disclaimer language: not a status of its own.
+    statuses = [c[:-2] for c in missing.columns if c.endswith("_n") and c not in ("n_answers", "disclaimer_n")]
+    rows = []
+    for _, r in missing.iterrows():
+        for status in statuses:
+            if int(r[f"{status}_n"]) > 0:
+                rows.append({"backend_id": r["backend_id"], "instrument": r["instrument"],
+                             "status": status.replace("_", " "), "n": int(r[f"{status}_n"]),
+                             "share": r[f"{status}_rate"], "of": int(r["n_answers"])})
+    long = pd.DataFrame(rows, columns=["backend_id", "instrument", "status", "n", "share", "of"])
+    never = [s.replace("_", " ") for s in statuses if not long["status"].eq(s.replace("_", " ")).any()]
+    notes = ["Answers are item answers (a respondent gives one per item and repeat), not respondents. "
+             "Only the statuses that occur are listed."]
+    if never:
+        notes.append("No answer had the status " + ", ".join(never) + ".")
+    if "disclaimer_n" in missing.columns and missing["disclaimer_n"].sum() > 0:
+        notes.append("Answered, but with refusal or AI-disclaimer language: " + "; ".join(
+            f"{r['backend_id']} {r['instrument']} {fmt_int(r['disclaimer_n'])} ({fmt_pct(r['disclaimer_rate'])} %)"
+            for _, r in missing.iterrows()) + ".")
+    if "mean_reasks" in missing.columns:
+        notes.append("Mean re-asks per answer: " + "; ".join(
+            f"{r['backend_id']} {r['instrument']} {fmt_num(r['mean_reasks'])}" for _, r in missing.iterrows()) + ".")
+    return _assemble(long, {"Status": lambda r: r["status"], "Answers": lambda r: f"{fmt_int(r['n'])} of {fmt_int(r['of'])}",
+                            "%": lambda r: fmt_pct(r["share"])},
+                     {"backend_id": "Backend", "instrument": "Instrument"}, notes)
+
+
+def internal_consistency(rel: pd.DataFrame) -> ApaTable:
+    """Cronbach's α with its 95 % CI and McDonald's ω per subscale."""
+    notes = ["n = respondents (first repeat); k = items. " + DASH + " = not estimable (see the remark)."]
+    return _assemble(rel, {"Subscale": lambda r: str(r["subscale"]), "n": lambda r: fmt_int(r["n"]),
+                           "k": lambda r: fmt_int(r["k"]),
+                           "α [95 % CI]": lambda r: DASH if _missing(r["alpha"]) else
+                           f"{fmt_r(r['alpha'])} {fmt_ci(r['alpha_low'], r['alpha_high'], fmt_r)}",
+                           "ω": lambda r: fmt_r(r["omega"]), "Remark": lambda r: "" if _missing(r["note"]) else str(r["note"])},
+                     {"instrument": "Instrument"}, notes)
+
+
+def retest_icc(icc: pd.DataFrame) -> ApaTable:
+    """Test–retest ICCs: type, ICC [95 % CI], F(df1, df2), p."""
+    def f_test(r: pd.Series) -> str:
+        return DASH if _missing(r["f"]) else f"F({fmt_num(r['df1'], 0)}, {fmt_num(r['df2'], 0)}) = {fmt_num(r['f'])}"
+    return _assemble(icc, {"Type": lambda r: str(r["type"]),
+                           "ICC [95 % CI]": lambda r: DASH if _missing(r["icc"]) else
+                           f"{fmt_r(r['icc'])} {fmt_ci(r['ci_low'], r['ci_high'], fmt_r)}",
+                           "F test": f_test, "p": lambda r: fmt_p(r["p"]), "n": lambda r: fmt_int(r["n"]),
+                           "Repeats": lambda r: fmt_int(r["k"])},
+                     {"instrument": "Instrument", "subscale": "Subscale"},
+                     ["n = respondents; Repeats = administrations per respondent. " + DASH + " = not estimable."])
+
+
+def regression(fx: pd.DataFrame) -> ApaTable:
+    """Regression coefficients: term, b [95 % CI], SE, p."""
+    return _assemble(fx, {"Subscale": lambda r: str(r["subscale"]), "Term": lambda r: str(r["term"]),
+                          "b [95 % CI]": lambda r: DASH if _missing(r["estimate"]) else
+                          f"{fmt_num(r['estimate'])} {fmt_ci(r['ci_low'], r['ci_high'])}",
+                          "SE": lambda r: fmt_num(r["se"]), "p": lambda r: fmt_p(r["p"]),
+                          "n": lambda r: fmt_int(r["n"])},
+                     {"instrument": "Instrument", "model": "Model"},
+                     ["b: difference in subscale points (categorical terms against their reference level). "
+                      f"n = respondents. {DASH} = not estimable."])
+
+
+def sd_ratio(ratios: pd.DataFrame) -> ApaTable:
+    """Cohort SD relative to the norm SD with its 95 % CI."""
+    return _assemble(ratios, {"Subscale": lambda r: str(r["subscale"]),
+                              "Norm group": lambda r: f"{r['norm_sample']}: {r['norm_group']}",
+                              "n": lambda r: fmt_int(r["n"]), "SD": lambda r: fmt_num(r["sd"]),
+                              "Norm SD": lambda r: fmt_num(r["norm_sd"]),
+                              "Ratio [95 % CI]": lambda r: f"{fmt_num(r['sd_ratio'])} {fmt_ci(r['ci_low'], r['ci_high'])}",
+                              "Collapsed": lambda r: "yes" if _truthy(r["collapsed"]) else "no"},
+                     {"backend_id": "Backend", "instrument": "Instrument"},
+                     ["n = respondents. Collapsed: the cohort SD is below half the norm SD (CI excludes 0.5)."])
+
+
+def group_matching(matching: pd.DataFrame) -> ApaTable:
+    """Respondents per norm group: sample, group (as the instrument file names it), condition, n."""
+    notes = []
+    if "matches_on" in matching.columns and len(matching):
+        notes.append("Norm groups match on: " + "; ".join(
+            f"{s} {on or 'nothing'}" for s, on in dict(zip(matching["norm_sample"], matching["matches_on"])).items())
+            + ". Cohort attributes: " + str(matching["cohort_attributes"].iloc[0]) + ".")
+    notes.append("n = respondents. Respondents matching no group are compared with the sample's whole-sample "
+                 "group (named as in the instrument file) or, when it publishes none, with a norm pooled by psyq "
+                 "from its groups (\"pooled\").")
+    return _assemble(matching, {"Norm sample": lambda r: str(r["norm_sample"]), "Group": lambda r: str(r["norm_group"]),
+                                "Condition": lambda r: str(r["where"]),
+                                "n": lambda r: f"{fmt_int(r['n_respondents'])} of {fmt_int(r['of_respondents'])}"},
+                     {"instrument": "Instrument", "norm_verified": "Verified"}, notes)
+
+
+VIEWS: list[tuple[frozenset[str], Callable[[pd.DataFrame], ApaTable]]] = [
+    (frozenset({"norm_mean", "g_low", "tost_p", "p_adj"}), norm_comparison),
+    (frozenset({"n_answers", "answered_n", "answered_rate"}), answers_by_status),
+    (frozenset({"alpha", "alpha_low", "omega"}), internal_consistency),
+    (frozenset({"icc", "df1", "df2", "type"}), retest_icc),
+    (frozenset({"term", "estimate", "se"}), regression),
+    (frozenset({"sd_ratio", "ci_low", "collapsed", "norm_sd"}), sd_ratio),
+    (frozenset({"n_respondents", "of_respondents", "where"}), group_matching),
+]
+"""Which view prints a table, by the columns that identify it (the first that matches)."""
+
+P_COLUMNS = ("p", "p_adj", "tost_p", "p_bf")
+BOUNDED = ("r", "alpha", "omega", "icc", "phi", "ccc", "distinctive_r", "pearson_r", "icc_a1")
+
+
+def _merge_cis(frame: pd.DataFrame) -> dict[str, tuple[str, str]]:
+    """Columns `X_ci_low`, `X_ci_high` belong to `X`; bare `ci_low`, `ci_high` to the column just
+    before `ci_low`. Returns estimate -> (low, high); the CI columns are then shown with it."""
+    cols = [str(c) for c in frame.columns]
+    merged: dict[str, tuple[str, str]] = {}
+    for i, col in enumerate(cols):
+        if not col.endswith("ci_low") or col.replace("ci_low", "ci_high") not in cols:
+            continue
+        high = col.replace("ci_low", "ci_high")
+        estimate = col[: -len("_ci_low")] if col != "ci_low" else (cols[i - 1] if i else "")
+        if estimate in cols and pd.api.types.is_numeric_dtype(frame[estimate]) and estimate not in merged:
+            merged[estimate] = (col, high)
+    return merged
+
+
+def generic(frame: pd.DataFrame) -> ApaTable:
+    """Any other table: numbers formatted (p and bounded quantities without the leading zero,
+    counts as integers, the rest with two decimals), underscores in headers read as spaces; in a
+    table of more than six columns, text columns with one value in every row move to the note.
+
+    Example
+    -------
+    >>> generic(pd.DataFrame({"r": [0.5], "n": [3]})).frame.to_dict("records")
+    [{'r': '.50', 'n': '3'}]
+    """
+    flat = frame
+    if not isinstance(frame.index, pd.RangeIndex):      # a key-value table: the keys are a column
+        flat = frame.reset_index(names=frame.index.name or "Field")
+        flat = flat.rename(columns={"": "Value"})
+    merged = _merge_cis(flat)
+    constant = [c for c in flat.columns if len(flat.columns) > 6 and len(flat) >= 2 and flat[c].dtype == object
+                and flat[c].nunique(dropna=False) == 1]
+    notes = [f"{str(c).replace('_', ' ')}: {flat[c].iloc[0]}." for c in constant]
+    columns: dict[str, Callable[[pd.Series], Any]] = {}
+    hidden = {c for pair in merged.values() for c in pair}
+    for col in flat.columns:
+        if col in constant or col in hidden:
+            continue
+        label = str(col).replace("_", " ")
+        if col in merged:
+            low, high = merged[col]
+            fmt = fmt_r if col in BOUNDED else fmt_num
+            columns[label + " [95 % CI]"] = lambda r, c=col, lo=low, hi=high, f=fmt: (
+                DASH if _missing(r[c]) else f"{f(r[c])} {fmt_ci(r[lo], r[hi], f)}")
+        elif col in P_COLUMNS or str(col).endswith("_p"):
+            columns[label] = lambda r, c=col: fmt_p(r[c])
+        elif pd.api.types.is_bool_dtype(flat[col]):
+            columns[label] = lambda r, c=col: "yes" if r[c] else "no"
+        elif pd.api.types.is_integer_dtype(flat[col]) or (
+                (col == "n" or str(col).startswith("n_")) and pd.api.types.is_numeric_dtype(flat[col])):
+            columns[label] = lambda r, c=col: fmt_int(r[c])
+        elif pd.api.types.is_float_dtype(flat[col]):
+            fmt = fmt_r if col in BOUNDED else fmt_num
+            columns[label] = lambda r, c=col, f=fmt: f(r[c])
+        else:
+            columns[label] = lambda r, c=col: "" if _missing(r[c]) else str(r[c])
+    rows = [{label: _keep_together(fn(row)) for label, fn in columns.items()} for _, row in flat.iterrows()]
+    return ApaTable(pd.DataFrame(rows, columns=list(columns)), notes)
+
+
+def apa_table(frame: pd.DataFrame) -> ApaTable:
+    """The printed form of a report table: a known view by its columns, else :func:`generic`.
+
+    Example
+    -------
+    >>> apa_table(pd.DataFrame({"subscale": ["EC"], "p": [0.0004]})).frame.iloc[0].str.replace(NBSP, " ").tolist()
+    ['EC', '< .001']
+    """
+    columns = set(map(str, frame.columns))
+    for needed, view in VIEWS:
+        if needed <= columns:
+            return view(frame)
+    return generic(frame)

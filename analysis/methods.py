@@ -1,0 +1,234 @@
+"""A methods paragraph for a run, written from what the run records, for the researcher to paste and edit.
+
+:func:`run_facts` gathers the facts (I/O: the run's manifest, copied study and instruments, its
+answers, and the cohort file when it is still where the run read it and unchanged);
+:func:`methods_paragraph` turns them into text (pure). Nothing is invented: a fact the run does
+not record is left out or marked ``[fill in: ...]``.
+
+Example:
+    >>> text = methods_paragraph(run_facts(open_run_dir("runs/quickstart/b6d972dd3d0f")))  # doctest: +SKIP
+    >>> text.startswith("Responses were generated")                                        # doctest: +SKIP
+    True
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+
+from engine.errors import InputError
+from engine.export import export_table, run_instruments
+from engine.instrument import Instrument
+from engine.run import RunDir
+from engine.yamlfile import load_yaml
+
+from .scores import persona_columns, score_answers
+
+FILL = "[fill in: {}]"
+
+PRESENTATION = {"per_item": "each item was presented in a request of its own, without the earlier items or answers",
+                "whole_instrument": "all items of an instrument were presented in one request"}
+ITEM_ORDER = {"fixed": "in the published order", "shuffled": "in an order shuffled per respondent"}
+OPTION_ORDER = {"as_written": "the response options were shown as written",
+                "reversed": "the response options were shown in reversed order",
+                "counterbalanced": "the response options were shown as written to half of the respondents "
+                                   "and reversed to the other half (counterbalanced)"}
+ANSWER = {"text": "answers were read from the reply text",
+          "json": "answers were requested and read as JSON",
+          "logprobs": "answers were read from the probabilities the model gave the answer token"}
+LOGPROB_ANSWER = {"sample": "the answer was drawn from that distribution with a seeded random draw",
+                  "most_likely": "the most probable option was taken as the answer"}
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What a methods paragraph may say about a run (all read from the run itself)."""
+
+    manifest: Mapping[str, Any]
+    instruments: Mapping[str, Instrument]
+    respondents: int
+    baseline: bool
+    attributes: list[str]
+    answer_counts: Mapping[str, int]          # status -> item answers (all instruments)
+    scores_total: int = 0                     # subscale scores (respondent × repeat × subscale)
+    scores_prorated: int = 0
+    scores_missing: int = 0
+    cohort_file: Mapping[str, Any] | None = None   # the cohort file as written, when verified
+    repeats_done: int | None = None
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _cohort_file(manifest: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The cohort file the run read, when it is still at its path with the hash the manifest
+    recorded (else None: a changed or moved file cannot say how this run's personas were made)."""
+    for name, digest in (manifest.get("files") or {}).items():
+        path = Path(name)
+        if path.suffix not in (".yaml", ".yml") or not path.is_file() or _sha256(path) != digest:
+            continue
+        try:
+            data = load_yaml(path).data
+        except InputError:
+            continue
+        if isinstance(data, dict) and data.get("psyq") == "cohort/1":
+            return data
+    return None
+
+
+def run_facts(run: RunDir) -> RunFacts:
+    """Gather the facts of a run for :func:`methods_paragraph` (reads the run directory).
+
+    Example:
+        >>> run_facts(open_run_dir("runs/quickstart/b6d972dd3d0f")).respondents  # doctest: +SKIP
+        13
+    """
+    manifest = run.read_manifest()
+    table = export_table(run.path)
+    instruments = run_instruments(run)
+    scores = score_answers(table, instruments)
+    rated = scores.dropna(subset=["subscale"]) if not scores.empty else scores
+    prorated = int(rated["prorated"].fillna(False).astype(bool).sum()) if "prorated" in rated.columns else 0
+    return RunFacts(
+        manifest=manifest, instruments=instruments,
+        respondents=int(table["respondent_id"].nunique()),
+        baseline=bool((table["respondent_id"] == "baseline").any()),
+        attributes=list(persona_columns(table)),
+        answer_counts={str(k): int(v) for k, v in table["status"].value_counts().items()},
+        scores_total=len(rated), scores_prorated=prorated,
+        scores_missing=int(rated["score"].isna().sum()) if len(rated) else 0,
+        cohort_file=_cohort_file(manifest),
+        repeats_done=int(table["repeat"].nunique()) if len(table) else None)
+
+
+def _join(words: list[str]) -> str:
+    if len(words) <= 1:
+        return "".join(words)
+    return ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def _backend_sentence(manifest: Mapping[str, Any]) -> str:
+    parts = []
+    for backend_id, entry in manifest.get("backends", {}).items():
+        identity, config = entry.get("identity", {}), entry.get("config", {})
+        model = identity.get("model") or config.get("model") or FILL.format("model name and version")
+        kind = identity.get("kind") or config.get("kind")
+        settings = []
+        for key, label in (("temperature", "temperature"), ("top_p", "top-p"), ("max_tokens", "maximum tokens")):
+            value = config.get(key)
+            settings.append(f"{label} {value}" if value is not None else f"{label} not set (the server's default)")
+        parts.append(f"{model} (backend '{backend_id}', {kind} interface; {', '.join(settings)})")
+    version = manifest.get("psyq_version")
+    tool = f"psyq {version}" if version else "psyq"
+    commit = manifest.get("git_commit")
+    tool += f" (commit {commit[:12]})" if commit else ""
+    return (f"Responses were generated with {_join(parts) or FILL.format('model')}, administered with {tool} "
+            f"between {manifest.get('started_at') or FILL.format('start date')} and "
+            f"{manifest.get('finished_at') or FILL.format('end date (the run did not finish)')}.")
+
+
+def _cohort_sentence(facts: RunFacts) -> str:
+    personas = facts.respondents - int(facts.baseline)
+    cohort = facts.manifest.get("cohort", {})
+    name = f" '{cohort['id']}'" if cohort.get("id") else ""
+    attrs = f" with the attributes {_join(facts.attributes)}" if facts.attributes else " without attributes"
+    spec = facts.cohort_file
+    if spec and isinstance(spec.get("sample"), dict):
+        sample = spec["sample"]
+        how = (f"drawn by psyq from the cohort file{name} ({sample.get('size')} personas, seed {sample.get('seed')}; "
+               "each attribute drawn independently of the others from the weights or ranges the file gives)")
+    elif spec and spec.get("csv"):
+        how = f"read from a CSV file named in the cohort file{name}"
+    elif spec and spec.get("personas"):
+        how = f"written one by one in the cohort file{name}"
+    else:
+        how = f"from the cohort file{name} {FILL.format('how the personas were constructed')}"
+    text = f"The cohort comprised {personas} simulated persona{'s' if personas != 1 else ''}{attrs}, {how}"
+    if facts.baseline:
+        text += ", plus the model answering as itself with no persona (baseline)"
+    return text + (f"; {facts.respondents} respondents in all." if facts.baseline else ".")
+
+
+def _instrument_sentence(instruments: Mapping[str, Instrument]) -> str:
+    parts = []
+    for inst in instruments.values():
+        items = len(inst.items)
+        subs = len(inst.subscales)
+        source = {"published": "published instrument", "psyq": "written for psyq, not a published instrument",
+                  "user": "materials supplied by the study's authors"}.get(inst.content_source, inst.content_source)
+        refs = "; ".join(inst.citations.values())
+        parts.append(f"{inst.name} ({inst.id}, version {inst.version}; {items} items, {subs} subscale"
+                     f"{'s' if subs != 1 else ''}; {source}; references given in the instrument file: {refs})")
+    return "Instruments: " + ("; ".join(parts) if parts else FILL.format("instruments")) + "."
+
+
+def _protocol_sentence(manifest: Mapping[str, Any], repeats_done: int | None) -> str:
+    protocol = manifest.get("protocol", {})
+    bits = []
+    if protocol.get("presentation") in PRESENTATION:
+        order = ITEM_ORDER.get(protocol.get("item_order"), "")
+        bits.append(PRESENTATION[protocol["presentation"]] + (f", {order}" if order else ""))
+    if protocol.get("option_order") in OPTION_ORDER:
+        bits.append(OPTION_ORDER[protocol["option_order"]])
+    answer = protocol.get("answer")
+    if answer in ANSWER:
+        text = ANSWER[answer]
+        if answer == "logprobs" and protocol.get("logprob_answer") in LOGPROB_ANSWER:
+            text += "; " + LOGPROB_ANSWER[protocol["logprob_answer"]]
+        bits.append(text)
+    if protocol.get("reask_limit") is not None:
+        limit = protocol["reask_limit"]
+        bits.append("an answer that could not be read was not asked again" if limit == 0 else
+                    f"an answer that could not be read was asked again up to {'once' if limit == 1 else f'{limit} times'}")
+    repeats = protocol.get("repeats")
+    if repeats is not None:
+        times = "once" if repeats == 1 else f"{repeats} times (repeats)"
+        bits.append(f"each respondent answered every instrument {times}")
+    seed = protocol.get("seed", manifest.get("seed"))
+    text = "Procedure: " + "; ".join(bits) + "." if bits else "Procedure: " + FILL.format("protocol") + "."
+    if seed is not None:
+        text += f" The study's random seed was {seed}."
+    return text
+
+
+def _exclusion_sentence(facts: RunFacts) -> str:
+    counts = dict(facts.answer_counts)
+    total = sum(counts.values())
+    read = counts.pop("answered", 0)
+    if not total:
+        return "No item answers were recorded."
+    share = f"{100 * read / total:.1f} %"
+    missing = ", ".join(f"{status.replace('_', ' ')} {n}" for status, n in sorted(counts.items(), key=lambda x: -x[1]))
+    text = f"Of {total:,} item answers, {read:,} ({share}) could be read"
+    text += f"; the others were missing ({missing})." if missing else "; none was missing."
+    text += " Missing answers were not imputed"
+    if facts.scores_total:
+        text += (f"; a subscale score was computed when the subscale's minimum number of answered items was met "
+                 f"(prorated when items were missing): {facts.scores_prorated} of {facts.scores_total:,} subscale "
+                 f"scores were prorated and {facts.scores_missing} could not be computed")
+    return text + "."
+
+
+def methods_paragraph(facts: RunFacts) -> str:
+    """The methods paragraph: model and backend with sampling parameters, cohort, instruments with
+    their references, procedure (presentation, order, answer mode, re-asks, repeats, seed) and
+    missing answers. Facts the run does not record are marked ``[fill in: ...]``.
+
+    Example
+    -------
+    >>> facts = RunFacts(manifest={"backends": {}, "protocol": {"repeats": 2}}, instruments={},
+    ...                  respondents=3, baseline=False, attributes=["age"], answer_counts={"answered": 6})
+    >>> print(methods_paragraph(facts))   # doctest: +NORMALIZE_WHITESPACE
+    Responses were generated with [fill in: model], administered with psyq between [fill in: start date] and
+    [fill in: end date (the run did not finish)]. The cohort comprised 3 simulated personas with the
+    attributes age, from the cohort file [fill in: how the personas were constructed]. Instruments: [fill in:
+    instruments]. Procedure: each respondent answered every instrument 2 times (repeats). Of 6 item answers,
+    6 (100.0 %) could be read; none was missing. Missing answers were not imputed.
+    """
+    return " ".join([_backend_sentence(facts.manifest), _cohort_sentence(facts),
+                     _instrument_sentence(facts.instruments),
+                     _protocol_sentence(facts.manifest, facts.repeats_done), _exclusion_sentence(facts)])

@@ -1,0 +1,247 @@
+"""The report as a results section: APA number formatting, the columns of the printed tables,
+the generated methods paragraph against a real stub run, n counting people, norm groups named as
+written, CSV downloads and the print stylesheet.
+
+Expected strings are worked out by hand from the inputs (each test says how); the methods
+paragraph is checked against counts read directly from the run's SQLite store.
+"""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import json
+import re
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis import apa, methods, plots
+from analysis.norms import COLUMNS as NORM_COLUMNS, compare_with_norms
+from analysis.report import TABLE_DIR, Section, render_html, render_markdown, table_files, write_report
+from engine import open_run_dir
+from engine.instrument import load_instrument
+from runs_helper import make_mini_run
+
+ROOT = Path(__file__).resolve().parents[1]
+M = "\u2212"                      # the minus sign the report prints
+NB = "\u00a0"                     # short cells are kept on one line with non-breaking spaces
+
+
+def plain(text: str) -> str:
+    return text.replace(NB, " ")
+
+
+@pytest.fixture(scope="module")
+def mini_run(tmp_path_factory) -> Path:
+    # 8 personas (gender, age), 2 repeats; the stub refuses item d when its hashed digit is 1.
+    return make_mini_run(tmp_path_factory.mktemp("apa"), n_personas=8, repeats=2)
+
+
+@pytest.mark.parametrize("name", ["analysis.apa", "analysis.methods", "analysis.plots"])
+def test_docstring_examples_run(name):
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0
+
+
+def test_apa_number_formatting():
+    # APA 7th ed.: p to three decimals without the leading zero, "< .001" below .001; bounded
+    # quantities (r, α) without the leading zero; two decimals; a true minus sign.
+    assert apa.fmt_p(0.0004) == "< .001"
+    assert apa.fmt_p(0.001) == ".001"                 # .001 itself is not below .001
+    assert apa.fmt_p(0.04951) == ".050"               # rounds up at the third decimal
+    assert apa.fmt_p(0.5) == ".500" and apa.fmt_p(1.0) == "1.000"
+    assert apa.fmt_p(float("nan")) == apa.DASH
+    assert apa.fmt_r(0.847) == ".85" and apa.fmt_r(-0.456) == f"{M}.46" and apa.fmt_r(1.0) == "1.00"
+    assert apa.fmt_num(2) == "2.00" and apa.fmt_num(-1.005001) == f"{M}1.01"
+    assert apa.fmt_num(-0.004) == "0.00"              # no "−0.00"
+    assert apa.fmt_ci(-0.4512, 1.1534) == f"[{M}0.45, 1.15]"
+    assert apa.fmt_ci(0.1, None) == apa.DASH
+    assert apa.fmt_int(1973) == "1,973"
+
+
+def comparison_rows() -> pd.DataFrame:
+    base = {"backend_id": "b", "instrument": "iri", "subscale": "EC", "norm_sample": "s", "norm_derived": False,
+            "norm_verified": "raw-data", "norm_n": 1135, "norm_mean": 20.54, "norm_sd": 4.29, "diff": 0.0,
+            "sd_ratio": 0.6, "reading": ""}
+    tested = base | {"norm_group": "women", "n": 6, "mean": 18.5, "sd": 2.6583, "t": 1.4523, "df": 5.234,
+                     "p": 0.0001, "p_adj": 0.0004, "g": 0.3512, "g_low": -0.4512, "g_high": 1.1534,
+                     "tost_p": 0.5751, "equivalent": False}
+    single = base | {"norm_group": "all", "n": 1, "mean": 16.0, "sd": np.nan, "t": np.nan, "df": np.nan,
+                     "p": np.nan, "p_adj": np.nan, "g": np.nan, "g_low": np.nan, "g_high": np.nan,
+                     "tost_p": np.nan, "equivalent": pd.NA}
+    return pd.DataFrame([tested, single])
+
+
+def test_norm_table_columns_and_cells():
+    view = apa.apa_table(comparison_rows())
+    # What a results section prints; backend and instrument hold one value, so they go to the note.
+    assert list(view.frame.columns) == ["Subscale", "Norm group", "n", "M (SD)", "Norm M (SD)", "Norm n",
+                                        "t (df)", "p (adj.)", "g [95 % CI]", "Equivalence"]
+    assert "Backend: b." in view.notes and "Instrument: iri." in view.notes
+    first = [plain(x) for x in view.frame.iloc[0]]
+    # By hand: 18.5 (2.6583) → "18.50 (2.66)"; t 1.4523 on 5.234 df → "1.45 (5.2)"; p_adj .0004 →
+    # "< .001"; g .3512 [−.4512, 1.1534] → "0.35 [−0.45, 1.15]"; TOST p .5751, not equivalent.
+    assert first == ["EC", "s: women", "6", "18.50 (2.66)", "20.54 (4.29)", "1,135", "1.45 (5.2)", "< .001",
+                     f"0.35 [{M}0.45, 1.15]", "not shown (p .575)"]
+    # One respondent: nothing estimable is printed as a number; the group keeps its written id.
+    second = [plain(x) for x in view.frame.iloc[1]]
+    assert second[1] == "s: all" and second[3] == f"16.00 ({apa.DASH})"
+    assert second[6:] == [apa.DASH] * 4
+    # With two backends the backend becomes a column again.
+    two = pd.concat([comparison_rows(), comparison_rows().assign(backend_id="c")], ignore_index=True)
+    assert apa.apa_table(two).frame.columns[0] == "Backend"
+
+
+def test_answers_by_status_is_long_and_lists_only_statuses_that_occur(mini_run):
+    from analysis.fidelity import missingness
+    from engine import export_table
+
+    table = export_table(mini_run)
+    wide = missingness(table)
+    view = apa.apa_table(wide)
+    assert list(view.frame.columns) == ["Status", "Answers", "%"]
+    # Counted here directly from the SQLite store, not from the export.
+    with sqlite3.connect(mini_run / "run.sqlite") as db:
+        counts = dict(db.execute("SELECT status, COUNT(*) FROM answers GROUP BY status").fetchall())
+    total = sum(counts.values())
+    assert counts.get("refusal", 0) > 0          # the stub refuses some answers to item d
+    shown = {row["Status"]: plain(row["Answers"]) for _, row in view.frame.iterrows()}
+    assert shown == {s.replace("_", " "): f"{n:,} of {total:,}" for s, n in counts.items()}
+    refusal = view.frame[view.frame["Status"] == "refusal"].iloc[0]
+    assert refusal["%"] == f"{100 * counts['refusal'] / total:.1f}"
+    assert any("No answer had the status" in n and "out of range" in n for n in view.notes)
+
+
+def test_methods_paragraph_states_the_runs_facts(mini_run):
+    facts = methods.run_facts(open_run_dir(mini_run))
+    text = methods.methods_paragraph(facts)
+    manifest = json.loads((mini_run / "manifest.json").read_text())
+    with sqlite3.connect(mini_run / "run.sqlite") as db:
+        counts = dict(db.execute("SELECT status, COUNT(*) FROM answers GROUP BY status").fetchall())
+    total, read = sum(counts.values()), counts["answered"]
+    # Model, backend and sampling parameters as the manifest records them (the study sets none:
+    # temperature is psyq's default, top-p and max tokens are left to the server).
+    temperature = manifest["backends"]["stub"]["config"]["temperature"]
+    assert (f"stub-model (backend 'stub', openai interface; temperature {temperature}, top-p not set (the server's "
+            "default), maximum tokens not set (the server's default))") in text
+    assert f"psyq {manifest['psyq_version']}" in text and manifest["started_at"] in text
+    # Cohort: 8 personas written in the cohort file 'c', no baseline.
+    assert "8 simulated personas with the attributes age and gender, written one by one in the cohort file 'c'" in text
+    assert "baseline" not in text
+    # The instrument with the reference its file gives.
+    assert ("Mini test instrument (mini, version 1; 4 items, 3 subscales; written for psyq, not a published "
+            "instrument; references given in the instrument file: psyq authors (2026). Toy instrument for tests.)") in text
+    # Protocol of runs_helper: text answers, options as written, 2 repeats, seed 1, re-ask limit 2 (default).
+    assert "answers were read from the reply text" in text and "the response options were shown as written" in text
+    assert "every instrument 2 times (repeats)" in text and "random seed was 1." in text
+    assert "asked again up to 2 times" in text
+    # Exclusions, against the store's own counts.
+    assert f"Of {total:,} item answers, {read:,} ({100 * read / total:.1f} %) could be read" in text
+    assert f"refusal {counts['refusal']}" in text
+    # Scores: 8 personas × 2 repeats × 3 subscales = 48. Only item d is ever refused; a refused d
+    # leaves Y (b, c, d; min 2) and Z (a–d; min 3) prorated and X (a, b) whole: 2 per refusal.
+    assert f"{2 * counts['refusal']} of 48 subscale scores were prorated and 0 could not be computed" in text
+    assert "[fill in" not in text                 # everything here is recorded by the run
+
+
+def test_methods_paragraph_marks_what_the_run_does_not_record(mini_run, tmp_path):
+    facts = methods.run_facts(open_run_dir(mini_run))
+    unfinished = dict(facts.manifest) | {"finished_at": None}
+    cohort_path = next(Path(p) for p in facts.manifest["files"] if p.endswith("cohort.yaml"))
+    # A cohort file changed after the run cannot say how the run's personas were made.
+    stale = methods.RunFacts(**{**facts.__dict__, "manifest": unfinished, "cohort_file": None})
+    text = methods.methods_paragraph(stale)
+    assert "[fill in: end date (the run did not finish)]" in text
+    assert "[fill in: how the personas were constructed]" in text
+    original = cohort_path.read_text()
+    try:
+        cohort_path.write_text(original + "\n# edited after the run\n")
+        assert methods.run_facts(open_run_dir(mini_run)).cohort_file is None
+    finally:
+        cohort_path.write_text(original)
+    assert methods.run_facts(open_run_dir(mini_run)).cohort_file is not None
+
+
+def test_histogram_and_heatmap_count_respondents_not_rows():
+    # 3 respondents × 4 repeats = 12 scores: the legend must say 3 respondents, not n = 12.
+    scores = pd.DataFrame({"backend_id": "b", "model": "m", "respondent_id": np.repeat(["a", "b", "c"], 4),
+                           "repeat": np.tile([0, 1, 2, 3], 3), "instrument": "mini", "subscale": "X",
+                           "score": np.arange(12, dtype=float), "n_answered": 2, "n_items": 2})
+    fig = plots.distribution_plot(scores, pd.DataFrame(columns=NORM_COLUMNS), "mini", "X")
+    legend = " ".join(t.get_text() for t in fig.legends[0].get_texts())
+    assert "n = 3 respondents (4 repeats each)" in legend and "n = 12" not in legend
+    inst = load_instrument(ROOT / "tests" / "data" / "mini_1to7.yaml")
+    answers = pd.DataFrame([{"backend_id": "b", "respondent_id": r, "repeat": k, "instrument": "mini",
+                             "item_id": i.id, "value": 1.0, "status": "answered"}
+                            for r in "abc" for k in range(4) for i in inst.items])
+    heat = plots.item_heatmap(answers, inst)
+    label = " ".join(heat.axes[0].get_xlabel().split())
+    assert "12 answers per item, from 3 respondents (4 repeats each)" in label
+    assert plots.respondents_text(answers[answers["respondent_id"] == "a"].iloc[:1]) == "1 respondent"
+
+
+def test_norm_group_keeps_the_id_the_file_writes():
+    iri = load_instrument(ROOT / "instruments" / "iri.yaml")
+    # Three women and one person without a gender: that one matches no group of briganti2018 and
+    # is compared with its whole-sample group, written `id: all` in iri.yaml.
+    scores = pd.DataFrame({"backend_id": "b", "model": "m", "respondent_id": ["w1", "w2", "w3", "x"], "repeat": 0,
+                           "gender": ["female", "female", "female", None], "instrument": "iri", "subscale": "EC",
+                           "score": [20.0, 22.0, 24.0, 18.0], "n_answered": 7, "n_items": 7})
+    comp = compare_with_norms(scores, {"iri": iri}, samples=["briganti2018"])
+    assert comp["norm_group"].tolist() == ["women", "all"]
+    groups = [plain(g) for g in apa.apa_table(comp).frame["Norm group"]]
+    assert groups == ["briganti2018: women", "briganti2018: all"]
+    assert "pooled" not in " ".join(comp["reading"])
+
+
+def test_tables_are_numbered_with_csv_downloads_and_print_css(mini_run, tmp_path):
+    html_path, md_path = write_report(mini_run, tmp_path, warn=lambda m: None)
+    html = html_path.read_text()
+    md = md_path.read_text()
+    # Print stylesheet: no nav, page breaks before sections, header rows repeated, figures scaled.
+    css = html[html.index("<style>"):html.index("</style>")]
+    print_css = css[css.index("@media print"):]
+    assert "nav" in print_css and "display:none" in print_css
+    assert "break-before:page" in print_css and "table-header-group" in print_css
+    assert "img{max-width:100%" in print_css
+    # No table may force sideways scrolling on screen: only the full tables (in <details>) may scroll.
+    assert "display:block;overflow-x:auto" not in css
+    # Tables numbered 1..N in order, each with its CSV written next to the report and linked.
+    numbers = [int(n) for n in re.findall(r"<p class='table-number'>Table (\d+)</p>", html)]
+    assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) >= 5
+    links = re.findall(rf"href='({TABLE_DIR}/[^']+\.csv)'", html)
+    assert len(links) == len(numbers) and all((tmp_path / link).is_file() for link in links)
+    assert html.count("<details class='full'>") == len(numbers)
+    # The CSV keeps every column the APA view leaves out (answers by status: 26 columns, 1 row).
+    status_csv = next(link for link in links if "answers_by_status" in link)
+    full = pd.read_csv(tmp_path / status_csv)
+    assert full.shape == (1, 26) and "out_of_range_rate" in full.columns
+    # The methods paragraph: at the top of the report, in methods.md, in the Markdown summary.
+    text = (tmp_path / "methods.md").read_text().strip()
+    assert html.index("id='methods'") < html.index("<h2 id='s0'")
+    assert text in md and "Responses were generated with stub-model" in text
+    assert f"**Table {len(numbers)}**" in md
+
+
+def test_table_files_are_stable_names():
+    sections = [Section("A", tables=[("Run", pd.DataFrame()), ("Answers by status", pd.DataFrame())]),
+                Section("B", tables=[("Cohort against norms (Welch t)", pd.DataFrame())])]
+    assert table_files(sections) == [f"{TABLE_DIR}/table01_run.csv", f"{TABLE_DIR}/table02_answers_by_status.csv",
+                                     f"{TABLE_DIR}/table03_cohort_against_norms.csv"]
+    manifest = {"study": "s", "run_id": "r"}
+    assert "Table 3" in render_html(manifest, sections) and "**Table 3**" in render_markdown(manifest, sections)
+
+
+def test_sd_ratio_chart_says_which_rows_are_not_estimable():
+    # One respondent has no SD: the row is labelled, not left blank.
+    ratios = pd.DataFrame({"backend_id": "b", "instrument": "iri", "subscale": ["EC", "EC"], "norm_sample": "s",
+                           "norm_group": ["women", "all"], "n": [6, 1], "sd": [2.0, np.nan], "norm_n": 100,
+                           "norm_sd": [4.0, 4.0], "sd_ratio": [0.5, np.nan], "ci_low": [0.3, np.nan],
+                           "ci_high": [1.2, np.nan], "collapsed": [False, False]})
+    fig = plots.sd_ratio_chart(ratios)
+    labels = [t.get_text() for t in fig.axes[0].texts]
+    assert labels == ["b: not estimable (n = 1)"]
