@@ -278,8 +278,11 @@ def sd_ratio(ratios: pd.DataFrame) -> ApaTable:
                               "Norm group": lambda r: f"{r['norm_sample']}: {r['norm_group']}",
                               "n": lambda r: fmt_int(r["n"]), "SD": lambda r: fmt_num(r["sd"]),
                               "Norm SD": lambda r: fmt_num(r["norm_sd"]),
-                              "Ratio [95 % CI]": lambda r: f"{fmt_num(r['sd_ratio'])} {fmt_ci(r['ci_low'], r['ci_high'])}",
-                              "Collapsed": lambda r: "yes" if _truthy(r["collapsed"]) else "no"},
+                              "Ratio [95 % CI]": lambda r: (DASH if _missing(r["sd_ratio"]) else
+                                                            f"{fmt_num(r['sd_ratio'])} {fmt_ci(r['ci_low'], r['ci_high'])}"),
+                              # no ratio, no verdict: "no" would claim a spread that was not estimated
+                              "Collapsed": lambda r: (DASH if _missing(r["sd_ratio"]) else
+                                                      "yes" if _truthy(r["collapsed"]) else "no")},
                      {"backend_id": "Backend", "instrument": "Instrument"},
                      ["n = respondents. Collapsed: the cohort SD is below half the norm SD (CI excludes 0.5)."])
 

@@ -96,10 +96,12 @@ def mean_ci(mean: float, sd: float, n: float, level: float = 0.95) -> tuple[floa
 
 
 def _n_text(values: list) -> str:
+    """"cohort n = 6 respondents" (or a range); the noun agrees with the largest n."""
     ns = sorted({int(v) for v in values if _finite(v)})
     if not ns:
-        return "cohort n = 0"
-    return f"cohort n = {ns[0]}" if len(ns) == 1 else f"cohort n = {ns[0]}–{ns[-1]}"
+        return "cohort n = 0 respondents"
+    counted = f"{ns[0]}" if len(ns) == 1 else f"{ns[0]}–{ns[-1]}"
+    return f"cohort n = {counted} respondent{'s' if ns[-1] != 1 else ''}"
 
 
 def wrap_to_width(text: str, width_in: float, fontsize: float) -> str:
@@ -216,8 +218,8 @@ def profile_plot(comparison: pd.DataFrame, instrument_id: str) -> Figure:
         flagged = _verification_note(panel).strip(" ()")
         # Three short lines: a panel is about 4 inches wide, too narrow for one long title.
         second = "; ".join(t for t in (flagged, norm_n_text) if t)
-        ax.set_title(wrap_to_width(f"{sample} — {group}{derived}\n{second}\n{_n_text(panel['n'].tolist())} "
-                                   "respondents", width - 0.5, 10), fontsize=10)
+        ax.set_title(wrap_to_width(f"{sample} — {group}{derived}\n{second}\n{_n_text(panel['n'].tolist())}",
+                                   width - 0.5, 10), fontsize=10)
         ax.grid(axis="y", color="#E5E5E5", lw=0.8, zorder=0)
         ax.set_axisbelow(True)
     for row in grid:

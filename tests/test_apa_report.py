@@ -245,3 +245,15 @@ def test_sd_ratio_chart_says_which_rows_are_not_estimable():
     fig = plots.sd_ratio_chart(ratios)
     labels = [t.get_text() for t in fig.axes[0].texts]
     assert labels == ["b: not estimable (n = 1)"]
+
+
+def test_sd_ratio_table_gives_no_verdict_where_no_ratio_was_estimated():
+    # The second row (one respondent) has no SD, so neither a ratio nor "collapsed: no" may appear.
+    ratios = pd.DataFrame({"backend_id": "b", "instrument": "iri", "subscale": ["EC", "EC"], "norm_sample": "s",
+                           "norm_group": ["women", "all"], "n": [6, 1], "sd": [2.0, np.nan], "norm_n": 100,
+                           "norm_sd": [4.0, 4.0], "sd_ratio": [0.5, np.nan], "ci_low": [0.3, np.nan],
+                           "ci_high": [1.2, np.nan], "collapsed": [False, False]})
+    table = apa.apa_table(ratios)
+    rows = table.frame.to_dict("records")
+    assert rows[0]["Ratio [95 % CI]"] == f"0.50{NB}[0.30,{NB}1.20]" and rows[0]["Collapsed"] == "no"
+    assert rows[1]["Ratio [95 % CI]"] == apa.DASH and rows[1]["Collapsed"] == apa.DASH

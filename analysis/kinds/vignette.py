@@ -196,6 +196,10 @@ def vignette_accuracy_chart(summary: pd.DataFrame, label: str = "profile r") -> 
     title = f"Accuracy per vignette ({label}; Fisher-z mean over perceivers)"
     if summary is None or summary.empty:
         return _message_figure("no vignette answers to show", title)
+    if not np.isfinite(pd.to_numeric(summary["r"], errors="coerce")).any():
+        # An empty frame of axes would read as "nothing happened"; say why there are no points.
+        return _message_figure(f"{label} not computable for any vignette (flat profiles: no variance to correlate)",
+                               title)
     vignettes = _unique(summary["vignette"])
     groups = _unique(summary["group"])
     fig = _figure(7, max(2.8, 0.32 * len(vignettes) + 1.6))
