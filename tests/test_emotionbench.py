@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -213,3 +214,29 @@ def test_broken_workbook_is_an_input_error(tmp_path):
     path.write_bytes(b"not a zip file")
     with pytest.raises(InputError, match="not a readable .xlsx workbook"):
         get_importer("emotionbench-humans").convert(str(path), {})
+
+
+# ---------------------------------------------------------------- a user's real copy (optional)
+
+EB_DIR = os.environ.get("PSYQ_EMOTIONBENCH_DIR")   # a checkout of github.com/CUHK-ARISE/EmotionBench
+
+
+@pytest.mark.skipif(not EB_DIR, reason="set PSYQ_EMOTIONBENCH_DIR to a copy of EmotionBench (not shipped: GPL-3)")
+def test_real_crowd_workbook_reproduces_its_own_summary_sheet():
+    import openpyxl
+    from scipy import stats
+
+    workbook = Path(EB_DIR) / "results" / "PANAS Test" / "crowd.xlsx"
+    rows, notes = read_crowd(str(workbook))
+    assert notes == []                        # every sheet sum equals the sum of its items
+    change = pd.DataFrame(rows)
+    summary = list(openpyxl.load_workbook(workbook, read_only=True, data_only=True)["Summary"].iter_rows(values_only=True))
+    # The Summary sheet: under each header row (s1_mean, s1_sd, s1_n, s2_mean ...) a row of numbers,
+    # PA first, then NA; s1 = after, s2 = before (its paired t is s1 vs s2).
+    stats_rows = [summary[k + 1] for k, row in enumerate(summary) if len(row) > 1 and row[1] == "s1_mean"]
+    for subscale, row in zip(("PA", "NA"), stats_rows, strict=True):
+        mine = change[change.subscale == subscale]
+        assert row[3] == row[6] == len(mine)
+        assert mine["after"].mean() == pytest.approx(row[1], abs=1e-6)
+        assert mine["before"].mean() == pytest.approx(row[4], abs=1e-6)
+        assert stats.ttest_rel(mine["after"], mine["before"]).statistic == pytest.approx(row[11], abs=1e-6)
