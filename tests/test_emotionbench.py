@@ -240,3 +240,12 @@ def test_real_crowd_workbook_reproduces_its_own_summary_sheet():
         assert mine["after"].mean() == pytest.approx(row[1], abs=1e-6)
         assert mine["before"].mean() == pytest.approx(row[4], abs=1e-6)
         assert stats.ttest_rel(mine["after"], mine["before"]).statistic == pytest.approx(row[11], abs=1e-6)
+
+
+@pytest.mark.parametrize("fmt, name", [("emotionbench-situations", "s.json"), ("emotionbench-situations", "s.csv"),
+                                       ("emotionbench-humans", "crowd.csv"), ("emotionbench-humans", "crowd.xlsx")])
+def test_not_a_regular_file_is_refused(tmp_path, fmt, name):
+    with pytest.raises(InputError, match="a device"):
+        get_importer(fmt).convert("/dev/zero", {})
+    with pytest.raises(InputError):
+        get_importer(fmt).convert(str(tmp_path / name), {})    # does not exist
