@@ -71,13 +71,14 @@ class Converted:
 
 
 def emotion_id(name: str) -> str:
-    """EmotionBench's emotion name as a psyq id (lower case; the workbook's aliases mapped).
+    """EmotionBench's emotion name as a psyq id (lower case, other characters as '_'; the
+    workbook's aliases mapped).
 
     Example:
-        >>> emotion_id("Angry"), emotion_id("Embarrassment")
-        ('anger', 'embarrassment')
+        >>> emotion_id("Angry"), emotion_id("Embarrassment"), emotion_id("Social Anxiety")
+        ('anger', 'embarrassment', 'social_anxiety')
     """
-    low = name.strip().lower()
+    low = re.sub(r"[^a-z0-9_.-]+", "_", name.strip().lower()).strip("_")
     return EMOTION_ALIASES.get(low, low)
 
 
@@ -113,7 +114,7 @@ def _json_situations(path: str, text: str) -> list[dict[str, Any]]:
     out, problems = [], []
     for e, emotion in enumerate(emotions):
         where = f"emotions[{e}]"
-        if not isinstance(emotion, dict) or not isinstance(emotion.get("name"), str) or not emotion["name"].strip():
+        if not isinstance(emotion, dict) or not isinstance(emotion.get("name"), str) or not emotion_id(emotion["name"]):
             problems.append(Problem(path, None, None, f"{where}.name", "each emotion needs a name"))
             continue
         factors = emotion.get("factors")
