@@ -18,9 +18,13 @@ Write one module with a subclass of :class:`Importer` (its `name`, `help`, the o
 takes in :meth:`Importer.add_arguments`, and :meth:`Importer.read`), and register an instance
 at the end of this file; ``psyq import NAME`` then exists, with its own ``--help``.
 
+An importer that produces something other than an instrument (EmotionBench's situations and
+crowd data, :mod:`~engine.importers.emotionbench`) sets `produces` and implements
+:meth:`Importer.convert` instead of :meth:`Importer.read`.
+
 Example:
     >>> sorted(importer_names())
-    ['psych-keys', 'qsf', 'redcap']
+    ['emotionbench-humans', 'emotionbench-situations', 'psych-keys', 'qsf', 'redcap']
 """
 
 from __future__ import annotations
@@ -37,6 +41,9 @@ class Importer:
     name: str = ""
     help: str = ""
     file_help: str = "the file to import"
+    # What the importer writes: "instrument" (read() returns drafts), or another kind of file
+    # ("situations": a situation set; "human-change": the human change CSV) made by convert().
+    produces: str = "instrument"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         """Options of this format beyond the file, `--out` and `--id` (none by default)."""
@@ -47,6 +54,11 @@ class Importer:
         `options` are the parsed command-line options (as a dict, so a library caller can give
         them without argparse).
         """
+        raise NotImplementedError
+
+    def convert(self, path: str, options: dict[str, Any]) -> Any:
+        """For an importer whose `produces` is not "instrument": the converted file, as an
+        :class:`~engine.importers.emotionbench.Converted` (text, summary, notes)."""
         raise NotImplementedError
 
 
@@ -71,10 +83,12 @@ def importer_names() -> tuple[str, ...]:
     return tuple(_REGISTRY)
 
 
-from . import psych_keys, qsf, redcap  # noqa: E402  (the built-in formats)
+from . import emotionbench, psych_keys, qsf, redcap  # noqa: E402  (the built-in formats)
 
 register(redcap.RedcapImporter())
 register(psych_keys.PsychKeysImporter())
 register(qsf.QsfImporter())
+register(emotionbench.EmotionBenchSituationsImporter())
+register(emotionbench.EmotionBenchHumansImporter())
 
 __all__ = ["Importer", "Draft", "register", "get_importer", "importer_names"]

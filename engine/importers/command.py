@@ -85,6 +85,8 @@ def run(args: argparse.Namespace, say: Callable[[str], None] | None = None) -> i
     """Import, write, and list on stderr what is left to finish; returns the exit code (0)."""
     say = say or (lambda line: print(line, file=sys.stderr))
     options = vars(args)
+    if get_importer(args.import_format).produces != "instrument":
+        return _run_conversion(args, options, say)
     if args.id is not None and not is_id(args.id):
         raise InputError.single("--id", f"{args.id!r} is not an id (letters, digits, '_', '.', '-')")
     results = import_instruments(args.import_format, args.file, options)
@@ -114,3 +116,24 @@ def run(args: argparse.Namespace, say: Callable[[str], None] | None = None) -> i
                 say(f"  {note}")
     return 0
 
+
+
+def _run_conversion(args: argparse.Namespace, options: dict[str, Any], say: Callable[[str], None]) -> int:
+    """Write what a non-instrument importer made (to --out, else standard output); returns 0."""
+    if args.out_dir:
+        raise InputError.single(args.file, "this format writes one file: give --out FILE, not --out-dir")
+    if args.id is not None and not is_id(args.id):
+        raise InputError.single("--id", f"{args.id!r} is not an id (letters, digits, '_', '.', '-')")
+    converted = get_importer(args.import_format).convert(args.file, options)
+    target = Path(args.out) if args.out else None
+    if target is not None and target.exists() and target.resolve() == Path(args.file).resolve():
+        raise InputError.single(str(target), "this is the file being imported; write the result elsewhere")
+    if target is None:
+        sys.stdout.write(converted.text)
+    else:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(converted.text, encoding="utf-8")
+    say(f"{converted.summary} -> {target if target else 'standard output'}")
+    for note in converted.notes:
+        say(f"  {note}")
+    return 0
