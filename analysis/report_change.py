@@ -117,9 +117,11 @@ def before_after_plot(changes: pd.DataFrame, human_changes: pd.DataFrame | None 
     backends = _unique(changes["backend_id"])
     series = [("backend", b) for b in backends] + ([("human", "humans")] if human_changes is not None else [])
     offsets = np.linspace(-0.25, 0.25, len(series)) if len(series) > 1 else np.zeros(1)
-    n_cols = min(len(panels), 2)
+    # Panels side by side only while two fit a page (about 9 inches); many emotions or series
+    # give one panel a row, at most 9 inches wide, so the report never shrinks the text.
+    panel_width = min(9.0, max(3.6, 0.55 * len(emotions) * max(1, len(series) ** 0.5) + 1.2))
+    n_cols = min(len(panels), 2 if panel_width <= 4.5 else 1)
     n_rows = math.ceil(len(panels) / n_cols)
-    panel_width = max(3.6, 0.7 * len(emotions) * max(1, len(series) ** 0.5) + 1.2)
     width = panel_width * n_cols
     fig = _figure(width, 3.9 * n_rows + 0.9)
     grid = fig.subplots(n_rows, n_cols, squeeze=False)
@@ -149,7 +151,7 @@ def before_after_plot(changes: pd.DataFrame, human_changes: pd.DataFrame | None 
                 ax.plot([xx], [after], ls="none", marker=style["marker"], markersize=7, color=style["color"],
                         zorder=3, gid=f"after:{name}:{inst}:{sub}:{emotion}")
         ax.set_xticks(range(len(emotions)), emotions, rotation=30 if len(emotions) > 4 else 0,
-                      ha="right" if len(emotions) > 4 else "center")
+                      ha="right" if len(emotions) > 4 else "center", rotation_mode="anchor")
         ax.set_xlim(-0.6, len(emotions) - 0.4)
         ax.margins(y=0.12)
         ax.set_title(wrap_to_width(f"{inst} {sub}", panel_width - 0.4, 10), fontsize=10)
@@ -220,5 +222,7 @@ def change_section(scores: pd.DataFrame, human_changes: pd.DataFrame | None = No
     section.note = ("Change = after − before, per respondent, repeat, situation and subscale (the last measure "
                     "before the situation and the first after it). Each respondent counts once per group "
                     "(averaged over repeats and situations); n = respondents. dz = mean change / SD of change, "
-                    "95 % CI by the noncentral t; p(Holm) corrected over every row of the table.")
+                    "95 % CI by the noncentral t; p(Holm) corrected over every row of the table. The flags against "
+                    "humans (numb, over-reacting, opposite direction) use the unadjusted 95 % CI of the "
+                    "difference in mean change.")
     return section
