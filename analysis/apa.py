@@ -358,7 +358,7 @@ def change_vs_humans(comp: pd.DataFrame) -> ApaTable:
     notes = ["n = respondents (each respondent's change averaged over repeats and the group's situations). "
              "Difference = cohort − human mean change, 95 % CI on Welch–Satterthwaite df; t: Welch's test; "
              "p adjusted by Holm over all rows; g: Hedges' g; W1: Wasserstein-1 distance between the two "
-             "distributions of change, in score points. Flag (only where the CI of the difference excludes 0): "
+             "distributions of change, in score points. Flag (only where the unadjusted 95 % CI of the difference excludes 0): "
              "numb = the cohort's change is closer to zero than humans'; over-reacting = larger in the same "
              f"direction; opposite direction = the signs differ. {DASH} = not estimable."]
     return _assemble(comp, columns, {"backend_id": "Backend", "instrument": "Instrument"}, notes)
