@@ -411,7 +411,9 @@ def compare_change_with_humans(changes: pd.DataFrame, human_changes: pd.DataFram
 
     Both sides count people: each respondent's changes are averaged over repeats and the
     group's situations first. Humans are matched on ``subscale`` and the `by` columns (the
-    human file has no instrument; its subscales are taken to be the instrument's).
+    human file has no instrument; its subscales are taken to be the instrument's). With
+    ``situation_id`` in `by`, humans with an empty situation_id match no situation (their group
+    then has n_human = 0 and is "not estimable"); they still count in the "overall" row.
 
     Parameters
     ----------
@@ -449,6 +451,8 @@ def compare_change_with_humans(changes: pd.DataFrame, human_changes: pd.DataFram
     [{'change_cohort': 0.0, 'change_human': -5.0, 'flag': 'numb'}]
     """
     by = list(by)
+    if lacking := [c for c in ["respondent_id", "subscale", *by] if c not in human_changes.columns]:
+        raise KeyError("the human change data lack the column(s) " + ", ".join(lacking))
     if "change" not in human_changes.columns:
         human_changes = human_changes.assign(change=human_changes["after"] - human_changes["before"])
     rows = []

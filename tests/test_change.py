@@ -243,6 +243,8 @@ def test_humans_matched_on_subscale_and_group():
     assert out.loc[("PA", "anger"), "n_human"] == 4 and out.loc[("PA", "anger"), "change_human"] == -2
     assert out.loc[("NA", "anger"), "n_human"] == 3 and out.loc[("NA", "anger"), "change_human"] == 2
     assert out.loc[("PA", "overall"), "n_human"] == 6          # fear humans join the pooled row
+    with pytest.raises(KeyError, match="situation_id"):
+        compare_change_with_humans(ch, hu.drop(columns="situation_id"), by=["situation_id"])
 
 
 # --- the human change CSV ------------------------------------------------------------------------
