@@ -303,6 +303,70 @@ def group_matching(matching: pd.DataFrame) -> ApaTable:
                      {"instrument": "Instrument", "norm_verified": "Verified"}, notes)
 
 
+def _by_columns(frame: pd.DataFrame, first_stat: str) -> dict[str, str]:
+    """The grouping columns of a change table: those between ``subscale`` and `first_stat`."""
+    cols = [str(c) for c in frame.columns]
+    return {c: c.replace("_", " ").capitalize() for c in cols[cols.index("subscale") + 1: cols.index(first_stat)]}
+
+
+def paired_change(paired: pd.DataFrame) -> ApaTable:
+    """Paired change (:func:`analysis.change.paired_change`): group, n, M before, M after, M change
+    (SD), t (df), p (Holm), Wilcoxon W and p (Holm), dz [95 % CI].
+
+    Example
+    -------
+    >>> paired_change(paired).frame.columns.tolist()       # doctest: +SKIP
+    ['Subscale', 'Emotion', 'n', 'M before', 'M after', 'Change M (SD)', 't (df)', 'p (Holm)', 'W', 'p W (Holm)', 'dz [95 % CI]', 'Remark']
+    """
+    def t_df(r: pd.Series) -> str:
+        return DASH if _missing(r["t"]) else f"{fmt_num(r['t'])} ({fmt_num(r['df'], 0)})"
+    groups = {label: (lambda r, c=col: str(r[c])) for col, label in _by_columns(paired, "n").items()}
+    columns = {"Subscale": lambda r: str(r["subscale"])} | groups | {
+        "n": lambda r: fmt_int(r["n"]), "M before": lambda r: fmt_num(r["mean_before"]),
+        "M after": lambda r: fmt_num(r["mean_after"]),
+        "Change M (SD)": lambda r: _m_sd(r["mean_change"], r["sd_change"]),
+        "t (df)": t_df, "p (Holm)": lambda r: fmt_p(r["p_holm"]),
+        "W": lambda r: fmt_num(r["w"], 1), "p W (Holm)": lambda r: fmt_p(r["p_wilcoxon_holm"]),
+        "dz [95 % CI]": lambda r: DASH if _missing(r["dz"]) else f"{fmt_num(r['dz'])} {fmt_ci(r['dz_low'], r['dz_high'])}",
+        "Remark": lambda r: "" if _missing(r["note"]) else str(r["note"])}
+    notes = ["n = respondents (each respondent's change averaged over repeats and the group's situations). "
+             "Change = after − before. t: paired t test; W: Wilcoxon signed-rank statistic (zero changes "
+             "dropped); p adjusted by Holm over all rows; dz = mean change / SD of change, 95 % CI by the "
+             f"noncentral t. {DASH} = not estimable (see the remark)."]
+    return _assemble(paired, columns, {"backend_id": "Backend", "instrument": "Instrument"}, notes)
+
+
+def change_vs_humans(comp: pd.DataFrame) -> ApaTable:
+    """The cohort's change against humans' (:func:`analysis.change.compare_change_with_humans`):
+    group, n and mean change (SD) of each, difference [95 % CI], Welch t (df), p (Holm), Hedges' g
+    [95 % CI], Wasserstein distance and the flag.
+
+    Example
+    -------
+    >>> change_vs_humans(comp).frame.columns.tolist()       # doctest: +SKIP
+    ['Subscale', 'Emotion', 'n', 'Change M (SD)', 'Human n', 'Human change M (SD)', 'Difference [95 % CI]', 't (df)', 'p (Holm)', 'g [95 % CI]', 'W1', 'Flag']
+    """
+    def t_df(r: pd.Series) -> str:
+        return DASH if _missing(r["t"]) else f"{fmt_num(r['t'])} ({fmt_num(r['df'], 1)})"
+    groups = {label: (lambda r, c=col: str(r[c])) for col, label in _by_columns(comp, "n_cohort").items()}
+    columns = {"Subscale": lambda r: str(r["subscale"])} | groups | {
+        "n": lambda r: fmt_int(r["n_cohort"]), "Change M (SD)": lambda r: _m_sd(r["change_cohort"], r["sd_cohort"]),
+        "Human n": lambda r: fmt_int(r["n_human"]),
+        "Human change M (SD)": lambda r: _m_sd(r["change_human"], r["sd_human"]),
+        "Difference [95 % CI]": lambda r: DASH if _missing(r["diff"]) else
+        f"{fmt_num(r['diff'])} {fmt_ci(r['diff_low'], r['diff_high'])}",
+        "t (df)": t_df, "p (Holm)": lambda r: fmt_p(r["p_holm"]),
+        "g [95 % CI]": lambda r: DASH if _missing(r["g"]) else f"{fmt_num(r['g'])} {fmt_ci(r['g_low'], r['g_high'])}",
+        "W1": lambda r: fmt_num(r["wasserstein"]), "Flag": lambda r: "" if _missing(r["flag"]) else str(r["flag"])}
+    notes = ["n = respondents (each respondent's change averaged over repeats and the group's situations). "
+             "Difference = cohort − human mean change, 95 % CI on Welch–Satterthwaite df; t: Welch's test; "
+             "p adjusted by Holm over all rows; g: Hedges' g; W1: Wasserstein-1 distance between the two "
+             "distributions of change, in score points. Flag (only where the unadjusted 95 % CI of the difference excludes 0): "
+             "numb = the cohort's change is closer to zero than humans'; over-reacting = larger in the same "
+             f"direction; opposite direction = the signs differ. {DASH} = not estimable."]
+    return _assemble(comp, columns, {"backend_id": "Backend", "instrument": "Instrument"}, notes)
+
+
 VIEWS: list[tuple[frozenset[str], Callable[[pd.DataFrame], ApaTable]]] = [
     (frozenset({"norm_mean", "g_low", "tost_p", "p_adj"}), norm_comparison),
     (frozenset({"n_answers", "answered_n", "answered_rate"}), answers_by_status),
@@ -311,6 +375,8 @@ VIEWS: list[tuple[frozenset[str], Callable[[pd.DataFrame], ApaTable]]] = [
     (frozenset({"term", "estimate", "se"}), regression),
     (frozenset({"sd_ratio", "ci_low", "collapsed", "norm_sd"}), sd_ratio),
     (frozenset({"n_respondents", "of_respondents", "where"}), group_matching),
+    (frozenset({"dz", "dz_low", "p_wilcoxon_holm", "mean_change"}), paired_change),
+    (frozenset({"change_cohort", "change_human", "diff_low", "flag"}), change_vs_humans),
 ]
 """Which view prints a table, by the columns that identify it (the first that matches)."""
 

@@ -18,7 +18,8 @@ MODULES = ["analysis", "analysis.scores", "analysis.score_table", "analysis.vali
            "engine.tokenizer", "engine.kinds.scene", "engine.kinds.scene.leas", "engine.kinds.vignette",
            "engine.kinds.vignette.accuracy", "analysis.kinds", "analysis.kinds.scene",
            "engine.importers", "engine.importers.draft", "engine.importers.redcap", "engine.importers.psych_keys",
-           "engine.importers.qsf", "engine.importers.command", "engine.importers.writer", "engine.yamlhints"]
+           "engine.importers.qsf", "engine.importers.command", "engine.importers.writer", "engine.yamlhints",
+           "analysis.change", "analysis.report_change"]
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,470 @@
+"""Change from before to after an evoked situation (EmotionBench design): change scores, paired
+tests, and the cohort's change against humans' change.
+
+A multi-stage protocol measures a state (e.g. PANAS) before and after a respondent imagines a
+situation. The engine writes tidy scores with a ``stage`` and a ``phase`` ("before"/"after");
+this module turns them into one change score per respondent × repeat × situation × subscale
+(:func:`change_scores`), tests the change within the cohort (:func:`paired_change`) and compares
+it with humans who did the same (:func:`compare_change_with_humans`, humans read by
+:func:`read_human_change_csv`).
+
+Every function is pure: tidy frames in, tidy frames out. A statistic that cannot be estimated
+is NaN in its numeric column and the ``note`` column says why; nothing is made up.
+
+Example:
+    >>> scores = pd.DataFrame({
+    ...     "backend_id": "m", "respondent_id": ["a", "a", "b", "b"], "repeat": 0,
+    ...     "situation_id": "anger_01", "emotion": "anger", "stage": [0, 2, 0, 2],
+    ...     "phase": ["before", "after"] * 2, "instrument": "panas", "subscale": "PA",
+    ...     "score": [30.0, 26, 28, 27]})
+    >>> res = change_scores(scores)
+    >>> res.changes["change"].tolist(), res.dropped
+    ([-4.0, -1.0], 0)
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+from scipy import optimize, stats
+from statsmodels.stats.multitest import multipletests
+
+from engine.csvfile import read_csv_table
+from engine.errors import InputError, Problem
+
+from .human import compare_samples
+
+KEYS = ["backend_id", "respondent_id", "repeat", "situation_id", "emotion", "instrument", "subscale"]
+"""What identifies one change score."""
+CHANGE_COLUMNS = [*KEYS, "before", "after", "change", "before_stage", "after_stage"]
+DROPPED_COLUMNS = [*KEYS, "reason"]
+OVERALL = "overall"
+"""The value of the `by` columns in the row that pools every group."""
+
+PAIRED_STATS = ["n", "mean_before", "mean_after", "mean_change", "sd_change", "t", "df", "p", "w",
+                "p_wilcoxon", "dz", "dz_low", "dz_high", "p_holm", "p_wilcoxon_holm", "note"]
+HUMAN_STATS = ["n_cohort", "n_human", "change_cohort", "change_human", "sd_cohort", "sd_human", "diff",
+               "diff_low", "diff_high", "t", "df", "p", "g", "g_low", "g_high", "wasserstein", "p_holm",
+               "flag", "note"]
+HUMAN_CHANGE_COLUMNS = ["respondent_id", "emotion", "situation_id", "subscale", "before", "after"]
+
+
+class ChangeScores(NamedTuple):
+    """The change scores and how many (respondent × repeat × situation × subscale) units were
+    dropped for lacking a before or an after score; `dropped_rows` names them and why."""
+
+    changes: pd.DataFrame
+    dropped: int
+    dropped_rows: pd.DataFrame
+
+
+# --------------------------------------------------------------------------------------------
+# Change scores
+
+
+def change_scores(scores: pd.DataFrame) -> ChangeScores:
+    """One change score (after − before) per backend × respondent × repeat × situation × subscale.
+
+    Parameters
+    ----------
+    scores : pandas.DataFrame
+        Tidy scores with stages: ``backend_id, respondent_id, repeat, situation_id, emotion,
+        stage, phase, instrument, subscale, score``. Only rows whose phase is "before" or
+        "after" take part; other rows (a measure with no evoke stage around it) are ignored.
+
+    Returns
+    -------
+    ChangeScores
+        ``changes`` with columns ``backend_id, respondent_id, repeat, situation_id, emotion,
+        instrument, subscale, before, after, change, before_stage, after_stage``. When a protocol
+        measures several times before (or after) the situation, ``before`` is the **last**
+        measure before it and ``after`` the **first** measure after it (the two closest to the
+        situation); the stages used are in ``before_stage`` / ``after_stage``.
+        ``dropped`` counts the units that have no (non-missing) before or no after score; they
+        are left out of ``changes`` and listed in ``dropped_rows`` with the reason, so nothing is
+        dropped silently.
+
+    Example
+    -------
+    >>> s = pd.DataFrame({"backend_id": "m", "respondent_id": ["a", "a", "a", "b"], "repeat": 0,
+    ...                   "situation_id": "s1", "emotion": "fear", "stage": [0, 2, 4, 0],
+    ...                   "phase": ["before", "after", "after", "before"], "instrument": "panas",
+    ...                   "subscale": "NA", "score": [12.0, 20, 18, 11]})
+    >>> res = change_scores(s)          # a: 20 − 12 (first after); b has no after: dropped
+    >>> res.changes[["respondent_id", "before", "after", "change"]].to_dict("records"), res.dropped
+    ([{'respondent_id': 'a', 'before': 12.0, 'after': 20.0, 'change': 8.0}], 1)
+    """
+    missing = [c for c in [*KEYS, "stage", "phase", "score"] if c not in scores.columns]
+    if missing:
+        raise KeyError("the scores lack the column(s) " + ", ".join(missing))
+    rows = scores[scores["phase"].isin(["before", "after"])]
+    units = rows[KEYS].drop_duplicates()
+    valid = rows[rows["score"].notna()]
+    # The measure closest to the situation on each side: last before, first after.
+    before = (valid[valid["phase"] == "before"].sort_values("stage").groupby(KEYS, dropna=False).tail(1)
+              .rename(columns={"score": "before", "stage": "before_stage"})[[*KEYS, "before", "before_stage"]])
+    after = (valid[valid["phase"] == "after"].sort_values("stage").groupby(KEYS, dropna=False).head(1)
+             .rename(columns={"score": "after", "stage": "after_stage"})[[*KEYS, "after", "after_stage"]])
+    both = units.merge(before, on=KEYS, how="left").merge(after, on=KEYS, how="left")
+    lacking = both["before"].isna() | both["after"].isna()
+    dropped_rows = both[lacking].copy()
+    dropped_rows["reason"] = np.select(
+        [dropped_rows["before"].isna() & dropped_rows["after"].isna(), dropped_rows["before"].isna()],
+        ["no before and no after score", "no before score"], "no after score")
+    changes = both[~lacking].copy()
+    changes["change"] = changes["after"] - changes["before"]
+    changes = changes[CHANGE_COLUMNS].reset_index(drop=True)
+    return ChangeScores(changes, int(lacking.sum()), dropped_rows[DROPPED_COLUMNS].reset_index(drop=True))
+
+
+# --------------------------------------------------------------------------------------------
+# Paired tests within the cohort
+
+
+def _groups(changes: pd.DataFrame, by: Sequence[str]) -> list[tuple[dict, pd.DataFrame]]:
+    """(labels, rows) per backend × instrument × subscale × `by` group, then the same without
+    `by` (the `by` columns set to "overall")."""
+    base = ["backend_id", "instrument", "subscale"]
+    out = []
+    for keys, rows in changes.groupby(base + list(by), sort=True, dropna=False):
+        out.append((dict(zip(base + list(by), keys)), rows))
+    if by:
+        for keys, rows in changes.groupby(base, sort=True, dropna=False):
+            out.append((dict(zip(base, keys)) | {col: OVERALL for col in by}, rows))
+    return out
+
+
+def per_person(rows: pd.DataFrame, columns: Sequence[str] = ("before", "after", "change")) -> pd.DataFrame:
+    """One row per respondent: the mean of `columns` over that respondent's rows (repeats and,
+    within a group, situations), so that n counts people, never rows.
+
+    Example
+    -------
+    >>> per_person(pd.DataFrame({"respondent_id": ["a", "a", "b"], "change": [1.0, 3, 5]}), ["change"])
+    ... # doctest: +NORMALIZE_WHITESPACE
+      respondent_id  change
+    0             a     2.0
+    1             b     5.0
+    """
+    return rows.groupby("respondent_id", sort=True)[list(columns)].mean().reset_index()
+
+
+def dz_ci(dz: float, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Confidence interval of Cohen's dz = mean(change) / sd(change) from the noncentral t
+    distribution: t = dz·√n has a noncentral t distribution with n − 1 df and noncentrality
+    δ = dz_population·√n; the bounds are the δ whose distributions put t at their 97.5th and
+    2.5th percentiles (found by root search), divided by √n (Steiger & Fouladi, 1997; Cumming,
+    2012). NaN when n < 2 or dz is not finite.
+
+    Example
+    -------
+    >>> [round(x, 3) for x in dz_ci(0.5, 20)]
+    [0.028, 0.96]
+
+    References
+    ----------
+    Steiger, J. H., & Fouladi, R. T. (1997). Noncentrality interval estimation and the evaluation
+    of statistical models. In L. L. Harlow et al. (Eds.), *What if there were no significance
+    tests?* (pp. 221–257). Erlbaum.
+    """
+    if n < 2 or not math.isfinite(dz):
+        return math.nan, math.nan
+    df, t = n - 1, abs(dz) * math.sqrt(n)
+    alpha = 1 - level
+
+    def bound(p: float) -> float:
+        # nct.cdf(t; δ) falls as δ rises. The bracket is widened step by step from t: far out
+        # in the upper tail scipy's nct.cdf underflows to NaN, so no wide fixed bracket.
+        f = lambda delta: stats.nct.cdf(t, df, delta) - p   # noqa: E731
+        low, high = t - 1.0, t + 1.0
+        while f(low) < 0:
+            low -= 1.0
+        while f(high) > 0:
+            high += 1.0
+        return optimize.brentq(f, low, high, xtol=1e-12)
+
+    # Computed for |dz| and mirrored for a negative dz (the distribution of −t is that of t
+    # with −δ), which keeps the search where nct.cdf is accurate.
+    low, high = bound(1 - alpha / 2) / math.sqrt(n), bound(alpha / 2) / math.sqrt(n)
+    return (low, high) if dz >= 0 else (-high, -low)
+
+
+def _paired_row(people: pd.DataFrame) -> dict:
+    """The paired statistics of one group, one row per respondent."""
+    d = people["change"].to_numpy(dtype=float)
+    n = d.size
+    out: dict = dict.fromkeys(PAIRED_STATS, np.nan)
+    out.update(n=n, note="")
+    notes = []
+    if n == 0:
+        out["note"] = "no respondent: nothing is estimable"
+        return out
+    out.update(mean_before=float(people["before"].mean()), mean_after=float(people["after"].mean()),
+               mean_change=float(d.mean()))
+    if n < 2:
+        out["note"] = "one respondent: t, Wilcoxon and dz need at least 2"
+        return out
+    sd = float(d.std(ddof=1))
+    out["sd_change"] = sd
+    if sd == 0:
+        notes.append("every respondent changed by the same amount (SD of change 0): t and dz are not defined")
+    else:
+        res = stats.ttest_rel(people["after"].to_numpy(dtype=float), people["before"].to_numpy(dtype=float))
+        dz = float(d.mean() / sd)
+        low, high = dz_ci(dz, n)
+        out.update(t=float(res.statistic), df=float(n - 1), p=float(res.pvalue), dz=dz, dz_low=low, dz_high=high)
+    if np.all(d == 0):
+        notes.append("all changes are zero: Wilcoxon not defined")
+    else:
+        with warnings.catch_warnings():
+            # scipy warns when it falls back from the exact to the normal distribution
+            # (ties or zeros); the method is named in the docstring.
+            warnings.simplefilter("ignore")
+            res = stats.wilcoxon(d)
+        out.update(w=float(res.statistic), p_wilcoxon=float(res.pvalue))
+    out["note"] = "; ".join(notes)
+    return out
+
+
+def holm(p: pd.Series) -> pd.Series:
+    """Holm-adjusted p values over the non-missing entries of `p`; missing stay missing.
+
+    Example
+    -------
+    >>> holm(pd.Series([0.01, float("nan"), 0.04, 0.03])).round(3).tolist()
+    [0.03, nan, 0.06, 0.06]
+    """
+    out = pd.Series(np.nan, index=p.index, dtype=float)
+    ok = p.notna()
+    if ok.any():
+        out[ok] = multipletests(p[ok].to_numpy(dtype=float), method="holm")[1]
+    return out
+
+
+def paired_change(changes: pd.DataFrame, by: Sequence[str] = ("emotion",)) -> pd.DataFrame:
+    """Paired tests of after against before per backend × instrument × subscale × `by` group and
+    overall.
+
+    Each respondent counts once per group: their changes are first averaged over repeats (and
+    over the group's situations), so ``n`` is the number of people, not of rows.
+
+    Parameters
+    ----------
+    changes : pandas.DataFrame
+        The ``changes`` of :func:`change_scores`.
+    by : sequence of str
+        Grouping columns (e.g. ``["emotion"]`` or ``["emotion", "situation_id"]``); a row with
+        every `by` column "overall" pools all groups. ``[]`` gives the overall rows only.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``backend_id, instrument, subscale, *by, n, mean_before, mean_after, mean_change,
+        sd_change, t, df, p, w, p_wilcoxon, dz, dz_low, dz_high, p_holm, p_wilcoxon_holm, note``.
+        ``t, df, p``: paired t (:func:`scipy.stats.ttest_rel`, after − before, df = n − 1);
+        ``w, p_wilcoxon``: Wilcoxon signed-rank test (:func:`scipy.stats.wilcoxon`, defaults:
+        zero changes dropped, exact p for small samples without ties, else normal approximation;
+        ``w`` is the smaller of the positive and negative rank sums); ``dz = mean / SD`` of the
+        change with its 95 % CI by the noncentral t (:func:`dz_ci`); ``p_holm`` and
+        ``p_wilcoxon_holm``: Holm correction over every row of the table (statsmodels
+        ``multipletests``). Not estimable (NaN, reason in ``note``): everything but the means when
+        n < 2; t and dz when every change is the same; Wilcoxon when every change is zero.
+
+    Example
+    -------
+    >>> ch = pd.DataFrame({"backend_id": "m", "respondent_id": ["a", "b", "c"], "repeat": 0,
+    ...                    "situation_id": "s1", "emotion": "anger", "instrument": "panas",
+    ...                    "subscale": "PA", "before": [30.0, 28, 25], "after": [26.0, 27, 20]})
+    >>> ch["change"] = ch["after"] - ch["before"]
+    >>> row = paired_change(ch, by=[]).iloc[0]
+    >>> int(row["n"]), round(float(row["mean_change"]), 3), round(float(row["t"]), 3), round(float(row["dz"]), 3)
+    (3, -3.333, -2.774, -1.601)
+    """
+    by = list(by)
+    rows = []
+    for labels, group in _groups(changes, by):
+        rows.append(labels | _paired_row(per_person(group)))
+    out = pd.DataFrame(rows, columns=["backend_id", "instrument", "subscale", *by, *PAIRED_STATS])
+    out["n"] = out["n"].astype(int)
+    out["p_holm"] = holm(out["p"])
+    out["p_wilcoxon_holm"] = holm(out["p_wilcoxon"])
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Humans' change
+
+
+def read_human_change_csv(path: str | Path) -> pd.DataFrame:
+    """Humans' before and after scores: a CSV with columns ``respondent_id, emotion, situation_id
+    (may be empty), subscale, before, after``, one row per person × situation × subscale.
+
+    Every problem is reported as ``file:line:column: field: what is wrong`` in one
+    :class:`~engine.errors.InputError` (the command line exits with code 2). Returns the columns
+    above with ``before``, ``after`` as floats and ``change = after − before``.
+
+    Example
+    -------
+    >>> humans = read_human_change_csv("tests/data/human_change.csv")
+    >>> humans[["respondent_id", "subscale", "change"]].head(2).to_dict("records")
+    [{'respondent_id': 'h1', 'subscale': 'PA', 'change': -3.0}, {'respondent_id': 'h1', 'subscale': 'NA', 'change': 5.0}]
+    """
+    table = read_csv_table(path, required=HUMAN_CHANGE_COLUMNS)
+    where = {name: table.header.index(name) for name in HUMAN_CHANGE_COLUMNS}
+    problems, records = [], []
+    for line, cells in zip(table.lines, table.rows):
+        record: dict = {}
+        for name in HUMAN_CHANGE_COLUMNS:
+            text = cells[where[name]]
+            column = where[name] + 1
+            if name in ("before", "after"):
+                try:
+                    value = float(text)
+                    if not math.isfinite(value):
+                        raise ValueError
+                except ValueError:
+                    problems.append(Problem(table.file, line, column, name,
+                                            f"must be a number, not {text!r}" if text else "is empty; a number is needed"))
+                    value = math.nan
+                record[name] = value
+            else:
+                if not text and name != "situation_id":
+                    problems.append(Problem(table.file, line, column, name, "is empty"))
+                record[name] = text
+        records.append(record)
+    if problems:
+        raise InputError(problems)
+    if not records:
+        raise InputError.single(table.file, "no data rows (only the header)", line=1)
+    frame = pd.DataFrame(records, columns=HUMAN_CHANGE_COLUMNS)
+    frame["change"] = frame["after"] - frame["before"]
+    return frame
+
+
+def _diff_ci(c: np.ndarray, h: np.ndarray, level: float = 0.95) -> tuple[float, float, float]:
+    """mean(c) − mean(h) with its CI on Welch–Satterthwaite df: diff ± t·√(s²c/nc + s²h/nh)."""
+    vc, vh = c.var(ddof=1) / c.size, h.var(ddof=1) / h.size
+    se = math.sqrt(vc + vh)
+    diff = float(c.mean() - h.mean())
+    if se == 0:
+        return diff, math.nan, math.nan
+    df = (vc + vh) ** 2 / (vc ** 2 / (c.size - 1) + vh ** 2 / (h.size - 1))
+    half = float(stats.t.ppf(0.5 + level / 2, df)) * se
+    return diff, diff - half, diff + half
+
+
+def change_flag(change_cohort: float, change_human: float, low: float, high: float) -> str:
+    """How the cohort's mean change differs from humans' when the CI of the difference
+    (cohort − human) excludes zero: "opposite direction" (the two changes have opposite signs),
+    "numb" (the cohort's change is closer to zero), "over-reacting" (larger in magnitude in the
+    same direction, or any change where humans' mean change is exactly zero); "" when the CI
+    includes zero or is missing.
+
+    Example
+    -------
+    >>> change_flag(-0.5, -3.0, 1.0, 4.0), change_flag(-6.0, -3.0, -4.0, -2.0), change_flag(2.0, -3.0, 3.0, 7.0)
+    ('numb', 'over-reacting', 'opposite direction')
+    """
+    if not (math.isfinite(low) and math.isfinite(high)) or low <= 0 <= high:
+        return ""
+    if change_cohort * change_human < 0:
+        return "opposite direction"
+    return "numb" if abs(change_cohort) < abs(change_human) else "over-reacting"
+
+
+def _human_row(c: np.ndarray, h: np.ndarray) -> dict:
+    out: dict = dict.fromkeys(HUMAN_STATS, np.nan)
+    out.update(n_cohort=c.size, n_human=h.size, flag="", note="")
+    if c.size:
+        out["change_cohort"] = float(c.mean())
+    if h.size:
+        out["change_human"] = float(h.mean())
+    if c.size < 2 or h.size < 2:
+        small = [name for name, x in (("cohort", c), ("humans", h)) if x.size < 2]
+        out["flag"] = out["note"] = f"not estimable: fewer than 2 respondents ({' and '.join(small)})"
+        return out
+    with warnings.catch_warnings():
+        # compare_samples also runs a Kolmogorov–Smirnov test (not used here) whose exact method
+        # falls back with a warning on ties; the statistics taken below are unaffected.
+        warnings.filterwarnings("ignore", message="ks_2samp", category=RuntimeWarning)
+        res = compare_samples(c, h)
+    out.update({k: res[k] for k in ("sd_cohort", "sd_human", "t", "df", "p", "g", "g_low", "g_high", "wasserstein")})
+    if res["sd_cohort"] == 0 and res["sd_human"] == 0:
+        out["diff"] = out["change_cohort"] - out["change_human"]
+        out["flag"] = out["note"] = "not estimable: no variance of change in either group"
+        return out
+    out["diff"], out["diff_low"], out["diff_high"] = _diff_ci(c, h)
+    out["flag"] = change_flag(out["change_cohort"], out["change_human"], out["diff_low"], out["diff_high"])
+    return out
+
+
+def compare_change_with_humans(changes: pd.DataFrame, human_changes: pd.DataFrame,
+                               by: Sequence[str] = ("emotion",)) -> pd.DataFrame:
+    """The cohort's change against humans' change per backend × instrument × subscale × `by`
+    group and overall.
+
+    Both sides count people: each respondent's changes are averaged over repeats and the
+    group's situations first. Humans are matched on ``subscale`` and the `by` columns (the
+    human file has no instrument; its subscales are taken to be the instrument's). With
+    ``situation_id`` in `by`, humans with an empty situation_id match no situation (their group
+    then has n_human = 0 and is "not estimable"); they still count in the "overall" row.
+
+    Parameters
+    ----------
+    changes : pandas.DataFrame
+        The ``changes`` of :func:`change_scores`.
+    human_changes : pandas.DataFrame
+        From :func:`read_human_change_csv`.
+    by : sequence of str
+        Grouping columns present in both frames; a row with "overall" pools all groups.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``backend_id, instrument, subscale, *by, n_cohort, n_human, change_cohort,
+        change_human, sd_cohort, sd_human, diff, diff_low, diff_high, t, df, p, g, g_low,
+        g_high, wasserstein, p_holm, flag, note``. ``diff`` = cohort − human mean change with
+        its 95 % CI on Welch–Satterthwaite df; ``t, df, p``: Welch's t
+        (:func:`scipy.stats.ttest_ind`, ``equal_var=False``); ``g``: Hedges' g with its CI;
+        ``wasserstein``: Wasserstein-1 distance between the two distributions of change, in
+        score points (all three via :func:`analysis.human.compare_samples`); ``p_holm``: Holm
+        over every row; ``flag``: :func:`change_flag`, or "not estimable: …" when a group has
+        fewer than 2 respondents or neither group's change varies (then the numbers that need a
+        variance are NaN).
+
+    Example
+    -------
+    >>> ch = pd.DataFrame({"backend_id": "m", "respondent_id": ["a", "b", "c"], "repeat": 0,
+    ...                    "situation_id": "s1", "emotion": "anger", "instrument": "panas",
+    ...                    "subscale": "PA", "before": 30.0, "after": [30.0, 29, 31]})
+    >>> ch["change"] = ch["after"] - ch["before"]
+    >>> hu = pd.DataFrame({"respondent_id": ["x", "y", "z"], "emotion": "anger", "situation_id": "",
+    ...                    "subscale": "PA", "before": 30.0, "after": [25.0, 26, 24]})
+    >>> hu["change"] = hu["after"] - hu["before"]
+    >>> compare_change_with_humans(ch, hu, by=[])[["change_cohort", "change_human", "flag"]].to_dict("records")
+    [{'change_cohort': 0.0, 'change_human': -5.0, 'flag': 'numb'}]
+    """
+    by = list(by)
+    if lacking := [c for c in ["respondent_id", "subscale", *by] if c not in human_changes.columns]:
+        raise KeyError("the human change data lack the column(s) " + ", ".join(lacking))
+    if "change" not in human_changes.columns:
+        human_changes = human_changes.assign(change=human_changes["after"] - human_changes["before"])
+    rows = []
+    for labels, group in _groups(changes, by):
+        humans = human_changes[human_changes["subscale"] == labels["subscale"]]
+        for col in by:
+            if labels[col] != OVERALL:
+                humans = humans[humans[col].astype(str) == str(labels[col])]
+        c = per_person(group, ["change"])["change"].to_numpy(dtype=float)
+        h = per_person(humans, ["change"])["change"].to_numpy(dtype=float)
+        rows.append(labels | _human_row(c, h))
+    out = pd.DataFrame(rows, columns=["backend_id", "instrument", "subscale", *by, *HUMAN_STATS])
+    out[["n_cohort", "n_human"]] = out[["n_cohort", "n_human"]].astype(int)
+    out["p_holm"] = holm(out["p"])
+    return out

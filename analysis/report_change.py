@@ -1,0 +1,228 @@
+"""The report section on change (before → after an evoked situation): readings, tables, a figure.
+
+Built from the tidy scores with stages and, when given, humans' change (the "Human change CSV").
+Returns a :class:`ChangeSection` with the same fields as :class:`analysis.report.Section`
+(title, readings, tables, figures, note), so the report can show it as one of its sections;
+the tables are the raw frames of :mod:`analysis.change`, printed by :func:`analysis.apa.apa_table`.
+
+Example:
+    >>> section = change_section(scores, humans)              # doctest: +SKIP
+    >>> section.readings[0]                                   # doctest: +SKIP
+    'After imagining anger situations, PA fell by 3.20 points (dz = −0.80 [−1.10, −0.50], p(Holm) < .001, n = 12); humans: −2.10 (n = 40).'
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from . import apa
+from .change import OVERALL, change_scores, compare_change_with_humans, paired_change, per_person
+from .plots import (NORM_COLOUR, _figure, _finite, _legend_columns, _message_figure, _style, _unique,
+                    wrap_to_width)
+
+TITLE = "Change after the evoked situations"
+HUMAN_STYLE = {"color": NORM_COLOUR, "marker": "s"}
+
+
+@dataclass
+class ChangeSection:
+    """What the report shows on change; the fields of :class:`analysis.report.Section`."""
+
+    title: str
+    readings: list[str] = field(default_factory=list)
+    tables: list[tuple[str, pd.DataFrame]] = field(default_factory=list)
+    figures: list[tuple[str, Any]] = field(default_factory=list)
+    note: str | None = None
+
+
+def _points(x: float) -> str:
+    return apa.fmt_num(abs(x))
+
+
+def _direction(x: float) -> str:
+    return "rose" if x > 0 else "fell" if x < 0 else "did not change"
+
+
+def paired_reading(row: pd.Series, by: Sequence[str], human: pd.Series | None = None,
+                   several_backends: bool = False) -> str:
+    """One sentence for a row of :func:`analysis.change.paired_change` (and the matching row of
+    :func:`analysis.change.compare_change_with_humans`).
+
+    Example
+    -------
+    >>> row = pd.Series({"backend_id": "m", "instrument": "panas", "subscale": "PA", "emotion": "anger",
+    ...                  "n": 12, "mean_change": -3.2, "dz": -0.8, "dz_low": -1.1, "dz_high": -0.5,
+    ...                  "p_holm": 0.0002, "note": ""})
+    >>> paired_reading(row, ["emotion"])
+    'After imagining anger situations, PA fell by 3.20 points (dz = −0.80 [−1.10, −0.50], p(Holm) < .001, n = 12).'
+    """
+    groups = [str(row[c]) for c in by if str(row[c]) != OVERALL]
+    what = " ".join(groups) + " situations" if groups else "any situation (all pooled)"
+    who = f"{row['backend_id']}: " if several_backends else ""
+    change = row["mean_change"]
+    if not _finite(change):
+        return f"{who}After imagining {what}, {row['subscale']}: no change score (n = {int(row['n'])})."
+    text = f"{who}After imagining {what}, {row['subscale']} {_direction(change)}"
+    text += f" by {_points(change)} points" if change != 0 else ""
+    if _finite(row["dz"]):
+        text += (f" (dz = {apa.fmt_num(row['dz'])} {apa.fmt_ci(row['dz_low'], row['dz_high'])}, "
+                 f"p(Holm) {_p_text(row['p_holm'])}, n = {int(row['n'])})")
+    else:
+        text += f" (n = {int(row['n'])}; dz and t not estimable: {row['note']})"
+    if human is not None:
+        if _finite(human["change_human"]):
+            text += f"; humans: {apa.fmt_num(human['change_human'])} (n = {int(human['n_human'])})"
+        else:
+            text += "; no humans in this group"
+        flag = str(human["flag"])
+        if flag.startswith("not estimable"):
+            text += f"; comparison {flag}"
+        elif flag:
+            text += (f"; {flag} compared with humans (difference {apa.fmt_num(human['diff'])} "
+                     f"{apa.fmt_ci(human['diff_low'], human['diff_high'])})")
+    return text + "."
+
+
+def _p_text(p: Any) -> str:
+    text = apa.fmt_p(p)
+    return text if text.startswith("<") or text == apa.DASH else "= " + text
+
+
+def _human_means(human_changes: pd.DataFrame, subscale: str, emotion: str) -> tuple[float, float, int]:
+    rows = human_changes[(human_changes["subscale"] == subscale) & (human_changes["emotion"] == emotion)]
+    if rows.empty:
+        return math.nan, math.nan, 0
+    people = per_person(rows, ["before", "after"])
+    return float(people["before"].mean()), float(people["after"].mean()), len(people)
+
+
+def before_after_plot(changes: pd.DataFrame, human_changes: pd.DataFrame | None = None) -> Figure:
+    """Mean before (hollow) and after (filled) score per emotion, an arrow from one to the other;
+    one panel per instrument × subscale, one marker set per backend, humans (grey squares) beside
+    the cohort when given. Means are over people (each respondent averaged over repeats and the
+    emotion's situations first)."""
+    title = "Mean score before (hollow) and after (filled) imagining the situation, per emotion"
+    if changes.empty:
+        return _message_figure("no change scores: nothing to plot", title)
+    panels = _unique(changes[["instrument", "subscale"]].apply(tuple, axis=1))
+    emotions = sorted(_unique(changes["emotion"].astype(str)))
+    backends = _unique(changes["backend_id"])
+    series = [("backend", b) for b in backends] + ([("human", "humans")] if human_changes is not None else [])
+    offsets = np.linspace(-0.25, 0.25, len(series)) if len(series) > 1 else np.zeros(1)
+    # Panels side by side only while two fit a page (about 9 inches); many emotions or series
+    # give one panel a row, at most 9 inches wide, so the report never shrinks the text.
+    panel_width = min(9.0, max(3.6, 0.55 * len(emotions) * max(1, len(series) ** 0.5) + 1.2))
+    n_cols = min(len(panels), 2 if panel_width <= 4.5 else 1)
+    n_rows = math.ceil(len(panels) / n_cols)
+    width = panel_width * n_cols
+    fig = _figure(width, 3.9 * n_rows + 0.9)
+    grid = fig.subplots(n_rows, n_cols, squeeze=False)
+    axes = list(grid.ravel())
+    for unused in axes[len(panels):]:
+        unused.set_visible(False)
+    for ax, (inst, sub) in zip(axes, panels):
+        rows = changes[(changes["instrument"] == inst) & (changes["subscale"] == sub)]
+        for s, (kind, name) in enumerate(series):
+            style = HUMAN_STYLE if kind == "human" else _style(s)
+            for x, emotion in enumerate(emotions):
+                if kind == "human":
+                    before, after, n = _human_means(human_changes, sub, emotion)
+                else:
+                    cell = rows[(rows["backend_id"] == name) & (rows["emotion"].astype(str) == emotion)]
+                    people = per_person(cell, ["before", "after"]) if len(cell) else cell
+                    before = float(people["before"].mean()) if len(cell) else math.nan
+                    after = float(people["after"].mean()) if len(cell) else math.nan
+                if not (_finite(before) and _finite(after)):
+                    continue
+                xx = x + offsets[s]
+                ax.annotate("", (xx, after), (xx, before), zorder=2,
+                            arrowprops={"arrowstyle": "-|>", "color": style["color"], "lw": 1.4,
+                                        "shrinkA": 4, "shrinkB": 4})
+                ax.plot([xx], [before], ls="none", marker=style["marker"], markersize=7, color=style["color"],
+                        markerfacecolor="white", zorder=3, gid=f"before:{name}:{inst}:{sub}:{emotion}")
+                ax.plot([xx], [after], ls="none", marker=style["marker"], markersize=7, color=style["color"],
+                        zorder=3, gid=f"after:{name}:{inst}:{sub}:{emotion}")
+        ax.set_xticks(range(len(emotions)), emotions, rotation=30 if len(emotions) > 4 else 0,
+                      ha="right" if len(emotions) > 4 else "center", rotation_mode="anchor")
+        ax.set_xlim(-0.6, len(emotions) - 0.4)
+        ax.margins(y=0.12)
+        ax.set_title(wrap_to_width(f"{inst} {sub}", panel_width - 0.4, 10), fontsize=10)
+        ax.set_xlabel("Emotion of the situation")
+        ax.grid(axis="y", color="#E5E5E5", lw=0.8, zorder=0)
+        ax.set_axisbelow(True)
+    for row in grid:
+        row[0].set_ylabel("Mean score")
+    handles = [Line2D([], [], ls="none", markersize=7, label=f"{name}: before → after",
+                      **(HUMAN_STYLE if kind == "human" else _style(s)))
+               for s, (kind, name) in enumerate(series)]
+    fig.legend(handles=handles, loc="outside lower center", frameon=False, fontsize=9,
+               ncol=_legend_columns([h.get_label() for h in handles], width, 9, 4))
+    fig.suptitle(wrap_to_width(title, width, 12), fontsize=12)
+    return fig
+
+
+def change_section(scores: pd.DataFrame, human_changes: pd.DataFrame | None = None,
+                   by: Sequence[str] = ("emotion",)) -> ChangeSection:
+    """The report section on change: readings (one sentence per group, then pooled), the paired
+    table, the comparison with humans (when `human_changes` is given, from
+    :func:`analysis.change.read_human_change_csv`) and the before/after figure.
+
+    Example
+    -------
+    >>> s = pd.DataFrame({"backend_id": "m", "respondent_id": ["a", "a", "b", "b", "c"], "repeat": 0,
+    ...                   "situation_id": "s1", "emotion": "anger", "stage": [0, 2, 0, 2, 0],
+    ...                   "phase": ["before", "after", "before", "after", "before"],
+    ...                   "instrument": "panas", "subscale": "PA", "score": [30.0, 26, 28, 27, 25]})
+    >>> sec = change_section(s)
+    >>> sec.readings[0]
+    '1 change score (respondent × repeat × situation × subscale) could not be computed and is left out: 1 with no after score.'
+    >>> [caption for caption, _ in sec.tables][1:2]
+    ['Paired change (after − before) per emotion and pooled']
+    """
+    by = list(by)
+    result = change_scores(scores)
+    changes = result.changes
+    section = ChangeSection(TITLE)
+    if result.dropped:
+        reasons = result.dropped_rows["reason"].value_counts()
+        n = result.dropped
+        section.readings.append(
+            f"{n} change score{'s' if n != 1 else ''} (respondent × repeat × situation × subscale) could not be "
+            f"computed and {'is' if n == 1 else 'are'} left out: "
+            + "; ".join(f"{count} with {why}" for why, count in reasons.items()) + ".")
+        section.tables.append(("Scores left out of the change analysis (no before or no after score)",
+                               result.dropped_rows))
+    if changes.empty:
+        section.readings.append("No respondent has both a before and an after score: no change to analyse.")
+        return section
+    paired = paired_change(changes, by)
+    compared = compare_change_with_humans(changes, human_changes, by) if human_changes is not None else None
+    several = changes["backend_id"].nunique() > 1
+    keys = ["backend_id", "instrument", "subscale", *by]
+    for i, row in paired.iterrows():
+        human = compared.iloc[i] if compared is not None else None   # same groups, same order
+        if human is not None:
+            assert all(str(human[k]) == str(row[k]) for k in keys)
+        section.readings.append(paired_reading(row, by, human, several))
+    section.tables.append(("Paired change (after − before) per " + ", ".join(c.replace("_", " ") for c in by)
+                           + " and pooled" if by else "Paired change (after − before)", paired))
+    if compared is not None:
+        section.tables.append(("Change of the cohort against humans' change", compared))
+    section.figures.append(("Mean score before and after imagining the situation, per emotion"
+                            + (", cohort beside humans" if human_changes is not None else ""),
+                            before_after_plot(changes, human_changes)))
+    section.note = ("Change = after − before, per respondent, repeat, situation and subscale (the last measure "
+                    "before the situation and the first after it). Each respondent counts once per group "
+                    "(averaged over repeats and situations); n = respondents. dz = mean change / SD of change, "
+                    "95 % CI by the noncentral t; p(Holm) corrected over every row of the table. The flags against "
+                    "humans (numb, over-reacting, opposite direction) use the unadjusted 95 % CI of the "
+                    "difference in mean change.")
+    return section
