@@ -279,15 +279,24 @@ def cmd_plan(args: argparse.Namespace) -> int:
     backends = {c.id: make_backend(c, log=lambda m: print(m, file=sys.stderr)) for c in overridden.configs}
     run_dir = Path(args.runs_dir) / study.id / run_id_for(study, backends)
     finished, finished_note = read_finished_trials(run_dir / DATABASE)
-    trials = list(plan_trials(study, backends))
+    if study.spec.stages:   # conversations: later stages shown with their history (placeholders for replies)
+        from .stages import PREVIEW_NOTE, first_conversations, plan_chains, preview_trials
+        chains = plan_chains(study, backends)
+        trials, shown_first = preview_trials(chains), first_conversations(chains)
+    else:
+        trials, shown_first = list(plan_trials(study, backends)), None
     built = llama_server_path().exists()
     start = {b: (3.0, "~3 s to start llama-server") if built else
              (300.0, "about 5 min to build llama-server once (then cached)")
              for b, x in backends.items() if x.config.kind == "local"}
     with ExitStack() as stack:
         counters = {b: stack.enter_context(token_counter(x, args.tokenizer)) for b, x in backends.items()}
+        # A staged study's preview shows at least one whole conversation (every stage of the first chain).
+        preview = max(args.preview, len(study.spec.stages)) if study.spec.stages and args.preview else args.preview
         plan = build_plan(study.id, str(run_dir), backends, trials, finished, counters, prices,
-                          latency_s=args.latency, preview=args.preview, start_s=start)
+                          latency_s=args.latency, preview=preview, start_s=start, shown_first=shown_first)
+    if study.spec.stages:
+        plan.notes.append(PREVIEW_NOTE)
     done = sum(t.trial_id in finished for t in trials)
     if args.json:
         print(json.dumps({**plan.to_json(), "already_finished": done,

@@ -42,6 +42,7 @@ from .usage import token_usage
 
 MANIFEST = "manifest.json"
 DATABASE = "run.sqlite"
+SITUATIONS = "situations.yaml"   # the copy of a staged study's situation set
 
 
 @dataclass(frozen=True)
@@ -215,6 +216,8 @@ async def _administer_locked(study: Study, run: RunDir, backends: dict[str, Http
     (run.path / "instruments").mkdir(exist_ok=True)
     for instrument, source in zip(study.instruments, study.instrument_paths):
         write_text_atomic(run.path / "instruments" / f"{instrument.id}.yaml", source.read_text(encoding="utf-8"))
+    if study.situations_path is not None:   # a staged study's situation set (engine/stages.py)
+        write_text_atomic(run.path / SITUATIONS, study.situations_path.read_text(encoding="utf-8"))
     # A study with `stages:` runs as conversations (engine/stages.py); any other as independent trials.
     chains = plan_chains(study, backends) if study.spec.stages else None
     trials = stage_trials(chains) if chains is not None else list(plan_trials(study, backends))

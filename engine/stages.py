@@ -152,6 +152,8 @@ def plan_chains(study: Study, backends: dict[str, HttpBackend]) -> list[Chain]:
                             trial = _evoke_trial(ctx, situation, system_prompt)
                         else:
                             trial = _measure_trial(ctx, by_id[stage.measure], system_prompt)
+                        # kind: what `psyq plan` groups and labels requests by (its "stage" column: "1: evoke")
+                        trial = replace(trial, kind=f"{k}: {'evoke' if isinstance(stage, EvokeStage) else 'measure'}")
                         steps.append(StageStep(_staged(trial, protocol.seed, chain_key, k), k,
                                                "evoke" if isinstance(stage, EvokeStage) else "measure",
                                                chain_id, situation))
@@ -200,6 +202,18 @@ def preview_trials(chains: Iterable[Chain]) -> list[Trial]:
             out.append(replace(step.trial, request=replace(step.trial.request, messages=tuple(messages))))
             history = messages + [{"role": "assistant", "content": PLACEHOLDER.format(k=step.stage)}]
     return out
+
+
+def first_conversations(chains: Iterable[Chain]) -> list[Trial]:
+    """The preview trials of the first chain of each backend, in stage order (what `psyq plan`
+    shows first: one whole conversation per backend)."""
+    seen: set[str] = set()
+    firsts = []
+    for chain in chains:
+        if chain.backend_id not in seen:
+            seen.add(chain.backend_id)
+            firsts.append(chain)
+    return preview_trials(firsts)
 
 
 def with_history(step: StageStep, history: list[dict]) -> Trial:
