@@ -264,3 +264,22 @@ def test_situation_set_loader_and_errors(tmp_path):
     out = subprocess.run([sys.executable, "-m", "engine.cli", "validate", str(bad)], cwd=ROOT, capture_output=True,
                          text=True)
     assert out.returncode == 2 and f"{bad}:7:" in out.stderr and "used more than once" in out.stderr
+
+
+def test_json_answers_in_stages_schema_only_on_measure_stages(tmp_path):
+    def json_reply(body: dict) -> str:
+        # A measure stage (JSON schema sent) gets BEFORE's values as JSON; an evoke stage text.
+        if body.get("response_format"):
+            return json.dumps(BEFORE)
+        return "I would be upset."
+    with StubServer(answer=json_reply) as stub:
+        study = load_study(write_study(tmp_path, stub.url, protocol={"answer": "json", "seed": 3}))
+        result = asyncio.run(administer(study, tmp_path / "runs", log=lambda m: None))
+        bodies = [r.body for r in stub.requests if r.path.endswith("/chat/completions")]
+    assert result.counts == {"answered": 12}
+    evokes = [b for b in bodies if b["messages"][-1]["content"].startswith("Imagine")]
+    assert len(evokes) == 4 and not any("response_format" in b for b in evokes)
+    assert sum("response_format" in b for b in bodies) == 8
+    table = export_table(result.run_dir.path)
+    # Every measure answer is BEFORE's value for its item (4 items x 2 measures x 4 conversations).
+    assert len(table) == 32 and (table["value"] == table["item_id"].map(BEFORE)).all()
