@@ -218,6 +218,9 @@ def check_stages(spec: StudySpec, doc: YamlDocument, instruments: list[Instrumen
                                     "(file: the situation set, per_respondent: all or {sample: N, seed: S})",
                                     at_key=True))
     for i, inst in enumerate(instruments):
+        if inst.id == "evoke":   # the evoke stages' trials are stored under that instrument id
+            problems.append(doc.problem(("instruments", i), "an instrument called 'evoke' cannot be used with "
+                                        "`stages:` (the evoke stages are stored under that name); rename its id"))
         if inst.id not in measured:
             problems.append(doc.problem(("instruments", i), f"instrument '{inst.id}' is listed but no stage measures "
                                         "it; in a staged study instruments are asked only by `measure:` stages"))
