@@ -24,7 +24,7 @@ HUMAN_BACKEND = "human"
 ANSWER_COLUMNS = {"run_id", "study", "backend_id", "model", "respondent_id", "instrument", "item_id",
                   "position", "repeat", "option_order", "status", "reason", "disclaimer", "raw_text",
                   "value", "keyed_value", "expected", "option_mass", "distribution", "text", "trial_status",
-                  "attempts", "reasks"}
+                  "attempts", "reasks", "stage", "situation_id"}   # the last two: runs with stages (engine/stages.py)
 
 
 def persona_columns(table: pd.DataFrame) -> list[str]:

@@ -77,10 +77,12 @@ def load_any(path: Path) -> object:
     from .judge import load_rubric
     from .kinds import all_kinds
     from .persona import load_cohort
+    from .situations import load_situations
     from .study import load_study
     kind_formats = {name: load for kind in all_kinds() for name, load in kind.file_formats().items()}
     loaders = {"instrument/1": load_instrument, "cohort/1": load_cohort, "study/1": load_study,
-               **kind_formats, "rubric/1": load_rubric}
+               **kind_formats, "rubric/1": load_rubric,
+               "situations/1": load_situations}
     doc = load_yaml(path)
     kind = doc.data.get("psyq")
     if kind not in loaders:
@@ -131,6 +133,9 @@ def cmd_schema(args: argparse.Namespace) -> int:
     elif args.format == "cohort":
         from .persona import cohort_json_schema
         schema = cohort_json_schema()
+    elif args.format == "situations":
+        from .situations import situations_json_schema
+        schema = situations_json_schema()
     else:
         from .study import StudySpec
         schema = StudySpec.model_json_schema()
@@ -274,15 +279,24 @@ def cmd_plan(args: argparse.Namespace) -> int:
     backends = {c.id: make_backend(c, log=lambda m: print(m, file=sys.stderr)) for c in overridden.configs}
     run_dir = Path(args.runs_dir) / study.id / run_id_for(study, backends)
     finished, finished_note = read_finished_trials(run_dir / DATABASE)
-    trials = list(plan_trials(study, backends))
+    if study.spec.stages:   # conversations: later stages shown with their history (placeholders for replies)
+        from .stages import PREVIEW_NOTE, first_conversations, plan_chains, preview_trials
+        chains = plan_chains(study, backends)
+        trials, shown_first = preview_trials(chains), first_conversations(chains)
+    else:
+        trials, shown_first = list(plan_trials(study, backends)), None
     built = llama_server_path().exists()
     start = {b: (3.0, "~3 s to start llama-server") if built else
              (300.0, "about 5 min to build llama-server once (then cached)")
              for b, x in backends.items() if x.config.kind == "local"}
     with ExitStack() as stack:
         counters = {b: stack.enter_context(token_counter(x, args.tokenizer)) for b, x in backends.items()}
+        # A staged study's preview shows at least one whole conversation (every stage of the first chain).
+        preview = max(args.preview, len(study.spec.stages)) if study.spec.stages and args.preview else args.preview
         plan = build_plan(study.id, str(run_dir), backends, trials, finished, counters, prices,
-                          latency_s=args.latency, preview=args.preview, start_s=start)
+                          latency_s=args.latency, preview=preview, start_s=start, shown_first=shown_first)
+    if study.spec.stages:
+        plan.notes.append(PREVIEW_NOTE)
     done = sum(t.trial_id in finished for t in trials)
     if args.json:
         print(json.dumps({**plan.to_json(), "already_finished": done,
@@ -543,7 +557,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
     "validate": (cmd_validate, "check instrument, cohort and study YAML files (schema and meaning)"),
-    "schema": (cmd_schema, "print the JSON Schema of the instrument (default), cohort or study format"),
+    "schema": (cmd_schema, "print the JSON Schema of the instrument (default), cohort, study or situations format"),
     "score": (cmd_score, "score a CSV of item answers (human data) with an instrument"),
     "run": (cmd_run, "administer a study (resumes a run of the same study)"),
     "plan": (cmd_plan, "what `psyq run` would send: requests, tokens, cost, time, a preview (nothing sent)"),
@@ -571,7 +585,7 @@ def build_parser() -> argparse.ArgumentParser:
                for name, (_, help_) in COMMANDS.items()}
     parsers["validate"].add_argument("paths", nargs="+", metavar="PATH",
                                      help="YAML files or folders holding them")
-    parsers["schema"].add_argument("format", nargs="?", choices=["instrument", "cohort", "study"], default="instrument")
+    parsers["schema"].add_argument("format", nargs="?", choices=["instrument", "cohort", "study", "situations"], default="instrument")
     p = parsers["score"]
     p.add_argument("instrument", help="instrument YAML file")
     p.add_argument("responses", help="CSV with respondent_id and one column per item id")

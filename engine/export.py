@@ -7,6 +7,11 @@ attempts, reasks, text``. ``text`` holds free-text answers (a kind may store sev
 ``<item>:self`` and ``<item>:other``: :meth:`engine.kinds.ItemKind.answer_ids`). ``distribution`` is the JSON text ``{value: probability}`` (answer mode
 `logprobs`), else empty. ``value`` is the raw scale value (missing stays missing), ``keyed_value`` the value
 after reverse keying with the instrument copy stored in the run.
+
+A run of a study with `stages:` (engine/stages.py) has two more columns at the end, ``stage`` (the
+0-based index in `stages:`) and ``situation_id``, and holds the answers of its measure stages only:
+an evoke stage asks no items (its reply is in the store's ``stage_trials`` table and the trial's
+``raw_text``). Runs without stages have neither column.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import yaml
 
 from .instrument import Instrument, load_instrument
 from .run import RunDir, open_run_dir
@@ -30,6 +36,29 @@ SELECT t.backend_id, t.model, t.respondent_id, t.instrument_id AS instrument, a.
 FROM answers a JOIN trials t USING (trial_id) LEFT JOIN respondents r USING (respondent_id)
 ORDER BY t.backend_id, t.repeat, t.respondent_id, t.instrument_id, a.position
 """
+
+
+# A run of a study with `stages:` (engine/stages.py): the answers of its measure stages, with the
+# stage and the situation; the evoke stages hold no item answers and are left out (said in the docstring).
+STAGED_QUERY = """
+SELECT t.backend_id, t.model, t.respondent_id, t.instrument_id AS instrument, a.item_id, a.position,
+       t.repeat, t.option_order, a.status, a.reason, a.disclaimer, t.raw_text, a.value, a.expected,
+       a.option_mass, a.distribution, a.text, t.status AS trial_status, t.attempts, t.reasks, r.attributes,
+       s.stage, s.situation_id
+FROM answers a JOIN trials t USING (trial_id) LEFT JOIN respondents r USING (respondent_id)
+     LEFT JOIN stage_trials s USING (trial_id)
+WHERE t.instrument_id != 'evoke'
+ORDER BY t.backend_id, t.repeat, t.respondent_id, s.situation_id, s.stage, t.instrument_id, a.position
+"""
+
+
+def run_has_stages(run: RunDir) -> bool:
+    """True when the run's study copy declares `stages:` (its export then has `stage`, `situation_id`)."""
+    copy = run.path / "study.yaml"
+    if not copy.exists():
+        return False
+    data = yaml.safe_load(copy.read_text(encoding="utf-8"))
+    return isinstance(data, dict) and bool(data.get("stages"))
 
 
 def run_instruments(run: RunDir) -> dict[str, Instrument]:
@@ -47,8 +76,9 @@ def export_table(run_path: str | Path) -> pd.DataFrame:
     run = open_run_dir(run_path)
     manifest = run.read_manifest()
     RunStore(run.database).close()   # brings a run stored by an older psyq up to the current schema
+    staged = run_has_stages(run)
     with sqlite3.connect(f"file:{run.database}?mode=ro", uri=True) as db:
-        table = pd.read_sql_query(QUERY, db)
+        table = pd.read_sql_query(STAGED_QUERY if staged else QUERY, db)
     attributes = pd.DataFrame([json.loads(a) if a else {} for a in table.pop("attributes")], index=table.index)
     attributes = attributes.convert_dtypes()  # ages stay whole numbers although the baseline has none
     table["value"] = table["value"].astype(float)
@@ -57,6 +87,11 @@ def export_table(run_path: str | Path) -> pd.DataFrame:
     front = pd.DataFrame({"run_id": manifest["run_id"], "study": manifest["study"]}, index=table.index)
     head = table[["backend_id", "model", "respondent_id"]]
     rest = table.drop(columns=["backend_id", "model", "respondent_id"])
+    if staged:
+        # Measure stages only (the evoke stages' replies are in the store's stage_trials table);
+        # stage is the 0-based index in the study's `stages:`.
+        rest["stage"] = rest["stage"].astype("Int64")
+        rest = rest[[c for c in rest.columns if c not in ("stage", "situation_id")] + ["stage", "situation_id"]]
     clash = [c for c in attributes.columns if c in table.columns or c in front.columns]
     attributes = attributes.rename(columns={c: f"persona_{c}" for c in clash})
     return pd.concat([front, head, attributes, rest], axis=1)

@@ -200,11 +200,14 @@ def _url(backend: HttpBackend) -> str:
 def build_plan(study_id: str, run_dir: str, backends: Mapping[str, HttpBackend], trials: Iterable[Trial],
                finished: set[str], counters: Mapping[str, TokenCounter], prices: PriceTable | None,
                latency_s: float = DEFAULT_LATENCY_S, preview: int = DEFAULT_PREVIEW,
-               start_s: Mapping[str, tuple[float, str]] | None = None) -> Plan:
+               start_s: Mapping[str, tuple[float, str]] | None = None,
+               shown_first: Iterable[Trial] | None = None) -> Plan:
     """The plan of `trials` (the runner's), leaving out those in `finished`.
 
     `counters`: a token counter per backend id; `start_s`: seconds a backend needs before its
-    first request and why (the local server's start), added to its time.
+    first request and why (the local server's start), added to its time; `shown_first`: the
+    requests to preview in place of the first ones sent (e.g. one whole conversation of a staged
+    study, engine/stages.py), those already finished left out.
 
     Example:
         >>> plan = build_plan("quickstart", "runs/quickstart/ab12", backends, plan_trials(study, backends),
@@ -249,7 +252,9 @@ def build_plan(study_id: str, run_dir: str, backends: Mapping[str, HttpBackend],
         headers, problem = _headers(backend)
         if problem and sent:
             notes.append(f"backend '{backend_id}': {problem}; `psyq run` would stop at its first request")
-        for trial in sent[:preview]:
+        chosen = sent if shown_first is None else \
+            [t for t in shown_first if t.backend_id == backend_id and t.trial_id not in finished]
+        for trial in chosen[:preview]:
             shown.append(PreviewRequest(backend_id, trial.instrument.id, trial.kind, trial.respondent_id,
                                         _url(backend), headers, backend.payload(trial.request)))
     return Plan(study_id, run_dir, latency_s, rows, plans, shown, prices.origin if prices else None, notes)

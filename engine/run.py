@@ -35,12 +35,14 @@ from .persona import render_system_prompt
 from .prices import PriceTable, combine
 from .runlock import RunLock
 from .runner import ProgressCallback, plan_trials, run_pending
+from .stages import plan_chains, run_chains, stage_trials
 from .store import RunStore
 from .study import Study, require_item_texts
 from .usage import token_usage
 
 MANIFEST = "manifest.json"
 DATABASE = "run.sqlite"
+SITUATIONS = "situations.yaml"   # the copy of a staged study's situation set
 
 
 @dataclass(frozen=True)
@@ -214,7 +216,11 @@ async def _administer_locked(study: Study, run: RunDir, backends: dict[str, Http
     (run.path / "instruments").mkdir(exist_ok=True)
     for instrument, source in zip(study.instruments, study.instrument_paths):
         write_text_atomic(run.path / "instruments" / f"{instrument.id}.yaml", source.read_text(encoding="utf-8"))
-    trials = list(plan_trials(study, backends))
+    if study.situations_path is not None:   # a staged study's situation set (engine/stages.py)
+        write_text_atomic(run.path / SITUATIONS, study.situations_path.read_text(encoding="utf-8"))
+    # A study with `stages:` runs as conversations (engine/stages.py); any other as independent trials.
+    chains = plan_chains(study, backends) if study.spec.stages else None
+    trials = stage_trials(chains) if chains is not None else list(plan_trials(study, backends))
     manifest = _manifest(study, backends, run_id, len(trials))
     manifest.update(extra or {})
     manifest["trials_planned_by"] = planned_by(trials)   # per backend and instrument, for `psyq status`
@@ -239,7 +245,10 @@ async def _administer_locked(study: Study, run: RunDir, backends: dict[str, Http
             if on_start:
                 totals = {b: sum(t.backend_id == b for t in trials) for b in backends}
                 on_start(backends, totals, {b: totals[b] - pending[b] for b in backends})
-            await run_pending(trials, backends, store, study.protocol, on_trial)
+            if chains is not None:
+                notes.extend((await run_chains(chains, backends, store, study.protocol, on_trial)).notes())
+            else:
+                await run_pending(trials, backends, store, study.protocol, on_trial)
         except BackendUnreachable as exc:
             unreachable = str(exc)   # every answer received so far is committed; a rerun resumes
         except (asyncio.CancelledError, KeyboardInterrupt):

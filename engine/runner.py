@@ -110,6 +110,13 @@ def _parse_error(exc: BaseException) -> ParsedAnswer:
 async def run_trial(trial: Trial, backend: HttpBackend, protocol: Protocol) -> TrialRecord:
     """Send one trial (with corrective re-asks) and return its record; raises BackendError only
     for fatal backend errors (the caller stops the run)."""
+    return (await run_trial_conversation(trial, backend, protocol))[0]
+
+
+async def run_trial_conversation(trial: Trial, backend: HttpBackend,
+                                 protocol: Protocol) -> tuple[TrialRecord, tuple[dict, ...], str | None]:
+    """:func:`run_trial`, also returning the messages of the last request sent (re-asks included)
+    and the last reply's text: what a later stage of a conversation carries (engine/stages.py)."""
     started = _now()
     request = trial.request
     texts: list[str] = []
@@ -161,12 +168,13 @@ async def run_trial(trial: Trial, backend: HttpBackend, protocol: Protocol) -> T
             raise
         # What the server last sent (an HTML page, a truncated body …) is kept with the trial.
         response = exc.body if exc.body is not None else (result.raw if result else None)
-        return _record(trial, backend, "failed", started, texts, response, attempts + exc.attempts,
-                       reasks, latency, tokens,
-                       {i: ParsedAnswer(None, "failed", str(exc)) for i in answer_ids(trial)}, {}, str(exc))
+        return (_record(trial, backend, "failed", started, texts, response, attempts + exc.attempts,
+                        reasks, latency, tokens,
+                        {i: ParsedAnswer(None, "failed", str(exc)) for i in answer_ids(trial)}, {}, str(exc)),
+                request.messages, None)
     status = "answered" if all(answers[i].status == "answered" for i in answer_ids(trial)) else "missing"
-    return _record(trial, backend, status, started, texts, result.raw if result else None, attempts, reasks,
-                   latency, tokens, answers, extra, None)
+    return (_record(trial, backend, status, started, texts, result.raw if result else None, attempts, reasks,
+                    latency, tokens, answers, extra, None), request.messages, texts[-1] if texts else None)
 
 
 def _reads_logprobs(trial: Trial, protocol: Protocol) -> bool:

@@ -66,6 +66,15 @@ CREATE TABLE IF NOT EXISTS answers (
     text TEXT,                         -- a free-text answer (item_id may name a part: '<item>:self')
     PRIMARY KEY (trial_id, item_id)
 );
+CREATE TABLE IF NOT EXISTS stage_trials (   -- only in runs of studies with `stages:` (engine/stages.py)
+    trial_id TEXT PRIMARY KEY REFERENCES trials(trial_id) ON DELETE CASCADE,
+    chain_id TEXT NOT NULL,            -- one respondent x situation x repeat x backend: one conversation
+    stage INTEGER NOT NULL,            -- 0-based index in the study's `stages:`
+    situation_id TEXT NOT NULL,
+    emotion TEXT NOT NULL,
+    messages TEXT NOT NULL,            -- JSON: every message of the stage's last request, exactly as sent
+    reply TEXT                         -- the last reply's text (what the next stage carries as history)
+);
 """
 
 REPLY_SEPARATOR = "\n<<<psyq re-ask>>>\n"
@@ -112,6 +121,19 @@ class TrialRecord:
     finished_at: str
     error: str | None
     answers: list[AnswerRecord]
+    stage: "StageRecord | None" = None   # set for a stage of a multi-stage study only
+
+
+@dataclass
+class StageRecord:
+    """Where a stage trial sits in its conversation, and exactly what it sent and got back."""
+
+    chain_id: str
+    stage: int
+    situation_id: str
+    emotion: str
+    messages: list[dict[str, Any]]
+    reply: str | None
 
 
 class RunStore:
@@ -232,6 +254,10 @@ class RunStore:
             self.db.executemany("DELETE FROM trials WHERE trial_id = ?", [(r[0],) for r in rows])
             self.db.executemany(f"INSERT INTO trials VALUES ({', '.join('?' * len(rows[0]))})", rows)
             self.db.executemany("INSERT INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", answers)
+            stages = [(t.trial_id, t.stage.chain_id, t.stage.stage, t.stage.situation_id, t.stage.emotion,
+                       json.dumps(t.stage.messages), t.stage.reply) for t in latest.values() if t.stage]
+            if stages:
+                self.db.executemany("INSERT INTO stage_trials VALUES (?, ?, ?, ?, ?, ?, ?)", stages)
 
     # --- reading -------------------------------------------------------------------------
     def get_meta(self, key: str, default: Any = None) -> Any:
@@ -243,6 +269,13 @@ class RunStore:
         self.flush()
         rows = self.db.execute("SELECT trial_id FROM trials WHERE status IN ('answered', 'missing')")
         return {r[0] for r in rows}
+
+    def stage_trials(self) -> dict[str, tuple[str, list[dict[str, Any]], str | None]]:
+        """Every stored stage trial: trial_id -> (status, messages sent, reply) (engine/stages.py)."""
+        self.flush()
+        rows = self.db.execute("SELECT s.trial_id, t.status, s.messages, s.reply "
+                               "FROM stage_trials s JOIN trials t USING (trial_id)")
+        return {r[0]: (r[1], json.loads(r[2]), r[3]) for r in rows}
 
     def status_counts(self) -> dict[str, int]:
         """Number of trials per status."""

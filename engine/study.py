@@ -23,6 +23,7 @@ from .instrument import Instrument, item_texts_path, load_instrument, missing_te
 from .persona import Cohort, load_cohort
 from .prices import ModelPrice
 from .prompts import answer_tokens
+from .situations import SituationSet, load_situations
 from .validation import parse_document, raise_problems
 from .yamlfile import YamlDocument, load_yaml
 
@@ -46,6 +47,32 @@ class Protocol(StrictModel):
     seed: int = Field(default=0, ge=-(2**63) + 1, le=2**63 - 1)
 
 
+class MeasureStage(StrictModel):
+    """A stage that asks one instrument of the study, whole, in one request."""
+
+    measure: Id
+
+
+class EvokeStage(StrictModel):
+    """A stage that asks the respondent to imagine the chain's situation (`evoke: situations`)."""
+
+    evoke: Literal["situations"]
+
+
+class SampleSituations(StrictModel):
+    """A seeded sample of N situations per respondent."""
+
+    sample: int = Field(ge=1)
+    seed: int = Field(default=0, ge=-(2**63) + 1, le=2**63 - 1)
+
+
+class SituationsSpec(StrictModel):
+    """Which situation set a staged study uses, and which of its situations each respondent gets."""
+
+    file: Text
+    per_respondent: Literal["all"] | SampleSituations = "all"
+
+
 class StudySpec(StrictModel):
     """The study file as written."""
 
@@ -61,6 +88,10 @@ class StudySpec(StrictModel):
     # model name -> USD per 1M input/output tokens, for `psyq plan` and a run's cost (engine/prices.py);
     # not part of the run id: a price decides no answer
     prices: dict[Text, ModelPrice] = Field(default_factory=dict)
+    # Multi-stage protocol in one conversation per respondent x situation (engine/stages.py);
+    # absent: every trial is one independent request, as always.
+    stages: list[MeasureStage | EvokeStage] | None = Field(default=None, min_length=1)
+    situations: SituationsSpec | None = None
 
 
 @dataclass(frozen=True)
@@ -73,6 +104,8 @@ class Study:
     instrument_paths: tuple[Path, ...]
     cohort: Cohort
     cohort_path: Path
+    situations: "SituationSet | None" = None        # the `situations:` set of a staged study
+    situations_path: Path | None = None
 
     @property
     def id(self) -> str:
@@ -88,6 +121,8 @@ class Study:
         texts = [t for i, p in zip(self.instruments, self.instrument_paths)
                  if (t := item_texts_path(i, p)) is not None and t.exists()]
         files = [self.path, *self.instrument_paths, *texts, self.cohort_path]
+        if self.situations_path is not None:    # another situation set is another run
+            files.append(self.situations_path)
         return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
 
 
@@ -134,6 +169,68 @@ def check_study(spec: StudySpec, doc: YamlDocument, instruments: list[Instrument
     for i, inst in enumerate(instruments):
         if seen[inst.id] > 1:
             problems.append(doc.problem(("instruments", i), f"instrument '{inst.id}' is listed twice"))
+    return problems
+
+
+def check_stages(spec: StudySpec, doc: YamlDocument, instruments: list[Instrument]) -> list[Problem]:
+    """Meaning checks of `stages:` and `situations:` (see engine/stages.py for what they do).
+
+    A measure must name an instrument of the study with rating items only (it is asked whole, in
+    one request); exactly one evoke stage, with a measure before and after it; `situations:` and
+    `stages:` come together; every instrument listed is measured by some stage; answers are read
+    from text or JSON (a whole instrument has no single first token to read log probabilities of).
+    """
+    problems: list[Problem] = []
+    if spec.stages is None:
+        if spec.situations is not None:
+            problems.append(doc.problem(("situations",), "`situations:` is used only by `stages:` "
+                                        "(an `evoke: situations` stage), and this study has none", at_key=True))
+        return problems
+    by_id = {inst.id: inst for inst in instruments}
+    measured = set()
+    for k, stage in enumerate(spec.stages):
+        if isinstance(stage, MeasureStage):
+            inst = by_id.get(stage.measure)
+            if inst is None:
+                problems.append(doc.problem(("stages", k, "measure"), f"'{stage.measure}' is not an instrument of "
+                                            f"this study (instruments: {', '.join(by_id) or 'none'})"))
+                continue
+            measured.add(inst.id)
+            other = sorted({i.kind for i in inst.items if i.kind != "rating"})
+            if other:
+                problems.append(doc.problem(("stages", k, "measure"), f"'{inst.id}' has {', '.join(other)} items; a "
+                                            "measure stage asks rating items only (the whole instrument in one request)"))
+    evokes = [k for k, s in enumerate(spec.stages) if isinstance(s, EvokeStage)]
+    if not evokes:
+        problems.append(doc.problem(("stages",), "the stages have no `evoke: situations` stage; a staged study "
+                                    "measures, evokes a situation, and measures again (exactly one evoke stage)"))
+    elif len(evokes) > 1:
+        problems.append(doc.problem(("stages", evokes[1]), f"exactly one `evoke:` stage is allowed, found "
+                                    f"{len(evokes)} (stages {', '.join(map(str, evokes))})"))
+    else:
+        e = evokes[0]
+        if not any(isinstance(s, MeasureStage) for s in spec.stages[:e]) or \
+                not any(isinstance(s, MeasureStage) for s in spec.stages[e + 1:]):
+            problems.append(doc.problem(("stages", e), "the evoke stage needs a `measure:` stage before it and one "
+                                        "after it (the change is after minus before)"))
+    if spec.situations is None:
+        problems.append(doc.problem(("stages",), "`stages:` with an evoke stage need `situations:` "
+                                    "(file: the situation set, per_respondent: all or {sample: N, seed: S})",
+                                    at_key=True))
+    for i, inst in enumerate(instruments):
+        if inst.id == "evoke":   # the evoke stages' trials are stored under that instrument id
+            problems.append(doc.problem(("instruments", i), "an instrument called 'evoke' cannot be used with "
+                                        "`stages:` (the evoke stages are stored under that name); rename its id"))
+        if inst.id not in measured:
+            problems.append(doc.problem(("instruments", i), f"instrument '{inst.id}' is listed but no stage measures "
+                                        "it; in a staged study instruments are asked only by `measure:` stages"))
+    if spec.protocol.answer == "logprobs":
+        problems.append(doc.problem(("protocol", "answer"), "answer: logprobs reads one answer token per request, "
+                                    "but a measure stage asks the whole instrument in one request; use answer: "
+                                    "text or json with `stages:`"))
+    if "presentation" in spec.protocol.model_fields_set and spec.protocol.presentation == "per_item":
+        problems.append(doc.problem(("protocol", "presentation"), "a measure stage asks the whole instrument in "
+                                    "one request; with `stages:` leave `presentation` out or write whole_instrument"))
     return problems
 
 
@@ -187,6 +284,24 @@ def load_study(path: str | Path) -> Study:
             cohort = load_cohort(cohort_path)
         except InputError as exc:
             problems.extend(exc.problems)
+    situations, situations_path = None, None
+    if spec.situations is not None:
+        situations_path = (path.parent / spec.situations.file).resolve()
+        if not situations_path.is_file():
+            what = "is not a file (a directory or a device)" if situations_path.exists() else "not found"
+            problems.append(doc.problem(("situations", "file"), f"situation set file {what}: {situations_path}"))
+        else:
+            try:
+                situations = load_situations(situations_path)
+                per = spec.situations.per_respondent
+                if not isinstance(per, str) and per.sample > len(situations.situations):
+                    problems.append(doc.problem(("situations", "per_respondent", "sample"), f"a sample of "
+                                                f"{per.sample} situations per respondent, but the set has only "
+                                                f"{len(situations.situations)}"))
+            except InputError as exc:
+                problems.extend(exc.problems)
     raise_problems(problems)
     raise_problems(check_study(spec, doc, instruments))
-    return Study(spec, path.resolve(), tuple(instruments), tuple(instrument_paths), cohort, cohort_path)
+    raise_problems(check_stages(spec, doc, instruments))
+    return Study(spec, path.resolve(), tuple(instruments), tuple(instrument_paths), cohort, cohort_path,
+                 situations, situations_path)

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 from pydantic import Field
 
-from ..errors import Problem
+from ..errors import Problem, PsyqError
 from ..fields import Id, StrictModel, Text
 from ..parsing import ParsedAnswer, parse_json_rating, parse_rating, parse_ratings_block
 from ..scoring import score
@@ -117,7 +117,15 @@ class Rating(ItemKind):
     def score(self, table: pd.DataFrame, instruments: Mapping[str, "Instrument"]) -> pd.DataFrame:
         """Prorated sums or means of the raw answers on each instrument's scale
         (:func:`engine.scoring.score`: reverse keying, prorating, `min_answered`), per backend ×
-        model × respondent × repeat; instruments without rating subscales are left out."""
+        model × respondent × repeat; instruments without rating subscales are left out.
+
+        The export of a run with `stages:` holds several measures per respondent (one per stage and
+        situation): scored here they would be collapsed into one, so such a table is refused unless
+        it holds one stage of one situation (analysis/stage_scores.py scores them stage by stage)."""
+        if "stage" in table.columns and len(table[["situation_id", "stage"]].drop_duplicates()) > 1:
+            raise PsyqError("this run has stages (measure, evoke, measure in one conversation): its scores are "
+                            "per stage and situation, which the per-respondent scores and report sections do not "
+                            "hold; use analysis.stage_scores.load_stage_scores(run_dir)")
         frames = []
         for inst_id, rows in table.groupby("instrument", sort=True):
             instrument = instruments[inst_id]

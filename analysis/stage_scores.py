@@ -1,0 +1,93 @@
+"""Scores of a staged run (engine/stages.py) in the tidy "scores with stages" frame.
+
+One row per backend_id, respondent_id, repeat, situation_id, emotion, stage, phase, instrument,
+subscale, with the score and how it was reached (n_answered, n_items, prorated). `stage` is the
+0-based index in the study's `stages:`; `phase` is "before" for a measure stage before the evoke
+stage and "after" for one after it. Each measure stage of each situation is scored on its own
+with the rating kind's rules (engine/kinds/rating.py: reverse keying, prorating, `min_answered`).
+
+Example:
+    >>> frame = load_stage_scores(run_dir)                                 # doctest: +SKIP
+    >>> frame.groupby(["emotion", "phase", "subscale"])["score"].mean()    # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import pandas as pd
+
+from engine.instrument import Instrument
+from engine.kinds import get_kind
+from engine.situations import SituationSet
+
+STAGE_SCORE_COLUMNS = ["backend_id", "respondent_id", "repeat", "situation_id", "emotion", "stage", "phase",
+                       "instrument", "subscale", "score", "n_answered", "n_items", "prorated"]
+
+
+def evoke_stage_of(stages: list) -> int:
+    """The index of the one `evoke:` stage in a study's `stages:` (as written: dicts or models).
+
+    Example:
+        >>> evoke_stage_of([{"measure": "panas"}, {"evoke": "situations"}, {"measure": "panas"}])
+        1
+    """
+    found = [k for k, s in enumerate(stages) if "evoke" in (s if isinstance(s, dict) else s.model_dump())]
+    if len(found) != 1:
+        raise ValueError(f"expected exactly one evoke stage, found {len(found)}")
+    return found[0]
+
+
+def stage_scores(table: pd.DataFrame, instruments: Mapping[str, Instrument], situations: SituationSet,
+                 evoke_stage: int) -> pd.DataFrame:
+    """The scores of a staged run's export `table` (columns :data:`STAGE_SCORE_COLUMNS`).
+
+    `situations`: the run's situation set (for each situation's emotion); `evoke_stage`: the
+    index of the evoke stage (:func:`evoke_stage_of`). A situation id not in the set is an error,
+    never a guessed emotion.
+
+    Example:
+        >>> frame = stage_scores(export_table(run_dir), run_instruments(run), load_situations(path), 1)  # doctest: +SKIP
+    """
+    if "stage" not in table.columns:
+        raise ValueError("this table has no `stage` column: it is not the export of a run with stages")
+    emotion = {s.id: s.emotion for s in situations.situations}
+    unknown = sorted(set(table["situation_id"].dropna()) - set(emotion))
+    if unknown:
+        raise ValueError(f"situation(s) {', '.join(unknown)} are not in the situation set '{situations.id}'")
+    rating = get_kind("rating")
+    frames = []
+    for (situation_id, stage), rows in table.groupby(["situation_id", "stage"], sort=True):
+        scores = rating.score(rows, instruments)
+        if scores.empty:
+            continue
+        scores = scores.assign(situation_id=situation_id, emotion=emotion[situation_id], stage=int(stage),
+                               phase="before" if int(stage) < evoke_stage else "after")
+        frames.append(scores)
+    if not frames:
+        return pd.DataFrame(columns=STAGE_SCORE_COLUMNS)
+    out = pd.concat(frames, ignore_index=True)[STAGE_SCORE_COLUMNS]
+    out["stage"] = out["stage"].astype(int)
+    return out.sort_values(["backend_id", "respondent_id", "repeat", "situation_id", "stage", "instrument",
+                            "subscale"], ignore_index=True)
+
+
+def load_stage_scores(run_dir: str | Path) -> pd.DataFrame:
+    """:func:`stage_scores` of a run directory, from its own copies of the study, instruments and
+    situation set.
+
+    Example:
+        >>> load_stage_scores("runs/staged_mini/ab12cd34ef56").columns[:3].tolist()   # doctest: +SKIP
+        ['backend_id', 'respondent_id', 'repeat']
+    """
+    import yaml
+
+    from engine.export import export_table, run_instruments
+    from engine.run import SITUATIONS, open_run_dir
+    from engine.situations import load_situations
+
+    run = open_run_dir(run_dir)
+    study = yaml.safe_load((run.path / "study.yaml").read_text(encoding="utf-8"))
+    return stage_scores(export_table(run.path), run_instruments(run), load_situations(run.path / SITUATIONS),
+                        evoke_stage_of(study.get("stages") or []))

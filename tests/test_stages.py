@@ -1,0 +1,285 @@
+"""Multi-stage studies (engine/stages.py): measure, imagine a situation, measure again, in one
+conversation; stored stage by stage, resumed after SIGKILL with the history rebuilt from the store.
+
+Real HTTP over loopback (tests/stub_server.py, in this process), `psyq run` in a subprocess that
+is killed with SIGKILL, real SQLite. The stub's replies are chosen by the test (see `reply`), so
+every expected score below is worked out by hand from them, not by the code under test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from analysis.stage_scores import STAGE_SCORE_COLUMNS, load_stage_scores
+from engine.errors import InputError
+from engine.export import export_table
+from engine.run import administer
+from engine.situations import load_situations
+from engine.stages import PLACEHOLDER, evoke_text, plan_chains, preview_trials
+from engine.study import load_study
+from stub_server import StubServer
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "fixtures" / "stages"
+MINI = ROOT / "tests" / "data" / "mini_1to7.yaml"   # items a-d, scale 1-7, a and c reverse-keyed
+
+BEFORE = {"a": 1, "b": 2, "c": 3, "d": 4}
+AFTER = {"a": 5, "b": 6, "c": 7, "d": 1}
+
+
+def reply(body: dict) -> str:
+    """The stub's answer: an evoke question gets a sentence; the measure before the situation
+    (no "Situation:" anywhere in the conversation) BEFORE's values, the one after AFTER's."""
+    messages = body["messages"]
+    last = messages[-1]["content"]
+    if last.startswith("Imagine that you are"):
+        return f"I feel it strongly ({len(messages)} messages so far)."
+    seen_situation = any("Situation:" in m["content"] for m in messages[:-1])
+    values = AFTER if seen_situation else BEFORE
+    return "\n".join(f"{k}: {v}" for k, v in values.items())
+
+
+def write_study(tmp: Path, url: str, backend: dict | None = None, **changes) -> Path:
+    for name in ("cohort_two.yaml", "situations_two.yaml"):
+        shutil.copy(FIXTURES / name, tmp / name)
+    study = yaml.safe_load((FIXTURES / "staged_study.yaml").read_text())
+    study["instruments"] = [str(MINI)]
+    study["backends"][0].update({"base_url": url, "concurrency": 1, "max_retries": 2, "backoff_s": 0.01,
+                                 "timeout_s": 10, **(backend or {})})
+    study.update(changes)
+    path = tmp / "study.yaml"
+    path.write_text(yaml.safe_dump(study, sort_keys=False))
+    return path
+
+
+def stage_rows(db: Path) -> list[tuple]:
+    with sqlite3.connect(db) as c:
+        return c.execute("SELECT s.trial_id, s.chain_id, s.stage, s.messages, s.reply, t.status, "
+                         "json_extract(t.request, '$.seed') "
+                         "FROM stage_trials s JOIN trials t USING (trial_id) ORDER BY s.chain_id, s.stage").fetchall()
+
+
+def test_sigkill_between_stages_resumes_at_the_next_stage_with_the_stored_history(tmp_path):
+    # 2 respondents x 2 situations = 4 conversations of 3 stages = 12 stage trials; one request at a
+    # time, 0.3 s each, so the kill lands while one stage is in flight and the others are stored.
+    with StubServer(answer=reply, latency_s=0.3) as stub:
+        study = write_study(tmp_path, stub.url)
+        cmd = [sys.executable, "-m", "engine.cli", "run", str(study), "--runs-dir", str(tmp_path / "runs")]
+        runner = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        db = None
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:   # wait until stages 0 and 1 of the first conversation are stored
+            db = next((tmp_path / "runs").rglob("run.sqlite"), None) if (tmp_path / "runs").exists() else None
+            if db is not None and _count(db) >= 2:
+                break
+            time.sleep(0.01)
+        runner.send_signal(signal.SIGKILL)
+        runner.wait()
+        before = {r[0]: r for r in stage_rows(db)}
+        assert 2 <= len(before) < 12
+        sent_before = sum(r.path.endswith("/chat/completions") for r in stub.requests)
+        done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        requests = [(r.body["messages"], r.body["seed"]) for r in stub.requests if r.path.endswith("/chat/completions")]
+    rows = stage_rows(db)
+    assert len(rows) == 12 and all(r[5] == "answered" for r in rows)
+    # Each request -> its stored trial, by messages and seed (stage 0 asks the same question in the
+    # conversations of both situations of a respondent; the seed, from the trial id, tells them apart).
+    by_request = {(json.dumps(json.loads(r[3])), r[6]): r[0] for r in rows}
+    assert len(by_request) == 12
+    sent_ids = [by_request[(json.dumps(m), seed)] for m, seed in requests]   # KeyError: a request nobody stored
+    second = sent_ids[sent_before:]
+    assert not set(second) & set(before)                 # no stage stored before the kill was asked again
+    assert len(second) == len(set(second))               # nor any stage twice in the rerun
+    assert len(second) == 12 - len(before)               # every other stage once (the one in flight again)
+    # History: stage k sent exactly stage k-1's messages, its stored reply, then stage k's own question.
+    study_obj = load_study(study)
+    own = {s.trial.trial_id: s.trial.request.messages[-1] for c in plan_chains(study_obj, {"stub": _backend(study_obj)})
+           for s in c.steps}
+    chains: dict[str, list] = {}
+    for r in rows:
+        chains.setdefault(r[1], []).append(r)
+    assert len(chains) == 4
+    for stages in chains.values():
+        assert [r[2] for r in stages] == [0, 1, 2]
+        for prev, cur in zip(stages, stages[1:]):
+            expected = json.loads(prev[3]) + [{"role": "assistant", "content": prev[4]}] + [own[cur[0]]]
+            assert json.loads(cur[3]) == expected
+        # The evoke stage's question is the situation's text in the evoke prompt (engine/stages.py).
+        assert json.loads(stages[1][3])[-1]["content"].startswith("Imagine that you are")
+
+
+def _count(db: Path) -> int:
+    try:
+        with sqlite3.connect(db) as c:
+            return c.execute("SELECT COUNT(*) FROM stage_trials").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+def _backend(study):
+    from engine.backends import make_backend
+    return make_backend(study.spec.backends[0], log=lambda m: None)
+
+
+def test_stage_scores_before_and_after_by_hand(tmp_path):
+    with StubServer(answer=reply) as stub:
+        study = load_study(write_study(tmp_path, stub.url, protocol={"answer": "text", "seed": 3,
+                                                                     "option_order": "counterbalanced"}))
+        result = asyncio.run(administer(study, tmp_path / "runs", log=lambda m: None))
+    assert result.counts == {"answered": 12}
+    table = export_table(result.run_dir.path)
+    assert {"stage", "situation_id"} <= set(table.columns) and set(table["stage"]) == {0, 2}
+    frame = load_stage_scores(result.run_dir.path)
+    assert list(frame.columns) == STAGE_SCORE_COLUMNS
+    # By hand, scale 1-7 (reverse: 8 - x), a and c reversed:
+    #   before a=1,b=2,c=3,d=4 -> keyed 7,2,5,4: X=a+b=9, Y=mean(b,c,d)=11/3, Z=sum=18
+    #   after  a=5,b=6,c=7,d=1 -> keyed 3,6,1,1: X=9,     Y=8/3,             Z=11
+    expected = {("before", "X"): 9, ("before", "Y"): 11 / 3, ("before", "Z"): 18,
+                ("after", "X"): 9, ("after", "Y"): 8 / 3, ("after", "Z"): 11}
+    assert len(frame) == 2 * 2 * 2 * 3   # respondents x situations x measure stages x subscales
+    for (phase, subscale), rows in frame.groupby(["phase", "subscale"]):
+        assert rows["score"].tolist() == pytest.approx([expected[(phase, subscale)]] * 4)
+    assert set(frame.loc[frame["phase"] == "before", "stage"]) == {0}
+    assert dict(zip(frame["situation_id"], frame["emotion"])) == {"anger_01": "anger", "joy_01": "joy"}
+
+
+def test_a_failed_stage_stops_its_conversation_and_the_rerun_sends_it_with_the_same_history(tmp_path):
+    # The first 8 requests fail (500; 1 try + 1 retry per stage): with one request at a time each
+    # of the 4 conversations stops at stage 0, so no later stage is sent in the first run.
+    with StubServer(answer=reply, faults=["500"] * 8) as stub:
+        study = load_study(write_study(tmp_path, stub.url, backend={"max_retries": 1}))
+        first = asyncio.run(administer(study, tmp_path / "runs", log=lambda m: None))
+        assert len(stub.requests) == 4 * 2
+        assert first.counts == {"failed": 4}
+        assert any("stopped at a stage that failed" in n for n in first.notes)
+        second = asyncio.run(administer(study, tmp_path / "runs", log=lambda m: None))
+        # The rerun: the 4 failed stage-0 trials again, then stages 1 and 2 of each: 12 requests.
+        assert len(stub.requests) == 8 + 12
+    assert second.run_dir == first.run_dir and second.counts == {"answered": 12}
+
+
+def test_plan_preview_shows_history_with_placeholders(tmp_path):
+    study = load_study(write_study(tmp_path, "http://127.0.0.1:9/v1"))
+    chains = plan_chains(study, {"stub": _backend(study)})
+    shown = preview_trials(chains[:1])
+    situation = chains[0].steps[1].situation
+    last = shown[2].request.messages
+    # system, measure, <reply 0>, evoke, <reply 1>, measure
+    assert [m["role"] for m in last] == ["system", "user", "assistant", "user", "assistant", "user"]
+    assert last[2]["content"] == PLACEHOLDER.format(k=0) and last[4]["content"] == PLACEHOLDER.format(k=1)
+    assert last[3]["content"] == evoke_text(situation)
+    out = subprocess.run([sys.executable, "-m", "engine.cli", "plan", str(tmp_path / "study.yaml"), "--tokenizer",
+                          "approximate", "--runs-dir", str(tmp_path / "runs")], cwd=ROOT, capture_output=True,
+                         text=True)
+    assert out.returncode == 0, out.stderr
+    assert "<reply of stage 1>" in out.stdout and "placeholders" in out.stdout
+
+
+def test_trial_ids_are_distinct_per_stage_and_situation(tmp_path):
+    study = load_study(write_study(tmp_path, "http://127.0.0.1:9/v1"))
+    ids = [s.trial.trial_id for c in plan_chains(study, {"stub": _backend(study)}) for s in c.steps]
+    # Stages 0 and 2 ask the same question of the same respondent: only the stage index and the
+    # situation tell them apart, so 12 distinct ids show both are in the id.
+    assert len(ids) == 12 and len(set(ids)) == 12
+
+
+def _problems(tmp_path: Path, **changes) -> list[str]:
+    path = write_study(tmp_path, "http://127.0.0.1:9/v1", **changes)
+    with pytest.raises(InputError) as err:
+        load_study(path)
+    return [f"{p.line}:{p.column}: {p.message}" for p in err.value.problems]
+
+
+STAGES = [{"measure": "mini"}, {"evoke": "situations"}, {"measure": "mini"}]
+
+
+def test_stage_checks_name_the_line(tmp_path):
+    out = _problems(tmp_path, stages=[{"measure": "nope"}, {"evoke": "situations"}, {"measure": "mini"}])
+    assert any("'nope' is not an instrument of this study" in p for p in out)
+    out = _problems(tmp_path, stages=[{"measure": "mini"}, {"measure": "mini"}])
+    assert any("no `evoke: situations` stage" in p for p in out)
+    out = _problems(tmp_path, stages=[{"evoke": "situations"}, {"measure": "mini"}])
+    assert any("needs a `measure:` stage before it and one after it" in p for p in out)
+    out = _problems(tmp_path, stages=STAGES, protocol={"answer": "logprobs"})
+    assert any("answer: logprobs reads one answer token per request" in p for p in out)
+    out = _problems(tmp_path, stages=STAGES, situations={"file": "absent.yaml"})
+    assert any("situation set file not found" in p for p in out)
+    out = _problems(tmp_path, stages=STAGES, situations={"file": "situations_two.yaml",
+                                                         "per_respondent": {"sample": 3, "seed": 1}})
+    assert any("a sample of 3 situations per respondent, but the set has only 2" in p for p in out)
+    # The study file's own lines: the stages block starts on a known line of the written YAML.
+    text = (tmp_path / "study.yaml").read_text().splitlines()
+    line = next(i for i, t in enumerate(text, 1) if t.startswith("stages:"))
+    out = _problems(tmp_path, stages=[{"measure": "nope"}, {"evoke": "situations"}, {"measure": "mini"}])
+    assert any(p.startswith(f"{line + 1}:") for p in out), (line, out)
+
+
+def test_cli_validate_exit_2_with_file_line_column(tmp_path):
+    path = write_study(tmp_path, "http://127.0.0.1:9/v1", stages=[{"measure": "mini"}, {"measure": "mini"}])
+    out = subprocess.run([sys.executable, "-m", "engine.cli", "validate", str(path)], cwd=ROOT, capture_output=True,
+                         text=True)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert f"{path}:" in out.stderr and "evoke" in out.stderr
+
+
+def test_seeded_sample_of_situations_per_respondent(tmp_path):
+    from engine.stages import situations_for
+    study = load_study(write_study(tmp_path, "http://127.0.0.1:9/v1",
+                                   situations={"file": "situations_two.yaml", "per_respondent": {"sample": 1, "seed": 5}}))
+    picked = [[s.id for s in situations_for(study, p)] for p in study.cohort.personas]
+    assert all(len(p) == 1 for p in picked)
+    again = load_study(tmp_path / "study.yaml")
+    assert picked == [[s.id for s in situations_for(again, p)] for p in again.cohort.personas]   # seeded
+
+
+def test_situation_set_loader_and_errors(tmp_path):
+    sset = load_situations(FIXTURES / "situations_two.yaml")
+    assert [s.emotion for s in sset.situations] == ["anger", "joy"] and sset.content_source == "psyq"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("psyq: situations/1\nid: x\ncontent_source: psyq\nsource: us\nsituations:\n"
+                   "  - {id: a, emotion: joy, text: One}\n  - {id: a, emotion: joy, text: Two}\n"
+                   "  - {id: b, emotion: joy}\n")
+    with pytest.raises(InputError) as err:
+        load_situations(bad)
+    found = {(p.line, p.message.split(" (")[0]) for p in err.value.problems}
+    # Line 8 (the third situation) lacks text; the duplicate id is found only once the file parses.
+    assert any(line == 8 for line, _ in found), found
+    out = subprocess.run([sys.executable, "-m", "engine.cli", "schema", "situations"], cwd=ROOT, capture_output=True,
+                         text=True)
+    assert out.returncode == 0 and json.loads(out.stdout)["title"] == "psyq situation set (format situations/1)"
+    bad.write_text("psyq: situations/1\nid: x\ncontent_source: psyq\nsource: us\nsituations:\n"
+                   "  - {id: a, emotion: joy, text: One}\n  - {id: a, emotion: joy, text: Two}\n")
+    out = subprocess.run([sys.executable, "-m", "engine.cli", "validate", str(bad)], cwd=ROOT, capture_output=True,
+                         text=True)
+    assert out.returncode == 2 and f"{bad}:7:" in out.stderr and "used more than once" in out.stderr
+
+
+def test_json_answers_in_stages_schema_only_on_measure_stages(tmp_path):
+    def json_reply(body: dict) -> str:
+        # A measure stage (JSON schema sent) gets BEFORE's values as JSON; an evoke stage text.
+        if body.get("response_format"):
+            return json.dumps(BEFORE)
+        return "I would be upset."
+    with StubServer(answer=json_reply) as stub:
+        study = load_study(write_study(tmp_path, stub.url, protocol={"answer": "json", "seed": 3}))
+        result = asyncio.run(administer(study, tmp_path / "runs", log=lambda m: None))
+        bodies = [r.body for r in stub.requests if r.path.endswith("/chat/completions")]
+    assert result.counts == {"answered": 12}
+    evokes = [b for b in bodies if b["messages"][-1]["content"].startswith("Imagine")]
+    assert len(evokes) == 4 and not any("response_format" in b for b in evokes)
+    assert sum("response_format" in b for b in bodies) == 8
+    table = export_table(result.run_dir.path)
+    # Every measure answer is BEFORE's value for its item (4 items x 2 measures x 4 conversations).
+    assert len(table) == 32 and (table["value"] == table["item_id"].map(BEFORE)).all()
