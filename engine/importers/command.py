@@ -108,7 +108,7 @@ def run(args: argparse.Namespace, say: Callable[[str], None] | None = None) -> i
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
         where = str(target) if target else "standard output"
-        say(f"imported '{draft.id}': {len(draft.items)} items, {len(draft.subscales)} subscales, "
+        say(f"imported '{draft.id}': {_count(len(draft.items), 'item')}, {_count(len(draft.subscales), 'subscale')}, "
             f"scale {draft.scale[0]['value']}-{draft.scale[-1]['value']} -> {where}")
         if draft.notes:
             say(f"to finish ({len(draft.notes)}; also written as comments in the YAML):")
@@ -137,3 +137,8 @@ def _run_conversion(args: argparse.Namespace, options: dict[str, Any], say: Call
     for note in converted.notes:
         say(f"  {note}")
     return 0
+
+
+def _count(n: int, noun: str) -> str:
+    """ "1 subscale", "2 subscales". """
+    return f"{n} {noun}{'' if n == 1 else 's'}"
