@@ -90,7 +90,11 @@ def run_facts(run: RunDir) -> RunFacts:
     manifest = run.read_manifest()
     table = export_table(run.path)
     instruments = run_instruments(run)
-    scores = score_answers(table, instruments)
+    if "stage" in table.columns and table["stage"].notna().any():
+        from .stage_scores import load_stage_scores   # one score per measure stage and situation
+        scores = load_stage_scores(run.path)
+    else:
+        scores = score_answers(table, instruments)
     rated = scores.dropna(subset=["subscale"]) if not scores.empty else scores
     prorated = int(rated["prorated"].fillna(False).astype(bool).sum()) if "prorated" in rated.columns else 0
     return RunFacts(

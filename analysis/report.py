@@ -45,6 +45,23 @@ class Section:
     comparison: pd.DataFrame | None = None     # the norm table, for sections that reuse it
 
 
+def _change_section(run_path: Path, human_change_csv: str | Path | None) -> Section:
+    """The change section of a staged run (before/after the evoked situation), as a report Section.
+
+    Only this section follows the study and missing-answer sections: norms, reliability and item
+    analyses assume one measure per respondent and repeat, which a staged run does not have."""
+    from .change import read_human_change_csv
+    from .report_change import change_section
+    from .stage_scores import load_stage_scores
+
+    humans = read_human_change_csv(human_change_csv) if human_change_csv is not None else None
+    part = change_section(load_stage_scores(run_path), humans)
+    section = Section(part.title, list(part.readings), list(part.tables), list(part.figures), part.note)
+    section.readings.append("Norm comparison, reliability and item analyses are not computed for a run with "
+                            "stages: each respondent answers the measure once per stage and situation.")
+    return section
+
+
 def _norm_choice(run_path: Path, norm_samples: list[str] | None) -> norms.SampleChoice:
     """The norm samples to compare: `--norms` if given, else the study's `norms`, else all."""
     if norm_samples:
@@ -144,7 +161,8 @@ def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] 
                    targets_csv: Mapping[str, str | Path] | None = None,
                    norm_samples: list[str] | None = None,
                    warn: Callable[[str], None] | None = None,
-                   human_keyed: Collection[str] = ()) -> tuple[dict[str, Any], list[Section]]:
+                   human_keyed: Collection[str] = (),
+                   human_change_csv: str | Path | None = None) -> tuple[dict[str, Any], list[Section]]:
     """Compute everything the report shows; returns (facts about the run, sections).
 
     `human_csv` maps an instrument id to human data: item answers for a questionnaire, or what a
@@ -154,10 +172,17 @@ def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] 
     them (:attr:`~analysis.kinds.KindReport.takes_targets`) to its targets' self-reports.
     `norm_samples` restricts the norm samples compared (default: the study's `norms`, else all);
     `warn` receives every warning the report also shows (e.g. respondents matching no norm group).
+    A run with `stages:` (measure, evoke, measure in one conversation) is reported by its change
+    scores (:mod:`analysis.report_change`), compared with `human_change_csv` (humans' before and
+    after, :func:`analysis.change.read_human_change_csv`) when given.
     """
     run = open_run_dir(run_path)
     manifest = run.read_manifest()
     table = export_table(run.path)
+    staged = "stage" in table.columns and table["stage"].notna().any()
+    if human_change_csv is not None and not staged:
+        raise InputError.single(str(human_change_csv), "--human-change applies to runs with stages "
+                                "(measure, evoke, measure); this run has none")
     instruments = run_instruments(run)
     judgements = read_judgements(run.path)
     human_csv = dict(human_csv or {})
@@ -181,7 +206,8 @@ def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] 
     # Rating instruments get the item-level analyses; the other kinds have their own sections.
     rated = {i: inst for i, inst in instruments.items() if inst.rating_items}
     rated_table = table[table["instrument"].isin(rated)]
-    scores = score_all_kinds(table, instruments)
+    # A staged run holds one measure per stage and situation: its scores are change scores.
+    scores = pd.DataFrame() if staged else score_all_kinds(table, instruments)
     sections: list[Section] = []
 
     # 1. Study and counts
@@ -223,6 +249,10 @@ def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] 
     miss.readings.append(f"{_pct(unread)} of answers are missing ({_pct(refused)} refusals); missing answers "
                          "are never imputed — subscales follow each instrument's min_answered rule.")
     sections.append(miss)
+
+    if staged:
+        sections.append(_change_section(run.path, human_change_csv))
+        return manifest, sections
 
     # 3. Norms
     choice = _norm_choice(run.path, norm_samples)
@@ -631,7 +661,8 @@ def write_report(run_path: str | Path, out_dir: str | Path | None = None, *,
                  correction: str = "holm", targets_csv: Mapping[str, str | Path] | None = None,
                  norm_samples: list[str] | None = None,
                  warn: Callable[[str], None] | None = None,
-                 human_keyed: Collection[str] = ()) -> tuple[Path, Path]:
+                 human_keyed: Collection[str] = (),
+                 human_change_csv: str | Path | None = None) -> tuple[Path, Path]:
     """Write report.html and report.md (into the run directory unless `out_dir`); return both paths.
 
     Example:
@@ -639,7 +670,7 @@ def write_report(run_path: str | Path, out_dir: str | Path | None = None, *,
     """
     manifest, sections = build_sections(run_path, human_csv=human_csv, bound=bound, correction=correction,
                                         targets_csv=targets_csv, norm_samples=norm_samples, warn=warn,
-                                        human_keyed=human_keyed)
+                                        human_keyed=human_keyed, human_change_csv=human_change_csv)
     out = Path(out_dir or run_path)
     out.mkdir(parents=True, exist_ok=True)
     text = methods_text(run_path)

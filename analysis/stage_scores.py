@@ -81,13 +81,12 @@ def load_stage_scores(run_dir: str | Path) -> pd.DataFrame:
         >>> load_stage_scores("runs/staged_mini/ab12cd34ef56").columns[:3].tolist()   # doctest: +SKIP
         ['backend_id', 'respondent_id', 'repeat']
     """
-    import yaml
-
     from engine.export import export_table, run_instruments
     from engine.run import SITUATIONS, open_run_dir
     from engine.situations import load_situations
+    from engine.yamlfile import load_yaml
 
     run = open_run_dir(run_dir)
-    study = yaml.safe_load((run.path / "study.yaml").read_text(encoding="utf-8"))
+    study = load_yaml(run.path / "study.yaml").data   # psyq's bounded reader, as for every file it reads
     return stage_scores(export_table(run.path), run_instruments(run), load_situations(run.path / SITUATIONS),
                         evoke_stage_of(study.get("stages") or []))

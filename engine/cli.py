@@ -544,7 +544,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     html_path, md_path = write_report(args.run, args.out, human_csv=human or None, bound=args.bound,
                                       correction=args.correction, targets_csv=targets or None,
                                       norm_samples=norm_samples, human_keyed=keyed,
-                                      warn=lambda m: print(f"warning: {m}", file=sys.stderr))
+                                      warn=lambda m: print(f"warning: {m}", file=sys.stderr),
+                                      human_change_csv=args.human_change)
     print(f"report -> {html_path}\nsummary -> {md_path}")
     return EXIT_OK
 
@@ -640,6 +641,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--targets", action="append", metavar="INSTRUMENT=CSV",
                    help="targets' own reports for an empathic-accuracy instrument, replacing its design-intended "
                         "profiles")
+    p.add_argument("--human-change", metavar="CSV",
+                   help="humans' before/after scores (respondent_id, emotion, situation_id, subscale, before, "
+                        "after) to compare a staged run's change with (e.g. from `psyq import emotionbench-humans`)")
     p.add_argument("--norms", metavar="SAMPLE_ID,...",
                    help="compare only these norm samples (default: the study's `norms`, else every sample)")
     p.add_argument("--bound", type=float, default=0.3, help="equivalence bound in norm SD units (default 0.3)")

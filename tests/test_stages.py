@@ -283,3 +283,53 @@ def test_json_answers_in_stages_schema_only_on_measure_stages(tmp_path):
     table = export_table(result.run_dir.path)
     # Every measure answer is BEFORE's value for its item (4 items x 2 measures x 4 conversations).
     assert len(table) == 32 and (table["value"] == table["item_id"].map(BEFORE)).all()
+
+
+def test_report_of_a_staged_run_shows_change_and_compares_it_with_humans(tmp_path):
+    # The stub's replies make every conversation change the same way (see `reply` and the hand
+    # computation in test_stage_scores_before_and_after_by_hand): X 9 -> 9, Y 11/3 -> 8/3, Z 18 -> 11,
+    # so Z changes by -7 for each of 2 respondents in each emotion (anger, joy).
+    from analysis.report import build_sections, write_report
+    from analysis.report_change import TITLE
+
+    with StubServer(answer=reply) as stub:
+        study = load_study(write_study(tmp_path, stub.url))
+        run_dir = asyncio.run(administer(study, tmp_path / "runs", log=lambda m: None)).run_dir.path
+    # Humans (made up for the test): anger, Z changes by -2, -3, -4: mean -3, SD 1, n 3.
+    humans = tmp_path / "humans.csv"
+    humans.write_text("respondent_id,emotion,situation_id,subscale,before,after\n"
+                      "h1,anger,,Z,20,18\nh2,anger,,Z,20,17\nh3,anger,,Z,20,16\n")
+    _, sections = build_sections(run_dir, human_change_csv=humans)
+    assert [s.title for s in sections] == ["Study", "Missing answers and refusals", TITLE]
+    tables = dict(sections[-1].tables)
+    paired = next(frame for caption, frame in tables.items() if caption.startswith("Paired change"))
+    z_anger = paired[(paired["subscale"] == "Z") & (paired["emotion"] == "anger")].iloc[0]
+    assert z_anger["n"] == 2 and z_anger["mean_change"] == pytest.approx(-7)
+    assert z_anger["t"] != z_anger["t"]   # NaN: every change is -7, no variance, so no t (said in `note`)
+    compared = tables["Change of the cohort against humans' change"]
+    row = compared[(compared["subscale"] == "Z") & (compared["emotion"] == "anger")].iloc[0]
+    # Welch by hand: the cohort's changes have no variance, so SE = sqrt(1/3) = 0.5774 and df = 3 - 1
+    # = 2; t_.975(2) = 4.3027; difference -7 - (-3) = -4, CI -4 -/+ 2.4841 = [-6.484, -1.516]:
+    # it excludes 0 and the cohort changed more than humans in the same direction.
+    assert row["diff"] == pytest.approx(-4)
+    assert (row["diff_low"], row["diff_high"]) == pytest.approx((-6.4841, -1.5159), abs=1e-3)
+    assert row["flag"] == "over-reacting"
+    html, _ = write_report(run_dir, human_change_csv=humans)
+    assert TITLE in html.read_text(encoding="utf-8")
+
+
+def test_human_change_csv_is_refused_for_a_run_without_stages(tmp_path):
+    from analysis.report import build_sections
+
+    study_path = write_study(tmp_path, "http://127.0.0.1:9/v1")
+    spec = yaml.safe_load(study_path.read_text())
+    del spec["stages"], spec["situations"]          # the same study, asked the plain way
+    with StubServer(answer=lambda body: "a: 1\nb: 2\nc: 3\nd: 4") as stub:
+        spec["backends"][0]["base_url"] = stub.url
+        study_path.write_text(yaml.safe_dump(spec, sort_keys=False))
+        run_dir = asyncio.run(administer(load_study(study_path), tmp_path / "runs", log=lambda m: None)).run_dir.path
+    humans = tmp_path / "humans.csv"
+    humans.write_text("respondent_id,emotion,situation_id,subscale,before,after\nh1,anger,,Z,20,18\n")
+    build_sections(run_dir)                          # the run itself reports fine
+    with pytest.raises(InputError, match="applies to runs with stages"):
+        build_sections(run_dir, human_change_csv=humans)
