@@ -170,10 +170,29 @@ def _instrument_sentence(instruments: Mapping[str, Instrument]) -> str:
     return "Instruments: " + ("; ".join(parts) if parts else FILL.format("instruments")) + "."
 
 
+def _stages_text(manifest: Mapping[str, Any]) -> str:
+    """The staged design in words: the stages in order, the situations and how they were drawn."""
+    steps = [f"rated {stage['measure']}" if "measure" in stage else "imagined being in a situation"
+             for stage in manifest["stages"]]
+    sit = manifest.get("situations") or {}
+    per = sit.get("per_respondent")
+    drawn = (f"{per['sample']} situations per respondent, drawn at random (seed {per['seed']})"
+             if isinstance(per, dict) else "every situation")
+    source = {"psyq": "written for psyq", "user": "supplied by the study's authors",
+              "imported": "imported"}.get(sit.get("content_source"), sit.get("content_source"))
+    return (f"each respondent went through one conversation per situation in which they {', then '.join(steps)}; "
+            "each rating was of the whole instrument in one request, sent with the earlier questions and the "
+            f"respondent's own replies as conversation history; the situations came from the set "
+            f"{sit.get('id', FILL.format('situation set'))} ({sit.get('count', '?')} situations, {source}; "
+            f"source: {sit.get('source', FILL.format('source'))}), {drawn}")
+
+
 def _protocol_sentence(manifest: Mapping[str, Any], repeats_done: int | None) -> str:
     protocol = manifest.get("protocol", {})
     bits = []
-    if protocol.get("presentation") in PRESENTATION:
+    if manifest.get("stages"):
+        bits.append(_stages_text(manifest))
+    elif protocol.get("presentation") in PRESENTATION:
         order = ITEM_ORDER.get(protocol.get("item_order"), "")
         bits.append(PRESENTATION[protocol["presentation"]] + (f", {order}" if order else ""))
     if protocol.get("option_order") in OPTION_ORDER:

@@ -45,6 +45,17 @@ class Section:
     comparison: pd.DataFrame | None = None     # the norm table, for sections that reuse it
 
 
+def _protocol_text(manifest: Mapping[str, Any]) -> str:
+    """The protocol as recorded; a staged run's stages replace `presentation` (each measure stage
+    asks its instrument whole, whatever `presentation` says)."""
+    protocol = dict(manifest["protocol"])
+    if manifest.get("stages"):
+        protocol.pop("presentation", None)
+        steps = [f"measure {s['measure']}" if "measure" in s else "evoke (situation)" for s in manifest["stages"]]
+        protocol = {"stages": " → ".join(steps), **protocol}
+    return ", ".join(f"{k}={v}" for k, v in protocol.items())
+
+
 def _change_section(run_path: Path, human_change_csv: str | Path | None) -> Section:
     """The change section of a staged run (before/after the evoked situation), as a report Section.
 
@@ -222,7 +233,7 @@ def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] 
         manifest["study"], manifest["run_id"], manifest.get("psyq_version"), manifest.get("git_commit") or "-",
         ", ".join(f"{b}: {v['identity'].get('model')}" for b, v in manifest["backends"].items()),
         f"{manifest['cohort']['id']} ({manifest['cohort']['respondents']} respondents)",
-        ", ".join(f"{k}={v}" for k, v in manifest["protocol"].items()),
+        _protocol_text(manifest),
         manifest.get("started_at"), manifest.get("finished_at") or "not finished",
     ]}, index=["study", "run", "psyq", "git commit", "backends", "cohort", "protocol", "started", "finished"])
     study.tables.append(("Run", facts))

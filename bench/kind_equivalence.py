@@ -102,6 +102,8 @@ def _stub_study(study_path: Path, url: str, tmp: Path, name: str | None = None, 
     for key in ("instruments",):
         data[key] = [str((study_path.parent / p).resolve()) for p in data[key]]
     data["cohort"] = str((study_path.parent / data["cohort"]).resolve())
+    if data.get("situations"):   # a staged study's situation set, also relative to the study
+        data["situations"]["file"] = str((study_path.parent / data["situations"]["file"]).resolve())
     data["backends"] = [{"id": b["id"], "kind": "openai", "base_url": url, "model": "stub-model",
                          "concurrency": 4, "max_retries": 3, "backoff_s": 0.01, "max_backoff_s": 0.05,
                          "timeout_s": 10, **({"max_tokens": b["max_tokens"]} if "max_tokens" in b else {})}

@@ -160,6 +160,12 @@ def _manifest(study: Study, backends: dict[str, HttpBackend], run_id: str, plann
         "protocol": study.protocol.model_dump(),
         "seed": study.protocol.seed,
         "trials_planned": planned,
+        # Only for a staged study, so that the manifests of all other runs stay as they were.
+        **({"stages": [stage.model_dump() for stage in study.spec.stages],
+            "situations": {"id": study.situations.id, "content_source": study.situations.content_source,
+                           "source": study.situations.source, "count": len(study.situations.situations),
+                           "per_respondent": study.spec.situations.model_dump()["per_respondent"]}}
+           if study.spec.stages and study.situations is not None and study.spec.situations is not None else {}),
     }
 
 

@@ -316,6 +316,13 @@ def test_report_of_a_staged_run_shows_change_and_compares_it_with_humans(tmp_pat
     assert row["flag"] == "over-reacting"
     html, _ = write_report(run_dir, human_change_csv=humans)
     assert TITLE in html.read_text(encoding="utf-8")
+    # The methods paragraph and the run table describe the stages, not the per-item default of
+    # `presentation` (which a measure stage does not follow: it asks the instrument whole).
+    methods = (run_dir / "methods.md").read_text(encoding="utf-8")
+    assert "one conversation per situation in which they rated mini, then imagined being in a situation, " \
+           "then rated mini" in methods
+    assert "the set test_two (2 situations" in methods and "in a request of its own" not in methods
+    assert "stages=measure mini → evoke (situation) → measure mini" in html.read_text(encoding="utf-8")
 
 
 def test_human_change_csv_is_refused_for_a_run_without_stages(tmp_path):
