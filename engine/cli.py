@@ -137,10 +137,9 @@ def cmd_schema(args: argparse.Namespace) -> int:
         from .situations import situations_json_schema
         schema = situations_json_schema()
     else:
+        from .fields import format_json_schema
         from .study import StudySpec
-        schema = StudySpec.model_json_schema()
-        schema.update({"$schema": "https://json-schema.org/draft/2020-12/schema",
-                       "title": "psyq study (format study/1)"})
+        schema = format_json_schema(StudySpec, "psyq study (format study/1)")
     print(json.dumps(schema, indent=2))
     return EXIT_OK
 

@@ -24,3 +24,18 @@ class StrictModel(BaseModel):
     """A model read from a user's file: unknown fields are errors, values are immutable."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def format_json_schema(model: type[BaseModel], title: str) -> dict[str, Any]:
+    """The JSON Schema of one of psyq's file formats (what ``psyq schema`` prints), for editors.
+
+    Example:
+        >>> class Demo(StrictModel):
+        ...     id: str
+        >>> format_json_schema(Demo, "psyq demo")["title"]
+        'psyq demo'
+    """
+    schema = model.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = title
+    return schema

@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BeforeValidator, Discriminator, Field, Tag, create_model
 
 from .errors import InputError, Problem
-from .fields import Id, StrictModel, Text, number_to_text
+from .fields import Id, StrictModel, Text, format_json_schema, number_to_text
 from .kinds import all_kinds, get_kind, item_kinds, score_kinds
 # The item models live in their kind's module (engine/kinds/); the rating item is imported here
 # so that `from engine.instrument import Item, Option, ...` keeps working.
@@ -439,7 +439,4 @@ def load_instrument(path: str | Path) -> Instrument:
 
 def instrument_json_schema() -> dict[str, Any]:
     """The JSON Schema of the instrument format (what ``psyq schema`` prints)."""
-    schema = Instrument.model_json_schema()
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["title"] = "psyq instrument (format instrument/1)"
-    return schema
+    return format_json_schema(Instrument, "psyq instrument (format instrument/1)")

@@ -29,7 +29,7 @@ import numpy as np
 from pydantic import BeforeValidator, Field
 
 from .errors import InputError, Problem
-from .fields import Id, StrictModel, Text
+from .fields import Id, StrictModel, Text, format_json_schema
 from .inputfile import decode_text, read_input_bytes
 from .validation import parse_document, raise_problems
 from .yamlfile import FieldPath, YamlDocument, load_yaml
@@ -146,10 +146,7 @@ def cohort_json_schema() -> dict[str, Any]:
         >>> cohort_json_schema()["title"]
         'psyq cohort (format cohort/1)'
     """
-    schema = CohortFile.model_json_schema()
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["title"] = "psyq cohort (format cohort/1)"
-    return schema
+    return format_json_schema(CohortFile, "psyq cohort (format cohort/1)")
 
 
 SOURCES = ("personas", "sample", "csv")

@@ -21,7 +21,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from .errors import Problem
-from .fields import Id, StrictModel, Text
+from .fields import Id, StrictModel, Text, format_json_schema
 from .validation import parse_document, raise_problems
 from .yamlfile import YamlDocument, load_yaml
 
@@ -82,7 +82,4 @@ def situations_json_schema() -> dict[str, Any]:
         >>> situations_json_schema()["title"]
         'psyq situation set (format situations/1)'
     """
-    schema = SituationSet.model_json_schema()
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["title"] = "psyq situation set (format situations/1)"
-    return schema
+    return format_json_schema(SituationSet, "psyq situation set (format situations/1)")
