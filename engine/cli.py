@@ -443,6 +443,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     manifest = run.read_manifest()
     with RunStore(run.database) as store:
         trials, answers = store.status_counts(), store.answer_status_counts()
+        batches = _batch_lines(store)
     done = trials.get("answered", 0) + trials.get("missing", 0)
     print(f"study      {manifest['study']}  (run {manifest['run_id']})")
     print(f"backends   " + ", ".join(f"{b}: {v['identity'].get('model')}" for b, v in manifest["backends"].items()))
@@ -452,10 +453,18 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"started    {manifest.get('started_at')}   finished {manifest.get('finished_at') or '-'}")
     if manifest.get("stopped_early"):
         print(f"stopped    early: {manifest['stopped_early']}")
+    for line in batches:   # batch mode: what is pending in which provider batch
+        print(line)
     print("\n" + format_breakdown(*run_breakdown(run.path)))
     for line in _usage_lines(run, manifest, getattr(args, "prices", None)):   # tokens used and cost
         print(line)
     return EXIT_OK
+
+
+def _batch_lines(store) -> list[str]:
+    from .batch import batch_status_lines
+
+    return batch_status_lines(store)
 
 
 def cmd_export(args: argparse.Namespace) -> int:

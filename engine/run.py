@@ -98,7 +98,9 @@ def check_command_line_backend(base_url: str | None, api_key_env: str | None) ->
 
 # Settings that pace or retry requests: they never change an answer, so not part of the run id.
 _NOT_IDENTITY = {"concurrency", "requests_per_minute", "tokens_per_minute", "timeout_s", "max_retries",
-                 "backoff_s", "max_backoff_s"}
+                 "backoff_s", "max_backoff_s",
+                 # how requests go out (one by one or as provider batches) does not change an answer
+                 "mode", "reasks", "batch_size", "batch_poll_s", "batch_max_poll_s"}
 
 
 def run_id_for(study: Study, backends: dict[str, HttpBackend], *, legacy: bool = False) -> str:
@@ -254,7 +256,14 @@ async def _administer_locked(study: Study, run: RunDir, backends: dict[str, Http
             if chains is not None:
                 notes.extend((await run_chains(chains, backends, store, study.protocol, on_trial)).notes())
             else:
-                await run_pending(trials, backends, store, study.protocol, on_trial)
+                # Backends with `mode: batch` go through their provider's batch API (engine/batch.py).
+                online = {b: x for b, x in backends.items() if x.config.mode != "batch"}
+                batched = {b: x for b, x in backends.items() if x.config.mode == "batch"}
+                jobs = [run_pending([t for t in trials if t.backend_id in online], online, store, study.protocol,
+                                    on_trial)] if online else []
+                if batched:
+                    jobs.append(_run_batches(trials, batched, store, study, on_trial, log, notes))
+                await asyncio.gather(*jobs)
         except BackendUnreachable as exc:
             unreachable = str(exc)   # every answer received so far is committed; a rerun resumes
         except (asyncio.CancelledError, KeyboardInterrupt):
@@ -277,6 +286,15 @@ async def _administer_locked(study: Study, run: RunDir, backends: dict[str, Http
             })
             write_json_atomic(run.manifest, manifest)
     return RunResult(run, len(trials), already, counts, interrupted, unreachable, notes)
+
+
+async def _run_batches(trials: list, batched: dict[str, HttpBackend], store: RunStore, study: Study,
+                       on_trial: ProgressCallback | None, log: Callable[[str], None], notes: list[str]) -> None:
+    from .batch import run_batches   # batch mode only: the online path does not load it
+
+    report = await run_batches([t for t in trials if t.backend_id in batched], batched, store, study.protocol,
+                               on_trial, log)
+    notes.extend(report.notes or [])
 
 
 def planned_by(trials: list) -> dict[str, dict[str, int]]:

@@ -142,6 +142,12 @@ def check_study(spec: StudySpec, doc: YamlDocument, instruments: list[Instrument
             problems.append(doc.problem(("backends", i, "base_url"), why))
         if backend.api_key_env is not None and (why := key_env_problem(backend.api_key_env)):
             problems.append(doc.problem(("backends", i, "api_key_env"), why))
+        if backend.mode == "batch" and backend.kind == "local":
+            problems.append(doc.problem(("backends", i, "mode"), "mode: batch needs a provider batch API "
+                                        "(kind: openai or anthropic); the local server has none"))
+        if backend.mode == "batch" and spec.stages:
+            problems.append(doc.problem(("backends", i, "mode"), "mode: batch is not available for a study with "
+                                        "`stages:` (each stage waits for the last reply); use mode: online"))
         if backend.kind == "anthropic" and spec.protocol.answer == "logprobs":
             problems.append(doc.problem(("protocol", "answer"), f"backend '{backend.id}' is Anthropic, "
                                         "which returns no log probabilities; use answer: text or json"))

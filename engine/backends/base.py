@@ -56,6 +56,13 @@ class BackendConfig(StrictModel):
     max_retries: int = Field(default=5, ge=0)
     backoff_s: float = Field(default=0.5, gt=0)           # first retry waits up to this, doubling
     max_backoff_s: float = Field(default=30.0, gt=0)
+    # Provider batch APIs (engine/batch.py): `mode: batch` sends the trials as OpenAI / Anthropic
+    # batches (half price, answered within 24 h) instead of one request at a time.
+    mode: Literal["online", "batch"] = "online"
+    reasks: Literal["online", "batch"] = "online"   # batch mode: how corrective re-asks go out
+    batch_size: int = Field(default=50_000, ge=1, le=100_000)  # requests per batch (OpenAI's limit: 50,000)
+    batch_poll_s: float = Field(default=30.0, gt=0)       # first wait between status polls, growing ×1.5
+    batch_max_poll_s: float = Field(default=600.0, gt=0)
 
 
 @dataclass(frozen=True)
