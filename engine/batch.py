@@ -288,7 +288,17 @@ async def _collect_open(client, backend: HttpBackend, store: RunStore, no_result
             store.db.execute("UPDATE batches SET batch_id = ?, status = 'submitted', submitted_at = ? "
                              "WHERE intent = ?", (batch_id, _now(), intent))
             log(f"batch {batch_id} ({backend.config.id}): found again by its psyq intent {intent}")
-        state = await _wait(client, backend, store, intent, batch_id, log)
+        try:
+            state = await _wait(client, backend, store, intent, batch_id, log)
+        except BatchApiError as exc:
+            if exc.status != 404:
+                raise   # the run stops; the batch stays recorded and a rerun polls it again
+            # The provider no longer knows the batch (deleted, another account): its trials go again.
+            why = f"the provider does not know batch {batch_id} ({exc}); its trials are stored as failed"
+            store.db.execute("UPDATE batches SET status = 'lost', note = ? WHERE intent = ?", (why, intent))
+            no_result.update({i: why for i in ids})
+            report.notes.append(f"backend '{backend.config.id}': {why}; run the same command again to send them")
+            continue
         lines = await client.results(state)
         _store_results(store, intent, batch_id, ids, state, lines, no_result, report, backend.config.id)
 

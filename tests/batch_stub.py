@@ -51,6 +51,7 @@ class BatchStub:
         self.creations = 0
         self.uploads = 0
         self.online: list[dict] = []   # bodies of online chat requests
+        self.keys: set[str] = set()      # API keys seen in the Authorization / x-api-key headers
         self.answered: collections.Counter[str] = collections.Counter()
         self.lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
@@ -215,7 +216,13 @@ class _Handler(BaseHTTPRequestHandler):
     def _body(self) -> bytes:
         return self.rfile.read(int(self.headers.get("Content-Length") or 0))
 
+    def _note_key(self) -> None:
+        key = self.headers.get("x-api-key") or (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+        if key:
+            self.stub.keys.add(key)
+
     def do_POST(self):
+        self._note_key()
         stub, path, raw = self.stub, urlsplit(self.path).path.rstrip("/"), self._body()
         if path == "/v1/files":
             data, purpose = _multipart_file(self.headers.get("Content-Type", ""), raw)
@@ -248,6 +255,7 @@ class _Handler(BaseHTTPRequestHandler):
         return self._send(404, {"error": {"message": f"no route for POST {path}"}})
 
     def do_GET(self):
+        self._note_key()
         stub, parts = self.stub, urlsplit(self.path)
         path = parts.path.rstrip("/")
         if path == "/v1/batches":

@@ -73,7 +73,8 @@ def test_a_batch_study_stores_every_trial(tmp_path, kind):
     assert "batches    1: 1 collected, 0 lost or refused, 0 open" in status.stdout
 
 
-def test_sigkill_after_submission_resumes_by_batch_id_and_sends_nothing_again(tmp_path):
+@pytest.mark.parametrize("id_recorded", [True, False])
+def test_sigkill_after_submission_resumes_by_batch_id_and_sends_nothing_again(tmp_path, id_recorded):
     with BatchStub(in_progress_polls=10**9) as stub:   # stays in_progress until the test says
         study = write_study(tmp_path, stub.url, n_personas=4)
         runs = tmp_path / "runs"
@@ -92,11 +93,18 @@ def test_sigkill_after_submission_resumes_by_batch_id_and_sends_nothing_again(tm
                 proc.kill()
         assert stub.creations == 1 and not stub.answered   # submitted, nothing answered yet
         run_dir = next(runs.rglob("run.sqlite")).parent
+        if not id_recorded:
+            # As if the kill had come after the provider created the batch but before psyq
+            # committed its id: only the intent (sent to the provider as metadata) is stored.
+            with sqlite3.connect(run_dir / "run.sqlite") as c:
+                c.execute("UPDATE batches SET batch_id = NULL, status = 'uploaded'")
         pending = psyq("status", str(run_dir))
-        assert "pending  batch_1 (stub) in_progress, 16 trials" in pending.stdout, pending.stdout
+        shown = "batch_1 (stub) in_progress" if id_recorded else "(intent "
+        assert f"pending  {shown}" in pending.stdout and "16 trials" in pending.stdout, pending.stdout
         stub.in_progress_polls = 0   # the provider finishes it
         out = psyq("run", str(study), "--runs-dir", str(runs))
     assert out.returncode == 0, out.stderr
+    assert id_recorded or "found again by its psyq intent" in out.stdout + out.stderr
     assert stub.creations == 1                           # resumed by its id: nothing resubmitted
     assert sorted(stub.answered.values()) == [1] * 16    # every request paid once
     assert_all_answered_as_the_stub_said(stored(tmp_path), 16)
@@ -163,3 +171,20 @@ def test_batch_mode_is_refused_for_the_local_backend(tmp_path):
     study = write_study(tmp_path, "http://127.0.0.1:1/v1", backend={"kind": "local"})
     out = psyq("validate", str(study))
     assert out.returncode == 2 and "mode: batch needs a provider batch API" in out.stderr + out.stdout
+
+
+def test_the_api_key_goes_in_a_header_only(tmp_path, monkeypatch):
+    secret = "sk-batch-secret-4711"
+    monkeypatch.setenv("PSYQ_BATCH_TEST_KEY", secret)
+    with BatchStub() as stub:
+        study = write_study(tmp_path, stub.url, n_personas=1, backend={"api_key_env": "PSYQ_BATCH_TEST_KEY"})
+        out = subprocess.run([sys.executable, "-m", "engine.cli", "run", str(study), "--runs-dir",
+                              str(tmp_path / "runs")], cwd=ROOT, capture_output=True, text=True,
+                             env={**os.environ, "PSYQ_BATCH_TEST_KEY": secret})
+    assert out.returncode == 0, out.stderr
+    assert stub.keys == {secret}                                 # it was sent, as a header
+    assert all(secret.encode() not in data for data in stub.files.values())   # not in a batch file
+    for path in (tmp_path / "runs").rglob("*"):                 # nor in the store, manifest, copies
+        if path.is_file():
+            assert secret.encode() not in path.read_bytes(), path
+    assert secret not in out.stdout + out.stderr
