@@ -358,6 +358,18 @@ def _store_results(store: RunStore, intent: str, batch_id: str, ids: list[str], 
         report.notes.append(f"batch {batch_id} (backend '{backend_id}'): {note}")
 
 
+def open_batch_count(store: RunStore) -> int:
+    """Batches recorded and not yet collected (0 when the run has no batch table).
+
+    Example:
+        >>> open_batch_count(store)   # doctest: +SKIP
+        1
+    """
+    if not store.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'batches'").fetchone():
+        return 0
+    return store.db.execute(f"SELECT COUNT(*) FROM batches WHERE {OPEN}").fetchone()[0]
+
+
 def batch_status_lines(store: RunStore) -> list[str]:
     """What `psyq status` says about a run's batches: each open one, and a count of the collected.
 

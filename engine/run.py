@@ -263,7 +263,7 @@ async def _administer_locked(study: Study, run: RunDir, backends: dict[str, Http
                                     on_trial)] if online else []
                 if batched:
                     jobs.append(_run_batches(trials, batched, store, study, on_trial, log, notes))
-                await asyncio.gather(*jobs)
+                await _all_or_none(jobs)
         except BackendUnreachable as exc:
             unreachable = str(exc)   # every answer received so far is committed; a rerun resumes
         except (asyncio.CancelledError, KeyboardInterrupt):
@@ -288,12 +288,30 @@ async def _administer_locked(study: Study, run: RunDir, backends: dict[str, Http
     return RunResult(run, len(trials), already, counts, interrupted, unreachable, notes)
 
 
+async def _all_or_none(jobs: list) -> None:
+    """Await the jobs together; when one fails (or the run is interrupted) the others are cancelled."""
+    tasks = [asyncio.ensure_future(job) for job in jobs]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+
+
 async def _run_batches(trials: list, batched: dict[str, HttpBackend], store: RunStore, study: Study,
                        on_trial: ProgressCallback | None, log: Callable[[str], None], notes: list[str]) -> None:
-    from .batch import run_batches   # batch mode only: the online path does not load it
+    from .batch import open_batch_count, run_batches   # batch mode only: the online path does not load it
 
-    report = await run_batches([t for t in trials if t.backend_id in batched], batched, store, study.protocol,
-                               on_trial, log)
+    try:
+        report = await run_batches([t for t in trials if t.backend_id in batched], batched, store, study.protocol,
+                                   on_trial, log)
+    except asyncio.CancelledError:
+        if open_batches := open_batch_count(store):
+            notes.append(f"batch mode: {open_batches} submitted batch(es) go on at the provider; run the same "
+                         f"command again to collect them (psyq status RUN lists them; nothing is submitted twice)")
+        raise
     notes.extend(report.notes or [])
 
 
