@@ -110,9 +110,10 @@ def test_sigkill_after_submission_resumes_by_batch_id_and_sends_nothing_again(tm
     assert_all_answered_as_the_stub_said(stored(tmp_path), 16)
 
 
-def test_a_half_failed_batch_is_stored_failed_then_retried_in_a_new_batch(tmp_path):
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+def test_a_half_failed_batch_is_stored_failed_then_retried_in_a_new_batch(tmp_path, kind):
     with BatchStub(fail_half_batches=1) as stub:
-        study = write_study(tmp_path, stub.url, n_personas=4)
+        study = write_study(tmp_path, stub.url, n_personas=4, backend={"kind": kind})
         first = psyq("run", str(study), "--runs-dir", str(tmp_path / "runs"))
         rows = stored(tmp_path)
         second = psyq("run", str(study), "--runs-dir", str(tmp_path / "runs"))
@@ -122,7 +123,7 @@ def test_a_half_failed_batch_is_stored_failed_then_retried_in_a_new_batch(tmp_pa
     assert sum(status == "failed" for _t, status, _r, _v in rows) == 8
     assert second.returncode == 0, second.stderr
     assert stub.creations == 2
-    second_batch = stub.batches["batch_2"]["requests"]
+    second_batch = list(stub.batches.values())[1]["requests"]
     assert len(second_batch) == 8                        # only the failed half went again
     assert sorted(stub.answered.values()) == [1] * 16    # nothing answered (paid) twice
     assert_all_answered_as_the_stub_said(stored(tmp_path), 16)
@@ -188,3 +189,32 @@ def test_the_api_key_goes_in_a_header_only(tmp_path, monkeypatch):
         if path.is_file():
             assert secret.encode() not in path.read_bytes(), path
     assert secret not in out.stdout + out.stderr
+
+
+def test_sigterm_while_waiting_says_the_batch_goes_on(tmp_path):
+    with BatchStub(in_progress_polls=10**9) as stub:
+        study = write_study(tmp_path, stub.url, n_personas=1)
+        proc = subprocess.Popen([sys.executable, "-m", "engine.cli", "run", str(study), "--runs-dir",
+                                 str(tmp_path / "runs")], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not any(b["polls"] >= 2 for b in list(stub.batches.values())):
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "1 submitted batch(es) go on at the provider" in err and stub.creations == 1
+
+
+def test_an_online_and_a_batch_backend_in_one_study(tmp_path):
+    with BatchStub() as stub:   # it serves /v1/chat/completions too
+        study = write_study(tmp_path, stub.url, n_personas=2)
+        spec = yaml.safe_load(study.read_text())
+        # Another model name: two backends with one identity would share their trials (by design).
+        spec["backends"].append({**spec["backends"][0], "id": "online", "mode": "online", "model": "stub-2"})
+        study.write_text(yaml.safe_dump(spec, sort_keys=False))
+        out = psyq("run", str(study), "--runs-dir", str(tmp_path / "runs"))
+    assert out.returncode == 0, out.stderr
+    # 2 personas × 4 items per backend: 8 in one batch, 8 online.
+    assert stub.creations == 1 and len(stub.batches["batch_1"]["requests"]) == 8 and len(stub.online) == 8
+    assert_all_answered_as_the_stub_said(stored(tmp_path), 16)
