@@ -335,7 +335,8 @@ def _store_results(store: RunStore, intent: str, batch_id: str, ids: list[str], 
     counts = {"with_result": len(answered), "without_result": len(missing)}
     note = None
     if missing:
-        note = (f"{len(missing)} of {len(ids)} requests came back without a result (batch {state.status}); "
+        said = f": {'; '.join(state.errors)}" if state.errors else ""
+        note = (f"{len(missing)} of {len(ids)} requests came back without a result (batch {state.status}{said}); "
                 f"stored as failed, sent again by the next run")
     db = store.db
     db.execute("BEGIN IMMEDIATE")

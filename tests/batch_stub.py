@@ -10,7 +10,8 @@ polls, from the test's thread):
 
 - ``in_progress_polls``: a batch stays ``in_progress`` for this many status polls, then ends;
 - ``fail_half_batches``: the first N batches created fail every second request (an error line);
-- ``expire_batches``: the first N batches end ``expired`` with only their first half answered.
+- ``expire_batches``: the first N batches end ``expired`` with only their first half answered;
+- ``reject_batches``: the first N batches end ``failed`` (as when the input file is invalid): no output.
 
 What it saw, for the tests: ``creations`` (batches created), ``answered`` (a Counter of the
 successful results per custom_id: a count of 2 would be a request paid twice), ``uploads`` and
@@ -40,11 +41,12 @@ class BatchStub:
     """The batch endpoints of OpenAI and Anthropic, in a thread (see the module docstring)."""
 
     def __init__(self, *, answer: Callable[[dict], str] = default_answer, in_progress_polls: int = 0,
-                 fail_half_batches: int = 0, expire_batches: int = 0, port: int = 0):
+                 fail_half_batches: int = 0, expire_batches: int = 0, reject_batches: int = 0, port: int = 0):
         self.answer = answer
         self.in_progress_polls = in_progress_polls
         self.fail_half_batches = fail_half_batches
         self.expire_batches = expire_batches
+        self.reject_batches = reject_batches
         self.port = port
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict[str, Any]] = {}
@@ -90,7 +92,8 @@ class BatchStub:
             batch_id = f"batch_{n}" if provider == "openai" else f"msgbatch_{n}"
             batch = {"id": batch_id, "provider": provider, "requests": requests, "polls": 0, "status": "in_progress",
                      "metadata": metadata or {}, "created_at": time.time(), "n": n,
-                     "fail_half": n <= self.fail_half_batches, "expire": n <= self.expire_batches}
+                     "fail_half": n <= self.fail_half_batches, "expire": n <= self.expire_batches,
+                     "reject": n <= self.reject_batches}
             self.batches[batch_id] = batch
         return batch
 
@@ -107,6 +110,13 @@ class BatchStub:
 
     def _finish(self, batch: dict) -> None:
         """Answer every request (or not, by mode) and write the output / error files."""
+        if batch["reject"]:
+            batch["status"] = "failed"
+            batch["errors"] = {"object": "list", "data": [{"code": "invalid_request", "line": 1,
+                                                           "message": "stub: the batch was rejected"}]}
+            batch["counts"] = {"total": len(batch["requests"]), "completed": 0, "failed": 0}
+            batch["results"] = b""
+            return
         ok, errors = [], []
         half = len(batch["requests"]) // 2
         for k, req in enumerate(batch["requests"]):
@@ -165,7 +175,7 @@ class BatchStub:
         return {"id": batch["id"], "object": "batch", "endpoint": "/v1/chat/completions",
                 "status": batch["status"], "input_file_id": batch.get("input_file_id"),
                 "output_file_id": batch.get("output_file_id"), "error_file_id": batch.get("error_file_id"),
-                "metadata": batch["metadata"], "errors": None,
+                "metadata": batch["metadata"], "errors": batch.get("errors"),
                 "request_counts": batch.get("counts") or {"total": len(batch["requests"]), "completed": 0,
                                                           "failed": 0}}
 

@@ -141,6 +141,23 @@ def test_an_expired_batch_keeps_its_answers_and_sends_the_rest_again(tmp_path):
     assert_all_answered_as_the_stub_said(stored(tmp_path), 8)
 
 
+def test_a_failed_batch_says_why_and_is_sent_again(tmp_path):
+    with BatchStub(reject_batches=1) as stub:
+        study = write_study(tmp_path, stub.url, n_personas=1)
+        first = psyq("run", str(study), "--runs-dir", str(tmp_path / "runs"))
+        second = psyq("run", str(study), "--runs-dir", str(tmp_path / "runs"))
+    assert first.returncode == 3, first.stderr
+    assert ("4 of 4 requests came back without a result (batch failed: invalid_request: stub: the batch was "
+            "rejected)") in first.stderr
+    db = next((tmp_path / "runs").rglob("run.sqlite"))
+    assert second.returncode == 0, second.stderr
+    assert stub.creations == 2 and sorted(stub.answered.values()) == [1] * 4
+    assert_all_answered_as_the_stub_said(stored(tmp_path), 4)
+    with sqlite3.connect(db) as c:   # the first run's failures said why, with the provider's own error
+        (note,) = c.execute("SELECT note FROM batches WHERE batch_id = 'batch_1'").fetchone()
+    assert note.startswith("4 of 4 requests came back without a result")
+
+
 def unreadable_first(body: dict) -> str:
     """The stub's digit, except that a first request (2 messages) gets a reply with no rating."""
     return "no idea" if len(body["messages"]) == 2 else default_answer(body)
