@@ -168,8 +168,15 @@ async def run_batches(trials: list[Trial], backends: dict[str, HttpBackend], sto
     """
     ensure_tables(store)
     report = BatchReport(notes=[])
-    await asyncio.gather(*(_run_backend([t for t in trials if t.backend_id == b], backend, store, protocol,
-                                        on_trial, log, report) for b, backend in backends.items()))
+    tasks = [asyncio.ensure_future(_run_backend([t for t in trials if t.backend_id == b], backend, store, protocol,
+                                                on_trial, log, report)) for b, backend in backends.items()]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:   # one backend's fatal error (or an interrupt) stops the others too
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
     return report
 
 
@@ -251,9 +258,11 @@ async def _submit(client, backend: HttpBackend, store: RunStore, needs: list[tup
                              (file_id, intent))
             batch_id = await client.create(file_id, requests, intent)
         except BatchApiError as exc:
-            if exc.fatal:
+            if exc.fatal or exc.status is None or exc.status >= 500 or exc.status == 429:
+                # Perhaps created after all: the row stays open, and the next run finds the batch
+                # by its intent (OpenAI) or says it cannot (Anthropic) before sending anything.
                 raise
-            # The provider refused the batch: these trials fail now and go again next run.
+            # The provider refused the batch (4xx): these trials fail now and go again next run.
             store.db.execute("UPDATE batches SET status = 'lost', note = ? WHERE intent = ?", (str(exc), intent))
             no_result.update({i: f"the batch was refused: {exc}" for i in ids})
             report.notes.append(f"backend '{backend_id}': a batch of {len(ids)} requests was refused ({exc}); "

@@ -11,7 +11,9 @@ polls, from the test's thread):
 - ``in_progress_polls``: a batch stays ``in_progress`` for this many status polls, then ends;
 - ``fail_half_batches``: the first N batches created fail every second request (an error line);
 - ``expire_batches``: the first N batches end ``expired`` with only their first half answered;
-- ``reject_batches``: the first N batches end ``failed`` (as when the input file is invalid): no output.
+- ``reject_batches``: the first N batches end ``failed`` (as when the input file is invalid): no output;
+- ``drop_create_replies``: the first N batch creations are done, but the connection is closed
+  before the reply (the client cannot know whether its batch exists).
 
 What it saw, for the tests: ``creations`` (batches created), ``answered`` (a Counter of the
 successful results per custom_id: a count of 2 would be a request paid twice), ``uploads`` and
@@ -25,6 +27,7 @@ import argparse
 import collections
 import json
 import re
+import socket
 import sys
 import threading
 import time
@@ -41,12 +44,14 @@ class BatchStub:
     """The batch endpoints of OpenAI and Anthropic, in a thread (see the module docstring)."""
 
     def __init__(self, *, answer: Callable[[dict], str] = default_answer, in_progress_polls: int = 0,
-                 fail_half_batches: int = 0, expire_batches: int = 0, reject_batches: int = 0, port: int = 0):
+                 fail_half_batches: int = 0, expire_batches: int = 0, reject_batches: int = 0,
+                 drop_create_replies: int = 0, port: int = 0):
         self.answer = answer
         self.in_progress_polls = in_progress_polls
         self.fail_half_batches = fail_half_batches
         self.expire_batches = expire_batches
         self.reject_batches = reject_batches
+        self.drop_create_replies = drop_create_replies
         self.port = port
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict[str, Any]] = {}
@@ -253,6 +258,13 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._send(400, {"error": {"message": "bad input line"}})
             batch = stub.create("openai", requests, body.get("metadata"))
             batch["input_file_id"] = body["input_file_id"]
+            with stub.lock:
+                drop = stub.drop_create_replies > 0
+                stub.drop_create_replies -= drop
+            if drop:   # created, but the reply never arrives
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+                return None
             return self._send(200, {**stub.openai_view(batch), "status": "validating"})
         if path == "/v1/chat/completions":   # online requests (re-asks with `reasks: online`)
             with stub.lock:

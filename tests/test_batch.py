@@ -141,6 +141,15 @@ def test_an_expired_batch_keeps_its_answers_and_sends_the_rest_again(tmp_path):
     assert_all_answered_as_the_stub_said(stored(tmp_path), 8)
 
 
+def test_a_lost_reply_to_create_finds_the_batch_instead_of_creating_it_twice(tmp_path):
+    with BatchStub(drop_create_replies=1) as stub:
+        study = write_study(tmp_path, stub.url, n_personas=1)
+        out = psyq("run", str(study), "--runs-dir", str(tmp_path / "runs"))
+    assert out.returncode == 0, out.stderr
+    assert stub.creations == 1 and sorted(stub.answered.values()) == [1] * 4
+    assert_all_answered_as_the_stub_said(stored(tmp_path), 4)
+
+
 def test_a_failed_batch_says_why_and_is_sent_again(tmp_path):
     with BatchStub(reject_batches=1) as stub:
         study = write_study(tmp_path, stub.url, n_personas=1)

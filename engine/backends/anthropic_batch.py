@@ -35,7 +35,8 @@ class AnthropicBatchClient:
 
     async def create(self, input_file_id: str | None, requests: list[tuple[str, dict[str, Any]]],
                      intent: str) -> str:
-        reply = await call(self.backend, "POST", f"{self.base}/messages/batches",
+        # Not retried after a lost reply: without metadata, a second create could double the batch.
+        reply = await call(self.backend, "POST", f"{self.base}/messages/batches", idempotent=False,
                            json_body={"requests": [{"custom_id": cid, "params": body} for cid, body in requests]})
         return str(reply["id"])
 

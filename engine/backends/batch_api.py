@@ -20,6 +20,9 @@ from .base import BackendError, HttpBackend
 # waiting 1, 2, 4 … s: a poll that fails once must not end a run that waited hours.
 API_RETRIES = 6
 TRANSIENT = {408, 409, 425, 429, 500, 502, 503, 504, 529}
+# Statuses that say the server did not act on the request: the only retries of a call that
+# creates something (a lost reply to a create may mean it was created: that is not retried).
+NOT_DONE = {429, 503, 529}
 
 
 @dataclass
@@ -52,8 +55,12 @@ class BatchApiError(BackendError):
 
 
 async def call(backend: HttpBackend, method: str, url: str, *, json_body: Any = None,
-               data: Any = None, raw: bool = False) -> Any:
+               data: Any = None, raw: bool = False, idempotent: bool = True) -> Any:
     """One batch-API call with bounded retries of transient failures; the JSON reply (or bytes if `raw`).
+
+    A call that is not `idempotent` (creating a batch) is retried only after a status saying the
+    server did nothing (429, 503, 529): a dropped connection or a 500 raise at once (status None
+    or the status), and the caller finds out whether the batch was created.
 
     Example:
         >>> state = asyncio.run(call(backend, "GET", backend.base_url + "/batches/b1"))  # doctest: +SKIP
@@ -67,12 +74,12 @@ async def call(backend: HttpBackend, method: str, url: str, *, json_body: Any = 
                 body = await response.read()
                 status = response.status
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
-            if attempt == API_RETRIES:
+            if attempt == API_RETRIES or not idempotent:
                 raise BatchApiError(f"{method} {url}: {type(exc).__name__} after {attempt + 1} attempts") from None
             await asyncio.sleep(delay)
             delay = min(delay * 2, 30.0)
             continue
-        if status in TRANSIENT and attempt < API_RETRIES:
+        if status in (TRANSIENT if idempotent else NOT_DONE) and attempt < API_RETRIES:
             await asyncio.sleep(delay)
             delay = min(delay * 2, 30.0)
             continue

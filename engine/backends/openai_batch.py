@@ -9,15 +9,17 @@ finds it again by listing the batches (:meth:`OpenAIBatchClient.find`) instead o
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Iterator
 
 import aiohttp
 
 from .base import HttpBackend
-from .batch_api import BatchLine, BatchState, call, jsonl, read_jsonl
+from .batch_api import BatchApiError, BatchLine, BatchState, call, jsonl, read_jsonl
 
 ENDED = {"completed", "failed", "expired", "cancelled"}
 CHAT_URL = "/v1/chat/completions"
+CREATE_ATTEMPTS = 4
 
 
 class OpenAIBatchClient:
@@ -47,11 +49,25 @@ class OpenAIBatchClient:
 
     async def create(self, input_file_id: str | None, requests: list[tuple[str, dict[str, Any]]],
                      intent: str) -> str:
-        """Create the batch from the uploaded file; its batch id."""
-        reply = await call(self.backend, "POST", f"{self.base}/batches",
-                           json_body={"input_file_id": input_file_id, "endpoint": CHAT_URL,
-                                      "completion_window": "24h", "metadata": {"psyq_intent": intent}})
-        return str(reply["id"])
+        """Create the batch from the uploaded file; its batch id.
+
+        When the reply is lost (a dropped connection, a 5xx), the batch may exist all the same:
+        it is looked up by its intent before the create is tried again, so it is never made twice.
+        """
+        body = {"input_file_id": input_file_id, "endpoint": CHAT_URL, "completion_window": "24h",
+                "metadata": {"psyq_intent": intent}}
+        for attempt in range(CREATE_ATTEMPTS):
+            try:
+                reply = await call(self.backend, "POST", f"{self.base}/batches", json_body=body, idempotent=False)
+                return str(reply["id"])
+            except BatchApiError as exc:
+                if exc.fatal or (exc.status is not None and exc.status < 500) or attempt == CREATE_ATTEMPTS - 1:
+                    raise
+                found = await self.find(intent)
+                if found is not None:
+                    return found
+                await asyncio.sleep(2.0 ** attempt)
+        raise AssertionError("unreachable")
 
     async def find(self, intent: str) -> str | None:
         """The id of a batch created with this intent (a run killed before recording it), if any."""
