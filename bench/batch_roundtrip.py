@@ -79,7 +79,8 @@ def main() -> int:
     finally:
         stub.terminate()
         stub.wait()
-    result = {"trials": args.trials, "batch_size": args.batch_size, "batches": len(batches), "seconds": round(seconds, 1),
+    result = {"trials": args.trials, "batch_size": args.batch_size, "batches": len(batches),
+              "seconds": round(seconds, 1),
               "exit_code": out.returncode, "stored": len(rows), "lost": lost,
               "paid_twice": answered_by_stub - args.trials, "loadavg_after": load_after, "machine": facts}
     if out.returncode != 0:

@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from batch_stub import BatchStub
-from stub_server import StubServer, default_answer
+from stub_server import default_answer
 
 ROOT = Path(__file__).resolve().parents[1]
 MINI = ROOT / "tests" / "data" / "mini_1to7.yaml"   # 4 items, scale 1–7
