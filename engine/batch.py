@@ -405,4 +405,5 @@ def batch_status_lines(store: RunStore) -> list[str]:
     for batch_id, intent, backend_id, status, trial_ids, _s, note in rows:
         if note:
             lines.append(f"  note     {batch_id or intent} ({backend_id}): {note}")
+    lines.append("  cost     tokens below are priced at online rates; batches are billed at about half")
     return lines

@@ -313,6 +313,8 @@ async def _run_batches(trials: list, batched: dict[str, HttpBackend], store: Run
                          f"command again to collect them (psyq status RUN lists them; nothing is submitted twice)")
         raise
     notes.extend(report.notes or [])
+    notes.append("batch mode: token costs (manifest, psyq status) are at the price table's online rates; "
+                 "OpenAI and Anthropic bill batches at about half of those")
 
 
 def planned_by(trials: list) -> dict[str, dict[str, int]]:
