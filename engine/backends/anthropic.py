@@ -19,7 +19,8 @@ class AnthropicBackend(HttpBackend):
     kind = "anthropic"
 
     def __init__(self, config, *, base_url: str | None = None):
-        super().__init__(config, base_url=base_url or config.base_url or DEFAULT_BASE_URL)
+        default = None if config.base_urls else DEFAULT_BASE_URL   # an endpoint pool names its own URLs
+        super().__init__(config, base_url=base_url or config.base_url or default)
 
     def endpoint(self) -> str:
         return f"{self.base_url}/messages"
