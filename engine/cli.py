@@ -392,7 +392,9 @@ def _usage_lines(run, manifest: dict, prices_file: str | None) -> list[str]:
         table = load_prices(prices_file)
     else:
         table = PriceTable.from_json(manifest["prices"]) if manifest.get("prices") else None
-    return usage_lines(read_token_usage(run.database), table)
+    from .usage import endpoint_lines, read_endpoint_usage
+    # Then trials and tokens per endpoint, for backends answered by several (endpoint pools).
+    return usage_lines(read_token_usage(run.database), table) + endpoint_lines(read_endpoint_usage(run.database))
 
 
 def run_outcome(result) -> int:

@@ -30,10 +30,12 @@ PER_TOKENS = 1_000_000
 
 
 class ModelPrice(StrictModel):
-    """USD per 1M input (prompt) and output (completion) tokens."""
+    """USD per 1M input (prompt) and output (completion) tokens; `cached_input`: per 1M prompt
+    tokens read from the provider's prompt cache (absent: they are priced at `input`, and said so)."""
 
     input: float = Field(ge=0)
     output: float = Field(ge=0)
+    cached_input: float | None = Field(default=None, ge=0)
 
 
 def _date_as_text(value: Any) -> Any:
@@ -63,7 +65,8 @@ class PriceTable:
             >>> PriceTable({"m": ModelPrice(input=1, output=2)}, "f.yaml").to_json()
             {'origin': 'f.yaml', 'usd_per_1m_tokens': {'m': {'input': 1.0, 'output': 2.0}}}
         """
-        return {"origin": self.origin, "usd_per_1m_tokens": {m: p.model_dump() for m, p in self.prices.items()}}
+        return {"origin": self.origin,
+                "usd_per_1m_tokens": {m: p.model_dump(exclude_none=True) for m, p in self.prices.items()}}
 
     @classmethod
     def from_json(cls, data: dict) -> "PriceTable":
@@ -109,13 +112,18 @@ class Cost:
 
     usd: float | None
     why_not: str | None = None
+    note: str | None = None      # how an estimate was made when it is not exact (e.g. cached tokens)
 
     def __str__(self) -> str:
-        return f"${self.usd:,.4f}" if self.usd is not None else f"not estimable ({self.why_not})"
+        if self.usd is None:
+            return f"not estimable ({self.why_not})"
+        return f"${self.usd:,.4f}" + (f" ({self.note})" if self.note else "")
 
 
-def cost_of(model: str | None, prompt_tokens: float, completion_tokens: float, table: PriceTable | None) -> Cost:
-    """USD for these tokens of `model` from `table`.
+def cost_of(model: str | None, prompt_tokens: float, completion_tokens: float, table: PriceTable | None,
+            cached_tokens: float = 0) -> Cost:
+    """USD for these tokens of `model` from `table`; `cached_tokens` are the part of the prompt
+    tokens read from the provider's prompt cache, priced at `cached_input` when the table has it.
 
     Example:
         >>> table = PriceTable({"m": ModelPrice(input=0.5, output=2.0)}, "p.yaml")
@@ -123,10 +131,18 @@ def cost_of(model: str | None, prompt_tokens: float, completion_tokens: float, t
         3.0
         >>> str(cost_of("other", 1, 1, table))
         'not estimable (no price for model other in p.yaml)'
+        >>> cached = PriceTable({"m": ModelPrice(input=1.0, output=2.0, cached_input=0.1)}, "p.yaml")
+        >>> round(cost_of("m", 2_000_000, 0, cached, cached_tokens=1_000_000).usd, 6)   # 1 × 1.0 + 1 × 0.1
+        1.1
     """
     if table is None:
         return Cost(None, "no price table: add `prices:` to the study or give --prices FILE")
     price = table.prices.get(model or "")
     if price is None:
         return Cost(None, f"no price for model {model} in {table.origin}")
-    return Cost((prompt_tokens * price.input + completion_tokens * price.output) / PER_TOKENS)
+    if cached_tokens and price.cached_input is not None:
+        prompt_usd = (prompt_tokens - cached_tokens) * price.input + cached_tokens * price.cached_input
+        return Cost((prompt_usd + completion_tokens * price.output) / PER_TOKENS)
+    note = (f"{cached_tokens:,.0f} cached tokens priced at the input price: no cached_input price for model "
+            f"{model} in {table.origin}" if cached_tokens else None)
+    return Cost((prompt_tokens * price.input + completion_tokens * price.output) / PER_TOKENS, note=note)

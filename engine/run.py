@@ -100,7 +100,10 @@ def check_command_line_backend(base_url: str | None, api_key_env: str | None) ->
 _NOT_IDENTITY = {"concurrency", "requests_per_minute", "tokens_per_minute", "timeout_s", "max_retries",
                  "backoff_s", "max_backoff_s",
                  # how requests go out (one by one or as provider batches) does not change an answer
-                 "mode", "reasks", "batch_size", "batch_poll_s", "batch_max_poll_s"}
+                 "mode", "reasks", "batch_size", "batch_poll_s", "batch_max_poll_s",
+                 # Replicas of one model (engine/backends/pool.py): the first URL is in the identity;
+                 # adding or removing replicas resumes the same run.
+                 "base_urls", "endpoint_cooldown_s"}
 
 
 def run_id_for(study: Study, backends: dict[str, HttpBackend], *, legacy: bool = False) -> str:
@@ -118,6 +121,8 @@ def run_id_for(study: Study, backends: dict[str, HttpBackend], *, legacy: bool =
         if legacy:
             return config
         config["api_key_env"] = None
+        if backend.config.base_urls and not config.get("base_url"):
+            config["base_url"] = backend.config.base_urls[0]   # a pool is named by its first replica
         if config.get("base_url"):
             config["base_url"] = normalise_endpoint(config["base_url"])
         return config
@@ -279,7 +284,9 @@ async def _administer_locked(study: Study, run: RunDir, backends: dict[str, Http
                 "answer_counts": store.answer_status_counts(),
                 "backend_stats": {b: {"requests": x.stats.requests, "retries": x.stats.retries,
                                       "failures": x.stats.failures, "retry_reasons": x.stats.retry_reasons,
-                                      "max_in_flight": x.stats.max_in_flight} for b, x in backends.items()},
+                                      "max_in_flight": x.stats.max_in_flight,
+                                      **({"endpoints": x.pool.summary()} if getattr(x, "pool", None) else {})}
+                                  for b, x in backends.items()},
                 # Tokens the servers reported, summed over the stored trials, and their cost (engine/usage.py).
                 "usage": {u.backend_id: u.to_json(PriceTable.from_json(manifest["prices"]) if manifest.get("prices")
                                                   else None) for u in token_usage(store.db)},

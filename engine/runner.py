@@ -123,6 +123,7 @@ async def run_trial_conversation(trial: Trial, backend: HttpBackend,
     attempts = reasks = 0
     latency = 0.0
     tokens = [0, 0]
+    cached: int | None = None   # None until a reply reports its cached prompt tokens
     result = None
     answers: dict[str, ParsedAnswer] = {}
     extra: dict[str, dict] = {}
@@ -133,6 +134,8 @@ async def run_trial_conversation(trial: Trial, backend: HttpBackend,
             latency += result.latency_s
             tokens[0] += result.prompt_tokens or 0
             tokens[1] += result.completion_tokens or 0
+            if result.cached_tokens is not None:
+                cached = (cached or 0) + result.cached_tokens
             texts.append(result.text)
             # Content that is not text does not matter when the answer is read from logprobs.
             if result.problem and not (result.problem == "unreadable_response" and _reads_logprobs(trial, protocol)):
@@ -168,13 +171,16 @@ async def run_trial_conversation(trial: Trial, backend: HttpBackend,
             raise
         # What the server last sent (an HTML page, a truncated body …) is kept with the trial.
         response = exc.body if exc.body is not None else (result.raw if result else None)
-        return (_record(trial, backend, "failed", started, texts, response, attempts + exc.attempts,
-                        reasks, latency, tokens,
-                        {i: ParsedAnswer(None, "failed", str(exc)) for i in answer_ids(trial)}, {}, str(exc)),
-                request.messages, None)
+        record = _record(trial, backend, "failed", started, texts, response, attempts + exc.attempts,
+                         reasks, latency, tokens,
+                         {i: ParsedAnswer(None, "failed", str(exc)) for i in answer_ids(trial)}, {}, str(exc))
+        record.endpoint, record.cached_tokens = exc.endpoint or (result.endpoint if result else None), cached
+        return record, request.messages, None
     status = "answered" if all(answers[i].status == "answered" for i in answer_ids(trial)) else "missing"
-    return (_record(trial, backend, status, started, texts, result.raw if result else None, attempts, reasks,
-                    latency, tokens, answers, extra, None), request.messages, texts[-1] if texts else None)
+    record = _record(trial, backend, status, started, texts, result.raw if result else None, attempts, reasks,
+                     latency, tokens, answers, extra, None)
+    record.endpoint, record.cached_tokens = (result.endpoint if result else None), cached
+    return record, request.messages, texts[-1] if texts else None
 
 
 def _reads_logprobs(trial: Trial, protocol: Protocol) -> bool:
@@ -257,7 +263,7 @@ async def run_pending(trials: Iterable[Trial], backends: dict[str, HttpBackend],
     try:
         async with asyncio.TaskGroup() as group:
             for backend_id, backend in backends.items():
-                for _ in range(backend.config.concurrency):
+                for _ in range(getattr(backend, "capacity", backend.config.concurrency)):   # per endpoint
                     group.create_task(worker(backend_id))
     except ExceptionGroup as group:
         # A fatal backend error (bad key, unknown model) stopped every worker: report it plainly.

@@ -348,7 +348,7 @@ async def run_chains(chains: list[Chain], backends: dict[str, HttpBackend], stor
     try:
         async with asyncio.TaskGroup() as group:
             for backend_id, backend in backends.items():
-                for _ in range(backend.config.concurrency):
+                for _ in range(getattr(backend, "capacity", backend.config.concurrency)):
                     group.create_task(worker(backend_id))
     except ExceptionGroup as group:
         raise group.exceptions[0] from None

@@ -49,7 +49,9 @@ CREATE TABLE IF NOT EXISTS trials (
     completion_tokens INTEGER,
     started_at TEXT NOT NULL,
     finished_at TEXT NOT NULL,
-    error TEXT
+    error TEXT,
+    endpoint TEXT,                     -- the server that gave the last reply (normalised base URL; pools)
+    cached_tokens INTEGER              -- prompt tokens served from the server's prompt cache (NULL: not reported)
 );
 CREATE TABLE IF NOT EXISTS answers (
     trial_id TEXT NOT NULL REFERENCES trials(trial_id) ON DELETE CASCADE,
@@ -78,6 +80,11 @@ CREATE TABLE IF NOT EXISTS stage_trials (   -- only in runs of studies with `sta
 """
 
 REPLY_SEPARATOR = "\n<<<psyq re-ask>>>\n"
+# The columns of a trials row as written (named: a run from an older psyq had them added at the end).
+TRIAL_COLUMNS = ("trial_id", "backend_id", "model", "respondent_id", "instrument_id", "item_ids", "repeat",
+                 "option_order", "status", "request", "response", "raw_text", "attempts", "reasks", "latency_s",
+                 "prompt_tokens", "completion_tokens", "started_at", "finished_at", "error", "endpoint",
+                 "cached_tokens")
 
 
 @dataclass
@@ -122,6 +129,8 @@ class TrialRecord:
     error: str | None
     answers: list[AnswerRecord]
     stage: "StageRecord | None" = None   # set for a stage of a multi-stage study only
+    endpoint: str | None = None          # which server answered (the last reply's)
+    cached_tokens: int | None = None     # prompt tokens read from the server's cache (None: not reported)
 
 
 @dataclass
@@ -156,6 +165,11 @@ class RunStore:
         # Runs stored before free-text answers existed lack answers.text: add it (empty).
         if "text" not in {row[1] for row in self.db.execute("PRAGMA table_info(answers)")}:
             self.db.execute("ALTER TABLE answers ADD COLUMN text TEXT")
+        # Runs stored before endpoint pools and prompt-cache accounting lack these: added (NULL).
+        trial_columns = {row[1] for row in self.db.execute("PRAGMA table_info(trials)")}
+        for column, kind in (("endpoint", "TEXT"), ("cached_tokens", "INTEGER")):
+            if column not in trial_columns:
+                self.db.execute(f"ALTER TABLE trials ADD COLUMN {column} {kind}")
         self._pending: list[TrialRecord] = []
         self._flush_scheduled = False
         self._flush_error: BaseException | None = None
@@ -252,7 +266,8 @@ class RunStore:
         with self.db:
             self.db.execute("BEGIN")
             self.db.executemany("DELETE FROM trials WHERE trial_id = ?", [(r[0],) for r in rows])
-            self.db.executemany(f"INSERT INTO trials VALUES ({', '.join('?' * len(rows[0]))})", rows)
+            self.db.executemany(f"INSERT INTO trials ({', '.join(TRIAL_COLUMNS)}) "
+                                f"VALUES ({', '.join('?' * len(rows[0]))})", rows)
             self.db.executemany("INSERT INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", answers)
             stages = [(t.trial_id, t.stage.chain_id, t.stage.stage, t.stage.situation_id, t.stage.emotion,
                        json.dumps(t.stage.messages), t.stage.reply) for t in latest.values() if t.stage]
@@ -294,7 +309,8 @@ def _trial_row(trial: TrialRecord) -> tuple:
             json.dumps(trial.item_ids), trial.repeat, trial.option_order, trial.status,
             json.dumps(trial.request), _response_json(trial.response),
             trial.raw_text, trial.attempts, trial.reasks, trial.latency_s, trial.prompt_tokens,
-            trial.completion_tokens, trial.started_at, trial.finished_at, trial.error)
+            trial.completion_tokens, trial.started_at, trial.finished_at, trial.error, trial.endpoint,
+            trial.cached_tokens)
 
 
 def _response_json(response: dict[str, Any] | None) -> str | None:

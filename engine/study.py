@@ -16,7 +16,7 @@ from typing import Literal
 from pydantic import Field
 
 from .backends.base import BackendConfig
-from .endpoint import base_url_problem, key_env_problem
+from .endpoint import base_url_problem, key_env_problem, normalise_endpoint
 from .errors import InputError, Problem
 from .fields import Id, StrictModel, Text
 from .instrument import Instrument, item_texts_path, load_instrument, missing_texts_message
@@ -126,6 +126,27 @@ class Study:
         return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
 
 
+def _pool_problems(doc: YamlDocument, i: int, backend: BackendConfig) -> list[Problem]:
+    """What is wrong with a backend's `base_urls:` (replicas of one model, engine/backends/pool.py)."""
+    if backend.base_urls is None:
+        return []
+    problems = []
+    if backend.base_url is not None:
+        problems.append(doc.problem(("backends", i, "base_urls"), "give `base_url` (one server) or `base_urls` "
+                                    "(replicas of the same model), not both"))
+    if backend.kind == "local":
+        problems.append(doc.problem(("backends", i, "base_urls"), "a 'local' backend starts its own server; "
+                                    "list replicas under a 'openai' backend"))
+    seen: dict[str, int] = {}
+    for k, url in enumerate(backend.base_urls):
+        if (why := base_url_problem(url)) is not None:
+            problems.append(doc.problem(("backends", i, "base_urls", k), why))
+        elif (first := seen.setdefault(normalise_endpoint(url), k)) != k:
+            problems.append(doc.problem(("backends", i, "base_urls", k), f"the same endpoint as entry {first + 1} "
+                                        "(each replica is listed once)"))
+    return problems
+
+
 def check_study(spec: StudySpec, doc: YamlDocument, instruments: list[Instrument]) -> list[Problem]:
     """Meaning checks: unique ids, and answer modes each backend and scale can serve."""
     problems: list[Problem] = []
@@ -135,7 +156,8 @@ def check_study(spec: StudySpec, doc: YamlDocument, instruments: list[Instrument
             problems.append(doc.problem(("backends", i, "id"), f"backend id '{backend.id}' is used more than once"))
         if backend.kind in ("openai", "anthropic") and not backend.model:
             problems.append(doc.problem(("backends", i), f"a '{backend.kind}' backend needs `model`"))
-        if backend.kind == "openai" and not backend.base_url:
+        problems.extend(_pool_problems(doc, i, backend))
+        if backend.kind == "openai" and not backend.base_url and not backend.base_urls:
             problems.append(doc.problem(("backends", i), "an 'openai' backend needs `base_url` "
                                         "(e.g. http://127.0.0.1:8080/v1)"))
         if backend.base_url is not None and (why := base_url_problem(backend.base_url)):

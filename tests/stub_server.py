@@ -26,6 +26,14 @@ Endpoints: ``GET /health``, ``GET /v1/models``, ``POST /v1/chat/completions`` (O
 is then the toy tokenizer's count of the templated prompt, as llama-server counts its own
 (without it: characters of the messages // 4). The record file's lines also hold ``body``.
 
+Prompt cache (``prompt_cache="openai"`` / ``"llamacpp"``, ``--prompt-cache KIND``): the stub
+remembers every system prompt it has answered; a later request with the same system prompt
+reports ``len(system) // 4`` cached prompt tokens (the first one: 0), as
+``usage.prompt_tokens_details.cached_tokens`` ("openai") or ``timings.cache_n`` ("llamacpp");
+Anthropic replies then carry ``cache_read_input_tokens`` / ``cache_creation_input_tokens``
+(the system prompt's tokens read or written) with ``input_tokens`` the rest, as Anthropic counts.
+Every usage block sent is kept in ``sent_usage`` (in order of sending).
+
 Per POST request the outcome is decided in this order: bad path/body -> 404/400
 (outcomes "not_found"/"bad_request"); rpm limit exceeded -> 429 (outcome "429", does
 not consume a scripted fault); next scripted fault, if any; with ``pathological_every=N``,
@@ -391,6 +399,19 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, stub._openai_response(body, text, want_logprobs))
 
 
+def _system_text(body: dict) -> str | None:
+    """The system prompt of a request: Anthropic's top-level `system` (text or blocks), or the
+    content of an OpenAI first message with role system."""
+    system = body.get("system")
+    if system is None:
+        messages = body.get("messages") or []
+        first = messages[0] if messages and isinstance(messages[0], dict) else {}
+        system = first.get("content") if first.get("role") == "system" else None
+    if isinstance(system, list):
+        system = "".join(b.get("text", "") for b in system if isinstance(b, dict))
+    return system if isinstance(system, str) else None
+
+
 def _openai_error(status: int, message: str) -> dict:
     kind = {400: "invalid_request_error", 404: "invalid_request_error",
             429: "rate_limit_error"}.get(status, "server_error")
@@ -417,7 +438,8 @@ class StubServer:
                  timeout_hang_s: float = 5.0, rpm_limit: int | None = None,
                  record: str | Path | None = None, port: int = 0, host: str = "127.0.0.1",
                  pathological_every: int | None = None,
-                 pathological_kinds: Sequence[str] = PATHOLOGICAL_KINDS, tokenizer: bool = False):
+                 pathological_kinds: Sequence[str] = PATHOLOGICAL_KINDS, tokenizer: bool = False,
+                 prompt_cache: str | None = None):
         if not 0.0 <= fault_rate <= 1.0:
             raise ValueError("fault_rate must be within [0, 1]")
         if fault_rate > 0 and not fault_kinds:
@@ -439,6 +461,11 @@ class StubServer:
         self.pathological_kinds = tuple(_check_kind(k) for k in pathological_kinds)
         self._n_posts = 0
         self.tokenizer = tokenizer
+        if prompt_cache not in (None, "openai", "llamacpp"):
+            raise ValueError("prompt_cache must be None, 'openai' or 'llamacpp'")
+        self.prompt_cache = prompt_cache
+        self._cached_systems: set[str] = set()
+        self.sent_usage: list[dict] = []
         self.record_path = Path(record) if record is not None else None
         self._host = host
         self._port = port
@@ -629,6 +656,7 @@ class StubServer:
         prompt_tokens = (len(toy_tokens(toy_template(body.get("messages") or []))) if self.tokenizer
                          else prompt_chars(body) // 4)
         completion_tokens = len(text) // 4 + 1
+        cached = self._cache_lookup(_system_text(body)) if self.prompt_cache else None
         logprobs = None
         if want_logprobs:
             k = body.get("top_logprobs") or 0
@@ -642,7 +670,20 @@ class StubServer:
             entry = _logprob_entry(first, p_first)
             entry["top_logprobs"] = top
             logprobs = {"content": [entry], "refusal": None}
+        usage: dict[str, Any] = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                                 "total_tokens": prompt_tokens + completion_tokens}
+        extra: dict[str, Any] = {}
+        if cached is not None:
+            cached = min(cached[0], prompt_tokens)
+            if self.prompt_cache == "openai":
+                usage["prompt_tokens_details"] = {"cached_tokens": cached}
+            else:
+                extra["timings"] = {"cache_n": cached, "prompt_n": prompt_tokens - cached,
+                                    "predicted_n": completion_tokens}
+        with self._lock:
+            self.sent_usage.append({**usage, **extra})
         return {
+            **extra,
             "id": f"chatcmpl-stub-{self._next_id()}",
             "object": "chat.completion",
             "created": int(time.time()),
@@ -653,8 +694,7 @@ class StubServer:
                 "logprobs": logprobs,
                 "finish_reason": "stop",
             }],
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                      "total_tokens": prompt_tokens + completion_tokens},
+            "usage": usage,
         }
 
     def _pathological(self, kind: str, body: dict, text: str, want_logprobs: bool) -> bytes:
@@ -694,7 +734,23 @@ class StubServer:
                 broken["logprob"] = {"logprob_inf": math.inf, "logprob_nan": math.nan, "logprob_huge": 1e308}[kind]
         return json.dumps(reply).encode()   # allow_nan: Infinity and NaN as some servers send them
 
+    def _cache_lookup(self, system: str | None) -> tuple[int, int]:
+        """(tokens read from the cache, tokens written to it) for a request with this system prompt."""
+        if not system:
+            return 0, 0
+        with self._lock:
+            seen = system in self._cached_systems
+            self._cached_systems.add(system)
+        return (len(system) // 4, 0) if seen else (0, len(system) // 4)
+
     def _anthropic_response(self, body: dict, text: str) -> dict:
+        usage: dict[str, Any] = {"input_tokens": prompt_chars(body) // 4, "output_tokens": len(text) // 4 + 1}
+        if self.prompt_cache:
+            read, written = self._cache_lookup(_system_text(body))
+            usage["input_tokens"] -= read + written
+            usage.update(cache_read_input_tokens=read, cache_creation_input_tokens=written)
+        with self._lock:
+            self.sent_usage.append(dict(usage))
         return {
             "id": f"msg_stub_{self._next_id()}",
             "type": "message",
@@ -703,7 +759,7 @@ class StubServer:
             "content": [{"type": "text", "text": text}],
             "stop_reason": "end_turn",
             "stop_sequence": None,
-            "usage": {"input_tokens": prompt_chars(body) // 4, "output_tokens": len(text) // 4 + 1},
+            "usage": usage,
         }
 
 
@@ -723,6 +779,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--rpm-limit", type=int, default=None)
     ap.add_argument("--record", default=None)
     ap.add_argument("--tokenizer", action="store_true", help="serve llama.cpp's /apply-template and /tokenize")
+    ap.add_argument("--prompt-cache", choices=("openai", "llamacpp"), default=None,
+                    help="report cached prompt tokens for repeated system prompts, in this server's fields")
     ap.add_argument("--pathological-every", type=int, default=None,
                     help="every Nth POST gets the next pathological reply kind (cycling)")
     args = ap.parse_args(argv)
@@ -732,7 +790,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         fault_kinds=split(args.fault_kinds), seed=args.seed, latency_s=args.latency,
                         retry_after_s=args.retry_after, timeout_hang_s=args.timeout_hang,
                         rpm_limit=args.rpm_limit, record=args.record, port=args.port, host=args.host,
-                        pathological_every=args.pathological_every, tokenizer=args.tokenizer)
+                        pathological_every=args.pathological_every, tokenizer=args.tokenizer,
+                        prompt_cache=args.prompt_cache)
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     server.start()

@@ -19,7 +19,8 @@ class AnthropicBackend(HttpBackend):
     kind = "anthropic"
 
     def __init__(self, config, *, base_url: str | None = None):
-        super().__init__(config, base_url=base_url or config.base_url or DEFAULT_BASE_URL)
+        default = None if config.base_urls else DEFAULT_BASE_URL   # an endpoint pool names its own URLs
+        super().__init__(config, base_url=base_url or config.base_url or default)
 
     def endpoint(self) -> str:
         return f"{self.base_url}/messages"
@@ -39,7 +40,10 @@ class AnthropicBackend(HttpBackend):
             "messages": [m for m in request.messages if m["role"] != "system"],
         }
         if system:
-            body["system"] = system
+            # The persona's system prompt is the prefix every item of a respondent shares: marked
+            # as a cache breakpoint, later requests read it from Anthropic's prompt cache (prompts
+            # shorter than the model's minimum cacheable length are simply not cached).
+            body["system"] = [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}]
         for name in ("temperature", "top_p"):
             if getattr(request, name) is not None:
                 body[name] = getattr(request, name)
@@ -51,6 +55,26 @@ class AnthropicBackend(HttpBackend):
             raise TypeError("content is not a list of blocks")   # retried as a malformed response
         text, problem = content_text(blocks)
         usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
-        return ChatResult(text=text, first_token_logprobs=None, prompt_tokens=usage_count(usage.get("input_tokens")),
+        return ChatResult(text=text, first_token_logprobs=None, prompt_tokens=input_tokens(usage),
                           completion_tokens=usage_count(usage.get("output_tokens")), raw=body,
-                          problem="unreadable_response" if problem else None, problem_reason=problem)
+                          problem="unreadable_response" if problem else None, problem_reason=problem,
+                          cached_tokens=usage_count(usage.get("cache_read_input_tokens")))
+
+
+def input_tokens(usage: dict[str, Any]) -> int | None:
+    """Every prompt token of a reply, cached or not, as OpenAI counts `prompt_tokens`.
+
+    Anthropic's ``input_tokens`` leaves out the tokens read from the cache
+    (``cache_read_input_tokens``) and written to it (``cache_creation_input_tokens``); they are
+    added so that prompt tokens mean the same for every backend and cached tokens are a part of them.
+
+    Example:
+        >>> input_tokens({"input_tokens": 10, "cache_read_input_tokens": 900, "cache_creation_input_tokens": 0})
+        910
+        >>> input_tokens({}) is None
+        True
+    """
+    base = usage_count(usage.get("input_tokens"))
+    if base is None:
+        return None
+    return base + sum(usage_count(usage.get(k)) or 0 for k in ("cache_read_input_tokens", "cache_creation_input_tokens"))

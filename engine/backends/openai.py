@@ -57,7 +57,30 @@ class OpenAIBackend(HttpBackend):
                           prompt_tokens=usage_count(usage.get("prompt_tokens")),
                           completion_tokens=usage_count(usage.get("completion_tokens")), raw=compact_logprobs(body),
                           problem="unreadable_response" if problem else None, problem_reason=problem,
-                          logprobs_problem=logprobs_problem)
+                          logprobs_problem=logprobs_problem, cached_tokens=cached_prompt_tokens(body))
+
+
+def cached_prompt_tokens(body: dict[str, Any]) -> int | None:
+    """Prompt tokens the server took from its prompt cache, as it reports them (None: not reported).
+
+    OpenAI and vLLM send ``usage.prompt_tokens_details.cached_tokens`` (part of ``prompt_tokens``);
+    llama.cpp's llama-server sends ``timings.cache_n`` (prompt tokens reused from the slot's cache,
+    also part of ``prompt_tokens``), read when the first is absent.
+
+    Example:
+        >>> cached_prompt_tokens({"usage": {"prompt_tokens": 90, "prompt_tokens_details": {"cached_tokens": 64}}})
+        64
+        >>> cached_prompt_tokens({"usage": {"prompt_tokens": 90}, "timings": {"cache_n": 80, "prompt_n": 10}})
+        80
+        >>> cached_prompt_tokens({"usage": {"prompt_tokens": 90}}) is None
+        True
+    """
+    usage = body.get("usage")
+    details = usage.get("prompt_tokens_details") if isinstance(usage, dict) else None
+    if isinstance(details, dict) and usage_count(details.get("cached_tokens")) is not None:
+        return usage_count(details.get("cached_tokens"))
+    timings = body.get("timings")
+    return usage_count(timings.get("cache_n")) if isinstance(timings, dict) else None
 
 
 def usage_count(value: Any) -> int | None:
