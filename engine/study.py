@@ -167,6 +167,9 @@ def check_study(spec: StudySpec, doc: YamlDocument, instruments: list[Instrument
         if backend.mode == "batch" and backend.kind == "local":
             problems.append(doc.problem(("backends", i, "mode"), "mode: batch needs a provider batch API "
                                         "(kind: openai or anthropic); the local server has none"))
+        if backend.mode == "batch" and backend.base_urls:
+            problems.append(doc.problem(("backends", i, "base_urls"), "mode: batch sends to one provider's batch "
+                                        "API; replicas (`base_urls`) are for online requests: give one `base_url`"))
         if backend.mode == "batch" and spec.stages:
             problems.append(doc.problem(("backends", i, "mode"), "mode: batch is not available for a study with "
                                         "`stages:` (each stage waits for the last reply); use mode: online"))
