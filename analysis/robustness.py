@@ -135,8 +135,11 @@ def robustness_chart(table: pd.DataFrame) -> Figure:
                 continue
             r = cell.iloc[0]
             if not _finite(r["mean_change"]):
-                ax.annotate(f"{dim}: not estimable ({r['reason']})", (0, y + offsets[d]), xytext=(6, 0),
-                            textcoords="offset points", va="center", fontsize=7, color=style["color"])
+                # Said on the row (the reason is in the table): a blank row would read as "no change".
+                note = ax.annotate(f"{dim}: not estimable (n = {int(r['n_pairs'])})", (0, y + offsets[d]),
+                                   xytext=(6, 0), textcoords="offset points", va="center", fontsize=8,
+                                   color=style["color"], gid=f"robustness-missing:{row}:{dim}")
+                note.set_in_layout(False)
                 continue
             has_ci = _finite(r["ci_low"]) and _finite(r["ci_high"])
             xerr = [[r["mean_change"] - r["ci_low"]], [r["ci_high"] - r["mean_change"]]] if has_ci else None
@@ -185,7 +188,7 @@ def robustness_sections(run: Any, ratings: pd.DataFrame, log: pd.DataFrame | Non
         section.readings.append(
             f"{where}: mean change {num(r.mean_change)} ({ci}) over {r.n_pairs} pair(s); the level changed for "
             f"{pct(r.share_changed)} (up {pct(r.share_up)}, down {pct(r.share_down)}).{moved}"
-            + (f" Note: {r.reason}." if r.reason and _finite(r.ci_low) else ""))
+            + (f" Note: {r.reason}." if isinstance(r.reason, str) and _finite(r.ci_low) else ""))
     if log is not None and not log.empty:
         for p, rows in log.groupby("perturbation", sort=False):
             unusable, unchanged = int((rows["status"] == "unusable").sum()), int((rows["status"] == "unchanged").sum())
