@@ -244,3 +244,30 @@ def apply_rule(method: str, text: str, params: dict[str, Any], seed: int) -> str
     if method not in _RULES:
         raise ValueError(f"'{method}' is not a rule (rules: {', '.join(RULES)})")
     return _RULES[method](text, PARAMS[method].model_validate(params), rng_for(seed, text))
+
+
+# --- prompts: the same rules on what respondents are asked ----------------------------------------
+
+def perturb_prompt_texts(instrument: Any, p: Perturbation) -> Any:
+    """A copy of `instrument` whose instructions and item texts (items with a text field) went
+    through the rule `p`, deterministically (a building block for prompt sensitivity: a study
+    that asks each respondent the perturbed copy too; the study field is not built yet).
+
+    Ids, scale, keys and norms are unchanged, so the copy is scored like the original. A rewrite
+    is refused here: it would need a backend for every prompt.
+
+    Example:
+        >>> from engine.instrument import load_instrument
+        >>> mini = load_instrument("tests/data/mini_1to7.yaml")
+        >>> leet = Perturbation(id="leet", method="substitute", seed=1, params={"map": {"e": "3"}})
+        >>> copy = perturb_prompt_texts(mini, leet)
+        >>> copy.instructions, copy.items[0].text, copy.id == mini.id
+        ('Rat3 3ach stat3m3nt.', 'It3m a', True)
+    """
+    if p.method not in RULES:
+        raise ValueError(f"perturbation '{p.id}' is a rewrite; only rules ({', '.join(RULES)}) perturb prompts")
+    items = [item.model_copy(update={"text": apply_rule(p.method, item.text, p.params, p.seed)})
+             if isinstance(getattr(item, "text", None), str) else item for item in instrument.items]
+    return instrument.model_copy(update={"items": items,
+                                         "instructions": apply_rule(p.method, instrument.instructions, p.params,
+                                                                    p.seed)})

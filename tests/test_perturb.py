@@ -246,3 +246,39 @@ def test_schema_and_validate_know_the_format(capsys):
     assert main(["schema", "perturbations"]) == 0
     assert json.loads(capsys.readouterr().out)["title"] == "psyq perturbation set (format perturbations/1)"
     assert main(["validate", str(HALEAS)]) == 0
+
+
+# --- prompts and persona replies -----------------------------------------------------------------
+
+def test_prompt_texts_perturbed_by_rule_and_rewrites_refused():
+    from engine.instrument import load_instrument
+    from engine.perturbations import Perturbation, perturb_prompt_texts
+    mini = load_instrument(ROOT / "tests" / "data" / "mini_1to7.yaml")
+    typos = Perturbation(id="cut", method="typos", seed=4, params={"rate": 0, "keep": 0.5})
+    copy = perturb_prompt_texts(mini, typos)
+    # keep 0.5 of "Rate each statement." (3 words) -> round(1.5) = 2 words; "Item a" (2 words) -> 1 word.
+    assert copy.instructions == "Rate each" and [i.text for i in copy.items] == ["Item"] * 4
+    assert [i.id for i in copy.items] == [i.id for i in mini.items] and copy.subscales == mini.subscales
+    rewrite = next(p for p in load_perturbations(HALEAS).perturbations if p.method == "rewrite")
+    with pytest.raises(ValueError, match="only rules"):
+        perturb_prompt_texts(mini, rewrite)
+
+
+def test_persona_replies_are_synced_from_free_text_answers_of_response_items(tmp_path):
+    from types import SimpleNamespace
+
+    from engine.perturb import sync_persona_replies
+    from test_judge import scene_run
+    path = scene_run(tmp_path)
+    with RunStore(path / "run.sqlite") as store:
+        instrument_id = store.db.execute("SELECT instrument_id FROM trials LIMIT 1").fetchone()[0]
+        # No item kind 'response' exists on this branch: the scene items stand in for response items,
+        # two of the six answer rows (s1:self ... s3:other) marked so; the other four must be left out.
+        items = [SimpleNamespace(id="s1:self", kind="response"), SimpleNamespace(id="s2:self", kind="response"),
+                 SimpleNamespace(id="s2:other", kind="scene")]
+        instruments = {instrument_id: SimpleNamespace(items=items)}
+        assert sync_persona_replies(store, instruments) == 2
+        assert sync_persona_replies(store, instruments) == 0       # persona targets exist: nothing added
+        targets = read_targets(store)
+    assert sorted(targets["item_id"]) == ["s1:self", "s2:self"] and set(targets["source"]) == {"persona"}
+    assert targets.set_index("item_id").loc["s2:self", "text"] == "furious."   # the scripted answer, whole
