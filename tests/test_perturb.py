@@ -107,7 +107,7 @@ def test_a_bad_perturbation_file_is_exit_2_with_file_line_column(tmp_path, capsy
     # Counted by hand in the text above: 'rate: 2' is line 10, its value at column 13; the unknown
     # parameter 'loud' is on line 15: 4 spaces, 'params: ' (8), '{' (col 13), 'rate: 0.1, ' (11) -> col 25.
     assert f"{bad}:10:13: perturbations[0].params.rate:" in err
-    assert f"{bad}:15:25: perturbations[1].params.loud: unknown field 'loud'" in err
+    assert f"{bad}:15:25: perturbations[1].params.loud: unknown field 'loud' (a typos can have: rate, keep)" in err
     with pytest.raises(InputError):
         load_perturbations(bad)
     # An unknown method is a shape error of the file itself (line 7, value at column 13).
@@ -282,3 +282,16 @@ def test_persona_replies_are_synced_from_free_text_answers_of_response_items(tmp
         targets = read_targets(store)
     assert sorted(targets["item_id"]) == ["s1:self", "s2:self"] and set(targets["source"]) == {"persona"}
     assert targets.set_index("item_id").loc["s2:self", "text"] == "furious."   # the scripted answer, whole
+
+
+def test_a_failed_rewrite_is_asked_again_on_the_next_run(tmp_path):
+    path = small_run(tmp_path)
+    pset = load_perturbations(HALEAS)
+    # Both requests get HTTP 500 and the rewriter retries nothing (max_retries 0): 'failed', no target.
+    with StubServer(faults=["500", "500"]) as stub:
+        first = asyncio.run(perturb_run(path, pset, rewriter(stub.url), only=["casual"], log=lambda m: None))
+    assert first.counts == {"casual": {"failed": 2}}
+    with StubServer(answer=casual_reply) as stub:
+        second = asyncio.run(perturb_run(path, pset, rewriter(stub.url), only=["casual"], log=lambda m: None))
+        assert len(chat_requests(stub)) == 2                     # the failed ones, asked again
+    assert second.already == 0 and second.counts == {"casual": {"perturbed": 2}}
