@@ -567,6 +567,9 @@ def cmd_perturb(args: argparse.Namespace) -> int:
     except RunLocked as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_LOCKED
+    if result.pairs == 0:
+        print(f"warning: {args.run} has no rating targets to perturb (no persona replies to response items, no "
+              "imported reference replies)", file=sys.stderr)
     if result.added_persona_replies:
         print(f"note: added {result.added_persona_replies} persona replies of the run as rating targets",
               file=sys.stderr)
