@@ -34,7 +34,7 @@ from .errors import InputError
 from .export import run_instruments
 from .parsing import is_refusal, too_long
 from .perturbations import Perturbation, PerturbationSet, RewriteParams, apply_rule
-from .ratings import RatingTarget, open_ratings, put_targets, read_targets
+from .ratings import RatingTarget, open_ratings, put_targets
 from .run import open_run_dir
 from .runlock import RunLock
 from .store import RunStore
@@ -121,15 +121,15 @@ def put_outcome(store: RunStore, set_id: str, o: Outcome) -> None:
 # --- what to perturb ------------------------------------------------------------------------------
 
 def original_targets(store: RunStore) -> list[RatingTarget]:
-    """The run's unperturbed targets (persona and reference replies), as stored."""
-    frame = read_targets(store)
-    out = []
-    for r in frame[frame["original_id"].isna()].itertuples():
-        make = RatingTarget.persona(r.trial_id, r.item_id, instrument=r.instrument, text=r.text, detail=r.detail) \
-            if r.source == "persona" else \
-            RatingTarget.reference(r.reply_id, item_id=r.item_id, instrument=r.instrument, text=r.text, detail=r.detail)
-        out.append(make)
-    return out
+    """The run's unperturbed targets (persona and reference replies), as stored (under their
+    stored key, so a perturbed target's key is the original's + ``~<perturbation>`` whoever
+    stored the original)."""
+    open_ratings(store)
+    rows = store.db.execute("SELECT key, source, instrument, item_id, text, trial_id, reply_id, detail "
+                            "FROM rating_targets WHERE original_id IS NULL ORDER BY key").fetchall()
+    return [RatingTarget(key, source, instrument, item_id, text, trial_id=trial_id, reply_id=reply_id,
+                         detail=json.loads(detail))
+            for key, source, instrument, item_id, text, trial_id, reply_id, detail in rows]
 
 
 PERSONA_REPLIES = """
