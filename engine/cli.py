@@ -76,13 +76,14 @@ def load_any(path: Path) -> object:
     """Load a psyq YAML file of any format, chosen by its `psyq:` field."""
     from .judge import load_rubric
     from .kinds import all_kinds
+    from .perturbations import load_perturbations
     from .persona import load_cohort
     from .situations import load_situations
     from .study import load_study
     kind_formats = {name: load for kind in all_kinds() for name, load in kind.file_formats().items()}
     loaders = {"instrument/1": load_instrument, "cohort/1": load_cohort, "study/1": load_study,
                **kind_formats, "rubric/1": load_rubric,
-               "situations/1": load_situations}
+               "situations/1": load_situations, "perturbations/1": load_perturbations}
     doc = load_yaml(path)
     kind = doc.data.get("psyq")
     if kind not in loaders:
@@ -136,6 +137,9 @@ def cmd_schema(args: argparse.Namespace) -> int:
     elif args.format == "situations":
         from .situations import situations_json_schema
         schema = situations_json_schema()
+    elif args.format == "perturbations":
+        from .perturbations import perturbations_json_schema
+        schema = perturbations_json_schema()
     else:
         from .fields import format_json_schema
         from .study import StudySpec
@@ -529,6 +533,73 @@ def cmd_judge(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+PERTURBATIONS = Path(__file__).resolve().parents[1] / "instruments" / "perturbations"
+
+
+def _add_perturb_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run", help="run directory (runs/<study>/<run-id>)")
+    p.add_argument("--set", required=True, dest="set_file",
+                   help="perturbation set YAML file, or the name of a shipped one (haleas7)")
+    p.add_argument("--only", metavar="ID,...", help="apply only these perturbations of the set")
+    p.add_argument("--base-url", help="rewrite with this OpenAI-compatible server (default: the local model)")
+    p.add_argument("--model", help="model name for --base-url")
+    p.add_argument("--api-key-env", help="NAME of the environment variable holding the API key for --base-url")
+    p.add_argument("--rewriter-id", default="rewriter", help="backend id of the rewrites (default: rewriter)")
+
+
+def cmd_perturb(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from .backends import BackendConfig
+    from .perturb import perturb_run
+    from .perturbations import load_perturbations
+    from .runlock import RunLocked
+
+    set_path = Path(args.set_file)
+    if not set_path.exists() and (PERTURBATIONS / f"{args.set_file}.yaml").exists():
+        set_path = PERTURBATIONS / f"{args.set_file}.yaml"   # a shipped set by name
+    pset = load_perturbations(set_path)
+    only = [o.strip() for o in args.only.split(",") if o.strip()] if args.only else None
+    if bool(args.base_url) != bool(args.model):
+        raise InputError.single(args.run, "--base-url and --model go together")
+    if args.base_url:
+        from .run import check_command_line_backend
+        check_command_line_backend(args.base_url, args.api_key_env)
+        config = BackendConfig(id=args.rewriter_id, kind="openai", base_url=args.base_url, model=args.model,
+                               api_key_env=args.api_key_env, temperature=0.0)
+    else:
+        config = BackendConfig(id=args.rewriter_id, kind="local", temperature=0.0)
+    try:
+        result = asyncio.run(perturb_run(args.run, pset, config, only=only, log=lambda m: print(m, file=sys.stderr)))
+    except KeyboardInterrupt:
+        print("interrupted: every perturbed text received is stored; run the same command again to resume",
+              file=sys.stderr)
+        return 130
+    except RunLocked as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_LOCKED
+    if result.pairs == 0:
+        print(f"warning: {args.run} has no rating targets to perturb (no persona replies to response items, no "
+              "imported reference replies)", file=sys.stderr)
+    if result.added_persona_replies:
+        print(f"note: added {result.added_persona_replies} persona replies of the run as rating targets",
+              file=sys.stderr)
+    for perturbation, original, reason in result.unusable:
+        print(f"warning: {perturbation} of {original}: not perturbed, the rewrite is unusable: {reason}",
+              file=sys.stderr)
+    for perturbation, counts in result.counts.items():
+        if counts.get("unchanged"):
+            print(f"note: {perturbation}: the rule left {counts['unchanged']} text(s) unchanged (nothing to change); "
+                  "they are stored with the original text and rated like the others", file=sys.stderr)
+        if counts.get("failed"):
+            print(f"warning: {perturbation}: {counts['failed']} rewrite(s) failed (no answer from the backend); "
+                  "run the same command again to ask for them", file=sys.stderr)
+    summary = "; ".join(f"{p} " + ", ".join(f"{k} {v}" for k, v in c.items()) for p, c in result.counts.items())
+    print(f"{pset.id}: {result.pairs} (reply, perturbation) pairs, {result.already} done before; "
+          f"now {summary or 'nothing'}")
+    return EXIT_OK
+
+
 def _id_paths(specs: list[str] | None, option: str) -> dict[str, str]:
     """INSTRUMENT_ID=PATH arguments as a mapping."""
     out = {}
@@ -577,6 +648,7 @@ COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
     "export": (cmd_export, "write a run's answers as a tidy long table"),
     "scores": (cmd_scores, "write a run's subscale scores, one row per respondent x repeat x backend"),
     "judge": (cmd_judge, "score a run's free-text answers with a judge model and a rubric"),
+    "perturb": (cmd_perturb, "add perturbed versions of a run's rating targets (typos, leetspeak, rewrites ...)"),
     "report": (cmd_report, "write an HTML report and a Markdown summary of a run"),
     "import": (cmd_import, "turn a REDCap dictionary, R psych keys or a Qualtrics .qsf into instrument YAML"),
 }
@@ -596,7 +668,8 @@ def build_parser() -> argparse.ArgumentParser:
                for name, (_, help_) in COMMANDS.items()}
     parsers["validate"].add_argument("paths", nargs="+", metavar="PATH",
                                      help="YAML files or folders holding them")
-    parsers["schema"].add_argument("format", nargs="?", choices=["instrument", "cohort", "study", "situations"], default="instrument")
+    parsers["schema"].add_argument("format", nargs="?", choices=["instrument", "cohort", "study", "situations", "perturbations"],
+                                   default="instrument")
     p = parsers["score"]
     p.add_argument("instrument", help="instrument YAML file")
     p.add_argument("responses", help="CSV with respondent_id and one column per item id")
@@ -642,6 +715,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--judge-id", default="judge", help="name the judgements are stored under (default: judge)")
     p.add_argument("--answer", choices=["logprobs", "json", "text"],
                    help="how the level is read (default: logprobs for the local model, json otherwise)")
+    _add_perturb_args(parsers["perturb"])
     p = parsers["report"]
     p.add_argument("run", help="run directory (runs/<study>/<run-id>)")
     p.add_argument("--human", action="append", metavar="INSTRUMENT=CSV",

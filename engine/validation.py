@@ -79,7 +79,7 @@ def _unknown_field(name: str, holder: type[BaseModel] | None) -> str:
     if close:
         return f"unknown field '{name}' (did you mean '{close[0]}'?)"
     # The model's name as a reader would say it: StudySpec -> "study", CohortFile -> "cohort".
-    what = re.sub(r"(File|Spec)$", "", holder.__name__).lower()
+    what = re.sub(r"(File|Spec|Params)$", "", holder.__name__).lower()
     article = "an" if what[0] in "aeiou" else "a"
     return f"unknown field '{name}' ({article} {what} can have: {', '.join(allowed)})"
 

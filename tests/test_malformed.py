@@ -188,7 +188,8 @@ def test_file_over_the_size_cap(tmp_path: Path) -> None:
     ["score", "tests/data/mini_1to7.yaml", "{x}"],
     ["run", "{x}"],
     ["judge", "runs", "--rubric", "{x}"],
-], ids=["validate", "score-instrument", "score-csv", "run", "judge-rubric"])
+    ["perturb", "runs", "--set", "{x}"],
+], ids=["validate", "score-instrument", "score-csv", "run", "judge-rubric", "perturb-set"])
 @pytest.mark.parametrize("what", ["/dev/zero", "directory", "fifo"])
 def test_not_a_file(tmp_path: Path, args: list[str], what: str) -> None:
     if what == "directory":
