@@ -95,7 +95,7 @@ def icc_of(matrix: pd.DataFrame) -> dict[str, object]:
     Example:
         >>> m = pd.DataFrame({"a": [1, 2, 3, 3], "b": [1, 2, 2, 3]})
         >>> round(icc_of(m)["icc_1"], 3)
-        0.8
+        0.842
     """
     k = matrix.shape[1]
     complete = matrix.dropna(how="any")

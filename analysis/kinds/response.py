@@ -26,6 +26,7 @@ from matplotlib.figure import Figure
 
 from engine.kinds import instruments_with
 from engine.ratings import read_ratings
+from engine.run import DATABASE
 from engine.store import RunStore
 from engine.yamlfile import load_yaml
 
@@ -46,7 +47,7 @@ NOT_RATED = ("not rated yet: run `psyq judge RUN --rubric empathy_ceb` (judge mo
 def run_ratings(run_path: Path) -> pd.DataFrame:
     """The run's ratings (:func:`engine.ratings.read_ratings`); empty when the run has none. A
     run stored before ratings existed is only read, never given the tables."""
-    database = Path(run_path) / "run.sqlite"
+    database = Path(run_path) / DATABASE
     with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as db:
         if not db.execute("SELECT 1 FROM sqlite_master WHERE name = 'ratings'").fetchone():
             return pd.DataFrame()
@@ -56,7 +57,7 @@ def run_ratings(run_path: Path) -> pd.DataFrame:
 
 def persona_attributes(run_path: Path) -> pd.DataFrame:
     """Persona attributes of every trial (index ``trial_id``), from the run's store."""
-    database = Path(run_path) / "run.sqlite"
+    database = Path(run_path) / DATABASE
     with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as db:
         rows = db.execute("SELECT t.trial_id, r.attributes FROM trials t LEFT JOIN respondents r "
                           "USING (respondent_id)").fetchall()
@@ -145,14 +146,20 @@ def rated_replies_section(ratings: pd.DataFrame, attributes: pd.DataFrame, run: 
 def agreement_section(ratings: pd.DataFrame, run: ReportInput) -> Any:
     """ICC(2,1), ICC(2,k), Krippendorff's α per dimension and rater set; each judge against people."""
     section = run.section("Agreement between raters")
-    original = ratings[ratings["perturbation"].isna()]
-    icc, alpha, versus = icc_table(original), alpha_table(original), judge_vs_human(original)
+    original = ratings[ratings["perturbation"].isna()].reset_index(drop=True)
+    combined, _ = with_combined(original, combine_rules(sorted(original["rubric_id"].unique())))
+    scores_only = combined.iloc[len(original):]          # the combined scores (e.g. overall), not levels
+    icc = icc_table(combined)
+    alpha = (pd.concat([alpha_table(original), alpha_table(scores_only, level_of_measurement="interval")],
+                       ignore_index=True).sort_values(["rubric_id", "dimension"], kind="stable", ignore_index=True))
+    versus = judge_vs_human(combined)
     section.readings.append(
         "On the unperturbed replies, per rubric dimension: ICC(2,1) and ICC(2,k) (two-way random effects, absolute "
-        "agreement; only replies rated by every rater of the set enter) and Krippendorff's α for ordinal data "
-        "(replies with two or more levels), over every rater, the judges only and the people only.")
+        "agreement; only replies rated by every rater of the set enter) and Krippendorff's α (replies with two or "
+        "more levels; ordinal for a dimension's levels, interval for a combined score such as overall, a mean of "
+        "levels), over every rater, the judges only and the people only.")
     section.tables.append(("Intraclass correlations between raters", icc))
-    section.tables.append(("Krippendorff's α (ordinal) between raters", alpha))
+    section.tables.append(("Krippendorff's α between raters (ordinal; interval for combined scores)", alpha))
     section.readings.extend(agreement_readings(icc, alpha))
     if versus.empty:
         section.readings.append("No person has rated these replies: no judge can be compared with people "
@@ -160,8 +167,8 @@ def agreement_section(ratings: pd.DataFrame, run: ReportInput) -> Any:
     else:
         section.tables.append(("Each judge against the people (mean of the people who rated a reply)", versus))
         section.readings.extend(judge_readings(versus))
-    section.figures.append(("Agreement between raters per dimension (95 % CI for the ICCs; missing points: "
-                            "not estimable, see the tables)", agreement_plot(icc, alpha)))
+    section.figures.append(("Agreement between raters per dimension (95 % CI for the ICCs; n.e.: not estimable, "
+                            "see the tables)", agreement_plot(icc, alpha)))
     return section
 
 
@@ -242,9 +249,11 @@ def source_means_plot(desc: pd.DataFrame) -> Figure:
             ax.errorbar(x + (i - 0.5) * 0.22, mean, yerr=np.nan_to_num(err), linestyle="none", capsize=3,
                         label=source, **_style(i))
         ax.set_xticks(x, dims, rotation=20)
+        ax.set_xlim(-0.6, len(dims) - 0.4)
         ax.set_title(f"{rubric}, {kind}s", fontsize=10)
         ax.set_ylabel("mean level")
-    axes[0].legend(frameon=False)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside upper center", ncols=2, frameon=False, title="replies")
     return fig
 
 
@@ -255,9 +264,10 @@ def agreement_plot(icc: pd.DataFrame, alpha: pd.DataFrame) -> Figure:
         return _message_figure("no ratings to compare")
     stats_ = [("ICC(2,1)", icc[icc["type"] == "ICC(2,1)"], "icc"), ("ICC(2,k)", icc[icc["type"] == "ICC(2,k)"], "icc"),
               ("Krippendorff's α", alpha, "alpha")]
-    fig = _figure(11, 3.6)
+    fig = _figure(11, 4.0)
     axes = fig.subplots(1, 3, sharey=True)
     sets = ["all", "judges", "humans"]
+    several = pd.concat([icc["rubric_id"], alpha["rubric_id"]]).nunique() > 1
     for ax, (title, rows, col) in zip(axes, stats_):
         labels = list(dict.fromkeys(rows["rubric_id"] + " " + rows["dimension"])) if not rows.empty else []
         x = np.arange(len(labels))
@@ -265,16 +275,24 @@ def agreement_plot(icc: pd.DataFrame, alpha: pd.DataFrame) -> Figure:
             part = rows[rows["raters"] == name]
             if part.empty:
                 continue
-            part = part.set_index(part["rubric_id"] + " " + part["dimension"]).reindex(labels)
+            part = part.set_index(part["rubric_id"] + " " + part["dimension"])
+            rated_here = np.isin(labels, part.index)          # a set with no raters there: nothing to say
+            part = part.reindex(labels)
             value = part[col].to_numpy(dtype=float)
             kwargs: dict[str, Any] = {}
             if col == "icc":
                 kwargs["yerr"] = np.nan_to_num(np.vstack([value - part["ci_low"].to_numpy(dtype=float),
                                                           part["ci_high"].to_numpy(dtype=float) - value]))
             ax.errorbar(x + (i - 1) * 0.2, value, linestyle="none", capsize=3, label=name, **_style(i), **kwargs)
+            for xi in x[np.isnan(value) & rated_here]:         # said on the figure too, not only by a missing point
+                ax.text(xi + (i - 1) * 0.2, 0, "n.e.", rotation=90, ha="center", va="bottom", fontsize=7,
+                        color=_style(i)["color"])
         ax.axhline(0, color="#999999", linewidth=0.8)
-        ax.set_xticks(x, [lab.split(" ", 1)[-1] for lab in labels], rotation=20)
+        ax.set_xticks(x, [lab.replace(" ", "\n", 1) if several else lab.split(" ", 1)[-1] for lab in labels],
+                      rotation=20, fontsize=8)
+        ax.set_xlim(-0.6, max(len(labels), 1) - 0.4)
         ax.set_title(title, fontsize=10)
     axes[0].set_ylabel("agreement")
-    axes[0].legend(frameon=False, title="raters")
+    handles, names = axes[0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="outside upper center", ncols=3, frameon=False, title="raters")
     return fig
