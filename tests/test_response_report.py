@@ -118,6 +118,7 @@ def test_report_shows_rated_replies_and_agreement_with_the_right_numbers(rated_r
     assert "mixed model (random intercept per message)" in reading or "OLS" in reading
     assert any("'overall' is the mean of behavioural and cognitive and emotional" in r for r in replies.readings)
     assert "20 replies (10 by personas, 10 reference replies) to 5 messages" in replies.readings[0]
+    assert "1 rating(s) have no level and are left out, never imputed (unparseable 1)." in replies.readings
     # the solo rubric has no reference/persona problem but one dimension: no 'overall' is made for it
     assert not any("overall" in r for r in replies.readings if r.startswith("solo"))
 

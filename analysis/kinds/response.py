@@ -125,6 +125,10 @@ def rated_replies_section(ratings: pd.DataFrame, attributes: pd.DataFrame, run: 
         + " and ".join(f"{original[original['rater_kind'] == k]['rater_id'].nunique()} {k}(s)" for k in kinds)
         + ". A reply's score is the mean level of the raters of one kind (judges and people are never pooled); "
         "perturbed texts are left out here.")
+    unread = ratings[ratings["level"].isna()]
+    if not unread.empty:
+        section.readings.append(f"{len(unread)} rating(s) have no level and are left out, never imputed ("
+                                + ", ".join(f"{k} {v}" for k, v in unread["status"].value_counts().items()) + ").")
     section.readings.extend(how)
     desc = descriptives(scores)
     section.tables.append(("Scores of persona and reference replies per dimension (mean of the raters of each kind)",
