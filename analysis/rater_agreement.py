@@ -22,6 +22,7 @@ Example:
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
@@ -113,7 +114,9 @@ def icc_of(matrix: pd.DataFrame) -> dict[str, object]:
         out["note"] = "not estimable: every rating is the same level (no variance)"
     else:
         long = complete.reset_index(names="target").melt(id_vars="target", var_name="rater", value_name="level")
-        with np.errstate(all="ignore"), _unrounded_ci():
+        with np.errstate(all="ignore"), _unrounded_ci(), warnings.catch_warnings():
+            # pingouin's own use of a pandas API pandas has deprecated: not something a user can act on
+            warnings.simplefilter("ignore", DeprecationWarning)
             icc = pg.intraclass_corr(long, targets="target", raters="rater", ratings="level").set_index("Type")
         for suffix, label in (("1", "ICC(A,1)"), ("k", "ICC(A,k)")):
             value = float(icc.loc[label, "ICC"])

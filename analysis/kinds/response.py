@@ -163,7 +163,7 @@ def agreement_section(ratings: pd.DataFrame, run: ReportInput) -> Any:
         "more levels; ordinal for a dimension's levels, interval for a combined score such as overall, a mean of "
         "levels), over every rater, the judges only and the people only.")
     section.tables.append(("Intraclass correlations between raters", icc))
-    section.tables.append(("Krippendorff's α between raters (ordinal; interval for combined scores)", alpha))
+    section.tables.append(("Krippendorff's alpha between raters (ordinal; interval for combined scores)", alpha))
     section.readings.extend(agreement_readings(icc, alpha))
     if versus.empty:
         section.readings.append("No person has rated these replies: no judge can be compared with people "
