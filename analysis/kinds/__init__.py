@@ -33,7 +33,7 @@ and register it at the end of this file: ``from . import note`` and ``register_r
 
 Example:
     >>> [part.name for part in report_kinds()]
-    ['scene', 'vignette']
+    ['scene', 'vignette', 'response']
 """
 
 from __future__ import annotations
@@ -107,5 +107,9 @@ from . import scene, vignette  # noqa: E402  (the built-in kinds' sections, in t
 
 register_report(scene.SceneReport())
 register_report(vignette.VignetteReport())
+
+from . import response  # noqa: E402  (rated replies: issue 14)
+
+register_report(response.ResponseReport())
 
 __all__ = ["KindReport", "ReportInput", "register_report", "report_kinds"]
