@@ -25,6 +25,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from engine.kinds import instruments_with
+from engine.perturb import read_log
 from engine.ratings import read_ratings
 from engine.run import DATABASE
 from engine.store import RunStore
@@ -32,6 +33,7 @@ from engine.yamlfile import load_yaml
 
 from .. import apa
 from ..plots import _figure, _message_figure, _style
+from ..robustness import robustness_sections
 from ..rater_agreement import alpha_table, icc_table, judge_vs_human
 from ..response_comparison import (attribute_effects, compare_sources, descriptives, target_scores,
                                    with_combined)
@@ -53,6 +55,17 @@ def run_ratings(run_path: Path) -> pd.DataFrame:
             return pd.DataFrame()
     with RunStore(database) as store:
         return read_ratings(store)
+
+
+def run_perturbation_log(run_path: Path) -> pd.DataFrame | None:
+    """What `psyq perturb` did to each (original, perturbation) pair (:func:`engine.perturb.read_log`);
+    None when the run was never perturbed (the table is only read, never created here)."""
+    database = Path(run_path) / DATABASE
+    with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as db:
+        if not db.execute("SELECT 1 FROM sqlite_master WHERE name = 'perturbation_log'").fetchone():
+            return None
+    with RunStore(database) as store:
+        return read_log(store)
 
 
 def persona_attributes(run_path: Path) -> pd.DataFrame:
@@ -105,9 +118,8 @@ class ResponseReport(KindReport):
             return [section]
         sections = [rated_replies_section(ratings, persona_attributes(run.run_path), run),
                     agreement_section(ratings, run)]
-        # --- merge hook (issue 14): the lead appends the robustness section here, e.g. ---
-        # sections.append(robustness.robustness_section(ratings, run))   # "Robustness to perturbations",
-        # from analysis/robustness.py (perturbed targets: rows with `perturbation` set); keep it after these two.
+        # Perturbed texts (psyq perturb) are rated like the others; their section pairs each with its original.
+        sections += robustness_sections(run, ratings, run_perturbation_log(run.run_path))
         return sections
 
 
