@@ -154,6 +154,10 @@ def check_study(spec: StudySpec, doc: YamlDocument, instruments: list[Instrument
             if any(len(t) != 1 for t in tokens):
                 problems.append(doc.problem(("instruments", i), f"answer: logprobs needs one-character answers, "
                                             f"but '{inst.id}' is answered with {', '.join(tokens)}"))
+    if any(i.kind == "response" for inst in instruments for i in inst.items):
+        from .kinds.response import answer_mode_problem   # replies are free text only
+        if why := answer_mode_problem(spec.protocol.answer):
+            problems.append(doc.problem(("protocol", "answer"), why))
     by_id = {inst.id: inst for inst in instruments}
     for inst_id, sample_ids in spec.norms.items():
         if inst_id not in by_id:
