@@ -92,6 +92,22 @@ class MultiRubric:
         return [d.id for d in self.spec.dimensions]
 
 
+SHIPPED = Path(__file__).resolve().parents[1] / "instruments" / "rubrics"
+
+
+def find_multi_rubric(name_or_path: str | Path) -> MultiRubric:
+    """Load a `rubric/2` file, given its path or the name of a shipped one (``empathy_ceb``).
+
+    Example:
+        >>> find_multi_rubric("empathy_ceb").spec.id
+        'empathy_ceb'
+    """
+    path = Path(name_or_path)
+    if not path.exists() and (SHIPPED / f"{name_or_path}.yaml").exists():
+        path = SHIPPED / f"{name_or_path}.yaml"
+    return load_multi_rubric(path)
+
+
 def levels_text(dimension: Dimension) -> str:
     """The anchors of a dimension, one ``level = anchor`` line each, lowest first."""
     return "\n".join(f"{v} = {text}" for v, text in sorted(dimension.levels.items()))
