@@ -18,8 +18,8 @@ Every problem of a file is reported as ``file:line:column: field: what`` (exit 2
 nothing at all is written.
 
 Example:
-    >>> sorted(get_importer("replies").file_help.split()[:2])   # doctest: +SKIP
-    ['CSV', 'reference']
+    >>> ReferenceRepliesImporter().produces, HumanRatingsImporter().name
+    ('run', 'ratings')
 """
 
 from __future__ import annotations

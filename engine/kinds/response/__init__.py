@@ -123,6 +123,9 @@ class Response(ItemKind):
     # rubrics name their own placeholders: see engine.rubric2).
     judge_placeholders = ("message", "context", "reply", "levels")
 
+    def answer_mode_problem(self, answer: str) -> str | None:
+        return answer_mode_problem(answer)
+
     def plan_trials(self, ctx: TrialContext, instrument: "Instrument") -> Iterator[Trial]:
         """One trial per message; always free text (the study refuses json and logprobs)."""
         for item in response_items(instrument):
