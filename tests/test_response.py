@@ -113,7 +113,8 @@ def test_a_study_asking_replies_as_json_or_logprobs_is_refused(tmp_path, mode):
 
 def test_the_shipped_study_and_files_validate():
     assert main(["validate", str(ROOT / "studies" / "rated_replies.yaml"), str(MESSAGES),
-                 str(ROOT / "instruments" / "rubrics" / "empathy_ceb.yaml")]) == 0
+                 str(ROOT / "instruments" / "rubrics" / "empathy_ceb.yaml"),
+                 str(ROOT / "instruments" / "rubrics" / "epitome.yaml")]) == 0
 
 
 # ---------------------------------------------------------------- rubric/2
