@@ -11,7 +11,11 @@ from __future__ import annotations
 import asyncio
 import csv
 import json
+import signal
 import sqlite3
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -41,10 +45,12 @@ PERSONAS = [{"id": "ottoline", "attributes": {"age": 44, "occupation": "beekeepe
 
 
 def persona_reply(body) -> str:
-    """The stub respondent's reply: neutral words plus the message's first words (so each reply differs)."""
+    """The stub respondent's reply: neutral words, the message's first words and the length of the
+    persona's system prompt (so every persona x message reply differs, without naming the persona)."""
     prompt = body["messages"][-1]["content"]
     message = prompt.split('"""', 2)[1].split()[:4]
-    return "That sounds really hard. Thank you for telling me about " + " ".join(message).lower() + "."
+    return ("That sounds really hard. Thank you for telling me about " + " ".join(message).lower()
+            + f". Take care ({len(body['messages'][0]['content'])}).")
 
 
 def replies_run(tmp_path: Path) -> Path:
@@ -325,3 +331,58 @@ def test_the_rating_sheet_is_blind_shuffled_and_imports_back_filled_in(tmp_path,
     assert len(ratings) == 19 * 3
     got = ratings[ratings["dimension"] == "cognitive"].set_index("response_id")["level"]
     assert all(got[r["response_id"]] == 1 + k % 3 for k, r in enumerate(rows))
+
+
+def test_sigkill_mid_judge_then_rerun_never_asks_a_stored_rating_again(tmp_path):
+    """Kill `psyq judge` with SIGKILL while requests are in flight, rerun, and check by the stub's
+    own record that no target x dimension stored before the kill was asked again."""
+    run_dir = replies_run(tmp_path)
+    total = len(PERSONAS) * N_MESSAGES * 3
+    record = tmp_path / "record.jsonl"
+    stub = subprocess.Popen([sys.executable, str(ROOT / "tests" / "stub_server.py"), "--port", "0",
+                             "--latency", "0.05", "--record", str(record)], stdout=subprocess.PIPE, text=True)
+    db = run_dir / "run.sqlite"
+    try:
+        url = stub.stdout.readline().split()[1]
+        # The stub answers a digit 1-4: a 4 is off the 1-3 scale and stored as unparseable, which
+        # is still a finished rating (only `failed` ones are asked again).
+        cmd = [sys.executable, "-m", "engine.cli", "judge", str(run_dir), "--rubric", "empathy_ceb",
+               "--base-url", url, "--model", "stub-model", "--answer", "text"]
+        judge_process = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and _stored(db) < 10:   # some, not all, ratings stored
+            time.sleep(0.02)
+        judge_process.send_signal(signal.SIGKILL)
+        judge_process.wait()
+        before = _stored_requests(db)
+        assert 10 <= len(before) < total
+        sent_before = len(_lines(record))
+        done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+    finally:
+        stub.terminate()
+        stub.wait()
+    after = _stored_requests(db)
+    assert len(after) == total and before <= after
+    second = [json.dumps(r["messages"], sort_keys=True) for r in _lines(record)[sent_before:]
+              if r["path"].endswith("completions")]
+    assert not set(second) & before and len(second) == len(set(second))
+    assert len(second) == total - len(before)   # each missing rating once (in-flight ones are asked again)
+
+
+def _stored(db: Path) -> int:
+    try:
+        with sqlite3.connect(db) as c:
+            return c.execute("SELECT COUNT(*) FROM ratings").fetchone()[0]
+    except sqlite3.Error:   # the table is not there yet
+        return 0
+
+
+def _stored_requests(db: Path) -> set[str]:
+    with sqlite3.connect(db) as c:
+        rows = c.execute("SELECT request FROM ratings WHERE status != 'failed'").fetchall()
+    return {json.dumps(json.loads(r)["messages"], sort_keys=True) for (r,) in rows}
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
