@@ -386,3 +386,16 @@ def _stored_requests(db: Path) -> set[str]:
 
 def _lines(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_a_perturbed_copy_of_a_reference_reply_does_not_block_its_reimport(tmp_path):
+    run_dir = replies_run(tmp_path)
+    assert main(["import", "replies", str(REFERENCE_CSV), "--run", str(run_dir)]) == 0
+    from engine.ratings import RatingTarget, put_targets
+    with RunStore(run_dir / "run.sqlite") as store:
+        original = RatingTarget.reference("clin_01", item_id="m01_stress", instrument="help_messages_psyq",
+                                          text="unused: the stored text is kept")
+        assert put_targets(store, [original.perturbed("shouting", "THAT IS A LOT!!!")]) == 1
+    # The same file again: the reply's own text is unchanged, so nothing is refused or added.
+    assert main(["import", "replies", str(REFERENCE_CSV), "--run", str(run_dir)]) == 0
+    assert count(run_dir, "rating_targets") == 4

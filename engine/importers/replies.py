@@ -218,8 +218,9 @@ class ReferenceRepliesImporter(Importer):
         instruments = run_instruments(run)
         with RunLock(run.path), RunStore(run.database) as store:
             targets = read_targets(store)
-            stored = dict(zip(targets["reply_id"], targets["text"])) if not targets.empty else {}
-            replies = read_reference_replies(path, instruments, {k: v for k, v in stored.items() if k})
+            # The unperturbed reference replies (a perturbed copy keeps its original's reply_id).
+            refs = targets[(targets["source"] == "reference") & targets["perturbation"].isna()]
+            replies = read_reference_replies(path, instruments, dict(zip(refs["reply_id"], refs["text"])))
             new = put_targets(store, replies)
         return Converted("", f"{len(replies)} reference replies read, {new} new "
                              f"({len(replies) - new} imported before)", [], "")
