@@ -499,7 +499,12 @@ def cmd_judge(args: argparse.Namespace) -> int:
     rubric_path = Path(args.rubric)
     if not rubric_path.exists() and (RUBRICS / f"{args.rubric}.yaml").exists():
         rubric_path = RUBRICS / f"{args.rubric}.yaml"   # a shipped rubric by name
-    rubric = load_rubric(rubric_path)
+    multi = load_yaml(rubric_path).data.get("psyq") == "rubric/2" if rubric_path.exists() else False
+    if multi:   # a multi-dimension rubric rates the run's rating targets (engine.target_judge)
+        from .rubric2 import load_multi_rubric
+        rubric = load_multi_rubric(rubric_path)
+    else:
+        rubric = load_rubric(rubric_path)
     if bool(args.base_url) != bool(args.model):
         raise InputError.single(args.run, "--base-url and --model go together")
     if args.base_url:
@@ -510,6 +515,8 @@ def cmd_judge(args: argparse.Namespace) -> int:
     else:
         config = BackendConfig(id=args.judge_id, kind="local", temperature=0.0)
     answer = args.answer or ("logprobs" if config.kind == "local" else "json")
+    if multi:
+        return _judge_targets(args, config, rubric, answer)
     done = {"n": 0}
 
     def tick(_judgement) -> None:
@@ -600,6 +607,38 @@ def cmd_perturb(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _judge_targets(args: argparse.Namespace, config, rubric, answer: str) -> int:
+    """`psyq judge` with a `rubric/2` rubric: every rating target × dimension, blind, resumable."""
+    import asyncio
+
+    from .runlock import RunLocked
+    from .target_judge import judge_targets
+
+    done = {"n": 0}
+
+    def tick(_rating) -> None:
+        done["n"] += 1
+        if done["n"] % 50 == 0:
+            print(f"  {done['n']} rated", file=sys.stderr)
+
+    try:
+        result = asyncio.run(judge_targets(args.run, config, rubric, answer, order_seed=args.order_seed,
+                                           on_rating=tick, log=lambda m: print(m, file=sys.stderr)))
+    except KeyboardInterrupt:
+        print("interrupted: every rating received is stored; run the same command again to resume", file=sys.stderr)
+        return 130
+    except RunLocked as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_LOCKED
+    for note in result.skipped:
+        print(f"warning: {note}", file=sys.stderr)
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(result.counts.items())) or "nothing"
+    print(f"{rubric.spec.id} by {config.id} ({answer}): {result.targets} targets ({result.new_targets} persona "
+          f"replies added now) x {len(rubric.dimension_ids)} dimensions = {result.requests} ratings, "
+          f"{result.already} rated before; now {counts}")
+    return EXIT_OK
+
+
 def _id_paths(specs: list[str] | None, option: str) -> dict[str, str]:
     """INSTRUMENT_ID=PATH arguments as a mapping."""
     out = {}
@@ -631,6 +670,23 @@ def cmd_report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_rating_sheet(args: argparse.Namespace) -> int:
+    from .rating_sheet import write_rating_sheet
+    from .rubric2 import find_multi_rubric
+    from .runlock import RunLocked
+
+    rubric = find_multi_rubric(args.rubric)
+    try:
+        n = write_rating_sheet(args.run, args.out, rubric, seed=args.seed)
+    except RunLocked as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_LOCKED
+    print(f"{n} texts to rate on {', '.join(rubric.dimension_ids)} (blind, shuffled with seed {args.seed}) -> "
+          f"{args.out}; fill in rater_id and the levels, then: psyq import ratings {args.out} --run {args.run} "
+          f"--rubric {rubric.spec.id}")
+    return EXIT_OK
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     from .importers.command import run as run_import
 
@@ -650,7 +706,9 @@ COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
     "judge": (cmd_judge, "score a run's free-text answers with a judge model and a rubric"),
     "perturb": (cmd_perturb, "add perturbed versions of a run's rating targets (typos, leetspeak, rewrites ...)"),
     "report": (cmd_report, "write an HTML report and a Markdown summary of a run"),
-    "import": (cmd_import, "turn a REDCap dictionary, R psych keys or a Qualtrics .qsf into instrument YAML"),
+    "import": (cmd_import, "turn a REDCap dictionary, R psych keys or a Qualtrics .qsf into instrument YAML; "
+                          "import reference replies or human ratings into a run"),
+    "rating-sheet": (cmd_rating_sheet, "write a blind CSV sheet of a run's replies for people to rate on a rubric"),
 }
 
 
@@ -715,6 +773,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--judge-id", default="judge", help="name the judgements are stored under (default: judge)")
     p.add_argument("--answer", choices=["logprobs", "json", "text"],
                    help="how the level is read (default: logprobs for the local model, json otherwise)")
+    p.add_argument("--order-seed", type=int, default=0,
+                   help="rubric/2: seed of the shuffled order the targets are sent in (default: 0)")
     _add_perturb_args(parsers["perturb"])
     p = parsers["report"]
     p.add_argument("run", help="run directory (runs/<study>/<run-id>)")
@@ -734,6 +794,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--correction", choices=["holm", "fdr_bh"], default="holm",
                    help="multiple-comparison correction across the family (default holm)")
     p.add_argument("--out", help="output folder (default: the run directory)")
+    p = parsers["rating-sheet"]
+    p.add_argument("run", help="run directory (runs/<study>/<run-id>)")
+    p.add_argument("out", help="the CSV sheet to write")
+    p.add_argument("--rubric", required=True, help="rubric/2 file or shipped name whose dimensions are rated "
+                                                   "(e.g. empathy_ceb)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the shuffled row order (default: 0)")
     from .importers.command import add_arguments as add_import_arguments   # one sub-command per format
     add_import_arguments(parsers["import"])
     return parser

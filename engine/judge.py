@@ -5,7 +5,9 @@ template and the levels with their definitions. `psyq judge RUN --rubric FILE` s
 per free-text answer the rubric's item kind offers (:meth:`~engine.kinds.ItemKind.judge_tasks`) and stores
 each judgement in the run's SQLite file, table ``judgements``, beside the answers and keyed by
 (trial, item, rubric, judge): a rerun only sends what is not judged yet, and the lexicon scores
-are never touched. The judge reads the level in one of three ways:
+are never touched. (A multi-dimension `rubric/2` rubric, e.g. ``empathy_ceb``, rates the
+rating targets of a run with response items instead: :mod:`engine.rubric2`,
+:mod:`engine.target_judge`, table ``ratings``.) The judge reads the level in one of three ways:
 
 * ``logprobs``: the probabilities of the first answer token over the level digits, most likely
   level kept (for small base models, which do not follow instructions in free text);

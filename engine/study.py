@@ -20,6 +20,7 @@ from .endpoint import base_url_problem, key_env_problem, normalise_endpoint
 from .errors import InputError, Problem
 from .fields import Id, StrictModel, Text
 from .instrument import Instrument, item_texts_path, load_instrument, missing_texts_message
+from .kinds import get_kind
 from .persona import Cohort, load_cohort
 from .prices import ModelPrice
 from .prompts import answer_tokens
@@ -185,6 +186,9 @@ def check_study(spec: StudySpec, doc: YamlDocument, instruments: list[Instrument
             if any(len(t) != 1 for t in tokens):
                 problems.append(doc.problem(("instruments", i), f"answer: logprobs needs one-character answers, "
                                             f"but '{inst.id}' is answered with {', '.join(tokens)}"))
+    for kind_name in dict.fromkeys(i.kind for inst in instruments for i in inst.items):
+        if why := get_kind(kind_name).answer_mode_problem(spec.protocol.answer):   # e.g. free-text replies
+            problems.append(doc.problem(("protocol", "answer"), why))
     by_id = {inst.id: inst for inst in instruments}
     for inst_id, sample_ids in spec.norms.items():
         if inst_id not in by_id:

@@ -10,6 +10,7 @@ import pytest
 
 from engine.instrument import ITEM_KINDS, SCORE_KINDS, AnyItem, Instrument, Item
 from engine.kinds.scene import SceneItem
+from engine.kinds.response import ResponseItem
 from engine.kinds.vignette import VignetteItem
 from engine.kinds import get_kind, item_kinds, register, score_kinds
 
@@ -111,8 +112,8 @@ def test_imports_for_annotations_only_are_not_edges_but_imports_in_functions_are
 
 
 def test_item_union_and_score_rules_come_from_the_registry():
-    assert ITEM_KINDS == item_kinds() == ("rating", "scene", "vignette")
-    assert [get_kind(k).model for k in ITEM_KINDS] == [Item, SceneItem, VignetteItem]
+    assert ITEM_KINDS == item_kinds() == ("rating", "scene", "vignette", "response")
+    assert [get_kind(k).model for k in ITEM_KINDS] == [Item, SceneItem, VignetteItem, ResponseItem]
     assert SCORE_KINDS == score_kinds()
     assert set(SCORE_KINDS.values()) == set(ITEM_KINDS)
     # The subscale `score:` rules are exactly the rules the kinds own.

@@ -20,11 +20,13 @@ at the end of this file; ``psyq import NAME`` then exists, with its own ``--help
 
 An importer that produces something other than an instrument (EmotionBench's situations and
 crowd data, :mod:`~engine.importers.emotionbench`) sets `produces` and implements
-:meth:`Importer.convert` instead of :meth:`Importer.read`.
+:meth:`Importer.convert` instead of :meth:`Importer.read`; one that writes into a finished run's
+store (`produces = "run"`: reference replies and human ratings, :mod:`~engine.importers.replies`)
+implements ``into_run(path, options)`` and takes ``--run`` instead of ``--out``.
 
 Example:
     >>> sorted(importer_names())
-    ['emotionbench-humans', 'emotionbench-situations', 'psych-keys', 'qsf', 'redcap']
+    ['emotionbench-humans', 'emotionbench-situations', 'psych-keys', 'qsf', 'ratings', 'redcap', 'replies']
 """
 
 from __future__ import annotations
@@ -83,12 +85,14 @@ def importer_names() -> tuple[str, ...]:
     return tuple(_REGISTRY)
 
 
-from . import emotionbench, psych_keys, qsf, redcap  # noqa: E402  (the built-in formats)
+from . import emotionbench, psych_keys, qsf, redcap, replies  # noqa: E402  (the built-in formats)
 
 register(redcap.RedcapImporter())
 register(psych_keys.PsychKeysImporter())
 register(qsf.QsfImporter())
 register(emotionbench.EmotionBenchSituationsImporter())
 register(emotionbench.EmotionBenchHumansImporter())
+register(replies.ReferenceRepliesImporter())
+register(replies.HumanRatingsImporter())
 
 __all__ = ["Importer", "Draft", "register", "get_importer", "importer_names"]

@@ -32,6 +32,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         importer = get_importer(name)
         sub = formats.add_parser(name, help=importer.help, description=importer.help)
         sub.add_argument("file", help=importer.file_help)
+        if importer.produces == "run":   # writes into a run's store (engine.importers.replies)
+            importer.add_arguments(sub)
+            continue
         sub.add_argument("--out", metavar="FILE", help="write the instrument YAML here (default: standard output)")
         sub.add_argument("--out-dir", metavar="DIR",
                          help="write one YAML file per instrument here (needed when the file holds several)")
@@ -85,6 +88,12 @@ def run(args: argparse.Namespace, say: Callable[[str], None] | None = None) -> i
     """Import, write, and list on stderr what is left to finish; returns the exit code (0)."""
     say = say or (lambda line: print(line, file=sys.stderr))
     options = vars(args)
+    if get_importer(args.import_format).produces == "run":
+        done = get_importer(args.import_format).into_run(args.file, options)
+        say(f"{done.summary} -> {args.run}")
+        for note in done.notes:
+            say(f"  {note}")
+        return 0
     if get_importer(args.import_format).produces != "instrument":
         return _run_conversion(args, options, say)
     if args.id is not None and not is_id(args.id):

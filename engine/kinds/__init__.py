@@ -24,7 +24,9 @@ shared machinery asks the registry (:mod:`.registry`) instead of branching on th
 Built in: :mod:`~engine.kinds.rating` (answered on the instrument's scale),
 :mod:`~engine.kinds.scene` (free-text LEAS-format scenes; lexicon scoring in
 :mod:`engine.kinds.scene.leas`), :mod:`~engine.kinds.vignette` (empathic-accuracy stories with
-stop points; accuracy scores and the CSV readers in :mod:`engine.kinds.vignette.accuracy`). The
+stop points; accuracy scores and the CSV readers in :mod:`engine.kinds.vignette.accuracy`),
+:mod:`~engine.kinds.response` (free-text replies to a help-seeker's message, rated later on a
+rubric's dimensions). The
 shared prompt and parsing helpers they call are in :mod:`engine.prompts` and :mod:`engine.parsing`.
 
 How to add a kind
@@ -84,7 +86,7 @@ Example:
     >>> get_kind("scene").scores
     ('leas_self', 'leas_other', 'leas_total')
     >>> item_kinds()
-    ('rating', 'scene', 'vignette')
+    ('rating', 'scene', 'vignette', 'response')
 """
 
 from __future__ import annotations
@@ -92,11 +94,12 @@ from __future__ import annotations
 from .base import ItemKind, JudgeTask
 from .registry import all_kinds, get_kind, instruments_with, item_kinds, register, score_kinds
 
-from . import rating, scene, vignette  # noqa: E402  (the built-in kinds, registered in this order)
+from . import rating, response, scene, vignette  # noqa: E402  (the built-in kinds, registered in this order)
 
 register(rating.Rating())
 register(scene.Scene())
 register(vignette.Vignette())
+register(response.Response())
 
 __all__ = ["ItemKind", "JudgeTask", "register", "get_kind", "item_kinds", "all_kinds", "score_kinds",
            "instruments_with"]

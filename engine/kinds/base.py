@@ -64,6 +64,11 @@ class ItemKind:
         """Checks on one item of this kind (`index`: its place in `items`)."""
         return []
 
+    def answer_mode_problem(self, answer: str) -> str | None:
+        """Why a study's `answer:` mode (text, json, logprobs) cannot ask this kind's items, or
+        None when it can (the default: the kind reads the answer in whatever way fits)."""
+        return None
+
     def score_range(self, inst: "Instrument", score: str) -> tuple[float, float] | None:
         """Lowest and highest score of one item under rule `score`, for checking norm values;
         None when a norm's mean and SD cannot be checked that way (e.g. a correlation)."""

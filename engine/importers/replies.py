@@ -1,0 +1,259 @@
+"""Importing into a run what people wrote and rated: human reference replies and human ratings.
+
+Unlike the other importers (which turn a file into YAML), these write into a finished run's
+store (:mod:`engine.ratings`), under the run's lock:
+
+- ``psyq import replies FILE.csv --run RUN``: reference replies (e.g. written by clinicians) to
+  the run's response items, each a rating target (``RatingTarget.reference``) that ``psyq judge``
+  rates blind beside the persona replies. Columns: ``reply_id``, ``item_id``, ``text``, optional
+  ``instrument`` (needed only when two response instruments share an item id), ``source`` and
+  ``author`` (kept in the target's detail, never shown to a judge).
+- ``psyq import ratings FILE.csv --run RUN --rubric ID``: people's ratings of targets, long
+  (columns ``rater_id``, ``response_id``, ``dimension``, ``score``) or as the filled-in rating
+  sheet of ``psyq rating-sheet`` (``rater_id``, ``response_id`` and one column per dimension).
+  Each score must be a level of its dimension; an empty score is stored as ``missing`` (level
+  NULL), never guessed.
+
+Every problem of a file is reported as ``file:line:column: field: what`` (exit 2) and then
+nothing at all is written.
+
+Example:
+    >>> ReferenceRepliesImporter().produces, HumanRatingsImporter().name
+    ('run', 'ratings')
+"""
+
+from __future__ import annotations
+
+import argparse
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..csvfile import CsvTable, read_csv_table
+from ..errors import InputError, Problem
+from ..instrument import Instrument
+from ..kinds.response import response_items
+from ..ratings import Rating, RatingTarget, put_ratings, put_targets, read_targets
+from ..rubric2 import MultiRubric
+from . import Importer
+from .draft import is_id
+from .emotionbench import Converted
+
+REPLY_COLUMNS = ("reply_id", "item_id", "text")
+REPLY_OPTIONAL = ("instrument", "source", "author")
+RATING_COLUMNS = ("rater_id", "response_id", "dimension", "score")
+
+
+def _where(table: CsvTable, row: int, column: str) -> tuple[str, int, int]:
+    """(file, line, column number) of a cell, for a Problem."""
+    return table.file, table.lines[row], table.header.index(column) + 1
+
+
+def _cell_problem(table: CsvTable, row: int, column: str, message: str) -> Problem:
+    file, line, col = _where(table, row, column)
+    return Problem(file, line, col, column, message)
+
+
+def read_reference_replies(path: str | Path, instruments: Mapping[str, Instrument],
+                           stored: Mapping[str, str] | None = None) -> list[RatingTarget]:
+    """The reference replies of a CSV as rating targets, checked against the run's response items
+    (`instruments`) and the reference replies `stored` already (reply_id -> text): a reply id
+    imported before must come with the same text (a text once rated is never changed).
+
+    Example:
+        >>> inst = load_instrument("instruments/help_messages_psyq.yaml")                   # doctest: +SKIP
+        >>> [t.reply_id for t in read_reference_replies("tests/fixtures/response/reference_replies.csv",
+        ...                                               {"help_messages_psyq": inst})][:1]  # doctest: +SKIP
+        ['clin_01']
+    """
+    table = read_csv_table(path, required=REPLY_COLUMNS)
+    items: dict[str, list[str]] = {}
+    for inst_id, inst in instruments.items():
+        for item in response_items(inst):
+            items.setdefault(item.id, []).append(inst_id)
+    if not items:
+        raise InputError.single(path, "the run has no response items (kind: response) to reply to")
+    stored = stored or {}
+    has = {c: c in table.header for c in REPLY_OPTIONAL}
+    problems: list[Problem] = []
+    targets: list[RatingTarget] = []
+    seen: dict[str, int] = {}
+    for k, row in enumerate(table.rows):
+        cell = dict(zip(table.header, row))
+        reply_id, item_id, text = cell["reply_id"], cell["item_id"], cell["text"]
+        bad = len(problems)
+        if not is_id(reply_id):
+            problems.append(_cell_problem(table, k, "reply_id", f"{reply_id!r} is not an id (letters, digits, "
+                                                                "'_', '.', '-')" if reply_id else "is empty"))
+        elif reply_id in seen:
+            problems.append(_cell_problem(table, k, "reply_id", f"'{reply_id}' is given twice (first on line "
+                                                                f"{seen[reply_id]})"))
+        else:
+            seen[reply_id] = table.lines[k]
+        if not text.strip():
+            problems.append(_cell_problem(table, k, "text", "is empty; a reference reply needs its text"))
+        elif reply_id in stored and stored[reply_id] != text:
+            problems.append(_cell_problem(table, k, "text", f"reply '{reply_id}' was imported before with another "
+                                                            "text; a text once rated is kept: give the new text "
+                                                            "a new reply_id"))
+        owners = items.get(item_id, [])
+        instrument = cell.get("instrument", "") if has["instrument"] else ""
+        if instrument:
+            if instrument not in owners:
+                problems.append(_cell_problem(table, k, "instrument", f"'{instrument}' has no response item "
+                                                                      f"'{item_id}' in this run"))
+        elif not owners:
+            problems.append(_cell_problem(table, k, "item_id", f"'{item_id}' is not a response item of this run "
+                                                               f"(items: {', '.join(sorted(items))})"))
+        elif len(owners) > 1:
+            problems.append(_cell_problem(table, k, "item_id", f"'{item_id}' is an item of {', '.join(owners)}; "
+                                                               "add an `instrument` column to say which"))
+        else:
+            instrument = owners[0]
+        if len(problems) == bad:
+            detail = {c: cell[c] for c in ("source", "author") if has[c] and cell[c]}
+            targets.append(RatingTarget.reference(reply_id, item_id=item_id, instrument=instrument, text=text,
+                                                  detail=detail))
+    if problems:
+        raise InputError(problems)
+    return targets
+
+
+def _levels_message(levels: list[int]) -> str:
+    return f"must be one of the levels {', '.join(map(str, levels))}"
+
+
+def read_human_ratings(path: str | Path, rubric: MultiRubric, known: set[str]) -> list[Rating]:
+    """People's ratings in a CSV (long, or the filled-in rating sheet: see the module doc) as
+    ``ratings`` rows, every score checked against its dimension's levels and every response_id
+    against the run's targets (`known`).
+
+    Example:
+        >>> r = load_multi_rubric("instruments/rubrics/empathy_ceb.yaml")                 # doctest: +SKIP
+        >>> read_human_ratings("tests/fixtures/response/human_ratings.csv", r, ids)[0].rater_kind   # doctest: +SKIP
+        'human'
+    """
+    dims = rubric.dimension_ids
+    table = read_csv_table(path, required=("rater_id", "response_id"))
+    long = "dimension" in table.header or "score" in table.header
+    if long:
+        missing = [c for c in RATING_COLUMNS if c not in table.header]
+        if missing:
+            raise InputError.single(path, f"missing column(s) {', '.join(missing)}; a ratings file has columns "
+                                          f"{', '.join(RATING_COLUMNS)} (or rater_id, response_id and one column per "
+                                          f"dimension: {', '.join(dims)})", line=1)
+    else:
+        absent = [d for d in dims if d not in table.header]
+        if absent:
+            raise InputError.single(path, f"no column dimension/score, and no column for dimension(s) "
+                                          f"{', '.join(absent)}; give columns {', '.join(RATING_COLUMNS)} or rater_id, "
+                                          f"response_id, {', '.join(dims)}", line=1)
+    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    problems: list[Problem] = []
+    out: list[Rating] = []
+    seen: dict[tuple[str, str, str], int] = {}
+    for k, row in enumerate(table.rows):
+        cell = dict(zip(table.header, row))
+        rater, rid = cell["rater_id"], cell["response_id"]
+        if not is_id(rater):
+            problems.append(_cell_problem(table, k, "rater_id", "is empty" if not rater else
+                                          f"{rater!r} is not an id (letters, digits, '_', '.', '-')"))
+        if rid not in known:
+            problems.append(_cell_problem(table, k, "response_id", f"'{rid}' is not a rating target of this run "
+                                                                   "(ids as in psyq rating-sheet)" if rid else "is empty"))
+        cells = [(cell["dimension"], cell["score"], "score")] if long else [(d, cell[d], d) for d in dims]
+        for dim, score, column in cells:
+            if dim not in dims:
+                why = (f"'{dim}' is combined from other dimensions, not rated" if dim in rubric.spec.combine
+                       else f"'{dim}' is not a dimension of {rubric.spec.id}")
+                problems.append(_cell_problem(table, k, "dimension", f"{why} (dimensions: {', '.join(dims)})"))
+                continue
+            levels = sorted(rubric.dimension(dim).levels)
+            key = (rater, rid, dim)
+            if key in seen:
+                problems.append(_cell_problem(table, k, column, f"{rater} rated {rid} on {dim} before, on line "
+                                                                f"{seen[key]}"))
+                continue
+            seen[key] = table.lines[k]
+            if not score.strip():
+                level, status, reason = None, "missing", "left empty in the ratings file"
+            else:
+                try:
+                    value = float(score)
+                except ValueError:
+                    problems.append(_cell_problem(table, k, column, f"{score!r} is not a number; "
+                                                                    + _levels_message(levels)))
+                    continue
+                if not value.is_integer() or int(value) not in levels:
+                    problems.append(_cell_problem(table, k, column, f"{score} " + _levels_message(levels)
+                                                  + f" of {dim}"))
+                    continue
+                level, status, reason = float(value), "answered", None
+            out.append(Rating(response_id=rid, rubric_id=rubric.spec.id, dimension=dim, rater_kind="human",
+                              rater_id=rater, level=level, status=status, reason=reason, rated_at=now))
+    if problems:
+        raise InputError(problems)
+    return out
+
+
+class ReferenceRepliesImporter(Importer):
+    """``psyq import replies FILE.csv --run RUN``."""
+
+    name = "replies"
+    help = "human reference replies (CSV: reply_id, item_id, text[, instrument, source, author]) into a run"
+    file_help = "CSV of reference replies to the run's response items"
+    produces = "run"
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--run", required=True, help="the run directory (runs/<study>/<run-id>)")
+
+    def into_run(self, path: str, options: dict[str, Any]) -> Converted:
+        """Check the file, then add its replies to the run's rating targets (under the run's lock)."""
+        from ..export import run_instruments
+        from ..run import open_run_dir
+        from ..runlock import RunLock
+        from ..store import RunStore
+
+        run = open_run_dir(options["run"])
+        instruments = run_instruments(run)
+        with RunLock(run.path), RunStore(run.database) as store:
+            targets = read_targets(store)
+            # The unperturbed reference replies (a perturbed copy keeps its original's reply_id).
+            refs = targets[(targets["source"] == "reference") & targets["perturbation"].isna()]
+            replies = read_reference_replies(path, instruments, dict(zip(refs["reply_id"], refs["text"])))
+            new = put_targets(store, replies)
+        return Converted("", f"{len(replies)} reference replies read, {new} new "
+                             f"({len(replies) - new} imported before)", [], "")
+
+
+class HumanRatingsImporter(Importer):
+    """``psyq import ratings FILE.csv --run RUN --rubric ID``."""
+
+    name = "ratings"
+    help = "people's ratings of a run's replies (CSV: rater_id, response_id, dimension, score) into a run"
+    file_help = "CSV of ratings (long, or a filled-in psyq rating-sheet)"
+    produces = "run"
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--run", required=True, help="the run directory (runs/<study>/<run-id>)")
+        parser.add_argument("--rubric", required=True, help="the rubric/2 file or shipped name the ratings are on "
+                                                            "(e.g. empathy_ceb)")
+
+    def into_run(self, path: str, options: dict[str, Any]) -> Converted:
+        """Check the file against the rubric and the run's targets, then store every rating."""
+        from ..rubric2 import find_multi_rubric
+        from ..run import open_run_dir
+        from ..runlock import RunLock
+        from ..store import RunStore
+
+        rubric = find_multi_rubric(options["rubric"])
+        run = open_run_dir(options["run"])
+        with RunLock(run.path), RunStore(run.database) as store:
+            known = set(read_targets(store)["response_id"])
+            ratings = read_human_ratings(path, rubric, known)
+            put_ratings(store, ratings)
+        raters = sorted({r.rater_id for r in ratings})
+        missing = sum(r.level is None for r in ratings)
+        notes = [f"{missing} ratings left empty: stored as missing (no level)"] if missing else []
+        return Converted("", f"{len(ratings)} ratings on {rubric.spec.id} by {len(raters)} rater(s) "
+                             f"({', '.join(raters)}) stored", notes, "")
