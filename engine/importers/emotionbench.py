@@ -540,11 +540,10 @@ class EmotionBenchResultsImporter(Importer):
         """Write the imported run of the result files `paths` into `out_dir`; (summary, notes).
 
         Example:
-            >>> import tempfile
             >>> summary, notes = EmotionBenchResultsImporter().import_run(
-            ...     ["tests/fixtures/import/eb_model-PANAS-testing.csv"], tempfile.mkdtemp())
-            >>> summary.split(":")[0]
-            'imported 1 model (eb_model)'
+            ...     ["EmotionBench/results/PANAS Test/gpt-4-PANAS-testing.csv"], "runs/eb_gpt4")  # doctest: +SKIP
+            >>> summary.split(":")[0]                                                         # doctest: +SKIP
+            'imported 1 model (gpt-4)'
         """
         import pandas as pd
 
