@@ -340,3 +340,25 @@ def test_human_change_csv_is_refused_for_a_run_without_stages(tmp_path):
     build_sections(run_dir)                          # the run itself reports fine
     with pytest.raises(InputError, match="applies to runs with stages"):
         build_sections(run_dir, human_change_csv=humans)
+
+
+def test_psyq_scores_of_a_staged_run_writes_the_scores_per_stage(tmp_path):
+    # The stub's replies give the hand-computed scores of test_stage_scores_before_and_after_by_hand:
+    # before X 9, Y 11/3, Z 18; after X 9, Y 8/3, Z 11; 2 respondents x 2 situations each.
+    import csv
+
+    with StubServer(answer=reply) as stub:
+        study = load_study(write_study(tmp_path, stub.url))
+        run_dir = asyncio.run(administer(study, tmp_path / "runs", log=lambda m: None)).run_dir.path
+    out = tmp_path / "stage_scores.csv"
+    done = subprocess.run([sys.executable, "-m", "engine.cli", "scores", str(run_dir), "--out", str(out)],
+                          cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "one row per backend x respondent x repeat x situation x stage x subscale" in done.stderr
+    with out.open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert list(rows[0]) == STAGE_SCORE_COLUMNS and len(rows) == 2 * 2 * 2 * 3
+    expected = {("before", "X"): 9, ("before", "Y"): 11 / 3, ("before", "Z"): 18,
+                ("after", "X"): 9, ("after", "Y"): 8 / 3, ("after", "Z"): 11}
+    for row in rows:
+        assert float(row["score"]) == pytest.approx(expected[(row["phase"], row["subscale"])])
