@@ -213,7 +213,7 @@ def test_stage_checks_name_the_line(tmp_path):
     out = _problems(tmp_path, stages=[{"evoke": "situations"}, {"measure": "mini"}])
     assert any("needs a `measure:` stage before it and one after it" in p for p in out)
     out = _problems(tmp_path, stages=STAGES, protocol={"answer": "logprobs"})
-    assert any("answer: logprobs reads one answer token per request" in p for p in out)
+    assert any("answer: logprobs is not supported with `stages:`: it reads one answer token per request" in p for p in out)
     out = _problems(tmp_path, stages=STAGES, situations={"file": "absent.yaml"})
     assert any("situation set file not found" in p for p in out)
     out = _problems(tmp_path, stages=STAGES, situations={"file": "situations_two.yaml",
