@@ -329,7 +329,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     with ExitStack() as stack:
         counters = {b: stack.enter_context(token_counter(x, args.tokenizer)) for b, x in backends.items()}
         # A staged study's preview shows at least one whole conversation (every stage of the first chain).
-        preview = max(args.preview, len(study.spec.stages)) if study.spec.stages and args.preview else args.preview
+        # (with answer: logprobs a measure stage has one step per item, so count the steps, not the stages)
+        whole = len(chains[0].steps) if study.spec.stages and chains else 0
+        preview = max(args.preview, whole) if study.spec.stages and args.preview else args.preview
         plan = build_plan(study.id, str(run_dir), backends, trials, finished, counters, prices,
                           latency_s=args.latency, preview=preview, start_s=start, shown_first=shown_first)
     if study.spec.stages:
