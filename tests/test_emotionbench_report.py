@@ -205,3 +205,23 @@ def test_real_crowd_and_model_file_reproduce_the_workbook_summary_through_psyq_r
         t = f"{sheet[11]:.2f}".replace("-", MINUS)
         assert (f"Humans, all situations pooled, {subscale} (n = {sheet[3]}): before {sheet[4]:.2f}, "
                 f"after {sheet[1]:.2f}, paired t({sheet[10]}) = {t}") in text
+
+
+def test_not_a_regular_result_file_is_refused(tmp_path):
+    from engine.errors import InputError
+    from engine.importers.emotionbench import read_model_results
+
+    with pytest.raises(InputError, match="a device"):
+        read_model_results("/dev/zero")
+    with pytest.raises(InputError):
+        read_model_results(str(tmp_path / "absent-PANAS-testing.csv"))
+
+
+def test_a_damaged_imported_run_is_an_input_error(tmp_path):
+    run = tmp_path / "imported"
+    assert psyq("import", "emotionbench-results", str(write_model(tmp_path / "toy-PANAS-testing.csv")),
+                "--out", str(run)).returncode == 0
+    (run / "imported.json").write_text('{"psyq": "imported-run/1",\n "oops"}\n')
+    result = psyq("report", str(run))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "imported.json:2:" in result.stderr and "not valid JSON" in result.stderr
