@@ -347,6 +347,38 @@ def read_human_change_csv(path: str | Path) -> pd.DataFrame:
     return frame
 
 
+def human_paired_change(human_changes: pd.DataFrame, by: Sequence[str] = ("emotion",)) -> pd.DataFrame:
+    """Humans' own before → after: the paired statistics of :func:`paired_change` per subscale ×
+    `by` group and pooled ("overall"), from :func:`read_human_change_csv`.
+
+    Each person counts once per group (their rows averaged first, as for the cohort), so the
+    overall paired t of a crowd where each person saw one situation is the t over all of them,
+    after − before (the sign EmotionBench's crowd workbook reports).
+
+    Example
+    -------
+    >>> hu = pd.DataFrame({"respondent_id": ["x", "y", "z"], "emotion": "anger", "situation_id": "",
+    ...                    "subscale": "PA", "before": [30.0, 28, 25], "after": [26.0, 27, 20]})
+    >>> row = human_paired_change(hu, by=[]).iloc[0]
+    >>> row["subscale"], int(row["n"]), round(float(row["mean_after"]), 3), round(float(row["t"]), 3)
+    ('PA', 3, 24.333, -2.774)
+    """
+    by = list(by)
+    frame = human_changes.assign(change=human_changes["after"] - human_changes["before"])
+    rows = []
+    for keys, group in frame.groupby(["subscale", *by], sort=True, dropna=False):
+        keys = keys if isinstance(keys, tuple) else (keys,)
+        rows.append(dict(zip(["subscale", *by], keys)) | _paired_row(per_person(group)))
+    if by:
+        for subscale, group in frame.groupby("subscale", sort=True):
+            rows.append({"subscale": subscale} | {c: OVERALL for c in by} | _paired_row(per_person(group)))
+    out = pd.DataFrame(rows, columns=["subscale", *by, *PAIRED_STATS])
+    out["n"] = out["n"].astype(int)
+    out["p_holm"] = holm(out["p"])
+    out["p_wilcoxon_holm"] = holm(out["p_wilcoxon"])
+    return out
+
+
 def _diff_ci(c: np.ndarray, h: np.ndarray, level: float = 0.95) -> tuple[float, float, float]:
     """mean(c) − mean(h) with its CI on Welch–Satterthwaite df: diff ± t·√(s²c/nc + s²h/nh)."""
     vc, vh = c.var(ddof=1) / c.size, h.var(ddof=1) / h.size

@@ -180,8 +180,11 @@ def _stages_text(manifest: Mapping[str, Any]) -> str:
              if isinstance(per, dict) else "every situation")
     source = {"psyq": "written for psyq", "user": "supplied by the study's authors",
               "imported": "imported"}.get(sit.get("content_source"), sit.get("content_source"))
+    how = ("each item was rated in a request of its own (one answer token, read from its log probabilities)"
+           if (manifest.get("protocol") or {}).get("answer") == "logprobs"
+           else "each rating was of the whole instrument in one request")
     return (f"each respondent went through one conversation per situation in which they {', then '.join(steps)}; "
-            "each rating was of the whole instrument in one request, sent with the earlier questions and the "
+            f"{how}, sent with the earlier questions and the "
             f"respondent's own replies as conversation history; the situations came from the set "
             f"{sit.get('id', FILL.format('situation set'))} ({sit.get('count', '?')} situations, {source}; "
             f"source: {sit.get('source', FILL.format('source'))}), {drawn}")

@@ -26,6 +26,7 @@ from engine.instrument import Instrument
 from engine.judge import read_judgements
 from engine.kinds import instruments_with
 from engine.run import open_run_dir
+from engine.imported_run import is_imported_run
 from engine.yamlfile import load_yaml
 
 from . import apa, effects, fidelity, human, methods, norms, plots, reliability, validity
@@ -71,6 +72,35 @@ def _change_section(run_path: Path, human_change_csv: str | Path | None) -> Sect
     section.readings.append("Norm comparison, reliability and item analyses are not computed for a run with "
                             "stages: each respondent answers the measure once per stage and situation.")
     return section
+
+
+def _imported_sections(run_path: Path, human_change_csv: str | Path | None) -> tuple[dict[str, Any], list[Section]]:
+    """(facts, sections) of an imported run (engine/imported_run.py: scores psyq did not collect,
+    e.g. ``psyq import emotionbench-results``): what was imported, then the change section."""
+    from engine.imported_run import read_imported_run
+
+    from .change import read_human_change_csv
+    from .report_change import change_section
+
+    manifest, scores = read_imported_run(run_path)
+    files = ", ".join(manifest.get("imported_from") or []) or "unknown file(s)"
+    facts = {"study": f"imported from {files}", "run_id": Path(run_path).name}
+    study = Section("Study")
+    study.readings.append(
+        f"Imported run: the scores were read from {files} by `{manifest.get('command', 'psyq import')}`; psyq made "
+        f"no request (requests_made = {manifest.get('requests_made')}). {scores['backend_id'].nunique()} backend(s), "
+        f"{scores['respondent_id'].nunique()} respondent id(s), {scores['situation_id'].nunique()} situation(s).")
+    if manifest.get("pairing"):
+        study.readings.append(str(manifest["pairing"]))
+    study.readings.extend(str(n) for n in manifest.get("notes") or [])
+    study.tables.append(("Imported run", pd.DataFrame({"": [files, manifest.get("command"), manifest.get("source"),
+                                                            manifest.get("terms"), manifest.get("instrument")]},
+                                                       index=["imported from", "command", "source", "terms",
+                                                              "instrument"])))
+    humans = read_human_change_csv(human_change_csv) if human_change_csv is not None else None
+    part = change_section(scores, humans)
+    change = Section(part.title, list(part.readings), list(part.tables), list(part.figures), part.note)
+    return facts, [study, change]
 
 
 def _norm_choice(run_path: Path, norm_samples: list[str] | None) -> norms.SampleChoice:
@@ -187,6 +217,8 @@ def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] 
     scores (:mod:`analysis.report_change`), compared with `human_change_csv` (humans' before and
     after, :func:`analysis.change.read_human_change_csv`) when given.
     """
+    if is_imported_run(run_path):   # scores psyq did not collect (engine/imported_run.py)
+        return _imported_sections(Path(run_path), human_change_csv)
     run = open_run_dir(run_path)
     manifest = run.read_manifest()
     table = export_table(run.path)
@@ -699,5 +731,8 @@ def methods_text(run_path: str | Path) -> str:
     """The methods paragraph of a run (:func:`analysis.methods.methods_paragraph`), from its
     manifest, copied study and instruments, cohort file (when it is still where the run read it,
     unchanged) and answers."""
+    if is_imported_run(run_path):
+        return ("The scores were imported, not collected by psyq (no request was made); see the Study section for "
+                "the file(s) they were read from and how.")
     run = open_run_dir(run_path)
     return methods.methods_paragraph(methods.run_facts(run))

@@ -24,7 +24,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from . import apa
-from .change import OVERALL, change_scores, compare_change_with_humans, paired_change, per_person
+from .change import (OVERALL, change_scores, compare_change_with_humans, human_paired_change, paired_change,
+                     per_person)
 from .plots import (NORM_COLOUR, _figure, _finite, _legend_columns, _message_figure, _style, _unique,
                     wrap_to_width)
 
@@ -94,6 +95,32 @@ def paired_reading(row: pd.Series, by: Sequence[str], human: pd.Series | None = 
 def _p_text(p: Any) -> str:
     text = apa.fmt_p(p)
     return text if text.startswith("<") or text == apa.DASH else "= " + text
+
+
+def before_after_reading(who: str, row: pd.Series) -> str:
+    """One sentence on a group's mean before and after and its paired t (a row of
+    :func:`analysis.change.paired_change` or :func:`analysis.change.human_paired_change`).
+
+    Example
+    -------
+    >>> row = pd.Series({"subscale": "PA", "n": 3, "mean_before": 27.667, "mean_after": 24.333,
+    ...                  "t": -2.7735, "df": 2.0, "p": 0.109, "note": ""})
+    >>> before_after_reading("Humans", row)
+    'Humans, PA (n = 3): before 27.67, after 24.33, paired t(2) = −2.77, p = .109.'
+    """
+    text = (f"{who}, {row['subscale']} (n = {int(row['n'])}): before {apa.fmt_num(row['mean_before'])}, "
+            f"after {apa.fmt_num(row['mean_after'])}")
+    if _finite(row["t"]):
+        return text + f", paired t({int(row['df'])}) = {apa.fmt_num(row['t'])}, p {_p_text(row['p'])}."
+    return text + f"; paired t not estimable: {row['note'] or 'fewer than 2 respondents'}."
+
+
+def _overall(frame: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
+    """The pooled rows (every `by` column "overall") of a paired table."""
+    keep = np.ones(len(frame), dtype=bool)
+    for col in by:
+        keep &= (frame[col].astype(str) == OVERALL).to_numpy()
+    return frame[keep]
 
 
 def _human_means(human_changes: pd.DataFrame, subscale: str, emotion: str) -> tuple[float, float, int]:
@@ -206,6 +233,16 @@ def change_section(scores: pd.DataFrame, human_changes: pd.DataFrame | None = No
     paired = paired_change(changes, by)
     compared = compare_change_with_humans(changes, human_changes, by) if human_changes is not None else None
     several = changes["backend_id"].nunique() > 1
+    # Before and after means with the paired t, pooled over every situation: humans first (their
+    # own change, as a crowd study reports it), then each backend.
+    humans_paired = human_paired_change(human_changes, by) if human_changes is not None else None
+    if humans_paired is not None:
+        for _, row in _overall(humans_paired, by).iterrows():
+            section.readings.append(before_after_reading("Humans, all situations pooled", row))
+    for _, row in _overall(paired, by).iterrows():
+        who = f"{row['backend_id']}, all situations pooled" if several or humans_paired is not None else \
+            "All situations pooled"
+        section.readings.append(before_after_reading(f"{who} ({row['instrument']})", row))
     keys = ["backend_id", "instrument", "subscale", *by]
     for i, row in paired.iterrows():
         human = compared.iloc[i] if compared is not None else None   # same groups, same order
@@ -214,6 +251,9 @@ def change_section(scores: pd.DataFrame, human_changes: pd.DataFrame | None = No
         section.readings.append(paired_reading(row, by, human, several))
     section.tables.append(("Paired change (after − before) per " + ", ".join(c.replace("_", " ") for c in by)
                            + " and pooled" if by else "Paired change (after − before)", paired))
+    if humans_paired is not None:
+        section.tables.append(("Humans' paired change (after − before) per " + ", ".join(c.replace("_", " ") for c in by)
+                               + " and pooled" if by else "Humans' paired change (after − before)", humans_paired))
     if compared is not None:
         section.tables.append(("Change of the cohort against humans' change", compared))
     section.figures.append(("Mean score before and after imagining the situation, per emotion"

@@ -186,7 +186,13 @@ def cmd_scores(args: argparse.Namespace) -> int:
     from .export import run_instruments
     from .run import open_run_dir
 
+    from .imported_run import is_imported_run
+
+    if is_imported_run(args.run):
+        return _write_stage_scores(args, Path(args.run), imported=True)
     run = open_run_dir(args.run)
+    if run.read_manifest().get("stages"):
+        return _write_stage_scores(args, run.path, imported=False)
     long = load_run_scores(run.path)
     wide = wide_scores(long)
     out = Path(args.out) if args.out else run.path / f"scores.{args.format}"
@@ -196,6 +202,38 @@ def cmd_scores(args: argparse.Namespace) -> int:
     if renamed:
         print("renamed for SPSS: " + ", ".join(f"{a} -> {b}" for a, b in renamed.items()), file=sys.stderr)
     print(f"{len(wide)} respondent rows x {len(wide.columns)} columns -> {out}")
+    return EXIT_OK
+
+
+def _write_stage_scores(args: argparse.Namespace, run_path: Path, imported: bool) -> int:
+    """`psyq scores` on a run with stages (or an imported run): the scores per measure stage and
+    situation, long (one row per backend x respondent x repeat x situation x stage x subscale),
+    since one row per respondent cannot hold a before and an after per situation."""
+    if imported:
+        from .imported_run import read_imported_run
+
+        frame = read_imported_run(run_path)[1]
+    else:
+        from analysis.stage_scores import load_stage_scores
+
+        frame = load_stage_scores(run_path)
+    out = Path(args.out) if args.out else run_path / f"scores_by_stage.{args.format}"
+    if args.format == "csv":
+        frame.to_csv(out, index=False)
+    elif args.format == "parquet":
+        frame.to_parquet(out, index=False)
+    else:
+        import pyreadstat
+
+        pyreadstat.write_sav(frame.assign(prorated=frame["prorated"].astype(float)), str(out))
+    if imported:
+        print(f"{run_path}: {len(frame)} imported subscale scores; {int(frame['score'].isna().sum())} empty "
+              "(a missing answer in the imported file; never prorated)", file=sys.stderr)
+    else:
+        print(_prorated_summary(frame, str(run_path)), file=sys.stderr)
+    print("a run with stages: one row per backend x respondent x repeat x situation x stage x subscale "
+          "(phase before/after), not one per respondent", file=sys.stderr)
+    print(f"{len(frame)} stage score rows x {len(frame.columns)} columns -> {out}")
     return EXIT_OK
 
 
@@ -295,7 +333,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     with ExitStack() as stack:
         counters = {b: stack.enter_context(token_counter(x, args.tokenizer)) for b, x in backends.items()}
         # A staged study's preview shows at least one whole conversation (every stage of the first chain).
-        preview = max(args.preview, len(study.spec.stages)) if study.spec.stages and args.preview else args.preview
+        # (with answer: logprobs a measure stage has one step per item, so count the steps, not the stages)
+        whole = len(chains[0].steps) if study.spec.stages and chains else 0
+        preview = max(args.preview, whole) if study.spec.stages and args.preview else args.preview
         plan = build_plan(study.id, str(run_dir), backends, trials, finished, counters, prices,
                           latency_s=args.latency, preview=preview, start_s=start, shown_first=shown_first)
     if study.spec.stages:
@@ -702,7 +742,8 @@ COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
     "status": (cmd_status, "summarise a run, per instrument x backend (or the latest run of a study's runs folder)"),
     "runs": (cmd_runs, "list the runs in a folder (default runs/), newest first"),
     "export": (cmd_export, "write a run's answers as a tidy long table"),
-    "scores": (cmd_scores, "write a run's subscale scores, one row per respondent x repeat x backend"),
+    "scores": (cmd_scores, "write a run's subscale scores, one row per respondent x repeat x backend "
+                           "(a run with stages, or an imported one: one row per stage and situation)"),
     "judge": (cmd_judge, "score a run's free-text answers with a judge model and a rubric"),
     "perturb": (cmd_perturb, "add perturbed versions of a run's rating targets (typos, leetspeak, rewrites ...)"),
     "report": (cmd_report, "write an HTML report and a Markdown summary of a run"),

@@ -5,8 +5,12 @@ a *chain*: its stages in order, each one stored trial. Stage k is sent with, as 
 history, the messages stage k-1 sent (the persona's system prompt first, then every earlier
 stage's question, re-asks included) and the model's own reply to it, then stage k's own
 question. A `measure:` stage asks the whole instrument in one request (the rating kind's
-whole-instrument prompt and reader, engine/prompts.py); an `evoke:` stage sends the
-situation's text with an instruction to imagine being in it and stores the reply as text.
+whole-instrument prompt and reader, engine/prompts.py); with ``answer: logprobs`` (one answer
+token per request) it asks the items one by one in the same conversation, each item a stored
+step of the stage, and the history carries the model's own reply token (the recorded answer is
+read from that reply's log probabilities: sampled or the most likely option, so it can differ
+from the token). An `evoke:` stage sends the situation's text with an instruction to imagine
+being in it and stores the reply as text.
 
 Resuming: each stage trial is committed (with the exact messages it sent, table
 ``stage_trials`` of engine/store.py) before the next stage of its chain is sent; a rerun rebuilds
@@ -38,6 +42,7 @@ from typing import Callable, Iterable, Literal
 import numpy as np
 
 from .backends.base import BackendError, HttpBackend
+from .kinds import get_kind
 from .parsing import too_long
 from .persona import Persona, render_system_prompt
 from .prompts import answer_json_schema, instrument_messages
@@ -149,14 +154,20 @@ def plan_chains(study: Study, backends: dict[str, HttpBackend]) -> list[Chain]:
                     steps = []
                     for k, stage in enumerate(study.spec.stages):
                         if isinstance(stage, EvokeStage):
-                            trial = _evoke_trial(ctx, situation, system_prompt)
+                            trials = [_evoke_trial(ctx, situation, system_prompt)]
+                        elif protocol.answer == "logprobs":
+                            # One answer token per request: the measure is asked item by item inside
+                            # the conversation, each item a step of this stage (the rating kind's
+                            # per-item trials, in the protocol's item order).
+                            trials = list(get_kind("rating").plan_trials(ctx, by_id[stage.measure]))
                         else:
-                            trial = _measure_trial(ctx, by_id[stage.measure], system_prompt)
-                        # kind: what `psyq plan` groups and labels requests by (its "stage" column: "1: evoke")
-                        trial = replace(trial, kind=f"{k}: {'evoke' if isinstance(stage, EvokeStage) else 'measure'}")
-                        steps.append(StageStep(_staged(trial, protocol.seed, chain_key, k), k,
-                                               "evoke" if isinstance(stage, EvokeStage) else "measure",
-                                               chain_id, situation))
+                            trials = [_measure_trial(ctx, by_id[stage.measure], system_prompt)]
+                        for trial in trials:
+                            # kind: what `psyq plan` groups and labels requests by (its "stage" column: "1: evoke")
+                            trial = replace(trial, kind=f"{k}: {'evoke' if isinstance(stage, EvokeStage) else 'measure'}")
+                            steps.append(StageStep(_staged(trial, protocol.seed, chain_key, k), k,
+                                                   "evoke" if isinstance(stage, EvokeStage) else "measure",
+                                                   chain_id, situation))
                     chains.append(Chain(chain_id, backend_id, tuple(steps)))
     return chains
 
@@ -293,7 +304,8 @@ async def run_chain(chain: Chain, backend: HttpBackend, store: RunStore, protoco
                     on_trial: ProgressCallback | None = None) -> None:
     """Send the stages of `chain` not yet finished, each with the history rebuilt from the store,
     committing each stage before the next is sent."""
-    whole = protocol.model_copy(update={"presentation": "whole_instrument"})   # a measure stage asks all items
+    # A measure stage asks all items in one request, except with logprobs (one item per request).
+    whole = protocol if protocol.answer == "logprobs" else protocol.model_copy(update={"presentation": "whole_instrument"})
     history = list(chain.steps[0].trial.request.messages[:-1])
     for step in chain.steps:
         done = stored.get(step.trial.trial_id)

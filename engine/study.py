@@ -259,11 +259,8 @@ def check_stages(spec: StudySpec, doc: YamlDocument, instruments: list[Instrumen
         if inst.id not in measured:
             problems.append(doc.problem(("instruments", i), f"instrument '{inst.id}' is listed but no stage measures "
                                         "it; in a staged study instruments are asked only by `measure:` stages"))
-    if spec.protocol.answer == "logprobs":
-        problems.append(doc.problem(("protocol", "answer"), "answer: logprobs reads one answer token per request, "
-                                    "but a measure stage asks the whole instrument in one request; use answer: "
-                                    "text or json with `stages:`"))
-    if "presentation" in spec.protocol.model_fields_set and spec.protocol.presentation == "per_item":
+    if ("presentation" in spec.protocol.model_fields_set and spec.protocol.presentation == "per_item"
+            and spec.protocol.answer != "logprobs"):   # with logprobs a measure stage asks item by item
         problems.append(doc.problem(("protocol", "presentation"), "a measure stage asks the whole instrument in "
                                     "one request; with `stages:` leave `presentation` out or write whole_instrument"))
     return problems

@@ -325,7 +325,7 @@ def test_qsf_that_is_not_a_survey_is_an_error(tmp_path):
 
 def test_every_registered_format_is_a_subcommand():
     assert set(importer_names()) == {"redcap", "psych-keys", "qsf", "emotionbench-situations", "emotionbench-humans",
-                                     "replies", "ratings"}
+                                     "replies", "ratings", "emotionbench-results"}
     result = psyq("import", "--help")
     assert result.returncode == 0
     for name in importer_names():

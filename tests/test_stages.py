@@ -212,8 +212,6 @@ def test_stage_checks_name_the_line(tmp_path):
     assert any("no `evoke: situations` stage" in p for p in out)
     out = _problems(tmp_path, stages=[{"evoke": "situations"}, {"measure": "mini"}])
     assert any("needs a `measure:` stage before it and one after it" in p for p in out)
-    out = _problems(tmp_path, stages=STAGES, protocol={"answer": "logprobs"})
-    assert any("answer: logprobs reads one answer token per request" in p for p in out)
     out = _problems(tmp_path, stages=STAGES, situations={"file": "absent.yaml"})
     assert any("situation set file not found" in p for p in out)
     out = _problems(tmp_path, stages=STAGES, situations={"file": "situations_two.yaml",
@@ -340,3 +338,61 @@ def test_human_change_csv_is_refused_for_a_run_without_stages(tmp_path):
     build_sections(run_dir)                          # the run itself reports fine
     with pytest.raises(InputError, match="applies to runs with stages"):
         build_sections(run_dir, human_change_csv=humans)
+
+
+def test_psyq_scores_of_a_staged_run_writes_the_scores_per_stage(tmp_path):
+    # The stub's replies give the hand-computed scores of test_stage_scores_before_and_after_by_hand:
+    # before X 9, Y 11/3, Z 18; after X 9, Y 8/3, Z 11; 2 respondents x 2 situations each.
+    import csv
+
+    with StubServer(answer=reply) as stub:
+        study = load_study(write_study(tmp_path, stub.url))
+        run_dir = asyncio.run(administer(study, tmp_path / "runs", log=lambda m: None)).run_dir.path
+    out = tmp_path / "stage_scores.csv"
+    done = subprocess.run([sys.executable, "-m", "engine.cli", "scores", str(run_dir), "--out", str(out)],
+                          cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "one row per backend x respondent x repeat x situation x stage x subscale" in done.stderr
+    with out.open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert list(rows[0]) == STAGE_SCORE_COLUMNS and len(rows) == 2 * 2 * 2 * 3
+    expected = {("before", "X"): 9, ("before", "Y"): 11 / 3, ("before", "Z"): 18,
+                ("after", "X"): 9, ("after", "Y"): 8 / 3, ("after", "Z"): 11}
+    for row in rows:
+        assert float(row["score"]) == pytest.approx(expected[(row["phase"], row["subscale"])])
+
+
+def test_logprobs_stages_ask_the_measure_item_by_item_in_the_conversation(tmp_path):
+    # answer: logprobs reads one token per request, so each measure stage is asked item by item
+    # (4 items of mini) inside the conversation: 4 + 1 + 4 = 9 steps per conversation, 2
+    # respondents x 2 situations = 36 requests. The stub answers every logprobs request "3" with
+    # the same distribution (top option "3"), so with most_likely every item is 3. By hand (scale
+    # 1-7, a and c reversed: 8 - 3 = 5): X = a + b = 5 + 3 = 8, Y = mean(b, c, d) = 11/3,
+    # Z = sum = 16, before and after.
+    with StubServer(answer=reply) as stub:
+        study = load_study(write_study(tmp_path, stub.url, protocol={"answer": "logprobs", "seed": 3,
+                                                                     "logprob_answer": "most_likely"}))
+        result = asyncio.run(administer(study, tmp_path / "runs", log=lambda m: None))
+        bodies = [r.body for r in stub.requests if r.path.endswith("/chat/completions")]
+    assert result.counts == {"answered": 36} and len(bodies) == 36
+    evokes = [b for b in bodies if b["messages"][-1]["content"].startswith("Imagine that you are")]
+    assert len(evokes) == 4 and not any(b.get("logprobs") for b in evokes)   # the evoke reply is free text
+    assert all(b.get("logprobs") and b["max_tokens"] == 1 for b in bodies if b not in evokes)
+    rows = stage_rows(result.run_dir.path / "run.sqlite")
+    chains: dict[str, list] = {}
+    for r in rows:
+        chains.setdefault(r[1], []).append(r)
+    assert len(chains) == 4
+    for steps in chains.values():
+        steps.sort(key=lambda r: len(json.loads(r[3])))          # each step's history is one turn longer
+        assert [r[2] for r in steps] == [0] * 4 + [1] + [2] * 4
+        for prev, cur in zip(steps, steps[1:]):
+            # the earlier messages, the model's own reply token, then this step's own question
+            assert json.loads(cur[3])[:-1] == json.loads(prev[3]) + [{"role": "assistant", "content": prev[4]}]
+        assert [r[4] for r in steps[:4] + steps[5:]] == ["3"] * 8      # the reply token carried as history
+        assert json.loads(steps[4][3])[-1]["content"].startswith("Imagine that you are")
+    frame = load_stage_scores(result.run_dir.path)
+    expected = {"X": 8, "Y": 11 / 3, "Z": 16}
+    assert len(frame) == 2 * 2 * 2 * 3
+    for row in frame.itertuples():
+        assert row.score == pytest.approx(expected[row.subscale])

@@ -19,14 +19,14 @@ takes in :meth:`Importer.add_arguments`, and :meth:`Importer.read`), and registe
 at the end of this file; ``psyq import NAME`` then exists, with its own ``--help``.
 
 An importer that produces something other than an instrument (EmotionBench's situations and
-crowd data, :mod:`~engine.importers.emotionbench`) sets `produces` and implements
+crowd data, model results, :mod:`~engine.importers.emotionbench`) sets `produces` and implements
 :meth:`Importer.convert` instead of :meth:`Importer.read`; one that writes into a finished run's
 store (`produces = "run"`: reference replies and human ratings, :mod:`~engine.importers.replies`)
 implements ``into_run(path, options)`` and takes ``--run`` instead of ``--out``.
 
 Example:
     >>> sorted(importer_names())
-    ['emotionbench-humans', 'emotionbench-situations', 'psych-keys', 'qsf', 'ratings', 'redcap', 'replies']
+    ['emotionbench-humans', 'emotionbench-results', 'emotionbench-situations', 'psych-keys', 'qsf', 'ratings', 'redcap', 'replies']
 """
 
 from __future__ import annotations
@@ -44,7 +44,8 @@ class Importer:
     help: str = ""
     file_help: str = "the file to import"
     # What the importer writes: "instrument" (read() returns drafts), or another kind of file
-    # ("situations": a situation set; "human-change": the human change CSV) made by convert().
+    # ("situations": a situation set; "human-change": the human change CSV) made by convert(), or
+    # "imported-run": a directory of scores psyq did not collect, made by import_run().
     produces: str = "instrument"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
@@ -94,5 +95,6 @@ register(emotionbench.EmotionBenchSituationsImporter())
 register(emotionbench.EmotionBenchHumansImporter())
 register(replies.ReferenceRepliesImporter())
 register(replies.HumanRatingsImporter())
+register(emotionbench.EmotionBenchResultsImporter())
 
 __all__ = ["Importer", "Draft", "register", "get_importer", "importer_names"]

@@ -94,6 +94,8 @@ def run(args: argparse.Namespace, say: Callable[[str], None] | None = None) -> i
         for note in done.notes:
             say(f"  {note}")
         return 0
+    if get_importer(args.import_format).produces == "imported-run":
+        return _run_imported_run(args, say)
     if get_importer(args.import_format).produces != "instrument":
         return _run_conversion(args, options, say)
     if args.id is not None and not is_id(args.id):
@@ -144,6 +146,21 @@ def _run_conversion(args: argparse.Namespace, options: dict[str, Any], say: Call
         target.write_text(converted.text, encoding="utf-8")
     say(f"{converted.summary} -> {target if target else 'standard output'}")
     for note in converted.notes:
+        say(f"  {note}")
+    return 0
+
+
+def _run_imported_run(args: argparse.Namespace, say: Callable[[str], None]) -> int:
+    """Write an imported run directory (--out DIR) from the result file(s); returns 0."""
+    if not args.out or args.out_dir:
+        raise InputError.single(args.file, "this format writes an imported run directory: give --out DIR")
+    files = [args.file, *getattr(args, "more_files", [])]
+    target = Path(args.out)
+    if any(target.resolve() == Path(f).resolve() for f in files):
+        raise InputError.single(str(target), "this is a file being imported; write the imported run elsewhere")
+    summary, notes = get_importer(args.import_format).import_run(files, str(target))
+    say(f"{summary} -> {target} (read it with `psyq report {target}`)")
+    for note in notes:
         say(f"  {note}")
     return 0
 

@@ -399,3 +399,176 @@ class EmotionBenchHumansImporter(Importer):
         people = len({r["respondent_id"] for r in rows})
         return Converted(change_csv(rows), f"imported {people} respondents' PANAS before/after (PA, NA) "
                                            f"as {len(rows)} rows", notes, suffix=".csv")
+
+
+# ---------------------------------------------------------------- model result files
+
+RESULT_COLUMN = re.compile(r"^(?:(General)|([A-Za-z]+)-(\d+)_scenario-(\d+))_test-(\d+)_order-(\d+)$")
+RESULT_SUFFIX = "-PANAS-testing"
+PAIRING_NOTE = ("EmotionBench measures a model's default PANAS without any situation (columns General_test-K) "
+                "and the PANAS after each situation in separate requests (columns <Emotion>-F_scenario-S_test-K); "
+                "the two are not one conversation. psyq pairs them by test number: respondent test-K's before "
+                "score is General_test-K for every situation, its after score the situation's test-K. The "
+                "model's paired t is therefore on that pairing, not on repeated measures of one conversation "
+                "(EmotionBench itself compares the two sets of means with a two-sample t).")
+
+
+def backend_of(path: str) -> str:
+    """The model name of a result file: its name without ``-PANAS-testing.csv``.
+
+    Example:
+        >>> backend_of("results/PANAS Test/gpt-4-PANAS-testing.csv")
+        'gpt-4'
+    """
+    return Path(path).name.removesuffix(".csv").removesuffix(RESULT_SUFFIX)
+
+
+def read_model_results(path: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """Stage-score rows of one EmotionBench PANAS result file, and notes.
+
+    The file (``results/PANAS Test/<model>-PANAS-testing.csv``): a header row
+    (``question-0, order-0, General_test-0_order-0, ..., Anger-0_scenario-0_test-0_order-0, ...``),
+    a prompt row, then 20 rows, one per presented item: column ``order-O`` gives the item's
+    number (1-20, published PANAS order) for the answer columns ending ``_order-O``; answers 1-5,
+    an empty cell is a missing answer. Each test column gives one PA and one NA sum; a sum with a
+    missing item is left empty (never prorated) and counted in the notes. Rows are written as
+    before (stage 0) and after (stage 2) scores, paired by test number (:data:`PAIRING_NOTE`).
+    """
+    text = decode_text(path, read_input_bytes(path, max_bytes=50 * 1024 * 1024))
+    rows = _csv_rows(path, text)
+    if len(rows) < 3:
+        raise InputError.single(path, "expected a header row, a prompt row and 20 item rows", line=1)
+    header_line, header = rows[0]
+    items = [(line, cells) for line, cells in rows[1:] if len(cells) > 1 and cells[1].isdigit()]
+    problems: list[Problem] = []
+    if len(items) != 20:
+        problems.append(Problem(path, rows[1][0], 2, "order", f"expected 20 item rows (a number 1-20 in column "
+                                                              f"order-0), found {len(items)}"))
+    orders = {}
+    for c, name in enumerate(header):
+        if re.fullmatch(r"order-\d+", name):
+            numbers = [int(cells[c]) if c < len(cells) and cells[c].isdigit() else 0 for _, cells in items]
+            if sorted(numbers) != list(range(1, 21)):
+                problems.append(Problem(path, header_line, c + 1, name, "the item numbers in this column are not "
+                                                                         "1-20, each once"))
+            orders[name.split("-")[1]] = numbers
+    columns = []
+    for c, name in enumerate(header):
+        if name.startswith(("question", "order")) or not name:
+            continue
+        m = RESULT_COLUMN.match(name)
+        if not m:
+            problems.append(Problem(path, header_line, c + 1, "header",
+                                    f"{name!r} is neither General_test-K_order-O nor Emotion-F_scenario-S_test-K_order-O"))
+        elif m.group(6) not in orders:
+            problems.append(Problem(path, header_line, c + 1, "header", f"no column order-{m.group(6)} for {name!r}"))
+        else:
+            columns.append((c, m))
+    if problems:
+        raise InputError(problems)
+    backend = backend_of(path)
+    general: dict[str, tuple[dict[str, float | None], dict[str, int]]] = {}
+    after: list[tuple[str, str, str, dict[str, float | None], dict[str, int]]] = []
+    incomplete = 0
+    for c, m in columns:
+        sums: dict[str, float] = {"PA": 0.0, "NA": 0.0}
+        answered = {"PA": 0, "NA": 0}
+        for (line, cells), number in zip(items, orders[m.group(6)]):
+            cell = cells[c] if c < len(cells) else ""
+            if cell == "":
+                continue
+            answer = _as_answer(cell)
+            if answer is None:
+                problems.append(Problem(path, line, c + 1, "answer", f"{cell!r} is not an answer 1-5"))
+                continue
+            key = "PA" if number in PA_POSITIONS else "NA"
+            sums[key] += answer
+            answered[key] += 1
+        score = {k: sums[k] if answered[k] == 10 else None for k in sums}
+        incomplete += sum(1 for k in score if score[k] is None)
+        test = f"test-{m.group(5)}"
+        if m.group(1):
+            general[test] = (score, answered)
+        else:
+            emotion = emotion_id(m.group(2))
+            sid = situation_id(emotion, int(m.group(3)) + 1, int(m.group(4)) + 1)
+            after.append((test, emotion, sid, score, answered))
+    if problems:
+        raise InputError(problems)
+    if not general:
+        raise InputError.single(path, "no General_test-K column: the before measure is missing", line=header_line)
+    out = []
+    for test, emotion, sid, score, answered in after:
+        before = general.get(test, ({"PA": None, "NA": None}, {"PA": 0, "NA": 0}))
+        for phase, stage, (values, counts) in (("before", 0, before), ("after", 2, (score, answered))):
+            for subscale in ("PA", "NA"):
+                out.append({"backend_id": backend, "respondent_id": test, "repeat": 0, "situation_id": sid,
+                            "emotion": emotion, "stage": stage, "phase": phase, "instrument": "panas",
+                            "subscale": subscale, "score": values[subscale], "n_answered": counts[subscale],
+                            "n_items": 10, "prorated": False})
+    notes = [f"{backend}: {len(general)} default (General) tests and {len(after)} situation tests "
+             f"({len({a[2] for a in after})} situations)"]
+    if incomplete:
+        notes.append(f"{backend}: {incomplete} PA/NA sums have an empty answer and are left empty "
+                     "(never prorated); `psyq report` lists the change scores this leaves out")
+    unused = sorted(set(general) - {a[0] for a in after}, key=lambda t: int(t.split("-")[1]))
+    if unused:
+        notes.append(f"{backend}: {len(unused)} General tests have no situation test with their number "
+                     f"({unused[0]} ... {unused[-1]}) and are not used")
+    missing_before = sorted({a[0] for a in after} - set(general))
+    if missing_before:
+        notes.append(f"{backend}: no General column for {', '.join(missing_before)}: those tests have no before score")
+    return out, notes
+
+
+class EmotionBenchResultsImporter(Importer):
+    name = "emotionbench-results"
+    produces = "imported-run"
+    help = ("EmotionBench's published model results (results/PANAS Test/<model>-PANAS-testing.csv) -> an "
+            "imported run directory that `psyq report` reads")
+    file_help = "your copy of one of EmotionBench's results/PANAS Test/<model>-PANAS-testing.csv"
+
+    def add_arguments(self, parser: Any) -> None:
+        """More result files (one backend each) after the first."""
+        parser.add_argument("more_files", nargs="*", metavar="FILE", help="more result files (one model each)")
+
+    def convert(self, path: str, options: dict[str, Any]) -> Converted:
+        """Not used: this importer writes a directory (:meth:`import_run`)."""
+        raise NotImplementedError
+
+    def import_run(self, paths: list[str], out_dir: str) -> tuple[str, list[str]]:
+        """Write the imported run of the result files `paths` into `out_dir`; (summary, notes).
+
+        Example:
+            >>> summary, notes = EmotionBenchResultsImporter().import_run(
+            ...     ["EmotionBench/results/PANAS Test/gpt-4-PANAS-testing.csv"], "runs/eb_gpt4")  # doctest: +SKIP
+            >>> summary.split(":")[0]                                                         # doctest: +SKIP
+            'imported 1 model (gpt-4)'
+        """
+        import pandas as pd
+
+        from ..imported_run import COLUMNS, write_imported_run
+
+        rows, notes = [], []
+        backends = [backend_of(p) for p in paths]
+        if len(set(backends)) != len(backends):
+            raise InputError.single(", ".join(paths), "two files have the same model name: import them separately")
+        for path in paths:
+            file_rows, file_notes = read_model_results(path)
+            rows.extend(file_rows)
+            notes.extend(file_notes)
+        frame = pd.DataFrame(rows, columns=COLUMNS)
+        manifest = {
+            "imported_from": [Path(p).name for p in paths],
+            "command": "psyq import emotionbench-results",
+            "source": CITATION,
+            "terms": TERMS,
+            "instrument": "panas (PA: items 1, 3, 5, 9, 10, 12, 14, 16, 17, 19; NA: the others; sums 10-50)",
+            "stages": [{"measure": "panas"}, {"evoke": "situations"}, {"measure": "panas"}],
+            "pairing": PAIRING_NOTE,
+            "notes": notes,
+        }
+        write_imported_run(out_dir, frame, manifest)
+        summary = (f"imported {len(paths)} model{'s' if len(paths) != 1 else ''} ({', '.join(backends)}): "
+                   f"{len(frame)} PANAS stage scores, no request made")
+        return summary, [PAIRING_NOTE, *notes]
