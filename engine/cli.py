@@ -248,7 +248,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     if args.dry_run:
         return cmd_plan(args)
-    study = load_study(args.study)
+    study = _with_prompt_variant(args, load_study(args.study))
     require_item_texts(study)
     overridden = _backend_overrides(args, study)
     configs = overridden.configs if overridden.overrides or overridden.origins else None
@@ -276,6 +276,41 @@ def cmd_run(args: argparse.Namespace) -> int:
         return EXIT_LOCKED
     progress.stop()
     return run_outcome(result)
+
+
+def _add_perturb_prompts_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--perturb-prompts", metavar="SET:ID",
+                   help="ask every instrument with its instructions and item texts perturbed by rule ID of a "
+                        "perturbation set (a file, or a shipped one: prompt_noise, haleas7): a run of its own, to "
+                        "compare with the unperturbed run by `psyq sensitivity`")
+
+
+def _with_prompt_variant(args: argparse.Namespace, study):
+    """The study with --perturb-prompts applied (said on stderr), or as it is."""
+    if not getattr(args, "perturb_prompts", None):
+        return study
+    from .prompt_variants import parse_variant, perturb_study_prompts
+
+    set_file, perturbation = parse_variant(args.perturb_prompts)
+    study = perturb_study_prompts(study, set_file, perturbation)
+    v = study.prompt_perturbation
+    print(f"note: prompts perturbed by '{v['perturbation']}' ({v['method']}, seed {v['seed']}) of set '{v['set']}': "
+          "instructions and item texts changed, options and personas not; this is a run of its own "
+          "(compare it with the unperturbed run: psyq sensitivity ORIGINAL THIS_RUN)", file=sys.stderr)
+    return study
+
+
+def cmd_sensitivity(args: argparse.Namespace) -> int:
+    from analysis.prompt_sensitivity import format_sensitivity, sensitivity_of_runs
+
+    table, notes = sensitivity_of_runs(args.original, args.perturbed)
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    print(format_sensitivity(table))
+    if args.out:
+        table.to_csv(args.out, index=False)
+        print(f"{len(table)} rows -> {args.out}", file=sys.stderr)
+    return EXIT_OK
 
 
 def _backend_overrides(args: argparse.Namespace, study):
@@ -313,7 +348,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from .tokenizer import token_counter
     from .usage import read_finished_trials
 
-    study = load_study(args.study)
+    study = _with_prompt_variant(args, load_study(args.study))
     require_item_texts(study)
     prices = _price_table(args, study)
     overridden = _backend_overrides(args, study)
@@ -745,6 +780,8 @@ COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
     "scores": (cmd_scores, "write a run's subscale scores, one row per respondent x repeat x backend "
                            "(a run with stages, or an imported one: one row per stage and situation)"),
     "judge": (cmd_judge, "score a run's free-text answers with a judge model and a rubric"),
+    "sensitivity": (cmd_sensitivity, "prompt sensitivity: pair a run's scores with those of the same study run with "
+                                     "--perturb-prompts, respondent by respondent"),
     "perturb": (cmd_perturb, "add perturbed versions of a run's rating targets (typos, leetspeak, rewrites ...)"),
     "report": (cmd_report, "write an HTML report and a Markdown summary of a run"),
     "import": (cmd_import, "turn a REDCap dictionary, R psych keys or a Qualtrics .qsf into instrument YAML; "
@@ -783,12 +820,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="print the plan (as `psyq plan`) and send nothing")
     _add_backend_override_args(p)
     _add_plan_args(p)
+    _add_perturb_prompts_arg(p)
     p = parsers["plan"]
     p.add_argument("study", help="study YAML file")
     p.add_argument("--runs-dir", default="runs", help="where runs go, to leave out trials already finished "
                                                        "(default: runs/; read only)")
     _add_backend_override_args(p)
     _add_plan_args(p)
+    _add_perturb_prompts_arg(p)
+    p = parsers["sensitivity"]
+    p.add_argument("original", help="run directory of the study as written")
+    p.add_argument("perturbed", nargs="+", help="run directories of the same study with --perturb-prompts")
+    p.add_argument("--out", help="also write the table as CSV to this file")
     parsers["status"].add_argument("--prices", metavar="FILE", help="price table YAML for the cost (default: the "
                                                                     "one recorded in the run's manifest)")
     parsers["status"].add_argument("run", help="run directory (runs/<study>/<run-id>), or a folder of runs "

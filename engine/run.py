@@ -136,6 +136,8 @@ def run_id_for(study: Study, backends: dict[str, HttpBackend], *, legacy: bool =
         key = {"files": sorted(h for p, h in hashes.items() if p != study_file),
                "study": study.spec.model_dump(include={"psyq", "id", "protocol"}), "format": 2}
     key["backends"] = {b: (backend.identity(), config_key(backend)) for b, backend in backends.items()}
+    if study.prompt_perturbation is not None:   # perturbed prompts: another run (absent: ids as before)
+        key["prompt_perturbation"] = study.prompt_perturbation
     return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
@@ -167,6 +169,7 @@ def _manifest(study: Study, backends: dict[str, HttpBackend], run_id: str, plann
         "protocol": study.protocol.model_dump(),
         "seed": study.protocol.seed,
         "trials_planned": planned,
+        **({"prompt_perturbation": study.prompt_perturbation} if study.prompt_perturbation is not None else {}),
         # Only for a staged study, so that the manifests of all other runs stay as they were.
         **({"stages": [stage.model_dump() for stage in study.spec.stages],
             "situations": {"id": study.situations.id, "content_source": study.situations.content_source,

@@ -11,7 +11,7 @@ import hashlib
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -107,6 +107,9 @@ class Study:
     cohort_path: Path
     situations: "SituationSet | None" = None        # the `situations:` set of a staged study
     situations_path: Path | None = None
+    # `psyq run --perturb-prompts` (engine/prompt_variants.py): the rule the instruments' texts went
+    # through; part of the run's identity, None for the study as written.
+    prompt_perturbation: dict[str, Any] | None = None
 
     @property
     def id(self) -> str:

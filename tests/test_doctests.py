@@ -21,7 +21,9 @@ MODULES = ["analysis", "analysis.scores", "analysis.score_table", "analysis.vali
            "engine.importers.qsf", "engine.importers.command", "engine.importers.writer", "engine.yamlhints",
            "analysis.change", "analysis.report_change",
            "engine.kinds.response", "engine.rubric2", "engine.target_judge", "engine.rating_sheet",
-           "engine.importers.replies"]
+           "engine.importers.replies", "engine.ratings", "engine.prompt_variants", "analysis.prompt_sensitivity",
+           "analysis.robustness", "engine.perturbations", "engine.perturb", "analysis.rater_agreement",
+           "analysis.response_comparison", "engine.backends.pool", "engine.imported_run"]
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,114 @@
+"""Prompt sensitivity of respondents: the same study asked as written and with perturbed prompts.
+
+A run made with ``psyq run STUDY --perturb-prompts SET:ID`` (engine/prompt_variants.py) asks the
+same respondents the same instruments, with instructions and item texts through a rule such as
+light typos. Pairing each respondent's subscale score in that run with the same respondent's
+score in the run as written (same backend, repeat, instrument and subscale) gives the paired
+change perturbed − original; a respondent model that reads the question rather than its surface
+shows changes near zero.
+
+Example:
+    >>> orig = pd.DataFrame({"backend_id": "m", "respondent_id": ["a", "b", "c"], "repeat": 0,
+    ...                      "instrument": "iri", "subscale": "PT", "score": [10.0, 12.0, 14.0]})
+    >>> pert = orig.assign(score=[11.0, 12.0, 16.0])
+    >>> row = paired_score_changes(orig, pert, "typos_light").iloc[0]
+    >>> float(row["mean_change"]), round(float(row["share_changed"]), 3)
+    (1.0, 0.667)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from engine.run import open_run_dir
+
+from .robustness import CI_METHOD, mean_change_ci
+from .scores import load_run_scores
+
+PAIR_KEYS = ["backend_id", "respondent_id", "repeat", "instrument", "subscale"]
+SENSITIVITY_COLUMNS = ["variant", "backend_id", "instrument", "subscale", "n_pairs", "n_left_out", "mean_original",
+                       "mean_perturbed", "mean_change", "sd_change", "ci_low", "ci_high", "share_changed",
+                       "share_up", "share_down", "reason"]
+"""One row per variant × backend × instrument × subscale; CI: :data:`analysis.robustness.CI_METHOD`
+with 'pair' meaning one respondent × repeat."""
+
+
+def paired_score_changes(original: pd.DataFrame, perturbed: pd.DataFrame, variant: str) -> pd.DataFrame:
+    """The paired change in subscale score, perturbed − original, per backend × instrument × subscale.
+
+    `original` and `perturbed` are long score tables (:func:`analysis.scores.load_run_scores`).
+    A pair needs a score on both sides; pairs without one are counted in ``n_left_out`` and named
+    in ``reason``, never imputed. Not estimable (no pair, one pair): NaN with the reason.
+    """
+    left = original[PAIR_KEYS + ["score"]].rename(columns={"score": "original"})
+    right = perturbed[PAIR_KEYS + ["score"]].rename(columns={"score": "perturbed"})
+    pairs = left.merge(right, on=PAIR_KEYS, how="outer")
+    rows = []
+    for (backend, instrument, subscale), group in pairs.groupby(["backend_id", "instrument", "subscale"], sort=True):
+        complete = group.dropna(subset=["original", "perturbed"])
+        changes = (complete["perturbed"] - complete["original"]).to_numpy(dtype=float)
+        mean, sd, low, high, reason = mean_change_ci(changes)
+        left_out = len(group) - len(complete)
+        if left_out:
+            note = f"{left_out} respondent(s) × repeat(s) without a score in one of the runs left out"
+            reason = f"{reason}; {note}" if reason else note
+        n = len(changes)
+        rows.append({"variant": variant, "backend_id": backend, "instrument": instrument, "subscale": subscale,
+                     "n_pairs": n, "n_left_out": left_out,
+                     "mean_original": float(complete["original"].mean()) if n else np.nan,
+                     "mean_perturbed": float(complete["perturbed"].mean()) if n else np.nan,
+                     "mean_change": mean, "sd_change": sd, "ci_low": low, "ci_high": high,
+                     "share_changed": float(np.mean(changes != 0)) if n else np.nan,
+                     "share_up": float(np.mean(changes > 0)) if n else np.nan,
+                     "share_down": float(np.mean(changes < 0)) if n else np.nan, "reason": reason or ""})
+    return pd.DataFrame(rows, columns=SENSITIVITY_COLUMNS)
+
+
+def sensitivity_of_runs(original: str | Path, perturbed: Sequence[str | Path]) -> tuple[pd.DataFrame, list[str]]:
+    """Read the runs and pair their scores (:func:`paired_score_changes`), with notes on anything
+    that makes the comparison weaker (another study, another backend identity, a run not perturbed).
+
+    Example:
+        >>> table, notes = sensitivity_of_runs("runs/quickstart/ab12", ["runs/quickstart/cd34"])  # doctest: +SKIP
+    """
+    base = open_run_dir(original).read_manifest()
+    notes = [f"intervals: {CI_METHOD.replace('original reply', 'respondent × repeat')}"]
+    if base.get("prompt_perturbation"):
+        notes.append(f"{original} is itself a perturbed run ({base['prompt_perturbation']['perturbation']}); "
+                     "the changes are relative to it")
+    base_scores = load_run_scores(original)
+    frames = []
+    for path in perturbed:
+        manifest = open_run_dir(path).read_manifest()
+        variant = (manifest.get("prompt_perturbation") or {}).get("perturbation")
+        if variant is None:
+            notes.append(f"{path} was not run with --perturb-prompts: compared as variant 'unperturbed'")
+            variant = "unperturbed"
+        if manifest.get("study") != base.get("study"):
+            notes.append(f"{path} is a run of study '{manifest.get('study')}', not '{base.get('study')}'")
+        same = {b: v.get("identity") for b, v in manifest.get("backends", {}).items()} == \
+            {b: v.get("identity") for b, v in base.get("backends", {}).items()}
+        if not same:
+            notes.append(f"{path}: its backends are not those of {original} (model or settings differ), so "
+                         "the change mixes the prompt with the backend")
+        frames.append(paired_score_changes(base_scores, load_run_scores(path), variant))
+    return pd.concat(frames, ignore_index=True), notes
+
+
+def format_sensitivity(table: pd.DataFrame) -> str:
+    """The table as aligned plain text (numbers to 3 decimals; 'not estimable' where NaN)."""
+    def num(x: float) -> str:
+        return "not estimable" if pd.isna(x) else f"{x:.3f}"
+
+    lines = ["variant  backend  instrument  subscale  n  original  perturbed  change [95% CI]  changed"]
+    for r in table.itertuples():
+        ci = f"[{num(r.ci_low)}, {num(r.ci_high)}]" if not pd.isna(r.ci_low) else "[no CI]"
+        lines.append(f"{r.variant}  {r.backend_id}  {r.instrument}  {r.subscale}  {r.n_pairs}  {num(r.mean_original)}"
+                     f"  {num(r.mean_perturbed)}  {num(r.mean_change)} {ci}  "
+                     f"{num(r.share_changed * 100) if not pd.isna(r.share_changed) else 'n/a'} %"
+                     + (f"  ({r.reason})" if r.reason else ""))
+    return "\n".join(lines)
