@@ -76,7 +76,7 @@ def score(instrument: Instrument, answers: pd.DataFrame) -> pd.DataFrame:
         "n_answered": answered.ravel().astype(int),
         "n_items": np.tile(n_items, n_resp).astype(int),
         "prorated": (~np.isnan(wide) & (answered < n_items)).ravel(),
-    })
+    }, copy=False)   # the arrays are new: no second copy of a million respondents' rows
 
 
 def _repeat_each(index: pd.Index, times: int) -> np.ndarray | pd.api.extensions.ExtensionArray:
