@@ -631,26 +631,63 @@ def _assign(instrument: Instrument, sample: NormSample, subscale_id: str, group_
     return cache[key]
 
 
-def _matched_groups(sample: NormSample, block: pd.DataFrame,
-                    attributes: list[str]) -> tuple[np.ndarray, list[str | None]]:
-    """Each row's code of its distinct combination of attribute values, and each combination's
-    norm group id (or None): a million respondents share a handful of combinations, matched once."""
+def _attribute_combinations(block: pd.DataFrame, attributes: list[str]) -> tuple[np.ndarray, list[dict[str, Any]]]:
+    """Each row's code of its distinct combination of attribute values (numbered by first
+    appearance, missing values a value of their own) and each combination's values (its first row).
+
+    One hash pass per column on integer codes instead of a group-by over the string columns.
+    """
     if not attributes:
-        return np.zeros(len(block), dtype=np.intp), [match_group(sample, {})]
-    # Object columns may mix types that hash alike (True and 1) but read differently: key on text.
-    keys = block[attributes].apply(lambda c: c.astype(str) if c.dtype == object else c)
-    codes = keys.groupby(attributes, sort=False, dropna=False).ngroup().to_numpy()
-    first = pd.Series(np.arange(len(block))).groupby(codes).first().to_numpy()
-    return codes, [match_group(sample, rec) for rec in block[attributes].iloc[first].to_dict("records")]
+        return np.zeros(len(block), dtype=np.int16), [{}]
+    codes = None
+    for name in attributes:
+        column = block[name]
+        # Object columns may mix types that hash alike (True and 1) but read differently: key on text.
+        column_codes, uniques = pd.factorize(column.astype(str) if column.dtype == object else column,
+                                             use_na_sentinel=False)
+        codes = column_codes if codes is None else pd.factorize(codes * len(uniques) + column_codes)[0]
+    n_combinations = int(codes.max()) + 1 if codes.size else 0
+    if n_combinations <= 64:    # a handful: one scan each beats hashing a million codes
+        first = np.array([np.argmax(codes == k) for k in range(n_combinations)], dtype=np.intp)
+    else:
+        first = pd.Series(codes).drop_duplicates().index.to_numpy()   # combination k first appears at first[k]
+    return _small(codes), block[attributes].iloc[first].to_dict("records")
+
+
+def _small(codes: np.ndarray) -> np.ndarray:
+    """`codes` (0 … k − 1, or −1) in 16 bits when k allows: a quarter of the memory per million rows."""
+    return codes.astype(np.int16) if codes.size and int(codes.max()) < np.iinfo(np.int16).max else codes
+
+
+def _blocks(people: pd.DataFrame) -> list[tuple[tuple[Any, Any], np.ndarray | slice]]:
+    """(backend_id, instrument) -> its rows, in the order of ``groupby(..., sort=True)`` (rows with
+    a missing key left out), found with integer codes: a group-by over millions of strings is slow."""
+    backends, insts = people["backend_id"].unique(), people["instrument"].unique()
+    if len(backends) == 1 and len(insts) == 1 and not pd.isna(backends[0]) and not pd.isna(insts[0]):
+        return [((backends[0], insts[0]), slice(None))]   # the usual case: no codes, no copy of the rows
+    backend_codes, backends = pd.factorize(people["backend_id"])
+    inst_codes, insts = pd.factorize(people["instrument"])
+    keyed = (backend_codes >= 0) & (inst_codes >= 0)
+    pair = backend_codes * len(insts) + inst_codes
+    codes = pd.unique(pair[keyed])
+    blocks = [((backends[code // len(insts)], insts[code % len(insts)]), np.flatnonzero(keyed & (pair == code)))
+              for code in codes]
+    return sorted(blocks, key=lambda block: block[0])
 
 
 def _respondent_means(scores: pd.DataFrame) -> pd.DataFrame:
-    """One row per respondent × instrument × subscale: the score averaged over repeats."""
+    """One row per respondent × instrument × subscale: the score averaged over repeats.
+
+    Rows whose score is missing stay in when there is one repeat (its score is then already the
+    mean; the caller leaves missing scores out by position): filtering a million rows of string
+    columns costs more than the whole comparison. With repeats they are left out of the mean.
+    """
     attributes = _attribute_columns(scores)
     keys = ["backend_id", "model", "respondent_id", "instrument", "subscale"]
+    if "repeat" in scores.columns and (scores["repeat"].nunique() <= 1 or pd.Series(
+            scores["repeat"].to_numpy()[scores["score"].notna().to_numpy()]).nunique() <= 1):
+        return scores[keys + ["score"] + attributes]   # one row each already; selecting columns copies nothing
     answered = scores.dropna(subset=["score"])
-    if "repeat" in answered.columns and answered["repeat"].nunique() <= 1:
-        return answered[keys + ["score"] + attributes].reset_index(drop=True)   # one row each already
     aggregations = {"score": ("score", "mean")} | {a: (a, "first") for a in attributes}
     return answered.groupby(keys, sort=False, dropna=False).agg(**aggregations).reset_index()
 
@@ -805,27 +842,39 @@ def compare_with_norms(scores: pd.DataFrame, instruments: Mapping[str, Instrumen
     attributes = _attribute_columns(scores)
     rows: list[dict[str, Any]] = []
     cache: dict = {}
-    for (backend, inst_id), block in people.groupby(["backend_id", "instrument"], sort=True):
+    combination_codes, combinations = _attribute_combinations(people, attributes)
+    all_sub_codes, all_sub_ids = pd.factorize(people["subscale"])
+    all_sub_codes = _small(all_sub_codes)
+    all_values = people["score"].to_numpy(dtype=float)
+    for (backend, inst_id), rows_at in _blocks(people):
         instrument = instruments[inst_id]
-        sub_codes, sub_ids = pd.factorize(block["subscale"])
-        values = block["score"].to_numpy(dtype=float)
+        sub_codes, values, block_codes = all_sub_codes[rows_at], all_values[rows_at], combination_codes[rows_at]
+        sub_index = {sub_id: k for k, sub_id in enumerate(all_sub_ids)}
+        answered = ~np.isnan(values)   # missing scores (one repeat) are left out
         for sample in chosen[inst_id]:
             # Integer codes for subscales and matched groups: comparing millions of strings is slow.
-            group_codes, group_ids = _matched_groups(sample, block, attributes)
+            group_ids = [match_group(sample, rec) for rec in combinations]
             order = {g.id: i for i, g in enumerate(sample.groups)} | {POOLED: len(sample.groups)}
             for subscale in instrument.subscales:
-                in_subscale = sub_codes == (list(sub_ids).index(subscale.id) if subscale.id in set(sub_ids) else -2)
-                assigned: dict[str, tuple[NormStats, list[np.ndarray]]] = {}
-                for code in np.unique(group_codes[in_subscale]):
+                in_subscale = (sub_codes == sub_index.get(subscale.id, -2)) & answered
+                sub_values, sub_groups = values[in_subscale], block_codes[in_subscale]
+                # Each combination present -> its row label (None: no norm); rows keep their order.
+                labels: list[str] = []
+                norms: dict[str, NormStats] = {}
+                label_of = np.full(len(combinations), -1, dtype=np.intp)
+                for code in np.flatnonzero(np.bincount(sub_groups, minlength=len(combinations))):
                     hit = _assign(instrument, sample, subscale.id, group_ids[code], cache)
                     if hit is not None:
-                        assigned.setdefault(hit[0], (hit[1], []))[1].append(values[in_subscale & (group_codes == code)])
-                for label in sorted(assigned, key=order.__getitem__):
-                    norm, parts = assigned[label]
+                        if hit[0] not in norms:
+                            norms[hit[0]] = hit[1]
+                            labels.append(hit[0])
+                        label_of[code] = labels.index(hit[0])
+                row_labels = label_of[sub_groups]
+                for label in sorted(labels, key=order.__getitem__):
                     rows.append({"backend_id": backend, "instrument": inst_id, "subscale": subscale.id,
                                  "norm_sample": sample.id, "norm_group": label,
-                                 "norm_derived": norm.derived, "norm_verified": sample.verified}
-                                | _compare(np.concatenate(parts), norm, bound, alpha))
+                                 "norm_derived": norms[label].derived, "norm_verified": sample.verified}
+                                | _compare(sub_values[row_labels == labels.index(label)], norms[label], bound, alpha))
     table = pd.DataFrame(rows, columns=[c for c in COLUMNS if c not in ("p_adj", "reading")])
     p = table["p"].to_numpy(dtype=float)
     tested = np.isfinite(p)

@@ -15,7 +15,7 @@ reference note's size, where that start-up is a larger share.
 Every measurement runs in a fresh process; repetitions are interleaved (all clients at all
 concurrencies, then again) so that a burst of load from elsewhere does not hit one client only.
 Reports the median rate of each and psyq's ratio to each loop; targets at c = 64: psyq ≥ 0.8 ×
-httpx-aiohttp and ≥ 0.4 × aiohttp.
+httpx-aiohttp and ≥ 0.6 × aiohttp (issue 16; it was 0.4).
 
     python bench/overhead.py [--concurrency 1 16 64 256] [--reps 3] [--requests 3000]
                              [--profile 64]   # also write a pyinstrument profile of psyq at c=64
@@ -38,7 +38,7 @@ from common import (BENCH, IRI, PYTHON, RESULTS, fast_stub, median, run_json, sa
                     write_study)
 
 CLIENTS = ("httpx", "httpx-aiohttp", "aiohttp", "psyq")
-TARGETS = {"httpx-aiohttp": 0.8, "aiohttp": 0.4}   # psyq / loop at c = 64
+TARGETS = {"httpx-aiohttp": 0.8, "aiohttp": 0.6}   # psyq / loop at c = 64 (issue 16: 0.6, was 0.4)
 ITEMS_PER_RESPONDENT = 28                          # the IRI
 
 

@@ -11,7 +11,9 @@ and are compared with the pooled norm). Timed, separately and in total:
 3. ``compare_with_norms``: matching to norm groups, Welch t, Hedges g, TOST, Holm.
 
 Peak memory: the process's peak resident set (``ru_maxrss``, imports and the input included)
-and the rise over the resident set just before scoring. Target: 10⁶ in under 2 s and 1 GiB.
+and the rise over the resident set just before scoring (the float64 input and the imports alone
+hold ~0.5 GiB). Target: 10⁶ in under 1 s and 0.5 GiB of rise. CPU time is reported too: the
+machine is shared, and wall time under load overstates.
 
     python bench/scoring_scale.py [--sizes 10000 100000 1000000] [--reps 3]
 """
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import sys
 import time
@@ -62,25 +65,30 @@ def make_answers(n: int, seed: int = 1) -> tuple[Any, Any]:
 def one_size(n: int) -> dict[str, Any]:
     """Score and compare `n` respondents once; times and memory (run in a fresh process)."""
     import numpy as np
+    import pandas as pd
     from analysis.norms import compare_with_norms
     from engine.instrument import load_instrument
     from engine.scoring import score
     iri = load_instrument(IRI)
     answers, gender = make_answers(n)
     before = rss_bytes()
-    t0 = time.perf_counter()
+    c0, t0 = time.process_time(), time.perf_counter()
     scores = score(iri, answers)
-    t1 = time.perf_counter()
+    c1, t1 = time.process_time(), time.perf_counter()
     n_sub = len(iri.rating_subscales)
     scores.insert(0, "backend_id", "human")
     scores.insert(1, "model", "none")
     scores.insert(3, "repeat", 0)
-    scores["gender"] = np.repeat(gender, n_sub)
+    # Each respondent's gender on its subscale rows, taken by position from one string array (as
+    # pandas joins an attribute); np.repeat of a str array then converted to Arrow costs ~1 s more.
+    scores["gender"] = pd.Series(gender, dtype="str").array.take(np.repeat(np.arange(n), n_sub))
     scores.insert(4, "instrument", "iri")
-    t2 = time.perf_counter()
+    c2, t2 = time.process_time(), time.perf_counter()
     table_ = compare_with_norms(scores, {"iri": iri})
-    t3 = time.perf_counter()
+    c3, t3 = time.process_time(), time.perf_counter()
     return {"n": n, "score_s": t1 - t0, "attach_s": t2 - t1, "compare_s": t3 - t2, "total_s": t3 - t0,
+            "score_compare_s": (t1 - t0) + (t3 - t2), "score_compare_cpu_s": (c1 - c0) + (c3 - c2),
+            "total_cpu_s": c3 - c0, "load_1min": os.getloadavg()[0],
             "peak_rss_gib": peak_rss_bytes() / GIB, "rss_before_gib": before / GIB,
             "peak_rise_gib": (peak_rss_bytes() - before) / GIB, "rows_compared": len(table_),
             "groups": sorted(table_["norm_group"].unique().tolist())}
@@ -99,10 +107,13 @@ def main(argv: list[str] | None = None) -> int:
     for n in args.sizes:
         runs = [run_json([PYTHON, __file__, "--one", str(n)], timeout=1800) for _ in range(args.reps)]
         results[n] = {"runs": runs, **{k: median([r[k] for r in runs]) for k in
-                                       ("score_s", "attach_s", "compare_s", "total_s", "peak_rss_gib", "peak_rise_gib")}}
+                                       ("score_s", "attach_s", "compare_s", "total_s", "score_compare_s",
+                                                        "score_compare_cpu_s", "total_cpu_s", "load_1min",
+                                                        "peak_rss_gib", "peak_rise_gib")}}
         r = results[n]
         print(f"n={n:>9,}: score {r['score_s']:.3f} s, attach {r['attach_s']:.3f} s, compare {r['compare_s']:.3f} s, "
-              f"total {r['total_s']:.3f} s; peak RSS {r['peak_rss_gib']:.2f} GiB (rise {r['peak_rise_gib']:.2f})",
+              f"total {r['total_s']:.3f} s (CPU {r['total_cpu_s']:.3f} s; score + compare {r['score_compare_s']:.3f} s, "
+              f"CPU {r['score_compare_cpu_s']:.3f} s; load {r['load_1min']:.1f}); peak RSS {r['peak_rss_gib']:.2f} GiB (rise {r['peak_rise_gib']:.2f})",
               flush=True)
     print()
     print(table([[f"{n:,}", f"{r['score_s']:.3f}", f"{r['compare_s']:.3f}", f"{r['total_s']:.3f}",
@@ -110,9 +121,9 @@ def main(argv: list[str] | None = None) -> int:
                 ["respondents", "score s", "compare s", "total s", "peak RSS GiB", "rise GiB"]))
     if 1_000_000 in results:
         r = results[1_000_000]
-        met = r["total_s"] < 2 and r["peak_rss_gib"] < 1
-        print(f"10^6: {r['total_s']:.2f} s (target < 2), peak {r['peak_rss_gib']:.2f} GiB (target < 1) "
-              f"{'MET' if met else 'MISSED'}")
+        met = r["total_s"] < 1 and r["peak_rise_gib"] < 0.5
+        print(f"10^6: {r['total_s']:.2f} s (target < 1), rise {r['peak_rise_gib']:.2f} GiB (target < 0.5; peak "
+              f"{r['peak_rss_gib']:.2f} GiB with the float64 input) {'MET' if met else 'MISSED'}")
     print(f"-> {save_results('scoring', {'results': results})}")
     return 0
 

@@ -29,6 +29,8 @@ class RunProgress:
         self.backends: dict[str, HttpBackend] = {}
         self.missing: dict[str, int] = {}
         self._shown: dict[str, float] = {}   # when each backend's rate and health text were last set
+        self._advanced: dict[str, float] = {}   # when each backend's bar was last advanced
+        self._pending: dict[str, int] = {}   # trials finished since then
 
     def start(self, backends: dict[str, HttpBackend], totals: dict[str, int], already: dict[str, int]) -> None:
         self.backends = backends
@@ -41,14 +43,20 @@ class RunProgress:
     def trial(self, backend_id: str, record: TrialRecord) -> None:
         if record.status != "answered":
             self.missing[backend_id] += 1
+        self._pending[backend_id] = self._pending.get(backend_id, 0) + 1
         now = time.monotonic()
-        # rich's Task.speed sums up to 1,000 samples: recompute the text at most 5 times a second
-        # (rich redraws 10 times a second anyway), not per trial (bench/RESULTS.md, section 1c).
+        # rich's update takes a lock and keeps a sample per call, and Task.speed sums up to 1,000
+        # samples: hand rich the trials finished every 20 ms and recompute the text at most 5
+        # times a second (rich redraws 10 times a second anyway), not per trial (bench/RESULTS.md).
+        if now - self._advanced.get(backend_id, 0.0) < 0.02:
+            return
+        self._advanced[backend_id] = now
+        advance, self._pending[backend_id] = self._pending[backend_id], 0
         if now - self._shown.get(backend_id, 0.0) >= 0.2:
             self._shown[backend_id] = now
-            self.progress.update(self.tasks[backend_id], advance=1, **self._fields(backend_id))
+            self.progress.update(self.tasks[backend_id], advance=advance, **self._fields(backend_id))
         else:
-            self.progress.update(self.tasks[backend_id], advance=1)
+            self.progress.update(self.tasks[backend_id], advance=advance)
 
     def _fields(self, backend_id: str) -> dict[str, str]:
         stats = self.backends[backend_id].stats
@@ -58,5 +66,5 @@ class RunProgress:
 
     def stop(self) -> None:
         for backend_id, task in self.tasks.items():    # the last counts shown are exact
-            self.progress.update(task, **self._fields(backend_id))
+            self.progress.update(task, advance=self._pending.pop(backend_id, 0), **self._fields(backend_id))
         self.progress.stop()

@@ -70,13 +70,29 @@ def score(instrument: Instrument, answers: pd.DataFrame) -> pd.DataFrame:
     n_items = membership_matrix(instrument).sum(axis=0).to_numpy()
     n_resp = len(answers.index)
     return pd.DataFrame({
-        "respondent_id": np.repeat(answers.index.to_numpy(), len(subs)),
-        "subscale": np.tile(subs, n_resp),
+        "respondent_id": _repeat_each(answers.index, len(subs)),
+        "subscale": _tile(subs, n_resp),
         "score": wide.ravel(),
         "n_answered": answered.ravel().astype(int),
         "n_items": np.tile(n_items, n_resp).astype(int),
         "prorated": (~np.isnan(wide) & (answered < n_items)).ravel(),
-    })
+    }, copy=False)   # the arrays are new: no second copy of a million respondents' rows
+
+
+def _repeat_each(index: pd.Index, times: int) -> np.ndarray | pd.api.extensions.ExtensionArray:
+    """Every label of `index` `times` times in a row (np.repeat), keeping a string index's dtype.
+
+    A string index repeated through Python objects costs a second per million respondents (each
+    object converted back to Arrow); taking positions from the Arrow array stays in C.
+    """
+    if isinstance(index.dtype, pd.StringDtype):
+        return index.array.take(np.repeat(np.arange(len(index)), times))
+    return np.repeat(index.to_numpy(), times)
+
+
+def _tile(labels: list[str], times: int) -> pd.api.extensions.ExtensionArray:
+    """`labels` repeated `times` times (np.tile), in the dtype pandas gives a column of strings."""
+    return pd.Series(labels).array.take(np.tile(np.arange(len(labels)), times))
 
 
 def score_wide(instrument: Instrument, answers: pd.DataFrame) -> pd.DataFrame:
@@ -86,11 +102,8 @@ def score_wide(instrument: Instrument, answers: pd.DataFrame) -> pd.DataFrame:
 
 
 def _score_arrays(instrument: Instrument, answers: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    keyed = keyed_answers(instrument, answers).to_numpy()
+    sums, answered = _keyed_sums(instrument, answers)
     member = membership_matrix(instrument).to_numpy()
-    present = ~np.isnan(keyed)
-    sums = np.where(present, keyed, 0.0) @ member
-    answered = present.astype(float) @ member
     n_items = member.sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
         means = sums / answered
@@ -100,3 +113,32 @@ def _score_arrays(instrument: Instrument, answers: pd.DataFrame) -> tuple[np.nda
     minimum = np.array([instrument.min_answered(s) for s in instrument.rating_subscales])
     scores = np.where(answered >= minimum, scores, np.nan)
     return scores, answered
+
+
+def _keyed_sums(instrument: Instrument, answers: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Per respondent and subscale: the sum of the answered items after reverse keying, and how
+    many were answered (both respondents × subscales, float).
+
+    The same numbers as ``keyed_answers(...) @ membership`` with missing answers counted as 0,
+    computed one subscale's columns at a time: at a million respondents the whole keyed table and
+    its temporaries cost about a GiB, one subscale's columns a few tens of MB.
+    """
+    items = instrument.rating_items
+    subscales = instrument.rating_subscales
+    raw = answers.reindex(columns=[item.id for item in items]).to_numpy(dtype=float)   # a view when it can be
+    flip = np.array([item.reverse for item in items], dtype=bool)
+    sums = np.zeros((raw.shape[0], len(subscales)))
+    answered = np.zeros((raw.shape[0], len(subscales)))
+    for j, subscale in enumerate(subscales):
+        columns = np.array([i for i, item in enumerate(items) if subscale.id in item.subscales], dtype=np.intp)
+        if columns.size == 0:
+            continue
+        block = raw[:, columns]                      # a copy: reversed and zero-filled in place
+        reversed_ = flip[columns]
+        if reversed_.any():
+            block[:, reversed_] = reverse_key(block[:, reversed_], instrument.scale_min, instrument.scale_max)
+        missing = np.isnan(block)
+        block[missing] = 0.0
+        sums[:, j] = block.sum(axis=1)
+        answered[:, j] = columns.size - missing.sum(axis=1)
+    return sums, answered
