@@ -136,8 +136,9 @@ def robustness_chart(table: pd.DataFrame) -> Figure:
             r = cell.iloc[0]
             if not _finite(r["mean_change"]):
                 # Said on the row (the reason is in the table): a blank row would read as "no change".
-                note = ax.annotate(f"{dim}: not estimable (n = {int(r['n_pairs'])})", (0, y + offsets[d]),
-                                   xytext=(6, 0), textcoords="offset points", va="center", fontsize=8,
+                # From the left edge of the axes, so the note stays inside the figure however wide.
+                note = ax.annotate(f"{dim}: not estimable (n = {int(r['n_pairs'])})", (0.01, y + offsets[d]),
+                                   xycoords=("axes fraction", "data"), va="center", fontsize=8,
                                    color=style["color"], gid=f"robustness-missing:{row}:{dim}")
                 note.set_in_layout(False)
                 continue

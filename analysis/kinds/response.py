@@ -266,6 +266,17 @@ def source_means_plot(desc: pd.DataFrame) -> Figure:
                         label=source, **_style(i))
         ax.set_xticks(x, dims, rotation=20)
         ax.set_xlim(-0.6, len(dims) - 0.4)
+        # Levels are whole numbers, so every mean lies within [floor(min), ceil(max)] of the means:
+        # an interval of a few replies reaching far beyond the scale is cut there (and said), so
+        # that it does not flatten the means of the others.
+        means = rows["mean"].to_numpy(dtype=float)
+        if np.isfinite(means).any():
+            lo, hi = np.floor(np.nanmin(means)) - 0.3, np.ceil(np.nanmax(means)) + 0.3
+            if np.nanmin(rows["mean_ci_low"].to_numpy(dtype=float), initial=lo) < lo or \
+                    np.nanmax(rows["mean_ci_high"].to_numpy(dtype=float), initial=hi) > hi:
+                ax.set_ylim(lo, hi)
+                ax.annotate("some intervals cut at the edge (full values in the table)", (0.01, 0.01),
+                            xycoords="axes fraction", fontsize=7, color="0.35")
         ax.set_title(f"{rubric}, {kind}s", fontsize=10)
         ax.set_ylabel("mean level")
     handles, labels = axes[0].get_legend_handles_labels()
@@ -309,6 +320,14 @@ def agreement_plot(icc: pd.DataFrame, alpha: pd.DataFrame) -> Figure:
         ax.set_xlim(-0.6, max(len(labels), 1) - 0.4)
         ax.set_title(title, fontsize=10)
     axes[0].set_ylabel("agreement")
+    # Agreement of 1 is perfect and 0 chance; an ICC(2,k) interval from few replies can reach far
+    # below −1, which would flatten every other point: shown from −1 to 1, cut there and said.
+    bounds = pd.concat([icc.get("ci_low", pd.Series(dtype=float)), icc.get("icc", pd.Series(dtype=float)),
+                        alpha.get("alpha", pd.Series(dtype=float))]).to_numpy(dtype=float)
+    if np.isfinite(bounds).any() and np.nanmin(bounds) < -1.05:
+        axes[0].set_ylim(-1.1, 1.1)
+        axes[0].annotate("values and intervals below −1 cut at the edge (see the table)", (0.01, 0.01),
+                         xycoords="axes fraction", fontsize=7, color="0.35")
     handles, names = axes[0].get_legend_handles_labels()
     fig.legend(handles, names, loc="outside upper center", ncols=3, frameon=False, title="raters")
     return fig
