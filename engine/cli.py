@@ -567,7 +567,6 @@ RUBRICS = Path(__file__).resolve().parents[1] / "instruments" / "rubrics"
 def cmd_judge(args: argparse.Namespace) -> int:
     import asyncio
 
-    from .backends import BackendConfig
     from .judge import judge_run, load_rubric
     from .runlock import RunLocked
 
@@ -580,15 +579,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
         rubric = load_multi_rubric(rubric_path)
     else:
         rubric = load_rubric(rubric_path)
-    if bool(args.base_url) != bool(args.model):
-        raise InputError.single(args.run, "--base-url and --model go together")
-    if args.base_url:
-        from .run import check_command_line_backend
-        check_command_line_backend(args.base_url, args.api_key_env)
-        config = BackendConfig(id=args.judge_id, kind="openai", base_url=args.base_url, model=args.model,
-                               api_key_env=args.api_key_env, temperature=0.0)
-    else:
-        config = BackendConfig(id=args.judge_id, kind="local", temperature=0.0)
+    config = _helper_backend(args, args.judge_id)
     answer = args.answer or ("logprobs" if config.kind == "local" else "json")
     if multi:
         return _judge_targets(args, config, rubric, answer)
@@ -618,6 +609,22 @@ def cmd_judge(args: argparse.Namespace) -> int:
 PERTURBATIONS = Path(__file__).resolve().parents[1] / "instruments" / "perturbations"
 
 
+def _helper_backend(args: argparse.Namespace, backend_id: str):
+    """The backend a judge or a rewriter uses: --base-url/--model/--api-key-env, else the local
+    model; temperature 0 (the same text gets the same level or rewrite)."""
+    from .backends import BackendConfig
+
+    if bool(args.base_url) != bool(args.model):
+        raise InputError.single(args.run, "--base-url and --model go together")
+    if not args.base_url:
+        return BackendConfig(id=backend_id, kind="local", temperature=0.0)
+    from .run import check_command_line_backend
+
+    check_command_line_backend(args.base_url, args.api_key_env)
+    return BackendConfig(id=backend_id, kind="openai", base_url=args.base_url, model=args.model,
+                         api_key_env=args.api_key_env, temperature=0.0)
+
+
 def _add_perturb_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", help="run directory (runs/<study>/<run-id>)")
     p.add_argument("--set", required=True, dest="set_file",
@@ -632,7 +639,6 @@ def _add_perturb_args(p: argparse.ArgumentParser) -> None:
 def cmd_perturb(args: argparse.Namespace) -> int:
     import asyncio
 
-    from .backends import BackendConfig
     from .perturb import perturb_run
     from .perturbations import load_perturbations
     from .runlock import RunLocked
@@ -642,15 +648,7 @@ def cmd_perturb(args: argparse.Namespace) -> int:
         set_path = PERTURBATIONS / f"{args.set_file}.yaml"   # a shipped set by name
     pset = load_perturbations(set_path)
     only = [o.strip() for o in args.only.split(",") if o.strip()] if args.only else None
-    if bool(args.base_url) != bool(args.model):
-        raise InputError.single(args.run, "--base-url and --model go together")
-    if args.base_url:
-        from .run import check_command_line_backend
-        check_command_line_backend(args.base_url, args.api_key_env)
-        config = BackendConfig(id=args.rewriter_id, kind="openai", base_url=args.base_url, model=args.model,
-                               api_key_env=args.api_key_env, temperature=0.0)
-    else:
-        config = BackendConfig(id=args.rewriter_id, kind="local", temperature=0.0)
+    config = _helper_backend(args, args.rewriter_id)
     try:
         result = asyncio.run(perturb_run(args.run, pset, config, only=only, log=lambda m: print(m, file=sys.stderr)))
     except KeyboardInterrupt:

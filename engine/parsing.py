@@ -721,7 +721,7 @@ def text_part(text: str | None) -> ParsedText:
         return ParsedText(None, "empty", "no answer for this question")
     text = str(text).strip()
     if is_refusal(text):
-        return ParsedText(text, "refusal", "the answer declines to describe feelings")
+        return ParsedText(text, "refusal", "the answer is a refusal (it declines to answer)")
     return ParsedText(text, "answered")
 
 
