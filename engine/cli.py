@@ -750,7 +750,7 @@ def cmd_rating_sheet(args: argparse.Namespace) -> int:
 
     rubric = find_multi_rubric(args.rubric)
     try:
-        n = write_rating_sheet(args.run, args.out, rubric, seed=args.seed)
+        n = write_rating_sheet(args.run, args.out, rubric, seed=args.seed, with_perturbed=args.with_perturbed)
     except RunLocked as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_LOCKED
@@ -882,6 +882,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rubric", required=True, help="rubric/2 file or shipped name whose dimensions are rated "
                                                    "(e.g. empathy_ceb)")
     p.add_argument("--seed", type=int, default=0, help="seed of the shuffled row order (default: 0)")
+    p.add_argument("--with-perturbed", action="store_true",
+                   help="also list the perturbed texts of psyq perturb (left out by default)")
     from .importers.command import add_arguments as add_import_arguments   # one sub-command per format
     add_import_arguments(parsers["import"])
     return parser

@@ -38,6 +38,7 @@ from .ratings import RatingTarget, open_ratings, put_targets
 from .run import open_run_dir
 from .runlock import RunLock
 from .store import RunStore
+from .target_judge import sync_persona_targets
 
 LOG_SCHEMA = """
 CREATE TABLE IF NOT EXISTS perturbation_log (
@@ -132,25 +133,7 @@ def original_targets(store: RunStore) -> list[RatingTarget]:
             for key, source, instrument, item_id, text, trial_id, reply_id, detail in rows]
 
 
-PERSONA_REPLIES = """
-SELECT a.trial_id, t.instrument_id AS instrument, a.item_id, a.text
-FROM answers a JOIN trials t USING (trial_id) WHERE a.text IS NOT NULL AND TRIM(a.text) != ''
-ORDER BY a.trial_id, a.item_id
-"""
 
-
-def sync_persona_replies(store: RunStore, instruments: Mapping[str, Any]) -> int:
-    """Add the persona replies (free-text answers to items of kind ``response``) as rating
-    targets when the run has none yet; returns how many were added. (``psyq judge`` does the
-    same; this copy lets ``psyq perturb`` run first.)"""
-    open_ratings(store)
-    if store.db.execute("SELECT 1 FROM rating_targets WHERE source = 'persona' LIMIT 1").fetchone():
-        return 0
-    answers = pd.read_sql_query(PERSONA_REPLIES, store.db)
-    response_items = {(inst_id, item.id) for inst_id, inst in instruments.items() for item in inst.items
-                      if getattr(item, "kind", None) == "response"}
-    return put_targets(store, [RatingTarget.persona(r.trial_id, r.item_id, instrument=r.instrument, text=r.text)
-                               for r in answers.itertuples() if (r.instrument, r.item_id) in response_items])
 
 
 def check_specs(log: pd.DataFrame, set_id: str, perturbations: list[Perturbation]) -> None:
@@ -258,7 +241,7 @@ async def perturb_run(run_path: str | Path, pset: PerturbationSet, config: Backe
     instruments = run_instruments(run)
     with RunLock(run.path), RunStore(run.database) as store:
         open_log(store)
-        added = sync_persona_replies(store, instruments)
+        added = sync_persona_targets(store, instruments)   # as psyq judge does: perturb may come first
         check_specs(read_log(store), pset.id, chosen)
         originals = original_targets(store)
         done = {(r.original_id, r.perturbation) for r in read_log(store).itertuples() if r.status in FINISHED}

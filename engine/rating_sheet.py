@@ -1,7 +1,8 @@
 """A blind rating sheet: every rating target of a run, for people to rate on a rubric's dimensions.
 
-``psyq rating-sheet RUN OUT.csv --rubric empathy_ceb [--seed N]`` writes one row per target
-(persona replies, reference replies, perturbed texts), in an order shuffled with the seed,
+``psyq rating-sheet RUN OUT.csv --rubric empathy_ceb [--seed N] [--with-perturbed]`` writes one
+row per target (persona and reference replies; perturbed texts only with ``--with-perturbed``:
+people's time is dear, and robustness is usually asked of judges), in an order shuffled with the seed,
 with columns ``rater_id`` (for the rater to fill in), ``response_id``, ``message`` (the
 help-seeker's message, with its context in brackets when the item has one), ``reply`` (the text
 to rate) and one empty column per dimension of the rubric. Nothing says where a text came from.
@@ -44,8 +45,10 @@ def sheet_rows(targets: pd.DataFrame, instruments: Mapping[str, Instrument], dim
     return rows
 
 
-def write_rating_sheet(run_path: str | Path, out: str | Path, rubric: MultiRubric, seed: int = 0) -> int:
-    """Add the run's persona replies to its targets, then write the blind sheet; returns its rows."""
+def write_rating_sheet(run_path: str | Path, out: str | Path, rubric: MultiRubric, seed: int = 0,
+                       with_perturbed: bool = False) -> int:
+    """Add the run's persona replies to its targets, then write the blind sheet (perturbed texts
+    left out unless `with_perturbed`); returns its rows."""
     from .export import run_instruments
     from .ratings import read_targets
     from .run import open_run_dir
@@ -58,6 +61,8 @@ def write_rating_sheet(run_path: str | Path, out: str | Path, rubric: MultiRubri
     with RunLock(run.path), RunStore(run.database) as store:
         sync_persona_targets(store, instruments)
         targets = read_targets(store)
+    if not with_perturbed:
+        targets = targets[targets["perturbation"].isna()]
     rows = sheet_rows(targets, instruments, rubric.dimension_ids, seed)
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=FIXED_COLUMNS + rubric.dimension_ids, lineterminator="\n")

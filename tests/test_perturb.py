@@ -264,24 +264,19 @@ def test_prompt_texts_perturbed_by_rule_and_rewrites_refused():
         perturb_prompt_texts(mini, rewrite)
 
 
-def test_persona_replies_are_synced_from_free_text_answers_of_response_items(tmp_path):
-    from types import SimpleNamespace
-
-    from engine.perturb import sync_persona_replies
-    from test_judge import scene_run
-    path = scene_run(tmp_path)
+def test_perturb_first_adds_the_persona_replies_of_response_items(tmp_path):
+    # A real run of response items over the stub (tests/test_response.py): psyq perturb before any
+    # judge adds every persona reply as a target (2 personas x 8 messages = 16), then perturbs each.
+    from test_response import N_MESSAGES, PERSONAS, replies_run
+    path = replies_run(tmp_path)
+    only_leet = load_perturbations(HALEAS).select(["leetspeak"])
+    pset = load_perturbations(HALEAS).model_copy(update={"perturbations": only_leet})
+    asyncio.run(perturb_run(path, pset, None))
     with RunStore(path / "run.sqlite") as store:
-        instrument_id = store.db.execute("SELECT instrument_id FROM trials LIMIT 1").fetchone()[0]
-        # No item kind 'response' exists on this branch: the scene items stand in for response items,
-        # two of the six answer rows (s1:self ... s3:other) marked so; the other four must be left out.
-        items = [SimpleNamespace(id="s1:self", kind="response"), SimpleNamespace(id="s2:self", kind="response"),
-                 SimpleNamespace(id="s2:other", kind="scene")]
-        instruments = {instrument_id: SimpleNamespace(items=items)}
-        assert sync_persona_replies(store, instruments) == 2
-        assert sync_persona_replies(store, instruments) == 0       # persona targets exist: nothing added
         targets = read_targets(store)
-    assert sorted(targets["item_id"]) == ["s1:self", "s2:self"] and set(targets["source"]) == {"persona"}
-    assert targets.set_index("item_id").loc["s2:self", "text"] == "furious."   # the scripted answer, whole
+    originals = targets[targets["perturbation"].isna()]
+    assert len(originals) == len(PERSONAS) * N_MESSAGES and set(originals["source"]) == {"persona"}
+    assert len(targets[targets["perturbation"] == "leetspeak"]) == len(originals)
 
 
 def test_a_failed_rewrite_is_asked_again_on_the_next_run(tmp_path):

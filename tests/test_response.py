@@ -24,7 +24,7 @@ import pytest
 from engine.backends import BackendConfig
 from engine.cli import main
 from engine.errors import InputError
-from engine.ratings import read_ratings, read_targets, response_id_of
+from engine.ratings import RatingTarget, put_targets, read_ratings, read_targets, response_id_of
 from engine.rubric2 import combine_levels, find_multi_rubric, load_multi_rubric
 from engine.runlock import RunLock
 from engine.store import RunStore
@@ -399,3 +399,20 @@ def test_a_perturbed_copy_of_a_reference_reply_does_not_block_its_reimport(tmp_p
     # The same file again: the reply's own text is unchanged, so nothing is refused or added.
     assert main(["import", "replies", str(REFERENCE_CSV), "--run", str(run_dir)]) == 0
     assert count(run_dir, "rating_targets") == 4
+
+
+def test_the_rating_sheet_leaves_perturbed_texts_out_unless_asked(tmp_path, capsys):
+    # 16 persona replies; one perturbed copy of the first added by hand: 16 rows by default, 17 with the flag.
+    run_dir = replies_run(tmp_path)
+    sheet = tmp_path / "sheet.csv"
+    assert main(["rating-sheet", str(run_dir), str(sheet), "--rubric", "empathy_ceb"]) == 0
+    with RunStore(run_dir / "run.sqlite") as store:
+        first = read_targets(store).iloc[0]
+        original = RatingTarget.persona(first["trial_id"], first["item_id"], instrument=first["instrument"],
+                                        text=first["text"])
+        put_targets(store, [original.perturbed("shout", first["text"].upper())])
+    assert main(["rating-sheet", str(run_dir), str(sheet), "--rubric", "empathy_ceb"]) == 0
+    assert len(list(csv.DictReader(sheet.open(newline="")))) == len(PERSONAS) * N_MESSAGES
+    assert main(["rating-sheet", str(run_dir), str(sheet), "--rubric", "empathy_ceb", "--with-perturbed"]) == 0
+    rows = list(csv.DictReader(sheet.open(newline="")))
+    assert len(rows) == len(PERSONAS) * N_MESSAGES + 1 and first["text"].upper() in {r["reply"] for r in rows}
