@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 from datetime import datetime, timezone
-from typing import Callable, Iterable, Iterator
+from typing import Awaitable, Callable, Iterable, Iterator, TypeVar
 
 import numpy as np
 
@@ -235,30 +235,34 @@ def _record(trial: Trial, backend: HttpBackend, status: str, started: str, texts
 ProgressCallback = Callable[[str, TrialRecord], None]
 
 
-async def run_pending(trials: Iterable[Trial], backends: dict[str, HttpBackend], store: RunStore,
-                      protocol: Protocol, on_trial: ProgressCallback | None = None) -> None:
-    """Send every trial not already finished in `store`, committing each as it ends.
+Job = TypeVar("Job")
 
-    Workers per backend equal its concurrency (the backend's semaphore enforces the bound
-    itself; this just keeps the number of waiting coroutines small for huge studies).
+
+async def per_backend_workers(jobs: Iterable[Job], backend_of: Callable[[Job], str],
+                              backends: dict[str, HttpBackend],
+                              handle: Callable[[Job, HttpBackend], Awaitable[None]]) -> None:
+    """Await `handle(job, backend)` for every job, each backend with as many workers as its
+    capacity (its concurrency, per endpoint for a pool), taking jobs in order from its queue.
+
+    The backend's own semaphore enforces the bound; the workers just keep the number of waiting
+    coroutines small for huge studies. The first fatal error (bad key, unknown model) stops
+    every worker and is raised plainly, not as an ExceptionGroup.
+
+    Example:
+        >>> asyncio.run(per_backend_workers([], lambda job: "b", {}, handle))   # doctest: +SKIP
     """
-    finished = store.finished_trial_ids()
     queues: dict[str, asyncio.Queue] = {b: asyncio.Queue() for b in backends}
-    for trial in trials:
-        if trial.trial_id not in finished:
-            queues[trial.backend_id].put_nowait(trial)
+    for job in jobs:
+        queues[backend_of(job)].put_nowait(job)
 
     async def worker(backend_id: str) -> None:
         queue, backend = queues[backend_id], backends[backend_id]
         while True:
             try:
-                trial = queue.get_nowait()
+                job = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
-            record = await run_trial(trial, backend, protocol)
-            store.put_trial_soon(record)   # committed with the others of this loop turn (group commit)
-            if on_trial:
-                on_trial(backend_id, record)
+            await handle(job, backend)
 
     try:
         async with asyncio.TaskGroup() as group:
@@ -266,7 +270,23 @@ async def run_pending(trials: Iterable[Trial], backends: dict[str, HttpBackend],
                 for _ in range(getattr(backend, "capacity", backend.config.concurrency)):   # per endpoint
                     group.create_task(worker(backend_id))
     except ExceptionGroup as group:
-        # A fatal backend error (bad key, unknown model) stopped every worker: report it plainly.
         raise group.exceptions[0] from None
+
+
+async def run_pending(trials: Iterable[Trial], backends: dict[str, HttpBackend], store: RunStore,
+                      protocol: Protocol, on_trial: ProgressCallback | None = None) -> None:
+    """Send every trial not already finished in `store`, committing each as it ends
+    (:func:`per_backend_workers`: each backend's concurrency bounds its trials in flight)."""
+    finished = store.finished_trial_ids()
+
+    async def send(trial: Trial, backend: HttpBackend) -> None:
+        record = await run_trial(trial, backend, protocol)
+        store.put_trial_soon(record)   # committed with the others of this loop turn (group commit)
+        if on_trial:
+            on_trial(trial.backend_id, record)
+
+    try:
+        await per_backend_workers((t for t in trials if t.trial_id not in finished), lambda t: t.backend_id,
+                                  backends, send)
     finally:
         store.flush()   # whatever ended the run, every answer received is committed

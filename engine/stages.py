@@ -46,7 +46,7 @@ from .kinds import get_kind
 from .parsing import too_long
 from .persona import Persona, render_system_prompt
 from .prompts import answer_json_schema, instrument_messages
-from .runner import option_order_for, run_trial_conversation
+from .runner import option_order_for, per_backend_workers, run_trial_conversation
 from .situations import Situation
 from .store import AnswerRecord, RunStore, StageRecord, TrialRecord
 from .study import EvokeStage, Study
@@ -344,26 +344,9 @@ async def run_chains(chains: list[Chain], backends: dict[str, HttpBackend], stor
     """
     stored = store.stage_trials()
     outcome = ChainOutcome()
-    queues: dict[str, asyncio.Queue] = {b: asyncio.Queue() for b in backends}
-    for chain in chains:
-        queues[chain.backend_id].put_nowait(chain)
-
-    async def worker(backend_id: str) -> None:
-        queue = queues[backend_id]
-        while True:
-            try:
-                chain = queue.get_nowait()
-            except asyncio.QueueEmpty:
-                return
-            await run_chain(chain, backends[backend_id], store, protocol, stored, outcome, on_trial)
-
-    try:
-        async with asyncio.TaskGroup() as group:
-            for backend_id, backend in backends.items():
-                for _ in range(getattr(backend, "capacity", backend.config.concurrency)):
-                    group.create_task(worker(backend_id))
-    except ExceptionGroup as group:
-        raise group.exceptions[0] from None
+    await per_backend_workers(chains, lambda chain: chain.backend_id, backends,
+                              lambda chain, backend: run_chain(chain, backend, store, protocol, stored, outcome,
+                                                               on_trial))
     return outcome
 
 
