@@ -32,7 +32,6 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 from dataclasses import dataclass, replace
