@@ -128,6 +128,16 @@ def icc_of(matrix: pd.DataFrame) -> dict[str, object]:
     return out
 
 
+def rater_set_matrices(ratings: pd.DataFrame, sets: Sequence[str]) -> Iterator[tuple[str, str, str, pd.DataFrame]]:
+    """(rubric, dimension, rater set, targets × raters matrix) for every rubric dimension and
+    rater set with at least one rater there (the unit both agreement statistics are taken on)."""
+    for (rubric, dimension), group in rated(ratings).groupby(KEYS, sort=True):
+        for name in sets:
+            matrix = rater_matrix(group, RATER_SETS[name])
+            if matrix.shape[1] > 0:
+                yield rubric, dimension, name, matrix
+
+
 def icc_table(ratings: pd.DataFrame, sets: Sequence[str] = tuple(RATER_SETS)) -> pd.DataFrame:
     """ICC(2,1) and ICC(2,k) per rubric × dimension × rater set (columns :data:`ICC_COLUMNS`).
 
@@ -139,17 +149,13 @@ def icc_table(ratings: pd.DataFrame, sets: Sequence[str] = tuple(RATER_SETS)) ->
         True
     """
     rows = []
-    for (rubric, dimension), group in rated(ratings).groupby(KEYS, sort=True):
-        for name in sets:
-            matrix = rater_matrix(group, RATER_SETS[name])
-            if matrix.shape[1] == 0:
-                continue
-            res = icc_of(matrix)
-            for suffix, label in (("1", "ICC(2,1)"), ("k", "ICC(2,k)")):
-                rows.append({"rubric_id": rubric, "dimension": dimension, "raters": name, "type": label,
-                             "icc": res[f"icc_{suffix}"], "ci_low": res[f"icc_{suffix}_low"],
-                             "ci_high": res[f"icc_{suffix}_high"], "n_targets": res["n_targets"],
-                             "n_raters": res["n_raters"], "n_dropped": res["n_dropped"], "note": res["note"]})
+    for rubric, dimension, name, matrix in rater_set_matrices(ratings, sets):
+        res = icc_of(matrix)
+        for suffix, label in (("1", "ICC(2,1)"), ("k", "ICC(2,k)")):
+            rows.append({"rubric_id": rubric, "dimension": dimension, "raters": name, "type": label,
+                         "icc": res[f"icc_{suffix}"], "ci_low": res[f"icc_{suffix}_low"],
+                         "ci_high": res[f"icc_{suffix}_high"], "n_targets": res["n_targets"],
+                         "n_raters": res["n_raters"], "n_dropped": res["n_dropped"], "note": res["note"]})
     return pd.DataFrame(rows, columns=ICC_COLUMNS)
 
 
@@ -194,15 +200,9 @@ def alpha_table(ratings: pd.DataFrame, sets: Sequence[str] = tuple(RATER_SETS),
     Example:
         >>> alpha_table(rows, sets=("judges",))["alpha"]      # doctest: +SKIP
     """
-    rows = []
-    for (rubric, dimension), group in rated(ratings).groupby(KEYS, sort=True):
-        for name in sets:
-            matrix = rater_matrix(group, RATER_SETS[name])
-            if matrix.shape[1] == 0:
-                continue
-            res = alpha_of(matrix, level_of_measurement)
-            rows.append({"rubric_id": rubric, "dimension": dimension, "raters": name,
-                         "level_of_measurement": level_of_measurement, **res})
+    rows = [{"rubric_id": rubric, "dimension": dimension, "raters": name,
+             "level_of_measurement": level_of_measurement, **alpha_of(matrix, level_of_measurement)}
+            for rubric, dimension, name, matrix in rater_set_matrices(ratings, sets)]
     return pd.DataFrame(rows, columns=ALPHA_COLUMNS)
 
 

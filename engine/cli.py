@@ -583,13 +583,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
     answer = args.answer or ("logprobs" if config.kind == "local" else "json")
     if multi:
         return _judge_targets(args, config, rubric, answer)
-    done = {"n": 0}
-
-    def tick(_judgement) -> None:
-        done["n"] += 1
-        if done["n"] % 50 == 0:
-            print(f"  {done['n']} judged", file=sys.stderr)
-
+    tick = _every_fifty("judged")
     try:
         result = asyncio.run(judge_run(args.run, config, rubric, answer, on_judgement=tick,
                                        log=lambda m: print(m, file=sys.stderr)))
@@ -607,6 +601,18 @@ def cmd_judge(args: argparse.Namespace) -> int:
 
 
 PERTURBATIONS = Path(__file__).resolve().parents[1] / "instruments" / "perturbations"
+
+
+def _every_fifty(word: str) -> Callable[[object], None]:
+    """A progress callback for judging: a line on stderr every 50 results ("  50 rated")."""
+    done = [0]
+
+    def tick(_result: object) -> None:
+        done[0] += 1
+        if done[0] % 50 == 0:
+            print(f"  {done[0]} {word}", file=sys.stderr)
+
+    return tick
 
 
 def _helper_backend(args: argparse.Namespace, backend_id: str):
@@ -687,13 +693,7 @@ def _judge_targets(args: argparse.Namespace, config, rubric, answer: str) -> int
     from .runlock import RunLocked
     from .target_judge import judge_targets
 
-    done = {"n": 0}
-
-    def tick(_rating) -> None:
-        done["n"] += 1
-        if done["n"] % 50 == 0:
-            print(f"  {done['n']} rated", file=sys.stderr)
-
+    tick = _every_fifty("rated")
     try:
         result = asyncio.run(judge_targets(args.run, config, rubric, answer, order_seed=args.order_seed,
                                            on_rating=tick, log=lambda m: print(m, file=sys.stderr)))
