@@ -50,7 +50,7 @@ MIN_STRAIGHTLINE_ITEMS = 5
 # Every status an answer can have (engine.parsing.Status, the logprob reader's no_option_tokens, and
 # failed trials): an unknown one is an error rather than a silently uncounted answer.
 STATUSES = ("answered", "refusal", "out_of_range", "unparseable", "empty", "no_option_tokens", "too_long",
-            "unreadable_response", "parse_error", "failed")
+            "unreadable_response", "parse_error", "token_budget_exhausted", "failed")
 GROUP = ["backend_id", "instrument"]
 RESPONDENT = ["backend_id", "respondent_id"]
 SET = ["backend_id", "respondent_id", "repeat", "instrument"]
@@ -333,7 +333,7 @@ def missingness(table: pd.DataFrame) -> pd.DataFrame:
     """What became of the answers: count and rate of every answer status, disclaimers, re-asks.
 
     For each status (``answered, refusal, out_of_range, unparseable, empty, no_option_tokens,
-    too_long, unreadable_response, parse_error, failed``) ``<status>_n`` and ``<status>_rate`` (share of all answers): ``refusal_rate`` is
+    too_long, unreadable_response, parse_error, token_budget_exhausted, failed``) ``<status>_n`` and ``<status>_rate`` (share of all answers): ``refusal_rate`` is
     the refusal rate, ``failed_rate`` the share lost to backend failures. ``disclaimer_rate`` is
     the share of *answered* answers that came with refusal or AI-disclaimer language (a value was
     given anyway). ``mean_reasks`` is the mean number of re-asks per answer (a trial's re-asks
@@ -342,7 +342,7 @@ def missingness(table: pd.DataFrame) -> pd.DataFrame:
     Returns
     -------
     DataFrame
-        ``backend_id, instrument, n_answers``, then ``<status>_n, <status>_rate`` for the ten
+        ``backend_id, instrument, n_answers``, then ``<status>_n, <status>_rate`` for the eleven
         statuses in the order above, then ``disclaimer_n, disclaimer_rate, mean_reasks``.
 
     Raises

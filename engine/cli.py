@@ -31,7 +31,7 @@ from .notices import print_notices_to_stderr
 from .yamlfile import load_yaml
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
-EXIT_TRIALS_FAILED, EXIT_UNREACHABLE, EXIT_LOCKED, EXIT_INTERRUPTED = 3, 4, 5, 130
+EXIT_TRIALS_FAILED, EXIT_UNREACHABLE, EXIT_LOCKED, EXIT_REFUSED, EXIT_INTERRUPTED = 3, 4, 5, 6, 130
 EXIT_CODES_HELP = """exit codes:
   0    success (psyq run: every trial answered, or missing with its reason)
   1    run-time failure (e.g. the server refused the API key)
@@ -39,6 +39,8 @@ EXIT_CODES_HELP = """exit codes:
   3    psyq run ended but some trials failed (no answer after retries); rerun to retry them
   4    psyq run stopped early: a backend could not be reached (the URL is named)
   5    psyq run or judge refused: another process is writing the same run (directory and PID named)
+  6    psyq run stopped early: the provider refused requests in a way retrying cannot fix
+       (a bad key or model at once, or 5 identical refusals; its words and, where known, the fix)
   130  interrupted; every answer received is stored, rerun to resume"""
 MAX_PROBLEMS_SHOWN = 50
 
@@ -321,10 +323,15 @@ def _backend_overrides(args: argparse.Namespace, study):
     if args.base_url is not None or args.api_key_env is not None:
         check_command_line_backend(args.base_url, args.api_key_env)   # refused without echoing a secret
     flags = CliOverrides(base_url=args.base_url, model=args.model, api_key_env=args.api_key_env,
-                         concurrency=args.concurrency, rpm=args.rpm, tpm=args.tpm, temperature=args.temperature)
+                         concurrency=args.concurrency, rpm=args.rpm, tpm=args.tpm, temperature=args.temperature,
+                         reasoning_effort=args.reasoning_effort)
     overridden = apply_overrides(list(study.spec.backends), flags, str(args.study))
     for line in overridden.origins:
         print(f"note: {line}", file=sys.stderr)
+    if overridden.overrides:   # what the model accepts, checked again for the backends as changed
+        from .study import require_honourable_design
+        given = ", ".join(dict.fromkeys(o.flag for o in overridden.overrides))
+        require_honourable_design(study, overridden.configs, f"{args.study} with {given}")
     return overridden
 
 
@@ -414,7 +421,8 @@ def _non_negative_int(text: str) -> int:
 
 
 def _add_backend_override_args(p: argparse.ArgumentParser) -> None:
-    """--base-url, --model, --api-key-env, --concurrency, --rpm, --tpm, --temperature (run and plan)."""
+    """--base-url, --model, --api-key-env, --concurrency, --rpm, --tpm, --temperature, --reasoning-effort
+    (run and plan)."""
     g = p.add_argument_group("overriding the study's backends (recorded in the run's manifest; engine/overrides.py)")
     g.add_argument("--base-url", help="use this OpenAI-compatible server: with one study backend, it keeps its "
                                       "sampling and pacing settings; with several, one backend with defaults")
@@ -427,6 +435,9 @@ def _add_backend_override_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--tpm", type=_positive_float, help="tokens per minute per backend (not part of the run id)")
     g.add_argument("--temperature", type=_non_negative_float,
                    help="sampling temperature of every backend (part of the run id: another temperature is another run)")
+    g.add_argument("--reasoning-effort", choices=["none", "minimal", "low", "medium", "high"],
+                   help="reasoning effort of every backend's reasoning model (OpenAI-style reasoning_effort; part of "
+                        "the run id); refused for a model without that control")
 
 
 def _add_plan_args(p: argparse.ArgumentParser) -> None:
@@ -496,11 +507,18 @@ def run_outcome(result) -> int:
         print(f"error: stopped early: {result.unreachable}\nEvery answer received is stored; run the same "
               f"command again to resume", file=sys.stderr)
         return EXIT_UNREACHABLE
+    if result.refused:
+        print(f"error: stopped early: {result.refused}\nEvery answer received is stored; change the study and "
+              f"run again (psyq status RUN lists the errors)", file=sys.stderr)
+        return EXIT_REFUSED
     failed = result.counts.get("failed", 0)
     if failed:
-        print(f"error: {failed} of {result.planned} trials failed (the backend gave no answer after its "
-              f"retries; see the error column of the trials table); run the same command again to retry them",
-              file=sys.stderr)
+        from .store import RunStore
+        with RunStore(result.run_dir.database) as store:
+            errors = store.frequent_errors()
+        said = "; ".join(f"{n} × {message}" for message, n in errors)
+        print(f"error: {failed} of {result.planned} trials failed (no answer: {said}); run the same command "
+              f"again to retry them", file=sys.stderr)
         return EXIT_TRIALS_FAILED
     return EXIT_OK
 
@@ -534,6 +552,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"started    {manifest.get('started_at')}   finished {manifest.get('finished_at') or '-'}")
     if manifest.get("stopped_early"):
         print(f"stopped    early: {manifest['stopped_early']}")
+    with RunStore(run.database) as store:
+        for message, n in store.frequent_errors():   # why trials failed, in the server's words
+            print(f"error      {n} failed trials: {message}")
     for line in batches:   # batch mode: what is pending in which provider batch
         print(line)
     print("\n" + format_breakdown(*run_breakdown(run.path)))

@@ -12,8 +12,9 @@ Rules (also in README.md, "Overriding the study's backends"):
 - ``--model NAME`` names the model (without ``--base-url``: of every study backend). A backend
   whose model is set this way is named after the model (a valid id derived from it), so the
   report shows the model rather than a placeholder.
-- ``--concurrency``, ``--rpm``, ``--tpm`` and ``--temperature`` apply to every backend, with or
-  without ``--base-url``.
+- ``--concurrency``, ``--rpm``, ``--tpm``, ``--temperature`` and ``--reasoning-effort`` apply to
+  every backend, with or without ``--base-url``; the backends as changed are checked against what
+  their models accept (engine/backends/capabilities.py) before anything is sent.
 
 Every changed setting is an :class:`Override` (flag, backend, field, old, new), recorded in the
 run's manifest. Pacing (concurrency, rpm, tpm) is not part of the run id, so resuming with
@@ -35,12 +36,14 @@ from .errors import InputError, Problem
 
 # Settings shown with their origin when overrides are given (the ones that decide answers or pace).
 SHOWN = ("base_url", "model", "api_key_env", "temperature", "top_p", "max_tokens", "top_logprobs",
-         "concurrency", "requests_per_minute", "tokens_per_minute")
+         "reasoning_effort", "reasoning_budget", "concurrency", "requests_per_minute", "tokens_per_minute")
 # What --base-url keeps of the study's one backend: settings that still mean something at another server.
-KEPT_FOR_NEW_URL = ("temperature", "top_p", "max_tokens", "top_logprobs", "concurrency", "requests_per_minute",
+KEPT_FOR_NEW_URL = ("temperature", "top_p", "max_tokens", "top_logprobs", "reasoning_effort", "reasoning_budget",
+                    "concurrency", "requests_per_minute",
                     "tokens_per_minute", "timeout_s", "max_retries", "backoff_s", "max_backoff_s")
 PER_BACKEND_FLAGS = {"concurrency": "--concurrency", "requests_per_minute": "--rpm",
-                     "tokens_per_minute": "--tpm", "temperature": "--temperature"}
+                     "tokens_per_minute": "--tpm", "temperature": "--temperature",
+                     "reasoning_effort": "--reasoning-effort"}
 
 
 @dataclass(frozen=True)
@@ -54,13 +57,15 @@ class CliOverrides:
     rpm: float | None = None
     tpm: float | None = None
     temperature: float | None = None
+    reasoning_effort: str | None = None
 
     def any(self) -> bool:
         return any(v is not None for v in vars(self).values())
 
     def per_backend(self) -> dict[str, Any]:
         values = {"concurrency": self.concurrency, "requests_per_minute": self.rpm,
-                  "tokens_per_minute": self.tpm, "temperature": self.temperature}
+                  "tokens_per_minute": self.tpm, "temperature": self.temperature,
+                  "reasoning_effort": self.reasoning_effort}
         return {k: v for k, v in values.items() if v is not None}
 
 

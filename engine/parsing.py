@@ -34,7 +34,7 @@ from .scale import Option
 Status = Literal["answered", "refusal", "out_of_range", "unparseable", "empty",
                  # set by the runner, not by these parsers: the reply was too long to read, the
                  # server's reply held no readable answer, or a parser failed on it
-                 "too_long", "unreadable_response", "parse_error"]
+                 "too_long", "unreadable_response", "parse_error", "token_budget_exhausted"]
 
 # Replies longer than this are not parsed (stored whole, missing as `too_long`): reading costs
 # time in proportion to length, and no rating or free-text answer needs 12,000 characters

@@ -1,7 +1,8 @@
 """The live progress display of `psyq run`: per backend done/total, rate, ETA, retries, failures.
 
 Retries and failures are shown as they happen, so a run that is waiting on a rate-limited or
-failing server never looks hung.
+failing server never looks hung. "failed" and "missing" count the trials stored with that status,
+exactly as the run's closing summary and `psyq status` count them.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ class RunProgress:
             TextColumn("{task.fields[health]}"), console=self.console, transient=False)
         self.tasks: dict[str, TaskID] = {}
         self.backends: dict[str, HttpBackend] = {}
-        self.missing: dict[str, int] = {}
+        self.missing: dict[str, int] = {}    # trials stored as missing (an answer with its reason)
+        self.failed: dict[str, int] = {}     # trials stored as failed (no answer: a rerun retries them)
         self._shown: dict[str, float] = {}   # when each backend's rate and health text were last set
         self._advanced: dict[str, float] = {}   # when each backend's bar was last advanced
         self._pending: dict[str, int] = {}   # trials finished since then
@@ -35,14 +37,16 @@ class RunProgress:
     def start(self, backends: dict[str, HttpBackend], totals: dict[str, int], already: dict[str, int]) -> None:
         self.backends = backends
         for backend_id, total in totals.items():
-            self.missing[backend_id] = 0
+            self.missing[backend_id] = self.failed[backend_id] = 0
             self.tasks[backend_id] = self.progress.add_task(
                 backend_id, total=total, completed=already.get(backend_id, 0), rate="", health="")
         self.progress.start()
 
     def trial(self, backend_id: str, record: TrialRecord) -> None:
-        if record.status != "answered":
+        if record.status == "missing":
             self.missing[backend_id] += 1
+        elif record.status == "failed":
+            self.failed[backend_id] += 1
         self._pending[backend_id] = self._pending.get(backend_id, 0) + 1
         now = time.monotonic()
         # rich's update takes a lock and keeps a sample per call, and Task.speed sums up to 1,000
@@ -62,7 +66,7 @@ class RunProgress:
         stats = self.backends[backend_id].stats
         speed = self.progress.tasks[self.tasks[backend_id]].speed
         return {"rate": f"{speed:.1f}/s" if speed else "",
-                "health": f"retries {stats.retries}  failed {stats.failures}  missing {self.missing[backend_id]}"}
+                "health": f"retries {stats.retries}  failed {self.failed[backend_id]}  missing {self.missing[backend_id]}"}
 
     def stop(self) -> None:
         for backend_id, task in self.tasks.items():    # the last counts shown are exact

@@ -28,7 +28,7 @@ from typing import Any, Callable
 from . import __version__
 from .atomic import write_json_atomic, write_text_atomic
 from .backends import BackendConfig, HttpBackend, make_backend
-from .backends.base import BackendUnreachable
+from .backends.base import BackendUnreachable, ProviderRefused
 from .endpoint import base_url_problem, key_env_problem, normalise_endpoint
 from .errors import InputError, Problem
 from .persona import render_system_prompt
@@ -106,6 +106,10 @@ _NOT_IDENTITY = {"concurrency", "requests_per_minute", "tokens_per_minute", "tim
                  "base_urls", "endpoint_cooldown_s"}
 
 
+# Backend settings added with reasoning models (issue 24): absent from the id while unset.
+_SINCE_REASONING = ("reasoning_effort", "reasoning_budget", "capabilities")
+
+
 def run_id_for(study: Study, backends: dict[str, HttpBackend], *, legacy: bool = False) -> str:
     """Same answers decided the same way → same id (so a rerun resumes).
 
@@ -118,6 +122,9 @@ def run_id_for(study: Study, backends: dict[str, HttpBackend], *, legacy: bool =
     """
     def config_key(backend: HttpBackend) -> dict[str, Any]:
         config = backend.config.model_dump(exclude=_NOT_IDENTITY)
+        for name in _SINCE_REASONING:   # settings added later: in the id only when set, so older ids stay
+            if config.get(name) is None:
+                config.pop(name, None)
         if legacy:
             return config
         config["api_key_env"] = None
@@ -165,7 +172,9 @@ def _manifest(study: Study, backends: dict[str, HttpBackend], run_id: str, plann
         "instruments": {i.id: i.version for i in study.instruments},
         "cohort": {"id": study.cohort.id, "respondents": len(study.cohort.personas)},
         # model_dump holds the *name* of the key's environment variable, never its value.
-        "backends": {b: {"identity": x.identity(), "config": x.config.model_dump()} for b, x in backends.items()},
+        "backends": {b: {"identity": x.identity(), "config": x.config.model_dump(),
+                         # what the model accepts, as psyq read it (engine/backends/capabilities.py)
+                         "capabilities": x.capabilities.to_json()} for b, x in backends.items()},
         "protocol": study.protocol.model_dump(),
         "seed": study.protocol.seed,
         "trials_planned": planned,
@@ -187,6 +196,7 @@ class RunResult:
     counts: dict[str, int]
     interrupted: bool = False
     unreachable: str | None = None   # why the run stopped early: a backend could not be reached
+    refused: str | None = None       # why the run stopped early: the provider refused requests (its words)
     notes: list[str] | None = None   # what the user should know (e.g. a manifest rebuilt)
 
 
@@ -242,6 +252,7 @@ async def _administer_locked(study: Study, run: RunDir, backends: dict[str, Http
     manifest["trials_planned_by"] = planned_by(trials)   # per backend and instrument, for `psyq status`
     notes: list[str] = []
     unreachable: str | None = None
+    refused: str | None = None
     with RunStore(run.database) as store:
         store.put_respondents((p.id, p.attributes, p.backstory, render_system_prompt(p, study.cohort.template))
                               for p in study.cohort.personas)
@@ -274,6 +285,8 @@ async def _administer_locked(study: Study, run: RunDir, backends: dict[str, Http
                 await _all_or_none(jobs)
         except BackendUnreachable as exc:
             unreachable = str(exc)   # every answer received so far is committed; a rerun resumes
+        except ProviderRefused as exc:
+            refused = exc.stop_message()   # retrying cannot fix it: stop rather than send every trial
         except (asyncio.CancelledError, KeyboardInterrupt):
             interrupted = True  # every trial finished so far is committed; a rerun resumes
         finally:
@@ -281,11 +294,12 @@ async def _administer_locked(study: Study, run: RunDir, backends: dict[str, Http
                 await backend.close()
             counts = store.status_counts()
             manifest.update({
-                "finished_at": None if interrupted or unreachable else _now(),
-                "stopped_early": unreachable,
+                "finished_at": None if interrupted or unreachable or refused else _now(),
+                "stopped_early": unreachable or refused,
                 "trial_counts": counts,
                 "answer_counts": store.answer_status_counts(),
                 "backend_stats": {b: {"requests": x.stats.requests, "retries": x.stats.retries,
+                                      "reasoning_tokens": x.stats.reasoning_tokens,
                                       "failures": x.stats.failures, "retry_reasons": x.stats.retry_reasons,
                                       "max_in_flight": x.stats.max_in_flight,
                                       **({"endpoints": x.pool.summary()} if getattr(x, "pool", None) else {})}
@@ -295,7 +309,7 @@ async def _administer_locked(study: Study, run: RunDir, backends: dict[str, Http
                                                   else None) for u in token_usage(store.db)},
             })
             write_json_atomic(run.manifest, manifest)
-    return RunResult(run, len(trials), already, counts, interrupted, unreachable, notes)
+    return RunResult(run, len(trials), already, counts, interrupted, unreachable, refused, notes)
 
 
 async def _all_or_none(jobs: list) -> None:

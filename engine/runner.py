@@ -124,6 +124,8 @@ async def run_trial_conversation(trial: Trial, backend: HttpBackend,
     latency = 0.0
     tokens = [0, 0]
     cached: int | None = None   # None until a reply reports its cached prompt tokens
+    reasoning: int | None = None   # likewise for reasoning tokens
+    budget_reasks = 0
     result = None
     answers: dict[str, ParsedAnswer] = {}
     extra: dict[str, dict] = {}
@@ -136,6 +138,8 @@ async def run_trial_conversation(trial: Trial, backend: HttpBackend,
             tokens[1] += result.completion_tokens or 0
             if result.cached_tokens is not None:
                 cached = (cached or 0) + result.cached_tokens
+            if result.reasoning_tokens is not None:
+                reasoning = (reasoning or 0) + result.reasoning_tokens
             texts.append(result.text)
             # Content that is not text does not matter when the answer is read from logprobs.
             if result.problem and not (result.problem == "unreadable_response" and _reads_logprobs(trial, protocol)):
@@ -159,6 +163,17 @@ async def run_trial_conversation(trial: Trial, backend: HttpBackend,
                 if item_id not in answers or answers[item_id].status != "answered":
                     answers[item_id] = parsed
             unread = [i for i in answer_ids(trial) if answers[i].status not in ("answered", "refusal")]
+            if unread and result.budget_exhausted:
+                # The reply ran out of its token limit (reasoning models spend it thinking before
+                # they answer): sent again once, unchanged but for a doubled limit; then missing.
+                if budget_reasks == 0:
+                    budget_reasks += 1
+                    request = replace(request, budget_factor=2 * request.budget_factor)
+                    continue
+                why = budget_exhausted_reason(backend, request, result)
+                for i in unread:
+                    answers[i] = ParsedAnswer(None, "token_budget_exhausted", why)
+                break
             if not unread or reasks >= protocol.reask_limit or any(answers[i].status in NOT_REASKED for i in unread):
                 break
             reasks += 1
@@ -175,12 +190,27 @@ async def run_trial_conversation(trial: Trial, backend: HttpBackend,
                          reasks, latency, tokens,
                          {i: ParsedAnswer(None, "failed", str(exc)) for i in answer_ids(trial)}, {}, str(exc))
         record.endpoint, record.cached_tokens = exc.endpoint or (result.endpoint if result else None), cached
+        record.reasoning_tokens, record.budget_reasks = reasoning, budget_reasks
         return record, request.messages, None
     status = "answered" if all(answers[i].status == "answered" for i in answer_ids(trial)) else "missing"
     record = _record(trial, backend, status, started, texts, result.raw if result else None, attempts, reasks,
                      latency, tokens, answers, extra, None)
     record.endpoint, record.cached_tokens = (result.endpoint if result else None), cached
+    record.reasoning_tokens, record.budget_reasks = reasoning, budget_reasks
     return record, request.messages, texts[-1] if texts else None
+
+
+def budget_exhausted_reason(backend: HttpBackend, request: ChatRequest, result) -> str:
+    """Why an answer is missing as `token_budget_exhausted`, in words a user can act on.
+
+    Example:
+        >>> budget_exhausted_reason(backend, request, result)   # doctest: +SKIP
+        'the reply ran out of its token limit twice (max_completion_tokens 16,480 the second time, ...'
+    """
+    limit = backend.token_limit(request)
+    spent = (f"; {result.reasoning_tokens:,} of its tokens were reasoning" if result.reasoning_tokens else "")
+    return (f"the reply ran out of its token limit twice ({backend.capabilities.token_limit_field} {limit:,} the "
+            f"second time{spent}); raise the backend's max_tokens or reasoning_budget, or lower reasoning_effort")
 
 
 def _reads_logprobs(trial: Trial, protocol: Protocol) -> bool:

@@ -51,7 +51,9 @@ CREATE TABLE IF NOT EXISTS trials (
     finished_at TEXT NOT NULL,
     error TEXT,
     endpoint TEXT,                     -- the server that gave the last reply (normalised base URL; pools)
-    cached_tokens INTEGER              -- prompt tokens served from the server's prompt cache (NULL: not reported)
+    cached_tokens INTEGER,             -- prompt tokens served from the server's prompt cache (NULL: not reported)
+    reasoning_tokens INTEGER,          -- part of completion_tokens spent reasoning (NULL: not reported)
+    budget_reasks INTEGER              -- times sent again with a larger token limit after running out of it
 );
 CREATE TABLE IF NOT EXISTS answers (
     trial_id TEXT NOT NULL REFERENCES trials(trial_id) ON DELETE CASCADE,
@@ -59,7 +61,8 @@ CREATE TABLE IF NOT EXISTS answers (
     position INTEGER NOT NULL,         -- 0-based place in the order presented
     value INTEGER,                     -- a scale value; NULL when missing (never imputed)
     status TEXT NOT NULL,              -- answered | refusal | out_of_range | unparseable | empty | no_option_tokens |
-                                       -- too_long | unreadable_response | parse_error | failed
+                                       -- too_long | unreadable_response | parse_error |
+                                       -- token_budget_exhausted | failed
     reason TEXT,
     disclaimer INTEGER NOT NULL DEFAULT 0,
     distribution TEXT,                 -- JSON {value: probability} (answer: logprobs)
@@ -84,7 +87,7 @@ REPLY_SEPARATOR = "\n<<<psyq re-ask>>>\n"
 TRIAL_COLUMNS = ("trial_id", "backend_id", "model", "respondent_id", "instrument_id", "item_ids", "repeat",
                  "option_order", "status", "request", "response", "raw_text", "attempts", "reasks", "latency_s",
                  "prompt_tokens", "completion_tokens", "started_at", "finished_at", "error", "endpoint",
-                 "cached_tokens")
+                 "cached_tokens", "reasoning_tokens", "budget_reasks")
 
 
 @dataclass
@@ -131,6 +134,8 @@ class TrialRecord:
     stage: "StageRecord | None" = None   # set for a stage of a multi-stage study only
     endpoint: str | None = None          # which server answered (the last reply's)
     cached_tokens: int | None = None     # prompt tokens read from the server's cache (None: not reported)
+    reasoning_tokens: int | None = None  # part of completion_tokens spent reasoning (None: not reported)
+    budget_reasks: int = 0               # sent again with a doubled token limit (at most once)
 
 
 @dataclass
@@ -165,9 +170,10 @@ class RunStore:
         # Runs stored before free-text answers existed lack answers.text: add it (empty).
         if "text" not in {row[1] for row in self.db.execute("PRAGMA table_info(answers)")}:
             self.db.execute("ALTER TABLE answers ADD COLUMN text TEXT")
-        # Runs stored before endpoint pools and prompt-cache accounting lack these: added (NULL).
+        # Runs stored before endpoint pools, prompt-cache and reasoning accounting lack these: added (NULL).
         trial_columns = {row[1] for row in self.db.execute("PRAGMA table_info(trials)")}
-        for column, kind in (("endpoint", "TEXT"), ("cached_tokens", "INTEGER")):
+        for column, kind in (("endpoint", "TEXT"), ("cached_tokens", "INTEGER"), ("reasoning_tokens", "INTEGER"),
+                             ("budget_reasks", "INTEGER")):
             if column not in trial_columns:
                 self.db.execute(f"ALTER TABLE trials ADD COLUMN {column} {kind}")
         self._pending: list[TrialRecord] = []
@@ -297,6 +303,18 @@ class RunStore:
         self.flush()
         return dict(self.db.execute("SELECT status, COUNT(*) FROM trials GROUP BY status").fetchall())
 
+    def frequent_errors(self, limit: int = 5) -> list[tuple[str, int]]:
+        """The most frequent error messages of failed trials, most frequent first, with their counts.
+
+        Example:
+            >>> store.frequent_errors()   # doctest: +SKIP
+            [("HTTP 400 (unsupported_parameter, param max_tokens): Unsupported parameter: 'max_tokens' ...", 364)]
+        """
+        self.flush()
+        return [(m, n) for m, n in self.db.execute(
+            "SELECT error, COUNT(*) AS n FROM trials WHERE status = 'failed' AND error IS NOT NULL "
+            "GROUP BY error ORDER BY n DESC, error LIMIT ?", (limit,)).fetchall()]
+
     def answer_status_counts(self) -> dict[str, int]:
         """Number of item answers per status (answered, refusal, unparseable …)."""
         self.flush()
@@ -310,7 +328,7 @@ def _trial_row(trial: TrialRecord) -> tuple:
             json.dumps(trial.request), _response_json(trial.response),
             trial.raw_text, trial.attempts, trial.reasks, trial.latency_s, trial.prompt_tokens,
             trial.completion_tokens, trial.started_at, trial.finished_at, trial.error, trial.endpoint,
-            trial.cached_tokens)
+            trial.cached_tokens, trial.reasoning_tokens, trial.budget_reasks)
 
 
 def _response_json(response: dict[str, Any] | None) -> str | None:

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from .backends.base import BackendConfig
+from .backends.capabilities import design_problems
 from .endpoint import base_url_problem, key_env_problem, normalise_endpoint
 from .errors import InputError, Problem
 from .fields import Id, StrictModel, Text
@@ -177,9 +178,11 @@ def check_study(spec: StudySpec, doc: YamlDocument, instruments: list[Instrument
         if backend.mode == "batch" and spec.stages:
             problems.append(doc.problem(("backends", i, "mode"), "mode: batch is not available for a study with "
                                         "`stages:` (each stage waits for the last reply); use mode: online"))
-        if backend.kind == "anthropic" and spec.protocol.answer == "logprobs":
-            problems.append(doc.problem(("protocol", "answer"), f"backend '{backend.id}' is Anthropic, "
-                                        "which returns no log probabilities; use answer: text or json"))
+        # What the backend's model cannot honour (engine/backends/capabilities.py): logprobs, a
+        # temperature or top_p it refuses, a reasoning control it lacks.
+        for where, why in design_problems(backend, spec.protocol.answer):
+            path = where if where[0] == "protocol" else ("backends", i, *where)
+            problems.append(doc.problem(path, why))
     if spec.protocol.answer == "logprobs":
         if spec.protocol.presentation != "per_item":
             problems.append(doc.problem(("protocol", "answer"),
@@ -267,6 +270,21 @@ def check_stages(spec: StudySpec, doc: YamlDocument, instruments: list[Instrumen
         problems.append(doc.problem(("protocol", "presentation"), "a measure stage asks the whole instrument in "
                                     "one request; with `stages:` leave `presentation` out or write whole_instrument"))
     return problems
+
+
+def require_honourable_design(study: Study, configs: list[BackendConfig], changed_by: str) -> None:
+    """Raise :class:`InputError` when a backend changed on the command line (`changed_by`: the
+    flags) cannot honour the study's design (engine/backends/capabilities.py); the study's own
+    backends were checked when it was loaded.
+
+    Example:
+        >>> require_honourable_design(study, [BackendConfig(id="g", kind="openai", model="gpt-5-mini",
+        ...     base_url="http://127.0.0.1:8000/v1", temperature=0.7)], "--model, --temperature")   # doctest: +SKIP
+        InputError: --model, --temperature: backend 'g': OpenAI reasoning models ... accepts only the default temperature (1) ...
+    """
+    problems = [Problem(changed_by, None, None, ".".join(map(str, where)), why)
+                for config in configs for where, why in design_problems(config, study.protocol.answer)]
+    raise_problems(problems)
 
 
 def require_item_texts(study: Study) -> None:

@@ -80,6 +80,10 @@ def make_trial(ctx: TrialContext, instrument: "Instrument", item_ids: tuple[str,
            "reask_limit": protocol.reask_limit, "messages": messages, "respondent": ctx.persona.id,
            "instrument": [instrument.id, instrument.version], "items": list(item_ids), "repeat": ctx.repeat,
            "seed": protocol.seed}
+    # Reasoning controls decide answers; in the key only when set, so the ids of other studies stay.
+    for name in ("reasoning_effort", "reasoning_budget"):
+        if getattr(backend.config, name) is not None:
+            key[name] = getattr(backend.config, name)
     trial_id = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:32]
     request = ChatRequest(messages=tuple(messages), max_tokens=max_tokens, temperature=backend.config.temperature,
                           top_p=backend.config.top_p, seed=stable_int(protocol.seed, trial_id) % 2**31,

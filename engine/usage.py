@@ -29,6 +29,9 @@ class Usage:
     completion_tokens: int
     with_cached: int = 0       # trials whose server reported cached prompt tokens (0 among them counts)
     cached_tokens: int = 0     # their sum: part of prompt_tokens
+    with_reasoning: int = 0    # trials whose server reported reasoning tokens
+    reasoning_tokens: int = 0  # their sum: part of completion_tokens (billed as output)
+    budget_reasks: int = 0     # trials sent again with a doubled token limit
 
     def cost(self, table: PriceTable | None) -> Cost:
         """Cost of the reported tokens (not estimable without a price, or when no trial reported usage)."""
@@ -49,12 +52,28 @@ class Usage:
         return (f"cached {self.cached_tokens:,} of the prompt tokens ({share}reported for {self.with_cached} "
                 f"of {self.trials} trials)")
 
+    def reasoning_text(self) -> str:
+        """The reasoning tokens as `psyq status` shows them ('' for a model that reported none).
+
+        Example:
+            >>> Usage("b", "m", 2, 2, 100, 400, with_reasoning=2, reasoning_tokens=380, budget_reasks=1).reasoning_text()
+            '; reasoning 380 of the completion tokens (reported for 2 of 2 trials); 1 trials sent again with a doubled token limit'
+        """
+        text = (f"; reasoning {self.reasoning_tokens:,} of the completion tokens (reported for {self.with_reasoning} "
+                f"of {self.trials} trials)" if self.with_reasoning else "")
+        if self.budget_reasks:
+            text += f"; {self.budget_reasks} trials sent again with a doubled token limit"
+        return text
+
     def to_json(self, table: PriceTable | None) -> dict:
         cost = self.cost(table)
         return {"model": self.model, "trials": self.trials, "trials_with_usage": self.with_usage,
                 "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
                 "cached_tokens": self.cached_tokens if self.with_cached else None,
                 "trials_with_cached_tokens": self.with_cached,
+                "reasoning_tokens": self.reasoning_tokens if self.with_reasoning else None,
+                "trials_with_reasoning_tokens": self.with_reasoning,
+                "trials_sent_again_with_larger_budget": self.budget_reasks,
                 "cost_usd": cost.usd, "cost_not_estimable": cost.why_not, "cost_note": cost.note}
 
 
@@ -82,12 +101,16 @@ def token_usage(db: sqlite3.Connection) -> list[Usage]:
         >>> token_usage(sqlite3.connect("runs/quickstart/ab12cd34ef56/run.sqlite"))   # doctest: +SKIP
         [Usage(backend_id='local', model='gemma-3-270m-q4_k_m', trials=364, with_usage=364, ...)]
     """
-    cached = "cached_tokens" if _has_column(db, "cached_tokens") else "NULL"   # a run from before the column
+    # Runs from before a column was added read it as NULL (not reported).
+    cached, reasoning, reasks = (c if _has_column(db, c) else "NULL"
+                                 for c in ("cached_tokens", "reasoning_tokens", "budget_reasks"))
     rows = db.execute(f"SELECT backend_id, MAX(model), COUNT(*), COUNT(prompt_tokens), "
                       f"COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0), "
-                      f"COUNT({cached}), COALESCE(SUM({cached}), 0) "
+                      f"COUNT({cached}), COALESCE(SUM({cached}), 0), COUNT({reasoning}), COALESCE(SUM({reasoning}), 0), "
+                      f"COALESCE(SUM({reasks} > 0), 0) "
                       f"FROM trials GROUP BY backend_id ORDER BY backend_id").fetchall()
-    return [Usage(b, m, n, k, int(p), int(c), int(kc), int(sc)) for b, m, n, k, p, c, kc, sc in rows]
+    return [Usage(b, m, n, k, int(p), int(c), int(kc), int(sc), int(kr), int(sr), int(br))
+            for b, m, n, k, p, c, kc, sc, kr, sr, br in rows]
 
 
 def _has_column(db: sqlite3.Connection, column: str) -> bool:
@@ -183,7 +206,7 @@ def usage_lines(usage: list[Usage], table: PriceTable | None) -> list[str]:
     for u in usage:
         lines.append(f"tokens     {u.backend_id} ({u.model}): prompt {u.prompt_tokens:,}, completion "
                      f"{u.completion_tokens:,} (reported for {u.with_usage} of {u.trials} trials); "
-                     f"{u.cached_text()}; cost {u.cost(table)}")
+                     f"{u.cached_text()}{u.reasoning_text()}; cost {u.cost(table)}")
     costs = [u.cost(table) for u in usage]
     if len(usage) > 1:
         total = (f"${sum(c.usd for c in costs):,.4f}" if all(c.usd is not None for c in costs)

@@ -33,7 +33,9 @@ def make_backend(config: BackendConfig, *, log_dir: Path | None = None,
     """
     if config.kind == "local":
         return LocalBackend(config, log_dir=log_dir, log=log)
-    return KINDS[config.kind](config)
+    backend = KINDS[config.kind](config)
+    backend.log = log   # where a refusal the user must see at once is said
+    return backend
 
 
 __all__ = ["BackendConfig", "BackendError", "BackendStats", "ChatRequest", "ChatResult",

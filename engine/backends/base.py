@@ -15,6 +15,7 @@ import asyncio
 import json
 import os
 import random
+import sys
 import time
 import urllib.request
 from dataclasses import dataclass, field
@@ -24,7 +25,9 @@ import aiohttp
 from pydantic import Field
 
 from ..endpoint import normalise_endpoint
+from .capabilities import Capabilities, CapabilityOverride, capabilities_for, reasoning_allowance
 from .pool import EndpointPool
+from .provider_errors import STOP_AFTER, STOP_AT_ONCE, ProviderRefusal, read_refusal
 from ..errors import PsyqError
 from ..fields import Id, StrictModel
 
@@ -50,6 +53,13 @@ class BackendConfig(StrictModel):
     top_p: float | None = Field(default=None, gt=0, le=1)
     max_tokens: int | None = Field(default=None, ge=1)   # None: chosen by the protocol
     top_logprobs: int | None = Field(default=None, ge=1)  # answer: logprobs; None: the backend's default
+    # Reasoning models (engine/backends/capabilities.py): OpenAI-style `reasoning_effort`, and the
+    # reasoning tokens allowed on top of the answer budget (Anthropic: thinking.budget_tokens,
+    # which switches extended thinking on). None: the provider's default.
+    reasoning_effort: Literal["none", "minimal", "low", "medium", "high"] | None = None
+    reasoning_budget: int | None = Field(default=None, ge=1, le=200_000)
+    # Corrections of the capability table for this backend (a row by name, or single fields).
+    capabilities: CapabilityOverride | None = None
     concurrency: int = Field(default=4, ge=1)
     requests_per_minute: float | None = Field(default=None, gt=0)
     tokens_per_minute: float | None = Field(default=None, gt=0)
@@ -80,6 +90,9 @@ class ChatRequest:
     seed: int | None = None
     top_logprobs: int | None = None       # ask for this many alternatives of each answer token
     json_schema: dict[str, Any] | None = None
+    # The whole token limit is multiplied by this: 2 when a reply that ran out of its budget is
+    # sent again (engine/runner.py), 1 otherwise.
+    budget_factor: int = 1
 
 
 @dataclass
@@ -102,6 +115,13 @@ class ChatResult:
     logprobs_problem: str | None = None
     cached_tokens: int | None = None      # prompt tokens the server read from its prompt cache (None: not reported)
     endpoint: str | None = None           # the endpoint that answered (normalised base URL)
+    # Part of completion_tokens the model spent reasoning (OpenAI completion_tokens_details.
+    # reasoning_tokens; None: not reported). Anthropic reports no count: its thinking blocks are
+    # kept in `raw` and counted inside output_tokens.
+    reasoning_tokens: int | None = None
+    # The reply ended because the token limit was reached (finish_reason "length", stop_reason
+    # "max_tokens"), whatever it holds.
+    budget_exhausted: bool = False
 
 
 class BackendError(PsyqError):
@@ -115,6 +135,25 @@ class BackendError(PsyqError):
         self.fatal = fatal  # e.g. 401: every later request would fail the same way
         self.attempts = attempts
         self.body = body    # what the server last sent, cut to KEPT_BODY_CHARS (kept with the trial)
+
+
+class ProviderRefused(BackendError):
+    """The server refused a request in a way retrying cannot fix (a 4xx but 408/409/425/429).
+
+    ``fatal`` once the run should stop: at the first 401/403/404, or at the STOP_AFTER-th
+    identical refusal (engine/backends/provider_errors.py).
+    """
+
+    def __init__(self, message: str, *, refusal: ProviderRefusal, fix: str | None, count: int, fatal: bool,
+                 backend_id: str, body: dict[str, Any] | None = None):
+        super().__init__(message, status=refusal.status, fatal=fatal, body=body)
+        self.refusal, self.fix, self.count, self.backend_id = refusal, fix, count, backend_id
+
+    def stop_message(self) -> str:
+        """Why the run stopped, in the provider's words, with the fix where psyq knows one."""
+        times = "once" if self.count == 1 else f"{self.count} times"
+        return (f"backend '{self.backend_id}': the server refused requests {times} in a way retrying cannot fix: "
+                f"{self}" + (f"\nfix: {self.fix}" if self.fix else ""))
 
 
 class BackendUnreachable(BackendError):
@@ -151,6 +190,7 @@ class BackendStats:
     max_in_flight: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    reasoning_tokens: int = 0
     retry_reasons: dict[str, int] = field(default_factory=dict)
 
 
@@ -214,9 +254,16 @@ class HttpBackend:
 
     def __init__(self, config: BackendConfig, *, base_url: str | None = None):
         self.config = config
+        # Where a backend says what the user must see at once (the first refusal of each kind);
+        # the run points it at its progress display.
+        self.log: Any = lambda message: print(message, file=sys.stderr)
+        self._refusals: dict[tuple, int] = {}
         urls = config.base_urls if config.base_urls and not base_url else None
         self.base_url = (base_url or config.base_url or (urls[0] if urls else "")).rstrip("/")
         self.stats = BackendStats()
+        # What the model accepts (engine/backends/capabilities.py): decides the payload's fields.
+        self.capabilities: Capabilities = capabilities_for(config.kind, self.base_url, config.model,
+                                                           config.capabilities).reasoning_on(config)
         self._slots = asyncio.Semaphore(config.concurrency)
         # Several replicas: a pool chooses the endpoint of each request (engine/backends/pool.py).
         self.pool = (EndpointPool(urls, concurrency=config.concurrency, cooldown_s=config.endpoint_cooldown_s,
@@ -253,6 +300,18 @@ class HttpBackend:
     def capacity(self) -> int:
         """Requests this backend may have in flight: `concurrency` per endpoint."""
         return self.config.concurrency * (len(self.pool.endpoints) if self.pool else 1)
+
+    def token_limit(self, request: ChatRequest) -> int:
+        """The request's whole token limit: the answer budget plus the reasoning allowance
+        (engine/backends/capabilities.py), times the request's budget factor.
+
+        Example:
+            >>> b = HttpBackend(BackendConfig(id="r", kind="openai", model="o3", base_url="http://127.0.0.1:1/v1",
+            ...                               reasoning_effort="low"))
+            >>> b.token_limit(ChatRequest(messages=(), max_tokens=48))
+            4144
+        """
+        return (request.max_tokens + reasoning_allowance(self.config, self.capabilities)) * request.budget_factor
 
     @property
     def top_logprobs(self) -> int:
@@ -364,6 +423,18 @@ class HttpBackend:
         result.endpoint = chosen.name
         return result
 
+    def _refused(self, refusal: ProviderRefusal, body: dict[str, Any]) -> ProviderRefused:
+        """The error for a refusal: printed at once the first time it is seen, fatal when the
+        run should stop (see engine/backends/provider_errors.py)."""
+        count = _refusal_counted(self, refusal)
+        text, fix = self._redact(refusal.describe()), refusal.fix()
+        if count == 1:
+            self.log(f"backend '{self.config.id}': the server refused a request: {text}"
+                     + (f"\n  fix: {fix}" if fix else ""))
+        fatal = refusal.status in STOP_AT_ONCE or count >= STOP_AFTER
+        return ProviderRefused(text, refusal=refusal, fix=fix, count=count, fatal=fatal, backend_id=self.config.id,
+                               body={**body, "unreadable_body": self._redact(body["unreadable_body"])})
+
     async def _send(self, url: str, data: bytes, cost: float) -> ChatResult:
         """One HTTP exchange with `url` (the caller holds a slot)."""
         headers = {"Content-Type": "application/json", **self.headers()}
@@ -391,8 +462,7 @@ class HttpBackend:
         if status in RETRYABLE_STATUS:
             raise _Retryable(f"HTTP {status}", parse_retry_after(retry_after), status)
         if status >= 400:
-            raise BackendError(f"HTTP {status}: {self._redact(_short(body_bytes.decode('utf-8', 'replace')))}",
-                               status=status, fatal=status in (401, 403, 404))
+            raise self._refused(read_refusal(status, body_bytes), kept_body(body_bytes))
         if too_long:
             return ChatResult(text="", first_token_logprobs=None, prompt_tokens=None, completion_tokens=None,
                               raw=kept_body(body_bytes, truncated=True), problem="too_long",
@@ -414,6 +484,7 @@ class HttpBackend:
                               problem_reason=f"parse_error: {type(exc).__name__}: {str(exc)[:200]}")
         self.stats.prompt_tokens += result.prompt_tokens or 0
         self.stats.completion_tokens += result.completion_tokens or 0
+        self.stats.reasoning_tokens += result.reasoning_tokens or 0
         return result
 
 
@@ -441,6 +512,12 @@ def kept_body(body: bytes, truncated: bool = False) -> dict[str, Any]:
     return {"unreadable_body": text[:KEPT_BODY_CHARS], "truncated": truncated or cut}
 
 
+def _refusal_counted(backend: "HttpBackend", refusal: ProviderRefusal) -> int:
+    signature = refusal.signature()
+    backend._refusals[signature] = backend._refusals.get(signature, 0) + 1
+    return backend._refusals[signature]
+
+
 def _counts_against_endpoint(exc: _Retryable) -> bool:
     """True when a retried attempt says the replica is unwell (no connection, a timeout, a 5xx, a
     reply that is not a chat answer); a 429 or 408 says it is alive but busy."""
@@ -458,8 +535,3 @@ def _token_cost(request: ChatRequest) -> float:
     # A rough count (4 characters a token) is enough to pace a tokens-per-minute budget.
     chars = sum(len(m.get("content", "")) for m in request.messages)
     return chars / 4 + request.max_tokens
-
-
-def _short(text: str, limit: int = 200) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit] + "…"

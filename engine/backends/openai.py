@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .base import ChatRequest, ChatResult, HttpBackend
+from .base import BackendConfig, ChatRequest, ChatResult, HttpBackend
 
 
 class OpenAIBackend(HttpBackend):
@@ -30,18 +30,36 @@ class OpenAIBackend(HttpBackend):
         return {"Authorization": f"Bearer {key}"} if key else {}
 
     def payload(self, request: ChatRequest) -> dict[str, Any]:
+        """The request body, with only the fields the model accepts (engine/backends/capabilities.py).
+
+        Example:
+            >>> b = OpenAIBackend(BackendConfig(id="r", kind="openai", model="gpt-5-mini",
+            ...                                 base_url="http://127.0.0.1:1/v1", reasoning_effort="low"))
+            >>> body = b.payload(ChatRequest(messages=({"role": "user", "content": "Hi"},), max_tokens=48,
+            ...                              temperature=1.0))
+            >>> sorted(body)
+            ['max_completion_tokens', 'messages', 'model', 'reasoning_effort']
+        """
+        caps = self.capabilities
         body: dict[str, Any] = {"model": self.config.model or "default",
                                 "messages": list(request.messages),
-                                "max_tokens": request.max_tokens}
-        for name in ("temperature", "top_p", "seed"):
-            if getattr(request, name) is not None:
-                body[name] = getattr(request, name)
-        if request.top_logprobs:
+                                caps.token_limit_field: self.token_limit(request)}
+        # A model that takes only the default temperature gets none (1 is the default; a study
+        # that asked for another was refused before sending; the judge's own 0 is dropped).
+        if request.temperature is not None and caps.temperature == "any":
+            body["temperature"] = request.temperature
+        if request.top_p is not None and caps.top_p:
+            body["top_p"] = request.top_p
+        if request.seed is not None and caps.seed:
+            body["seed"] = request.seed
+        if request.top_logprobs and caps.logprobs:
             body["logprobs"] = True
             body["top_logprobs"] = request.top_logprobs
-        if request.json_schema is not None:
+        if request.json_schema is not None and caps.json_schema == "response_format":
             body["response_format"] = {"type": "json_schema",
                                        "json_schema": {"name": "answer", "schema": request.json_schema}}
+        if self.config.reasoning_effort is not None and caps.reasoning == "reasoning_effort":
+            body["reasoning_effort"] = self.config.reasoning_effort
         return body
 
     def result(self, body: dict[str, Any]) -> ChatResult:
@@ -53,11 +71,15 @@ class OpenAIBackend(HttpBackend):
         usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
         text, problem = content_text(message.get("content"))
         logprobs, logprobs_problem = first_token_logprobs_checked(choice)
+        details = usage.get("completion_tokens_details")
         return ChatResult(text=text, first_token_logprobs=logprobs,
                           prompt_tokens=usage_count(usage.get("prompt_tokens")),
                           completion_tokens=usage_count(usage.get("completion_tokens")), raw=compact_logprobs(body),
                           problem="unreadable_response" if problem else None, problem_reason=problem,
-                          logprobs_problem=logprobs_problem, cached_tokens=cached_prompt_tokens(body))
+                          logprobs_problem=logprobs_problem, cached_tokens=cached_prompt_tokens(body),
+                          reasoning_tokens=(usage_count(details.get("reasoning_tokens"))
+                                            if isinstance(details, dict) else None),
+                          budget_exhausted=choice.get("finish_reason") == "length")
 
 
 def cached_prompt_tokens(body: dict[str, Any]) -> int | None:
