@@ -92,6 +92,39 @@ def test_rerun_sends_nothing_again(tmp_path):
     assert second.already_finished == 8
 
 
+def test_rerun_sends_no_trial_stored_as_missing_again(tmp_path):
+    # A refusal (not re-asked) and a reply that holds no rating on the scale (re-asked once, then
+    # given up) are missing answers, not failures: the trial is finished and a rerun must not
+    # send it again. Items a and c are answered unreadably, b and d normally.
+    def answer(body):
+        first = body["messages"][1]["content"]   # the item's own user message (system comes first)
+        if "Item a" in first:
+            return "As an AI language model, I don't have personal feelings."
+        if "Item c" in first:
+            return "banana"
+        return "4"
+
+    with StubServer(answer=answer) as stub:
+        study = write_study(tmp_path, stub.url, protocol={"reask_limit": 1})
+        first = run(study, tmp_path / "runs")
+        # 2 respondents × (a: 1 request, b: 1, c: 1 + 1 re-ask, d: 1) = 10 requests.
+        assert len(chat_requests(stub)) == 10
+        stored = db_rows(first, "SELECT * FROM trials ORDER BY trial_id")
+        answers = db_rows(first, "SELECT * FROM answers ORDER BY trial_id, item_id")
+        stub.reset()
+        second = run(study, tmp_path / "runs")
+        assert chat_requests(stub) == []                     # nothing sent the second time
+    # 2 respondents × items a and c missing, × b and d answered; the same counts after the rerun.
+    assert first.counts == {"answered": 4, "missing": 4}
+    assert second.counts == first.counts
+    assert second.run_dir == first.run_dir and second.already_finished == 8
+    assert sorted(r[0] for r in db_rows(second, "SELECT status FROM answers WHERE value IS NULL")) == \
+        ["refusal"] * 2 + ["unparseable"] * 2
+    # Not a row rewritten: the stored trials and answers are exactly those of the first run.
+    assert db_rows(second, "SELECT * FROM trials ORDER BY trial_id") == stored
+    assert db_rows(second, "SELECT * FROM answers ORDER BY trial_id, item_id") == answers
+
+
 def test_concurrency_bound_holds(tmp_path):
     personas = [{"id": f"p{i}"} for i in range(6)]
     with StubServer(latency_s=0.05) as stub:

@@ -337,6 +337,18 @@ def test_option_distribution_multi_digit_and_none():
     assert option_distribution({"A": -1.0}, AGREE) is None           # no codes on this scale
 
 
+def test_option_distribution_reads_a_token_as_the_code_when_it_could_be_a_value_too():
+    # Codes "1"–"5" for values 0–4 (a scale shown to the model as 1–5 but scored 0–4): the tokens
+    # "1"–"4" could name a value or a code, and the code wins. " 1" 0.5 → code 1 → value 0 (not
+    # value 1); "2" 0.2 → value 1; "5" 0.3 → code 5 → value 4 ("5" is no value here).
+    # Total 1.0, so nothing is renormalised: 0 → .5, 1 → .2, 4 → .3; EV = .2 + 1.2 = 1.4.
+    shifted = [Option(value=v, code=str(v + 1)) for v in range(5)]
+    dist = option_distribution({" 1": math.log(0.5), "2": math.log(0.2), "5": math.log(0.3)}, shifted)
+    assert dist == pytest.approx({0: 0.5, 1: 0.2, 2: 0.0, 3: 0.0, 4: 0.3})
+    assert expected_value(dist) == pytest.approx(1.4)
+    assert most_likely(dist) == 0
+
+
 def test_most_likely_ties_go_to_the_lower_value():
     assert most_likely({1: 0.4, 2: 0.2, 3: 0.4}) == 1
     assert most_likely({4: 0.5, 0: 0.5}) == 0

@@ -76,6 +76,25 @@ def test_alpha_is_listwise_with_the_complete_case_n_in_feldts_interval():
     assert (low, high) == pytest.approx((hand_low, hand_high), abs=5e-4)  # pingouin rounds to 3 dp
 
 
+@pytest.mark.parametrize("confidence", [0.90, 0.99])
+def test_alpha_interval_has_the_coverage_asked_for(confidence):
+    """Feldt's interval at a coverage other than 95 %, against Feldt's F-based interval written out
+    here with scipy.stats.f (Feldt, Woodruff & Salih, 1987): with γ = 1 − confidence,
+    [1 − (1 − α)·F(1 − γ/2; n − 1, (n − 1)(k − 1)), 1 − (1 − α)·F(γ/2; n − 1, (n − 1)(k − 1))]."""
+    alpha, low, high = rel.cronbach_alpha(TABLE, confidence=confidence)
+    n, k = TABLE.shape
+    df1, df2 = n - 1, (n - 1) * (k - 1)
+
+    def feldt(coverage: float) -> tuple[float, float]:
+        tail = (1 - coverage) / 2
+        return (1 - (1 - alpha) * stats.f.ppf(1 - tail, df1, df2), 1 - (1 - alpha) * stats.f.ppf(tail, df1, df2))
+
+    assert (low, high) == pytest.approx(feldt(confidence), abs=5e-4)   # pingouin rounds to 3 dp
+    # The 95 % interval is far enough from this one that returning it instead cannot pass.
+    low95, high95 = feldt(0.95)
+    assert abs(low - low95) > 0.01 and abs(high - high95) > 0.002
+
+
 @pytest.mark.filterwarnings("error")
 def test_alpha_degenerate_tables_give_nan_without_warnings():
     assert np.isnan(rel.cronbach_alpha(pd.DataFrame({"a": [3.0] * 5, "b": [4.0] * 5}))).all()
@@ -118,6 +137,75 @@ def test_omega_falls_back_to_principal_axis_when_ml_fails(monkeypatch):
     monkeypatch.setattr(rel, "_fit_factor", lambda x, method: None if method == "ml" else real_fit(x, method))
     assert (rel.one_factor(items)["method"] == "pa").all()
     assert rel.mcdonald_omega(items) == pytest.approx(POPULATION_OMEGA, abs=OMEGA_TOLERANCE)
+
+
+def simulated_loadings(n: int, loadings: list[float], seed: int) -> pd.DataFrame:
+    """One-factor data with a loading per item (negative: a reverse-keyed item left unreversed)."""
+    lam = np.asarray(loadings)
+    rng = np.random.default_rng(seed)
+    factor = rng.standard_normal(n)
+    noise = rng.standard_normal((n, lam.size)) * np.sqrt(1 - lam**2)
+    return pd.DataFrame(factor[:, None] * lam + noise, columns=[f"x{j}" for j in range(lam.size)])
+
+
+def iterated_principal_axis(x: np.ndarray, tol: float = 1e-10, max_iter: int = 5000) -> np.ndarray:
+    """One-factor iterated principal axis factoring written out here (Harman, 1976, ch. 8):
+    communalities start at the squared multiple correlations 1 − 1/diag(R⁻¹), replace the diagonal
+    of R, and λ = √w·v of the largest eigenpair gives the next communalities λ², until they stop
+    changing. The sign of v (so of λ) is whatever the eigensolver returns."""
+    r = np.corrcoef(x, rowvar=False)
+    h = 1 - 1 / np.diag(np.linalg.inv(r))
+    for _ in range(max_iter):
+        reduced = r.copy()
+        np.fill_diagonal(reduced, h)
+        w, v = np.linalg.eigh(reduced)
+        lam = v[:, -1] * np.sqrt(w[-1])
+        if np.max(np.abs(lam**2 - h)) < tol:
+            break
+        h = lam**2
+    return lam
+
+
+def hand_phi(a: np.ndarray, b: np.ndarray) -> float:
+    """Tucker's congruence coefficient Σab / √(Σa²·Σb²)."""
+    return float(a @ b / np.sqrt((a @ a) * (b @ b)))
+
+
+# Three items loading .6 and one loading −.95 (a reverse-keyed item not reversed).
+MIXED = np.array([0.6, 0.6, 0.6, -0.95])
+
+
+def test_principal_axis_fallback_aligns_loading_signs_on_mixed_sign_items():
+    # 40 respondents: the −.95 item's sample loading reaches −1, ML runs into this Heywood case
+    # (uniqueness → 0) and reports no convergence, so one_factor falls back to principal axis on
+    # its own: nothing is patched.
+    items = simulated_loadings(40, MIXED, seed=41)
+    fit = rel.one_factor(items)
+    assert (fit["method"] == "pa").all()
+    loading = fit["loading"].to_numpy()
+    # The same solution as principal axis written out here, up to sign …
+    assert np.abs(loading) == pytest.approx(np.abs(iterated_principal_axis(items.to_numpy())), abs=1e-4)
+    # … and statsmodels' raw principal-axis loadings come out with the opposite orientation here
+    # (sum < 0), so this data needs the alignment (were this to change, the test would no longer
+    # test it and says so).
+    assert rel._fit_factor(items.to_numpy(), "pa")[0].sum() < 0
+    # Aligned: the loadings sum to ≥ 0, so the three .6 items load positively and the reversed
+    # item negatively, as in the population, and φ with the population loadings is high.
+    assert loading.sum() >= 0
+    assert np.sign(loading).tolist() == np.sign(MIXED).tolist()
+    assert hand_phi(loading, MIXED) > 0.95
+
+
+def test_maximum_likelihood_loadings_are_sign_aligned_too():
+    # ML's orientation is arbitrary as well: on these 500 respondents it returns the three
+    # positive items negative (raw sum < 0); aligned, the signs are the population's.
+    population = np.array([0.7, 0.7, -0.7, 0.7])
+    items = simulated_loadings(500, population, seed=0)
+    fit = rel.one_factor(items)
+    assert (fit["method"] == "ml").all()
+    assert rel._fit_factor(items.to_numpy(), "ml")[0].sum() < 0
+    assert np.sign(fit["loading"]).tolist() == np.sign(population).tolist()
+    assert hand_phi(fit["loading"].to_numpy(), population) > 0.95
 
 
 @pytest.mark.filterwarnings("error")
