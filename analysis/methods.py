@@ -115,16 +115,42 @@ def _join(words: list[str]) -> str:
     return ", ".join(words[:-1]) + " and " + words[-1]
 
 
+def _reasoning_settings(config: Mapping[str, Any], caps: Mapping[str, Any], usage: Mapping[str, Any]) -> list[str]:
+    """How a reasoning model reasoned: effort or thinking budget, and the reasoning tokens reported.
+
+    Example:
+        >>> _reasoning_settings({"reasoning_effort": "low"}, {"reasoning": "reasoning_effort",
+        ...                     "default_effort": "medium"}, {"reasoning_tokens": 1200})
+        ['reasoning effort low', '1200 reasoning tokens in all']
+    """
+    out = []
+    control = caps.get("reasoning")
+    if control == "reasoning_effort" and (config.get("reasoning_effort") or caps.get("default_effort")):
+        effort = config.get("reasoning_effort")
+        out.append(f"reasoning effort {effort}" if effort
+                   else f"reasoning effort not set (the provider's default, {caps['default_effort']})")
+    elif control == "thinking" and config.get("reasoning_budget"):
+        out.append(f"extended thinking with a budget of {config['reasoning_budget']} tokens")
+    if usage.get("reasoning_tokens"):
+        out.append(f"{usage['reasoning_tokens']} reasoning tokens in all")
+    return out
+
+
 def _backend_sentence(manifest: Mapping[str, Any]) -> str:
     parts = []
     for backend_id, entry in manifest.get("backends", {}).items():
         identity, config = entry.get("identity", {}), entry.get("config", {})
         model = identity.get("model") or config.get("model") or FILL.format("model name and version")
         kind = identity.get("kind") or config.get("kind")
+        caps = entry.get("capabilities") or {}
         settings = []
         for key, label in (("temperature", "temperature"), ("top_p", "top-p"), ("max_tokens", "maximum tokens")):
             value = config.get(key)
+            if key == "temperature" and caps.get("temperature") == "default_only":
+                settings.append("temperature 1 (the only one the model accepts; not sent)")
+                continue
             settings.append(f"{label} {value}" if value is not None else f"{label} not set (the server's default)")
+        settings.extend(_reasoning_settings(config, caps, (manifest.get("usage") or {}).get(backend_id) or {}))
         parts.append(f"{model} (backend '{backend_id}', {kind} interface; {', '.join(settings)})")
     version = manifest.get("psyq_version")
     tool = f"psyq {version}" if version else "psyq"

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import __version__
-from .errors import InputError, PsyqError
+from .errors import InputError, Problem, PsyqError
 from .human_data import read_answers_csv
 from .instrument import instrument_json_schema, load_instrument
 from .notices import print_notices_to_stderr
@@ -602,6 +602,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
         rubric = load_rubric(rubric_path)
     config = _helper_backend(args, args.judge_id)
     answer = args.answer or ("logprobs" if config.kind == "local" else "json")
+    _require_helper_capabilities(config, answer, "--answer" if args.answer else "--model")
     if multi:
         return _judge_targets(args, config, rubric, answer)
     tick = _every_fifty("judged")
@@ -648,8 +649,24 @@ def _helper_backend(args: argparse.Namespace, backend_id: str):
     from .run import check_command_line_backend
 
     check_command_line_backend(args.base_url, args.api_key_env)
+    from .backends.capabilities import capabilities_for
+
+    caps = capabilities_for("openai", args.base_url, args.model)
+    if caps.temperature == "default_only":   # e.g. a reasoning model: temperature 0 would be refused
+        print(f"note: {args.model} ({caps.title}) takes only its default temperature: the {backend_id} asks at "
+              f"temperature 1, not 0, so the same text may get another answer when asked again", file=sys.stderr)
     return BackendConfig(id=backend_id, kind="openai", base_url=args.base_url, model=args.model,
-                         api_key_env=args.api_key_env, temperature=0.0)
+                         api_key_env=args.api_key_env,
+                         temperature=None if caps.temperature == "default_only" else 0.0)
+
+
+def _require_helper_capabilities(config, answer: str, option: str) -> None:
+    """InputError when the judge's or rewriter's model cannot give `answer` (e.g. logprobs)."""
+    from .backends.capabilities import design_problems
+
+    problems = [Problem(option, None, None, "", why) for _, why in design_problems(config, answer)]
+    if problems:
+        raise InputError(problems)
 
 
 def _add_perturb_args(p: argparse.ArgumentParser) -> None:

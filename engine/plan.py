@@ -73,6 +73,8 @@ class BackendPlan:
     wall_s: float
     wall_how: str
     option_orders: dict[str, int]
+    reasoning_max: int = 0        # part of completion_tokens_max allowed for reasoning (reasoning models)
+    reasoning_how: str = ""       # how that allowance was sized
 
 
 @dataclass(frozen=True)
@@ -154,6 +156,27 @@ def estimate_prompt_tokens(trials: list[Trial], counter: TokenCounter,
     return (tokens / chars * every if chars else tokens / limit * len(trials)), limit
 
 
+def _reasoning_how(backend: HttpBackend) -> str:
+    """How a backend's reasoning allowance was sized, for the plan ('' when it has none).
+
+    Example:
+        >>> _reasoning_how(make_backend(BackendConfig(id="o", kind="openai", model="o3", base_url="http://x/v1")))  # doctest: +SKIP
+        'reasoning_effort medium (the provider default): 8,192 tokens per request on top of the answer'
+    """
+    from .backends.capabilities import reasoning_allowance
+
+    allowance = reasoning_allowance(backend.config, backend.capabilities)
+    if not allowance:
+        return ""
+    c = backend.config
+    if c.reasoning_budget is not None:
+        why = "reasoning_budget"
+    else:
+        why = (f"reasoning_effort {c.reasoning_effort}" if c.reasoning_effort
+               else f"reasoning_effort {backend.capabilities.default_effort} (the provider default)")
+    return f"{why}: {allowance:,} tokens per request on top of the answer"
+
+
 def wall_time(trials: list[Trial], backend: HttpBackend, latency_s: float) -> tuple[float, str]:
     """Seconds to send `trials` on `backend` and which pace decides it (retries and re-asks not counted).
 
@@ -233,14 +256,16 @@ def build_plan(study_id: str, run_dir: str, backends: Mapping[str, HttpBackend],
             estimates = {key: estimate_prompt_tokens(group, counter) for key, group in mine.items()}
         for (_, instrument, stage), group in mine.items():
             rows.append(StageRow(backend_id, instrument, stage, len(group), estimates[(backend_id, instrument, stage)][0],
-                                 sum(t.request.max_tokens for t in group)))
+                                 sum(backend.token_limit(t.request) for t in group)))
         sent = [t for group in mine.values() for t in group]
         prompt_tokens = sum(e[0] for e in estimates.values())
         done = sum(e[1] for e in estimates.values())
         method, exact = counter.method, counter.exact and done == len(sent)
         if counter.exact and done < len(sent):
             method += f"; {done:,} of {len(sent):,} requests counted, the rest scaled by their characters"
-        completion = sum(t.request.max_tokens for t in sent)
+        # The whole token limit of each request: the answer budget plus a reasoning model's allowance.
+        completion = sum(backend.token_limit(t.request) for t in sent)
+        reasoning = completion - sum(t.request.max_tokens for t in sent)
         model = backend.identity().get("model")
         seconds, how = wall_time(sent, backend, latency_s) if sent else (0.0, "nothing to send")
         if sent and start_s and backend_id in start_s:
@@ -249,7 +274,7 @@ def build_plan(study_id: str, run_dir: str, backends: Mapping[str, HttpBackend],
         plans.append(BackendPlan(backend_id, backend.config.kind, model, len(sent), planned[backend_id],
                                  prompt_tokens, completion, method, exact,
                                  cost_of(model, prompt_tokens, completion, prices), seconds, how,
-                                 dict(Counter(t.option_order for t in sent))))
+                                 dict(Counter(t.option_order for t in sent)), reasoning, _reasoning_how(backend)))
         headers, problem = _headers(backend)
         if problem and sent:
             notes.append(f"backend '{backend_id}': {problem}; `psyq run` would stop at its first request")
@@ -313,7 +338,10 @@ def plan_lines(plan: Plan, reask_limit: int, reads_logprobs: bool, finished: int
                    + (f"; option order: " + ", ".join(f"{k} {v:,}" for k, v in sorted(b.option_orders.items()))
                       if b.option_orders else ""))
         out.append(f"  prompt tokens      {_tokens(b.prompt_tokens, b.tokens_exact)}  ({b.token_method})")
-        out.append(f"  completion tokens  at most {b.completion_tokens_max:,}  (the sum of max_tokens: an upper bound)")
+        out.append(f"  completion tokens  at most {b.completion_tokens_max:,}  (the sum of the token limits: an upper bound)")
+        if b.reasoning_max:
+            out.append(f"    of which reasoning at most {b.reasoning_max:,}  ({b.reasoning_how}; only the reasoning "
+                       f"tokens used are billed, as output, so the cost is an upper bound too)")
         out.append(f"  cost               {b.cost}")
         out.append(f"  wall time          ~{_duration(b.wall_s)}  ({b.wall_how})")
     cost = plan.total_cost()
