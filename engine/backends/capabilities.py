@@ -321,9 +321,13 @@ def capability_table_markdown() -> str:
         control = {"none": "—", "reasoning_effort": "reasoning_effort",
                    "thinking": "thinking.budget_tokens (reasoning_budget)"}[r.reasoning]
         if r.with_reasoning:
-            changed = ", ".join(f"{k} {json_mode.get(v, v) if k == 'json_schema' else v}".replace("default_only",
-                                "1 only") for k, v in r.with_reasoning.items())
-            control += f"; while thinking: {changed}"
+            def shown(key: str, value: Any) -> str:
+                if isinstance(value, bool):
+                    return f"{key} {yes(value)}"
+                if key == "json_schema":
+                    return f"JSON {json_mode[value]}"
+                return f"{key} 1 only" if value == "default_only" else f"{key} {value}"
+            control += "; while thinking: " + ", ".join(shown(k, v) for k, v in r.with_reasoning.items())
         lines.append(f"| `{r.name}` | {r.title} | {'; '.join(match)} | `{r.token_limit_field}` | {temp} "
                      f"| {yes(r.top_p)} | {yes(r.logprobs)} | {jm} | {yes(r.seed)} | {control} "
                      f"| {r.prompt_cache} | {yes(r.batch)} |")
