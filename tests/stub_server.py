@@ -35,7 +35,9 @@ Anthropic replies then carry ``cache_read_input_tokens`` / ``cache_creation_inpu
 Every usage block sent is kept in ``sent_usage`` (in order of sending).
 
 Per POST request the outcome is decided in this order: bad path/body -> 404/400
-(outcomes "not_found"/"bad_request"); rpm limit exceeded -> 429 (outcome "429", does
+(outcomes "not_found"/"bad_request"); a request the provider would refuse (see "Provider
+contracts" below) -> 400 (outcome "bad_request", the error message in ``Recorded.error`` and in
+the record file's ``error``); rpm limit exceeded -> 429 (outcome "429", does
 not consume a scripted fault); next scripted fault, if any; with ``pathological_every=N``,
 every Nth POST gets the next kind of ``pathological_kinds`` (cycling through them); else with
 probability ``fault_rate`` a kind drawn from ``fault_kinds`` (``random.Random(seed)``); else "ok".
@@ -52,12 +54,124 @@ string), ``nested_body`` (the whole body 5,000 arrays deep).
 ``latency_s`` is applied to every POST before it is answered (whatever the outcome).
 The record (``requests`` and the record file) is written when the outcome is decided,
 before any latency or hang, so a request the client gave up on is still counted.
+
+Provider contracts (reasoning and thinking models)
+--------------------------------------------------
+What follows makes the stub hold requests to the rules the providers publish, chosen from the
+request alone as the real APIs choose them. A request to ``stub-model`` (or any model outside
+:data:`OPENAI_REASONING_MODELS`) on ``/v1/chat/completions`` is answered exactly as before, and
+so is an Anthropic request without ``thinking`` and without a forcing ``tool_choice`` (apart from
+the required ``max_tokens``).
+
+OpenAI ``POST /v1/chat/completions`` with a reasoning model: a ``model`` that, lower-cased,
+matches a pattern of :data:`OPENAI_REASONING_MODELS` (``fnmatch``; the o1, o3, o4 and GPT-5
+families, the same patterns as psyq's own capability table; the choice of names is ours [O1]).
+
+- Refused with HTTP 400 and OpenAI's error object ``{"error": {"message", "type":
+  "invalid_request_error", "param", "code"}}`` [O1], the first failing check in this order (the
+  order is ours): ``max_tokens`` (any non-null value) [O1, O3]; ``temperature`` other than 1
+  [O3]; ``top_p`` (any non-null value) [O3]; ``logprobs: true``, then ``top_logprobs`` (any
+  non-null value) [O2, O3]; ``reasoning_effort`` not one of :data:`REASONING_EFFORTS` (null is
+  the default) [O1]; ``max_completion_tokens`` not an integer [O1].
+- Reasoning tokens are spent inside ``max_completion_tokens`` [O1]: :data:`REASONING_TOKENS` for
+  the request's effort (default ``medium`` [O1]; the numbers are our deterministic choice), then
+  the answer's ``len(text) // 4 + 1`` tokens (the stub's usual count). If both fit (or no
+  ``max_completion_tokens`` was sent): the answer, ``finish_reason`` "stop", ``completion_tokens``
+  = reasoning + answer. If not: ``content`` "" (the stub never sends a partial answer),
+  ``finish_reason`` "length" [O1], ``completion_tokens`` = the budget.
+  ``usage.completion_tokens_details.reasoning_tokens`` is always sent [O1] (at most the budget).
+- The answer is the one the stub gives any model (the ``answer`` callback; by default a digit).
+
+Anthropic ``POST /v1/messages`` (any model):
+
+- ``max_tokens`` is required [A1]: without it, 400 with Anthropic's error shape ``{"type":
+  "error", "error": {"type": "invalid_request_error", "message"}}`` [A1] (as every 400 below).
+- ``thinking: {"type": "enabled", "budget_tokens": N}`` [A1]: N must be an integer >= 1024 and
+  less than ``max_tokens`` [A1, A4]; with thinking on, a ``temperature`` other than 1, any
+  ``top_k``, a ``top_p`` outside [0.95, 1] and a ``tool_choice`` that forces tool use (``any`` or
+  ``tool``) are refused [A2, A4]. The reply's content starts with a thinking block ``{"type":
+  "thinking", "thinking", "signature"}`` [A1] (a fixed short text and a signature derived from
+  the messages), then the answer block. The stub's thinking always spends the whole budget N
+  (deterministic, the worst case; real models may think less, and return summarised thinking
+  shorter than the tokens billed [A1]): ``usage.output_tokens`` = N + the answer's tokens, and
+  ``usage.output_tokens_details.thinking_tokens`` = N [A1]. When N + the answer's tokens exceed
+  ``max_tokens``: ``stop_reason`` "max_tokens" [A1], ``output_tokens`` = ``max_tokens`` and no
+  answer block (the stub never sends a partial one). Other thinking types ("disabled",
+  "adaptive" [A1]) are answered as without thinking.
+- ``tools`` with ``tool_choice: {"type": "tool", "name": X}`` (or ``{"type": "any"}``: the first
+  tool) [A1, A3]: the content is one ``tool_use`` block ``{"type": "tool_use", "id", "name": X,
+  "input"}`` [A1] and nothing before it (nor after) [A3], ``stop_reason`` "tool_use" [A1]. Its
+  ``input`` is the answer callback's reply when that is a JSON object, else
+  :func:`schema_instance` of the tool's ``input_schema`` built around the reply (a digit fills a
+  number or picks an enum value). A tool name not among ``tools`` is refused (our wording).
+  ``max_tokens`` applies as above. The scripted "invalid_answer" and "refusal" outcomes still
+  reply with a text block.
+
+Sources (facts only; no code or prose was copied). The error messages marked *verbatim* in the
+code are the wording of real API replies quoted in the cited threads; the others are ours.
+
+[O1] OpenAI's OpenAPI document, github.com/openai/openai-openapi ``openapi.yaml`` (commit
+     f85dbe22, 2026-08-21): ``POST /chat/completions`` (parameter support differs for reasoning
+     models, see the reasoning guide); ``Reasoning`` ("gpt-5 and o-series models only");
+     ``CreateChatCompletionRequest``: ``max_tokens`` deprecated for ``max_completion_tokens`` and
+     not compatible with o-series models, ``max_completion_tokens`` an integer bound that includes
+     visible output and reasoning tokens; ``ReasoningEffort``: none, minimal, low, medium, high,
+     xhigh, max, default medium, nullable; ``CreateChatCompletionResponse``: ``finish_reason``
+     "length" when the request's token maximum was reached; ``CompletionUsage``:
+     ``completion_tokens_details.reasoning_tokens`` (tokens generated for reasoning); ``Error`` /
+     ``ErrorResponse``: ``message``, ``type``, ``param``, ``code`` all present (param and code
+     nullable) under ``error``.
+[O2] OpenAI reasoning guide, platform.openai.com/docs/guides/reasoning (read in stored copies):
+     GPT-5 (and gpt-5-mini, gpt-5-nano), o3, o3-mini, o4-mini and o1 as reasoning models,
+     ``reasoning_effort`` in Chat Completions. The copies read did not show the guide's list of
+     unsupported parameters, so logprobs rest on a reply: the only one found (o4-mini, quoted in
+     confident-ai/deepeval#2184) is a 403 "You are not allowed to request logprobs from this
+     model" with param and code null; the stub answers 400 naming the param instead (our choice).
+[O3] OpenAI API replies quoted in issue threads (verbatim wording, type
+     "invalid_request_error"): max_tokens, code "unsupported_parameter":
+     griptape-ai/ComfyUI-Griptape#312 (gpt-5), ITSpecialist111/ai_automation_suggester#38
+     (o1-preview), fish2018/YPrompt#26 (gpt-5.1); temperature, code "unsupported_value":
+     gabrii/Cursor-Azure-GPT-5#33, owndev/Open-WebUI-Functions#98 (GPT-5), OpenHands/OpenHands#4131
+     (o1-mini); top_p, code "unsupported_parameter": aandrew-me/tgpt#333 (o1),
+     lfnovo/open-notebook#107 (GPT-5).
+[A1] Anthropic's Python SDK types (MIT; generated from Anthropic's OpenAPI spec),
+     github.com/anthropics/anthropic-sdk-python ``src/anthropic/types/`` (commit 009b0353,
+     2026-08-07): ``message_create_params.py`` (``max_tokens`` required; ``thinking`` blocks come
+     before the final answer, budget at least 1,024 and counted in ``max_tokens``; temperature
+     default 1.0), ``thinking_config_enabled_param.py`` (``budget_tokens`` >= 1024 and less than
+     ``max_tokens``), ``thinking_config_param.py`` (enabled, disabled, adaptive),
+     ``thinking_block.py``, ``tool_use_block.py``, ``tool_param.py`` (``input_schema``: the JSON
+     schema of the input the model produces), ``tool_choice_tool_param.py`` and
+     ``tool_choice_any_param.py``, ``stop_reason.py`` / ``message.py`` ("max_tokens": the
+     requested ``max_tokens`` was exceeded; "tool_use": the model invoked a tool), ``usage.py``
+     and ``output_tokens_details.py`` (``output_tokens`` is the inclusive total;
+     ``thinking_tokens`` counts the raw reasoning, not the possibly summarised text),
+     ``shared/error_response.py`` and ``shared/invalid_request_error.py``.
+[A2] Anthropic extended-thinking guide, platform.claude.com/docs/en/build-with-claude/
+     extended-thinking, "Feature compatibility": thinking is not compatible with temperature or
+     top_k changes nor with forced tool use; with thinking, top_p may be set between 0.95 and 1
+     (the 2025 text also listed top_p as incompatible; the stub follows the current one);
+     "Extended thinking with tool use": only tool_choice auto or none, any or tool give an error.
+     Read in stored copies and as quoted in anthropics/claude-code#19414 and
+     run-llama/llama_index#19641.
+[A3] Anthropic tool-use guide, "Forcing tool use": with tool_choice any or tool the assistant
+     turn is prefilled to force the tool, so no text comes before the tool_use block (as quoted
+     in anthropics/claude-code#19414).
+[A4] Anthropic API replies quoted in threads (verbatim wording): "max_tokens: Field required"
+     (quoted in public client tests and a tutorial's recorded curl reply);
+     "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
+     (themaximalist/llm.js#30); max_tokens vs budget_tokens (ProfSynapse/nexus#17,
+     liuw1535/antigravity2api-nodejs#149); temperature (MartialBE/one-hub#529); top_k
+     (quarkiverse/quarkus-langchain4j#1812); forced tool use (run-llama/llama_index#19641,
+     mastra-ai/mastra#7507, usestrix/strix#503).
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import collections
+import fnmatch
 import hashlib
 import json
 import math
@@ -109,6 +223,231 @@ TEMPLATE_PATH = "/apply-template"
 TOKENIZE_PATH = "/tokenize"
 _TOY_TOKEN = re.compile(r"\w+|[^\w\s]")
 
+# ------------------------------------------------------------------ provider contracts
+# (see "Provider contracts" in the module docstring for what each rule does and its source)
+
+# The one table of OpenAI reasoning models: fnmatch patterns of the request's lower-cased model.
+OPENAI_REASONING_MODELS: tuple[str, ...] = ("o1", "o1-*", "o3", "o3-*", "o4-*", "gpt-5", "gpt-5-*", "gpt-5.*")
+# OpenAPI ReasoningEffort values [O1]; a null or missing reasoning_effort means the default.
+REASONING_EFFORTS: tuple[str, ...] = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
+DEFAULT_REASONING_EFFORT = "medium"
+# Reasoning tokens the stub spends per effort: our deterministic choice, growing with the effort.
+REASONING_TOKENS: dict[str, int] = {"none": 0, "minimal": 16, "low": 64, "medium": 256, "high": 1024,
+                                    "xhigh": 2048, "max": 4096}
+MIN_THINKING_BUDGET = 1024          # Anthropic thinking.budget_tokens >= 1024 [A1]
+THINKING_TOP_P = (0.95, 1.0)        # top_p allowed with thinking [A2]
+THINKING_TEXT = "The stub considers the question before it answers."
+
+# OpenAI error wording. Verbatim [O3]: max_tokens, temperature, and the top_p form of
+# "unsupported parameter" (used for logprobs/top_logprobs too: our extension, see [O2]).
+OPENAI_MAX_TOKENS_MESSAGE = ("Unsupported parameter: 'max_tokens' is not supported with this model. "
+                             "Use 'max_completion_tokens' instead.")
+OPENAI_TEMPERATURE_MESSAGE = ("Unsupported value: 'temperature' does not support {value} with this model. "
+                              "Only the default (1) value is supported.")
+OPENAI_UNSUPPORTED_MESSAGE = "Unsupported parameter: '{param}' is not supported with this model."
+# Ours (no reply found to copy):
+OPENAI_EFFORT_MESSAGE = "Invalid value: {value}. Supported values are: {allowed}."
+OPENAI_INTEGER_MESSAGE = "Invalid type for '{param}': expected an integer, but got {value} instead."
+
+# Anthropic error wording. Verbatim [A4]:
+ANTHROPIC_MAX_TOKENS_MESSAGE = "max_tokens: Field required"
+ANTHROPIC_BUDGET_MIN_MESSAGE = "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
+ANTHROPIC_BUDGET_MAX_MESSAGE = ("`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our "
+                                "documentation at https://docs.claude.com/en/docs/build-with-claude/"
+                                "extended-thinking#max-tokens-and-context-window-size")
+ANTHROPIC_TEMPERATURE_MESSAGE = ("`temperature` may only be set to 1 when thinking is enabled. Please consult our "
+                                 "documentation at https://docs.anthropic.com/en/docs/build-with-claude/"
+                                 "extended-thinking#important-considerations-when-using-extended-thinking")
+ANTHROPIC_TOP_K_MESSAGE = ("`top_k` must be unset when thinking is enabled. Please consult our documentation at "
+                           "https://docs.claude.com/en/docs/build-with-claude/"
+                           "extended-thinking#important-considerations-when-using-extended-thinking")
+ANTHROPIC_FORCED_TOOL_MESSAGE = "Thinking may not be enabled when tool_choice forces tool use."
+# Ours:
+ANTHROPIC_TOP_P_MESSAGE = "`top_p` must be between 0.95 and 1 when thinking is enabled."
+ANTHROPIC_INTEGER_MESSAGE = "{field}: Input should be a valid integer"
+ANTHROPIC_UNKNOWN_TOOL_MESSAGE = "tool_choice.name: no tool named {name!r} in tools"
+ANTHROPIC_NO_TOOLS_MESSAGE = "tool_choice forces tool use but no tools were given"
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def is_openai_reasoning_model(model: Any) -> bool:
+    """Whether a chat request's model is one of :data:`OPENAI_REASONING_MODELS`.
+
+    Example:
+        >>> [is_openai_reasoning_model(m) for m in ("gpt-5-mini", "O3", "o4-mini", "gpt-4o", "stub-model")]
+        [True, True, True, False, False]
+    """
+    name = model.lower() if isinstance(model, str) else ""
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in OPENAI_REASONING_MODELS)
+
+
+def openai_contract_problem(body: dict) -> tuple[str, str, str] | None:
+    """(param, code, message) of the first parameter an OpenAI reasoning model refuses, or None
+    (always None for other models)."""
+    if not is_openai_reasoning_model(body.get("model")):
+        return None
+    if body.get("max_tokens") is not None:
+        return "max_tokens", "unsupported_parameter", OPENAI_MAX_TOKENS_MESSAGE
+    temperature = body.get("temperature")
+    if temperature is not None and not (_is_number(temperature) and temperature == 1):
+        return "temperature", "unsupported_value", OPENAI_TEMPERATURE_MESSAGE.format(value=json.dumps(temperature))
+    if body.get("top_p") is not None:
+        return "top_p", "unsupported_parameter", OPENAI_UNSUPPORTED_MESSAGE.format(param="top_p")
+    if body.get("logprobs") not in (None, False):
+        return "logprobs", "unsupported_parameter", OPENAI_UNSUPPORTED_MESSAGE.format(param="logprobs")
+    if body.get("top_logprobs") is not None:
+        return "top_logprobs", "unsupported_parameter", OPENAI_UNSUPPORTED_MESSAGE.format(param="top_logprobs")
+    effort = body.get("reasoning_effort")
+    if effort is not None and effort not in REASONING_EFFORTS:
+        allowed = ", ".join(f"'{e}'" for e in REASONING_EFFORTS)
+        return "reasoning_effort", "invalid_value", OPENAI_EFFORT_MESSAGE.format(value=json.dumps(effort),
+                                                                                 allowed=allowed)
+    budget = body.get("max_completion_tokens")
+    if budget is not None and not _is_int(budget):
+        return ("max_completion_tokens", "invalid_type",
+                OPENAI_INTEGER_MESSAGE.format(param="max_completion_tokens", value=json.dumps(budget)))
+    return None
+
+
+def openai_reasoning_tokens(body: dict) -> int | None:
+    """Reasoning tokens the stub spends for a chat request (None: not a reasoning model)."""
+    if not is_openai_reasoning_model(body.get("model")):
+        return None
+    return REASONING_TOKENS[body.get("reasoning_effort") or DEFAULT_REASONING_EFFORT]
+
+
+def thinking_budget(body: dict) -> int | None:
+    """budget_tokens of an Anthropic request with ``thinking.type`` "enabled" (None otherwise)."""
+    thinking = body.get("thinking")
+    if isinstance(thinking, dict) and thinking.get("type") == "enabled":
+        return thinking.get("budget_tokens")
+    return None
+
+
+def forced_tool(body: dict) -> dict | None:
+    """The tool an Anthropic request's tool_choice forces ("tool": the one named; "any": the first)."""
+    choice = body.get("tool_choice")
+    kind = choice.get("type") if isinstance(choice, dict) else None
+    tools = [t for t in body.get("tools") or [] if isinstance(t, dict)]
+    if kind == "tool":
+        return next((t for t in tools if t.get("name") == choice.get("name")), None)
+    if kind == "any":
+        return tools[0] if tools else None
+    return None
+
+
+def anthropic_contract_problem(body: dict) -> str | None:
+    """The message of the first rule of the Messages API an Anthropic request breaks, or None."""
+    max_tokens = body.get("max_tokens")
+    if max_tokens is None:
+        return ANTHROPIC_MAX_TOKENS_MESSAGE
+    if not _is_int(max_tokens):
+        return ANTHROPIC_INTEGER_MESSAGE.format(field="max_tokens")
+    choice = body.get("tool_choice")
+    kind = choice.get("type") if isinstance(choice, dict) else None
+    forces = kind in ("any", "tool")
+    if forces and forced_tool(body) is None:
+        if kind == "tool" and body.get("tools"):
+            return ANTHROPIC_UNKNOWN_TOOL_MESSAGE.format(name=choice.get("name"))
+        return ANTHROPIC_NO_TOOLS_MESSAGE
+    thinking = body.get("thinking")
+    if not (isinstance(thinking, dict) and thinking.get("type") == "enabled"):
+        return None
+    budget = thinking.get("budget_tokens")
+    if not _is_int(budget):
+        return ANTHROPIC_INTEGER_MESSAGE.format(field="thinking.enabled.budget_tokens")
+    if budget < MIN_THINKING_BUDGET:
+        return ANTHROPIC_BUDGET_MIN_MESSAGE
+    if max_tokens <= budget:
+        return ANTHROPIC_BUDGET_MAX_MESSAGE
+    temperature = body.get("temperature")
+    if temperature is not None and not (_is_number(temperature) and temperature == 1):
+        return ANTHROPIC_TEMPERATURE_MESSAGE
+    if body.get("top_k") is not None:
+        return ANTHROPIC_TOP_K_MESSAGE
+    top_p = body.get("top_p")
+    if top_p is not None and not (_is_number(top_p) and THINKING_TOP_P[0] <= top_p <= THINKING_TOP_P[1]):
+        return ANTHROPIC_TOP_P_MESSAGE
+    if forces:
+        return ANTHROPIC_FORCED_TOOL_MESSAGE
+    return None
+
+
+def _pick(options: list, answer: str) -> Any:
+    """The option equal to the answer (as text), else the answer digit's option (1 = first), else the first."""
+    key = answer.strip()
+    for option in options:
+        if str(option) == key:
+            return option
+    if re.fullmatch(r"\d+", key):
+        return options[(int(key) - 1) % len(options)]
+    return options[0]
+
+
+def schema_instance(schema: Any, answer: str) -> Any:
+    """A value that satisfies a simple JSON schema, built deterministically around an answer text.
+
+    Handles ``const``, ``enum``, ``anyOf``/``oneOf`` (the first), and the types object (every
+    property), integer and number (the answer's digits, within minimum/maximum, else 0), string
+    (the answer, within minLength/maxLength), boolean (true), null and array (minItems items, at
+    least one unless maxItems is 0). Anything else (``$ref``, ``allOf``, patterns) is not handled.
+
+    Example:
+        >>> schema_instance({"type": "object", "properties": {"answer": {"enum": [1, 2, 3, 4, 5]}},
+        ...                  "required": ["answer"]}, "3")
+        {'answer': 3}
+        >>> schema_instance({"type": "object", "properties": {"n": {"type": "integer", "maximum": 2},
+        ...                  "why": {"type": "string"}}}, "4")
+        {'n': 2, 'why': '4'}
+    """
+    if not isinstance(schema, dict):
+        return answer
+    if "const" in schema:
+        return schema["const"]
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return _pick(schema["enum"], answer)
+    for key in ("anyOf", "oneOf"):
+        if isinstance(schema.get(key), list) and schema[key]:
+            return schema_instance(schema[key][0], answer)
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind is None:
+        kind = "object" if isinstance(schema.get("properties"), dict) else "string"
+    if kind == "object":
+        properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+        return {name: schema_instance(sub, answer) for name, sub in properties.items()}
+    if kind in ("integer", "number"):
+        digits = re.fullmatch(r"\d+", answer.strip())
+        n = int(digits.group()) if digits else 0
+        if _is_number(schema.get("minimum")):
+            n = max(n, math.ceil(schema["minimum"]))
+        if _is_number(schema.get("maximum")):
+            n = min(n, math.floor(schema["maximum"]))
+        return n if kind == "integer" else float(n)
+    if kind == "boolean":
+        return True
+    if kind == "null":
+        return None
+    if kind == "array":
+        count = max(int(schema.get("minItems") or 0), 1)
+        if _is_int(schema.get("maxItems")):
+            count = min(count, schema["maxItems"])
+        return [schema_instance(schema.get("items"), answer) for _ in range(count)]
+    text = answer
+    if _is_int(schema.get("minLength")) and len(text) < schema["minLength"]:
+        text += "x" * (schema["minLength"] - len(text))
+    if _is_int(schema.get("maxLength")):
+        text = text[:schema["maxLength"]]
+    return text
+
 
 def toy_template(messages: list) -> str:
     """A chat template of our own: "<|role|>" and the content per message, then "<|assistant|>"."""
@@ -131,6 +470,7 @@ class Recorded:
     t: float  # time.monotonic() when the outcome was decided
     conn: int = 0  # serial number of the TCP connection (equal numbers = keep-alive reuse)
     method: str = "POST"
+    error: str | None = None  # the message of a 400 the stub sent for a provider's rule (else None)
 
 
 def default_answer(body: dict) -> str:
@@ -340,6 +680,18 @@ class _Handler(BaseHTTPRequestHandler):
             stub._record(self, path, body, "bad_request")
             self._send_json(400, err(400, "request body must be a JSON object with a 'messages' list"))
             return
+        # A request the provider refuses by its published rules (module doc, "Provider contracts").
+        if anthropic:
+            message = anthropic_contract_problem(body)
+            refusal = _anthropic_error(400, message) if message else None
+        else:
+            problem = openai_contract_problem(body)
+            message = problem[2] if problem else None
+            refusal = _openai_param_error(*problem) if problem else None
+        if refusal is not None:
+            stub._record(self, path, body, "bad_request", error=message)
+            self._send_json(400, refusal)
+            return
 
         outcome, retry_after = stub._decide()
 
@@ -390,13 +742,15 @@ class _Handler(BaseHTTPRequestHandler):
                 self._drop()
                 return
         assert text is not None
+        reasoning = None if anthropic else openai_reasoning_tokens(body)
         if outcome in PATHOLOGICAL_KINDS and not anthropic:
-            self._send(200, stub._pathological(outcome, body, text, want_logprobs))
+            self._send(200, stub._pathological(outcome, body, text, want_logprobs, reasoning))
             return
         if anthropic:
-            self._send_json(200, stub._anthropic_response(body, text))
+            tool = forced_tool(body) if outcome not in ("invalid_answer", "refusal") else None
+            self._send_json(200, stub._anthropic_response(body, text, tool))
         else:
-            self._send_json(200, stub._openai_response(body, text, want_logprobs))
+            self._send_json(200, stub._openai_response(body, text, want_logprobs, reasoning))
 
 
 def _system_text(body: dict) -> str | None:
@@ -417,6 +771,11 @@ def _openai_error(status: int, message: str) -> dict:
             429: "rate_limit_error"}.get(status, "server_error")
     code = {429: "rate_limit_exceeded", 404: "not_found"}.get(status)
     return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+
+
+def _openai_param_error(param: str, code: str, message: str) -> dict:
+    """OpenAI's 400 error object naming the refused parameter."""
+    return {"error": {"message": message, "type": "invalid_request_error", "param": param, "code": code}}
 
 
 def _anthropic_error(status: int, message: str) -> dict:
@@ -628,10 +987,11 @@ class StubServer:
                 return self._rng.choice(self.fault_kinds), None
             return "ok", None
 
-    def _record(self, handler: _Handler, path: str, body: Any, outcome: str, method: str = "POST") -> None:
+    def _record(self, handler: _Handler, path: str, body: Any, outcome: str, method: str = "POST",
+                error: str | None = None) -> None:
         headers = {k.lower(): v for k, v in handler.headers.items()}
         rec = Recorded(path=path, headers=headers, body=body, outcome=outcome,
-                       t=time.monotonic(), conn=self._conn_id_of(handler), method=method)
+                       t=time.monotonic(), conn=self._conn_id_of(handler), method=method, error=error)
         line = None
         if self._record_file is not None:
             entry: dict[str, Any] = {"time": time.time(), "method": method, "path": path,
@@ -639,6 +999,8 @@ class StubServer:
                                      "outcome": outcome}
             if isinstance(body, dict) and "system" in body:
                 entry["system"] = body["system"]
+            if error is not None:
+                entry["error"] = error
             entry["body"] = body
             line = json.dumps(entry, ensure_ascii=False) + "\n"
         with self._lock:
@@ -652,10 +1014,23 @@ class StubServer:
             self._n_ids += 1
             return self._n_ids
 
-    def _openai_response(self, body: dict, text: str, want_logprobs: bool) -> dict:
+    def _openai_response(self, body: dict, text: str, want_logprobs: bool, reasoning: int | None = None) -> dict:
+        """A chat completion; with `reasoning` (a reasoning model's tokens) those are spent first,
+        inside max_completion_tokens (module doc, "Provider contracts")."""
         prompt_tokens = (len(toy_tokens(toy_template(body.get("messages") or []))) if self.tokenizer
                          else prompt_chars(body) // 4)
         completion_tokens = len(text) // 4 + 1
+        finish_reason = "stop"
+        details = None
+        if reasoning is not None:
+            budget = body.get("max_completion_tokens")
+            completion_tokens += reasoning
+            if budget is not None and completion_tokens > budget:   # ran out: nothing visible
+                completion_tokens = max(0, budget)
+                reasoning = min(reasoning, completion_tokens)
+                text, finish_reason = "", "length"
+            details = {"reasoning_tokens": reasoning, "audio_tokens": 0, "accepted_prediction_tokens": 0,
+                       "rejected_prediction_tokens": 0}
         cached = self._cache_lookup(_system_text(body)) if self.prompt_cache else None
         logprobs = None
         if want_logprobs:
@@ -672,6 +1047,8 @@ class StubServer:
             logprobs = {"content": [entry], "refusal": None}
         usage: dict[str, Any] = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                                  "total_tokens": prompt_tokens + completion_tokens}
+        if details is not None:
+            usage["completion_tokens_details"] = details
         extra: dict[str, Any] = {}
         if cached is not None:
             cached = min(cached[0], prompt_tokens)
@@ -692,12 +1069,13 @@ class StubServer:
                 "index": 0,
                 "message": {"role": "assistant", "content": text, "refusal": None},
                 "logprobs": logprobs,
-                "finish_reason": "stop",
+                "finish_reason": finish_reason,
             }],
             "usage": usage,
         }
 
-    def _pathological(self, kind: str, body: dict, text: str, want_logprobs: bool) -> bytes:
+    def _pathological(self, kind: str, body: dict, text: str, want_logprobs: bool,
+                      reasoning: int | None = None) -> bytes:
         """The 200 body of a pathological kind (see the module docstring); `text` is the normal answer."""
         if kind == "empty_body":
             return b""
@@ -708,7 +1086,7 @@ class StubServer:
         logprob_kind = kind.startswith("logprob_")
         if logprob_kind:   # sent whether asked or not, with at least two alternatives to break one
             body = {**body, "top_logprobs": max(2, int(body.get("top_logprobs") or len(LOGPROB_DISTRIBUTION)))}
-        reply = self._openai_response(body, text, want_logprobs or logprob_kind)
+        reply = self._openai_response(body, text, want_logprobs or logprob_kind, reasoning)
         message = reply["choices"][0]["message"]
         if kind == "content_list":
             message["content"] = [{"type": "text", "text": text}]
@@ -743,8 +1121,36 @@ class StubServer:
             self._cached_systems.add(system)
         return (len(system) // 4, 0) if seen else (0, len(system) // 4)
 
-    def _anthropic_response(self, body: dict, text: str) -> dict:
-        usage: dict[str, Any] = {"input_tokens": prompt_chars(body) // 4, "output_tokens": len(text) // 4 + 1}
+    def _anthropic_response(self, body: dict, text: str, tool: dict | None = None) -> dict:
+        """A Message: with thinking enabled a thinking block first; with a forced `tool` a tool_use
+        block instead of the text; either counted against max_tokens (module doc, "Provider contracts")."""
+        n = self._next_id()
+        budget = thinking_budget(body)
+        blocks: list[dict] = []
+        if budget is not None:
+            digest = hashlib.sha256(json.dumps(body.get("messages"), sort_keys=True).encode("utf-8")).digest()
+            blocks.append({"type": "thinking", "thinking": THINKING_TEXT,
+                           "signature": base64.b64encode(digest).decode("ascii")})
+        if tool is not None:
+            try:
+                given = json.loads(text)
+            except ValueError:
+                given = None
+            tool_input = given if isinstance(given, dict) else schema_instance(tool.get("input_schema"), text)
+            answer = {"type": "tool_use", "id": f"toolu_stub_{n}", "name": tool.get("name"),
+                      "input": tool_input if isinstance(tool_input, dict) else {}}
+            answer_tokens, stop_reason = len(json.dumps(answer["input"])) // 4 + 1, "tool_use"
+        else:
+            answer = {"type": "text", "text": text}
+            answer_tokens, stop_reason = len(text) // 4 + 1, "end_turn"
+        output_tokens = (budget or 0) + answer_tokens
+        if (budget is not None or tool is not None) and output_tokens > body["max_tokens"]:
+            output_tokens, stop_reason = body["max_tokens"], "max_tokens"   # no (partial) answer block
+        else:
+            blocks.append(answer)
+        usage: dict[str, Any] = {"input_tokens": prompt_chars(body) // 4, "output_tokens": output_tokens}
+        if budget is not None:
+            usage["output_tokens_details"] = {"thinking_tokens": budget}
         if self.prompt_cache:
             read, written = self._cache_lookup(_system_text(body))
             usage["input_tokens"] -= read + written
@@ -752,12 +1158,12 @@ class StubServer:
         with self._lock:
             self.sent_usage.append(dict(usage))
         return {
-            "id": f"msg_stub_{self._next_id()}",
+            "id": f"msg_stub_{n}",
             "type": "message",
             "role": "assistant",
             "model": body.get("model") or MODEL_ID,
-            "content": [{"type": "text", "text": text}],
-            "stop_reason": "end_turn",
+            "content": blocks,
+            "stop_reason": stop_reason,
             "stop_sequence": None,
             "usage": usage,
         }

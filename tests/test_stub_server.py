@@ -11,10 +11,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
+import jsonschema
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from stub_server import REFUSAL_TEXT, StubServer  # noqa: E402
+from stub_server import REFUSAL_TEXT, StubServer, is_openai_reasoning_model  # noqa: E402
 
 SCRIPT = Path(__file__).resolve().parent / "stub_server.py"
 
@@ -277,3 +278,306 @@ def _check_script(proc: subprocess.Popen, record: Path) -> None:
     assert [entry["messages"][0]["content"] for entry in lines] == ["A", "A", "B"]
     assert all(entry["outcome"] == "ok" and entry["path"] == "/v1/chat/completions"
                and isinstance(entry["time"], float) for entry in lines)
+
+
+
+# ------------------------------------------------------------------------------------------
+# Provider contracts: the stub follows what OpenAI and Anthropic publish for reasoning and
+# thinking models (sources in tests/stub_server.py's docstring). Expected messages and numbers
+# are written out here, not imported, so a change of the stub's contract shows up as a failure.
+
+MAX_TOKENS_REFUSED = {"error": {
+    "message": "Unsupported parameter: 'max_tokens' is not supported with this model. "
+               "Use 'max_completion_tokens' instead.",
+    "type": "invalid_request_error", "param": "max_tokens", "code": "unsupported_parameter"}}
+# Reasoning tokens per effort, as the stub documents them (medium is the default).
+EFFORT_TOKENS = {"none": 0, "minimal": 16, "low": 64, "medium": 256, "high": 1024, "xhigh": 2048, "max": 4096}
+
+
+def reasoning_chat(prompt: str, model: str = "gpt-5-mini", **extra) -> dict:
+    return {"model": model, "messages": [{"role": "user", "content": prompt}], **extra}
+
+
+def messages_body(prompt: str = "I am talkative. 1-5?", **extra) -> dict:
+    return {"model": "claude-x", "messages": [{"role": "user", "content": prompt}], **extra}
+
+
+def test_reasoning_model_names_are_one_table():
+    for name in ["o1", "o1-mini", "o3", "o3-mini", "o4-mini", "gpt-5", "gpt-5-mini", "gpt-5-nano", "gpt-5.1",
+                 "GPT-5-MINI", "o3-2025-04-16"]:
+        assert is_openai_reasoning_model(name), name
+    for name in ["stub-model", "gpt-4o", "gpt-4.1-mini", "gpt-50", "o2", "claude-x", None]:
+        assert not is_openai_reasoning_model(name), name
+
+
+def test_reasoning_model_refuses_max_tokens_with_openais_error_object(tmp_path):
+    record = tmp_path / "rec.jsonl"
+    with StubServer(faults=["500"], record=record) as srv, httpx.Client() as c:
+        r = c.post(srv.url + "/chat/completions", json=reasoning_chat("rate", max_tokens=48))
+        assert r.status_code == 400 and r.json() == MAX_TOKENS_REFUSED
+        [rec] = srv.requests
+        assert rec.outcome == "bad_request" and rec.error == MAX_TOKENS_REFUSED["error"]["message"]
+        assert srv.faults == ["500"]           # a refused request consumes no scripted fault
+        # The default model keeps taking max_tokens, exactly as before.
+        srv.faults = []
+        ok = c.post(srv.url + "/chat/completions", json=chat("rate", max_tokens=48))
+        assert ok.status_code == 200 and "completion_tokens_details" not in ok.json()["usage"]
+    entries = [json.loads(line) for line in record.read_text().splitlines()]
+    assert entries[0]["outcome"] == "bad_request" and entries[0]["error"] == rec.error
+    assert "error" not in entries[1]
+
+
+@pytest.mark.parametrize("extra, param, code, message", [
+    ({"temperature": 0.2}, "temperature", "unsupported_value",
+     "Unsupported value: 'temperature' does not support 0.2 with this model. "
+     "Only the default (1) value is supported."),
+    ({"temperature": 0}, "temperature", "unsupported_value",
+     "Unsupported value: 'temperature' does not support 0 with this model. "
+     "Only the default (1) value is supported."),
+    ({"top_p": 0.9}, "top_p", "unsupported_parameter", "Unsupported parameter: 'top_p' is not supported with this model."),
+    ({"top_p": 1}, "top_p", "unsupported_parameter", "Unsupported parameter: 'top_p' is not supported with this model."),
+    ({"logprobs": True, "top_logprobs": 5}, "logprobs", "unsupported_parameter",
+     "Unsupported parameter: 'logprobs' is not supported with this model."),
+    ({"top_logprobs": 5}, "top_logprobs", "unsupported_parameter",
+     "Unsupported parameter: 'top_logprobs' is not supported with this model."),
+    ({"reasoning_effort": "extreme"}, "reasoning_effort", "invalid_value", None),
+    ({"max_completion_tokens": "100"}, "max_completion_tokens", "invalid_type", None),
+])
+def test_reasoning_model_refuses_sampling_parameters(extra, param, code, message):
+    with StubServer() as srv, httpx.Client() as c:
+        r = c.post(srv.url + "/chat/completions", json=reasoning_chat("rate", model="o3", **extra))
+        assert r.status_code == 400
+        error = r.json()["error"]
+        assert set(error) == {"message", "type", "param", "code"}
+        assert (error["type"], error["param"], error["code"]) == ("invalid_request_error", param, code)
+        if message is not None:
+            assert error["message"] == message
+        assert srv.outcomes == ["bad_request"] and srv.requests[0].error == error["message"]
+        # The same request to the default model is answered.
+        assert c.post(srv.url + "/chat/completions", json=chat("rate", **extra)).status_code == 200
+
+
+@pytest.mark.parametrize("extra", [{"temperature": 1}, {"temperature": 1.0}, {"logprobs": False},
+                                   {"reasoning_effort": None}, {"max_completion_tokens": 500, "seed": 3},
+                                   {"response_format": {"type": "json_schema", "json_schema": {
+                                       "name": "answer", "schema": {"type": "object"}}}}])
+def test_reasoning_model_accepts_what_it_takes(extra):
+    with StubServer() as srv, httpx.Client() as c:
+        r = c.post(srv.url + "/chat/completions", json=reasoning_chat("rate", **extra))
+        assert r.status_code == 200 and srv.outcomes == ["ok"]
+
+
+def test_reasoning_effort_sets_the_reasoning_tokens():
+    prompt = "x" * 40
+    with StubServer() as srv, httpx.Client() as c:
+        plain = c.post(srv.url + "/chat/completions", json=chat(prompt)).json()
+        answer = plain["choices"][0]["message"]["content"]
+        for effort, tokens in [*EFFORT_TOKENS.items(), (None, EFFORT_TOKENS["medium"])]:
+            extra = {} if effort is None else {"reasoning_effort": effort}
+            body = c.post(srv.url + "/chat/completions", json=reasoning_chat(prompt, **extra)).json()
+            choice, usage = body["choices"][0], body["usage"]
+            assert choice["message"]["content"] == answer and choice["finish_reason"] == "stop"
+            assert usage["completion_tokens_details"]["reasoning_tokens"] == tokens
+            assert usage["completion_tokens"] == tokens + 1           # reasoning + the one-token answer
+            assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"] == 10 + tokens + 1
+
+
+def test_reasoning_tokens_are_spent_inside_max_completion_tokens():
+    text = "I would feel upset about it."            # 28 characters: 8 answer tokens
+    with StubServer(answer=lambda body: text) as srv, httpx.Client() as c:
+        def ask(budget, effort="low"):
+            r = c.post(srv.url + "/chat/completions",
+                       json=reasoning_chat("q", reasoning_effort=effort, max_completion_tokens=budget))
+            assert r.status_code == 200
+            body = r.json()
+            return body["choices"][0], body["usage"]
+
+        choice, usage = ask(64 + 8)                   # exactly enough: reasoning 64, answer 8
+        assert (choice["message"]["content"], choice["finish_reason"]) == (text, "stop")
+        assert (usage["completion_tokens"], usage["completion_tokens_details"]["reasoning_tokens"]) == (72, 64)
+
+        choice, usage = ask(64 + 7)                   # one short: nothing visible, "length"
+        assert (choice["message"]["content"], choice["finish_reason"]) == ("", "length")
+        assert (usage["completion_tokens"], usage["completion_tokens_details"]["reasoning_tokens"]) == (71, 64)
+
+        choice, usage = ask(48, effort="medium")      # the budget runs out while reasoning
+        assert (choice["message"]["content"], choice["finish_reason"]) == ("", "length")
+        assert (usage["completion_tokens"], usage["completion_tokens_details"]["reasoning_tokens"]) == (48, 48)
+
+        choice, usage = ask(8, effort="none")         # no reasoning: the answer alone fits
+        assert (choice["message"]["content"], choice["finish_reason"]) == (text, "stop")
+        assert usage["completion_tokens_details"]["reasoning_tokens"] == 0
+
+
+def test_reasoning_model_json_answer_comes_from_the_answer_callback():
+    reply = json.dumps({"answer": 4})
+
+    def answer(body):
+        return reply if body.get("response_format") else "4"
+
+    schema = {"type": "json_schema", "json_schema": {"name": "answer", "schema": {
+        "type": "object", "properties": {"answer": {"enum": [1, 2, 3, 4, 5]}}, "required": ["answer"]}}}
+    with StubServer(answer=answer) as srv, httpx.Client() as c:
+        body = c.post(srv.url + "/chat/completions",
+                      json=reasoning_chat("q", response_format=schema, max_completion_tokens=4096)).json()
+    assert body["choices"][0]["message"]["content"] == reply
+
+
+def test_anthropic_max_tokens_is_required():
+    with StubServer(faults=["500"]) as srv, httpx.Client() as c:
+        r = c.post(srv.url + "/messages", json=messages_body())
+        assert r.status_code == 400
+        assert r.json() == {"type": "error", "error": {"type": "invalid_request_error",
+                                                       "message": "max_tokens: Field required"}}
+        assert srv.outcomes == ["bad_request"] and srv.requests[0].error == "max_tokens: Field required"
+        assert srv.faults == ["500"]
+
+
+BUDGET_MESSAGE = ("`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our documentation at "
+                  "https://docs.claude.com/en/docs/build-with-claude/extended-thinking#max-tokens-and-context-window-size")
+TOOL = {"name": "answer", "description": "Give your answer.",
+        "input_schema": {"type": "object", "properties": {"answer": {"enum": [1, 2, 3, 4, 5]}}, "required": ["answer"]}}
+
+
+@pytest.mark.parametrize("extra, message", [
+    ({"max_tokens": 4096, "thinking": {"type": "enabled", "budget_tokens": 1023}},
+     "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"),
+    ({"max_tokens": 2048, "thinking": {"type": "enabled", "budget_tokens": 2048}}, BUDGET_MESSAGE),
+    ({"max_tokens": 1024, "thinking": {"type": "enabled", "budget_tokens": 2048}}, BUDGET_MESSAGE),
+    ({"max_tokens": 4096, "thinking": {"type": "enabled", "budget_tokens": 2048}, "temperature": 0.5},
+     "`temperature` may only be set to 1 when thinking is enabled. Please consult our documentation at "
+     "https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking"
+     "#important-considerations-when-using-extended-thinking"),
+    ({"max_tokens": 4096, "thinking": {"type": "enabled", "budget_tokens": 2048}, "top_k": 5},
+     "`top_k` must be unset when thinking is enabled. Please consult our documentation at "
+     "https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
+     "#important-considerations-when-using-extended-thinking"),
+    ({"max_tokens": 4096, "thinking": {"type": "enabled", "budget_tokens": 2048}, "top_p": 0.9},
+     "`top_p` must be between 0.95 and 1 when thinking is enabled."),
+    ({"max_tokens": 4096, "thinking": {"type": "enabled", "budget_tokens": 2048}, "tools": [TOOL],
+      "tool_choice": {"type": "tool", "name": "answer"}},
+     "Thinking may not be enabled when tool_choice forces tool use."),
+    ({"max_tokens": 4096, "thinking": {"type": "enabled", "budget_tokens": 2048}, "tools": [TOOL],
+      "tool_choice": {"type": "any"}},
+     "Thinking may not be enabled when tool_choice forces tool use."),
+    ({"max_tokens": 4096, "tools": [TOOL], "tool_choice": {"type": "tool", "name": "other"}}, None),
+    ({"max_tokens": 4096, "tool_choice": {"type": "any"}}, None),
+])
+def test_anthropic_refusals(extra, message):
+    with StubServer() as srv, httpx.Client() as c:
+        r = c.post(srv.url + "/messages", json=messages_body(**extra))
+        assert r.status_code == 400
+        body = r.json()
+        assert body["type"] == "error" and body["error"]["type"] == "invalid_request_error"
+        if message is not None:
+            assert body["error"]["message"] == message
+        assert srv.outcomes == ["bad_request"] and srv.requests[0].error == body["error"]["message"]
+
+
+@pytest.mark.parametrize("extra", [{"temperature": 1}, {"top_p": 0.95}, {"top_p": 1},
+                                   {"tools": [TOOL], "tool_choice": {"type": "auto"}}])
+def test_thinking_accepts_what_the_guide_allows(extra):
+    body = messages_body(max_tokens=4096, thinking={"type": "enabled", "budget_tokens": 2048}, **extra)
+    with StubServer() as srv, httpx.Client() as c:
+        r = c.post(srv.url + "/messages", json=body)
+        assert r.status_code == 200 and [b["type"] for b in r.json()["content"]] == ["thinking", "text"]
+
+
+def test_thinking_block_comes_first_and_its_tokens_are_output_tokens():
+    thinking = {"type": "enabled", "budget_tokens": 1024}
+    with StubServer() as srv, httpx.Client() as c:
+        plain = c.post(srv.url + "/messages", json=messages_body(max_tokens=48)).json()
+        msg = c.post(srv.url + "/messages", json=messages_body(max_tokens=1024 + 48, thinking=thinking)).json()
+        again = c.post(srv.url + "/messages", json=messages_body(max_tokens=1024 + 48, thinking=thinking)).json()
+    think, text = msg["content"]
+    assert think["type"] == "thinking" and isinstance(think["thinking"], str) and think["thinking"]
+    assert isinstance(think["signature"], str) and think["signature"]
+    assert think == again["content"][0]                        # deterministic
+    assert text == plain["content"][0] and text["type"] == "text"   # the same answer as without thinking
+    assert msg["stop_reason"] == "end_turn"
+    assert msg["usage"]["output_tokens"] == 1024 + 1           # the whole budget, then a one-token answer
+    assert msg["usage"]["output_tokens_details"] == {"thinking_tokens": 1024}
+    assert plain["usage"] == {"input_tokens": plain["usage"]["input_tokens"], "output_tokens": 1}
+
+
+def test_thinking_plus_answer_over_max_tokens_stops_with_no_text_block():
+    thinking = {"type": "enabled", "budget_tokens": 1024}
+    with StubServer(answer=lambda body: "Strongly agree") as srv, httpx.Client() as c:   # 4 answer tokens
+        short = c.post(srv.url + "/messages", json=messages_body(max_tokens=1027, thinking=thinking)).json()
+        enough = c.post(srv.url + "/messages", json=messages_body(max_tokens=1028, thinking=thinking)).json()
+    assert short["stop_reason"] == "max_tokens" and [b["type"] for b in short["content"]] == ["thinking"]
+    assert short["usage"]["output_tokens"] == 1027
+    assert enough["stop_reason"] == "end_turn" and [b["type"] for b in enough["content"]] == ["thinking", "text"]
+    assert enough["usage"]["output_tokens"] == 1028
+
+
+def test_forced_tool_choice_replies_with_one_tool_use_block():
+    schema = {"type": "object", "properties": {"answer": {"enum": [1, 2, 3, 4, 5]},
+                                               "why": {"type": "string", "minLength": 3},
+                                               "sure": {"type": "boolean"},
+                                               "n": {"type": "integer", "minimum": 1, "maximum": 2},
+                                               "tags": {"type": "array", "items": {"type": "string"}}},
+              "required": ["answer", "why", "sure", "n", "tags"], "additionalProperties": False}
+    other = {"name": "other", "input_schema": {"type": "object", "properties": {"x": {"type": "number"}}}}
+    tool = {"name": "answer", "input_schema": schema}
+    with StubServer() as srv, httpx.Client() as c:
+        digit = c.post(srv.url + "/messages", json=messages_body(max_tokens=48)).json()["content"][0]["text"]
+        msg = c.post(srv.url + "/messages", json=messages_body(
+            max_tokens=200, tools=[other, tool], tool_choice={"type": "tool", "name": "answer"})).json()
+        [block] = msg["content"]
+        assert block["type"] == "tool_use" and block["name"] == "answer" and block["id"].startswith("toolu_")
+        jsonschema.validate(block["input"], schema)
+        assert block["input"]["answer"] == int(digit)             # built around the stub's answer
+        assert msg["stop_reason"] == "tool_use"
+        # {"type": "any"}: the first tool.
+        anyone = c.post(srv.url + "/messages", json=messages_body(
+            max_tokens=200, tools=[other, tool], tool_choice={"type": "any"})).json()
+        assert anyone["content"][0]["name"] == "other" and anyone["stop_reason"] == "tool_use"
+        jsonschema.validate(anyone["content"][0]["input"], other["input_schema"])
+        # Too small a max_tokens for the tool call: stopped, no block.
+        cut = c.post(srv.url + "/messages", json=messages_body(
+            max_tokens=2, tools=[tool], tool_choice={"type": "tool", "name": "answer"})).json()
+        assert cut["stop_reason"] == "max_tokens" and cut["content"] == []
+        # Tools without a forcing choice: the usual text reply.
+        auto = c.post(srv.url + "/messages", json=messages_body(max_tokens=48, tools=[tool])).json()
+        assert auto["content"] == [{"type": "text", "text": digit}] and auto["stop_reason"] == "end_turn"
+
+
+def test_forced_tool_input_is_the_callbacks_json_object():
+    def answer(body):
+        return json.dumps({"answer": 5}) if body.get("tools") else "5"
+
+    with StubServer(answer=answer, faults=["ok", "invalid_answer"]) as srv, httpx.Client() as c:
+        body = messages_body(max_tokens=48, tools=[TOOL], tool_choice={"type": "tool", "name": "answer"})
+        msg = c.post(srv.url + "/messages", json=body).json()
+        assert msg["content"][0]["input"] == {"answer": 5}
+        jsonschema.validate(msg["content"][0]["input"], TOOL["input_schema"])
+        # A scripted invalid answer stays a text reply.
+        bad = c.post(srv.url + "/messages", json=body).json()
+        assert bad["content"] == [{"type": "text", "text": "banana"}]
+
+
+def test_script_mode_applies_the_contracts():
+    with subprocess.Popen([sys.executable, str(SCRIPT), "--port", "0"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        try:
+            line_box = []
+            reader = threading.Thread(target=lambda: line_box.append(proc.stdout.readline()), daemon=True)
+            reader.start()
+            reader.join(10)
+            assert line_box and line_box[0].startswith("READY http://127.0.0.1:")
+            url = line_box[0].split()[1]
+            with httpx.Client() as c:
+                refused = c.post(url + "/chat/completions", json=reasoning_chat("q", max_tokens=48))
+                assert refused.status_code == 400 and refused.json() == MAX_TOKENS_REFUSED
+                ok = c.post(url + "/chat/completions", json=reasoning_chat("q", max_completion_tokens=300))
+                details = ok.json()["usage"]["completion_tokens_details"]
+                assert details["reasoning_tokens"] == EFFORT_TOKENS["medium"]
+        finally:
+            proc.terminate()
+            try:
+                assert proc.wait(5) == 0
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
