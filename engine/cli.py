@@ -262,7 +262,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         task = asyncio.current_task()
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
         return await administer(study, args.runs_dir, configs, on_start=progress.start,
-                                on_trial=progress.trial, log=lambda m: progress.console.print(m),
+                                on_trial=progress.trial, log=progress.say,
                                 overrides=[o.to_json() for o in overridden.overrides], prices=prices)
 
     try:

@@ -68,6 +68,11 @@ class RunProgress:
         return {"rate": f"{speed:.1f}/s" if speed else "",
                 "health": f"retries {stats.retries}  failed {self.failed[backend_id]}  missing {self.missing[backend_id]}"}
 
+    def say(self, message: str) -> None:
+        """Print a message above the bars as it is: a server's words are not rich markup, and a
+        long line is not wrapped (so it can be searched and copied whole)."""
+        self.console.print(message, markup=False, highlight=False, soft_wrap=True)
+
     def stop(self) -> None:
         for backend_id, task in self.tasks.items():    # the last counts shown are exact
             self.progress.update(task, advance=self._pending.pop(backend_id, 0), **self._fields(backend_id))
