@@ -119,6 +119,13 @@ class ReplayBackend:
     def identity(self) -> dict[str, Any]:
         return self.real.identity()
 
+    @property
+    def capabilities(self):
+        return self.real.capabilities
+
+    def token_limit(self, request: ChatRequest) -> int:
+        return self.real.token_limit(request)
+
     async def complete(self, request: ChatRequest) -> ChatResult:
         if self._used < len(self.replies):
             body = self.replies[self._used]
