@@ -70,6 +70,7 @@ class OpenAIBackend(HttpBackend):
             raise TypeError("the message is not an object")
         usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
         text, problem = content_text(message.get("content"))
+        text = without_thinking(text)   # reasoning text some servers put inline is not the answer
         logprobs, logprobs_problem = first_token_logprobs_checked(choice)
         details = usage.get("completion_tokens_details")
         return ChatResult(text=text, first_token_logprobs=logprobs,
@@ -80,6 +81,26 @@ class OpenAIBackend(HttpBackend):
                           reasoning_tokens=(usage_count(details.get("reasoning_tokens"))
                                             if isinstance(details, dict) else None),
                           budget_exhausted=choice.get("finish_reason") == "length")
+
+
+def without_thinking(text: str) -> str:
+    """The answer in a reply whose reasoning a server put inline, in a leading ``<think>…</think>``
+    block (DeepSeek-R1 and Qwen3 style, when the server does not move it to ``reasoning_content``);
+    a reply still inside that block has no answer yet. The whole reply stays in the raw response.
+
+    Example:
+        >>> without_thinking("<think>They feel let down.</think>\\n3")
+        '3'
+        >>> without_thinking("<think>Cut off while thinking")
+        ''
+        >>> without_thinking("3 <think> is not a leading block")
+        '3 <think> is not a leading block'
+    """
+    stripped = text.lstrip()
+    if not stripped.startswith("<think>"):
+        return text
+    end = stripped.find("</think>")
+    return "" if end < 0 else stripped[end + len("</think>"):].lstrip()
 
 
 def cached_prompt_tokens(body: dict[str, Any]) -> int | None:
