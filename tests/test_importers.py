@@ -7,6 +7,7 @@ Expected scores are worked by hand in comments, from the keys as the source file
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -330,6 +331,29 @@ def test_every_registered_format_is_a_subcommand():
     assert result.returncode == 0
     for name in importer_names():
         assert name in result.stdout
+
+
+@pytest.mark.parametrize("fmt, says, options", [
+    ("emotionbench-results", ["--out DIR", "imported run directory to write", "imported.json", "stage_scores.csv",
+                              "psyq report DIR"], ["--out"]),
+    ("emotionbench-humans", ["--out FILE", "write the human change CSV here"], ["--out"]),
+    ("emotionbench-situations", ["--out FILE", "write the situation set YAML here", "--id ID",
+                                 "the situation set's id"], ["--out", "--id"]),
+])
+def test_a_format_that_writes_no_instrument_offers_only_the_options_it_uses(fmt, says, options):
+    # Issue 24: emotionbench-results documented --out as "write the instrument YAML" and offered
+    # --id and --out-dir, which it never read.
+    result = psyq("import", fmt, "--help")
+    assert result.returncode == 0, result.stderr
+    text = " ".join(result.stdout.split())           # argparse wraps lines
+    for phrase in says:
+        assert phrase in text
+    assert "instrument" not in text.lower()
+    offered = sorted(set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", text)) - {"--help"})
+    assert offered == sorted(options)
+    for unused in {"--out-dir", "--id"} - set(options):
+        refused = psyq("import", fmt, "file.csv", "--out", "x", unused, "y")
+        assert refused.returncode == 2 and f"unrecognized arguments: {unused}" in refused.stderr
 
 
 @pytest.mark.parametrize("fmt, suffix", [("redcap", ".csv"), ("psych-keys", ".R"), ("psych-keys", ".csv"),

@@ -227,6 +227,8 @@ class EmotionBenchSituationsImporter(Importer):
     produces = "situations"
     help = "EmotionBench's situations (situations.json or situations/situations.csv) -> a psyq situation set"
     file_help = "your copy of EmotionBench's situations.json or situations/situations.csv"
+    out_help = "write the situation set YAML here (default: standard output)"
+    id_help = "the situation set's id (default: emotionbench)"
 
     def convert(self, path: str, options: dict[str, Any]) -> Converted:
         """The situation set YAML of the file at `path`.
@@ -458,6 +460,8 @@ class EmotionBenchHumansImporter(Importer):
     produces = "human-change"
     help = "EmotionBench's crowd workbook (crowd.xlsx, sheet Raw, or it saved as CSV) -> the human change CSV"
     file_help = "your copy of EmotionBench's results/PANAS Test/crowd.xlsx (or its sheet Raw as CSV)"
+    out_help = ("write the human change CSV here (respondent_id, emotion, situation_id, subscale, before, after; "
+                "default: standard output)")
 
     def convert(self, path: str, options: dict[str, Any]) -> Converted:
         """The human change CSV of the crowd sheet at `path`."""
@@ -593,6 +597,8 @@ class EmotionBenchResultsImporter(Importer):
     help = ("EmotionBench's published model results (results/PANAS Test/<model>-PANAS-testing.csv) -> an "
             "imported run directory that `psyq report` reads")
     file_help = "your copy of one of EmotionBench's results/PANAS Test/<model>-PANAS-testing.csv"
+    out_help = ("the imported run directory to write (created if missing): imported.json and stage_scores.csv, "
+                "which `psyq report DIR` and `psyq scores DIR` read")
 
     def add_arguments(self, parser: Any) -> None:
         """More result files (one backend each) after the first."""
