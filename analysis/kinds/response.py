@@ -136,8 +136,11 @@ def no_level_reading(ratings: pd.DataFrame) -> str:
     Example:
         >>> ratings = pd.DataFrame({"rater_kind": ["judge"] * 2, "rater_id": ["judge"] * 2, "level": [None] * 2,
         ...                         "status": ["unparseable"] * 2, "reason": ["no level digit"] * 2})
-        >>> no_level_reading(ratings).split(". ")[:2]
-        ["2 ratings were tried (2 by judge 'judge') and none gave a readable level, so nothing can be compared (nothing is imputed)", "Why, most frequent first: unparseable 2: 'no level digit'"]
+        >>> first, why = no_level_reading(ratings).split(". ")[:2]
+        >>> first.split(",")[0]
+        "2 ratings were tried (2 by judge 'judge') and none gave a readable level"
+        >>> why
+        "Why, most frequent first: unparseable 2: 'no level digit'"
     """
     raters = ", ".join(f"{n} by {'person' if kind == 'human' else kind} {rater!r}" for (kind, rater), n
                        in ratings.value_counts(["rater_kind", "rater_id"], sort=False).items())
