@@ -22,7 +22,7 @@ from typing import Any, Mapping
 from engine.errors import InputError
 from engine.export import export_table, run_instruments
 from engine.instrument import Instrument
-from engine.run import RunDir
+from engine.run import RunDir, manifest_file_paths
 from engine.yamlfile import load_yaml
 
 from .scores import persona_columns, score_answers
@@ -64,11 +64,10 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _cohort_file(manifest: Mapping[str, Any]) -> Mapping[str, Any] | None:
+def _cohort_file(run: RunDir, manifest: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """The cohort file the run read, when it is still at its path with the hash the manifest
     recorded (else None: a changed or moved file cannot say how this run's personas were made)."""
-    for name, digest in (manifest.get("files") or {}).items():
-        path = Path(name)
+    for path, digest in manifest_file_paths(run, manifest).items():
         if path.suffix not in (".yaml", ".yml") or not path.is_file() or _sha256(path) != digest:
             continue
         try:
@@ -105,7 +104,7 @@ def run_facts(run: RunDir) -> RunFacts:
         answer_counts={str(k): int(v) for k, v in table["status"].value_counts().items()},
         scores_total=len(rated), scores_prorated=prorated,
         scores_missing=int(rated["score"].isna().sum()) if len(rated) else 0,
-        cohort_file=_cohort_file(manifest),
+        cohort_file=_cohort_file(run, manifest),
         repeats_done=int(table["repeat"].nunique()) if len(table) else None)
 
 

@@ -821,7 +821,8 @@ COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
     "perturb": (cmd_perturb, "add perturbed versions of a run's rating targets (typos, leetspeak, rewrites ...)"),
     "report": (cmd_report, "write an HTML report and a Markdown summary of a run"),
     "import": (cmd_import, "turn a REDCap dictionary, R psych keys or a Qualtrics .qsf into instrument YAML; "
-                          "import reference replies or human ratings into a run"),
+                          "import reference replies or human ratings into a run; convert EmotionBench's "
+                          "situations, crowd workbook or model results"),
     "rating-sheet": (cmd_rating_sheet, "write a blind CSV sheet of a run's replies for people to rate on a rubric"),
 }
 

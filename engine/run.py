@@ -19,11 +19,12 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 import subprocess
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from . import __version__
 from .atomic import write_json_atomic, write_text_atomic
@@ -148,6 +149,50 @@ def run_id_for(study: Study, backends: dict[str, HttpBackend], *, legacy: bool =
     return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
+def manifest_files(study: Study) -> dict[str, str]:
+    """The study's input files as the manifest records them: sha256 by path relative to the study
+    file's folder, with '/' as separator, so that a run directory names no folder of this machine.
+
+    The run id still hashes :meth:`Study.file_hashes` (paths as loaded), so ids do not change.
+
+    Example:
+        >>> from engine.study import load_study
+        >>> sorted(manifest_files(load_study("studies/iri_adults.yaml")))
+        ['../instruments/iri.yaml', '../personas/adults_small.yaml', 'iri_adults.yaml']
+    """
+    folder = study.path.resolve().parent
+    return {_relative(Path(p).resolve(), folder): digest for p, digest in study.file_hashes().items()}
+
+
+def _relative(path: Path, folder: Path) -> str:
+    """`path` relative to `folder` ('/'-separated); absolute when there is no relative path (another
+    drive on Windows)."""
+    try:
+        return Path(os.path.relpath(path, folder)).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def manifest_file_paths(run: RunDir, manifest: Mapping[str, Any]) -> dict[Path, str]:
+    """Where the input files a run's manifest records are now, with their recorded sha256.
+
+    Paths are relative to the study file's folder, which the manifest gives relative to the run
+    directory (``study_folder``); a manifest written before then holds the paths as they were
+    loaded (absolute, or relative to where psyq ran), returned unchanged.
+
+    Example:
+        >>> run = RunDir(Path("runs/iri_adults/6034b46b26f1"))
+        >>> manifest = {"study_folder": "../../../studies", "files": {"../personas/adults_small.yaml": "b644"}}
+        >>> [p.as_posix() for p in manifest_file_paths(run, manifest)]
+        ['runs/iri_adults/6034b46b26f1/../../../studies/../personas/adults_small.yaml']
+    """
+    files = manifest.get("files") or {}
+    if "study_folder" not in manifest:
+        return {Path(name): digest for name, digest in files.items()}
+    folder = run.path / manifest["study_folder"]
+    return {folder / name: digest for name, digest in files.items()}
+
+
 def git_commit(folder: Path) -> str | None:
     """The git commit of the repository holding `folder`, if any (recorded in the manifest)."""
     try:
@@ -162,13 +207,16 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def _manifest(study: Study, backends: dict[str, HttpBackend], run_id: str, planned: int) -> dict[str, Any]:
+def _manifest(study: Study, backends: dict[str, HttpBackend], run: RunDir, run_id: str,
+              planned: int) -> dict[str, Any]:
     return {
         "psyq_version": __version__,
         "git_commit": git_commit(study.path.parent),
         "study": study.id,
         "run_id": run_id,
-        "files": study.file_hashes(),
+        # Relative paths, so that the run directory can be shared (manifest_file_paths reads them).
+        "study_folder": _relative(study.path.resolve().parent, run.path.resolve()),
+        "files": manifest_files(study),
         "instruments": {i.id: i.version for i in study.instruments},
         "cohort": {"id": study.cohort.id, "respondents": len(study.cohort.personas)},
         # model_dump holds the *name* of the key's environment variable, never its value.
@@ -247,7 +295,7 @@ async def _administer_locked(study: Study, run: RunDir, backends: dict[str, Http
     # A study with `stages:` runs as conversations (engine/stages.py); any other as independent trials.
     chains = plan_chains(study, backends) if study.spec.stages else None
     trials = stage_trials(chains) if chains is not None else list(plan_trials(study, backends))
-    manifest = _manifest(study, backends, run_id, len(trials))
+    manifest = _manifest(study, backends, run, run_id, len(trials))
     manifest.update(extra or {})
     manifest["trials_planned_by"] = planned_by(trials)   # per backend and instrument, for `psyq status`
     notes: list[str] = []

@@ -24,6 +24,7 @@ from analysis.norms import COLUMNS as NORM_COLUMNS, compare_with_norms
 from analysis.report import TABLE_DIR, Section, render_html, render_markdown, table_files, write_report
 from engine import open_run_dir
 from engine.instrument import load_instrument
+from engine.run import manifest_file_paths
 from runs_helper import make_mini_run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -151,7 +152,8 @@ def test_methods_paragraph_states_the_runs_facts(mini_run):
 def test_methods_paragraph_marks_what_the_run_does_not_record(mini_run, tmp_path):
     facts = methods.run_facts(open_run_dir(mini_run))
     unfinished = dict(facts.manifest) | {"finished_at": None}
-    cohort_path = next(Path(p) for p in facts.manifest["files"] if p.endswith("cohort.yaml"))
+    cohort_path = next(p for p in manifest_file_paths(open_run_dir(mini_run), facts.manifest)
+                       if p.name == "cohort.yaml")
     # A cohort file changed after the run cannot say how the run's personas were made.
     stale = methods.RunFacts(**{**facts.__dict__, "manifest": unfinished, "cohort_file": None})
     text = methods.methods_paragraph(stale)

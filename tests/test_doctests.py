@@ -19,6 +19,7 @@ MODULES = ["analysis", "analysis.scores", "analysis.score_table", "analysis.vali
            "engine.kinds.vignette.accuracy", "analysis.kinds", "analysis.kinds.scene",
            "engine.importers", "engine.importers.draft", "engine.importers.redcap", "engine.importers.psych_keys",
            "engine.importers.qsf", "engine.importers.command", "engine.importers.writer", "engine.yamlhints",
+           "engine.importers.emotionbench", "analysis.kinds.response", "engine.run",
            "analysis.change", "analysis.report_change",
            "engine.kinds.response", "engine.rubric2", "engine.target_judge", "engine.rating_sheet",
            "engine.importers.replies", "engine.ratings", "engine.prompt_variants", "analysis.prompt_sensitivity",

@@ -13,6 +13,7 @@ import io
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -214,6 +215,79 @@ def test_broken_workbook_is_an_input_error(tmp_path):
     path.write_bytes(b"not a zip file")
     with pytest.raises(InputError, match="not a readable .xlsx workbook"):
         get_importer("emotionbench-humans").convert(str(path), {})
+
+
+def stream_workbook(path: Path, rows: int, columns: int, dimension: str | None = None, row_step: int = 1) -> Path:
+    """A workbook written part by part: one sheet Raw of `rows` rows of `columns` cells holding 1
+    (rows numbered 1, 1 + row_step, ...), with a <dimension ref> when given. The same row
+    repeated compresses about 400 to 1, so millions of cells take little room on disk."""
+    import zipfile
+
+    main = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+    rel = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+    pkg = "http://schemas.openxmlformats.org/package/2006/relationships"
+    cells = b"<c><v>1</v></c>" * columns
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("[Content_Types].xml", (
+            '<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
+            '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
+            '<Default Extension="xml" ContentType="application/xml"/>'
+            '<Override PartName="/xl/workbook.xml" '
+            'ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/>'
+            '<Override PartName="/xl/worksheets/sheet1.xml" '
+            'ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/></Types>'))
+        z.writestr("_rels/.rels", f'<Relationships xmlns="{pkg}"><Relationship Id="rId1" '
+                                  f'Type="{rel}/officeDocument" Target="xl/workbook.xml"/></Relationships>')
+        z.writestr("xl/workbook.xml", f'<workbook xmlns="{main}" xmlns:r="{rel}"><sheets>'
+                                      '<sheet name="Raw" sheetId="1" r:id="rId1"/></sheets></workbook>')
+        z.writestr("xl/_rels/workbook.xml.rels", f'<Relationships xmlns="{pkg}"><Relationship Id="rId1" '
+                                                 f'Type="{rel}/worksheet" Target="worksheets/sheet1.xml"/></Relationships>')
+        with z.open("xl/worksheets/sheet1.xml", "w", force_zip64=True) as sheet:
+            sheet.write(f'<worksheet xmlns="{main}">'.encode())
+            if dimension:
+                sheet.write(f'<dimension ref="{dimension}"/>'.encode())
+            sheet.write(b"<sheetData>")
+            for r in range(rows):
+                sheet.write(b'<row r="%d">' % (1 + r * row_step) + cells + b"</row>")
+            sheet.write(b"</sheetData></worksheet>")
+    return path
+
+
+def test_workbook_that_unzips_to_millions_of_cells_is_refused_at_once(tmp_path):
+    # 3000 rows x 1000 cells: 3 million cells, about 45 MB unzipped, about 0.1 MB on disk.
+    # Before the limit openpyxl spent over a minute on such a file (issue 24).
+    path = stream_workbook(tmp_path / "crowd.xlsx", 3000, 1000, dimension="A1:ALL3000")
+    assert path.stat().st_size < 400_000
+    started = time.monotonic()
+    result = subprocess.run([sys.executable, "-m", "engine.cli", "import", "emotionbench-humans", str(path),
+                             "--out", str(tmp_path / "humans.csv")],
+                            cwd=ROOT, capture_output=True, text=True, timeout=30)
+    assert result.returncode == 2, result.stderr
+    assert f"{path}: the workbook unzips to 45," in result.stderr
+    assert "at most 16,777,216 bytes unzipped" in result.stderr and "Traceback" not in result.stderr
+    assert time.monotonic() - started < 10
+    assert not (tmp_path / "humans.csv").exists()
+
+
+def test_sheet_declaring_more_cells_than_the_limit_is_refused_before_reading_it(tmp_path):
+    # A few real cells, but a <dimension> of 702 columns x 5000 rows, to which openpyxl pads every row.
+    path = stream_workbook(tmp_path / "crowd.xlsx", 3, 3, dimension="A1:ZZ5000")
+    with pytest.raises(InputError, match=r"crowd.xlsx: dimension: sheet 'Raw' declares the range A1:ZZ5000 "
+                                         r"\(3,510,000 cells\); psyq reads sheets of at most 500,000 cells"):
+        read_crowd(str(path))
+
+
+@pytest.mark.parametrize("rows, columns, row_step, stopped_at", [
+    (10, 200, 1, 6),          # 1200 cells: the 6th row passes 1000
+    (2, 1, 999_999, 1001),    # two cells, rows 1 and 1,000,000: openpyxl fills the gap with empty rows
+])
+def test_sheet_cells_are_counted_while_reading_when_the_dimension_is_missing(tmp_path, monkeypatch,
+                                                                              rows, columns, row_step, stopped_at):
+    monkeypatch.setattr("engine.importers.emotionbench.MAX_SHEET_CELLS", 1000)
+    path = stream_workbook(tmp_path / "crowd.xlsx", rows, columns, row_step=row_step)
+    with pytest.raises(InputError, match=rf"crowd.xlsx:{stopped_at}: sheet 'Raw' holds "
+                                         r"more than 1,000 cells"):
+        read_crowd(str(path))
 
 
 # ---------------------------------------------------------------- a user's real copy (optional)

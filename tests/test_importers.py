@@ -7,6 +7,7 @@ Expected scores are worked by hand in comments, from the keys as the source file
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -159,6 +160,31 @@ def test_redcap_calculations_that_key_items_inconsistently_are_not_mapped(tmp_pa
     said = "\n".join(str(n) for n in draft.notes)
     assert "dict.csv:6: calc field 'two' not mapped" in said and "keyed the other way" in said
     assert "dict.csv:7: calc field 'three' not mapped" in said and "(7-[a]) does not reverse" in said
+
+
+def test_redcap_every_field_annotation_is_listed_to_finish(tmp_path):
+    # Issue 24: a TAS-20-like form marks its five reverse-keyed items with a project's own
+    # `@REVERSE` annotation (the choices are not mirrored and no calculation reverses them); the
+    # importer dropped every annotation without a word. Item texts here are placeholders.
+    reverse = {4, 5, 10, 18, 19}
+    rows = ['record_id,tas,,text,"Record ID",,"@HIDDEN"\n']
+    rows += [f'tas_{k},tas,,radio,"Item {k}",{FIVE},"{"@REVERSE" if k in reverse else ""}"\n' for k in range(1, 21)]
+    rows += ['tas_total,tas,,calc,"Total","sum(' + ",".join(f"[tas_{k}]" for k in range(1, 21)) + ')",'
+             '"@HIDDEN-SURVEY\n@READONLY"\n']
+    file = tmp_path / "tas.csv"
+    file.write_text(HEADER.rstrip("\n") + ',"Field Annotation"\n' + "".join(rows))
+    out = tmp_path / "tas.yaml"
+    result = psyq("import", "redcap", str(file), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    to_finish = result.stderr.split("to finish (")[1]
+    for k in sorted(reverse):
+        assert (f"tas.csv:{k + 2}: field annotation of 'tas_{k}' not imported: '@REVERSE' (psyq maps no "
+                f"annotation or action tag); it may mark a reverse-keyed item: psyq keyed 'tas_{k}' forward") in to_finish
+        assert "'@REVERSE'" in comment_above(out.read_text(), f"- {{id: tas_{k},")
+    assert "tas.csv:2: field annotation of 'record_id' not imported: '@HIDDEN'" in to_finish
+    assert "tas.csv:23: field annotation of 'tas_total' not imported: '@HIDDEN-SURVEY @READONLY'" in to_finish
+    assert to_finish.count("field annotation of") == 7                      # one per annotated field, no more
+    assert not any(i.reverse for i in load_instrument(out).items)          # keyed as the file says, and said
 
 
 def test_redcap_unknown_form_is_an_error():
@@ -330,6 +356,29 @@ def test_every_registered_format_is_a_subcommand():
     assert result.returncode == 0
     for name in importer_names():
         assert name in result.stdout
+
+
+@pytest.mark.parametrize("fmt, says, options", [
+    ("emotionbench-results", ["--out DIR", "imported run directory to write", "imported.json", "stage_scores.csv",
+                              "psyq report DIR"], ["--out"]),
+    ("emotionbench-humans", ["--out FILE", "write the human change CSV here"], ["--out"]),
+    ("emotionbench-situations", ["--out FILE", "write the situation set YAML here", "--id ID",
+                                 "the situation set's id"], ["--out", "--id"]),
+])
+def test_a_format_that_writes_no_instrument_offers_only_the_options_it_uses(fmt, says, options):
+    # Issue 24: emotionbench-results documented --out as "write the instrument YAML" and offered
+    # --id and --out-dir, which it never read.
+    result = psyq("import", fmt, "--help")
+    assert result.returncode == 0, result.stderr
+    text = " ".join(result.stdout.split())           # argparse wraps lines
+    for phrase in says:
+        assert phrase in text
+    assert "instrument" not in text.lower()
+    offered = sorted(set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", text)) - {"--help"})
+    assert offered == sorted(options)
+    for unused in {"--out-dir", "--id"} - set(options):
+        refused = psyq("import", fmt, "file.csv", "--out", "x", unused, "y")
+        assert refused.returncode == 2 and f"unrecognized arguments: {unused}" in refused.stderr
 
 
 @pytest.mark.parametrize("fmt, suffix", [("redcap", ".csv"), ("psych-keys", ".R"), ("psych-keys", ".csv"),

@@ -123,8 +123,34 @@ def test_report_shows_rated_replies_and_agreement_with_the_right_numbers(rated_r
     assert any(how in r for r in replies.readings)
     assert "20 replies (10 by personas, 10 reference replies) to 5 messages" in replies.readings[0]
     assert "1 rating(s) have no level and are left out, never imputed (unparseable 1)." in replies.readings
+    assert "Why, most frequent first: unparseable 1: 'no level given'." in replies.readings
     # the solo rubric has no reference/persona problem but one dimension: no 'overall' is made for it
     assert not any("overall" in r for r in replies.readings if r.startswith("solo"))
+
+
+def test_judge_whose_every_rating_failed_is_reported_with_its_reasons_not_as_not_rated(plain_run, tmp_path):
+    # Issue 24: a judge that gave no readable level anywhere made the report say "not rated yet".
+    run = tmp_path / plain_run.name
+    shutil.copytree(plain_run, run)
+    targets = [RatingTarget.reference(f"c{i}", item_id="m0", instrument="help", text=f"clinician {i}")
+               for i in range(3)]
+    why = (["no level digit among the most likely first tokens"] * 4 + ["the reply is not JSON"] * 3
+           + ["HTTP 500 after 3 attempts"] * 2)
+    statuses = ["unparseable"] * 7 + ["failed"] * 2
+    ratings = [Rating(targets[k % 3].response_id, "empathy_ceb", DIMENSIONS[k // 3], "judge", "j1", None, status,
+                      "2026-11-23", reason=reason) for k, (status, reason) in enumerate(zip(statuses, why))]
+    with RunStore(run / "run.sqlite") as store:
+        put_targets(store, targets)
+        put_ratings(store, ratings)
+    _, sections = build_sections(run)
+    replies = section(sections, "Rated replies")
+    [reading] = replies.readings
+    assert "not rated yet" not in reading
+    assert "9 ratings were tried (9 by judge 'j1') and none gave a readable level" in reading
+    assert ("Why, most frequent first: unparseable 4: 'no level digit among the most likely first tokens'; "
+            "unparseable 3: 'the reply is not JSON'; failed 2: 'HTTP 500 after 3 attempts'.") in reading
+    assert "another --judge-id" in reading
+    assert "Agreement between raters" not in [s.title for s in sections]
 
 
 def test_comparison_equals_difference_of_means_in_a_balanced_design(rated_run):

@@ -102,6 +102,58 @@ def predictors_of(attributes: pd.DataFrame) -> list[str]:
             and (pd.api.types.is_numeric_dtype(attributes[c]) or attributes[c].nunique() <= 3)]
 
 
+def unrated_reasons(unread: pd.DataFrame, shown: int = 5) -> str:
+    """The stored status and reason of ratings without a level (columns ``status``, ``reason``),
+    most frequent first, the `shown` most frequent quoted and the rest counted.
+
+    Example:
+        >>> unread = pd.DataFrame({"status": ["unparseable", "failed", "unparseable"],
+        ...                        "reason": ["no level digit", "HTTP 500", "no level digit"]})
+        >>> unrated_reasons(unread)
+        "unparseable 2: 'no level digit'; failed 1: 'HTTP 500'"
+    """
+    why = (unread.assign(reason=unread["reason"].fillna("(no reason stored)"))
+           .value_counts(["status", "reason"], sort=False).reset_index(name="n")
+           .sort_values(["n", "status", "reason"], ascending=[False, True, True], kind="stable"))
+    parts = [f"{r.status} {r.n}: {_quoted(r.reason)}" for r in why.head(shown).itertuples()]
+    if len(why) > shown:
+        rest = why.iloc[shown:]
+        parts.append(f"{len(rest)} other reason(s) for {rest['n'].sum()} rating(s) (table `ratings` of the run's "
+                     "store has them all)")
+    return "; ".join(parts)
+
+
+def _quoted(reason: str, limit: int = 200) -> str:
+    """A stored reason in quotes, cut at `limit` characters (a backend's error can be long)."""
+    text = " ".join(str(reason).split())
+    return repr(text if len(text) <= limit else text[:limit - 1] + "…")
+
+
+def no_level_reading(ratings: pd.DataFrame) -> str:
+    """What the report says when every stored rating lacks a level: how many were tried, by which
+    raters, and why they failed (:func:`unrated_reasons`), instead of "not rated yet".
+
+    Example:
+        >>> ratings = pd.DataFrame({"rater_kind": ["judge"] * 2, "rater_id": ["judge"] * 2, "level": [None] * 2,
+        ...                         "status": ["unparseable"] * 2, "reason": ["no level digit"] * 2})
+        >>> first, why = no_level_reading(ratings).split(". ")[:2]
+        >>> first.split(",")[0]
+        "2 ratings were tried (2 by judge 'judge') and none gave a readable level"
+        >>> why
+        "Why, most frequent first: unparseable 2: 'no level digit'"
+    """
+    raters = ", ".join(f"{n} by {'person' if kind == 'human' else kind} {rater!r}" for (kind, rater), n
+                       in ratings.value_counts(["rater_kind", "rater_id"], sort=False).items())
+    judged = ratings["rater_kind"].eq("judge").any()
+    advice = (" A judge's unparseable ratings are kept as they are (only `failed` ones are retried): to rate again, "
+              "run `psyq judge RUN --rubric RUBRIC` with another --judge-id, and another --answer mode or model"
+              if judged else "")
+    tried = "1 rating was tried" if len(ratings) == 1 else f"{len(ratings)} ratings were tried"
+    return (f"{tried} ({raters}) and none gave a readable level, so nothing can be compared (nothing is "
+            f"imputed). Why, most frequent first: "
+            f"{unrated_reasons(ratings)}.{advice}")
+
+
 class ResponseReport(KindReport):
     """"Rated replies" and "Agreement between raters", when the run has response items or ratings."""
 
@@ -112,9 +164,13 @@ class ResponseReport(KindReport):
         ratings = run_ratings(run.run_path)
         if not ids and ratings.empty:
             return []
-        if ratings.empty or ratings["level"].notna().sum() == 0:
+        if ratings.empty:
             section = run.section("Rated replies")
             section.readings.append(f"{', '.join(ids) or 'The replies'}: {NOT_RATED}")
+            return [section]
+        if ratings["level"].notna().sum() == 0:   # raters were asked, but none gave a readable level
+            section = run.section("Rated replies")
+            section.readings.append(f"{', '.join(ids) or 'The replies'}: {no_level_reading(ratings)}")
             return [section]
         sections = [rated_replies_section(ratings, persona_attributes(run.run_path), run),
                     agreement_section(ratings, run)]
@@ -141,6 +197,7 @@ def rated_replies_section(ratings: pd.DataFrame, attributes: pd.DataFrame, run: 
     if not unread.empty:
         section.readings.append(f"{len(unread)} rating(s) have no level and are left out, never imputed ("
                                 + ", ".join(f"{k} {v}" for k, v in unread["status"].value_counts().items()) + ").")
+        section.readings.append(f"Why, most frequent first: {unrated_reasons(unread)}.")
     section.readings.extend(how)
     desc = descriptives(scores)
     section.tables.append(("Scores of persona and reference replies per dimension (mean of the raters of each kind)",

@@ -47,9 +47,14 @@ class Importer:
     # ("situations": a situation set; "human-change": the human change CSV) made by convert(), or
     # "imported-run": a directory of scores psyq did not collect, made by import_run().
     produces: str = "instrument"
+    # For an importer that produces neither instruments nor rows of a run: what `--out` writes,
+    # and what `--id` names (None: the format takes no --id).
+    out_help: str = "write the result here (default: standard output)"
+    id_help: str | None = None
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        """Options of this format beyond the file, `--out` and `--id` (none by default)."""
+        """Options of this format beyond the file and the output options of its `produces`
+        (none by default)."""
 
     def read(self, path: str, options: dict[str, Any]) -> list[Draft]:
         """The instrument(s) in the file at `path`; raises InputError for a malformed file.

@@ -3,6 +3,8 @@
 Each imported instrument is written as YAML (to ``--out FILE``, into ``--out-dir DIR`` when a
 file holds several, else to standard output) after checking that it loads as an instrument;
 what could not be mapped goes to standard error, one line each, and into the YAML as comments.
+Other formats take only the options they use: a converted file goes to ``--out FILE`` (else
+standard output), an imported run into ``--out DIR``, and replies or ratings into ``--run RUN``.
 """
 
 from __future__ import annotations
@@ -26,19 +28,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         >>> p = argparse.ArgumentParser(); add_arguments(p)
         >>> p.parse_args(["qsf", "s.qsf", "--out", "s.yaml"]).out
         's.yaml'
+        >>> "id" in vars(p.parse_args(["emotionbench-results", "gpt-4-PANAS-testing.csv", "--out", "runs/eb"]))
+        False
     """
     formats = parser.add_subparsers(dest="import_format", required=True, metavar="FORMAT")
     for name in importer_names():
         importer = get_importer(name)
         sub = formats.add_parser(name, help=importer.help, description=importer.help)
         sub.add_argument("file", help=importer.file_help)
-        if importer.produces == "run":   # writes into a run's store (engine.importers.replies)
-            importer.add_arguments(sub)
-            continue
-        sub.add_argument("--out", metavar="FILE", help="write the instrument YAML here (default: standard output)")
-        sub.add_argument("--out-dir", metavar="DIR",
-                         help="write one YAML file per instrument here (needed when the file holds several)")
-        sub.add_argument("--id", help="the instrument's id (default: from the form, survey or file name)")
+        if importer.produces == "instrument":
+            sub.add_argument("--out", metavar="FILE", help="write the instrument YAML here (default: standard output)")
+            sub.add_argument("--out-dir", metavar="DIR",
+                             help="write one YAML file per instrument here (needed when the file holds several)")
+            sub.add_argument("--id", help="the instrument's id (default: from the form, survey or file name)")
+        elif importer.produces == "imported-run":
+            sub.add_argument("--out", metavar="DIR", required=True, help=importer.out_help)
+        elif importer.produces != "run":   # "run" importers write into a run's store: they take --run instead
+            sub.add_argument("--out", metavar="FILE", help=importer.out_help)
+            if importer.id_help:
+                sub.add_argument("--id", help=importer.id_help)
         importer.add_arguments(sub)
 
 
@@ -131,10 +139,9 @@ def run(args: argparse.Namespace, say: Callable[[str], None] | None = None) -> i
 
 def _run_conversion(args: argparse.Namespace, options: dict[str, Any], say: Callable[[str], None]) -> int:
     """Write what a non-instrument importer made (to --out, else standard output); returns 0."""
-    if args.out_dir:
-        raise InputError.single(args.file, "this format writes one file: give --out FILE, not --out-dir")
-    if args.id is not None and not is_id(args.id):
-        raise InputError.single("--id", f"{args.id!r} is not an id (letters, digits, '_', '.', '-')")
+    chosen_id = getattr(args, "id", None)   # only the formats with an `id_help` take --id
+    if chosen_id is not None and not is_id(chosen_id):
+        raise InputError.single("--id", f"{chosen_id!r} is not an id (letters, digits, '_', '.', '-')")
     converted = get_importer(args.import_format).convert(args.file, options)
     target = Path(args.out) if args.out else None
     if target is not None and target.exists() and target.resolve() == Path(args.file).resolve():
@@ -152,7 +159,7 @@ def _run_conversion(args: argparse.Namespace, options: dict[str, Any], say: Call
 
 def _run_imported_run(args: argparse.Namespace, say: Callable[[str], None]) -> int:
     """Write an imported run directory (--out DIR) from the result file(s); returns 0."""
-    if not args.out or args.out_dir:
+    if not args.out:   # argparse requires --out; this is for a caller that builds `args` itself
         raise InputError.single(args.file, "this format writes an imported run directory: give --out DIR")
     files = [args.file, *getattr(args, "more_files", [])]
     target = Path(args.out)

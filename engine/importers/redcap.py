@@ -2,7 +2,8 @@
 
 Read: the columns ``Variable / Field Name``, ``Form Name``, ``Section Header``, ``Field Type``,
 ``Field Label``, ``Choices, Calculations, OR Slider Labels`` and, when present, ``Branching
-Logic (Show field only if...)`` (or the API's names: ``field_name``, ``form_name`` ...).
+Logic (Show field only if...)`` and ``Field Annotation`` (or the API's names: ``field_name``,
+``form_name`` ...).
 
 Mapped, one instrument per form (``--form NAME`` picks one):
 
@@ -16,7 +17,9 @@ Mapped, one instrument per form (``--form NAME`` picks one):
 - a ``descriptive`` field before the first item becomes the instructions.
 
 Listed as not mapped: every other field type (text, notes, slider, checkbox, yesno, truefalse,
-file ...), branching logic, section headers, calculations that are not simple sums.
+file ...), branching logic, section headers, calculations that are not simple sums, and every
+field annotation (action tags such as ``@HIDDEN``, and a project's own marks such as ``@REVERSE``:
+psyq maps none of them, so each is left for the user to finish).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ COLUMNS = {  # our name -> (data dictionary CSV header, API metadata header)
     "choices": ("Choices, Calculations, OR Slider Labels", "select_choices_or_calculations"),
 }
 BRANCHING = ("Branching Logic (Show field only if...)", "branching_logic")
+ANNOTATION = ("Field Annotation", "field_annotation")
 RATING_TYPES = ("radio", "dropdown")
 WHY_NOT = {
     "text": "a text field (free answer)", "notes": "a notes field (free text)",
@@ -105,6 +109,9 @@ def _column_names(table: CsvTable) -> dict[str, str]:
     branching = BRANCHING[1] if api else next((h for h in table.header if h.startswith("Branching Logic")), "")
     if branching in table.header:
         names["branching"] = branching
+    annotation = ANNOTATION[1 if api else 0]
+    if annotation in table.header:
+        names["annotation"] = annotation
     return names
 
 
@@ -114,6 +121,7 @@ def _rows(table: CsvTable, names: dict[str, str]) -> list[dict[str, Any]]:
     for cells, line in zip(table.rows, table.lines):
         row = {key: cells[k] for key, k in index.items()}
         row.setdefault("branching", "")
+        row.setdefault("annotation", "")
         row["line"] = line
         if not row["field"]:
             problems.append(Problem(table.file, line, None, names["field"], "the field name is empty"))
@@ -170,6 +178,9 @@ def _form_draft(path: str, form: str, rows: list[dict[str, Any]]) -> Draft:
     for row in rows:
         if row["type"] == "calc":
             _read_calc(draft, row, scale, at[row["field"]])
+    for row in rows:   # after the calculations, which may key an item in reverse
+        if row["annotation"].strip():
+            _note_annotation(draft, row, at[row["field"]])
     return draft
 
 
@@ -211,6 +222,23 @@ def _read_field(draft: Draft, row: dict[str, Any], scale: Options | None, rating
     if row["branching"]:
         draft.note(where, f"branching logic of '{field}' not imported (shown only if {row['branching']}); psyq "
                           "asks every item", ("items", index))
+
+
+def _note_annotation(draft: Draft, row: dict[str, Any], where: str) -> None:
+    """List a field's annotation as not imported, beside the item or subscale it became; an
+    annotation that speaks of reversing says how psyq keyed the item, since that is what it may
+    contradict."""
+    field, annotation = row["field"], " ".join(row["annotation"].split())
+    items = [i.id for i in draft.items]
+    subscales = [s.id for s in draft.subscales]
+    path = (("items", items.index(field)) if field in items else
+            ("subscales", subscales.index(field)) if field in subscales else ())
+    message = f"field annotation of '{field}' not imported: {annotation!r} (psyq maps no annotation or action tag)"
+    if field in items and re.search(r"revers", annotation, flags=re.IGNORECASE):
+        keyed = "in reverse" if draft.items[items.index(field)].reverse else "forward"
+        message += (f"; it may mark a reverse-keyed item: psyq keyed '{field}' {keyed}, as its choices and the "
+                    "form's calculations say; set `reverse:` on the item if the annotation means otherwise")
+    draft.note(where, message, path)
 
 
 def parse_sum(formula: str) -> tuple[str, list[tuple[int | None, str]]] | None:
