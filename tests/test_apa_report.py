@@ -221,7 +221,7 @@ def test_tables_are_numbered_with_csv_downloads_and_print_css(mini_run, tmp_path
     # The CSV keeps every column the APA view leaves out (answers by status: 26 columns, 1 row).
     status_csv = next(link for link in links if "answers_by_status" in link)
     full = pd.read_csv(tmp_path / status_csv)
-    assert full.shape == (1, 26) and "out_of_range_rate" in full.columns
+    assert full.shape == (1, 28) and "token_budget_exhausted_rate" in full.columns
     # The methods paragraph: at the top of the report, in methods.md, in the Markdown summary.
     text = (tmp_path / "methods.md").read_text().strip()
     assert html.index("id='methods'") < html.index("<h2 id='s0'")
