@@ -218,7 +218,7 @@ def test_tables_are_numbered_with_csv_downloads_and_print_css(mini_run, tmp_path
     links = re.findall(rf"href='({TABLE_DIR}/[^']+\.csv)'", html)
     assert len(links) == len(numbers) and all((tmp_path / link).is_file() for link in links)
     assert html.count("<details class='full'>") == len(numbers)
-    # The CSV keeps every column the APA view leaves out (answers by status: 26 columns, 1 row).
+    # The CSV keeps every column the APA view leaves out (answers by status: 28 columns, 1 row).
     status_csv = next(link for link in links if "answers_by_status" in link)
     full = pd.read_csv(tmp_path / status_csv)
     assert full.shape == (1, 28) and "token_budget_exhausted_rate" in full.columns
