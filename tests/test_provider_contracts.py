@@ -379,7 +379,7 @@ class BackendCase:
     """A backend entry of a study, and what its bodies must hold beyond the schema."""
 
     config: dict[str, Any]
-    # BackendConfig fields this case needs; absent ones (another branch adds them) skip the case.
+    # BackendConfig fields this case needs; a branch whose BackendConfig lacks one skips the case.
     needs: tuple[str, ...] = ()
     expect: Callable[[dict, dict], list[str]] | None = field(default=None, compare=False)
     # A mismatch psyq has today: the case's tests xfail while the problems show, and fail once they
