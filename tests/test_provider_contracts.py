@@ -443,14 +443,11 @@ BACKENDS: list[BackendCase] = [
                  "reasoning_budget": 1024}, needs=("reasoning_budget",), expect=_expect_thinking),
     BackendCase({"id": "anthropic_thinking_batch", "kind": "anthropic", "model": "claude-sonnet-4-5",
                  "max_tokens": 512, "reasoning_budget": 2048, "mode": "batch"}, needs=("reasoning_budget",)),
-    BackendCase({"id": "anthropic_sonnet5", "kind": "anthropic", "model": "claude-sonnet-5"}, known_mismatch=(
-        "psyq sends `temperature` (BackendConfig default 1.0) to every Anthropic model; Anthropic lists sampling "
-        "as removed (400) on Sonnet 5 / Opus 4.7+ / Opus 5 / Fable 5 (engine/backends/capabilities.py has one "
-        "'anthropic' row for all models)")),
+    # Sampling and budget thinking are removed on these models (ANTHROPIC_NO_SAMPLING_MODELS): psyq's
+    # 'anthropic-no-sampling' row sends neither, and refuses reasoning_budget when the study loads.
+    BackendCase({"id": "anthropic_sonnet5", "kind": "anthropic", "model": "claude-sonnet-5"}),
     BackendCase({"id": "anthropic_opus47_thinking", "kind": "anthropic", "model": "claude-opus-4-7",
-                 "reasoning_budget": 2048}, needs=("reasoning_budget",), known_mismatch=(
-        "psyq sends thinking {type: enabled, budget_tokens} (reasoning_budget); Anthropic lists budget_tokens as "
-        "removed (400) on Opus 4.7+ / Sonnet 5 / Opus 5 / Fable 5, which take thinking {type: adaptive}")),
+                 "reasoning_budget": 2048}, needs=("reasoning_budget",)),
     BackendCase({"id": "local", "kind": "local"}),
     BackendCase({"id": "local_tuned", "kind": "local", "temperature": 0.0, "max_tokens": 80, "top_logprobs": 50}),
 ]
@@ -1106,14 +1103,13 @@ def test_a_renamed_batch_field_fails(monkeypatch: pytest.MonkeyPatch) -> None:
         assert check_batch(backend_id, {**batch, "lines": [broken], "create": create})
 
 
-# --- psyq accepts settings the providers refuse (known mismatches; a fix turns these into XPASS) ------
+# --- settings the providers refuse: psyq refuses them when the study loads, or the bodies are valid ----
 
 @pytest.mark.parametrize("config, answer, why", [
+    # psyq refuses these at load (engine/backends/capabilities.py: max_top_logprobs of OpenAI's own API,
+    # 0..20 in its schema; a vLLM server at another host takes more; max_temperature per provider)
     pytest.param({"id": "o1", "kind": "openai", "model": "gpt-4o-mini", "base_url": OPENAI_URL, "top_logprobs": 50},
-                 "logprobs", "top_logprobs 50", marks=pytest.mark.xfail(strict=True, reason=(
-                     "BackendConfig.top_logprobs has no upper bound; OpenAI's schema allows 0..20 (a kind openai "
-                     "backend may be vLLM, which allows more: a warning may fit better than a refusal)"))),
-    # psyq refuses these at load (engine/backends/capabilities.py, max_temperature per provider)
+                 "logprobs", "top_logprobs 50"),
     pytest.param({"id": "o2", "kind": "openai", "model": "gpt-4o-mini", "base_url": OPENAI_URL, "temperature": 2.5},
                  "text", "temperature 2.5"),
     pytest.param({"id": "a1", "kind": "anthropic", "model": "claude-sonnet-4-5", "temperature": 1.5},

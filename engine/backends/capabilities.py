@@ -78,6 +78,7 @@ class Capabilities:
     max_temperature: float = 2.0
     top_p: bool = True
     logprobs: bool = True
+    max_top_logprobs: int | None = None     # most alternatives per token the API returns (None: no limit known)
     json_schema: JsonMode = "response_format"   # how a JSON answer's schema reaches the model
     seed: bool = True
     reasoning: Reasoning = "none"           # which reasoning control the model takes
@@ -120,8 +121,9 @@ TABLE: tuple[Capabilities, ...] = (
         batch=True, source=_OPENAI_SPEC),
     Capabilities(
         "openai-chat", "OpenAI chat models (GPT-4o, GPT-4.1 …)", "openai", hosts=("api.openai.com",),
-        token_limit_field="max_completion_tokens", prompt_cache="automatic (prefixes of 1,024+ tokens)",
-        batch=True, source=_OPENAI_SPEC + " (max_completion_tokens is accepted by every OpenAI chat model)"),
+        token_limit_field="max_completion_tokens", max_top_logprobs=20,
+        prompt_cache="automatic (prefixes of 1,024+ tokens)", batch=True,
+        source=_OPENAI_SPEC + " (max_completion_tokens is accepted by every OpenAI chat model; top_logprobs 0-20)"),
     Capabilities(
         "gemini-openai", "Google Gemini (OpenAI-compatible endpoint)", "openai",
         hosts=("generativelanguage.googleapis.com",), logprobs=False, seed=False, reasoning="reasoning_effort",
@@ -150,6 +152,16 @@ TABLE: tuple[Capabilities, ...] = (
         "llama.cpp-local", "psyq's local model (llama.cpp llama-server on 127.0.0.1)", "local",
         prompt_cache="per slot (cache_prompt)",
         source="llama.cpp tools/server README (OpenAI-compatible /v1/chat/completions, n_probs, json_schema)"),
+    Capabilities(
+        "anthropic-no-sampling", "Anthropic Claude with sampling removed (Sonnet 5, Opus 4.7+, Opus 5, Fable 5)",
+        "anthropic", models=("claude-sonnet-5*", "claude-opus-4-7*", "claude-opus-4-8*", "claude-opus-5*",
+                             "claude-fable-5*"),
+        temperature="default_only", max_temperature=1.0, top_p=False, logprobs=False, json_schema="tool",
+        seed=False, prompt_cache="cache_control breakpoints", batch=True,
+        source="Anthropic's Claude API reference for agents (github anthropics/skills, skills/claude-api/"
+               "references/thinking-effort.md, table 'Thinking & Effort'): on these models temperature/top_p/"
+               "top_k are 'Removed — 400' and thinking {type: enabled, budget_tokens} returns 400 (they think "
+               "adaptively); psyq sends neither, and refuses reasoning_budget for them"),
     Capabilities(
         "anthropic", "Anthropic Claude (Messages API)", "anthropic", max_temperature=1.0, logprobs=False,
         json_schema="tool", seed=False, reasoning="thinking", prompt_cache="cache_control breakpoints",
@@ -285,6 +297,9 @@ def design_problems(config: Any, answer: str, caps: Capabilities | None = None) 
         out.append((("top_p",), f"{who} does not accept top_p; remove it{fix_profile}"))
     if config.top_logprobs is not None and not caps.logprobs:
         out.append((("top_logprobs",), f"{who} returns no log probabilities; remove top_logprobs"))
+    elif config.top_logprobs is not None and caps.max_top_logprobs and config.top_logprobs > caps.max_top_logprobs:
+        out.append((("top_logprobs",), f"{who} returns at most {caps.max_top_logprobs} alternatives per token; "
+                    f"set top_logprobs to {caps.max_top_logprobs} or less"))
     if config.reasoning_effort is not None and caps.reasoning != "reasoning_effort":
         alt = ("; Anthropic's extended thinking is switched on by reasoning_budget (its thinking.budget_tokens)"
                if caps.reasoning == "thinking" else "")
