@@ -8,8 +8,8 @@ human answers with :func:`score_humans` (``backend_id`` "human"), and both go th
 :func:`wide_scores` and :func:`write_scores` turn it into one row per respondent for R or SPSS.
 
 Example (run from the repository root; `run_dir` is any run directory):
-    >>> from analysis import compare_with_norms, load_run_scores, score_humans, wide_scores
-    >>> from engine import load_instrument
+    >>> from psyq.analysis import compare_with_norms, load_run_scores, score_humans, wide_scores
+    >>> from psyq import load_instrument
     >>> mini = load_instrument("tests/data/mini_1to7.yaml")
     >>> humans = score_humans("tests/data/mini_answers.csv", mini)
     >>> wide_scores(humans, prefix=False)[["respondent_id", "gender", "Z", "Z_n", "Z_prorated"]]
@@ -24,21 +24,22 @@ Example (run from the repository root; `run_dir` is any run directory):
     True
 
 Raw item answers of a cohort and of humans compare item by item and structurally
-(:mod:`analysis.validity`):
+(:mod:`psyq.analysis.validity`):
     >>> import pandas as pd
-    >>> from engine.human_data import read_answers_csv
+    >>> from psyq.engine.results.human_answers import read_answers_csv
     >>> people = read_answers_csv("tests/data/mini_answers.csv", mini)
     >>> item_distributions(people, people, mini).query("group_by == 'all'")["tv"].tolist()
     [0.0, 0.0, 0.0, 0.0]
 """
 
-from .effects import model_effects
-from .human import compare_samples, compare_with_humans, tucker_phi
-from .norms import compare_with_norms, group_matching, matching_warnings, respondent_z
-from .reliability import reliability_table, test_retest_icc
-from .score_table import spss_names, wide_scores, write_scores
-from .scores import human_scores, load_run_scores, score_answers, score_humans
-from .validity import factor_congruence, item_distributions, subscale_correlations, target_loadings
+from psyq.analysis.effects import model_effects
+from psyq.analysis.human_comparison import compare_samples, compare_with_humans, tucker_phi
+from psyq.analysis.norms import compare_with_norms, group_matching, matching_warnings, respondent_z
+from psyq.analysis.reliability import reliability_table, test_retest_icc
+from psyq.analysis.score_table import spss_names, wide_scores, write_scores
+from psyq.analysis.scores import human_scores, load_run_scores, score_answers, score_humans
+from psyq.analysis.validity import (factor_congruence, item_distributions, subscale_correlations,
+    target_loadings)
 
 __all__ = [
     "compare_samples", "compare_with_humans", "compare_with_norms", "factor_congruence", "group_matching",

@@ -160,7 +160,7 @@ def _keep_together(text: str) -> str:
 
 
 def norm_comparison(comp: pd.DataFrame) -> ApaTable:
-    """The norm comparison (:func:`analysis.norms.compare_with_norms`): subscale, norm group,
+    """The norm comparison (:func:`psyq.analysis.norms.compare_with_norms`): subscale, norm group,
     n, M (SD) of the cohort and of the norm, Welch t(df), adjusted p, Hedges' g [95 % CI] and
     the TOST verdict.
 
@@ -201,7 +201,7 @@ def norm_comparison(comp: pd.DataFrame) -> ApaTable:
 
 
 def answers_by_status(missing: pd.DataFrame) -> ApaTable:
-    """Missing answers (:func:`analysis.fidelity.missingness`) in long format: one row per backend ×
+    """Missing answers (:func:`psyq.analysis.fidelity.missingness`) in long format: one row per backend ×
     instrument × status that occurs, with the number and share of answers.
 
     Example
@@ -310,7 +310,7 @@ def _by_columns(frame: pd.DataFrame, first_stat: str) -> dict[str, str]:
 
 
 def paired_change(paired: pd.DataFrame) -> ApaTable:
-    """Paired change (:func:`analysis.change.paired_change`): group, n, M before, M after, M change
+    """Paired change (:func:`psyq.analysis.change.paired_change`): group, n, M before, M after, M change
     (SD), t (df), p (Holm), Wilcoxon W and p (Holm), dz [95 % CI].
 
     Example
@@ -337,7 +337,7 @@ def paired_change(paired: pd.DataFrame) -> ApaTable:
 
 
 def change_vs_humans(comp: pd.DataFrame) -> ApaTable:
-    """The cohort's change against humans' (:func:`analysis.change.compare_change_with_humans`):
+    """The cohort's change against humans' (:func:`psyq.analysis.change.compare_change_with_humans`):
     group, n and mean change (SD) of each, difference [95 % CI], Welch t (df), p (Holm), Hedges' g
     [95 % CI], Wasserstein distance and the flag.
 

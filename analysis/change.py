@@ -35,10 +35,10 @@ import pandas as pd
 from scipy import optimize, stats
 from statsmodels.stats.multitest import multipletests
 
-from engine.csvfile import read_csv_table
-from engine.errors import InputError, Problem
+from psyq.engine.files.csvfile import read_csv_table
+from psyq.engine.files.errors import InputError, Problem
 
-from .human import compare_samples
+from psyq.analysis.human_comparison import compare_samples
 
 KEYS = ["backend_id", "respondent_id", "repeat", "situation_id", "emotion", "instrument", "subscale"]
 """What identifies one change score."""
@@ -306,7 +306,7 @@ def read_human_change_csv(path: str | Path) -> pd.DataFrame:
     (may be empty), subscale, before, after``, one row per person × situation × subscale.
 
     Every problem is reported as ``file:line:column: field: what is wrong`` in one
-    :class:`~engine.errors.InputError` (the command line exits with code 2). Returns the columns
+    :class:`~psyq.engine.files.errors.InputError` (the command line exits with code 2). Returns the columns
     above with ``before``, ``after`` as floats and ``change = after − before``.
 
     Example
@@ -465,7 +465,7 @@ def compare_change_with_humans(changes: pd.DataFrame, human_changes: pd.DataFram
         its 95 % CI on Welch–Satterthwaite df; ``t, df, p``: Welch's t
         (:func:`scipy.stats.ttest_ind`, ``equal_var=False``); ``g``: Hedges' g with its CI;
         ``wasserstein``: Wasserstein-1 distance between the two distributions of change, in
-        score points (all three via :func:`analysis.human.compare_samples`); ``p_holm``: Holm
+        score points (all three via :func:`psyq.analysis.human_comparison.compare_samples`); ``p_holm``: Holm
         over every row; ``flag``: :func:`change_flag`, or "not estimable: …" when a group has
         fewer than 2 respondents or neither group's change varies (then the numbers that need a
         variance are NaN).

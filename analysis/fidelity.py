@@ -1,6 +1,6 @@
 """Fidelity diagnostics: the known failure modes of LLM respondents, made visible.
 
-Each function reads the tidy answers table of :func:`engine.export.export_table` (or, for
+Each function reads the tidy answers table of :func:`psyq.engine.results.export.export_table` (or, for
 :func:`sd_ratio`, a norm-comparison table) and returns one row per ``backend_id × instrument``
 (× subscale × norm group for :func:`sd_ratio`), with stable column names and an empty frame with
 the same columns when the diagnostic does not apply.
@@ -22,9 +22,9 @@ statistics (acquiescence, option-order effect) and the cluster-robust item-order
 have that problem.
 
 Example:
-    >>> from engine import export_table
-    >>> from engine.export import run_instruments
-    >>> from engine.run import open_run_dir
+    >>> from psyq import export_table
+    >>> from psyq.engine.results.export import run_instruments
+    >>> from psyq.engine.store.run_dir import open_run_dir
     >>> table = export_table(run_dir)                                         # doctest: +SKIP
     >>> report = fidelity_summary(table, run_instruments(open_run_dir(run_dir)))  # doctest: +SKIP
     >>> report["straightlining"]                                               # doctest: +SKIP
@@ -42,12 +42,12 @@ from scipy import stats
 from statsmodels.stats.proportion import proportion_confint
 from statsmodels.stats.weightstats import CompareMeans, DescrStatsW
 
-from engine.instrument import Instrument
+from psyq.engine.design.instrument import Instrument
 
 CONFIDENCE = 0.95
 ALPHA = 1.0 - CONFIDENCE
 MIN_STRAIGHTLINE_ITEMS = 5
-# Every status an answer can have (engine.parsing.Status, the logprob reader's no_option_tokens, and
+# Every status an answer can have (psyq.engine.trials.parsing.Status, the logprob reader's no_option_tokens, and
 # failed trials): an unknown one is an error rather than a silently uncounted answer.
 STATUSES = ("answered", "refusal", "out_of_range", "unparseable", "empty", "no_option_tokens", "too_long",
             "unreadable_response", "parse_error", "token_budget_exhausted", "failed")
@@ -132,7 +132,7 @@ def sd_ratio(comparison: pd.DataFrame) -> pd.DataFrame:
         One row per backend × instrument × subscale × norm group with columns ``backend_id,
         instrument, subscale, norm_group, sd, norm_sd`` and the two sample sizes the F
         distribution needs: ``n`` (simulated respondents) and ``norm_n`` (the norm group's n).
-        The table of :func:`analysis.norms.compare_with_norms` has them all; its ``norm_sample``
+        The table of :func:`psyq.analysis.norms.compare_with_norms` has them all; its ``norm_sample``
         is carried through when present.
 
     Returns
@@ -356,7 +356,7 @@ def missingness(table: pd.DataFrame) -> pd.DataFrame:
 
     References
     ----------
-    Statuses and disclaimer detection: :mod:`engine.parsing` (psyq's answer parser).
+    Statuses and disclaimer detection: :mod:`psyq.engine.trials.parsing` (psyq's answer parser).
     """
     unknown = sorted(set(table["status"].dropna()) - set(STATUSES))
     if unknown:

@@ -7,11 +7,11 @@ statistics, so the same functions serve for re-checking published tables.
 
 Every norm sample of an instrument is compared (each row names its `norm_sample`, and carries
 its `norm_verified` status); :func:`group_matching` says which respondents fell in which group.
-Human data scored with :func:`engine.scoring.score` work as well (see :func:`as_norm_scores`).
+Human data scored with :func:`psyq.engine.trials.scoring.score` work as well (see :func:`as_norm_scores`).
 
 Example
 -------
->>> from analysis.scores import score_answers                          # doctest: +SKIP
+>>> from psyq.analysis.scores import score_answers                          # doctest: +SKIP
 >>> scores = score_answers(table, instruments)                         # doctest: +SKIP
 >>> compare_with_norms(scores, instruments)[["norm_sample", "subscale", "norm_group", "g", "reading"]]  # doctest: +SKIP
 >>> compare_with_norms(score(iri, humans), {"iri": iri})                # doctest: +SKIP
@@ -31,9 +31,9 @@ from scipy import stats
 from statsmodels.stats.meta_analysis import effectsize_smd
 from statsmodels.stats.multitest import multipletests
 
-from engine.instrument import TRUSTED, Instrument, NormSample, Range, Subscale
+from psyq.engine.design.instrument import TRUSTED, Instrument, NormSample, Range, Subscale
 
-from .scores import RESPONDENT_KEYS
+from psyq.analysis.scores import RESPONDENT_KEYS
 
 POOLED = "pooled"
 """`norm_group` label of the row for respondents that match no group of the norm sample."""
@@ -43,7 +43,7 @@ SCORE_COLUMNS = ["instrument", "subscale", "score", "n_answered", "n_items", "pr
 
 HUMAN = "human"
 """`backend_id` and `model` given to scores without them (human data scored with
-:func:`engine.scoring.score`)."""
+:func:`psyq.engine.trials.scoring.score`)."""
 
 FLAGS = {"secondary-source": "norms read only in a secondary source",
          "unverified": "norms unverified"}
@@ -422,7 +422,7 @@ def _attribute_columns(scores: pd.DataFrame) -> list[str]:
 def as_norm_scores(scores: pd.DataFrame, instruments: Mapping[str, Instrument]) -> pd.DataFrame:
     """`scores` with the key columns the norm functions need, filled in when absent.
 
-    The table of :func:`engine.scoring.score` (human data) has no ``instrument``,
+    The table of :func:`psyq.engine.trials.scoring.score` (human data) has no ``instrument``,
     ``backend_id``, ``model`` or ``repeat``: the instrument is the only one given (ValueError if
     several were given), ``backend_id`` and ``model`` are ``"human"``, ``repeat`` is 0. Tables
     that have these columns are returned unchanged.
@@ -797,8 +797,8 @@ def compare_with_norms(scores: pd.DataFrame, instruments: Mapping[str, Instrumen
     Parameters
     ----------
     scores : DataFrame
-        The long table of :func:`analysis.scores.score_answers`, or the table of
-        :func:`engine.scoring.score` for human data with the attribute columns added (see
+        The long table of :func:`psyq.analysis.scores.score_answers`, or the table of
+        :func:`psyq.engine.trials.scoring.score` for human data with the attribute columns added (see
         :func:`as_norm_scores` for the columns filled in).
     instruments : mapping of instrument id to Instrument
         Every instrument named in `scores`; instruments without norms are skipped.

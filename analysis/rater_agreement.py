@@ -1,7 +1,7 @@
 """Agreement between the raters of rated replies: ICCs, Krippendorff's α, judge against human.
 
-Every function takes the tidy ratings frame of :func:`engine.ratings.read_ratings` (one row per
-target × rubric × dimension × rater; columns :data:`engine.ratings.RATING_COLUMNS`) and returns a
+Every function takes the tidy ratings frame of :func:`psyq.engine.store.ratings.read_ratings` (one row per
+target × rubric × dimension × rater; columns :data:`psyq.engine.store.ratings.RATING_COLUMNS`) and returns a
 tidy frame with one row per rubric × dimension (× rater set, × judge). Ratings without a level
 (NaN: the rater gave none) are left out, never imputed. A statistic that cannot be estimated
 (one rater, fewer than three targets, no variance) is NaN with a ``note`` that starts with

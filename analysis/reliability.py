@@ -1,7 +1,7 @@
 """Reliability of subscale scores: Cronbach's α, McDonald's ω, item–total statistics, retest ICC.
 
 Every function takes *keyed* item answers (reverse-keyed items already reversed, e.g. by
-:func:`engine.scoring.keyed_answers`): one row per respondent, one column per item.
+:func:`psyq.engine.trials.scoring.keyed_answers`): one row per respondent, one column per item.
 
 Missing answers are handled **listwise**: a respondent with any missing item of the table is
 dropped before anything is computed, so that α, ω and the item–total statistics of a subscale all
@@ -20,7 +20,7 @@ identically, so this is the ordinary case, not an edge case:
 * ICCs are NaN when all scores are equal or fewer than 2 respondents have every repeat.
 
 Example:
-    >>> from engine import load_instrument                                    # doctest: +SKIP
+    >>> from psyq import load_instrument                                    # doctest: +SKIP
     >>> iri = load_instrument("instruments/iri.yaml")                         # doctest: +SKIP
     >>> reliability_table({"iri": answers}, {"iri": iri})                     # doctest: +SKIP
       instrument subscale    n  k  alpha  alpha_low  alpha_high  omega
@@ -38,8 +38,8 @@ import pingouin as pg
 from scipy import stats
 from statsmodels.multivariate.factor import Factor
 
-from engine.instrument import Instrument
-from engine.scoring import keyed_answers
+from psyq.engine.design.instrument import Instrument
+from psyq.engine.trials.scoring import keyed_answers
 
 ICC_COLUMNS = ["type", "description", "icc", "f", "df1", "df2", "p", "ci_low", "ci_high", "n", "k",
                "estimable", "note"]
@@ -417,7 +417,7 @@ def reliability_table(answers_wide_by_instrument: Mapping[str, pd.DataFrame],
     ----------
     answers_wide_by_instrument : Mapping[str, pandas.DataFrame]
         Raw (unkeyed) answers per instrument id: one row per respondent, one column per item id
-        (as from :func:`engine.human_data.read_answers_csv`; other columns are ignored).
+        (as from :func:`psyq.engine.results.human_answers.read_answers_csv`; other columns are ignored).
     instruments : Mapping[str, Instrument]
         Instruments by id; every key of `answers_wide_by_instrument` must be present.
 
@@ -429,7 +429,7 @@ def reliability_table(answers_wide_by_instrument: Mapping[str, pd.DataFrame],
         omega, note``: ``n`` respondents with every item of the subscale answered, ``k`` items;
         ``note`` says why α or ω is not estimable when it is NaN (:func:`alpha_problem`,
         :func:`omega_problem`), else is empty. Items are keyed with
-        :func:`engine.scoring.keyed_answers`.
+        :func:`psyq.engine.trials.scoring.keyed_answers`.
 
     Example
     -------

@@ -19,19 +19,20 @@ from typing import Any, Callable, Collection, Mapping
 import numpy as np
 import pandas as pd
 
-from engine.export import export_table, run_instruments
-from engine.human_data import read_answers_csv
-from engine.errors import InputError
-from engine.instrument import Instrument
-from engine.judge import read_judgements
-from engine.kinds import instruments_with
-from engine.run import open_run_dir
-from engine.imported_run import is_imported_run
-from engine.yamlfile import load_yaml
+from psyq.engine.results.export import export_table, run_instruments
+from psyq.engine.results.human_answers import read_answers_csv
+from psyq.engine.files.errors import InputError
+from psyq.engine.design.instrument import Instrument
+from psyq.engine.judging.answer_judge import read_judgements
+from psyq.engine.kinds import instruments_with
+from psyq.engine.store.run_dir import open_run_dir
+from psyq.engine.results.imported_run import is_imported_run
+from psyq.engine.files.yamlfile import load_yaml
 
-from . import apa, effects, fidelity, human, methods, norms, plots, reliability, validity
-from .kinds import ReportInput, report_kinds
-from .scores import human_scores, persona_columns, score_all_kinds
+from psyq.analysis import (apa, effects, fidelity, human_comparison as human, methods, norms, plots,
+    reliability, validity)
+from psyq.analysis.kinds import ReportInput, report_kinds
+from psyq.analysis.scores import human_scores, persona_columns, score_all_kinds
 
 
 @dataclass
@@ -62,9 +63,9 @@ def _change_section(run_path: Path, human_change_csv: str | Path | None) -> Sect
 
     Only this section follows the study and missing-answer sections: norms, reliability and item
     analyses assume one measure per respondent and repeat, which a staged run does not have."""
-    from .change import read_human_change_csv
-    from .report_change import change_section
-    from .stage_scores import load_stage_scores
+    from psyq.analysis.change import read_human_change_csv
+    from psyq.analysis.report_change import change_section
+    from psyq.analysis.stage_scores import load_stage_scores
 
     humans = read_human_change_csv(human_change_csv) if human_change_csv is not None else None
     part = change_section(load_stage_scores(run_path), humans)
@@ -75,12 +76,12 @@ def _change_section(run_path: Path, human_change_csv: str | Path | None) -> Sect
 
 
 def _imported_sections(run_path: Path, human_change_csv: str | Path | None) -> tuple[dict[str, Any], list[Section]]:
-    """(facts, sections) of an imported run (engine/imported_run.py: scores psyq did not collect,
+    """(facts, sections) of an imported run (engine/results/imported_run.py: scores psyq did not collect,
     e.g. ``psyq import emotionbench-results``): what was imported, then the change section."""
-    from engine.imported_run import read_imported_run
+    from psyq.engine.results.imported_run import read_imported_run
 
-    from .change import read_human_change_csv
-    from .report_change import change_section
+    from psyq.analysis.change import read_human_change_csv
+    from psyq.analysis.report_change import change_section
 
     manifest, scores = read_imported_run(run_path)
     files = ", ".join(manifest.get("imported_from") or []) or "unknown file(s)"
@@ -207,17 +208,17 @@ def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] 
     """Compute everything the report shows; returns (facts about the run, sections).
 
     `human_csv` maps an instrument id to human data: item answers for a questionnaire, or what a
-    kind's report part reads (:attr:`analysis.kinds.KindReport.human_data`, e.g. perceiver
+    kind's report part reads (:attr:`psyq.analysis.kinds.KindReport.human_data`, e.g. perceiver
     ratings); `human_keyed` names the instruments whose human item answers are stored already
     keyed (reverse items already reversed); `targets_csv` maps an instrument whose kind takes
-    them (:attr:`~analysis.kinds.KindReport.takes_targets`) to its targets' self-reports.
+    them (:attr:`~psyq.analysis.kinds.KindReport.takes_targets`) to its targets' self-reports.
     `norm_samples` restricts the norm samples compared (default: the study's `norms`, else all);
     `warn` receives every warning the report also shows (e.g. respondents matching no norm group).
     A run with `stages:` (measure, evoke, measure in one conversation) is reported by its change
-    scores (:mod:`analysis.report_change`), compared with `human_change_csv` (humans' before and
-    after, :func:`analysis.change.read_human_change_csv`) when given.
+    scores (:mod:`psyq.analysis.report_change`), compared with `human_change_csv` (humans' before and
+    after, :func:`psyq.analysis.change.read_human_change_csv`) when given.
     """
-    if is_imported_run(run_path):   # scores psyq did not collect (engine/imported_run.py)
+    if is_imported_run(run_path):   # scores psyq did not collect (engine/results/imported_run.py)
         return _imported_sections(Path(run_path), human_change_csv)
     run = open_run_dir(run_path)
     manifest = run.read_manifest()
@@ -429,7 +430,7 @@ def cohort_items(table: pd.DataFrame, instrument: Instrument) -> pd.DataFrame:
 def construct_validity_section(table: pd.DataFrame, rated: Mapping[str, Instrument],
                                human_items: Mapping[str, pd.DataFrame]) -> Section | None:
     """Item distributions, subscale intercorrelations and factor congruence against raw human
-    answers (:mod:`analysis.validity`); None when no rating instrument has human item answers."""
+    answers (:mod:`psyq.analysis.validity`); None when no rating instrument has human item answers."""
     shared = [i for i in human_items if i in rated and i in set(table["instrument"])]
     if not shared:
         return None
@@ -728,7 +729,7 @@ def write_report(run_path: str | Path, out_dir: str | Path | None = None, *,
 
 
 def methods_text(run_path: str | Path) -> str:
-    """The methods paragraph of a run (:func:`analysis.methods.methods_paragraph`), from its
+    """The methods paragraph of a run (:func:`psyq.analysis.methods.methods_paragraph`), from its
     manifest, copied study and instruments, cohort file (when it is still where the run read it,
     unchanged) and answers."""
     if is_imported_run(run_path):

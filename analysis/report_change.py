@@ -1,9 +1,9 @@
 """The report section on change (before → after an evoked situation): readings, tables, a figure.
 
 Built from the tidy scores with stages and, when given, humans' change (the "Human change CSV").
-Returns a :class:`ChangeSection` with the same fields as :class:`analysis.report.Section`
+Returns a :class:`ChangeSection` with the same fields as :class:`psyq.analysis.report.Section`
 (title, readings, tables, figures, note), so the report can show it as one of its sections;
-the tables are the raw frames of :mod:`analysis.change`, printed by :func:`analysis.apa.apa_table`.
+the tables are the raw frames of :mod:`psyq.analysis.change`, printed by :func:`psyq.analysis.apa.apa_table`.
 
 Example:
     >>> section = change_section(scores, humans)              # doctest: +SKIP
@@ -23,11 +23,11 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from . import apa
-from .change import (OVERALL, change_scores, compare_change_with_humans, human_paired_change, paired_change,
-                     per_person)
-from .plots import (NORM_COLOUR, _figure, _finite, _legend_columns, _message_figure, _style, _unique,
-                    wrap_to_width)
+from psyq.analysis import apa
+from psyq.analysis.change import (OVERALL, change_scores, compare_change_with_humans, human_paired_change,
+    paired_change, per_person)
+from psyq.analysis.plots import (NORM_COLOUR, _figure, _finite, _legend_columns, _message_figure, _style,
+    _unique, wrap_to_width)
 
 TITLE = "Change after the evoked situations"
 HUMAN_STYLE = {"color": NORM_COLOUR, "marker": "s"}
@@ -35,7 +35,7 @@ HUMAN_STYLE = {"color": NORM_COLOUR, "marker": "s"}
 
 @dataclass
 class ChangeSection:
-    """What the report shows on change; the fields of :class:`analysis.report.Section`."""
+    """What the report shows on change; the fields of :class:`psyq.analysis.report.Section`."""
 
     title: str
     readings: list[str] = field(default_factory=list)
@@ -54,8 +54,8 @@ def _direction(x: float) -> str:
 
 def paired_reading(row: pd.Series, by: Sequence[str], human: pd.Series | None = None,
                    several_backends: bool = False) -> str:
-    """One sentence for a row of :func:`analysis.change.paired_change` (and the matching row of
-    :func:`analysis.change.compare_change_with_humans`).
+    """One sentence for a row of :func:`psyq.analysis.change.paired_change` (and the matching row of
+    :func:`psyq.analysis.change.compare_change_with_humans`).
 
     Example
     -------
@@ -99,7 +99,7 @@ def _p_text(p: Any) -> str:
 
 def before_after_reading(who: str, row: pd.Series) -> str:
     """One sentence on a group's mean before and after and its paired t (a row of
-    :func:`analysis.change.paired_change` or :func:`analysis.change.human_paired_change`).
+    :func:`psyq.analysis.change.paired_change` or :func:`psyq.analysis.change.human_paired_change`).
 
     Example
     -------
@@ -200,7 +200,7 @@ def change_section(scores: pd.DataFrame, human_changes: pd.DataFrame | None = No
                    by: Sequence[str] = ("emotion",)) -> ChangeSection:
     """The report section on change: readings (one sentence per group, then pooled), the paired
     table, the comparison with humans (when `human_changes` is given, from
-    :func:`analysis.change.read_human_change_csv`) and the before/after figure.
+    :func:`psyq.analysis.change.read_human_change_csv`) and the before/after figure.
 
     Example
     -------

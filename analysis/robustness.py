@@ -1,7 +1,7 @@
 """Robustness of ratings to perturbed texts: how far a rater's score moves when only the surface
 of a reply changes (typos, leetspeak, a paraphrase ...), per perturbation × dimension × rater.
 
-Each perturbed target (``original_id`` set, see :mod:`engine.perturb`) is paired with its original
+Each perturbed target (``original_id`` set, see :mod:`psyq.engine.judging.perturbed_replies`) is paired with its original
 as rated by the *same* rater on the same rubric dimension; the change is perturbed − original
 level. Per perturbation × rubric × dimension × rater the table gives the number of pairs, the
 mean change with a 95 % confidence interval from the t distribution (mean ± t(0.975, n − 1) · SD / √n,
@@ -24,7 +24,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from scipy import stats
 
-from .plots import _figure, _finite, _message_figure, _style, _unique, wrap_to_width
+from psyq.analysis.plots import _figure, _finite, _message_figure, _style, _unique, wrap_to_width
 
 CELL = ["perturbation", "rubric_id", "dimension", "rater_kind", "rater_id"]
 PAIR_COLUMNS = [*CELL, "original_id", "response_id", "original_level", "perturbed_level", "change"]
@@ -36,7 +36,7 @@ CI_METHOD = "t-based 95 % CI: mean ± t(0.975, n − 1) · SD / √n over pairs 
 def paired_changes(ratings: pd.DataFrame) -> pd.DataFrame:
     """Every perturbed rating next to the same rater's rating of the original, with the change.
 
-    `ratings` is :func:`engine.ratings.read_ratings`'s frame. A perturbed rating whose level, or
+    `ratings` is :func:`psyq.engine.store.ratings.read_ratings`'s frame. A perturbed rating whose level, or
     whose original's level, is missing (or whose original this rater did not rate) keeps the row
     with ``change`` NaN, so the summary can count it.
 
@@ -160,8 +160,8 @@ def robustness_chart(table: pd.DataFrame) -> Figure:
 
 def robustness_sections(run: Any, ratings: pd.DataFrame, log: pd.DataFrame | None = None) -> list[Any]:
     """The report's section on perturbation robustness (none when the run has no perturbed texts
-    with ratings and no perturbation log). `run` is the :class:`analysis.kinds.ReportInput`;
-    `ratings` :func:`engine.ratings.read_ratings`; `log` :func:`engine.perturb.read_log` (for
+    with ratings and no perturbation log). `run` is the :class:`psyq.analysis.kinds.ReportInput`;
+    `ratings` :func:`psyq.engine.store.ratings.read_ratings`; `log` :func:`psyq.engine.judging.perturbed_replies.read_log` (for
     rewrites that came back unusable and rules that changed nothing).
 
     Example:

@@ -1,6 +1,6 @@
 """Scores as a table for R, SPSS or a spreadsheet: one row per respondent × repeat × backend.
 
-The long scores of :func:`analysis.scores.score_answers` (or :func:`analysis.scores.human_scores`)
+The long scores of :func:`psyq.analysis.scores.score_answers` (or :func:`psyq.analysis.scores.human_scores`)
 are spread wide: the respondent keys (``backend_id, model, respondent_id, repeat``), the persona
 attributes, then per instrument × subscale three columns: ``<instrument>_<subscale>`` (the
 score), ``<instrument>_<subscale>_n`` (items answered) and ``<instrument>_<subscale>_prorated``
@@ -35,9 +35,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from engine.instrument import Instrument
+from psyq.engine.design.instrument import Instrument
 
-from .scores import RESPONDENT_KEYS, SCORE_VALUES
+from psyq.analysis.scores import RESPONDENT_KEYS, SCORE_VALUES
 
 FORMATS = ("csv", "parquet", "sav")
 SPSS_MAX_NAME = 64
@@ -57,7 +57,7 @@ def wide_scores(scores: pd.DataFrame, prefix: bool = True) -> pd.DataFrame:
     Parameters
     ----------
     scores : pandas.DataFrame
-        Long scores (columns of :func:`analysis.scores.score_answers`); ``prorated`` may be
+        Long scores (columns of :func:`psyq.analysis.scores.score_answers`); ``prorated`` may be
         absent (then all 0).
     prefix : bool
         Name score columns ``<instrument>_<subscale>`` (True) or only ``<subscale>`` (False; for
@@ -152,7 +152,7 @@ def variable_labels(wide: pd.DataFrame, instruments: Mapping[str, Instrument], p
 
     Example
     -------
-    >>> from engine.instrument import load_instrument
+    >>> from psyq.engine.design.instrument import load_instrument
     >>> mini = load_instrument("tests/data/mini_1to7.yaml")
     >>> variable_labels(pd.DataFrame(columns=["mini_X", "mini_X_n"]), {"mini": mini})
     {'mini_X': 'MINI Sum of a and b (sum, 2–14)', 'mini_X_n': 'MINI Sum of a and b: items answered (of 2)'}

@@ -1,8 +1,8 @@
 """From a run's tidy answers to subscale scores per respondent: the table every analysis reads.
 
 Example:
-    >>> from engine import export_table
-    >>> from engine.export import run_instruments
+    >>> from psyq import export_table
+    >>> from psyq.engine.results.export import run_instruments
     >>> table = export_table(run_dir)                                         # doctest: +SKIP
     >>> scores = score_answers(table, run_instruments(open_run_dir(run_dir)))  # doctest: +SKIP
 """
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from engine.human_data import read_answers_csv
-from engine.instrument import Instrument
-from engine.kinds import all_kinds, get_kind
+from psyq.engine.results.human_answers import read_answers_csv
+from psyq.engine.design.instrument import Instrument
+from psyq.engine.kinds import all_kinds, get_kind
 
 RESPONDENT_KEYS = ["backend_id", "model", "respondent_id", "repeat"]
 SCORE_VALUES = ["instrument", "subscale", "score", "n_answered", "n_items", "prorated"]
@@ -24,7 +24,7 @@ HUMAN_BACKEND = "human"
 ANSWER_COLUMNS = {"run_id", "study", "backend_id", "model", "respondent_id", "instrument", "item_id",
                   "position", "repeat", "option_order", "status", "reason", "disclaimer", "raw_text",
                   "value", "keyed_value", "expected", "option_mass", "distribution", "text", "trial_status",
-                  "attempts", "reasks", "stage", "situation_id"}   # the last two: runs with stages (engine/stages.py)
+                  "attempts", "reasks", "stage", "situation_id"}   # the last two: runs with stages (engine/administer/stages.py)
 
 
 def persona_columns(table: pd.DataFrame) -> list[str]:
@@ -37,7 +37,7 @@ def score_answers(table: pd.DataFrame, instruments: dict[str, Instrument]) -> pd
 
     Columns: ``backend_id, model, respondent_id, repeat``, the persona attributes,
     ``instrument, subscale, score, n_answered, n_items, prorated`` (see
-    :func:`engine.scoring.score`). Scores follow each instrument's own
+    :func:`psyq.engine.trials.scoring.score`). Scores follow each instrument's own
     rules (reverse keying, prorating, `min_answered`); missing answers stay missing. Only items
     answered on the instrument's scale are scored here; :func:`score_all_kinds` scores every kind.
     """
@@ -46,12 +46,12 @@ def score_answers(table: pd.DataFrame, instruments: dict[str, Instrument]) -> pd
 
 def score_all_kinds(table: pd.DataFrame, instruments: Mapping[str, Instrument]) -> pd.DataFrame:
     """Every subscale score of an exported answers table, in the format of :func:`score_answers`:
-    each registered item kind scores its own items (:meth:`engine.kinds.ItemKind.score`), in
+    each registered item kind scores its own items (:meth:`psyq.engine.kinds.ItemKind.score`), in
     registration order.
 
     Example (`run_dir`: a run of the toy instrument tests/data/mini_1to7.yaml, rating items only):
-        >>> from engine.export import export_table, run_instruments
-        >>> from engine.run import open_run_dir
+        >>> from psyq.engine.results.export import export_table, run_instruments
+        >>> from psyq.engine.store.run_dir import open_run_dir
         >>> table = export_table(run_dir)
         >>> instruments = run_instruments(open_run_dir(run_dir))
         >>> score_all_kinds(table, instruments).equals(score_answers(table, instruments))
@@ -63,7 +63,7 @@ def score_all_kinds(table: pd.DataFrame, instruments: Mapping[str, Instrument]) 
 
 
 def with_people(scores: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
-    """A kind's scores (:data:`engine.kinds.base.SCORE_COLUMNS`, ``model`` optional) with ``model``
+    """A kind's scores (:data:`psyq.engine.kinds.base.SCORE_COLUMNS`, ``model`` optional) with ``model``
     and the persona attributes of each respondent from `table`, in the columns of :func:`score_answers`."""
     attributes = persona_columns(table)
     columns = RESPONDENT_KEYS + attributes + SCORE_VALUES
@@ -85,8 +85,8 @@ def load_run_scores(run_dir: str | Path) -> pd.DataFrame:
         >>> scores.groupby("subscale")["n_items"].first().to_dict()
         {'X': 2, 'Y': 3, 'Z': 4}
     """
-    from engine.export import export_table, run_instruments
-    from engine.run import open_run_dir
+    from psyq.engine.results.export import export_table, run_instruments
+    from psyq.engine.store.run_dir import open_run_dir
 
     table = export_table(run_dir)
     instruments = run_instruments(open_run_dir(run_dir))
@@ -97,12 +97,12 @@ def human_scores(answers: pd.DataFrame, instrument: Instrument) -> pd.DataFrame:
     """Human respondents' subscale scores in the long format of :func:`score_answers`.
 
     `answers` holds raw answers indexed by respondent id, one column per item id; every other
-    column is an attribute (as :func:`engine.human_data.read_answers_csv` returns them).
+    column is an attribute (as :func:`psyq.engine.results.human_answers.read_answers_csv` returns them).
     ``backend_id`` is ``"human"``, ``model`` is empty and ``repeat`` is 0 (runs count repeats
-    from 0), so the result goes through :func:`analysis.norms.compare_with_norms` (group matching included) like a cohort.
+    from 0), so the result goes through :func:`psyq.analysis.norms.compare_with_norms` (group matching included) like a cohort.
 
     Example:
-        >>> from engine.instrument import load_instrument
+        >>> from psyq.engine.design.instrument import load_instrument
         >>> mini = load_instrument("tests/data/mini_1to7.yaml")
         >>> answers = pd.DataFrame({"a": [2.0], "b": [5.0], "c": [7.0], "d": [4.0], "gender": ["female"]},
         ...                        index=pd.Index(["r1"], name="respondent_id"))
@@ -112,7 +112,7 @@ def human_scores(answers: pd.DataFrame, instrument: Instrument) -> pd.DataFrame:
         1            r1  female        Y   3.333333     False
         2            r1  female        Z  16.000000     False
     """
-    from engine.scoring import score as score_long
+    from psyq.engine.trials.scoring import score as score_long
 
     item_ids = {i.id for i in instrument.items}
     attributes = [c for c in answers.columns if c not in item_ids]
@@ -128,11 +128,11 @@ def score_humans(csv: str | Path, instrument: Instrument, keyed: bool = False) -
     """Read human answers from a CSV and score them (:func:`human_scores`).
 
     `keyed=True` declares that the file's reverse-keyed items are already reversed (see
-    :func:`engine.human_data.read_answers_csv`). Bad cells raise
-    :class:`engine.errors.InputError` with file, line and column.
+    :func:`psyq.engine.results.human_answers.read_answers_csv`). Bad cells raise
+    :class:`psyq.engine.files.errors.InputError` with file, line and column.
 
     Example:
-        >>> from engine.instrument import load_instrument
+        >>> from psyq.engine.design.instrument import load_instrument
         >>> scores = score_humans("tests/data/mini_answers.csv", load_instrument("tests/data/mini_1to7.yaml"))
         >>> scores.loc[scores["subscale"] == "Z", ["respondent_id", "score", "n_answered", "prorated"]]
           respondent_id      score  n_answered  prorated

@@ -1,4 +1,4 @@
-"""Scores of a staged run (engine/stages.py) in the tidy "scores with stages" frame.
+"""Scores of a staged run (engine/administer/stages.py) in the tidy "scores with stages" frame.
 
 One row per backend_id, respondent_id, repeat, situation_id, emotion, stage, phase, instrument,
 subscale, with the score and how it was reached (n_answered, n_items, prorated). `stage` is the
@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from engine.instrument import Instrument
-from engine.kinds import get_kind
-from engine.situations import SituationSet
+from psyq.engine.design.instrument import Instrument
+from psyq.engine.kinds import get_kind
+from psyq.engine.design.situations import SituationSet
 
 STAGE_SCORE_COLUMNS = ["backend_id", "respondent_id", "repeat", "situation_id", "emotion", "stage", "phase",
                        "instrument", "subscale", "score", "n_answered", "n_items", "prorated"]
@@ -81,10 +81,10 @@ def load_stage_scores(run_dir: str | Path) -> pd.DataFrame:
         >>> load_stage_scores("runs/staged_mini/ab12cd34ef56").columns[:3].tolist()   # doctest: +SKIP
         ['backend_id', 'respondent_id', 'repeat']
     """
-    from engine.export import export_table, run_instruments
-    from engine.run import SITUATIONS, open_run_dir
-    from engine.situations import load_situations
-    from engine.yamlfile import load_yaml
+    from psyq.engine.results.export import export_table, run_instruments
+    from psyq.engine.store.run_dir import SITUATIONS, open_run_dir
+    from psyq.engine.design.situations import load_situations
+    from psyq.engine.files.yamlfile import load_yaml
 
     run = open_run_dir(run_dir)
     study = load_yaml(run.path / "study.yaml").data   # psyq's bounded reader, as for every file it reads

@@ -12,12 +12,12 @@ Three views, each a pure function returning a tidy frame:
   Tucker's φ per factor.
 
 Inputs are *raw* answers (reverse-keyed items as answered; each function keys them itself with
-:func:`engine.scoring.keyed_answers` where keying matters), one row per respondent, one column per
+:func:`psyq.engine.trials.scoring.keyed_answers` where keying matters), one row per respondent, one column per
 item id; other columns are attributes. A statistic that cannot be estimated is never a number:
 its row has ``estimable`` False and the reason in ``note``.
 
 Example:
-    >>> from engine.instrument import load_instrument
+    >>> from psyq.engine.design.instrument import load_instrument
     >>> mini = load_instrument("tests/data/mini_1to7.yaml")
     >>> cohort = pd.DataFrame({"a": [1, 2, 2, 3], "b": [4, 4, 5, 5], "c": [7, 6, 6, 5], "d": [3, 3, 4, 2]})
     >>> humans = pd.DataFrame({"a": [1, 3, 5, 7], "b": [2, 4, 6, 4], "c": [7, 5, 3, 1], "d": [2, 4, 4, 6]})
@@ -39,10 +39,10 @@ import pandas as pd
 from scipy import linalg, stats
 from statsmodels.multivariate.factor import Factor
 
-from engine.instrument import Instrument
-from engine.scoring import keyed_answers, membership_matrix, score_wide
+from psyq.engine.design.instrument import Instrument
+from psyq.engine.trials.scoring import keyed_answers, membership_matrix, score_wide
 
-from .human import tucker_phi
+from psyq.analysis.human_comparison import tucker_phi
 
 DISTRIBUTION_COLUMNS = ["instrument", "item_id", "group_by", "group", "n_cohort", "n_human", "tv",
                         "tv_uniform", "simbench", "wasserstein", "estimable", "note"]
@@ -202,7 +202,7 @@ def subscale_correlations(cohort: pd.DataFrame, human: pd.DataFrame, instrument:
     Parameters
     ----------
     cohort, human : pandas.DataFrame
-        Raw answers, one row per respondent (scored here with :func:`engine.scoring.score_wide`:
+        Raw answers, one row per respondent (scored here with :func:`psyq.engine.trials.scoring.score_wide`:
         reverse keying, prorating, ``min_answered``).
     instrument : Instrument
 
@@ -218,7 +218,7 @@ def subscale_correlations(cohort: pd.DataFrame, human: pd.DataFrame, instrument:
 
     Example
     -------
-    >>> from engine.instrument import load_instrument
+    >>> from psyq.engine.design.instrument import load_instrument
     >>> mini = load_instrument("tests/data/mini_1to7.yaml")
     >>> cohort = pd.DataFrame({"a": [1, 2, 2, 3], "b": [4, 4, 5, 5], "c": [7, 6, 6, 5], "d": [3, 3, 4, 2]})
     >>> subscale_correlations(cohort, cohort, mini).iloc[1:][["subscale_a", "subscale_b", "r_cohort", "difference"]].round(3)
@@ -304,7 +304,7 @@ def target_loadings(items: pd.DataFrame, instrument: Instrument) -> tuple[pd.Dat
     -------
     (pandas.DataFrame or None, str, str)
         Items × subscales loadings after orthogonal Procrustes rotation towards the 0/1
-        membership matrix (:func:`engine.scoring.membership_matrix`), the fitting method (``ml``
+        membership matrix (:func:`psyq.engine.trials.scoring.membership_matrix`), the fitting method (``ml``
         or ``pa``) and a note. None and the reason when the model cannot be estimated.
 
     Notes
@@ -360,7 +360,7 @@ def factor_congruence(cohort: pd.DataFrame, human: pd.DataFrame, instrument: Ins
     pandas.DataFrame
         One row per factor (named by its subscale) and a last row ``factor = "all"`` (φ over
         every loading at once): ``n_cohort, n_human`` (complete respondents), ``k`` items,
-        ``phi`` (:func:`analysis.human.tucker_phi` of the two columns of
+        ``phi`` (:func:`psyq.analysis.human_comparison.tucker_phi` of the two columns of
         :func:`target_loadings`; ≥ .95 equal, .85–.94 fair similarity), the fitting methods and
         ``estimable``/``note``: no φ when either sample's model cannot be estimated (fewer than
         2 subscales, n < items + 1, an item without variance, too many factors for the items, a
@@ -372,7 +372,7 @@ def factor_congruence(cohort: pd.DataFrame, human: pd.DataFrame, instrument: Ins
 
     References
     ----------
-    See :func:`target_loadings` and :func:`analysis.human.tucker_phi`.
+    See :func:`target_loadings` and :func:`psyq.analysis.human_comparison.tucker_phi`.
     """
     subs = [s.id for s in instrument.rating_subscales]
     ids = [i.id for i in instrument.rating_items]

@@ -35,9 +35,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import BENCH, PYTHON, fault_stub, median, save_results, server_process, table, write_study  # noqa: E402
 
-from engine.run import administer  # noqa: E402
-from engine.study import load_study  # noqa: E402
-from engine.usage import token_usage  # noqa: E402
+from psyq.engine.administer.run import administer  # noqa: E402
+from psyq.engine.design.study import load_study  # noqa: E402
+from psyq.engine.results.usage import token_usage  # noqa: E402
 
 
 def slow_stub(latency: float, slots: int):

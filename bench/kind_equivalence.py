@@ -34,9 +34,9 @@ sys.path.insert(0, str(ROOT))
 
 from stub_server import StubServer, default_answer  # noqa: E402
 
-from analysis.report import build_sections  # noqa: E402
-from engine import administer, load_study  # noqa: E402
-from engine.export import export_table  # noqa: E402
+from psyq.analysis.report import build_sections  # noqa: E402
+from psyq import administer, load_study  # noqa: E402
+from psyq.engine.results.export import export_table  # noqa: E402
 
 FEELINGS = ["fine", "angry and hurt", "happy, proud and a little nervous", "sad", "I don't know",
             "worried but relieved", "embarrassed and annoyed", "nothing much"]

@@ -44,9 +44,9 @@ ITEMS_PER_RESPONDENT = 28                          # the IRI
 
 def request_payload() -> dict[str, Any]:
     """The body psyq sends for one IRI item to one persona (the loops send this one)."""
-    from engine.instrument import load_instrument
-    from engine.persona import DEFAULT_TEMPLATE, Persona, render_system_prompt
-    from engine.prompts import item_messages
+    from psyq.engine.design.instrument import load_instrument
+    from psyq.engine.design.persona import DEFAULT_TEMPLATE, Persona, render_system_prompt
+    from psyq.engine.trials.prompts import item_messages
     iri = load_instrument(IRI)
     persona = Persona(id="r000001", attributes={"gender": "male", "age": 19, "serial": 1})
     messages = item_messages(iri, iri.rating_items[0], system_prompt=render_system_prompt(persona, DEFAULT_TEMPLATE),

@@ -1,7 +1,7 @@
 """Time one `psyq run` exactly as the command line does it, without the interpreter's start-up.
 
-Imports ``engine.cli`` first (so Python start-up and imports are not counted), then times
-``engine.cli.main(["run", STUDY, "--runs-dir", DIR])``: loading the study, planning and rendering
+Imports ``psyq.engine.cli`` first (so Python start-up and imports are not counted), then times
+``psyq.engine.cli.main(["run", STUDY, "--runs-dir", DIR])``: loading the study, planning and rendering
 every trial, starting the backend, sending, parsing, storing, the progress display and the
 manifest. Prints one JSON line: seconds, trials planned, trial status counts, rate (trials/s),
 and the run directory. ``--profile FILE`` writes a pyinstrument HTML profile of the run.
@@ -35,7 +35,7 @@ def use_engine_tree(tree: str) -> None:
 
 def add_payload_fields(extra: dict) -> None:
     """Make every OpenAI-compatible request body carry `extra` too (this process only)."""
-    from engine.backends.openai import OpenAIBackend
+    from psyq.engine.backends.openai import OpenAIBackend
     original = OpenAIBackend.payload
 
     def payload(self, request):  # type: ignore[no-untyped-def]
@@ -46,7 +46,7 @@ def add_payload_fields(extra: dict) -> None:
 
 def run(study: str, runs_dir: str, profile: str | None = None, payload_extra: dict | None = None) -> dict:
     """Run the study through the CLI entry point; return timing and counts."""
-    from engine.cli import main as cli_main
+    from psyq.engine.cli import main as cli_main
 
     if payload_extra:
         add_payload_fields(payload_extra)
@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("runs_dir")
     parser.add_argument("--profile", help="write a pyinstrument profile (HTML, and .txt beside it)")
     parser.add_argument("--payload-extra", type=json.loads, help="JSON object added to every request body")
-    parser.add_argument("--engine-tree", help="import engine from this source tree (an older commit's copy)")
+    parser.add_argument("--engine-tree", help="import psyq.engine from this source tree (an older commit's copy)")
     args = parser.parse_args(argv)
     if args.engine_tree:
         use_engine_tree(args.engine_tree)

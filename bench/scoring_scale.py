@@ -1,13 +1,13 @@
 """Benchmark 4: scoring and norm comparison at 10⁴, 10⁵ and 10⁶ respondents × 28 items (IRI).
 
 Each size runs in its own process (so its peak memory is its own). The input is a wide table of
-item answers as ``psyq score`` and ``engine.read_answers_csv`` produce it (one row per
+item answers as ``psyq score`` and ``psyq.engine.read_answers_csv`` produce it (one row per
 respondent, one column per item, NaN for a missing answer), drawn at random with 1 % missing
 answers, with a gender attribute (45 % female, 45 % male, 10 % other, who match no norm group
 and are compared with the pooled norm). Timed, separately and in total:
 
-1. ``engine.scoring.score``: reverse keying and the four subscale sums (tidy long table);
-2. attaching the keys and attributes ``analysis.norms.compare_with_norms`` reads;
+1. ``psyq.engine.trials.scoring.score``: reverse keying and the four subscale sums (tidy long table);
+2. attaching the keys and attributes ``psyq.analysis.norms.compare_with_norms`` reads;
 3. ``compare_with_norms``: matching to norm groups, Welch t, Hedges g, TOST, Holm.
 
 Peak memory: the process's peak resident set (``ru_maxrss``, imports and the input included)
@@ -51,7 +51,7 @@ def make_answers(n: int, seed: int = 1) -> tuple[Any, Any]:
     """`n` respondents' IRI answers (0–4, 1 % missing) and their genders."""
     import numpy as np
     import pandas as pd
-    from engine.instrument import load_instrument
+    from psyq.engine.design.instrument import load_instrument
     iri = load_instrument(IRI)
     rng = np.random.default_rng(seed)
     values = rng.integers(0, 5, size=(n, len(iri.rating_items))).astype(float)
@@ -66,9 +66,9 @@ def one_size(n: int) -> dict[str, Any]:
     """Score and compare `n` respondents once; times and memory (run in a fresh process)."""
     import numpy as np
     import pandas as pd
-    from analysis.norms import compare_with_norms
-    from engine.instrument import load_instrument
-    from engine.scoring import score
+    from psyq.analysis.norms import compare_with_norms
+    from psyq.engine.design.instrument import load_instrument
+    from psyq.engine.trials.scoring import score
     iri = load_instrument(IRI)
     answers, gender = make_answers(n)
     before = rss_bytes()

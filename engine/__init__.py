@@ -1,26 +1,24 @@
-"""psyq engine: instruments, personas, backends, administration, storage and scoring.
+"""psyq's engine, in rooms that follow the method section of a paper.
 
-The public API for scripts and notebooks::
+Instrument + Cohort + Backend -> administer -> Responses -> score -> compare with people -> report:
 
-    from engine import load_instrument, load_study, administer, export_table, score
-    iri = load_instrument("instruments/iri.yaml")
+- ``files/``      reading input safely (YAML, CSV, errors, notices, validation, atomic writes)
+- ``backends/``   how to reach a model: OpenAI-compatible, Anthropic, the local llama.cpp model,
+  what each accepts (capabilities), endpoints, provider batch APIs
+- ``store/``      a run's directory and its SQLite store, ratings, the run lock
+- ``trials/``     what one question is: trial, prompt, answer scale, parsing, scoring
+- ``kinds/``      the item kinds, each a plug-in registered by name (kinds/__init__.py lists them)
+- ``design/``     what a study is: instruments, cohorts, the study file, situations, prices, perturbations
+- ``results/``    reading what runs gave: tidy answers, run listings, tokens, imported runs, human answers
+- ``administer/`` psyq run and psyq plan: sending, re-asking, stages, batches, progress
+- ``judging/``    judge models, human rating sheets, perturbed replies
+- ``importers/``  psyq import: other tools' files into psyq's formats
+- ``cli/``        the psyq command, one module per command group
+
+Imports point one way, down this list: a room may import the rooms above it here and never the
+ones below (tests/test_kinds.py checks it). ``psyq.analysis`` reads files, store, trials, kinds,
+design, results and judging; nothing here imports it except the command line. The curated API
+for scripts and notebooks is the top-level ``psyq`` namespace.
 """
 
 __version__ = "0.1.0"
-
-from .errors import InputError, Problem, PsyqError  # noqa: E402
-from .export import export_table, wide_answers  # noqa: E402
-from .human_data import read_answers_csv  # noqa: E402
-from .instrument import Instrument, instrument_json_schema, load_instrument  # noqa: E402
-from .persona import BASELINE, Cohort, Persona, load_cohort, render_system_prompt  # noqa: E402
-from .run import administer, open_run_dir  # noqa: E402
-from .scoring import keyed_answers, reverse_key, score, score_wide  # noqa: E402
-from .store import RunStore  # noqa: E402
-from .study import Study, load_study  # noqa: E402
-
-__all__ = [
-    "BASELINE", "Cohort", "InputError", "Instrument", "Persona", "Problem", "PsyqError", "RunStore",
-    "Study", "__version__", "administer", "export_table", "instrument_json_schema", "keyed_answers",
-    "load_cohort", "load_instrument", "load_study", "open_run_dir", "read_answers_csv",
-    "render_system_prompt", "reverse_key", "score", "score_wide", "wide_answers",
-]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from engine import administer, load_study
+from psyq import administer, load_study
 from stub_server import StubServer, default_answer
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,11 +11,11 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from engine.kinds.vignette.accuracy import (fisher_z, judge_percent, normative_profile, perceiver_accuracy,
-                             read_perceiver_csv, read_target_reports_csv, stop_accuracy, target_profiles,
-                             vignette_accuracy, with_self_reports)
-from engine.errors import InputError
-from engine.instrument import load_instrument
+from psyq.engine.kinds.vignette.accuracy import (fisher_z, judge_percent, normative_profile,
+    perceiver_accuracy, read_perceiver_csv, read_target_reports_csv, stop_accuracy, target_profiles,
+    vignette_accuracy, with_self_reports)
+from psyq.engine.files.errors import InputError
+from psyq.engine.design.instrument import load_instrument
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"

@@ -23,9 +23,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from engine.export import export_table
-from engine.run import administer
-from engine.study import load_study
+from psyq.engine.results.export import export_table
+from psyq.engine.administer.run import administer
+from psyq.engine.design.study import load_study
 from stub_server import StubServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -237,7 +237,7 @@ def test_api_key_never_stored_or_logged(tmp_path):
     env = {**os.environ, "PSYQ_TEST_KEY": secret}
     with StubServer() as stub:
         study = write_study(tmp_path, stub.url, personas=[{"id": "p1"}], backend={"api_key_env": "PSYQ_TEST_KEY"})
-        out = subprocess.run([sys.executable, "-m", "engine.cli", "run", str(study), "--runs-dir",
+        out = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "run", str(study), "--runs-dir",
                               str(tmp_path / "runs")], cwd=ROOT, env=env, capture_output=True, text=True)
         assert out.returncode == 0, out.stderr
         # The key was used …
@@ -255,7 +255,7 @@ def test_missing_api_key_stops_the_run_with_a_clear_error(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "PSYQ_ABSENT_KEY"}
     with StubServer() as stub:
         study = write_study(tmp_path, stub.url, backend={"api_key_env": "PSYQ_ABSENT_KEY"})
-        out = subprocess.run([sys.executable, "-m", "engine.cli", "run", str(study), "--runs-dir",
+        out = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "run", str(study), "--runs-dir",
                               str(tmp_path / "runs")], cwd=ROOT, env=env, capture_output=True, text=True)
     assert out.returncode == 1
     assert "PSYQ_ABSENT_KEY is not set" in out.stderr and "Traceback" not in out.stderr
@@ -272,7 +272,7 @@ def test_sigkill_mid_run_then_rerun_loses_nothing_and_resends_nothing(tmp_path):
     try:
         url = stub.stdout.readline().split()[1]
         study = write_study(tmp_path, url, personas=personas, backend={"concurrency": 2})
-        cmd = [sys.executable, "-m", "engine.cli", "run", str(study), "--runs-dir", str(tmp_path / "runs")]
+        cmd = [sys.executable, "-m", "psyq.engine.cli", "run", str(study), "--runs-dir", str(tmp_path / "runs")]
         runner = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         db = None
         deadline = time.monotonic() + 60
@@ -320,7 +320,7 @@ def _lines(path: Path) -> list[dict]:
 
 def test_base_url_override_runs_the_quickstart_on_any_openai_server(tmp_path):
     with StubServer() as stub:
-        out = subprocess.run([sys.executable, "-m", "engine.cli", "run", "studies/quickstart.yaml",
+        out = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "run", "studies/quickstart.yaml",
                               "--base-url", stub.url, "--model", "stub-model", "--runs-dir", str(tmp_path)],
                              cwd=ROOT, capture_output=True, text=True)
         sent = len(chat_requests(stub))

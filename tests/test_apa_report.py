@@ -19,12 +19,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import apa, methods, plots
-from analysis.norms import COLUMNS as NORM_COLUMNS, compare_with_norms
-from analysis.report import TABLE_DIR, Section, render_html, render_markdown, table_files, write_report
-from engine import open_run_dir
-from engine.instrument import load_instrument
-from engine.run import manifest_file_paths
+from psyq.analysis import apa, methods, plots
+from psyq.analysis.norms import COLUMNS as NORM_COLUMNS, compare_with_norms
+from psyq.analysis.report import TABLE_DIR, Section, render_html, render_markdown, table_files, write_report
+from psyq import open_run_dir
+from psyq.engine.design.instrument import load_instrument
+from psyq.engine.store.run_dir import manifest_file_paths
 from runs_helper import make_mini_run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,7 +42,7 @@ def mini_run(tmp_path_factory) -> Path:
     return make_mini_run(tmp_path_factory.mktemp("apa"), n_personas=8, repeats=2)
 
 
-@pytest.mark.parametrize("name", ["analysis.apa", "analysis.methods", "analysis.plots"])
+@pytest.mark.parametrize("name", ["psyq.analysis.apa", "psyq.analysis.methods", "psyq.analysis.plots"])
 def test_docstring_examples_run(name):
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
@@ -98,8 +98,8 @@ def test_norm_table_columns_and_cells():
 
 
 def test_answers_by_status_is_long_and_lists_only_statuses_that_occur(mini_run):
-    from analysis.fidelity import missingness
-    from engine import export_table
+    from psyq.analysis.fidelity import missingness
+    from psyq import export_table
 
     table = export_table(mini_run)
     wide = missingness(table)

@@ -1,4 +1,4 @@
-"""Batch mode (engine/batch.py) against the batch-API stub (tests/batch_stub.py): real HTTP over
+"""Batch mode (engine/administer/batch.py) against the batch-API stub (tests/batch_stub.py): real HTTP over
 loopback, real SQLite, `psyq` in a subprocess where a kill is the point.
 
 Expected answers come from the stub's own rule (``stub_server.default_answer``: a digit hashed
@@ -42,7 +42,7 @@ def write_study(tmp: Path, url: str, *, n_personas: int = 3, backend: dict | Non
 
 
 def psyq(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "engine.cli", *args], cwd=ROOT, capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "psyq.engine.cli", *args], cwd=ROOT, capture_output=True, text=True)
 
 
 def stored(tmp: Path) -> list[tuple]:
@@ -78,7 +78,7 @@ def test_sigkill_after_submission_resumes_by_batch_id_and_sends_nothing_again(tm
     with BatchStub(in_progress_polls=10**9) as stub:   # stays in_progress until the test says
         study = write_study(tmp_path, stub.url, n_personas=4)
         runs = tmp_path / "runs"
-        proc = subprocess.Popen([sys.executable, "-m", "engine.cli", "run", str(study), "--runs-dir", str(runs)],
+        proc = subprocess.Popen([sys.executable, "-m", "psyq.engine.cli", "run", str(study), "--runs-dir", str(runs)],
                                 cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             deadline = time.monotonic() + 120
@@ -205,7 +205,7 @@ def test_the_api_key_goes_in_a_header_only(tmp_path, monkeypatch):
     monkeypatch.setenv("PSYQ_BATCH_TEST_KEY", secret)
     with BatchStub() as stub:
         study = write_study(tmp_path, stub.url, n_personas=1, backend={"api_key_env": "PSYQ_BATCH_TEST_KEY"})
-        out = subprocess.run([sys.executable, "-m", "engine.cli", "run", str(study), "--runs-dir",
+        out = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "run", str(study), "--runs-dir",
                               str(tmp_path / "runs")], cwd=ROOT, capture_output=True, text=True,
                              env={**os.environ, "PSYQ_BATCH_TEST_KEY": secret})
     assert out.returncode == 0, out.stderr
@@ -220,7 +220,7 @@ def test_the_api_key_goes_in_a_header_only(tmp_path, monkeypatch):
 def test_sigterm_while_waiting_says_the_batch_goes_on(tmp_path):
     with BatchStub(in_progress_polls=10**9) as stub:
         study = write_study(tmp_path, stub.url, n_personas=1)
-        proc = subprocess.Popen([sys.executable, "-m", "engine.cli", "run", str(study), "--runs-dir",
+        proc = subprocess.Popen([sys.executable, "-m", "psyq.engine.cli", "run", str(study), "--runs-dir",
                                  str(tmp_path / "runs")], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True)
         deadline = time.monotonic() + 120

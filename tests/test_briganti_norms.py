@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine import load_instrument
-from engine.scoring import score
+from psyq import load_instrument
+from psyq.engine.trials.scoring import score
 
 ROOT = Path(__file__).resolve().parents[1]
 RAW = ROOT / "instruments" / "data" / "iri_briganti2018_keyed.csv"

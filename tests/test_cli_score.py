@@ -12,7 +12,7 @@ DATA = ROOT / "tests" / "data"
 
 
 def psyq(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "engine.cli", *args], cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "psyq.engine.cli", *args], cwd=ROOT,
                           capture_output=True, text=True)
 
 

@@ -12,22 +12,22 @@ import pytest
 from runs_helper import make_mini_run
 
 ROOT = Path(__file__).resolve().parents[1]
-MODULES = ["analysis", "analysis.scores", "analysis.score_table", "analysis.validity", "analysis.human",
-           "analysis.reliability", "analysis.effects", "engine.human_data", "engine.scoring",
-           "engine.kinds", "engine.scale", "engine.prices", "engine.overrides", "engine.usage", "engine.plan",
-           "engine.tokenizer", "engine.kinds.scene", "engine.kinds.scene.leas", "engine.kinds.vignette",
-           "engine.kinds.vignette.accuracy", "analysis.kinds", "analysis.kinds.scene",
-           "engine.importers", "engine.importers.draft", "engine.importers.redcap", "engine.importers.psych_keys",
-           "engine.importers.qsf", "engine.importers.command", "engine.importers.writer", "engine.yamlhints",
-           "engine.importers.emotionbench", "analysis.kinds.response", "engine.run",
-           "analysis.change", "analysis.report_change",
-           "engine.kinds.response", "engine.rubric2", "engine.target_judge", "engine.rating_sheet",
-           "engine.importers.replies", "engine.ratings", "engine.prompt_variants", "analysis.prompt_sensitivity",
-           "analysis.robustness", "engine.perturbations", "engine.perturb", "analysis.rater_agreement",
-           "analysis.response_comparison", "engine.backends.pool", "engine.imported_run",
-           "engine.backends.capabilities", "engine.backends.provider_errors", "engine.backends.openai",
-           "engine.backends.anthropic", "engine.backends.base", "analysis.methods", "analysis.norms",
-           "engine.parsing"]
+MODULES = ["analysis", "psyq.analysis.scores", "psyq.analysis.score_table", "psyq.analysis.validity", "psyq.analysis.human_comparison",
+           "psyq.analysis.reliability", "psyq.analysis.effects", "psyq.engine.results.human_answers", "psyq.engine.trials.scoring",
+           "psyq.engine.kinds", "psyq.engine.trials.scale", "psyq.engine.design.prices", "psyq.engine.administer.overrides", "psyq.engine.results.usage", "psyq.engine.administer.plan",
+           "psyq.engine.administer.tokenizer", "psyq.engine.kinds.scene", "psyq.engine.kinds.scene.leas", "psyq.engine.kinds.vignette",
+           "psyq.engine.kinds.vignette.accuracy", "psyq.analysis.kinds", "psyq.analysis.kinds.scene",
+           "psyq.engine.importers", "psyq.engine.importers.draft", "psyq.engine.importers.redcap", "psyq.engine.importers.psych_keys",
+           "psyq.engine.importers.qsf", "psyq.engine.importers.command", "psyq.engine.importers.writer", "psyq.engine.files.yamlhints",
+           "psyq.engine.importers.emotionbench", "psyq.analysis.kinds.response", "psyq.engine.administer.run",
+           "psyq.analysis.change", "psyq.analysis.report_change",
+           "psyq.engine.kinds.response", "psyq.engine.kinds.response.rubrics", "psyq.engine.judging.reply_judge", "psyq.engine.judging.rating_sheet",
+           "psyq.engine.importers.replies", "psyq.engine.store.ratings", "psyq.engine.design.perturbed_prompts", "psyq.analysis.prompt_sensitivity",
+           "psyq.analysis.robustness", "psyq.engine.design.perturbation_sets", "psyq.engine.judging.perturbed_replies", "psyq.analysis.rater_agreement",
+           "psyq.analysis.response_comparison", "psyq.engine.backends.pool", "psyq.engine.results.imported_run",
+           "psyq.engine.backends.capabilities", "psyq.engine.backends.provider_errors", "psyq.engine.backends.openai",
+           "psyq.engine.backends.anthropic", "psyq.engine.backends.base", "psyq.analysis.methods", "psyq.analysis.norms",
+           "psyq.engine.trials.parsing"]
 
 
 @pytest.fixture(scope="module")

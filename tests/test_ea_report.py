@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis.report import build_sections
-from engine.backends import BackendConfig
-from engine.cli import main
-from engine.judge import judge_run, load_rubric
+from psyq.analysis.report import build_sections
+from psyq.engine.backends import BackendConfig
+from psyq.engine.cli import main
+from psyq.engine.judging.answer_judge import judge_run, load_rubric
 from stub_server import StubServer
 from test_administer import run, write_study
 from test_vignettes import MINI, json_reply

@@ -20,10 +20,10 @@ import pandas as pd
 import pytest
 import yaml
 
-from engine.errors import InputError
-from engine.importers import get_importer
-from engine.importers.emotionbench import read_crowd, read_situations
-from engine.instrument import load_instrument
+from psyq.engine.files.errors import InputError
+from psyq.engine.importers import get_importer
+from psyq.engine.importers.emotionbench import read_crowd, read_situations
+from psyq.engine.design.instrument import load_instrument
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "tests" / "fixtures" / "import"
@@ -31,7 +31,7 @@ PA_POSITIONS = {1, 3, 5, 9, 10, 12, 14, 16, 17, 19}   # Watson et al. (1988) key
 
 
 def psyq(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "engine.cli", *args], cwd=ROOT, capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "psyq.engine.cli", *args], cwd=ROOT, capture_output=True, text=True)
 
 
 def check_situation_set(doc: dict) -> None:
@@ -259,7 +259,7 @@ def test_workbook_that_unzips_to_millions_of_cells_is_refused_at_once(tmp_path):
     path = stream_workbook(tmp_path / "crowd.xlsx", 3000, 1000, dimension="A1:ALL3000")
     assert path.stat().st_size < 400_000
     started = time.monotonic()
-    result = subprocess.run([sys.executable, "-m", "engine.cli", "import", "emotionbench-humans", str(path),
+    result = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "import", "emotionbench-humans", str(path),
                              "--out", str(tmp_path / "humans.csv")],
                             cwd=ROOT, capture_output=True, text=True, timeout=30)
     assert result.returncode == 2, result.stderr
@@ -283,7 +283,7 @@ def test_sheet_declaring_more_cells_than_the_limit_is_refused_before_reading_it(
 ])
 def test_sheet_cells_are_counted_while_reading_when_the_dimension_is_missing(tmp_path, monkeypatch,
                                                                               rows, columns, row_step, stopped_at):
-    monkeypatch.setattr("engine.importers.emotionbench.MAX_SHEET_CELLS", 1000)
+    monkeypatch.setattr("psyq.engine.importers.emotionbench.MAX_SHEET_CELLS", 1000)
     path = stream_workbook(tmp_path / "crowd.xlsx", rows, columns, row_step=row_step)
     with pytest.raises(InputError, match=rf"crowd.xlsx:{stopped_at}: sheet 'Raw' holds "
                                          r"more than 1,000 cells"):

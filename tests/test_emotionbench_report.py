@@ -27,7 +27,7 @@ MINUS = "\u2212"
 
 
 def psyq(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "engine.cli", *args], cwd=ROOT, capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "psyq.engine.cli", *args], cwd=ROOT, capture_output=True, text=True)
 
 
 def block(pa: int, na: int) -> list[int]:
@@ -208,8 +208,8 @@ def test_real_crowd_and_model_file_reproduce_the_workbook_summary_through_psyq_r
 
 
 def test_not_a_regular_result_file_is_refused(tmp_path):
-    from engine.errors import InputError
-    from engine.importers.emotionbench import read_model_results
+    from psyq.engine.files.errors import InputError
+    from psyq.engine.importers.emotionbench import read_model_results
 
     with pytest.raises(InputError, match="a device"):
         read_model_results("/dev/zero")

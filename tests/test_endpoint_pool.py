@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from engine.backends import make_backend
-from engine.backends.pool import FAIL_AFTER, EndpointPool
-from engine.errors import InputError
-from engine.run import run_id_for
-from engine.runner import plan_trials
-from engine.study import load_study
+from psyq.engine.backends import make_backend
+from psyq.engine.backends.pool import FAIL_AFTER, EndpointPool
+from psyq.engine.files.errors import InputError
+from psyq.engine.administer.run import run_id_for
+from psyq.engine.administer.runner import plan_trials
+from psyq.engine.design.study import load_study
 from stub_server import StubServer
 from test_administer import run, write_study
 
@@ -154,7 +154,7 @@ def test_the_faster_replica_gets_more_requests(tmp_path):
 
 
 def test_status_shows_counts_per_endpoint(tmp_path):
-    from engine.usage import endpoint_lines, read_endpoint_usage
+    from psyq.engine.results.usage import endpoint_lines, read_endpoint_usage
     with StubServer() as a, StubServer() as b:
         result = run(_pool_study(tmp_path, [a.url, b.url]), tmp_path / "runs")
     lines = endpoint_lines(read_endpoint_usage(result.run_dir.database))

@@ -15,9 +15,9 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from analysis.fidelity import (acquiescence, answer_entropy, fidelity_summary, item_order_effect, missingness,
-                               option_order_effect, response_styles, sd_ratio, straightlining)
-from engine.instrument import Instrument
+from psyq.analysis.fidelity import (acquiescence, answer_entropy, fidelity_summary, item_order_effect,
+    missingness, option_order_effect, response_styles, sd_ratio, straightlining)
+from psyq.engine.design.instrument import Instrument
 
 Z = stats.norm.ppf(0.975)
 EXPORT_COLUMNS = ["run_id", "study", "backend_id", "model", "respondent_id", "gender", "instrument", "item_id",

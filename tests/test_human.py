@@ -13,10 +13,10 @@ import pytest
 from scipy import stats
 from statsmodels.stats.weightstats import ttest_ind as sm_ttest_ind
 
-from analysis.human import (COMPARISON_COLUMNS, SAMPLE_KEYS, compare_samples, compare_with_humans,
-                            one_factor_loadings, tucker_phi)
-from analysis.reliability import cronbach_alpha
-from engine import load_instrument, score_wide
+from psyq.analysis.human_comparison import (COMPARISON_COLUMNS, SAMPLE_KEYS, compare_samples,
+    compare_with_humans, one_factor_loadings, tucker_phi)
+from psyq.analysis.reliability import cronbach_alpha
+from psyq import load_instrument, score_wide
 
 ROOT = Path(__file__).resolve().parents[1]
 MINI = ROOT / "tests" / "data" / "mini_1to7.yaml"

@@ -15,20 +15,20 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis.scores import human_scores
-from engine.errors import InputError
-from engine.human_data import read_answers_csv
-from engine.importers import get_importer, importer_names
-from engine.importers.command import import_instruments
-from engine.importers.psych_keys import parse_key_list
-from engine.instrument import load_instrument
+from psyq.analysis.scores import human_scores
+from psyq.engine.files.errors import InputError
+from psyq.engine.results.human_answers import read_answers_csv
+from psyq.engine.importers import get_importer, importer_names
+from psyq.engine.importers.command import import_instruments
+from psyq.engine.importers.psych_keys import parse_key_list
+from psyq.engine.design.instrument import load_instrument
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "tests" / "fixtures" / "import"
 
 
 def psyq(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "engine.cli", *args], cwd=ROOT, capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "psyq.engine.cli", *args], cwd=ROOT, capture_output=True, text=True)
 
 
 def scores_of(instrument, csv: Path) -> pd.DataFrame:

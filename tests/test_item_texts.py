@@ -16,9 +16,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from engine import load_instrument
-from engine.errors import InputError
-from engine.scoring import score
+from psyq import load_instrument
+from psyq.engine.files.errors import InputError
+from psyq.engine.trials.scoring import score
 from stub_server import StubServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,7 +35,7 @@ def write_texts(home: Path, rows: list[tuple[str, str]] | None = None) -> Path:
 
 
 def cli(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "engine.cli", *args], cwd=ROOT, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "psyq.engine.cli", *args], cwd=ROOT, capture_output=True, text=True,
                           env={**os.environ, "HOME": str(home)}, timeout=120)
 
 

@@ -15,15 +15,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis.agreement import level_agreement
-from analysis.kinds.scene import judge_lexicon_agreement, lexicon_answer_levels
-from analysis.report import build_sections
-from engine.backends import BackendConfig
-from engine.cli import main
-from engine.errors import InputError
-from engine.export import export_table
-from engine.judge import judge_run, load_rubric, read_judgements
-from engine.kinds.scene.leas import DEFAULT_LEXICON, load_lexicon
+from psyq.analysis.agreement import level_agreement
+from psyq.analysis.kinds.scene import judge_lexicon_agreement, lexicon_answer_levels
+from psyq.analysis.report import build_sections
+from psyq.engine.backends import BackendConfig
+from psyq.engine.cli import main
+from psyq.engine.files.errors import InputError
+from psyq.engine.results.export import export_table
+from psyq.engine.judging.answer_judge import judge_run, load_rubric, read_judgements
+from psyq.engine.kinds.scene.leas import DEFAULT_LEXICON, load_lexicon
 from stub_server import StubServer
 from test_administer import chat_requests, run, write_study
 
@@ -160,7 +160,7 @@ def test_judge_against_lexicon_in_the_report(tmp_path):
 
 
 def test_a_judge_of_a_run_another_process_is_writing_refuses_and_sends_nothing(tmp_path):
-    from engine.runlock import RunLock
+    from psyq.engine.store.runlock import RunLock
 
     run_path = scene_run(tmp_path)
     with StubServer(answer=json_judge) as stub:

@@ -8,17 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from engine.instrument import ITEM_KINDS, SCORE_KINDS, AnyItem, Instrument, Item
-from engine.kinds.scene import SceneItem
-from engine.kinds.response import ResponseItem
-from engine.kinds.vignette import VignetteItem
-from engine.kinds import get_kind, item_kinds, register, score_kinds
+from psyq.engine.design.instrument import ITEM_KINDS, SCORE_KINDS, AnyItem, Instrument, Item
+from psyq.engine.kinds.scene import SceneItem
+from psyq.engine.kinds.response import ResponseItem
+from psyq.engine.kinds.vignette import VignetteItem
+from psyq.engine.kinds import get_kind, item_kinds, register, score_kinds
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    """The import name of a file under engine/ or analysis/ (the package psyq is the repository's root)."""
+    parts = ["psyq", *path.relative_to(ROOT).with_suffix("").parts]
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
@@ -58,7 +59,7 @@ def _graph() -> dict[str, set[str]]:
     files = sorted(ROOT.glob("engine/**/*.py")) + sorted(ROOT.glob("analysis/**/*.py"))
     names = {_module_name(f) for f in files}
     # A module's own packages are not counted: Python imports them before the module, always
-    # (e.g. `from . import __version__` in engine/run.py reads the half-imported engine package).
+    # (e.g. `from . import __version__` in engine/administer/run.py reads the half-imported engine package).
     return {(me := _module_name(f)): {m for m in _imports(f) if m in names and m != me
                                       and not me.startswith(m + ".")} for f in files}
 
@@ -89,14 +90,14 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
 def test_no_import_cycles_and_engine_never_imports_analysis():
     graph = _graph()
     # The old cycle (instrument <-> validation) must stay broken, so the search must see both.
-    assert "engine.instrument" in graph and "engine.validation" in graph["engine.instrument"]
+    assert "psyq.engine.design.instrument" in graph and "psyq.engine.files.validation" in graph["psyq.engine.design.instrument"]
     # The report contributions of the kinds (analysis/kinds/) are part of the graph searched.
-    assert "analysis.kinds" in graph["analysis.report"] and "analysis.kinds.scene" in graph["analysis.kinds"]
+    assert "psyq.analysis.kinds" in graph["psyq.analysis.report"] and "psyq.analysis.kinds.scene" in graph["psyq.analysis.kinds"]
     assert _cycle(graph) is None, _cycle(graph)
-    # The command line (engine/cli.py) is the outer edge that drives both packages; no other
+    # The command line (engine/cli/) is the outer edge that drives both packages; no other
     # engine module may reach into analysis.
-    assert not [(m, d) for m, deps in graph.items() if m.startswith("engine") and m != "engine.cli"
-                for d in deps if d.startswith("analysis")]
+    assert not [(m, d) for m, deps in graph.items() if m.startswith("psyq.engine")
+                and not m.startswith("psyq.engine.cli") for d in deps if d.startswith("psyq.analysis")]
 
 
 def test_the_cycle_finder_finds_a_cycle():
@@ -135,10 +136,10 @@ def test_a_kind_cannot_be_registered_twice_under_one_name():
 NOTE_MODULE = '''
 from typing import Literal
 from pydantic import Field
-from ..fields import Id, StrictModel, Text
-from ..parsing import parse_free_text
-from ..trial import make_trial
-from .base import ItemKind
+from psyq.engine.files.fields import Id, StrictModel, Text
+from psyq.engine.trials.parsing import parse_free_text
+from psyq.engine.trials.trial import make_trial
+from psyq.engine.kinds.base import ItemKind
 
 class NoteItem(StrictModel):
     id: Id
@@ -163,7 +164,7 @@ class Note(ItemKind):
 
 # The optional report section of the same kind, as the docstring of analysis/kinds/__init__.py shows.
 NOTE_REPORT = '''
-from engine.kinds import instruments_with
+from psyq.engine.kinds import instruments_with
 from . import KindReport, ReportInput
 
 class NoteReport(KindReport):
@@ -182,8 +183,8 @@ class NoteReport(KindReport):
 
 RUN_SCRIPT = '''
 import asyncio, json, sys
-from engine import administer, load_study
-from engine.export import export_table
+from psyq import administer, load_study
+from psyq.engine.results.export import export_table
 from stub_server import StubServer
 
 study_path, runs = sys.argv[1], sys.argv[2]
@@ -195,7 +196,7 @@ with StubServer(answer=answer) as stub:
     open(study_path, "w").write(text)
     result = asyncio.run(administer(load_study(study_path), runs, log=lambda m: None))
 table = export_table(result.run_dir.path)
-from analysis.report import build_sections
+from psyq.analysis.report import build_sections
 _, sections = build_sections(result.run_dir.path)
 notes = [s.readings for s in sections if s.title == "Notes"]
 print(json.dumps({"planned": result.planned, "counts": result.counts, "notes": notes,
@@ -230,9 +231,11 @@ def test_a_kind_added_in_one_module_and_registered_is_validated_administered_and
 
     import yaml
 
-    src = tmp_path / "src"
+    # A copy of the package psyq (the repository's __init__.py, engine/ and analysis/), first on the path.
+    src = tmp_path / "src" / "psyq"
     for package in ("engine", "analysis"):
         shutil.copytree(ROOT / package, src / package, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "__init__.py", src / "__init__.py")
     (src / "engine" / "kinds" / "note.py").write_text(NOTE_MODULE)
     with open(src / "engine" / "kinds" / "__init__.py", "a") as init:
         init.write("\nfrom . import note  # noqa: E402\nregister(note.Note())\n")
@@ -246,7 +249,7 @@ def test_a_kind_added_in_one_module_and_registered_is_validated_administered_and
         "psyq": "study/1", "id": "notes_run", "instruments": ["notes.yaml"], "cohort": "cohort.yaml",
         "backends": [{"id": "stub", "kind": "openai", "base_url": "STUB_URL", "model": "stub-model"}],
         "protocol": {"seed": 1}}))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(src), str(ROOT / "tests")])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(src.parent), str(ROOT / "tests")])}
     done = subprocess.run([sys.executable, "-c", RUN_SCRIPT, str(tmp_path / "study.yaml"), str(tmp_path / "runs")],
                           capture_output=True, text=True, env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
@@ -261,8 +264,8 @@ def test_a_kind_added_in_one_module_and_registered_is_validated_administered_and
 
 
 def test_without_the_kind_registered_its_items_are_refused_naming_the_registered_kinds(tmp_path):
-    from engine.errors import InputError
-    from engine.instrument import load_instrument
+    from psyq.engine.files.errors import InputError
+    from psyq.engine.design.instrument import load_instrument
 
     (tmp_path / "notes.yaml").write_text(INSTRUMENT_WITH_NOTES)
     with pytest.raises(InputError) as info:

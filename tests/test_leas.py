@@ -11,8 +11,9 @@ import pingouin as pg
 import pytest
 from scipy import stats
 
-from engine.errors import InputError
-from engine.kinds.scene.leas import AnswerScore, leas_scores, load_lexicon, score_answer, score_scenes, scene_total
+from psyq.engine.files.errors import InputError
+from psyq.engine.kinds.scene.leas import (AnswerScore, leas_scores, load_lexicon, score_answer, score_scenes,
+    scene_total)
 
 ROOT = Path(__file__).resolve().parents[1]
 TOY = ROOT / "tests" / "data" / "toy_lexicon.yaml"

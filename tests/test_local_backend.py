@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from engine.backends.local import ensure_llama_server, llama_server_path
-from engine.run import administer
-from engine.study import load_study
+from psyq.engine.backends.local import ensure_llama_server, llama_server_path
+from psyq.engine.administer.run import administer
+from psyq.engine.design.study import load_study
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -86,10 +86,10 @@ def test_local_model_answers_every_trial_or_says_why(built, tmp_path, instrument
 
 
 def test_local_model_answers_leas_scenes_and_they_are_scored(built, tmp_path):
-    from engine.kinds.scene import scene_levels
-    from engine import export_table
-    from engine.export import run_instruments
-    from engine.run import open_run_dir
+    from psyq.engine.kinds.scene import scene_levels
+    from psyq import export_table
+    from psyq.engine.results.export import run_instruments
+    from psyq.engine.store.run_dir import open_run_dir
 
     personas = [{"id": "p1", "attributes": {"age": 45, "gender": "male", "occupation": "teacher"}}]
     path = _study(tmp_path, "tests/data/mini_scenes.yaml", "json", personas)
@@ -105,9 +105,9 @@ def test_local_model_answers_leas_scenes_and_they_are_scored(built, tmp_path):
     assert len(levels) == 6 and levels["total_level"].between(0, 5).all()
     # The judge option on the same run, with the local model as judge (level from the digit's
     # probabilities): every scene answer with text gets a level 0-4, stored beside the answers.
-    from analysis.report import build_sections
-    from engine.backends import BackendConfig
-    from engine.judge import judge_run, load_rubric, read_judgements
+    from psyq.analysis.report import build_sections
+    from psyq.engine.backends import BackendConfig
+    from psyq.engine.judging.answer_judge import judge_run, load_rubric, read_judgements
 
     rubric = load_rubric(ROOT / "instruments" / "rubrics" / "leas_level.yaml")
     judged = asyncio.run(judge_run(result.run_dir.path, BackendConfig(id="judge", kind="local", temperature=0.0),
@@ -121,8 +121,8 @@ def test_local_model_answers_leas_scenes_and_they_are_scored(built, tmp_path):
 
 
 def test_local_model_rates_vignettes_and_accuracy_is_reported(built, tmp_path):
-    from analysis.report import build_sections
-    from engine import export_table
+    from psyq.analysis.report import build_sections
+    from psyq import export_table
 
     personas = [{"id": "p1", "attributes": {"age": 38, "gender": "female", "occupation": "social worker"}}]
     study = load_study(_study(tmp_path, "tests/data/mini_vignettes.yaml", "logprobs", personas))

@@ -3,7 +3,7 @@
 ``tests/fixtures/malformed/<kind>/`` holds hostile or broken files of each kind psyq reads
 (instrument, study, cohort, rubric, lexicon: through ``psyq validate``; human answers: through
 ``psyq score instruments/iri.yaml FILE``; perceivers' and targets' CSVs: through their readers
-in ``engine.kinds.vignette.accuracy``, as ``psyq report`` calls them, since the command needs a run).
+in ``psyq.engine.kinds.vignette.accuracy``, as ``psyq report`` calls them, since the command needs a run).
 ``expected.json`` maps each file to where its (first relevant) error must point —
 ``kind/file:line[:column]``, or only the file when it has no line (empty files) — and a part of
 the message. The expectations were written by reading each message and checking that it names
@@ -34,11 +34,11 @@ MAX_RSS_MB = 300
 
 READER = """
 import sys
-from engine.kinds.vignette import accuracy
-from engine.cli import report_input_error
-from engine.errors import InputError
-from engine.instrument import load_instrument
-from engine.notices import print_notices_to_stderr
+from psyq.engine.kinds.vignette import accuracy
+from psyq.engine.cli import report_input_error
+from psyq.engine.files.errors import InputError
+from psyq.engine.design.instrument import load_instrument
+from psyq.engine.files.notices import print_notices_to_stderr
 print_notices_to_stderr()
 try:
     getattr(accuracy, sys.argv[1])(sys.argv[3], load_instrument(sys.argv[2]))
@@ -52,7 +52,7 @@ class Child:
     """A finished child process: exit code, output and peak resident memory.
 
     Children are forked by ``tests/forkrunner.py``, which has imported psyq once: each command
-    still runs in a process of its own, from the state a fresh ``python -m engine.cli`` reaches
+    still runs in a process of its own, from the state a fresh ``python -m psyq.engine.cli`` reaches
     after its imports, and ``os.wait4`` gives that child's own peak memory.
     """
 
@@ -62,8 +62,8 @@ class Child:
     def runner(cls, args: list[str]) -> subprocess.Popen:
         """The fork runner for this command: `psyq score` loads the analysis package before it
         reads its CSV; validate and the CSV readers need the engine only."""
-        preload = ("engine.cli", "analysis.score_table", "analysis.scores") if "score" in args \
-            else ("engine.cli", "engine.kinds.vignette.accuracy")
+        preload = ("psyq.engine.cli", "psyq.analysis.score_table", "psyq.analysis.scores") if "score" in args \
+            else ("psyq.engine.cli", "psyq.engine.kinds.vignette.accuracy")
         runner = cls._runners.get(preload)
         if runner is None or runner.poll() is not None:
             runner = cls._runners[preload] = subprocess.Popen(
@@ -98,16 +98,16 @@ def _stop_runner():
 
 
 def psyq(*args: str) -> Child:
-    return Child(["-m", "engine.cli", *args])
+    return Child(["-m", "psyq.engine.cli", *args])
 
 
 def command_for(kind: str, path: str) -> list[str]:
     if kind == "answers":
-        return ["-m", "engine.cli", "score", "instruments/iri.yaml", path]
+        return ["-m", "psyq.engine.cli", "score", "instruments/iri.yaml", path]
     if kind in ("perceiver", "target"):
         reader = "read_perceiver_csv" if kind == "perceiver" else "read_target_reports_csv"
         return ["-c", READER, reader, "instruments/ea_vignettes_psyq.yaml", path]
-    return ["-m", "engine.cli", "validate", path]
+    return ["-m", "psyq.engine.cli", "validate", path]
 
 
 def corpus_files() -> list[str]:
@@ -247,9 +247,9 @@ def test_csv_read_otherwise_is_said_and_scored_right(tmp_path: Path, name: str, 
 
 
 def test_notices_reach_library_users_as_warnings(tmp_path: Path) -> None:
-    from engine.human_data import read_answers_csv
-    from engine.instrument import load_instrument
-    from engine.notices import InputNotice
+    from psyq.engine.results.human_answers import read_answers_csv
+    from psyq.engine.design.instrument import load_instrument
+    from psyq.engine.files.notices import InputNotice
 
     path = tmp_path / "answers.csv"
     path.write_text("\n".join(line.replace(",", ";") for line in MINI_LINES) + "\n")

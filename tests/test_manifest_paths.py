@@ -18,11 +18,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from analysis import methods
-from engine import open_run_dir
-from engine.backends import BackendConfig
-from engine.run import RunDir, manifest_file_paths, run_id_for
-from engine.study import load_study
+from psyq.analysis import methods
+from psyq import open_run_dir
+from psyq.engine.backends import BackendConfig
+from psyq.engine.store.run_dir import RunDir, manifest_file_paths
+from psyq.engine.administer.run import run_id_for
+from psyq.engine.design.study import load_study
 from runs_helper import make_mini_run
 
 ROOT = Path(__file__).resolve().parents[1]

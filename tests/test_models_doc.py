@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.backends.capabilities import capability_table_markdown
+from psyq.engine.backends.capabilities import capability_table_markdown
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "models.md"
@@ -22,7 +22,7 @@ PROVIDERS = ["openai-chat", "openai-reasoning", "anthropic-thinking", "gemini", 
 
 
 def psyq(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "engine.cli", *args], cwd=ROOT, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "psyq.engine.cli", *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=120)
 
 

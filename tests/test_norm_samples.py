@@ -1,8 +1,8 @@
 """Every norm sample compared, verification flags, explicit group matching, `where` lists and
-ranges, and the norm functions on human data scored with engine.scoring.score.
+ranges, and the norm functions on human data scored with psyq.engine.trials.scoring.score.
 
 Expected numbers are worked out by hand in the comments or computed here with numpy from the
-answers written in the test; none comes from running analysis.norms itself.
+answers written in the test; none comes from running psyq.analysis.norms itself.
 """
 
 from __future__ import annotations
@@ -15,14 +15,12 @@ import pandas as pd
 import pytest
 from statsmodels.stats.multitest import multipletests
 
-from analysis.norms import (
-    POOLED, compare_with_norms, condition_holds, group_matching, match_group, matching_warnings,
-    respondent_z, verification_flag,
-)
-from engine import load_instrument
-from engine.errors import InputError
-from engine.instrument import NormGroup, NormScore, Range
-from engine.scoring import score
+from psyq.analysis.norms import (POOLED, compare_with_norms, condition_holds, group_matching, match_group,
+    matching_warnings, respondent_z, verification_flag)
+from psyq import load_instrument
+from psyq.engine.files.errors import InputError
+from psyq.engine.design.instrument import NormGroup, NormScore, Range
+from psyq.engine.trials.scoring import score
 
 ROOT = Path(__file__).resolve().parents[1]
 REVERSED = {3, 4, 7, 12, 13, 14, 15, 18, 19}
@@ -193,7 +191,7 @@ def test_bad_where_conditions_are_named(tmp_path):
 
 
 # ------------------------------------------------------------------------------------------
-# Human data from Python: the table of engine.scoring.score
+# Human data from Python: the table of psyq.engine.trials.scoring.score
 
 
 def humans_table() -> pd.DataFrame:

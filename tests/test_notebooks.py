@@ -25,7 +25,7 @@ nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 pytest.importorskip("ipykernel")
 
-from engine import administer, load_study  # noqa: E402
+from psyq import administer, load_study  # noqa: E402
 
 pytestmark = pytest.mark.slow
 

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from engine.backends import BackendConfig, make_backend
-from engine.errors import InputError
-from engine.overrides import CliOverrides, apply_overrides, backend_id_for_model
-from engine.run import run_id_for
-from engine.study import load_study
+from psyq.engine.backends import BackendConfig, make_backend
+from psyq.engine.files.errors import InputError
+from psyq.engine.administer.overrides import CliOverrides, apply_overrides, backend_id_for_model
+from psyq.engine.administer.run import run_id_for
+from psyq.engine.design.study import load_study
 from stub_server import CHAT_PATH, StubServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,7 +24,7 @@ MINI = ROOT / "tests" / "data" / "mini_1to7.yaml"
 
 
 def psyq(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "engine.cli", *args], cwd=ROOT, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "psyq.engine.cli", *args], cwd=ROOT, capture_output=True, text=True,
                           env=dict(os.environ))
 
 

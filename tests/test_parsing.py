@@ -1,7 +1,7 @@
 """Parsing answers into scale values: free text, JSON, whole-instrument blocks, refusals, and
 distributions from first-token log-probabilities.
 
-Every expected value below was written by hand from the rules in ``engine/parsing.py``; the
+Every expected value below was written by hand from the rules in ``engine/trials/parsing.py``; the
 numbers in the distribution tests are worked out in the comments beside them.
 """
 
@@ -13,18 +13,9 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from engine.instrument import Option
-from engine.parsing import (
-    ParsedAnswer,
-    expected_value,
-    is_refusal,
-    most_likely,
-    option_distribution,
-    parse_json_rating,
-    parse_rating,
-    parse_ratings_block,
-    sample_answer,
-)
+from psyq.engine.design.instrument import Option
+from psyq.engine.trials.parsing import (ParsedAnswer, expected_value, is_refusal, most_likely,
+    option_distribution, parse_json_rating, parse_rating, parse_ratings_block, sample_answer)
 
 # IRI-like: 0-4, codes A-E, labels on the end points only.
 IRI = [

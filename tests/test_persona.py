@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.errors import InputError
-from engine.persona import (BASELINE, DEFAULT_TEMPLATE, Persona, SampleSpec, check_template,
-                            load_cohort, read_personas_csv, render_system_prompt, sample_personas)
+from psyq.engine.files.errors import InputError
+from psyq.engine.design.persona import (BASELINE, DEFAULT_TEMPLATE, Persona, SampleSpec, check_template,
+    load_cohort, read_personas_csv, render_system_prompt, sample_personas)
 
 ROOT = Path(__file__).resolve().parents[1]
 

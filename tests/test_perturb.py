@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from engine.backends import BackendConfig
-from engine.cli import main
-from engine.errors import InputError
-from engine.perturb import perturb_run, read_log
-from engine.perturbations import apply_rule, load_perturbations
-from engine.ratings import RatingTarget, put_targets, read_targets
-from engine.store import RunStore
+from psyq.engine.backends import BackendConfig
+from psyq.engine.cli import main
+from psyq.engine.files.errors import InputError
+from psyq.engine.judging.perturbed_replies import perturb_run, read_log
+from psyq.engine.design.perturbation_sets import apply_rule, load_perturbations
+from psyq.engine.store.ratings import RatingTarget, put_targets, read_targets
+from psyq.engine.store.run_store import RunStore
 from stub_server import StubServer
 from test_administer import chat_requests, run, write_study
 
@@ -251,8 +251,8 @@ def test_schema_and_validate_know_the_format(capsys):
 # --- prompts and persona replies -----------------------------------------------------------------
 
 def test_prompt_texts_perturbed_by_rule_and_rewrites_refused():
-    from engine.instrument import load_instrument
-    from engine.perturbations import Perturbation, perturb_prompt_texts
+    from psyq.engine.design.instrument import load_instrument
+    from psyq.engine.design.perturbation_sets import Perturbation, perturb_prompt_texts
     mini = load_instrument(ROOT / "tests" / "data" / "mini_1to7.yaml")
     typos = Perturbation(id="cut", method="typos", seed=4, params={"rate": 0, "keep": 0.5})
     copy = perturb_prompt_texts(mini, typos)

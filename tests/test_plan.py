@@ -23,7 +23,7 @@ PRICE_IN, PRICE_OUT = 0.5, 2.0   # USD per 1M tokens, a made-up table
 
 
 def psyq(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "engine.cli", *args], cwd=ROOT, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "psyq.engine.cli", *args], cwd=ROOT, capture_output=True, text=True,
                           env={**os.environ, **(env or {})})
 
 
@@ -198,7 +198,7 @@ sys.exit(stub_server.main(["--port", port, "--tokenizer"]))
 def test_tokenizer_server_starts_the_cached_local_server_to_count(tmp_path):
     # A fake llama-server in a fake cache (the real one is not started in the fast tests): the plan
     # starts it as `psyq run` would, counts with its /apply-template + /tokenize, and stops it.
-    from engine.backends.local import LLAMA_CPP_VERSION
+    from psyq.engine.backends.local import LLAMA_CPP_VERSION
 
     binary = tmp_path / "cache" / f"llama.cpp-{LLAMA_CPP_VERSION}" / "llama-server"
     binary.parent.mkdir(parents=True)
@@ -235,7 +235,7 @@ class _HalfChars:
         self.calls, self.fail_after = 0, fail_after
 
     def count(self, request) -> float:
-        from engine.tokenizer import TokenizerFailed, request_chars
+        from psyq.engine.administer.tokenizer import TokenizerFailed, request_chars
         self.calls += 1
         if self.fail_after is not None and self.calls > self.fail_after:
             raise TokenizerFailed("HTTP 500")
@@ -243,9 +243,9 @@ class _HalfChars:
 
 
 def _planned(tmp_path):
-    from engine.backends import make_backend
-    from engine.runner import plan_trials
-    from engine.study import load_study
+    from psyq.engine.backends import make_backend
+    from psyq.engine.administer.runner import plan_trials
+    from psyq.engine.design.study import load_study
 
     study = load_study(write_two_backend_study(tmp_path, "http://127.0.0.1:9/v1"))
     backends = {c.id: make_backend(c) for c in study.spec.backends}
@@ -253,8 +253,8 @@ def _planned(tmp_path):
 
 
 def test_counting_a_sample_scales_by_characters_and_a_failing_tokenizer_falls_back(tmp_path):
-    from engine.plan import build_plan, estimate_prompt_tokens
-    from engine.tokenizer import request_chars
+    from psyq.engine.administer.plan import build_plan, estimate_prompt_tokens
+    from psyq.engine.administer.tokenizer import request_chars
 
     study, backends, trials = _planned(tmp_path)
     group = [t for t in trials if t.backend_id == "a" and t.kind == "rating"]   # 24 requests

@@ -12,9 +12,9 @@ import sqlite3
 
 import pytest
 
-from engine.prices import ModelPrice, PriceTable
-from engine.store import RunStore
-from engine.usage import Usage, token_usage, usage_lines
+from psyq.engine.design.prices import ModelPrice, PriceTable
+from psyq.engine.store.run_store import RunStore
+from psyq.engine.results.usage import Usage, token_usage, usage_lines
 from stub_server import StubServer
 from test_administer import run, write_study
 

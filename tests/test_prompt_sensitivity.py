@@ -18,8 +18,8 @@ import pytest
 import yaml
 from scipy import stats
 
-from analysis.prompt_sensitivity import paired_score_changes
-from analysis.scores import load_run_scores
+from psyq.analysis.prompt_sensitivity import paired_score_changes
+from psyq.analysis.scores import load_run_scores
 from stub_server import StubServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,7 +27,7 @@ MINI = ROOT / "tests" / "data" / "mini_1to7.yaml"
 
 
 def psyq(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "engine.cli", *args], capture_output=True, text=True, cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "psyq.engine.cli", *args], capture_output=True, text=True, cwd=cwd,
                           env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
 
 

@@ -1,12 +1,12 @@
 """Provider contracts: the request bodies psyq really sends, checked against the providers' published schemas.
 
 Every body here is built by psyq's own code: the shipped studies (and the staged fixture) are
-loaded through :func:`engine.study.load_study` with each backend configuration of
-:data:`BACKENDS` and each answer mode, planned with :func:`engine.runner.plan_trials` /
-:func:`engine.stages.plan_chains` and turned into JSON by ``backend.payload``; judge, target-judge
-and rewrite requests come from :mod:`engine.judge`, :mod:`engine.target_judge` and
-:mod:`engine.perturb`; batch lines from the batch clients (:mod:`engine.backends.openai_batch`,
-:mod:`engine.backends.anthropic_batch`) with their HTTP calls replaced by a recorder. A combination
+loaded through :func:`psyq.engine.design.study.load_study` with each backend configuration of
+:data:`BACKENDS` and each answer mode, planned with :func:`psyq.engine.administer.runner.plan_trials` /
+:func:`psyq.engine.administer.stages.plan_chains` and turned into JSON by ``backend.payload``; judge, target-judge
+and rewrite requests come from :mod:`psyq.engine.judging.answer_judge`, :mod:`psyq.engine.judging.reply_judge` and
+:mod:`psyq.engine.judging.perturbed_replies`; batch lines from the batch clients (:mod:`psyq.engine.backends.openai_batch`,
+:mod:`psyq.engine.backends.anthropic_batch`) with their HTTP calls replaced by a recorder. A combination
 psyq's validation refuses (e.g. ``answer: logprobs`` on Anthropic, batch mode with ``stages:``) is
 skipped with psyq's own reason. Nothing is sent and no server is started.
 
@@ -49,25 +49,25 @@ import pandas as pd
 import pytest
 import yaml
 
-from engine.backends import BackendConfig, make_backend
-from engine.backends import anthropic_batch, batch_api, openai_batch
-from engine.backends.anthropic_batch import AnthropicBatchClient, parse_result_line
-from engine.backends.base import ChatRequest, HttpBackend
-from engine.backends.openai_batch import CHAT_URL, OpenAIBatchClient, parse_output_line
-from engine.batch import read_body
-from engine.errors import InputError
-from engine.judge import judge_request, judge_tasks, load_rubric
-from engine.kinds import get_kind
-from engine.kinds.response import response_items
-from engine.perturb import rewrite_request
-from engine.perturbations import load_perturbations
-from engine.prompt_variants import perturb_study_prompts
-from engine.rubric2 import load_multi_rubric
-from engine.runner import answer_ids, plan_trials
-from engine.stages import plan_chains, preview_trials
-from engine.study import Study, load_study
-from engine.target_judge import TargetTask, target_request
-from engine.trial import Trial
+from psyq.engine.backends import BackendConfig, make_backend
+from psyq.engine.backends import anthropic_batch, batch_api, openai_batch
+from psyq.engine.backends.anthropic_batch import AnthropicBatchClient, parse_result_line
+from psyq.engine.backends.base import ChatRequest, HttpBackend
+from psyq.engine.backends.openai_batch import CHAT_URL, OpenAIBatchClient, parse_output_line
+from psyq.engine.administer.batch import read_body
+from psyq.engine.files.errors import InputError
+from psyq.engine.judging.answer_judge import judge_request, judge_tasks, load_rubric
+from psyq.engine.kinds import get_kind
+from psyq.engine.kinds.response import response_items
+from psyq.engine.judging.perturbed_replies import rewrite_request
+from psyq.engine.design.perturbation_sets import load_perturbations
+from psyq.engine.design.perturbed_prompts import perturb_study_prompts
+from psyq.engine.kinds.response.rubrics import load_multi_rubric
+from psyq.engine.administer.runner import answer_ids, plan_trials
+from psyq.engine.administer.stages import plan_chains, preview_trials
+from psyq.engine.design.study import Study, load_study
+from psyq.engine.judging.reply_judge import TargetTask, target_request
+from psyq.engine.trials.trial import Trial
 # jsonschema (>= 4.20, a dev dependency) brings `referencing`, which resolves the Anthropic
 # schemas' references between files.
 from jsonschema import Draft202012Validator
@@ -260,7 +260,7 @@ def deprecated_sent(doc: dict, body: dict) -> set[str]:
 # - max_tokens: "now deprecated in favor of `max_completion_tokens`, and is not compatible with
 #   o-series models" (CreateChatCompletionRequest.max_tokens); engine/backends/openai.py sends it.
 # - seed: deprecated: true (CreateChatCompletionRequest.seed, "This feature is in Beta"); psyq sends
-#   a per-trial seed (engine/trial.py) to make sampling reproducible where servers honour it.
+#   a per-trial seed (engine/trials/trial.py) to make sampling reproducible where servers honour it.
 KNOWN_DEPRECATED_SENT = {"max_tokens", "seed"}
 
 
@@ -483,7 +483,7 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _parse_files_once():
     """The same instrument, cohort and situation files are loaded for every variant of a study:
     each is parsed once (psyq's own loader, memoized by path) to keep this file fast."""
-    import engine.study as study_module
+    import psyq.engine.design.study as study_module
 
     with pytest.MonkeyPatch.context() as patch:
         for name in ("load_instrument", "load_cohort", "load_situations"):
@@ -543,7 +543,7 @@ def _backend(study: Study, backend_id: str) -> HttpBackend:
 
 
 def _planned(study: Study, backend: HttpBackend) -> list[Trial]:
-    """The trials as sent: staged chains with the earlier stages as history (as engine.stages sends
+    """The trials as sent: staged chains with the earlier stages as history (as psyq.engine.administer.stages sends
     them, the model's replies standing in as placeholders)."""
     backends = {backend.config.id: backend}
     if study.spec.stages:
@@ -552,7 +552,7 @@ def _planned(study: Study, backend: HttpBackend) -> list[Trial]:
 
 
 def _with_reask(trial: Trial, study: Study) -> Trial | None:
-    """The trial's request after one corrective re-ask, as engine.runner builds it (None when the
+    """The trial's request after one corrective re-ask, as psyq.engine.administer.runner builds it (None when the
     trial is read from log probabilities or is an evoke stage: those are never re-asked)."""
     try:
         kind = get_kind(trial.item_kind)
@@ -701,7 +701,7 @@ PROMPT_NOISE = ROOT / "instruments" / "perturbations" / "prompt_noise.yaml"
 @pytest.mark.parametrize("study_key", ["rating", "scene", "response", "staged"])
 def test_perturbed_prompt_requests_conform(workdir: Path, study_key: str, backend_id: str, perturbation: str,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    """`psyq run --perturb-prompts SET:ID`: the study with perturbed instrument texts (engine/prompt_variants.py)."""
+    """`psyq run --perturb-prompts SET:ID`: the study with perturbed instrument texts (engine/design/perturbed_prompts.py)."""
     case = CASES[backend_id]
     _guard(case)
     answer = "logprobs" if study_key == "rating" and case.config["kind"] != "anthropic" else "text"
@@ -737,7 +737,7 @@ def _has_logprobs(backend: HttpBackend) -> bool:
 
 @lru_cache(maxsize=None)
 def _judged(workdir: Path, rubric_id: str) -> tuple:
-    """The rubric and the first judge tasks (engine.judge.judge_tasks) over answers to every item of
+    """The rubric and the first judge tasks (psyq.engine.judging.answer_judge.judge_tasks) over answers to every item of
     the study it judges (each answer the same reply text)."""
     rubric = load_rubric(RUBRICS / f"{rubric_id}.yaml")
     study = study_for(workdir, SINGLE_RUBRICS[rubric_id], "text", "local")
@@ -753,10 +753,10 @@ def _judged(workdir: Path, rubric_id: str) -> tuple:
 @pytest.mark.parametrize("rubric_id", list(SINGLE_RUBRICS))
 def test_judge_requests_conform(workdir: Path, rubric_id: str, answer: str, backend_id: str,
                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    """`psyq judge` with a rubric/1 rubric (engine/judge.py), on answers of the study it applies to.
+    """`psyq judge` with a rubric/1 rubric (engine/judging/answer_judge.py), on answers of the study it applies to.
 
-    The CLI builds judges of kind local or openai only (engine/cli.py `_helper_backend`); an
-    Anthropic judge is what :func:`engine.judge.judge_run` would send with such a config.
+    The CLI builds judges of kind local or openai only (engine/cli/ `_helper_backend`); an
+    Anthropic judge is what :func:`psyq.engine.judging.answer_judge.judge_run` would send with such a config.
     `judge_run` itself does not refuse `logprobs` for Anthropic (only study loading does): that
     combination is skipped here as psyq's study validation would refuse it."""
     case = CASES[backend_id]
@@ -776,7 +776,7 @@ def test_judge_requests_conform(workdir: Path, rubric_id: str, answer: str, back
 @pytest.mark.parametrize("rubric_id", MULTI_RUBRICS)
 def test_target_judge_requests_conform(rubric_id: str, answer: str, backend_id: str,
                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    """`psyq judge` with a rubric/2 rubric: one request per rating target × dimension (engine/target_judge.py)."""
+    """`psyq judge` with a rubric/2 rubric: one request per rating target × dimension (engine/judging/reply_judge.py)."""
     case = CASES[backend_id]
     _guard(case)
     backend = _online_backend(case)
@@ -796,7 +796,7 @@ def test_target_judge_requests_conform(rubric_id: str, answer: str, backend_id: 
 
 @pytest.mark.parametrize("backend_id", ONLINE)
 def test_rewrite_requests_conform(backend_id: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """`psyq perturb RUN --set haleas7`: the paraphrase rewrites sent through a backend (engine/perturb.py)."""
+    """`psyq perturb RUN --set haleas7`: the paraphrase rewrites sent through a backend (engine/judging/perturbed_replies.py)."""
     case = CASES[backend_id]
     _guard(case)
     pset = load_perturbations(ROOT / "instruments" / "perturbations" / "haleas7.yaml")
@@ -812,7 +812,7 @@ def test_rewrite_requests_conform(backend_id: str, monkeypatch: pytest.MonkeyPat
 
 def batch_lines(backend: HttpBackend, requests: list[tuple[str, dict]], monkeypatch: pytest.MonkeyPatch) -> dict:
     """What the batch client of `backend` uploads and POSTs for `requests` ((custom_id, body) pairs,
-    as engine/batch.py `_submit` builds them), with the HTTP calls replaced by a recorder."""
+    as engine/administer/batch.py `_submit` builds them), with the HTTP calls replaced by a recorder."""
     calls: list[tuple[str, str, Any]] = []
     uploaded: list[bytes] = []
 

@@ -15,8 +15,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from analysis.rater_agreement import (ALPHA_COLUMNS, ICC_COLUMNS, JUDGE_HUMAN_COLUMNS, alpha_table, icc_table,
-                                      judge_vs_human)
+from psyq.analysis.rater_agreement import (ALPHA_COLUMNS, ICC_COLUMNS, JUDGE_HUMAN_COLUMNS, alpha_table,
+    icc_table, judge_vs_human)
 
 NAN = float("nan")
 
@@ -182,8 +182,8 @@ def test_judge_against_human_not_estimable_cases():
     assert judge_vs_human(tidy([[1], [2], [3]], ["judge"])).empty    # no people: no rows
 
 
-@pytest.mark.parametrize("name", ["analysis.rater_agreement", "analysis.response_comparison",
-                                  "analysis.kinds.response"])
+@pytest.mark.parametrize("name", ["psyq.analysis.rater_agreement", "psyq.analysis.response_comparison",
+                                  "psyq.analysis.kinds.response"])
 def test_docstring_examples_run(name):
     import doctest
     import importlib

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from engine.backends import BackendConfig, make_backend
-from engine.backends.base import ChatRequest
-from engine.run import administer
-from engine.study import load_study
+from psyq.engine.backends import BackendConfig, make_backend
+from psyq.engine.backends.base import ChatRequest
+from psyq.engine.administer.run import administer
+from psyq.engine.design.study import load_study
 from stub_server import StubServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,7 +26,7 @@ MINI = ROOT / "tests" / "data" / "mini_1to7.yaml"   # 4 items, scale 1–7
 
 
 def psyq(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "engine.cli", *args], cwd=ROOT, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "psyq.engine.cli", *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=300)
 
 
@@ -121,7 +121,7 @@ def test_a_refusal_is_said_in_the_providers_words_and_stops_the_run(tmp_path):
 
 
 def test_the_live_counters_count_what_the_summary_counts(tmp_path, capsys):
-    from engine.progress import RunProgress
+    from psyq.engine.administer.progress import RunProgress
     study = mini_study(tmp_path, {"kind": "openai", "model": "o3-mini", "base_url": "http://placeholder/v1",
                                   "capabilities": {"profile": "openai-compatible"}, "concurrency": 1}, n_personas=1)
     with StubServer() as stub:

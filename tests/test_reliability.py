@@ -13,8 +13,8 @@ import pingouin as pg
 import pytest
 from scipy import stats
 
-import analysis.reliability as rel
-from engine import load_instrument
+import psyq.analysis.reliability as rel
+from psyq import load_instrument
 
 ROOT = Path(__file__).resolve().parents[1]
 MINI = ROOT / "tests" / "data" / "mini_1to7.yaml"

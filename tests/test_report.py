@@ -19,10 +19,10 @@ import pandas as pd
 import pytest
 import yaml
 
-from analysis.norms import compare_with_norms
-from analysis.scores import score_answers
-from engine import administer, export_table, load_study, open_run_dir
-from engine.export import run_instruments
+from psyq.analysis.norms import compare_with_norms
+from psyq.analysis.scores import score_answers
+from psyq import administer, export_table, load_study, open_run_dir
+from psyq.engine.results.export import run_instruments
 from stub_server import StubServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,7 +55,7 @@ def test_report_has_every_section_and_embedded_figures(run_dir, tmp_path):
     humans = pd.DataFrame({str(i): [(r * i + r // 3) % 5 for r in range(30)] for i in range(1, 29)})
     humans.insert(0, "respondent_id", [f"h{r}" for r in range(30)])
     humans.to_csv(tmp_path / "humans.csv", index=False)
-    out = subprocess.run([sys.executable, "-m", "engine.cli", "report", str(run_dir), "--out", str(tmp_path),
+    out = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "report", str(run_dir), "--out", str(tmp_path),
                           "--human", f"iri={tmp_path / 'humans.csv'}"], cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     html = (tmp_path / "report.html").read_text()
@@ -84,7 +84,7 @@ def test_report_has_every_section_and_embedded_figures(run_dir, tmp_path):
     keyed = humans.copy()
     keyed[reversed_items] = 4 - keyed[reversed_items]
     keyed.to_csv(tmp_path / "keyed.csv", index=False)
-    out = subprocess.run([sys.executable, "-m", "engine.cli", "report", str(run_dir), "--out", str(tmp_path / "k"),
+    out = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "report", str(run_dir), "--out", str(tmp_path / "k"),
                           "--human", f"iri={tmp_path / 'keyed.csv'}:keyed"], cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     md_keyed = (tmp_path / "k" / "report.md").read_text()
@@ -94,13 +94,13 @@ def test_report_has_every_section_and_embedded_figures(run_dir, tmp_path):
 
 
 def test_report_on_a_non_run_is_a_clean_error(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "engine.cli", "report", str(tmp_path)], cwd=ROOT,
+    out = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "report", str(tmp_path)], cwd=ROOT,
                          capture_output=True, text=True)
     assert out.returncode == 2 and "not a run directory" in out.stderr and "Traceback" not in out.stderr
 
 
 def test_report_compares_every_norm_sample_and_says_who_matched(run_dir, tmp_path):
-    out = subprocess.run([sys.executable, "-m", "engine.cli", "report", str(run_dir), "--out", str(tmp_path)],
+    out = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "report", str(run_dir), "--out", str(tmp_path)],
                          cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     md = (tmp_path / "report.md").read_text()
@@ -119,20 +119,20 @@ def test_report_compares_every_norm_sample_and_says_who_matched(run_dir, tmp_pat
 
 
 def test_report_norms_option_restricts_and_says_what_was_left_out(run_dir, tmp_path):
-    out = subprocess.run([sys.executable, "-m", "engine.cli", "report", str(run_dir), "--out", str(tmp_path),
+    out = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "report", str(run_dir), "--out", str(tmp_path),
                           "--norms", "briganti2018"], cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     md = (tmp_path / "report.md").read_text()
     assert "the briganti2018 norm for women" in md and "the davis1980 norm" not in md
     assert "NOT COMPARED: left out by the choice of norm samples" in md
-    bad = subprocess.run([sys.executable, "-m", "engine.cli", "report", str(run_dir), "--out", str(tmp_path),
+    bad = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "report", str(run_dir), "--out", str(tmp_path),
                           "--norms", "davis1981"], cwd=ROOT, capture_output=True, text=True)
     assert bad.returncode == 2 and "no such norm sample: davis1981" in bad.stderr and "Traceback" not in bad.stderr
 
 
 def test_study_norms_field_is_checked_and_read(tmp_path):
-    from analysis.report import _norm_choice
-    from engine.errors import InputError
+    from psyq.analysis.report import _norm_choice
+    from psyq.engine.files.errors import InputError
 
     (tmp_path / "cohort.yaml").write_text(yaml.safe_dump({"psyq": "cohort/1", "id": "c", "personas": [{"id": "p"}]}))
     study = {"psyq": "study/1", "id": "s", "instruments": [str(ROOT / "instruments" / "iri.yaml")],

@@ -21,15 +21,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from engine.backends import BackendConfig
-from engine.cli import main
-from engine.errors import InputError
-from engine.ratings import RatingTarget, put_targets, read_ratings, read_targets, response_id_of
-from engine.rubric2 import combine_levels, find_multi_rubric, load_multi_rubric
-from engine.runlock import RunLock
-from engine.store import RunStore
-from engine.study import load_study
-from engine.target_judge import judge_targets
+from psyq.engine.backends import BackendConfig
+from psyq.engine.cli import main
+from psyq.engine.files.errors import InputError
+from psyq.engine.store.ratings import RatingTarget, put_targets, read_ratings, read_targets, response_id_of
+from psyq.engine.kinds.response.rubrics import combine_levels, find_multi_rubric, load_multi_rubric
+from psyq.engine.store.runlock import RunLock
+from psyq.engine.store.run_store import RunStore
+from psyq.engine.design.study import load_study
+from psyq.engine.judging.reply_judge import judge_targets
 from stub_server import StubServer
 from test_administer import chat_requests, run, write_study
 
@@ -346,7 +346,7 @@ def test_sigkill_mid_judge_then_rerun_never_asks_a_stored_rating_again(tmp_path)
         url = stub.stdout.readline().split()[1]
         # The stub answers a digit 1-4: a 4 is off the 1-3 scale and stored as unparseable, which
         # is still a finished rating (only `failed` ones are asked again).
-        cmd = [sys.executable, "-m", "engine.cli", "judge", str(run_dir), "--rubric", "empathy_ceb",
+        cmd = [sys.executable, "-m", "psyq.engine.cli", "judge", str(run_dir), "--rubric", "empathy_ceb",
                "--base-url", url, "--model", "stub-model", "--answer", "text"]
         judge_process = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 60
@@ -391,7 +391,7 @@ def _lines(path: Path) -> list[dict]:
 def test_a_perturbed_copy_of_a_reference_reply_does_not_block_its_reimport(tmp_path):
     run_dir = replies_run(tmp_path)
     assert main(["import", "replies", str(REFERENCE_CSV), "--run", str(run_dir)]) == 0
-    from engine.ratings import RatingTarget, put_targets
+    from psyq.engine.store.ratings import RatingTarget, put_targets
     with RunStore(run_dir / "run.sqlite") as store:
         original = RatingTarget.reference("clin_01", item_id="m01_stress", instrument="help_messages_psyq",
                                           text="unused: the stored text is kept")

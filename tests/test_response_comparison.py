@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from analysis.response_comparison import (COMPARISON_COLUMNS, attribute_effects, compare_sources, descriptives,
-                                          target_scores, with_combined)
+from psyq.analysis.response_comparison import (COMPARISON_COLUMNS, attribute_effects, compare_sources,
+    descriptives, target_scores, with_combined)
 
 
 def ratings(rows: list[tuple[str, str, str, str, str, float | None]]) -> pd.DataFrame:

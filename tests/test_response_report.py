@@ -1,5 +1,5 @@
 """The report sections of rated replies: a run over real HTTP (stub server, the mini instrument),
-rating targets and ratings written into its real SQLite store (engine/ratings.py), then the
+rating targets and ratings written into its real SQLite store (engine/store/ratings.py), then the
 report built and rendered.
 
 The statistics are tested against hand computations in tests/test_rater_agreement.py; here the
@@ -20,13 +20,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import apa
-from analysis.kinds import ReportInput
-from analysis.kinds.response import RUBRICS, ResponseReport
-from analysis.report import Section, _fmt_p, _num, _pct, build_sections, render_html, render_markdown
-from analysis.response_comparison import compare_sources, target_scores, with_combined
-from engine.ratings import Rating, RatingTarget, put_ratings, put_targets
-from engine.store import RunStore
+from psyq.analysis import apa
+from psyq.analysis.kinds import ReportInput
+from psyq.analysis.kinds.response import RUBRICS, ResponseReport
+from psyq.analysis.report import Section, _fmt_p, _num, _pct, build_sections, render_html, render_markdown
+from psyq.analysis.response_comparison import compare_sources, target_scores, with_combined
+from psyq.engine.store.ratings import Rating, RatingTarget, put_ratings, put_targets
+from psyq.engine.store.run_store import RunStore
 from runs_helper import make_mini_run
 from test_rater_agreement import hand_icc2
 
@@ -79,7 +79,7 @@ def rated_run(plain_run, tmp_path_factory) -> Path:
 
 
 def stored_ratings(run: Path) -> pd.DataFrame:
-    from engine.ratings import read_ratings
+    from psyq.engine.store.ratings import read_ratings
     with RunStore(run / "run.sqlite") as store:
         return read_ratings(store)
 

@@ -15,13 +15,13 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from analysis.report import Section, _num, _pct
-from analysis.robustness import paired_changes, robustness_sections, robustness_table
-from analysis.kinds import ReportInput
-from engine.perturb import perturb_run, read_log
-from engine.perturbations import load_perturbations
-from engine.ratings import Rating, put_ratings, read_ratings, read_targets
-from engine.store import RunStore
+from psyq.analysis.report import Section, _num, _pct
+from psyq.analysis.robustness import paired_changes, robustness_sections, robustness_table
+from psyq.analysis.kinds import ReportInput
+from psyq.engine.judging.perturbed_replies import perturb_run, read_log
+from psyq.engine.design.perturbation_sets import load_perturbations
+from psyq.engine.store.ratings import Rating, put_ratings, read_ratings, read_targets
+from psyq.engine.store.run_store import RunStore
 from test_perturb import HALEAS, small_run
 
 NAN = float("nan")
@@ -158,7 +158,7 @@ def read_ratings_frame(path) -> pd.DataFrame:
 
 
 def test_chart_marks_not_estimable_cells():
-    from analysis.robustness import robustness_chart
+    from psyq.analysis.robustness import robustness_chart
     fig = robustness_chart(robustness_table(rating_rows()))
     texts = [t.get_text() for t in fig.axes[0].texts]
     assert any("not estimable" in t for t in texts)

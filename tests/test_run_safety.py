@@ -22,11 +22,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from engine.backends.openai import content_text, first_token_logprobs_checked
-from engine.endpoint import base_url_problem, key_env_problem, normalise_endpoint
-from engine.parsing import parse_json_rating, parse_rating
-from engine.run import administer
-from engine.study import load_study
+from psyq.engine.backends.openai import content_text, first_token_logprobs_checked
+from psyq.engine.backends.endpoint import base_url_problem, key_env_problem, normalise_endpoint
+from psyq.engine.trials.parsing import parse_json_rating, parse_rating
+from psyq.engine.administer.run import administer
+from psyq.engine.design.study import load_study
 from stub_server import PATHOLOGICAL_KINDS, StubServer, default_answer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,7 +53,7 @@ def write_study(tmp: Path, url: str, *, n_personas: int = 2, protocol: dict | No
 
 
 def psyq(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "engine.cli", *args], cwd=ROOT, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "psyq.engine.cli", *args], cwd=ROOT, capture_output=True, text=True,
                           env=env)
 
 
@@ -150,7 +150,7 @@ def test_two_runs_of_one_study_at_once_one_refuses_and_nothing_is_sent_twice(tmp
         url = stub.stdout.readline().split()[1]
         # 40 trials × 0.25 s / 2 at a time ≈ 5 s: time for a second Python process to start.
         study = write_study(tmp_path, url, n_personas=10)
-        cmd = [sys.executable, "-m", "engine.cli", "run", str(study), "--runs-dir", str(tmp_path / "runs")]
+        cmd = [sys.executable, "-m", "psyq.engine.cli", "run", str(study), "--runs-dir", str(tmp_path / "runs")]
         first = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not list((tmp_path / "runs").rglob("run.sqlite")):
@@ -187,7 +187,7 @@ def test_a_closed_port_stops_the_run_early_naming_the_url(tmp_path):
     assert "Traceback" not in out.stderr
     manifest = json.loads(next((tmp_path / "runs").rglob("manifest.json")).read_text())
     assert manifest["stopped_early"] and manifest["finished_at"] is None
-    # It stopped after 20 failed connections in a row (engine.backends.base.UNREACHABLE_AFTER),
+    # It stopped after 20 failed connections in a row (psyq.engine.backends.base.UNREACHABLE_AFTER),
     # with up to 2 more in flight: far fewer than 240.
     assert manifest["backend_stats"]["stub"]["requests"] <= 22
 
@@ -218,8 +218,8 @@ def test_same_endpoint_and_key_under_other_spellings_resume_the_same_run(tmp_pat
 
 
 def test_a_run_begun_under_the_old_run_id_is_resumed_where_it_is(tmp_path, monkeypatch):
-    from engine.backends import make_backend
-    from engine.run import run_id_for
+    from psyq.engine.backends import make_backend
+    from psyq.engine.administer.run import run_id_for
     monkeypatch.setenv("PSYQ_K1", "k")
     with StubServer() as stub:
         study = write_study(tmp_path, stub.url, backend={"api_key_env": "PSYQ_K1"})
@@ -235,7 +235,7 @@ def test_a_run_begun_under_the_old_run_id_is_resumed_where_it_is(tmp_path, monke
 
 
 def test_endpoint_normalisation_rules():
-    # Each pair was written out by hand from the rules in engine/endpoint.py's docstring.
+    # Each pair was written out by hand from the rules in engine/backends/endpoint.py's docstring.
     same = [("http://127.0.0.1:8080/v1", "http://localhost:8080/v1/"),
             ("http://127.0.0.1:8080/v1", "HTTP://[::1]:8080/v1"),
             ("http://127.0.0.1/v1", "http://127.0.0.1:80/v1"),
@@ -329,7 +329,7 @@ def test_reply_readers_on_odd_shapes():
 
 
 def test_deeply_nested_text_is_unparseable_not_an_error():
-    from engine.instrument import Option
+    from psyq.engine.design.instrument import Option
     scale = [Option(value=v) for v in range(1, 6)]
     for text in ("[" * 5000 + "]" * 5000, '{"a":' * 5000 + "1" + "}" * 5000, "{" * 40_000):
         # Nested deeper than any answer object: no JSON object is read from it.
@@ -340,7 +340,7 @@ def test_deeply_nested_text_is_unparseable_not_an_error():
 
 
 def test_a_parser_failure_costs_one_trial_not_the_run(tmp_path, monkeypatch):
-    import engine.runner as runner
+    import psyq.engine.administer.runner as runner
     real = runner._parse
 
     def flaky(trial, text, protocol):   # fails on item b only
@@ -360,7 +360,7 @@ def test_a_parser_failure_costs_one_trial_not_the_run(tmp_path, monkeypatch):
 
 
 def test_a_key_quoted_back_by_the_server_is_blanked(monkeypatch):
-    from engine.backends import BackendConfig, make_backend
+    from psyq.engine.backends import BackendConfig, make_backend
     monkeypatch.setenv("PSYQ_QUOTED_KEY", SECRET)
     backend = make_backend(BackendConfig(id="x", kind="openai", model="m", base_url="http://127.0.0.1:9/v1",
                                          api_key_env="PSYQ_QUOTED_KEY"))
@@ -369,7 +369,7 @@ def test_a_key_quoted_back_by_the_server_is_blanked(monkeypatch):
 
 
 def test_a_reply_reader_that_fails_costs_one_trial_not_the_run(tmp_path, monkeypatch):
-    from engine.backends.openai import OpenAIBackend
+    from psyq.engine.backends.openai import OpenAIBackend
     real = OpenAIBackend.result
     marker = "(marked reply)"
 

@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from engine import administer, load_study
-from engine.cli import main
-from engine.runlock import RunLock
-from engine.runs import list_runs, run_breakdown, summarise_run
+from psyq import administer, load_study
+from psyq.engine.cli import main
+from psyq.engine.store.runlock import RunLock
+from psyq.engine.results.runs import list_runs, run_breakdown, summarise_run
 from stub_server import StubServer, default_answer, prompt_chars
 
 ROOT = Path(__file__).resolve().parents[1]

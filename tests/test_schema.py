@@ -15,7 +15,7 @@ SHIPPED = sorted((ROOT / "instruments").glob("*.yaml")) + [ROOT / "tests" / "dat
 
 
 def test_committed_schema_is_what_psyq_schema_prints():
-    printed = subprocess.run([sys.executable, "-m", "engine.cli", "schema"], cwd=ROOT,
+    printed = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "schema"], cwd=ROOT,
                              capture_output=True, text=True, check=True).stdout
     assert json.loads(printed) == json.loads(SCHEMA_FILE.read_text()), \
         "instruments/instrument.schema.json is stale: regenerate with `psyq schema > instruments/instrument.schema.json`"
@@ -40,7 +40,7 @@ STUDY_SCHEMA = ROOT / "studies" / "study.schema.json"
 
 
 def test_committed_study_schema_is_what_psyq_schema_study_prints():
-    printed = subprocess.run([sys.executable, "-m", "engine.cli", "schema", "study"], cwd=ROOT,
+    printed = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "schema", "study"], cwd=ROOT,
                              capture_output=True, text=True, check=True).stdout
     assert json.loads(printed) == json.loads(STUDY_SCHEMA.read_text()), \
         "studies/study.schema.json is stale: regenerate with `psyq schema study > studies/study.schema.json`"
@@ -55,7 +55,7 @@ COHORT_SCHEMA = ROOT / "personas" / "cohort.schema.json"
 
 
 def test_committed_cohort_schema_is_what_psyq_schema_cohort_prints():
-    printed = subprocess.run([sys.executable, "-m", "engine.cli", "schema", "cohort"], cwd=ROOT,
+    printed = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "schema", "cohort"], cwd=ROOT,
                              capture_output=True, text=True, check=True).stdout
     assert json.loads(printed) == json.loads(COHORT_SCHEMA.read_text()), \
         "personas/cohort.schema.json is stale: regenerate with `psyq schema cohort > personas/cohort.schema.json`"
@@ -71,7 +71,7 @@ def test_shipped_cohorts_point_to_the_cohort_schema_and_satisfy_it(path):
 def test_cohort_schema_rejects_what_the_loader_rejects(tmp_path):
     # A persona with an unknown field and a sample with a negative seed: both refused by
     # `psyq validate` (the loader) and by the schema (jsonschema, an independent validator).
-    from engine.cli import main
+    from psyq.engine.cli import main
     validator = jsonschema.Draft202012Validator(json.loads(COHORT_SCHEMA.read_text()))
     for bad in ({"psyq": "cohort/1", "id": "c", "personas": [{"id": "p1", "agee": 3}]},
                 {"psyq": "cohort/1", "id": "c", "sample": {"size": 2, "seed": -1, "id_prefix": "p",

@@ -2,7 +2,7 @@
 
 Expected scores are recomputed here from the exported raw answers with the mini instrument's
 rules written out by hand (a, c reversed on 1–7 as 8 − x; X = a + b, needs 2; Y = mean of b, c,
-d, needs 2; Z = sum of a–d prorated as mean × 4, needs 3), not with engine.scoring.
+d, needs 2; Z = sum of a–d prorated as mean × 4, needs 3), not with psyq.engine.trials.scoring.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import pandas as pd
 import pyreadstat
 import pytest
 
-from analysis.score_table import spss_names
-from engine import export_table
+from psyq.analysis.score_table import spss_names
+from psyq import export_table
 from runs_helper import make_mini_run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,7 +25,7 @@ DATA = ROOT / "tests" / "data"
 
 
 def psyq(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "engine.cli", *args], cwd=ROOT, capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "psyq.engine.cli", *args], cwd=ROOT, capture_output=True, text=True)
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine import load_instrument, reverse_key, score, score_wide
+from psyq import load_instrument, reverse_key, score, score_wide
 
 ROOT = Path(__file__).resolve().parents[1]
 MINI = ROOT / "tests" / "data" / "mini_1to7.yaml"

@@ -1,7 +1,7 @@
 """The columnar paths of scoring and the norm comparison equal a plain, row-by-row computation.
 
-`engine.scoring.score` sums one subscale's columns at a time and builds its string columns by
-position; `analysis.norms.compare_with_norms` matches attribute combinations once and selects
+`psyq.engine.trials.scoring.score` sums one subscale's columns at a time and builds its string columns by
+position; `psyq.analysis.norms.compare_with_norms` matches attribute combinations once and selects
 rows with integer codes. Both are checked here against an independent computation written in
 this file with a straightforward pandas melt / group-by (and, for the norm groups, the
 documented per-respondent rule: `match_group` on each respondent's own attributes, else the
@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.norms import compare_with_norms, match_group, norm_stats
-from engine import load_instrument, score
+from psyq.analysis.norms import compare_with_norms, match_group, norm_stats
+from psyq import load_instrument, score
 
 ROOT = Path(__file__).resolve().parents[1]
 IRI = load_instrument(ROOT / "instruments" / "iri.yaml")
@@ -34,7 +34,7 @@ def random_answers(n: int, missing: float, seed: int) -> pd.DataFrame:
 def reference_scores(answers: pd.DataFrame) -> pd.DataFrame:
     """Row-by-row: reverse the reverse-keyed items, then per respondent and subscale the sum,
     prorated as mean of answered × number of items when some are missing, missing below
-    min_answered (the rule in engine/scoring.py's docstring)."""
+    min_answered (the rule in engine/trials/scoring.py's docstring)."""
     long = answers.reset_index().melt(id_vars="respondent_id", var_name="item", value_name="x").dropna()
     items = {item.id: item for item in IRI.rating_items}
     long["x"] = [IRI.scale_min + IRI.scale_max - x if items[i].reverse else x for i, x in zip(long["item"], long["x"])]

@@ -1,4 +1,4 @@
-"""Multi-stage studies (engine/stages.py): measure, imagine a situation, measure again, in one
+"""Multi-stage studies (engine/administer/stages.py): measure, imagine a situation, measure again, in one
 conversation; stored stage by stage, resumed after SIGKILL with the history rebuilt from the store.
 
 Real HTTP over loopback (tests/stub_server.py, in this process), `psyq run` in a subprocess that
@@ -21,13 +21,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from analysis.stage_scores import STAGE_SCORE_COLUMNS, load_stage_scores
-from engine.errors import InputError
-from engine.export import export_table
-from engine.run import administer
-from engine.situations import load_situations
-from engine.stages import PLACEHOLDER, evoke_text, plan_chains, preview_trials
-from engine.study import load_study
+from psyq.analysis.stage_scores import STAGE_SCORE_COLUMNS, load_stage_scores
+from psyq.engine.files.errors import InputError
+from psyq.engine.results.export import export_table
+from psyq.engine.administer.run import administer
+from psyq.engine.design.situations import load_situations
+from psyq.engine.administer.stages import PLACEHOLDER, evoke_text, plan_chains, preview_trials
+from psyq.engine.design.study import load_study
 from stub_server import StubServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -75,7 +75,7 @@ def test_sigkill_between_stages_resumes_at_the_next_stage_with_the_stored_histor
     # time, 0.3 s each, so the kill lands while one stage is in flight and the others are stored.
     with StubServer(answer=reply, latency_s=0.3) as stub:
         study = write_study(tmp_path, stub.url)
-        cmd = [sys.executable, "-m", "engine.cli", "run", str(study), "--runs-dir", str(tmp_path / "runs")]
+        cmd = [sys.executable, "-m", "psyq.engine.cli", "run", str(study), "--runs-dir", str(tmp_path / "runs")]
         runner = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         db = None
         deadline = time.monotonic() + 120
@@ -116,7 +116,7 @@ def test_sigkill_between_stages_resumes_at_the_next_stage_with_the_stored_histor
         for prev, cur in zip(stages, stages[1:]):
             expected = json.loads(prev[3]) + [{"role": "assistant", "content": prev[4]}] + [own[cur[0]]]
             assert json.loads(cur[3]) == expected
-        # The evoke stage's question is the situation's text in the evoke prompt (engine/stages.py).
+        # The evoke stage's question is the situation's text in the evoke prompt (engine/administer/stages.py).
         assert json.loads(stages[1][3])[-1]["content"].startswith("Imagine that you are")
 
 
@@ -129,7 +129,7 @@ def _count(db: Path) -> int:
 
 
 def _backend(study):
-    from engine.backends import make_backend
+    from psyq.engine.backends import make_backend
     return make_backend(study.spec.backends[0], log=lambda m: None)
 
 
@@ -180,7 +180,7 @@ def test_plan_preview_shows_history_with_placeholders(tmp_path):
     assert [m["role"] for m in last] == ["system", "user", "assistant", "user", "assistant", "user"]
     assert last[2]["content"] == PLACEHOLDER.format(k=0) and last[4]["content"] == PLACEHOLDER.format(k=1)
     assert last[3]["content"] == evoke_text(situation)
-    out = subprocess.run([sys.executable, "-m", "engine.cli", "plan", str(tmp_path / "study.yaml"), "--tokenizer",
+    out = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "plan", str(tmp_path / "study.yaml"), "--tokenizer",
                           "approximate", "--runs-dir", str(tmp_path / "runs")], cwd=ROOT, capture_output=True,
                          text=True)
     assert out.returncode == 0, out.stderr
@@ -226,14 +226,14 @@ def test_stage_checks_name_the_line(tmp_path):
 
 def test_cli_validate_exit_2_with_file_line_column(tmp_path):
     path = write_study(tmp_path, "http://127.0.0.1:9/v1", stages=[{"measure": "mini"}, {"measure": "mini"}])
-    out = subprocess.run([sys.executable, "-m", "engine.cli", "validate", str(path)], cwd=ROOT, capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "validate", str(path)], cwd=ROOT, capture_output=True,
                          text=True)
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert f"{path}:" in out.stderr and "evoke" in out.stderr
 
 
 def test_seeded_sample_of_situations_per_respondent(tmp_path):
-    from engine.stages import situations_for
+    from psyq.engine.administer.stages import situations_for
     study = load_study(write_study(tmp_path, "http://127.0.0.1:9/v1",
                                    situations={"file": "situations_two.yaml", "per_respondent": {"sample": 1, "seed": 5}}))
     picked = [[s.id for s in situations_for(study, p)] for p in study.cohort.personas]
@@ -254,12 +254,12 @@ def test_situation_set_loader_and_errors(tmp_path):
     found = {(p.line, p.message.split(" (")[0]) for p in err.value.problems}
     # Line 8 (the third situation) lacks text; the duplicate id is found only once the file parses.
     assert any(line == 8 for line, _ in found), found
-    out = subprocess.run([sys.executable, "-m", "engine.cli", "schema", "situations"], cwd=ROOT, capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "schema", "situations"], cwd=ROOT, capture_output=True,
                          text=True)
     assert out.returncode == 0 and json.loads(out.stdout)["title"] == "psyq situation set (format situations/1)"
     bad.write_text("psyq: situations/1\nid: x\ncontent_source: psyq\nsource: us\nsituations:\n"
                    "  - {id: a, emotion: joy, text: One}\n  - {id: a, emotion: joy, text: Two}\n")
-    out = subprocess.run([sys.executable, "-m", "engine.cli", "validate", str(bad)], cwd=ROOT, capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "validate", str(bad)], cwd=ROOT, capture_output=True,
                          text=True)
     assert out.returncode == 2 and f"{bad}:7:" in out.stderr and "used more than once" in out.stderr
 
@@ -287,8 +287,8 @@ def test_report_of_a_staged_run_shows_change_and_compares_it_with_humans(tmp_pat
     # The stub's replies make every conversation change the same way (see `reply` and the hand
     # computation in test_stage_scores_before_and_after_by_hand): X 9 -> 9, Y 11/3 -> 8/3, Z 18 -> 11,
     # so Z changes by -7 for each of 2 respondents in each emotion (anger, joy).
-    from analysis.report import build_sections, write_report
-    from analysis.report_change import TITLE
+    from psyq.analysis.report import build_sections, write_report
+    from psyq.analysis.report_change import TITLE
 
     with StubServer(answer=reply) as stub:
         study = load_study(write_study(tmp_path, stub.url))
@@ -324,7 +324,7 @@ def test_report_of_a_staged_run_shows_change_and_compares_it_with_humans(tmp_pat
 
 
 def test_human_change_csv_is_refused_for_a_run_without_stages(tmp_path):
-    from analysis.report import build_sections
+    from psyq.analysis.report import build_sections
 
     study_path = write_study(tmp_path, "http://127.0.0.1:9/v1")
     spec = yaml.safe_load(study_path.read_text())
@@ -349,7 +349,7 @@ def test_psyq_scores_of_a_staged_run_writes_the_scores_per_stage(tmp_path):
         study = load_study(write_study(tmp_path, stub.url))
         run_dir = asyncio.run(administer(study, tmp_path / "runs", log=lambda m: None)).run_dir.path
     out = tmp_path / "stage_scores.csv"
-    done = subprocess.run([sys.executable, "-m", "engine.cli", "scores", str(run_dir), "--out", str(out)],
+    done = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "scores", str(run_dir), "--out", str(out)],
                           cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "one row per backend x respondent x repeat x situation x stage x subscale" in done.stderr

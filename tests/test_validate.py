@@ -25,7 +25,7 @@ def expected_lines(path: Path) -> list[str]:
 
 
 def run_validate(*paths: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "engine.cli", "validate", *map(str, paths)],
+    return subprocess.run([sys.executable, "-m", "psyq.engine.cli", "validate", *map(str, paths)],
                           cwd=ROOT, capture_output=True, text=True, timeout=60)
 
 

@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.validity import (factor_congruence, item_distributions, subscale_correlations,
-                               target_loadings, total_variation)
-from engine.instrument import Instrument
+from psyq.analysis.validity import (factor_congruence, item_distributions, subscale_correlations,
+    target_loadings, total_variation)
+from psyq.engine.design.instrument import Instrument
 
 
 def instrument(subscales: dict[str, int], scale=(1, 5), reverse=()) -> Instrument:
@@ -162,7 +162,7 @@ def test_congruence_degenerate_cases_are_not_estimable():
 
 
 def test_validity_plots_draw_estimable_values_and_name_the_rest():
-    from analysis import plots
+    from psyq.analysis import plots
 
     inst = instrument({"A": 2, "B": 2})
     cohort = pd.DataFrame({"i1": [3, 3, 3, 3], "i2": [3, 3, 3, 3], "i3": [1, 2, 3, 4], "i4": [2, 2, 4, 5]})

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.export import export_table
+from psyq.engine.results.export import export_table
 from stub_server import StubServer
 from test_administer import chat_requests, run, write_study
 

@@ -1,19 +1,19 @@
 """What each kind of item adds to the report: a small registry of report contributions.
 
-A kind's format, asking, parsing and scoring live in :mod:`engine.kinds`; what the report shows
+A kind's format, asking, parsing and scoring live in :mod:`psyq.engine.kinds`; what the report shows
 about it (its section, tables and figures) cannot, since it uses the report's sections and
-:mod:`analysis.plots`, and engine never imports analysis. So each kind with a report section has
-a module here, registered under the same name as its :class:`engine.kinds.ItemKind`, and
-:func:`analysis.report.build_sections` iterates over :func:`report_kinds` (after the norm
+:mod:`psyq.analysis.plots`, and engine never imports analysis. So each kind with a report section has
+a module here, registered under the same name as its :class:`psyq.engine.kinds.ItemKind`, and
+:func:`psyq.analysis.report.build_sections` iterates over :func:`report_kinds` (after the norm
 comparison, in registration order) instead of naming kinds.
 
 A kind with nothing particular to report needs no module here: its scores (if its
-:meth:`~engine.kinds.ItemKind.score` gives any) go through the shared sections like every other.
+:meth:`~psyq.engine.kinds.ItemKind.score` gives any) go through the shared sections like every other.
 
-How to add a kind's section (for the worked example ``note`` of :mod:`engine.kinds`, say a count
+How to add a kind's section (for the worked example ``note`` of :mod:`psyq.engine.kinds`, say a count
 of answered notes), write ``analysis/kinds/note.py``::
 
-    from engine.kinds import instruments_with
+    from psyq.engine.kinds import instruments_with
     from . import KindReport, ReportInput
 
     class NoteReport(KindReport):
@@ -45,7 +45,7 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
-from engine.instrument import Instrument
+from psyq.engine.design.instrument import Instrument
 
 
 @dataclass(frozen=True)
@@ -53,16 +53,16 @@ class ReportInput:
     """What a kind's report contribution is given: the run's answers, instruments, scores and
     judgements, the files the user passed for the kind's instruments, and the report's own
     section type and number formats (passed in, so that the kinds' sections look like the
-    report's others without importing :mod:`analysis.report`, which imports this package)."""
+    report's others without importing :mod:`psyq.analysis.report`, which imports this package)."""
 
     run_path: Path
-    table: pd.DataFrame                      # the exported answers (engine.export_table)
+    table: pd.DataFrame                      # the exported answers (psyq.engine.export_table)
     instruments: Mapping[str, Instrument]
     scores: pd.DataFrame                     # every kind's subscale scores, long format
-    judgements: pd.DataFrame                 # engine.judge.read_judgements
+    judgements: pd.DataFrame                 # psyq.engine.judging.answer_judge.read_judgements
     human_csv: Mapping[str, str | Path]      # --human files of this kind's instruments (KindReport.human_data)
     targets_csv: Mapping[str, str | Path]    # --targets files
-    section: Callable[[str], Any]            # analysis.report.Section
+    section: Callable[[str], Any]            # psyq.analysis.report.Section
     num: Callable[[float], str]              # a statistic, or "not computable"
     pct: Callable[[float], str]              # a share as a percentage
     fmt_p: Callable[[float], str]            # a p value
@@ -73,7 +73,7 @@ class KindReport:
     item kind's name, override :meth:`sections`, and register an instance at the end of this file."""
 
     name: ClassVar[str]
-    """The item kind (:attr:`engine.kinds.ItemKind.name`) this contribution reports."""
+    """The item kind (:attr:`psyq.engine.kinds.ItemKind.name`) this contribution reports."""
     human_data: ClassVar[str | None] = None
     """What ``--human INSTRUMENT=CSV`` holds for the kind's instruments when the kind reads those
     files itself (e.g. "perceiver ratings of vignettes"); None: they are questionnaire item answers."""
@@ -103,12 +103,12 @@ def report_kinds() -> tuple[KindReport, ...]:
     return tuple(_REPORTS.values())
 
 
-from . import scene, vignette  # noqa: E402  (the built-in kinds' sections, in this order)
+from psyq.analysis.kinds import scene, vignette  # noqa: E402  (the built-in kinds' sections, in this order)
 
 register_report(scene.SceneReport())
 register_report(vignette.VignetteReport())
 
-from . import response  # noqa: E402  (rated replies: issue 14)
+from psyq.analysis.kinds import response  # noqa: E402  (rated replies: issue 14)
 
 register_report(response.ResponseReport())
 

@@ -2,12 +2,12 @@
 against reference replies, per rubric dimension) and "Agreement between raters" (ICCs,
 Krippendorff's α, each judge against the people).
 
-The ratings come from the run's store (:func:`engine.ratings.read_ratings`); the statistics from
-:mod:`analysis.response_comparison` and :mod:`analysis.rater_agreement`. A run with replies that
+The ratings come from the run's store (:func:`psyq.engine.store.ratings.read_ratings`); the statistics from
+:mod:`psyq.analysis.response_comparison` and :mod:`psyq.analysis.rater_agreement`. A run with replies that
 nobody has rated yet gets a section saying how to rate them.
 
 Example:
-    >>> from analysis.kinds import report_kinds
+    >>> from psyq.analysis.kinds import report_kinds
     >>> "response" in [part.name for part in report_kinds()]
     True
 """
@@ -24,22 +24,23 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from engine.kinds import instruments_with
-from engine.perturb import read_log
-from engine.ratings import read_ratings
-from engine.run import DATABASE
-from engine.store import RunStore
-from engine.yamlfile import load_yaml
+from psyq.engine.kinds import instruments_with
+from psyq.engine.judging.perturbed_replies import read_log
+from psyq.engine.store.ratings import read_ratings
+from psyq.engine.store.run_dir import DATABASE
+from psyq.engine.store.run_store import RunStore
+from psyq.engine.files.yamlfile import load_yaml
 
-from .. import apa
-from ..plots import _figure, _message_figure, _style
-from ..robustness import robustness_sections
-from ..rater_agreement import alpha_table, icc_table, judge_vs_human
-from ..response_comparison import (attribute_effects, compare_sources, descriptives, target_scores,
-                                   with_combined)
-from . import KindReport, ReportInput
+from psyq.analysis import apa
+from psyq.analysis.plots import _figure, _message_figure, _style
+from psyq.analysis.robustness import robustness_sections
+from psyq.analysis.rater_agreement import alpha_table, icc_table, judge_vs_human
+from psyq.analysis.response_comparison import (attribute_effects, compare_sources, descriptives,
+    target_scores, with_combined)
+from psyq.analysis.kinds import KindReport, ReportInput
+from psyq.engine.files.shipped import INSTRUMENTS
 
-RUBRICS = Path(__file__).resolve().parents[2] / "instruments" / "rubrics"
+RUBRICS = INSTRUMENTS / "rubrics"
 """Shipped rubrics, read for their `combine:` rule (how dimensions form the overall score)."""
 
 NOT_RATED = ("not rated yet: run `psyq judge RUN --rubric empathy_ceb` (judge models) or import people's "
@@ -47,7 +48,7 @@ NOT_RATED = ("not rated yet: run `psyq judge RUN --rubric empathy_ceb` (judge mo
 
 
 def run_ratings(run_path: Path) -> pd.DataFrame:
-    """The run's ratings (:func:`engine.ratings.read_ratings`); empty when the run has none. A
+    """The run's ratings (:func:`psyq.engine.store.ratings.read_ratings`); empty when the run has none. A
     run stored before ratings existed is only read, never given the tables."""
     database = Path(run_path) / DATABASE
     with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as db:
@@ -58,7 +59,7 @@ def run_ratings(run_path: Path) -> pd.DataFrame:
 
 
 def run_perturbation_log(run_path: Path) -> pd.DataFrame | None:
-    """What `psyq perturb` did to each (original, perturbation) pair (:func:`engine.perturb.read_log`);
+    """What `psyq perturb` did to each (original, perturbation) pair (:func:`psyq.engine.judging.perturbed_replies.read_log`);
     None when the run was never perturbed (the table is only read, never created here)."""
     database = Path(run_path) / DATABASE
     with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as db:
@@ -305,7 +306,7 @@ def judge_readings(versus: pd.DataFrame) -> list[str]:
 
 def source_means_plot(desc: pd.DataFrame) -> Figure:
     """Mean score per dimension of persona and reference replies with 95 % CIs, one panel per
-    rubric × rater kind (:func:`analysis.response_comparison.descriptives` output)."""
+    rubric × rater kind (:func:`psyq.analysis.response_comparison.descriptives` output)."""
     if desc.empty:
         return _message_figure("no rated replies")
     panels = list(desc.groupby(["rubric_id", "rater_kind"], sort=True))

@@ -2,7 +2,7 @@
 the change between administrations, and how a judge model agrees with the lexicon.
 
 Example:
-    >>> from engine.kinds.scene.leas import DEFAULT_LEXICON, load_lexicon
+    >>> from psyq.engine.kinds.scene.leas import DEFAULT_LEXICON, load_lexicon
     >>> table = pd.DataFrame({"backend_id": "b", "respondent_id": "r", "repeat": 0, "instrument": "leas",
     ...                       "item_id": ["s1:self", "s1:other", "7"], "text": ["furious", "", None]})
     >>> lexicon_answer_levels(table, load_lexicon(DEFAULT_LEXICON))[["item_id", "lexicon_level"]].values.tolist()
@@ -18,13 +18,13 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from engine.instrument import Instrument
-from engine.kinds.scene import SceneItem, scene_levels
-from engine.kinds.scene.leas import DEFAULT_LEXICON, Lexicon, is_scene_answer, load_lexicon, score_answer
-from engine.parsing import has_text
+from psyq.engine.design.instrument import Instrument
+from psyq.engine.kinds.scene import SceneItem, scene_levels
+from psyq.engine.kinds.scene.leas import DEFAULT_LEXICON, Lexicon, is_scene_answer, load_lexicon, score_answer
+from psyq.engine.trials.parsing import has_text
 
-from ..agreement import AGREEMENT_COLUMNS, level_agreement
-from . import KindReport, ReportInput
+from psyq.analysis.agreement import AGREEMENT_COLUMNS, level_agreement
+from psyq.analysis.kinds import KindReport, ReportInput
 
 
 class SceneReport(KindReport):
@@ -103,7 +103,7 @@ def judge_agreement_into(section: Any, table: pd.DataFrame, judgements: pd.DataF
 def leas_level_chart(levels: pd.DataFrame) -> Figure:
     """Share of scene answers at each LEAS level, for self, other and the scene total (0–5).
 
-    `levels` is :func:`engine.kinds.scene.scene_levels` output (one row per scene answer set).
+    `levels` is :func:`psyq.engine.kinds.scene.scene_levels` output (one row per scene answer set).
     """
     fig = Figure(figsize=(7.5, 3.6))
     ax = fig.add_subplot()

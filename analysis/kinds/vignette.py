@@ -1,7 +1,7 @@
 """Empathic accuracy of a cohort (and of human perceivers) on vignettes, from a run's answers, and
 the report section of vignettes.
 
-The scores themselves are :mod:`engine.kinds.vignette.accuracy`'s (profile r through Fisher z, MAE, Lin's CCC,
+The scores themselves are :mod:`psyq.engine.kinds.vignette.accuracy`'s (profile r through Fisher z, MAE, Lin's CCC,
 distinctive r; judge similarity as percent of maximum); this module takes them from an exported
 run and summarises them per vignette and per perceiver group, so that a cohort and human
 perceivers scored against the same targets sit side by side.
@@ -22,22 +22,22 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from engine.instrument import Instrument
-from engine.kinds import instruments_with
-from engine.kinds.vignette.accuracy import (fisher_z, judge_percent, perceiver_accuracy, read_perceiver_csv,
-                                            read_target_reports_csv, stop_accuracy, target_profiles,
-                                            vignette_accuracy, with_self_reports)
+from psyq.engine.design.instrument import Instrument
+from psyq.engine.kinds import instruments_with
+from psyq.engine.kinds.vignette.accuracy import (fisher_z, judge_percent, perceiver_accuracy,
+    read_perceiver_csv, read_target_reports_csv, stop_accuracy, target_profiles, vignette_accuracy,
+    with_self_reports)
 
-from .. import human
-from ..plots import _figure, _message_figure, _style, _unique
-from . import KindReport, ReportInput
+from psyq.analysis import human_comparison as human
+from psyq.analysis.plots import _figure, _message_figure, _style, _unique
+from psyq.analysis.kinds import KindReport, ReportInput
 
 PERCEIVER_KEYS = ["backend_id", "respondent_id", "repeat"]
 
 
 def perceiver_ratings(table: pd.DataFrame, instrument_id: str) -> pd.DataFrame:
     """The emotion ratings of one vignette instrument from an exported run, as the long table
-    :func:`engine.kinds.vignette.accuracy.stop_accuracy` reads: ``backend_id, respondent_id, repeat, vignette,
+    :func:`psyq.engine.kinds.vignette.accuracy.stop_accuracy` reads: ``backend_id, respondent_id, repeat, vignette,
     stop, emotion, rating`` (rows ``<vignette>:<stop>:<emotion>``; missing ratings stay NaN)."""
     rows = table[(table["instrument"] == instrument_id)]
     parts = rows["item_id"].astype(str).str.split(":", expand=True)
@@ -52,7 +52,7 @@ def perceiver_ratings(table: pd.DataFrame, instrument_id: str) -> pd.DataFrame:
 
 def inference_levels(judgements: pd.DataFrame, instrument_id: str, rubric_id: str = "ea_similarity") -> pd.DataFrame:
     """Judge similarity levels of the free-text inferences (rows ``<vignette>:<stop>:thoughts``) as
-    :func:`engine.kinds.vignette.accuracy.judge_percent` reads them, per judge."""
+    :func:`psyq.engine.kinds.vignette.accuracy.judge_percent` reads them, per judge."""
     rows = judgements[(judgements["instrument"] == instrument_id) & (judgements["rubric_id"] == rubric_id)
                       & judgements["item_id"].astype(str).str.endswith(":thoughts")]
     parts = rows["item_id"].str.split(":", expand=True)
@@ -73,7 +73,7 @@ class Accuracy:
 
 
 def score_perceivers(ratings: pd.DataFrame, targets: pd.DataFrame, keys: Sequence[str]) -> Accuracy:
-    """Every accuracy score of `ratings` against `targets` (see :mod:`engine.kinds.vignette.accuracy`)."""
+    """Every accuracy score of `ratings` against `targets` (see :mod:`psyq.engine.kinds.vignette.accuracy`)."""
     stops = stop_accuracy(ratings, targets, keys)
     return Accuracy(stops, vignette_accuracy(stops, keys), perceiver_accuracy(stops, keys),
                     bool((targets["source"] != "self-report").any()))

@@ -10,10 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from .anthropic import AnthropicBackend
-from .base import BackendConfig, BackendError, BackendStats, ChatRequest, ChatResult, HttpBackend
-from .local import LocalBackend
-from .openai import OpenAIBackend
+from psyq.engine.backends.anthropic import AnthropicBackend
+from psyq.engine.backends.base import (BackendConfig, BackendError, BackendStats, ChatRequest, ChatResult,
+    HttpBackend)
+from psyq.engine.backends.local import LocalBackend
+from psyq.engine.backends.openai import OpenAIBackend
 
 KINDS: dict[str, type[HttpBackend]] = {
     "openai": OpenAIBackend,

@@ -15,8 +15,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .base import BackendConfig, ChatRequest, ChatResult, HttpBackend
-from .openai import content_text, usage_count
+from psyq.engine.backends.base import BackendConfig, ChatRequest, ChatResult, HttpBackend
+from psyq.engine.backends.openai import content_text, usage_count
 
 API_VERSION = "2023-06-01"
 DEFAULT_BASE_URL = "https://api.anthropic.com/v1"

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from .base import HttpBackend
-from .batch_api import BatchLine, BatchState, call, read_jsonl
+from psyq.engine.backends.base import HttpBackend
+from psyq.engine.backends.batch_api import BatchLine, BatchState, call, read_jsonl
 
 
 class AnthropicBatchClient:

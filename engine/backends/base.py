@@ -24,12 +24,13 @@ from typing import Any, Literal
 import aiohttp
 from pydantic import Field
 
-from ..endpoint import normalise_endpoint
-from .capabilities import Capabilities, CapabilityOverride, capabilities_for, reasoning_allowance
-from .pool import EndpointPool
-from .provider_errors import STOP_AFTER, STOP_AT_ONCE, ProviderRefusal, read_refusal
-from ..errors import PsyqError
-from ..fields import Id, StrictModel
+from psyq.engine.backends.endpoint import normalise_endpoint
+from psyq.engine.backends.capabilities import (Capabilities, CapabilityOverride, capabilities_for,
+    reasoning_allowance)
+from psyq.engine.backends.pool import EndpointPool
+from psyq.engine.backends.provider_errors import STOP_AFTER, STOP_AT_ONCE, ProviderRefusal, read_refusal
+from psyq.engine.files.errors import PsyqError
+from psyq.engine.files.fields import Id, StrictModel
 
 RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
 # A reply body is read up to this size; a larger one is not a chat answer (a rating, a free text,
@@ -67,7 +68,7 @@ class BackendConfig(StrictModel):
     max_retries: int = Field(default=5, ge=0)
     backoff_s: float = Field(default=0.5, gt=0)           # first retry waits up to this, doubling
     max_backoff_s: float = Field(default=30.0, gt=0)
-    # Provider batch APIs (engine/batch.py): `mode: batch` sends the trials as OpenAI / Anthropic
+    # Provider batch APIs (engine/administer/batch.py): `mode: batch` sends the trials as OpenAI / Anthropic
     # batches (half price, answered within 24 h) instead of one request at a time.
     mode: Literal["online", "batch"] = "online"
     reasks: Literal["online", "batch"] = "online"   # batch mode: how corrective re-asks go out
@@ -91,7 +92,7 @@ class ChatRequest:
     top_logprobs: int | None = None       # ask for this many alternatives of each answer token
     json_schema: dict[str, Any] | None = None
     # The whole token limit is multiplied by this: 2 when a reply that ran out of its budget is
-    # sent again (engine/runner.py), 1 otherwise.
+    # sent again (engine/administer/runner.py), 1 otherwise.
     budget_factor: int = 1
 
 
@@ -292,7 +293,7 @@ class HttpBackend:
         manifest); no secrets, nothing that changes between runs of the same study."""
         c = self.config
         # The endpoint as normalised (localhost = 127.0.0.1, no default port, no trailing
-        # slash): two spellings of one server are one identity (engine/endpoint.py).
+        # slash): two spellings of one server are one identity (engine/backends/endpoint.py).
         return {"kind": c.kind, "base_url": normalise_endpoint(self.base_url) if self.base_url else self.base_url,
                 "model": c.model}
 

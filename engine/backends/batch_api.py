@@ -14,7 +14,7 @@ from typing import Any, Iterator
 
 import aiohttp
 
-from .base import BackendError, HttpBackend
+from psyq.engine.backends.base import BackendError, HttpBackend
 
 # Transient failures of a batch-API call (submit, poll, download) are retried this many times,
 # waiting 1, 2, 4 … s: a poll that fails once must not end a run that waited hours.

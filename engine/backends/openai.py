@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .base import BackendConfig, ChatRequest, ChatResult, HttpBackend
+from psyq.engine.backends.base import BackendConfig, ChatRequest, ChatResult, HttpBackend
 
 
 class OpenAIBackend(HttpBackend):

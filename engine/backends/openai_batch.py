@@ -14,8 +14,8 @@ from typing import Any, Iterator
 
 import aiohttp
 
-from .base import HttpBackend
-from .batch_api import BatchApiError, BatchLine, BatchState, call, jsonl, read_jsonl
+from psyq.engine.backends.base import HttpBackend
+from psyq.engine.backends.batch_api import BatchApiError, BatchLine, BatchState, call, jsonl, read_jsonl
 
 ENDED = {"completed", "failed", "expired", "cancelled"}
 CHAT_URL = "/v1/chat/completions"

@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from ..endpoint import normalise_endpoint
+from psyq.engine.backends.endpoint import normalise_endpoint
 
 FAIL_AFTER = 3              # failures in a row that take a replica out
 MAX_COOLDOWN_FACTOR = 8     # a replica that keeps failing its probes waits at most 8 × the cool-down
@@ -44,7 +44,7 @@ class Endpoint:
     """One replica and its live counters."""
 
     url: str                  # the base URL as written (no trailing slash): where requests go
-    name: str                 # normalised (engine/endpoint.py): what the store and manifest record
+    name: str                 # normalised (engine/backends/endpoint.py): what the store and manifest record
     in_flight: int = 0
     requests: int = 0
     answered: int = 0         # attempts that got an HTTP answer (any status the server chose to send)

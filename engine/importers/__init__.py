@@ -2,14 +2,14 @@
 
 One module per format, registered here by the name ``psyq import NAME`` uses:
 
-- :mod:`~engine.importers.redcap`: a REDCap data dictionary (CSV);
-- :mod:`~engine.importers.psych_keys`: an R ``psych`` key list (``list(PT = c("q3", "-q8"))``)
+- :mod:`~psyq.engine.importers.redcap`: a REDCap data dictionary (CSV);
+- :mod:`~psyq.engine.importers.psych_keys`: an R ``psych`` key list (``list(PT = c("q3", "-q8"))``)
   or a keys matrix written by ``write.csv(make.keys(...))``;
-- :mod:`~engine.importers.qsf`: a Qualtrics survey export (``.qsf``, JSON).
+- :mod:`~psyq.engine.importers.qsf`: a Qualtrics survey export (``.qsf``, JSON).
 
-Each importer reads its file into one or more :class:`~engine.importers.draft.Draft`
+Each importer reads its file into one or more :class:`~psyq.engine.importers.draft.Draft`
 instruments and records, as notes, everything it could not map (reverse keys, subscales,
-item types that are not ratings, branching logic ...). :mod:`~engine.importers.command` writes
+item types that are not ratings, branching logic ...). :mod:`~psyq.engine.importers.command` writes
 each draft as YAML with the notes as comments and checks that the result validates.
 
 How to add a format
@@ -19,9 +19,9 @@ takes in :meth:`Importer.add_arguments`, and :meth:`Importer.read`), and registe
 at the end of this file; ``psyq import NAME`` then exists, with its own ``--help``.
 
 An importer that produces something other than an instrument (EmotionBench's situations and
-crowd data, model results, :mod:`~engine.importers.emotionbench`) sets `produces` and implements
+crowd data, model results, :mod:`~psyq.engine.importers.emotionbench`) sets `produces` and implements
 :meth:`Importer.convert` instead of :meth:`Importer.read`; one that writes into a finished run's
-store (`produces = "run"`: reference replies and human ratings, :mod:`~engine.importers.replies`)
+store (`produces = "run"`: reference replies and human ratings, :mod:`~psyq.engine.importers.replies`)
 implements ``into_run(path, options)`` and takes ``--run`` instead of ``--out``.
 
 Example:
@@ -34,7 +34,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .draft import Draft
+from psyq.engine.importers.draft import Draft
 
 
 class Importer:
@@ -66,7 +66,7 @@ class Importer:
 
     def convert(self, path: str, options: dict[str, Any]) -> Any:
         """For an importer whose `produces` is not "instrument": the converted file, as an
-        :class:`~engine.importers.emotionbench.Converted` (text, summary, notes)."""
+        :class:`~psyq.engine.importers.emotionbench.Converted` (text, summary, notes)."""
         raise NotImplementedError
 
 
@@ -91,7 +91,7 @@ def importer_names() -> tuple[str, ...]:
     return tuple(_REGISTRY)
 
 
-from . import emotionbench, psych_keys, qsf, redcap, replies  # noqa: E402  (the built-in formats)
+from psyq.engine.importers import emotionbench, psych_keys, qsf, redcap, replies  # noqa: E402  (the built-in formats)
 
 register(redcap.RedcapImporter())
 register(psych_keys.PsychKeysImporter())

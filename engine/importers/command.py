@@ -15,10 +15,10 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import InputError, PsyqError
-from . import get_importer, importer_names
-from .draft import TO_FINISH, Draft, is_id
-from .writer import render
+from psyq.engine.files.errors import InputError, PsyqError
+from psyq.engine.importers import get_importer, importer_names
+from psyq.engine.importers.draft import TO_FINISH, Draft, is_id
+from psyq.engine.importers.writer import render
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -80,7 +80,7 @@ def import_instruments(format_name: str, file: str, options: dict[str, Any]) -> 
 
 def _check_loads(draft: Draft, text: str) -> None:
     """The YAML must load as an instrument; if it does not, the importer is at fault (exit 1)."""
-    from ..instrument import load_instrument
+    from psyq.engine.design.instrument import load_instrument
 
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / f"{draft.id}.yaml"

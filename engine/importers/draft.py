@@ -18,9 +18,9 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
-from ..scale import MAX_SCALE_VALUE
+from psyq.engine.trials.scale import MAX_SCALE_VALUE
 
-# The pattern of engine.fields.Id: item ids are also column names of answer files.
+# The pattern of psyq.engine.files.fields.Id: item ids are also column names of answer files.
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 # Shown to respondents when the source file had no instructions; neutral on purpose, and flagged.
 PLACEHOLDER_INSTRUCTIONS = ("For each statement below, choose the answer that describes you best. "

@@ -21,7 +21,7 @@ situation of a factor in the situations file is how we read the layout; EmotionB
 state it.
 
 Example:
-    >>> from engine.importers import get_importer
+    >>> from psyq.engine.importers import get_importer
     >>> get_importer("emotionbench-situations").produces
     'situations'
 """
@@ -39,9 +39,9 @@ from typing import Any
 
 import yaml
 
-from ..errors import InputError, Problem
-from ..inputfile import decode_text, read_input_bytes
-from . import Importer
+from psyq.engine.files.errors import InputError, Problem
+from psyq.engine.files.inputfile import decode_text, read_input_bytes
+from psyq.engine.importers import Importer
 
 CITATION = ("Huang, J., Lam, M. H., Li, E. J., Ren, S., Wang, W., Jiao, W., Tu, Z., & Lyu, M. R. (2024). "
             "Apathetic or empathetic? Evaluating LLMs' emotional alignments with humans. Advances in Neural "
@@ -274,7 +274,7 @@ def check_xlsx_unzipped_size(path: str, raw: bytes, limit: int = MAX_XLSX_UNZIPP
         ...     z.writestr("xl/worksheets/sheet1.xml", b" " * 5000)
         >>> check_xlsx_unzipped_size("crowd.xlsx", buffer.getvalue(), limit=1000)
         Traceback (most recent call last):
-        engine.errors.InputError: crowd.xlsx: the workbook unzips to 5,000 bytes (xl/worksheets/sheet1.xml: 5,000); psyq opens workbooks of at most 1,000 bytes unzipped (EmotionBench's crowd.xlsx is about 2 MB)
+        psyq.engine.files.errors.InputError: crowd.xlsx: the workbook unzips to 5,000 bytes (xl/worksheets/sheet1.xml: 5,000); psyq opens workbooks of at most 1,000 bytes unzipped (EmotionBench's crowd.xlsx is about 2 MB)
     """
     try:
         members = zipfile.ZipFile(io.BytesIO(raw)).infolist()
@@ -619,7 +619,7 @@ class EmotionBenchResultsImporter(Importer):
         """
         import pandas as pd
 
-        from ..imported_run import COLUMNS, write_imported_run
+        from psyq.engine.results.imported_run import COLUMNS, write_imported_run
 
         rows, notes = [], []
         backends = [backend_of(p) for p in paths]

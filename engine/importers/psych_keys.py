@@ -24,11 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..csvfile import read_csv_table
-from ..errors import InputError, Problem
-from ..inputfile import read_input_text
-from . import Importer
-from .draft import Draft, DraftItem, DraftSubscale, is_id, make_id
+from psyq.engine.files.csvfile import read_csv_table
+from psyq.engine.files.errors import InputError, Problem
+from psyq.engine.files.inputfile import read_input_text
+from psyq.engine.importers import Importer
+from psyq.engine.importers.draft import Draft, DraftItem, DraftSubscale, is_id, make_id
 
 TOKEN = re.compile(r"""
     (?P<space>[ \t\r\n]+) | (?P<comment>\#[^\n]*)

@@ -25,11 +25,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
-from ..inputfile import line_column, read_input_bytes, decode_text
-from . import Importer
-from .draft import (Draft, DraftItem, Options, describe, is_id, make_id, relation, scale_data,
-                    scale_problem, strip_html)
+from psyq.engine.files.errors import InputError
+from psyq.engine.files.inputfile import line_column, read_input_bytes, decode_text
+from psyq.engine.importers import Importer
+from psyq.engine.importers.draft import (Draft, DraftItem, Options, describe, is_id, make_id, relation,
+    scale_data, scale_problem, strip_html)
 
 SINGLE_ANSWER = ("SAVR", "SAHR", "SACOL", "DL", "SB")
 LOGIC = {"DisplayLogic": "display logic", "SkipLogic": "skip logic", "InPageDisplayLogic": "display logic"}

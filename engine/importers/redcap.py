@@ -29,11 +29,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ..csvfile import CsvTable, read_csv_table
-from ..errors import InputError, Problem
-from . import Importer
-from .draft import (Draft, DraftItem, DraftSubscale, Options, describe, is_id, make_id, relation,
-                    scale_data, scale_problem, strip_html)
+from psyq.engine.files.csvfile import CsvTable, read_csv_table
+from psyq.engine.files.errors import InputError, Problem
+from psyq.engine.importers import Importer
+from psyq.engine.importers.draft import (Draft, DraftItem, DraftSubscale, Options, describe, is_id, make_id,
+    relation, scale_data, scale_problem, strip_html)
 
 COLUMNS = {  # our name -> (data dictionary CSV header, API metadata header)
     "field": ("Variable / Field Name", "field_name"),

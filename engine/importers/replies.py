@@ -1,7 +1,7 @@
 """Importing into a run what people wrote and rated: human reference replies and human ratings.
 
 Unlike the other importers (which turn a file into YAML), these write into a finished run's
-store (:mod:`engine.ratings`), under the run's lock:
+store (:mod:`psyq.engine.store.ratings`), under the run's lock:
 
 - ``psyq import replies FILE.csv --run RUN``: reference replies (e.g. written by clinicians) to
   the run's response items, each a rating target (``RatingTarget.reference``) that ``psyq judge``
@@ -29,15 +29,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..csvfile import CsvTable, read_csv_table
-from ..errors import InputError, Problem
-from ..instrument import Instrument
-from ..kinds.response import response_items
-from ..ratings import Rating, RatingTarget, put_ratings, put_targets, read_targets
-from ..rubric2 import MultiRubric
-from . import Importer
-from .draft import is_id
-from .emotionbench import Converted
+from psyq.engine.files.csvfile import CsvTable, read_csv_table
+from psyq.engine.files.errors import InputError, Problem
+from psyq.engine.design.instrument import Instrument
+from psyq.engine.kinds.response import response_items
+from psyq.engine.store.ratings import Rating, RatingTarget, put_ratings, put_targets, read_targets
+from psyq.engine.kinds.response.rubrics import MultiRubric
+from psyq.engine.importers import Importer
+from psyq.engine.importers.draft import is_id
+from psyq.engine.importers.emotionbench import Converted
 
 REPLY_COLUMNS = ("reply_id", "item_id", "text")
 REPLY_OPTIONAL = ("instrument", "source", "author")
@@ -209,10 +209,10 @@ class ReferenceRepliesImporter(Importer):
 
     def into_run(self, path: str, options: dict[str, Any]) -> Converted:
         """Check the file, then add its replies to the run's rating targets (under the run's lock)."""
-        from ..export import run_instruments
-        from ..run import open_run_dir
-        from ..runlock import RunLock
-        from ..store import RunStore
+        from psyq.engine.results.export import run_instruments
+        from psyq.engine.store.run_dir import open_run_dir
+        from psyq.engine.store.runlock import RunLock
+        from psyq.engine.store.run_store import RunStore
 
         run = open_run_dir(options["run"])
         instruments = run_instruments(run)
@@ -241,10 +241,10 @@ class HumanRatingsImporter(Importer):
 
     def into_run(self, path: str, options: dict[str, Any]) -> Converted:
         """Check the file against the rubric and the run's targets, then store every rating."""
-        from ..rubric2 import find_multi_rubric
-        from ..run import open_run_dir
-        from ..runlock import RunLock
-        from ..store import RunStore
+        from psyq.engine.kinds.response.rubrics import find_multi_rubric
+        from psyq.engine.store.run_dir import open_run_dir
+        from psyq.engine.store.runlock import RunLock
+        from psyq.engine.store.run_store import RunStore
 
         rubric = find_multi_rubric(options["rubric"])
         run = open_run_dir(options["run"])

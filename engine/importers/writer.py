@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from .draft import Draft, Note
+from psyq.engine.importers.draft import Draft, Note
 
 WIDTH = 100
 LIST_KEYS = ("scale", "items", "subscales")

@@ -7,27 +7,27 @@ their scores, how its trials are planned and asked, how its replies are read and
 answers are scored, what a judge model is asked about them, and the file formats it brings. The
 shared machinery asks the registry (:mod:`.registry`) instead of branching on the kind's name:
 
-- :mod:`engine.instrument` builds its item union, its `score:` rules, the instrument fields the
+- :mod:`psyq.engine.design.instrument` builds its item union, its `score:` rules, the instrument fields the
   kinds add (:attr:`ItemKind.instrument_fields`) and its checks from the registered kinds;
-- :mod:`engine.validation` strips the kinds' tags from error locations;
-- :mod:`engine.runner` has each kind plan its trials, then sends them and hands every reply back
+- :mod:`psyq.engine.files.validation` strips the kinds' tags from error locations;
+- :mod:`psyq.engine.administer.runner` has each kind plan its trials, then sends them and hands every reply back
   to the trial's kind to read (:meth:`ItemKind.parse`) and, when needed, re-ask
   (:meth:`ItemKind.reask`); the export holds the rows of :meth:`ItemKind.answer_ids`;
-- :mod:`analysis.scores` has each kind score its items (:meth:`ItemKind.score`);
-- :mod:`engine.judge` takes a rubric's `applies_to:` as a kind's name and asks that kind what to
+- :mod:`psyq.analysis.scores` has each kind score its items (:meth:`ItemKind.score`);
+- :mod:`psyq.engine.judging.answer_judge` takes a rubric's `applies_to:` as a kind's name and asks that kind what to
   judge (:meth:`ItemKind.judge_tasks`, :attr:`ItemKind.judge_placeholders`);
 - ``psyq validate`` checks the file formats the kinds bring (:meth:`ItemKind.file_formats`);
-- :mod:`analysis.report` adds the section each kind registers in :mod:`analysis.kinds` (a
+- :mod:`psyq.analysis.report` adds the section each kind registers in :mod:`psyq.analysis.kinds` (a
   report section uses the report's tables and figures, so it lives in analysis, registered under
   the kind's name).
 
-Built in: :mod:`~engine.kinds.rating` (answered on the instrument's scale),
-:mod:`~engine.kinds.scene` (free-text LEAS-format scenes; lexicon scoring in
-:mod:`engine.kinds.scene.leas`), :mod:`~engine.kinds.vignette` (empathic-accuracy stories with
-stop points; accuracy scores and the CSV readers in :mod:`engine.kinds.vignette.accuracy`),
-:mod:`~engine.kinds.response` (free-text replies to a help-seeker's message, rated later on a
+Built in: :mod:`~psyq.engine.kinds.rating` (answered on the instrument's scale),
+:mod:`~psyq.engine.kinds.scene` (free-text LEAS-format scenes; lexicon scoring in
+:mod:`psyq.engine.kinds.scene.leas`), :mod:`~psyq.engine.kinds.vignette` (empathic-accuracy stories with
+stop points; accuracy scores and the CSV readers in :mod:`psyq.engine.kinds.vignette.accuracy`),
+:mod:`~psyq.engine.kinds.response` (free-text replies to a help-seeker's message, rated later on a
 rubric's dimensions). The
-shared prompt and parsing helpers they call are in :mod:`engine.prompts` and :mod:`engine.parsing`.
+shared prompt and parsing helpers they call are in :mod:`psyq.engine.trials.prompts` and :mod:`psyq.engine.trials.parsing`.
 
 How to add a kind
 -----------------
@@ -38,10 +38,10 @@ be stored. The smallest kind is a one-question free-text item; in full, as a wor
 
     from typing import Literal
     from pydantic import Field
-    from ..fields import Id, StrictModel, Text
-    from ..parsing import parse_free_text
-    from ..trial import make_trial
-    from .base import ItemKind
+    from psyq.engine.files.fields import Id, StrictModel, Text
+    from psyq.engine.trials.parsing import parse_free_text
+    from psyq.engine.trials.trial import make_trial
+    from psyq.engine.kinds.base import ItemKind
 
     class NoteItem(StrictModel):
         id: Id
@@ -72,15 +72,15 @@ generic one; answers never read from log probabilities; no scores, nothing to ju
 instrument fields, no file formats). Override :meth:`ItemKind.check_instrument` /
 :meth:`ItemKind.check_item` for meaning checks, :meth:`ItemKind.score_range` when norms of the
 kind's scores can be range-checked, :meth:`ItemKind.score` when its answers have subscale scores
-(columns :data:`~engine.kinds.base.SCORE_COLUMNS`), :meth:`ItemKind.judge_tasks` with
+(columns :data:`~psyq.engine.kinds.base.SCORE_COLUMNS`), :meth:`ItemKind.judge_tasks` with
 :attr:`ItemKind.judge_placeholders` when a judge model may score them. A kind that grows beyond
-one module becomes a package (as :mod:`~engine.kinds.scene` and :mod:`~engine.kinds.vignette`).
+one module becomes a package (as :mod:`~psyq.engine.kinds.scene` and :mod:`~psyq.engine.kinds.vignette`).
 
 Optionally, the kind's own report section goes in ``analysis/kinds/note.py``, registered under the
 same name at the end of ``analysis/kinds/__init__.py`` (worked example in that package's
 docstring). Without one, the kind's scores still appear in the report's shared sections.
 
-The built-in :mod:`~engine.kinds.scene` is the smallest real kind to read next.
+The built-in :mod:`~psyq.engine.kinds.scene` is the smallest real kind to read next.
 
 Example:
     >>> get_kind("scene").scores
@@ -91,10 +91,11 @@ Example:
 
 from __future__ import annotations
 
-from .base import ItemKind, JudgeTask
-from .registry import all_kinds, get_kind, instruments_with, item_kinds, register, score_kinds
+from psyq.engine.kinds.base import ItemKind, JudgeTask
+from psyq.engine.kinds.registry import (all_kinds, get_kind, instruments_with, item_kinds, register,
+    score_kinds)
 
-from . import rating, response, scene, vignette  # noqa: E402  (the built-in kinds, registered in this order)
+from psyq.engine.kinds import rating, response, scene, vignette  # noqa: E402  (the built-in kinds, registered in this order)
 
 register(rating.Rating())
 register(scene.Scene())

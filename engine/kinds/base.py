@@ -5,18 +5,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator, Mapping
 
-from ..errors import Problem
-from ..fields import StrictModel
-from ..yamlfile import YamlDocument
+from psyq.engine.files.errors import Problem
+from psyq.engine.files.fields import StrictModel
+from psyq.engine.files.yamlfile import YamlDocument
 
 if TYPE_CHECKING:   # only for annotations: the instrument imports the kinds, not the reverse
     import pandas as pd
 
-    from ..instrument import Instrument
-    from ..parsing import ParsedAnswer
-    from ..scale import Option
-    from ..study import Protocol
-    from ..trial import Trial, TrialContext
+    from psyq.engine.design.instrument import Instrument
+    from psyq.engine.trials.parsing import ParsedAnswer
+    from psyq.engine.trials.scale import Option
+    from psyq.engine.design.study import Protocol
+    from psyq.engine.trials.trial import Trial, TrialContext
 
 SCORE_COLUMNS = ["backend_id", "respondent_id", "repeat", "instrument", "subscale", "score", "n_answered",
                  "n_items", "prorated"]
@@ -36,7 +36,7 @@ class ItemKind:
     """One kind of item: its format model, its scoring rules and its meaning checks.
 
     Subclass it in one module, fill in the class attributes, override the checks the kind needs,
-    and :func:`engine.kinds.register` an instance. Every method has a harmless default, so the
+    and :func:`psyq.engine.kinds.register` an instance. Every method has a harmless default, so the
     smallest kind is a model, a name and the score rules it owns.
     """
 

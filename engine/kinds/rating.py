@@ -8,21 +8,21 @@ import numpy as np
 import pandas as pd
 from pydantic import Field
 
-from ..errors import Problem, PsyqError
-from ..fields import Id, StrictModel, Text
-from ..parsing import ParsedAnswer, parse_json_rating, parse_rating, parse_ratings_block
-from ..scoring import score
-from ..prompts import answer_json_schema, instrument_messages, item_messages, reask_message
-from ..trial import Trial, TrialContext, make_trial, max_tokens_for, stable_int
-from ..yamlfile import YamlDocument
-from .base import SCORE_COLUMNS, ItemKind
+from psyq.engine.files.errors import Problem, PsyqError
+from psyq.engine.files.fields import Id, StrictModel, Text
+from psyq.engine.trials.parsing import ParsedAnswer, parse_json_rating, parse_rating, parse_ratings_block
+from psyq.engine.trials.scoring import score
+from psyq.engine.trials.prompts import answer_json_schema, instrument_messages, item_messages, reask_message
+from psyq.engine.trials.trial import Trial, TrialContext, make_trial, max_tokens_for, stable_int
+from psyq.engine.files.yamlfile import YamlDocument
+from psyq.engine.kinds.base import SCORE_COLUMNS, ItemKind
 
 if TYPE_CHECKING:
-    from ..instrument import Instrument
-    from ..study import Protocol
+    from psyq.engine.design.instrument import Instrument
+    from psyq.engine.design.study import Protocol
 
 RATING_SCORES = ("sum", "mean")
-# Rating scores are kept per model too (the key of analysis.scores.score_answers, as always).
+# Rating scores are kept per model too (the key of psyq.analysis.scores.score_answers, as always).
 RATING_KEYS = ["backend_id", "model", "respondent_id", "repeat"]
 
 
@@ -116,7 +116,7 @@ class Rating(ItemKind):
 
     def score(self, table: pd.DataFrame, instruments: Mapping[str, "Instrument"]) -> pd.DataFrame:
         """Prorated sums or means of the raw answers on each instrument's scale
-        (:func:`engine.scoring.score`: reverse keying, prorating, `min_answered`), per backend ×
+        (:func:`psyq.engine.trials.scoring.score`: reverse keying, prorating, `min_answered`), per backend ×
         model × respondent × repeat; instruments without rating subscales are left out.
 
         The export of a run with `stages:` holds several measures per respondent (one per stage and
@@ -125,7 +125,7 @@ class Rating(ItemKind):
         if "stage" in table.columns and len(table[["situation_id", "stage"]].drop_duplicates()) > 1:
             raise PsyqError("this run has stages (measure, evoke, measure in one conversation): its scores are "
                             "per stage and situation, which the per-respondent scores and report sections do not "
-                            "hold; use analysis.stage_scores.load_stage_scores(run_dir)")
+                            "hold; use psyq.analysis.stage_scores.load_stage_scores(run_dir)")
         frames = []
         for inst_id, rows in table.groupby("instrument", sort=True):
             instrument = instruments[inst_id]

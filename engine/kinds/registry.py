@@ -1,16 +1,18 @@
 """The registry of item kinds: the `kind:` name of an item and the :class:`ItemKind` that handles it.
 
 Apart from the package ``__init__`` (which registers the built-in kinds) so that modules the kinds
-themselves use (e.g. :mod:`engine.validation`) can ask it without importing any kind.
+themselves use (e.g. :mod:`psyq.engine.files.validation`) can ask it without importing any kind.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Mapping
 
+from psyq.engine.files.validation import UNION_TAGS
+
 if TYPE_CHECKING:
-    from ..instrument import Instrument
-    from .base import ItemKind
+    from psyq.engine.design.instrument import Instrument
+    from psyq.engine.kinds.base import ItemKind
 
 _REGISTRY: dict[str, "ItemKind"] = {}
 
@@ -19,11 +21,12 @@ def register(kind: "ItemKind") -> "ItemKind":
     """Make `kind` known under its `name` (the `kind:` of its items); returns it.
 
     Register at the end of engine/kinds/__init__.py: the instrument model is built from the kinds registered
-    when :mod:`engine.instrument` is first imported (which ``import engine`` does).
+    when :mod:`psyq.engine.design.instrument` is first imported (which ``import engine`` does).
     """
     if kind.name in _REGISTRY and _REGISTRY[kind.name] is not kind:
         raise ValueError(f"item kind '{kind.name}' is registered already")
     _REGISTRY[kind.name] = kind
+    UNION_TAGS.add(kind.name)   # error locations name the item's fields, not its kind's tag
     return kind
 
 

@@ -5,8 +5,8 @@ An item of `kind: response` holds the help-seeker's `message` (and optional `con
 message posted on a peer-support forum"). Each persona (or the model as itself) is asked, in one
 request per item, to reply to that person as themselves; the reply is kept whole in
 ``answers.text``. The kind has no scores of its own: the replies become rating targets
-(:func:`rating_targets`, table ``rating_targets`` of :mod:`engine.ratings`) which ``psyq judge``
-rates on the dimensions of a multi-dimension rubric (`rubric/2`, :mod:`engine.rubric2`), beside
+(:func:`rating_targets`, table ``rating_targets`` of :mod:`psyq.engine.store.ratings`) which ``psyq judge``
+rates on the dimensions of a multi-dimension rubric (`rubric/2`, :mod:`psyq.engine.kinds.response.rubrics`), beside
 human reference replies and human ratings imported from CSV.
 
 Answers are free text only: `answer: json` or `logprobs` in a study with response items is an
@@ -25,16 +25,16 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal, Mapping
 import pandas as pd
 from pydantic import Field
 
-from ...fields import Id, StrictModel, Text
-from ...parsing import ParsedAnswer, has_text, parse_free_text
-from ...prompts import _with_system
-from ...trial import Trial, TrialContext, make_trial
-from ..base import ItemKind, JudgeTask
+from psyq.engine.files.fields import Id, StrictModel, Text
+from psyq.engine.trials.parsing import ParsedAnswer, has_text, parse_free_text
+from psyq.engine.trials.prompts import _with_system
+from psyq.engine.trials.trial import Trial, TrialContext, make_trial
+from psyq.engine.kinds.base import ItemKind, JudgeTask
 
 if TYPE_CHECKING:
-    from ...instrument import Instrument
-    from ...ratings import RatingTarget
-    from ...study import Protocol
+    from psyq.engine.design.instrument import Instrument
+    from psyq.engine.store.ratings import RatingTarget
+    from psyq.engine.design.study import Protocol
 
 
 class ResponseItem(StrictModel):
@@ -91,13 +91,13 @@ def response_items(instrument: "Instrument") -> list[ResponseItem]:
 
 def rating_targets(answers: pd.DataFrame, instruments: Mapping[str, "Instrument"]) -> list["RatingTarget"]:
     """Every non-empty persona reply of a run as a rating target (answers columns ``trial_id,
-    instrument, item_id, text``, as :data:`engine.judge.ANSWERS_QUERY` reads them).
+    instrument, item_id, text``, as :data:`psyq.engine.judging.answer_judge.ANSWERS_QUERY` reads them).
 
     Example:
         >>> rating_targets(pd.DataFrame(columns=["trial_id", "instrument", "item_id", "text"]), {})
         []
     """
-    from ...ratings import RatingTarget
+    from psyq.engine.store.ratings import RatingTarget
 
     targets = []
     for row in answers.itertuples(index=False):
@@ -120,7 +120,7 @@ class Response(ItemKind):
     scores = ("rated",)
     plan_rank = 3
     # What a `rubric/1` rubric with `applies_to: response` may use (multi-dimension `rubric/2`
-    # rubrics name their own placeholders: see engine.rubric2).
+    # rubrics name their own placeholders: see psyq.engine.kinds.response.rubrics).
     judge_placeholders = ("message", "context", "reply", "levels")
 
     def answer_mode_problem(self, answer: str) -> str | None:
@@ -151,6 +151,6 @@ class Response(ItemKind):
 
     def file_formats(self) -> dict[str, Callable[[Any], Any]]:
         """Multi-dimension rubrics (format `rubric/2`), checked by ``psyq validate``."""
-        from ...rubric2 import load_multi_rubric
+        from psyq.engine.kinds.response.rubrics import load_multi_rubric
 
         return {"rubric/2": load_multi_rubric}

@@ -5,7 +5,7 @@ Everything particular to scenes is here: the item model, how a scene is asked an
 split into its two answers (``<scene>:self``, ``<scene>:other``), re-asking, the lexicon scoring
 of the answers into `leas_self`, `leas_other` and `leas_total` sums (:mod:`.leas`), what a judge
 model is asked about each answer, and the lexicon file format (`lexicon/1`). Its report section is
-:mod:`analysis.kinds.scene`.
+:mod:`psyq.analysis.kinds.scene`.
 """
 
 from __future__ import annotations
@@ -16,16 +16,17 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal, Mapping
 import pandas as pd
 from pydantic import Field
 
-from ...fields import Id, StrictModel, Text
-from ...parsing import ParsedAnswer, ParsedText, _find_json_object, _lookup, has_text, is_refusal, text_part
-from ...prompts import _with_system
-from ...trial import Trial, TrialContext, make_trial
-from ..base import SCORE_COLUMNS, ItemKind, JudgeTask
+from psyq.engine.files.fields import Id, StrictModel, Text
+from psyq.engine.trials.parsing import (ParsedAnswer, ParsedText, _find_json_object, _lookup, has_text,
+    is_refusal, text_part)
+from psyq.engine.trials.prompts import _with_system
+from psyq.engine.trials.trial import Trial, TrialContext, make_trial
+from psyq.engine.kinds.base import SCORE_COLUMNS, ItemKind, JudgeTask
 
 if TYPE_CHECKING:
-    from ...instrument import Instrument
-    from ...study import Protocol
-    from .leas import Lexicon
+    from psyq.engine.design.instrument import Instrument
+    from psyq.engine.design.study import Protocol
+    from psyq.engine.kinds.scene.leas import Lexicon
 
 # LEAS: a scene scores 0-4 for self and for other, 0-5 in total (Lane et al. 1990).
 LEAS_RANGES = {"leas_self": (0, 4), "leas_other": (0, 4), "leas_total": (0, 5)}
@@ -122,7 +123,7 @@ def scene_levels(table: pd.DataFrame, instruments: Mapping[str, "Instrument"],
                  lexicon: "Lexicon | None" = None) -> pd.DataFrame:
     """LEAS levels per scene (self, other, total) for every instrument with scene items
     (:func:`.leas.score_scenes`; default lexicon :data:`.leas.DEFAULT_LEXICON`)."""
-    from .leas import DEFAULT_LEXICON, SCENE_LEVEL_COLUMNS, load_lexicon, score_scenes
+    from psyq.engine.kinds.scene.leas import DEFAULT_LEXICON, SCENE_LEVEL_COLUMNS, load_lexicon, score_scenes
 
     ids = scene_instruments(instruments)
     if not ids:   # nothing to score, so no lexicon to read
@@ -134,7 +135,7 @@ def score_scene_answers(table: pd.DataFrame, instruments: Mapping[str, "Instrume
                         lexicon: "Lexicon | None" = None) -> pd.DataFrame:
     """LEAS self/other/total sums per respondent and repeat (columns ``SCORE_COLUMNS``), so that
     norm comparison works for an official LEAS form that carries norms."""
-    from .leas import leas_scores
+    from psyq.engine.kinds.scene.leas import leas_scores
 
     levels = scene_levels(table, instruments, lexicon)
     if levels.empty:
@@ -199,7 +200,7 @@ class Scene(ItemKind):
 
     def file_formats(self) -> dict[str, Callable[[Any], Any]]:
         """Lexicon files (format `lexicon/1`), checked by ``psyq validate``."""
-        from .leas import load_lexicon
+        from psyq.engine.kinds.scene.leas import load_lexicon
 
         return {"lexicon/1": load_lexicon}
 

@@ -22,13 +22,14 @@ from typing import Literal
 import pandas as pd
 from pydantic import Field
 
-from ...errors import Problem
-from ...fields import Id, StrictModel, Text
-from ...validation import parse_document, raise_problems
-from ...yamlfile import load_yaml
+from psyq.engine.files.errors import Problem
+from psyq.engine.files.fields import Id, StrictModel, Text
+from psyq.engine.files.validation import parse_document, raise_problems
+from psyq.engine.files.yamlfile import load_yaml
+from psyq.engine.files.shipped import INSTRUMENTS
 
 # The lexicon the report and `psyq score` use unless told otherwise.
-DEFAULT_LEXICON = Path(__file__).resolve().parents[3] / "instruments" / "lexicons" / "leas_psyq_lexicon.yaml"
+DEFAULT_LEXICON = INSTRUMENTS / "lexicons" / "leas_psyq_lexicon.yaml"
 SCENE_LEVEL_COLUMNS = ["backend_id", "respondent_id", "repeat", "instrument", "scene",
                        "self_level", "other_level", "total_level"]
 NEGATION_WINDOW = 3   # a negator this many words or fewer before a term negates it

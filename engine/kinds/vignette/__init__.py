@@ -5,7 +5,7 @@ Everything particular to vignettes is here: the item model and the instrument-le
 kind adds (`emotions`, `emotion_scale`), their checks, how a stop is asked and its reply read and
 re-asked, and what a judge model is asked about each inference. Profile-accuracy scoring and the
 CSV files of targets' and perceivers' reports are in :mod:`.accuracy`; the report section in
-:mod:`analysis.kinds.vignette`.
+:mod:`psyq.analysis.kinds.vignette`.
 """
 
 from __future__ import annotations
@@ -16,19 +16,19 @@ from typing import TYPE_CHECKING, Any, Iterator, Literal, Mapping, Sequence
 import pandas as pd
 from pydantic import Field
 
-from ...errors import Problem
-from ...fields import Id, StrictModel, Text
-from ...parsing import (ParsedAnswer, _find_json_object, _lookup, _normalise, has_text, parse_free_text,
-                        parse_ratings_block)
-from ...prompts import _option_lines, _with_system
-from ...scale import Option, check_scale
-from ...trial import Trial, TrialContext, make_trial
-from ...yamlfile import YamlDocument
-from ..base import ItemKind, JudgeTask
+from psyq.engine.files.errors import Problem
+from psyq.engine.files.fields import Id, StrictModel, Text
+from psyq.engine.trials.parsing import (ParsedAnswer, _find_json_object, _lookup, _normalise, has_text,
+    parse_free_text, parse_ratings_block)
+from psyq.engine.trials.prompts import _option_lines, _with_system
+from psyq.engine.trials.scale import Option, check_scale
+from psyq.engine.trials.trial import Trial, TrialContext, make_trial
+from psyq.engine.files.yamlfile import YamlDocument
+from psyq.engine.kinds.base import ItemKind, JudgeTask
 
 if TYPE_CHECKING:
-    from ...instrument import Instrument
-    from ...study import Protocol
+    from psyq.engine.design.instrument import Instrument
+    from psyq.engine.design.study import Protocol
 
 
 class TargetReport(StrictModel):

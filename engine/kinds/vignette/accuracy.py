@@ -27,12 +27,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from ...csvfile import read_csv_table
-from ...errors import InputError, Problem
-from . import VignetteItem
+from psyq.engine.files.csvfile import read_csv_table
+from psyq.engine.files.errors import InputError, Problem
+from psyq.engine.kinds.vignette import VignetteItem
 
 if TYPE_CHECKING:
-    from ...instrument import Instrument
+    from psyq.engine.design.instrument import Instrument
 
 STOP = ["vignette", "stop"]
 TARGET_COLUMNS = ["vignette", "stop", "emotion", "intensity", "source", "thoughts"]
@@ -310,7 +310,7 @@ class _Cells:
 def _read_rows(path: str | Path, required: Sequence[str], optional: Sequence[str]) -> tuple[list[str], list[_Row]]:
     """Rows of a CSV as stripped text cells with their line numbers; blank lines are skipped.
     Header problems (missing, unknown or repeated columns) and rows of the wrong length raise
-    at once (:func:`engine.csvfile.read_csv_table`)."""
+    at once (:func:`psyq.engine.files.csvfile.read_csv_table`)."""
     file = str(path)
     table = read_csv_table(path, required)   # shape checked: every row has the header's cells
     header = table.header
@@ -420,7 +420,7 @@ def read_target_reports_csv(path: str | Path, instrument: Instrument) -> pd.Data
     Each stop needs exactly one row per emotion of the instrument; ``intensity`` is a whole
     number on ``emotion_scale``; ``thoughts`` may be written on one row of a stop. Returns the
     columns of :func:`target_profiles` with source ``self-report``; every problem is raised in
-    one :class:`~engine.errors.InputError` naming file, line and column.
+    one :class:`~psyq.engine.files.errors.InputError` naming file, line and column.
 
     Example:
         >>> reports = read_target_reports_csv("tests/data/ea_toy_targets.csv", toy)  # doctest: +SKIP

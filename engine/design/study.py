@@ -1,0 +1,360 @@
+"""Studies: which instruments, which respondents, which backends, under which protocol.
+
+A study file (format `study/1`, documented in ``studies/README.md``) names instrument and cohort
+files by path (relative to the study file), lists the backends, and fixes the protocol: how
+items are presented, in which order, how answers are asked for, how often, and the seed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field
+
+from psyq.engine.backends.base import BackendConfig
+from psyq.engine.backends.capabilities import design_problems
+from psyq.engine.backends.endpoint import base_url_problem, key_env_problem, normalise_endpoint
+from psyq.engine.files.errors import InputError, Problem
+from psyq.engine.files.fields import Id, StrictModel, Text
+from psyq.engine.design.instrument import Instrument, item_texts_path, load_instrument, missing_texts_message
+from psyq.engine.kinds import get_kind
+from psyq.engine.design.persona import Cohort, load_cohort
+from psyq.engine.design.prices import ModelPrice
+from psyq.engine.trials.prompts import answer_tokens
+from psyq.engine.design.situations import SituationSet, load_situations
+from psyq.engine.files.validation import parse_document, raise_problems
+from psyq.engine.files.yamlfile import YamlDocument, load_yaml
+
+
+MAX_REPEATS = 1000
+MAX_REASKS = 100
+
+
+class Protocol(StrictModel):
+    """How instruments are administered; every field is recorded in the run's manifest."""
+
+    presentation: Literal["per_item", "whole_instrument"] = "per_item"
+    item_order: Literal["fixed", "shuffled"] = "fixed"
+    option_order: Literal["as_written", "reversed", "counterbalanced"] = "as_written"
+    # Upper bounds: a typo (repeats: 1000000000) must not plan a billion trials, and the values
+    # are stored as 64-bit SQLite integers.
+    repeats: int = Field(default=1, ge=1, le=MAX_REPEATS)
+    answer: Literal["text", "json", "logprobs"] = "text"
+    logprob_answer: Literal["sample", "most_likely"] = "sample"
+    reask_limit: int = Field(default=2, ge=0, le=MAX_REASKS)
+    seed: int = Field(default=0, ge=-(2**63) + 1, le=2**63 - 1)
+
+
+class MeasureStage(StrictModel):
+    """A stage that asks one instrument of the study, whole, in one request."""
+
+    measure: Id
+
+
+class EvokeStage(StrictModel):
+    """A stage that asks the respondent to imagine the chain's situation (`evoke: situations`)."""
+
+    evoke: Literal["situations"]
+
+
+class SampleSituations(StrictModel):
+    """A seeded sample of N situations per respondent."""
+
+    sample: int = Field(ge=1)
+    seed: int = Field(default=0, ge=-(2**63) + 1, le=2**63 - 1)
+
+
+class SituationsSpec(StrictModel):
+    """Which situation set a staged study uses, and which of its situations each respondent gets."""
+
+    file: Text
+    per_respondent: Literal["all"] | SampleSituations = "all"
+
+
+class StudySpec(StrictModel):
+    """The study file as written."""
+
+    psyq: Literal["study/1"]
+    id: Id
+    description: Text | None = None
+    instruments: list[Text] = Field(min_length=1)
+    cohort: Text
+    backends: list[BackendConfig] = Field(min_length=1)
+    protocol: Protocol = Protocol()
+    # instrument id -> the norm samples `psyq report` compares (default: every sample)
+    norms: dict[Id, list[Id]] = Field(default_factory=dict)
+    # model name -> USD per 1M input/output tokens, for `psyq plan` and a run's cost (engine/design/prices.py);
+    # not part of the run id: a price decides no answer
+    prices: dict[Text, ModelPrice] = Field(default_factory=dict)
+    # Multi-stage protocol in one conversation per respondent x situation (engine/administer/stages.py);
+    # absent: every trial is one independent request, as always.
+    stages: list[MeasureStage | EvokeStage] | None = Field(default=None, min_length=1)
+    situations: SituationsSpec | None = None
+
+
+@dataclass(frozen=True)
+class Study:
+    """A loaded study: its spec, the instruments and cohort it names, and file hashes."""
+
+    spec: StudySpec
+    path: Path
+    instruments: tuple[Instrument, ...]
+    instrument_paths: tuple[Path, ...]
+    cohort: Cohort
+    cohort_path: Path
+    situations: "SituationSet | None" = None        # the `situations:` set of a staged study
+    situations_path: Path | None = None
+    # `psyq run --perturb-prompts` (engine/design/perturbed_prompts.py): the rule the instruments' texts went
+    # through; part of the run's identity, None for the study as written.
+    prompt_perturbation: dict[str, Any] | None = None
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+    @property
+    def protocol(self) -> Protocol:
+        return self.spec.protocol
+
+    def file_hashes(self) -> dict[str, str]:
+        """sha256 of the study, instrument and cohort files, and of user-supplied item texts
+        (for the manifest and the run id: other texts are another run)."""
+        texts = [t for i, p in zip(self.instruments, self.instrument_paths)
+                 if (t := item_texts_path(i, p)) is not None and t.exists()]
+        files = [self.path, *self.instrument_paths, *texts, self.cohort_path]
+        if self.situations_path is not None:    # another situation set is another run
+            files.append(self.situations_path)
+        return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
+
+
+def _pool_problems(doc: YamlDocument, i: int, backend: BackendConfig) -> list[Problem]:
+    """What is wrong with a backend's `base_urls:` (replicas of one model, engine/backends/pool.py)."""
+    if backend.base_urls is None:
+        return []
+    problems = []
+    if backend.base_url is not None:
+        problems.append(doc.problem(("backends", i, "base_urls"), "give `base_url` (one server) or `base_urls` "
+                                    "(replicas of the same model), not both"))
+    if backend.kind == "local":
+        problems.append(doc.problem(("backends", i, "base_urls"), "a 'local' backend starts its own server; "
+                                    "list replicas under a 'openai' backend"))
+    seen: dict[str, int] = {}
+    for k, url in enumerate(backend.base_urls):
+        if (why := base_url_problem(url)) is not None:
+            problems.append(doc.problem(("backends", i, "base_urls", k), why))
+        elif (first := seen.setdefault(normalise_endpoint(url), k)) != k:
+            problems.append(doc.problem(("backends", i, "base_urls", k), f"the same endpoint as entry {first + 1} "
+                                        "(each replica is listed once)"))
+    return problems
+
+
+def check_study(spec: StudySpec, doc: YamlDocument, instruments: list[Instrument]) -> list[Problem]:
+    """Meaning checks: unique ids, and answer modes each backend and scale can serve."""
+    problems: list[Problem] = []
+    ids = Counter(b.id for b in spec.backends)   # counted once: a count per backend is quadratic
+    for i, backend in enumerate(spec.backends):
+        if ids[backend.id] > 1:
+            problems.append(doc.problem(("backends", i, "id"), f"backend id '{backend.id}' is used more than once"))
+        if backend.kind in ("openai", "anthropic") and not backend.model:
+            problems.append(doc.problem(("backends", i), f"a '{backend.kind}' backend needs `model`"))
+        problems.extend(_pool_problems(doc, i, backend))
+        if backend.kind == "openai" and not backend.base_url and not backend.base_urls:
+            problems.append(doc.problem(("backends", i), "an 'openai' backend needs `base_url` "
+                                        "(e.g. http://127.0.0.1:8080/v1)"))
+        if backend.base_url is not None and (why := base_url_problem(backend.base_url)):
+            problems.append(doc.problem(("backends", i, "base_url"), why))
+        if backend.api_key_env is not None and (why := key_env_problem(backend.api_key_env)):
+            problems.append(doc.problem(("backends", i, "api_key_env"), why))
+        if backend.mode == "batch" and backend.kind == "local":
+            problems.append(doc.problem(("backends", i, "mode"), "mode: batch needs a provider batch API "
+                                        "(kind: openai or anthropic); the local server has none"))
+        if backend.mode == "batch" and backend.base_urls:
+            problems.append(doc.problem(("backends", i, "base_urls"), "mode: batch sends to one provider's batch "
+                                        "API; replicas (`base_urls`) are for online requests: give one `base_url`"))
+        if backend.mode == "batch" and spec.stages:
+            problems.append(doc.problem(("backends", i, "mode"), "mode: batch is not available for a study with "
+                                        "`stages:` (each stage waits for the last reply); use mode: online"))
+        # What the backend's model cannot honour (engine/backends/capabilities.py): logprobs, a
+        # temperature or top_p it refuses, a reasoning control it lacks.
+        for where, why in design_problems(backend, spec.protocol.answer):
+            path = where if where[0] == "protocol" else ("backends", i, *where)
+            problems.append(doc.problem(path, why))
+    if spec.protocol.answer == "logprobs":
+        if spec.protocol.presentation != "per_item":
+            problems.append(doc.problem(("protocol", "answer"),
+                                        "answer: logprobs reads one answer token, so it needs presentation: per_item"))
+        for i, inst in enumerate(instruments):
+            tokens = answer_tokens(inst)
+            if any(len(t) != 1 for t in tokens):
+                problems.append(doc.problem(("instruments", i), f"answer: logprobs needs one-character answers, "
+                                            f"but '{inst.id}' is answered with {', '.join(tokens)}"))
+    for kind_name in dict.fromkeys(i.kind for inst in instruments for i in inst.items):
+        if why := get_kind(kind_name).answer_mode_problem(spec.protocol.answer):   # e.g. free-text replies
+            problems.append(doc.problem(("protocol", "answer"), why))
+    by_id = {inst.id: inst for inst in instruments}
+    for inst_id, sample_ids in spec.norms.items():
+        if inst_id not in by_id:
+            problems.append(doc.problem(("norms", inst_id), f"'{inst_id}' is not an instrument of this study "
+                                        f"({', '.join(by_id)})", at_key=True))
+            continue
+        have = [s.id for s in by_id[inst_id].norms]
+        for j, sid in enumerate(sample_ids):
+            if sid not in have:
+                problems.append(doc.problem(("norms", inst_id, j), f"'{inst_id}' has no norm sample '{sid}' "
+                                            f"(it has: {', '.join(have) or 'none'})"))
+    seen = Counter(inst.id for inst in instruments)
+    for i, inst in enumerate(instruments):
+        if seen[inst.id] > 1:
+            problems.append(doc.problem(("instruments", i), f"instrument '{inst.id}' is listed twice"))
+    return problems
+
+
+def check_stages(spec: StudySpec, doc: YamlDocument, instruments: list[Instrument]) -> list[Problem]:
+    """Meaning checks of `stages:` and `situations:` (see engine/administer/stages.py for what they do).
+
+    A measure must name an instrument of the study with rating items only (it is asked whole, in
+    one request); exactly one evoke stage, with a measure before and after it; `situations:` and
+    `stages:` come together; every instrument listed is measured by some stage; answers are read
+    from text or JSON (a whole instrument has no single first token to read log probabilities of).
+    """
+    problems: list[Problem] = []
+    if spec.stages is None:
+        if spec.situations is not None:
+            problems.append(doc.problem(("situations",), "`situations:` is used only by `stages:` "
+                                        "(an `evoke: situations` stage), and this study has none", at_key=True))
+        return problems
+    by_id = {inst.id: inst for inst in instruments}
+    measured = set()
+    for k, stage in enumerate(spec.stages):
+        if isinstance(stage, MeasureStage):
+            inst = by_id.get(stage.measure)
+            if inst is None:
+                problems.append(doc.problem(("stages", k, "measure"), f"'{stage.measure}' is not an instrument of "
+                                            f"this study (instruments: {', '.join(by_id) or 'none'})"))
+                continue
+            measured.add(inst.id)
+            other = sorted({i.kind for i in inst.items if i.kind != "rating"})
+            if other:
+                problems.append(doc.problem(("stages", k, "measure"), f"'{inst.id}' has {', '.join(other)} items; a "
+                                            "measure stage asks rating items only (the whole instrument in one request)"))
+    evokes = [k for k, s in enumerate(spec.stages) if isinstance(s, EvokeStage)]
+    if not evokes:
+        problems.append(doc.problem(("stages",), "the stages have no `evoke: situations` stage; a staged study "
+                                    "measures, evokes a situation, and measures again (exactly one evoke stage)"))
+    elif len(evokes) > 1:
+        problems.append(doc.problem(("stages", evokes[1]), f"exactly one `evoke:` stage is allowed, found "
+                                    f"{len(evokes)} (stages {', '.join(map(str, evokes))})"))
+    else:
+        e = evokes[0]
+        if not any(isinstance(s, MeasureStage) for s in spec.stages[:e]) or \
+                not any(isinstance(s, MeasureStage) for s in spec.stages[e + 1:]):
+            problems.append(doc.problem(("stages", e), "the evoke stage needs a `measure:` stage before it and one "
+                                        "after it (the change is after minus before)"))
+    if spec.situations is None:
+        problems.append(doc.problem(("stages",), "`stages:` with an evoke stage need `situations:` "
+                                    "(file: the situation set, per_respondent: all or {sample: N, seed: S})",
+                                    at_key=True))
+    for i, inst in enumerate(instruments):
+        if inst.id == "evoke":   # the evoke stages' trials are stored under that instrument id
+            problems.append(doc.problem(("instruments", i), "an instrument called 'evoke' cannot be used with "
+                                        "`stages:` (the evoke stages are stored under that name); rename its id"))
+        if inst.id not in measured:
+            problems.append(doc.problem(("instruments", i), f"instrument '{inst.id}' is listed but no stage measures "
+                                        "it; in a staged study instruments are asked only by `measure:` stages"))
+    if ("presentation" in spec.protocol.model_fields_set and spec.protocol.presentation == "per_item"
+            and spec.protocol.answer != "logprobs"):   # with logprobs a measure stage asks item by item
+        problems.append(doc.problem(("protocol", "presentation"), "a measure stage asks the whole instrument in "
+                                    "one request; with `stages:` leave `presentation` out or write whole_instrument"))
+    return problems
+
+
+def require_honourable_design(study: Study, configs: list[BackendConfig], changed_by: str) -> None:
+    """Raise :class:`InputError` when a backend changed on the command line (`changed_by`: the
+    flags) cannot honour the study's design (engine/backends/capabilities.py); the study's own
+    backends were checked when it was loaded.
+
+    Example:
+        >>> require_honourable_design(study, [BackendConfig(id="g", kind="openai", model="gpt-5-mini",
+        ...     base_url="http://127.0.0.1:8000/v1", temperature=0.7)], "--model, --temperature")   # doctest: +SKIP
+        InputError: --model, --temperature: backend 'g': OpenAI reasoning models ... accepts only the default temperature (1) ...
+    """
+    problems = [Problem(changed_by, None, None, ".".join(map(str, where)), why)
+                for config in configs for where, why in design_problems(config, study.protocol.answer)]
+    raise_problems(problems)
+
+
+def require_item_texts(study: Study) -> None:
+    """Raise :class:`InputError` (at the study's line naming the instrument) for every instrument
+    with items that have no text: such items cannot be administered.
+
+    Example:
+        >>> require_item_texts(load_study("studies/quickstart.yaml"))  # doctest: +SKIP
+    """
+    doc = load_yaml(study.path)
+    problems = []
+    for i, (inst, path) in enumerate(zip(study.instruments, study.instrument_paths)):
+        message = missing_texts_message(inst, path)
+        if message:
+            problems.append(doc.problem(("instruments", i), f"cannot administer: {message}"))
+    raise_problems(problems)
+
+
+def load_study(path: str | Path) -> Study:
+    """Load a study file and everything it names, checking all of it.
+
+    Problems in a named instrument or cohort file are reported with *that* file's name and line.
+
+    Example:
+        >>> study = load_study("studies/quickstart.yaml")  # doctest: +SKIP
+    """
+    path = Path(path)
+    doc = load_yaml(path)
+    spec = parse_document(doc, StudySpec)
+    problems: list[Problem] = []
+    instruments, instrument_paths = [], []
+    for i, name in enumerate(spec.instruments):
+        file = (path.parent / name).resolve()
+        if not file.is_file():  # a directory or a device is refused here, at the study's line
+            what = "is not a file (a directory or a device)" if file.exists() else "not found"
+            problems.append(doc.problem(("instruments", i), f"instrument file {what}: {file}"))
+            continue
+        try:
+            instruments.append(load_instrument(file))
+            instrument_paths.append(file)
+        except InputError as exc:
+            problems.extend(exc.problems)
+    cohort_path = (path.parent / spec.cohort).resolve()
+    cohort = None
+    if not cohort_path.is_file():
+        what = "is not a file (a directory or a device)" if cohort_path.exists() else "not found"
+        problems.append(doc.problem(("cohort",), f"cohort file {what}: {cohort_path}"))
+    else:
+        try:
+            cohort = load_cohort(cohort_path)
+        except InputError as exc:
+            problems.extend(exc.problems)
+    situations, situations_path = None, None
+    if spec.situations is not None:
+        situations_path = (path.parent / spec.situations.file).resolve()
+        if not situations_path.is_file():
+            what = "is not a file (a directory or a device)" if situations_path.exists() else "not found"
+            problems.append(doc.problem(("situations", "file"), f"situation set file {what}: {situations_path}"))
+        else:
+            try:
+                situations = load_situations(situations_path)
+                per = spec.situations.per_respondent
+                if not isinstance(per, str) and per.sample > len(situations.situations):
+                    problems.append(doc.problem(("situations", "per_respondent", "sample"), f"a sample of "
+                                                f"{per.sample} situations per respondent, but the set has only "
+                                                f"{len(situations.situations)}"))
+            except InputError as exc:
+                problems.extend(exc.problems)
+    raise_problems(problems)
+    raise_problems(check_study(spec, doc, instruments))
+    raise_problems(check_stages(spec, doc, instruments))
+    return Study(spec, path.resolve(), tuple(instruments), tuple(instrument_paths), cohort, cohort_path,
+                 situations, situations_path)

@@ -1,0 +1,337 @@
+"""Runs on disk: find them, say how far each got, and break a run down by instrument and backend.
+
+What `psyq runs [DIR]` and `psyq status` print. Everything is read, nothing is written: the run
+store is opened read-only (a run in progress keeps writing while it is read; SQLite's WAL lets
+both happen), and whether a process holds a run is asked of its lock (engine/store/runlock.py).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from contextlib import closing
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from psyq.engine.files.errors import InputError, PsyqError
+from psyq.engine.store.runlock import lock_holder
+
+MANIFEST, DATABASE = "manifest.json", "run.sqlite"   # the names engine/administer/run.py gives them
+TRIAL_STATUSES = ("answered", "missing", "failed")
+
+
+@dataclass
+class RunSummary:
+    """One run as `psyq runs` lists it."""
+
+    path: Path
+    study: str
+    run_id: str
+    started_at: str | None
+    last_activity: str | None
+    backends: list[str]                    # "id (model)"
+    planned: int | None
+    counts: dict[str, int]                 # trials per status (answered, missing, failed)
+    locked_by: str | None                  # PID of the process writing the run now, or None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def not_sent(self) -> int | None:
+        """Trials planned and not yet stored (None when the plan is unknown)."""
+        return None if self.planned is None else max(self.planned - sum(self.counts.values()), 0)
+
+
+def is_run_dir(path: Path) -> bool:
+    """A run directory holds a manifest and a store.
+
+    Example:
+        >>> is_run_dir(Path("runs/quickstart/ab12cd34ef56"))   # doctest: +SKIP
+        True
+    """
+    return (path / MANIFEST).is_file() and (path / DATABASE).is_file()
+
+
+def find_run_dirs(root: str | Path) -> list[Path]:
+    """Run directories at `root`, or one or two levels below it (runs/ or runs/STUDY/).
+
+    Example:
+        >>> find_run_dirs("runs")   # doctest: +SKIP
+        [PosixPath('runs/quickstart/ab12cd34ef56')]
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise InputError.single(root, "no such folder: give the folder that holds the runs (`psyq run` writes "
+                                      "them to runs/, or to its --runs-dir)")
+    if is_run_dir(root):
+        return [root]
+    found = []
+    for child in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        if is_run_dir(child):
+            found.append(child)
+        else:
+            found.extend(sorted(g for g in child.iterdir() if g.is_dir() and is_run_dir(g)))
+    return found
+
+
+def _connect(database: Path) -> sqlite3.Connection:
+    """The run store, read-only (never creating or altering anything)."""
+    return sqlite3.connect(f"file:{database.resolve()}?mode=ro", uri=True)
+
+
+def _read_manifest(path: Path, notes: list[str]) -> dict[str, Any]:
+    try:
+        data = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
+        if isinstance(data, dict):
+            return data
+    except (ValueError, OSError):
+        pass
+    notes.append(f"{MANIFEST} is damaged (rerun the study to rebuild it); counts are from {DATABASE}")
+    return {}
+
+
+def _latest(*stamps: str | None) -> str | None:
+    """The latest of ISO timestamps (ignoring None and unreadable ones)."""
+    known = [s for s in stamps if s and _moment(s) != float("-inf")]
+    return max(known, key=_moment) if known else None
+
+
+def summarise_run(path: str | Path) -> RunSummary:
+    """Study, times, backends, completion and lock of one run directory.
+
+    Example:
+        >>> summarise_run("runs/quickstart/ab12cd34ef56").counts   # doctest: +SKIP
+        {'answered': 1150, 'missing': 2}
+    """
+    path = Path(path)
+    notes: list[str] = []
+    manifest = _read_manifest(path, notes)
+    try:
+        with closing(_connect(path / DATABASE)) as db:
+            counts = dict(db.execute("SELECT status, COUNT(*) FROM trials GROUP BY status").fetchall())
+            first, last = db.execute("SELECT MIN(started_at), MAX(finished_at) FROM trials").fetchone()
+    except sqlite3.Error as exc:
+        raise PsyqError(f"{path / DATABASE}: cannot read the run store ({exc})") from None
+    backends = [f"{b} ({(v.get('identity') or {}).get('model') or '?'})"
+                for b, v in (manifest.get("backends") or {}).items() if isinstance(v, dict)]
+    return RunSummary(path=path, study=str(manifest.get("study") or path.parent.name),
+                      run_id=str(manifest.get("run_id") or path.name),
+                      started_at=manifest.get("started_at") or first,
+                      last_activity=_latest(last, manifest.get("finished_at"), manifest.get("started_at"),
+                                            manifest.get("resumed_at")),
+                      backends=backends, planned=manifest.get("trials_planned"), counts=counts,
+                      locked_by=lock_holder(path), notes=notes)
+
+
+def list_runs(root: str | Path) -> list[RunSummary]:
+    """Every run under `root`, newest first (by last activity, then start).
+
+    Example:
+        >>> [r.run_id for r in list_runs("runs")]   # doctest: +SKIP
+        ['ab12cd34ef56', '0f9e8d7c6b5a']
+    """
+    runs = [summarise_run(p) for p in find_run_dirs(root)]
+    return sorted(runs, key=lambda r: _moment(r.last_activity or r.started_at), reverse=True)
+
+
+def _moment(stamp: str | None) -> float:
+    """Seconds since the epoch of an ISO timestamp (naive ones taken as UTC); -inf if none."""
+    try:
+        moment = datetime.fromisoformat(stamp) if stamp else None
+    except ValueError:
+        moment = None
+    if moment is None:
+        return float("-inf")
+    return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).timestamp()
+
+
+def _when(stamp: str | None) -> str:
+    """An ISO timestamp as 'YYYY-MM-DD HH:MM' (UTC, as stored)."""
+    if not stamp:
+        return "-"
+    try:
+        return datetime.fromisoformat(stamp).strftime("%Y-%m-%d %H:%M")
+    except ValueError:
+        return stamp
+
+
+def _completion(run: RunSummary) -> str:
+    done = run.counts.get("answered", 0) + run.counts.get("missing", 0)
+    planned = "?" if run.planned is None else str(run.planned)
+    parts = [f"{s} {run.counts.get(s, 0)}" for s in TRIAL_STATUSES]
+    if run.not_sent:
+        parts.append(f"not sent {run.not_sent}")
+    return f"{done}/{planned} done ({', '.join(parts)})"
+
+
+def _state(run: RunSummary) -> str:
+    if run.locked_by:
+        return f"running (process {run.locked_by})"
+    if run.not_sent == 0 and not run.counts.get("failed"):
+        return "complete"
+    if run.planned is None:
+        return "unknown (manifest unreadable)"
+    failed = run.counts.get("failed", 0)
+    return f"incomplete ({failed} failed; rerun the study to retry them)" if failed and not run.not_sent \
+        else "incomplete (rerun the study to resume)"
+
+
+def format_runs(runs: list[RunSummary]) -> str:
+    """The table `psyq runs` prints: one line per run, newest first.
+
+    Example:
+        >>> print(format_runs([]))
+        no runs found
+    """
+    if not runs:
+        return "no runs found"
+    rows = [("RUN", "STUDY", "STARTED (UTC)", "LAST ACTIVITY", "BACKENDS", "TRIALS", "STATE")]
+    for run in runs:
+        rows.append((str(run.path), run.study, _when(run.started_at), _when(run.last_activity),
+                     ", ".join(run.backends) or "?", _completion(run), _state(run)))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[-1] for row in rows]
+    for run in runs:
+        lines.extend(f"note: {run.path}: {note}" for note in run.notes)
+    return "\n".join(line.rstrip() for line in lines)
+
+
+# --- one run, by instrument and backend ---------------------------------------------------------
+
+
+@dataclass
+class Breakdown:
+    """What one backend did with one instrument in a run."""
+
+    instrument: str
+    backend: str
+    planned: int | None
+    counts: dict[str, int]                 # trials per status
+    retries: int                           # HTTP attempts repeated after a transient failure, summed
+    reasks: int                            # corrective follow-ups, summed
+    prompt_tokens: int
+    completion_tokens: int
+    no_tokens: int                         # trials whose backend reported no token counts
+    missing_reasons: dict[str, int]        # item answers not given, by status (refusal, unparseable, ...)
+
+
+def run_breakdown(path: str | Path) -> tuple[list[Breakdown], list[str]]:
+    """Per instrument × backend: planned, answered, missing (and why), failed, retries, tokens;
+    and notes on what could not be told.
+
+    Planned counts come from the manifest's ``trials_planned_by`` (runs made before it was
+    recorded show none, and say so). Tokens are summed from the store's per-trial counts
+    (prompt and completion, re-asks included); trials whose backend reported none are counted
+    apart rather than as 0.
+
+    Example:
+        >>> rows, notes = run_breakdown("runs/quickstart/ab12cd34ef56")   # doctest: +SKIP
+        >>> rows[0].counts                                                 # doctest: +SKIP
+        {'answered': 576}
+    """
+    path = Path(path)
+    notes: list[str] = []
+    manifest = _read_manifest(path, notes)
+    planned_by = manifest.get("trials_planned_by")
+    if not isinstance(planned_by, dict):
+        planned_by = {}
+        notes.append("this run's manifest does not record the trials planned per instrument and backend "
+                     f"(made by an older psyq); planned is shown only in total ({manifest.get('trials_planned', '?')})")
+    try:
+        with closing(_connect(path / DATABASE)) as db:
+            trials = db.execute(
+                # `attempts` counts every HTTP attempt, re-asks included (engine/administer/runner.py): each request
+                # sent (the first, then each re-ask) is one attempt plus its retries.
+                "SELECT instrument_id, backend_id, status, COUNT(*), SUM(attempts - 1 - reasks), SUM(reasks), "
+                "SUM(COALESCE(prompt_tokens, 0)), SUM(COALESCE(completion_tokens, 0)), "
+                # A failed trial had no reply, so no tokens to report; others without counts are noted.
+                "SUM(status != 'failed' AND prompt_tokens IS NULL AND completion_tokens IS NULL) "
+                "FROM trials GROUP BY instrument_id, backend_id, status").fetchall()
+            reasons = db.execute(
+                "SELECT t.instrument_id, t.backend_id, a.status, COUNT(*) FROM answers a JOIN trials t "
+                "USING (trial_id) WHERE t.status != 'failed' AND a.status != 'answered' "
+                "GROUP BY t.instrument_id, t.backend_id, a.status").fetchall()
+    except sqlite3.Error as exc:
+        raise PsyqError(f"{path / DATABASE}: cannot read the run store ({exc})") from None
+    rows: dict[tuple[str, str], Breakdown] = {}
+
+    def row(instrument: str, backend: str) -> Breakdown:
+        if (instrument, backend) not in rows:
+            planned = (planned_by.get(backend) or {}).get(instrument) if planned_by else None
+            rows[(instrument, backend)] = Breakdown(instrument, backend, planned, {}, 0, 0, 0, 0, 0, {})
+        return rows[(instrument, backend)]
+
+    for backend, per_instrument in planned_by.items():
+        for instrument in per_instrument:
+            row(instrument, backend)
+    for instrument, backend, status, n, retries, reasks, prompt, completion, no_tokens in trials:
+        r = row(instrument, backend)
+        r.counts[status] = n
+        r.retries += retries or 0
+        r.reasks += reasks or 0
+        r.prompt_tokens += prompt or 0
+        r.completion_tokens += completion or 0
+        r.no_tokens += no_tokens or 0
+    for instrument, backend, status, n in reasons:
+        row(instrument, backend).missing_reasons[status] = n
+    silent = sum(r.no_tokens for r in rows.values())
+    if silent:
+        notes.append(f"{silent} answered trial{'s' if silent != 1 else ''} have no token counts (the backend "
+                     "did not report usage); their tokens are not in the sums")
+    return sorted(rows.values(), key=lambda r: (r.instrument, r.backend)), notes
+
+
+def format_breakdown(rows: list[Breakdown], notes: list[str]) -> str:
+    """The per instrument × backend table of `psyq status`.
+
+    Example:
+        >>> print(format_breakdown([Breakdown("iri", "stub", 4, {"answered": 3, "missing": 1}, 2, 1, 400, 8, 0,
+        ...                                   {"refusal": 1})], []))
+        INSTRUMENT  BACKEND  PLANNED  ANSWERED  MISSING  FAILED  NOT SENT  RETRIES  RE-ASKS  PROMPT TOK  COMPLETION TOK  MISSING ANSWERS BY REASON
+        iri         stub     4        3         1        0       0         2        1        400         8               refusal 1
+        (trials; missing: answered, but not every item readably; failed: no answer after the retries, retried by the next run; retries: requests sent again after a transient failure such as HTTP 429/500 or a timeout; re-asks: follow-ups after an unreadable answer)
+    """
+    header = ("INSTRUMENT", "BACKEND", "PLANNED", "ANSWERED", "MISSING", "FAILED", "NOT SENT", "RETRIES",
+              "RE-ASKS", "PROMPT TOK", "COMPLETION TOK", "MISSING ANSWERS BY REASON")
+    table = [header]
+    for r in rows:
+        stored = sum(r.counts.values())
+        not_sent = "?" if r.planned is None else str(max(r.planned - stored, 0))
+        reasons = ", ".join(f"{k} {v}" for k, v in sorted(r.missing_reasons.items())) or "-"
+        table.append((r.instrument, r.backend, "?" if r.planned is None else str(r.planned),
+                      *(str(r.counts.get(s, 0)) for s in TRIAL_STATUSES), not_sent, str(r.retries),
+                      str(r.reasks), str(r.prompt_tokens), str(r.completion_tokens), reasons))
+    widths = [max(len(t[i]) for t in table) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(t, widths)).rstrip() for t in table]
+    if rows:
+        lines.append("(trials; missing: answered, but not every item readably; failed: no answer after the "
+                     "retries, retried by the next run; retries: requests sent again after a transient failure such as "
+                     "HTTP 429/500 or a timeout; re-asks: follow-ups after an unreadable answer)")
+    lines.extend(f"note: {n}" for n in notes)
+    return "\n".join(lines)
+
+
+def status_target(path: str | Path) -> tuple[Path, str | None]:
+    """The run `psyq status PATH` shows: PATH itself if it is a run directory; else the latest
+    run found under PATH (a study's runs folder, or runs/), with a listing of all of them and a
+    note saying which is shown.
+
+    Example:
+        >>> status_target("runs/quickstart")   # doctest: +SKIP
+        (PosixPath('runs/quickstart/ab12cd34ef56'), 'RUN  STUDY ...')
+    """
+    path = Path(path)
+    if is_run_dir(path):
+        return path, None
+    if not path.is_dir():
+        raise InputError.single(path, f"not a run directory (no {MANIFEST} and {DATABASE} in it)")
+    runs = list_runs(path)
+    if not runs:
+        raise InputError.single(path, f"not a run directory, and no runs in it (a run directory holds "
+                                f"{MANIFEST} and {DATABASE}: runs/STUDY/RUN-ID)")
+    listing = format_runs(runs)
+    others = f"; {len(runs) - 1} other run{'s' if len(runs) > 2 else ''} listed above" if len(runs) > 1 else ""
+    note = (f"note: {path} is not a run directory; showing its latest run (by last activity), "
+            f"{runs[0].path}{others} (give a run directory to see another)")
+    return runs[0].path, f"{listing}\n\n{note}"

@@ -1,0 +1,122 @@
+"""The words sent to a model: an instrument's items rendered as chat messages.
+
+Pure functions. A persona becomes the system message (none for the baseline respondent); the
+user message holds the instrument's own instructions, the item(s) and the response options in
+the order the protocol asks for, and says how to answer.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+if TYPE_CHECKING:   # annotations only: the item kinds (imported by the instrument) use these prompts
+    from psyq.engine.design.instrument import Instrument, Item, Option
+
+
+def ordered_options(instrument: Instrument, order: str) -> list[Option]:
+    """The scale as presented: as written, or reversed.
+
+    Example:
+        >>> [o.value for o in ordered_options(load_instrument("instruments/bes.yaml"), "reversed")]  # doctest: +SKIP
+        [5, 4, 3, 2, 1]
+    """
+    options = list(instrument.scale)
+    return options[::-1] if order == "reversed" else options
+
+
+def _token(option: Option, use_codes: bool) -> str:
+    return option.code if use_codes and option.code else str(option.value)
+
+
+def uses_codes(instrument: Instrument) -> bool:
+    """True when every option has a code: respondents then answer with codes, as on the form."""
+    return all(o.code for o in instrument.scale)
+
+
+def answer_tokens(instrument: Instrument) -> list[str]:
+    """What a respondent answers with: the codes if every option has one (e.g. the IRI's
+    letters, as on the published form), otherwise the values.
+
+    Example:
+        >>> answer_tokens(load_instrument("instruments/iri.yaml"))  # doctest: +SKIP
+        ['A', 'B', 'C', 'D', 'E']
+    """
+    codes = uses_codes(instrument)
+    return [_token(o, codes) for o in instrument.scale]
+
+
+def options_block(instrument: Instrument, order: str) -> str:
+    """One line per option, e.g. ``A = Does not describe me well`` then ``B`` …"""
+    return _option_lines(ordered_options(instrument, order), uses_codes(instrument))
+
+
+def _option_lines(options: Sequence[Option], use_codes: bool) -> str:
+    tokens = [(_token(o, use_codes), o.label) for o in options]
+    return "\n".join(f"{token} = {label}" if label else token for token, label in tokens)
+
+
+def _answer_kind(instrument: Instrument) -> str:
+    return "letter" if uses_codes(instrument) else "number"
+
+
+def item_messages(instrument: Instrument, item: Item, *, system_prompt: str | None,
+                  option_order: str, answer: str) -> list[dict[str, str]]:
+    """Messages asking one item.
+
+    Example:
+        >>> msgs = item_messages(iri, iri.item("1"), system_prompt=None, option_order="as_written", answer="text")  # doctest: +SKIP
+        >>> msgs[0]["role"]                                                                                          # doctest: +SKIP
+        'user'
+    """
+    kind = _answer_kind(instrument)
+    if answer == "json":
+        how = f'Reply with JSON only, in the form {{"answer": <the {kind} of one option>}}.'
+    else:
+        how = f"Answer with the {kind} of one option only."
+    user = (f"{instrument.instructions.strip()}\n\n"
+            f"Statement: {item.text}\n\n"
+            f"Options:\n{options_block(instrument, option_order)}\n\n{how}")
+    return _with_system(system_prompt, user)
+
+
+def instrument_messages(instrument: Instrument, items: Sequence[Item], *, system_prompt: str | None,
+                        option_order: str, answer: str) -> list[dict[str, str]]:
+    """Messages asking every item of an instrument at once (items labelled by their ids)."""
+    kind = _answer_kind(instrument)
+    example = items[0].id
+    if answer == "json":
+        how = (f"Answer every statement. Reply with JSON only: an object mapping each statement's "
+               f'number to the {kind} of one option, e.g. {{"{example}": ...}}.')
+    else:
+        how = (f"Answer every statement. Reply with one line per statement in the form "
+               f"\"number: {kind}\", e.g. \"{example}: ...\".")
+    statements = "\n".join(f"{item.id}. {item.text}" for item in items)
+    user = (f"{instrument.instructions.strip()}\n\n"
+            f"Options:\n{options_block(instrument, option_order)}\n\n"
+            f"Statements:\n{statements}\n\n{how}")
+    return _with_system(system_prompt, user)
+
+
+def reask_message(instrument: Instrument, reason: str, missing_items: Sequence[str] | None = None) -> str:
+    """The corrective follow-up after an answer that could not be read."""
+    kind = _answer_kind(instrument)
+    tokens = ", ".join(answer_tokens(instrument))
+    if missing_items:
+        return (f"Your reply gave no valid answer for statement(s) {', '.join(missing_items)} ({reason}). "
+                f"Answer those statements only, in the same form, each with one of: {tokens}.")
+    return f"Your answer could not be read ({reason}). Answer with the {kind} of one option only: {tokens}."
+
+
+def answer_json_schema(instrument: Instrument, item_ids: Sequence[str] | None = None) -> dict[str, Any]:
+    """JSON Schema that constrains a JSON answer to the scale (servers that support it enforce it)."""
+    codes = uses_codes(instrument)
+    allowed: list[Any] = [o.code if codes else o.value for o in instrument.scale]
+    if item_ids is None:
+        return {"type": "object", "properties": {"answer": {"enum": allowed}}, "required": ["answer"]}
+    return {"type": "object", "properties": {i: {"enum": allowed} for i in item_ids},
+            "required": list(item_ids)}
+
+
+def _with_system(system_prompt: str | None, user: str) -> list[dict[str, str]]:
+    messages = [{"role": "system", "content": system_prompt}] if system_prompt else []
+    return messages + [{"role": "user", "content": user}]
