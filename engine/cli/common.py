@@ -1,0 +1,69 @@
+"""What every command shares: exit codes, argument types, printing input errors."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from psyq.engine.files.errors import InputError
+
+EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_TRIALS_FAILED, EXIT_UNREACHABLE, EXIT_LOCKED, EXIT_REFUSED, EXIT_INTERRUPTED = 3, 4, 5, 6, 130
+
+EXIT_CODES_HELP = """exit codes:
+  0    success (psyq run: every trial answered, or missing with its reason)
+  1    run-time failure (e.g. the server refused the API key)
+  2    bad input: file:line:column: field: what is wrong
+  3    psyq run ended but some trials failed (no answer after retries); rerun to retry them
+  4    psyq run stopped early: a backend could not be reached (the URL is named)
+  5    psyq run or judge refused: another process is writing the same run (directory and PID named)
+  6    psyq run stopped early: the provider refused requests in a way retrying cannot fix
+       (a bad key or model at once, or 5 identical refusals; its words and, where known, the fix)
+  130  interrupted; every answer received is stored, rerun to resume"""
+MAX_PROBLEMS_SHOWN = 50
+
+
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be 1 or more")
+    return value
+
+
+def positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError("must be a number above 0")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    value = float(text)
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError("must be a number of 0 or more")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more")
+    return value
+
+
+def report_input_error(exc: InputError) -> None:
+    """Print an input error's problems, one per line, to standard error."""
+    shown = exc.problems[:MAX_PROBLEMS_SHOWN]
+    for problem in shown:
+        print(f"error: {problem}", file=sys.stderr)
+    if len(exc.problems) > len(shown):
+        print(f"error: ... and {len(exc.problems) - len(shown)} more problems", file=sys.stderr)
+
+
+def prorated_summary(scores, what: str) -> str:
+    """One line saying how many scores were prorated and how many left unscored (too few items)."""
+    prorated = int(scores["prorated"].sum())
+    unscored = int(scores["score"].isna().sum())
+    parts = [f"{what}: {len(scores)} subscale scores; {prorated} prorated over the items answered"]
+    parts.append(f"{unscored} not scored (fewer items answered than the subscale's min_answered)")
+    return "; ".join(parts)

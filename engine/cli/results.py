@@ -1,0 +1,248 @@
+"""Reading runs: psyq runs, status, export, scores, sensitivity and report."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from psyq.engine.cli.common import EXIT_OK, prorated_summary
+from psyq.engine.files.errors import InputError
+
+
+def _usage_lines(run, manifest: dict, prices_file: str | None) -> list[str]:
+    """Tokens the run used (from its store) and their cost, for `psyq status`."""
+    from psyq.engine.design.prices import PriceTable, load_prices
+    from psyq.engine.results.usage import read_token_usage, usage_lines
+
+    if prices_file:
+        table = load_prices(prices_file)
+    else:
+        table = PriceTable.from_json(manifest["prices"]) if manifest.get("prices") else None
+    from psyq.engine.results.usage import endpoint_lines, read_endpoint_usage
+    # Then trials and tokens per endpoint, for backends answered by several (endpoint pools).
+    return usage_lines(read_token_usage(run.database), table) + endpoint_lines(read_endpoint_usage(run.database))
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    from psyq.engine.results.runs import format_runs, list_runs
+
+    print(format_runs(list_runs(args.dir)))
+    return EXIT_OK
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from psyq.engine.store.run_dir import open_run_dir
+    from psyq.engine.results.runs import format_breakdown, run_breakdown, status_target
+    from psyq.engine.store.run_store import RunStore
+
+    path, listing = status_target(args.run)   # a study's runs folder: its runs, then the latest one
+    if listing:
+        print(listing + "\n")
+    run = open_run_dir(path)
+    manifest = run.read_manifest()
+    with RunStore(run.database) as store:
+        trials, answers = store.status_counts(), store.answer_status_counts()
+        batches = _batch_lines(store)
+    done = trials.get("answered", 0) + trials.get("missing", 0)
+    print(f"study      {manifest['study']}  (run {manifest['run_id']})")
+    print(f"backends   " + ", ".join(f"{b}: {v['identity'].get('model')}" for b, v in manifest["backends"].items()))
+    print(f"trials     {done} of {manifest['trials_planned']} finished; "
+          + ", ".join(f"{k} {v}" for k, v in sorted(trials.items())))
+    print(f"answers    " + ", ".join(f"{k} {v}" for k, v in sorted(answers.items())))
+    print(f"started    {manifest.get('started_at')}   finished {manifest.get('finished_at') or '-'}")
+    if manifest.get("stopped_early"):
+        print(f"stopped    early: {manifest['stopped_early']}")
+    with RunStore(run.database) as store:
+        for message, n in store.frequent_errors():   # why trials failed, in the server's words
+            print(f"error      {n} failed trials: {message}")
+    for line in batches:   # batch mode: what is pending in which provider batch
+        print(line)
+    print("\n" + format_breakdown(*run_breakdown(run.path)))
+    for line in _usage_lines(run, manifest, getattr(args, "prices", None)):   # tokens used and cost
+        print(line)
+    return EXIT_OK
+
+
+def _batch_lines(store) -> list[str]:
+    from psyq.engine.administer.batch import batch_status_lines
+
+    return batch_status_lines(store)
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from psyq.engine.results.export import export_table
+
+    table = export_table(args.run)
+    out = Path(args.out) if args.out else Path(args.run) / f"answers.{args.format}"
+    if args.format == "csv":
+        table.to_csv(out, index=False)
+    else:
+        table.to_parquet(out, index=False)
+    print(f"{len(table)} answers -> {out}")
+    return EXIT_OK
+
+
+def cmd_scores(args: argparse.Namespace) -> int:
+    from psyq.analysis.score_table import wide_scores, write_scores
+    from psyq.analysis.scores import load_run_scores
+    from psyq.engine.results.export import run_instruments
+    from psyq.engine.store.run_dir import open_run_dir
+
+    from psyq.engine.results.imported_run import is_imported_run
+
+    if is_imported_run(args.run):
+        return _write_stage_scores(args, Path(args.run), imported=True)
+    run = open_run_dir(args.run)
+    if run.read_manifest().get("stages"):
+        return _write_stage_scores(args, run.path, imported=False)
+    long = load_run_scores(run.path)
+    wide = wide_scores(long)
+    out = Path(args.out) if args.out else run.path / f"scores.{args.format}"
+    names = write_scores(wide, out, args.format, run_instruments(run))
+    print(prorated_summary(long, str(run.path)), file=sys.stderr)
+    renamed = {a: b for a, b in names.items() if a != b}
+    if renamed:
+        print("renamed for SPSS: " + ", ".join(f"{a} -> {b}" for a, b in renamed.items()), file=sys.stderr)
+    print(f"{len(wide)} respondent rows x {len(wide.columns)} columns -> {out}")
+    return EXIT_OK
+
+
+def _write_stage_scores(args: argparse.Namespace, run_path: Path, imported: bool) -> int:
+    """`psyq scores` on a run with stages (or an imported run): the scores per measure stage and
+    situation, long (one row per backend x respondent x repeat x situation x stage x subscale),
+    since one row per respondent cannot hold a before and an after per situation."""
+    if imported:
+        from psyq.engine.results.imported_run import read_imported_run
+
+        frame = read_imported_run(run_path)[1]
+    else:
+        from psyq.analysis.stage_scores import load_stage_scores
+
+        frame = load_stage_scores(run_path)
+    out = Path(args.out) if args.out else run_path / f"scores_by_stage.{args.format}"
+    if args.format == "csv":
+        frame.to_csv(out, index=False)
+    elif args.format == "parquet":
+        frame.to_parquet(out, index=False)
+    else:
+        import pyreadstat
+
+        pyreadstat.write_sav(frame.assign(prorated=frame["prorated"].astype(float)), str(out))
+    if imported:
+        print(f"{run_path}: {len(frame)} imported subscale scores; {int(frame['score'].isna().sum())} empty "
+              "(a missing answer in the imported file; never prorated)", file=sys.stderr)
+    else:
+        print(prorated_summary(frame, str(run_path)), file=sys.stderr)
+    print("a run with stages: one row per backend x respondent x repeat x situation x stage x subscale "
+          "(phase before/after), not one per respondent", file=sys.stderr)
+    print(f"{len(frame)} stage score rows x {len(frame.columns)} columns -> {out}")
+    return EXIT_OK
+
+
+def cmd_sensitivity(args: argparse.Namespace) -> int:
+    from psyq.analysis.prompt_sensitivity import format_sensitivity, sensitivity_of_runs
+
+    table, notes = sensitivity_of_runs(args.original, args.perturbed)
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    print(format_sensitivity(table))
+    if args.out:
+        table.to_csv(args.out, index=False)
+        print(f"{len(table)} rows -> {args.out}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _id_paths(specs: list[str] | None, option: str) -> dict[str, str]:
+    """INSTRUMENT_ID=PATH arguments as a mapping."""
+    out = {}
+    for spec in specs or []:
+        instrument, sep, path = spec.partition("=")
+        if not sep:
+            raise InputError.single(spec, f"{option} takes INSTRUMENT_ID=FILE.csv, e.g. iri=humans.csv")
+        out[instrument] = path
+    return out
+
+
+KEYED_SUFFIX = ":keyed"
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from psyq.analysis.report import write_report
+
+    human, targets = _id_paths(args.human, "--human"), _id_paths(args.targets, "--targets")
+    norm_samples = [s.strip() for s in args.norms.split(",") if s.strip()] if args.norms else None
+    # INSTRUMENT=FILE.csv:keyed declares item answers stored already keyed (reverse items reversed).
+    keyed = {i for i, path in human.items() if path.endswith(KEYED_SUFFIX)}
+    human = {i: path.removesuffix(KEYED_SUFFIX) if i in keyed else path for i, path in human.items()}
+    html_path, md_path = write_report(args.run, args.out, human_csv=human or None, bound=args.bound,
+                                      correction=args.correction, targets_csv=targets or None,
+                                      norm_samples=norm_samples, human_keyed=keyed,
+                                      warn=lambda m: print(f"warning: {m}", file=sys.stderr),
+                                      human_change_csv=args.human_change)
+    print(f"report -> {html_path}\nsummary -> {md_path}")
+    return EXIT_OK
+
+
+def _arguments_status(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--prices", metavar="FILE", help="price table YAML for the cost (default: the "
+                                                                    "one recorded in the run's manifest)")
+    p.add_argument("run", help="run directory (runs/<study>/<run-id>), or a folder of runs "
+                                   "(runs/<study>: lists them and shows the latest)")
+
+
+def _arguments_runs(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dir", nargs="?", default="runs", metavar="DIR",
+                                 help="folder holding runs: runs/ (default) or runs/<study>")
+
+
+def _arguments_export(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run", help="run directory (runs/<study>/<run-id>)")
+    p.add_argument("--format", choices=["csv", "parquet"], default="csv")
+    p.add_argument("--out", help="output file (default: answers.<format> in the run directory)")
+
+
+def _arguments_scores(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run", help="run directory (runs/<study>/<run-id>)")
+    p.add_argument("--format", choices=["csv", "parquet", "sav"], default="csv",
+                   help="sav: SPSS, with variable labels, value labels and SPSS-valid names")
+    p.add_argument("--out", help="output file (default: scores.<format> in the run directory)")
+
+
+def _arguments_sensitivity(p: argparse.ArgumentParser) -> None:
+    p.add_argument("original", help="run directory of the study as written")
+    p.add_argument("perturbed", nargs="+", help="run directories of the same study with --perturb-prompts")
+    p.add_argument("--out", help="also write the table as CSV to this file")
+
+
+def _arguments_report(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run", help="run directory (runs/<study>/<run-id>)")
+    p.add_argument("--human", action="append", metavar="INSTRUMENT=CSV",
+                   help="human data to compare with (repeatable): item answers, e.g. iri=humans.csv "
+                        "(iri=humans.csv:keyed when reverse-keyed items are stored already reversed), or "
+                        "perceiver ratings for an empathic-accuracy instrument, e.g. ea=perceivers.csv")
+    p.add_argument("--targets", action="append", metavar="INSTRUMENT=CSV",
+                   help="targets' own reports for an empathic-accuracy instrument, replacing its design-intended "
+                        "profiles")
+    p.add_argument("--human-change", metavar="CSV",
+                   help="humans' before/after scores (respondent_id, emotion, situation_id, subscale, before, "
+                        "after) to compare a staged run's change with (e.g. from `psyq import emotionbench-humans`)")
+    p.add_argument("--norms", metavar="SAMPLE_ID,...",
+                   help="compare only these norm samples (default: the study's `norms`, else every sample)")
+    p.add_argument("--bound", type=float, default=0.3, help="equivalence bound in norm SD units (default 0.3)")
+    p.add_argument("--correction", choices=["holm", "fdr_bh"], default="holm",
+                   help="multiple-comparison correction across the family (default holm)")
+    p.add_argument("--out", help="output folder (default: the run directory)")
+
+
+# name -> (handler, help, arguments): read by engine/cli/__init__.py
+COMMANDS = {
+    "status": (cmd_status, "summarise a run, per instrument x backend (or the latest run of a study's runs folder)", _arguments_status),
+    "runs": (cmd_runs, "list the runs in a folder (default runs/), newest first", _arguments_runs),
+    "export": (cmd_export, "write a run's answers as a tidy long table", _arguments_export),
+    "scores": (cmd_scores, "write a run's subscale scores, one row per respondent x repeat x backend "
+                           "(a run with stages, or an imported one: one row per stage and situation)", _arguments_scores),
+    "sensitivity": (cmd_sensitivity, "prompt sensitivity: pair a run's scores with those of the same study run with "
+                                     "--perturb-prompts, respondent by respondent", _arguments_sensitivity),
+    "report": (cmd_report, "write an HTML report and a Markdown summary of a run", _arguments_report),
+}
