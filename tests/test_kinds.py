@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from psyq.engine.design.instrument import ITEM_KINDS, SCORE_KINDS, AnyItem, Instrument, Item
+from psyq.engine.design.instrument import ITEM_KINDS, SCORE_KINDS, AnyItem, Instrument
+from psyq.engine.kinds.rating import Item
 from psyq.engine.kinds.scene import SceneItem
 from psyq.engine.kinds.response import ResponseItem
 from psyq.engine.kinds.vignette import VignetteItem
@@ -285,3 +286,53 @@ def test_kind_names_appear_only_in_their_kinds_and_the_registries():
         own = [f for f in files if f.startswith((f"engine/kinds/{name}", f"analysis/kinds/{name}"))]
         assert own, name     # the search finds the kind's own modules, so it does look
         assert set(files) - set(own) <= registries, (name, sorted(set(files) - set(own) - registries))
+
+
+# The rooms of engine/, lowest first (engine/__init__.py lists them in this order): a room imports
+# only rooms before it; analysis reads some of them, never administer or cli.
+ROOMS = ["files", "backends", "store", "trials", "kinds", "design", "results", "administer", "judging",
+         "importers", "cli"]
+ANALYSIS_READS = {"files", "store", "trials", "kinds", "design", "results", "judging"}
+
+
+def _room(module: str) -> str | None:
+    parts = module.split(".")
+    if parts[:2] == ["psyq", "analysis"]:
+        return "analysis"
+    return parts[2] if parts[:2] == ["psyq", "engine"] and len(parts) > 2 and parts[2] in ROOMS else None
+
+
+def _upward(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """Imports against the direction: a room importing a later room, analysis importing what it may not."""
+    wrong = []
+    for module, deps in graph.items():
+        here = _room(module)
+        for dep in deps:
+            there = _room(dep)
+            if here is None or there is None or here == there:
+                continue
+            if here == "analysis":
+                ok = there in ANALYSIS_READS
+            elif there == "analysis":
+                ok = here == "cli"
+            else:
+                ok = ROOMS.index(there) < ROOMS.index(here)
+            if not ok:
+                wrong.append((module, dep))
+    return sorted(wrong)
+
+
+def test_imports_point_one_way_down_the_rooms():
+    graph = _graph()
+    assert {_room(m) for m in graph} >= set(ROOMS) | {"analysis"}   # every room is seen
+    assert _upward(graph) == []
+    # The order is the one engine/__init__.py gives a reader.
+    doc = (ROOT / "engine" / "__init__.py").read_text()
+    assert [room for room in ROOMS] == sorted(ROOMS, key=lambda r: doc.index(f"``{r}/``"))
+
+
+def test_the_direction_check_sees_an_upward_import():
+    graph = {"psyq.engine.files.errors": {"psyq.engine.design.study"}, "psyq.analysis.report":
+             {"psyq.engine.administer.run"}, "psyq.engine.design.study": {"psyq.engine.files.errors"}}
+    assert _upward(graph) == [("psyq.analysis.report", "psyq.engine.administer.run"),
+                              ("psyq.engine.files.errors", "psyq.engine.design.study")]

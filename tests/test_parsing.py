@@ -13,7 +13,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from psyq.engine.design.instrument import Option
+from psyq.engine.trials.scale import Option
 from psyq.engine.trials.parsing import (ParsedAnswer, expected_value, is_refusal, most_likely,
     option_distribution, parse_json_rating, parse_rating, parse_ratings_block, sample_answer)
 

@@ -329,7 +329,7 @@ def test_reply_readers_on_odd_shapes():
 
 
 def test_deeply_nested_text_is_unparseable_not_an_error():
-    from psyq.engine.design.instrument import Option
+    from psyq.engine.trials.scale import Option
     scale = [Option(value=v) for v in range(1, 6)]
     for text in ("[" * 5000 + "]" * 5000, '{"a":' * 5000 + "1" + "}" * 5000, "{" * 40_000):
         # Nested deeper than any answer object: no JSON object is read from it.

@@ -19,16 +19,14 @@ from typing import Awaitable, Callable, Iterable, Iterator, TypeVar
 
 import numpy as np
 
-from psyq.engine.backends.base import BackendError, ChatRequest, HttpBackend  # noqa: F401  (ChatRequest: old import path)
-from psyq.engine.design.instrument import Instrument  # noqa: F401  (old import path)
+from psyq.engine.backends.base import BackendError, ChatRequest, HttpBackend
 from psyq.engine.kinds import all_kinds, get_kind
 from psyq.engine.trials.parsing import (ParsedAnswer, expected_value, most_likely, option_distribution,
     sample_answer, too_long)
 from psyq.engine.design.persona import render_system_prompt
 from psyq.engine.store.run_store import REPLY_SEPARATOR, AnswerRecord, RunStore, TrialRecord
-# Trials live in their own module (shared with the item kinds); imported here under the old names.
 from psyq.engine.design.study import Protocol, Study
-from psyq.engine.trials.trial import Trial, TrialContext, make_trial, max_tokens_for, stable_int  # noqa: F401
+from psyq.engine.trials.trial import Trial, TrialContext, stable_int
 
 
 def option_order_for(protocol: Protocol, respondent_index: int) -> str:

@@ -21,10 +21,8 @@ from pydantic import BeforeValidator, Discriminator, Field, Tag, create_model
 from psyq.engine.files.errors import InputError, Problem
 from psyq.engine.files.fields import Id, StrictModel, Text, format_json_schema, number_to_text
 from psyq.engine.kinds import all_kinds, get_kind, item_kinds, score_kinds
-# The item models live in their kind's module (engine/kinds/); the rating item is imported here
-# so that `from psyq.engine.design.instrument import Item, Option, ...` keeps working.
-from psyq.engine.kinds.rating import RATING_SCORES, Item  # noqa: F401
-from psyq.engine.trials.scale import MAX_SCALE_VALUE, Option, check_scale, duplicates  # noqa: F401
+from psyq.engine.kinds.rating import RATING_SCORES, Item
+from psyq.engine.trials.scale import Option, check_scale, duplicates
 from psyq.engine.files.validation import parse_document, raise_problems
 from psyq.engine.files.yamlfile import YamlDocument, load_yaml
 
@@ -214,7 +212,7 @@ def check_instrument(inst: Instrument, doc: YamlDocument) -> list[Problem]:
     def bad(path: tuple, message: str) -> None:
         problems.append(doc.problem(path, message))
 
-    problems.extend(_check_scale(inst.scale, "scale", doc))
+    problems.extend(check_scale(inst.scale, "scale", doc))
     present = {item.kind for item in inst.items}
     for kind in all_kinds():          # each kind checks what is particular to it
         if kind.name in present:
@@ -224,9 +222,6 @@ def check_instrument(inst: Instrument, doc: YamlDocument) -> list[Problem]:
     return problems
 
 
-# Kept under their old names for callers of this module.
-_check_scale = check_scale
-_duplicates = duplicates
 
 
 def _check_ids_and_members(inst: Instrument, doc: YamlDocument) -> list[Problem]:
@@ -238,7 +233,7 @@ def _check_ids_and_members(inst: Instrument, doc: YamlDocument) -> list[Problem]
     # Ids are unique; memberships name defined subscales of the item's kind.
     # Sets and counts computed once: a check inside the loop would make 12,000 items quadratic.
     subscale_ids = [s.id for s in inst.subscales]
-    repeated_items, repeated_subscales = _duplicates([x.id for x in inst.items]), _duplicates(subscale_ids)
+    repeated_items, repeated_subscales = duplicates([x.id for x in inst.items]), duplicates(subscale_ids)
     known_subscales = set(subscale_ids)
     for i in [i for i, item in enumerate(inst.items) if item.id in repeated_items]:
         bad(("items", i, "id"), f"item id '{inst.items[i].id}' is used by more than one item")
@@ -280,7 +275,7 @@ def _check_norms(inst: Instrument, doc: YamlDocument) -> list[Problem]:
     problems: list[Problem] = []
     subscale_ids = [s.id for s in inst.subscales]
     defined = ", ".join(subscale_ids)
-    known_subscales, repeated_samples = set(subscale_ids), _duplicates([s.id for s in inst.norms])
+    known_subscales, repeated_samples = set(subscale_ids), duplicates([s.id for s in inst.norms])
     members, score_of = _member_counts(inst), {s.id: s.score for s in inst.subscales}
 
     def bad(path: tuple, message: str) -> None:
@@ -296,7 +291,7 @@ def _check_norms(inst: Instrument, doc: YamlDocument) -> list[Problem]:
         if sample.citation not in inst.citations:
             bad(("norms", i, "citation"),
                 f"citation '{sample.citation}' is not a key of citations ({', '.join(inst.citations)})")
-        repeated_groups = _duplicates([g.id for g in sample.groups])
+        repeated_groups = duplicates([g.id for g in sample.groups])
         for j, group in enumerate(sample.groups):
             path = ("norms", i, "groups", j)
             if group.id in repeated_groups:

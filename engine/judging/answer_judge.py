@@ -36,7 +36,8 @@ from psyq.engine.backends import BackendConfig, BackendError, ChatRequest, HttpB
 from psyq.engine.files.errors import Problem
 from psyq.engine.results.export import run_instruments
 from psyq.engine.files.fields import Id, StrictModel, Text
-from psyq.engine.design.instrument import Instrument, Option
+from psyq.engine.design.instrument import Instrument
+from psyq.engine.trials.scale import Option
 from psyq.engine.kinds import JudgeTask, all_kinds, get_kind  # noqa: F401  (JudgeTask: kept importable from here)
 from psyq.engine.trials.parsing import (ParsedAnswer, most_likely, option_distribution, parse_json_rating,
     parse_rating, too_long)

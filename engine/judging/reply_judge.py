@@ -34,7 +34,8 @@ import pandas as pd
 
 from psyq.engine.backends import BackendConfig, BackendError, ChatRequest, HttpBackend, make_backend
 from psyq.engine.results.export import run_instruments
-from psyq.engine.design.instrument import Instrument, Option
+from psyq.engine.design.instrument import Instrument
+from psyq.engine.trials.scale import Option
 from psyq.engine.kinds.response import ResponseItem, rating_targets, response_items
 from psyq.engine.trials.parsing import (ParsedAnswer, most_likely, option_distribution, parse_json_rating,
     parse_rating, too_long)

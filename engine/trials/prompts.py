@@ -10,7 +10,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Sequence
 
 if TYPE_CHECKING:   # annotations only: the item kinds (imported by the instrument) use these prompts
-    from psyq.engine.design.instrument import Instrument, Item, Option
+    from psyq.engine.design.instrument import Instrument
+    from psyq.engine.kinds.rating import Item
+    from psyq.engine.trials.scale import Option
 
 
 def ordered_options(instrument: Instrument, order: str) -> list[Option]:

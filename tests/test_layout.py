@@ -1,0 +1,59 @@
+"""The house a newcomer walks (issue 26): rooms that read as the flow, one import name, no shims."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_engine_is_rooms_not_a_flat_listing():
+    flat = sorted(p.name for p in (ROOT / "engine").glob("*.py"))
+    assert len(flat) <= 12, flat
+    modules = [p for top in ("engine", "analysis") for p in (ROOT / top).rglob("*.py")]
+    assert not [p for p in modules if re.search(r"\d$", p.stem)]            # no rubric2.py
+    cli = {p.name: len(p.read_text().splitlines()) for p in (ROOT / "engine" / "cli").glob("*.py")}
+    assert max(cli.values()) <= 400, cli
+    for package in [p.parent for top in ("engine", "analysis") for p in (ROOT / top).rglob("__init__.py")]:
+        init = (package / "__init__.py").read_text()
+        assert init.lstrip().startswith('"""'), f"{package}: its __init__ says what lives there"
+
+
+def test_no_module_is_kept_for_an_old_import_path():
+    said = [str(p.relative_to(ROOT)) for top in ("engine", "analysis") for p in (ROOT / top).rglob("*.py")
+            if re.search(r"old (import )?(path|name)", p.read_text())]
+    assert said == []
+
+
+def test_pyproject_lists_every_package_folder():
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert config["package-dir"] == {"psyq": "."}
+    folders = {"psyq." + ".".join(p.parent.relative_to(ROOT).parts)
+               for top in ("engine", "analysis") for p in (ROOT / top).rglob("__init__.py")}
+    assert set(config["packages"]) == folders | {"psyq"}
+
+
+def test_psyq_imports_from_a_notebook_folder_with_its_own_analysis_py(tmp_path):
+    # A psychologist's folder: its own analysis.py and engine.py must not shadow psyq's API.
+    (tmp_path / "analysis.py").write_text("compare_with_norms = 'mine'\n")
+    (tmp_path / "engine.py").write_text("administer = 'mine'\n")
+    code = ("import psyq, analysis, engine\n"
+            "from psyq.analysis import compare_with_norms\n"
+            "assert callable(psyq.compare_with_norms) and psyq.compare_with_norms is compare_with_norms\n"
+            "assert callable(psyq.administer) and callable(psyq.load_study)\n"
+            "assert analysis.compare_with_norms == 'mine' and engine.administer == 'mine'\n"
+            "print(psyq.__version__)\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "0.1.0"
+
+
+def test_the_generic_names_are_not_installed(tmp_path):
+    # Outside the checkout `engine` and `analysis` are not psyq's: installing psyq claims only `psyq`.
+    for name in ("engine", "analysis"):
+        done = subprocess.run([sys.executable, "-c", f"import {name}"], cwd=tmp_path, capture_output=True, text=True)
+        assert done.returncode != 0 and "ModuleNotFoundError" in done.stderr, name
