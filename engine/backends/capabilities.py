@@ -138,10 +138,11 @@ TABLE: tuple[Capabilities, ...] = (
         source="OpenRouter API reference (openrouter.ai/docs): OpenAI-shaped chat completions; logprobs and "
                "JSON schema are honoured only by some routed models"),
     Capabilities(
-        "ollama", "Ollama (OpenAI-compatible endpoint)", "openai", hosts=("*:11434",), logprobs=False,
+        "ollama", "Ollama (OpenAI-compatible endpoint)", "openai", hosts=("*:11434",),
         prompt_cache="keeps the last prompt per model",
-        source="Ollama docs 'OpenAI compatibility' (docs.ollama.com/api/openai-compatibility): max_tokens, "
-               "temperature, top_p, seed, response_format; logprobs not listed"),
+        source="Ollama docs/openai.md 'OpenAI compatibility' (/v1/chat/completions supported features: JSON "
+               "mode, reproducible outputs (seed), logprobs; request fields max_tokens, temperature, top_p, "
+               "response_format); logprobs need Ollama 0.12.11 or later (November 2025)"),
     Capabilities(
         "openai-compatible", "vLLM, llama.cpp and other OpenAI-compatible servers", "openai",
         reasoning="reasoning_effort", prompt_cache="server-side (vLLM prefix caching; llama.cpp slots)",
