@@ -23,7 +23,8 @@ MODULES = ["analysis", "analysis.scores", "analysis.score_table", "analysis.vali
            "engine.kinds.response", "engine.rubric2", "engine.target_judge", "engine.rating_sheet",
            "engine.importers.replies", "engine.ratings", "engine.prompt_variants", "analysis.prompt_sensitivity",
            "analysis.robustness", "engine.perturbations", "engine.perturb", "analysis.rater_agreement",
-           "analysis.response_comparison", "engine.backends.pool", "engine.imported_run"]
+           "analysis.response_comparison", "engine.backends.pool", "engine.imported_run",
+           "engine.backends.catalogue", "engine.backends.local"]
 
 
 @pytest.fixture(scope="module")
