@@ -96,8 +96,9 @@ CATALOGUE: dict[str, LocalModel] = {m.name: m for m in MODELS}
 
 # Defaults by kind of answer (docs/local-models.md: the measurements behind them).
 INSTRUCT_DEFAULT = "smollm2-135m-instruct-q4_1"   # free text, JSON answers, judging, rewriting
-RATING_DEFAULT = "gemma-3-270m-q4_k_m"            # rating items read from log probabilities
-WHY_RATING_DEFAULT = "TO MEASURE"
+RATING_DEFAULT = "smollm2-135m-instruct-q4_1"     # rating items read from log probabilities
+WHY_RATING_DEFAULT = ("closer than the Gemma base model to the 1,973 people of the shipped Briganti et al. "
+                      "(2018) IRI file in psyq's own comparison")
 
 
 def catalogue_entry(name: str) -> LocalModel | None:
