@@ -172,6 +172,18 @@ def test_only_free_strings_are_bounded():
     assert bound_free_text(own, 100)["properties"]["a"] == {"type": "string", "maxLength": 5}
 
 
+def test_the_instruct_models_json_text_keeps_to_latin_characters_within_the_length():
+    """Emoji and other scripts are several tokens a character: kept out, the length bounds tokens."""
+    chars = CATALOGUE[INSTRUCT_DEFAULT].json_text_chars
+    field = bound_free_text(SCENE_JSON_SCHEMA, 120, chars)["properties"]["you"]
+    pattern = re.compile(field["pattern"])
+    for text in ("I'd feel relieved, then a bit guilty.", "Zoë felt naïve — “thank you”, she’d say…", ""):
+        assert pattern.fullmatch(text), text
+    for text in ("so happy 🎉", "Мне грустно", "她很难过", 'a "quoted" word', "x" * (field["maxLength"] + 1)):
+        assert not pattern.fullmatch(text), text
+    assert pattern.fullmatch("x" * field["maxLength"])
+
+
 def _request(**kw) -> ChatRequest:
     return ChatRequest(messages=({"role": "user", "content": "x"},), **kw)
 
@@ -182,7 +194,8 @@ def test_the_local_payload_bounds_json_and_adds_repetition_controls_to_generated
     assert generation   # the instruct model has repetition controls
     body = backend.payload(_request(max_tokens=120, json_schema=SCENE_JSON_SCHEMA))
     schema = body["response_format"]["json_schema"]["schema"]
-    assert schema == bound_free_text(SCENE_JSON_SCHEMA, 120) and body["cache_prompt"] is True
+    chars = CATALOGUE[INSTRUCT_DEFAULT].json_text_chars
+    assert schema == bound_free_text(SCENE_JSON_SCHEMA, 120, chars) and body["cache_prompt"] is True
     assert all(body[k] == v for k, v in generation.items())
     logprobs = backend.payload(_request(max_tokens=1, top_logprobs=200))
     assert not set(generation) & set(logprobs) and logprobs["top_logprobs"] == 200
@@ -194,6 +207,7 @@ def test_a_catalogue_model_is_named_with_its_hash():
     identity = LocalBackend(BackendConfig(id="l", kind="local", model=INSTRUCT_DEFAULT)).identity()
     assert identity["model"] == INSTRUCT_DEFAULT and identity["sha256"] == CATALOGUE[INSTRUCT_DEFAULT].sha256
     assert identity["generation"] == CATALOGUE[INSTRUCT_DEFAULT].generation
+    assert identity["json_text_chars"] == CATALOGUE[INSTRUCT_DEFAULT].json_text_chars
 
 
 def test_a_gguf_of_ones_own_is_named_by_file_name_and_hash_not_by_path(tmp_path):

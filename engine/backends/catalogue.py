@@ -45,6 +45,11 @@ class LocalModel:
     # those that read first-token log probabilities): the repetition controls chosen for the
     # model (docs/local-models.md, "Repetition"). Part of the backend's identity, so the run id.
     generation: dict[str, Any] = field(default_factory=dict)
+    # The characters a free-text field of a JSON answer may hold (a regex character class; None:
+    # any). For a model trained on English text: Latin letters, digits and punctuation, so that
+    # emoji and other scripts (several tokens a character) cannot overrun the token budget the
+    # field's length was sized for. Part of the backend's identity.
+    json_text_chars: str | None = None
 
     @property
     def source(self) -> str:
@@ -89,6 +94,9 @@ MODELS: tuple[LocalModel, ...] = (
         good_for=("free text (scenes, vignette inferences, replies)", "JSON answers", "judging",
                   "rating items read from the answer token's probabilities (answer: logprobs)"),
         generation={"dry_multiplier": 0.8, "dry_base": 1.75, "dry_allowed_length": 2},
+        # printable ASCII but the quote and backslash (which JSON would have to escape), Latin-1 and
+        # Latin Extended-A/B letters, and typographic punctuation (dashes, curly quotes, ellipsis)
+        json_text_chars=r"[ !#-\[\]-~\u00A0-\u024F\u2010-\u2027]",
     ),
 )
 CATALOGUE: dict[str, LocalModel] = {m.name: m for m in MODELS}

@@ -244,7 +244,7 @@ def ensure_model(model: str | None = None, log: Callable[[str], None] = print) -
     return path
 
 
-def bound_free_text(schema: dict[str, Any], max_tokens: int) -> dict[str, Any]:
+def bound_free_text(schema: dict[str, Any], max_tokens: int, chars: str | None = None) -> dict[str, Any]:
     """A copy of a JSON schema whose free-text strings carry a `maxLength`, so that the whole
     reply fits in `max_tokens` (llama-server's grammar enforces `maxLength`; the schema sets the
     shape of a reply, not its length, and a reply cut off inside a string is not JSON).
@@ -252,21 +252,27 @@ def bound_free_text(schema: dict[str, Any], max_tokens: int) -> dict[str, Any]:
     The characters left after the reply's skeleton (braces, keys, enum values: about 2 characters
     a token, plus the whitespace the grammar allows) are shared equally among the free strings, at
     CHARS_PER_TOKEN characters a token (SmolLM2's replies measured 2.7 to 3.8) and at least
-    MIN_FIELD_CHARS. Strings with an `enum`, `const`, `pattern` or their own `maxLength` are left
-    as they are; a schema without free strings is returned unchanged.
+    MIN_FIELD_CHARS. A length in characters bounds tokens only while a character is not several
+    tokens (emoji, other scripts): `chars`, a regex character class (the catalogue's
+    `json_text_chars`), also keeps the text to those characters, as a `pattern` of that class
+    repeated at most `maxLength` times (llama-server's grammar follows the pattern). Strings
+    with an `enum`, `const`, `pattern` or their own `maxLength` are left as they are; a schema
+    without free strings is returned unchanged.
 
     Example:
         >>> s = {"type": "object", "properties": {"you": {"type": "string"}, "other": {"type": "string"}}}
         >>> bounded = bound_free_text(s, 120)
         >>> bounded["properties"]["you"]["maxLength"], "maxLength" in s["properties"]["you"]
         (126, False)
+        >>> bound_free_text(s, 120, "[a-z ]")["properties"]["you"]["pattern"]
+        '^[a-z ]{0,126}$'
     """
     fields = _free_strings(schema)
     if not fields:
         return schema
     free_tokens = max(0, max_tokens - _skeleton_tokens(schema))
     per_field = max(MIN_FIELD_CHARS, int(free_tokens * CHARS_PER_TOKEN / fields))
-    return _with_max_length(schema, per_field)
+    return _with_max_length(schema, per_field, chars)
 
 
 CHARS_PER_TOKEN = 2.5     # free text; SmolLM2-135M-Instruct's LEAS replies: 2.7-3.8 characters a token
@@ -308,16 +314,16 @@ def _skeleton_tokens(node: Any) -> int:
     return 2
 
 
-def _with_max_length(node: Any, chars: int) -> Any:
+def _with_max_length(node: Any, length: int, chars: str | None) -> Any:
     if _is_free_string(node):
-        return {**node, "maxLength": chars}
+        return {**node, "maxLength": length, **({"pattern": f"^{chars}{{0,{length}}}$"} if chars else {})}
     if not isinstance(node, dict):
         return node
     out = dict(node)
     if isinstance(node.get("properties"), dict):
-        out["properties"] = {k: _with_max_length(v, chars) for k, v in node["properties"].items()}
+        out["properties"] = {k: _with_max_length(v, length, chars) for k, v in node["properties"].items()}
     if isinstance(node.get("items"), dict):
-        out["items"] = _with_max_length(node["items"], chars)
+        out["items"] = _with_max_length(node["items"], length, chars)
     return out
 
 
@@ -434,7 +440,8 @@ class LocalBackend(OpenAIBackend):
             # Free-text fields bounded so the JSON reply fits max_tokens (else it is cut inside
             # a string, and is no JSON object at all).
             body["response_format"] = {"type": "json_schema", "json_schema": {
-                "name": "answer", "schema": bound_free_text(request.json_schema, request.max_tokens)}}
+                "name": "answer", "schema": bound_free_text(request.json_schema, request.max_tokens,
+                                                            self.entry.json_text_chars if self.entry else None)}}
         if not request.top_logprobs:
             # Repetition controls for generated text; a request that reads the first token's
             # probabilities is left as the model gives them.
@@ -457,6 +464,8 @@ class LocalBackend(OpenAIBackend):
                         "server": f"llama.cpp {LLAMA_CPP_PACKAGE} {LLAMA_CPP_VERSION}"}
             if self.generation:
                 identity["generation"] = self.generation
+            if self.entry is not None and self.entry.json_text_chars:
+                identity["json_text_chars"] = self.entry.json_text_chars
             self._identity = identity
         return dict(self._identity)
 
