@@ -326,6 +326,9 @@ def _backend_overrides(args: argparse.Namespace, study):
                          concurrency=args.concurrency, rpm=args.rpm, tpm=args.tpm, temperature=args.temperature,
                          reasoning_effort=args.reasoning_effort)
     overridden = apply_overrides(list(study.spec.backends), flags, str(args.study))
+    if not (args.base_url or args.model):      # a default model the flags did not replace
+        for line in study.notes:
+            print(f"note: {line}", file=sys.stderr)
     for line in overridden.origins:
         print(f"note: {line}", file=sys.stderr)
     if overridden.overrides:   # what the model accepts, checked again for the backends as changed
@@ -639,13 +642,17 @@ def _every_fifty(word: str) -> Callable[[object], None]:
 
 def _helper_backend(args: argparse.Namespace, backend_id: str):
     """The backend a judge or a rewriter uses: --base-url/--model/--api-key-env, else the local
-    model; temperature 0 (the same text gets the same level or rewrite)."""
+    instruct model (engine/backends/catalogue.py); temperature 0 (the same text gets the same
+    level or rewrite)."""
     from .backends import BackendConfig
+    from .backends.catalogue import INSTRUCT_DEFAULT
 
     if bool(args.base_url) != bool(args.model):
         raise InputError.single(args.run, "--base-url and --model go together")
     if not args.base_url:
-        return BackendConfig(id=backend_id, kind="local", temperature=0.0)
+        print(f"note: {backend_id}: the local model {INSTRUCT_DEFAULT} (instruction-tuned; --base-url URL "
+              "--model NAME for another server)", file=sys.stderr)
+        return BackendConfig(id=backend_id, kind="local", model=INSTRUCT_DEFAULT, temperature=0.0)
     from .run import check_command_line_backend
 
     check_command_line_backend(args.base_url, args.api_key_env)

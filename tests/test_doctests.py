@@ -27,7 +27,7 @@ MODULES = ["analysis", "analysis.scores", "analysis.score_table", "analysis.vali
            "analysis.response_comparison", "engine.backends.pool", "engine.imported_run",
            "engine.backends.capabilities", "engine.backends.provider_errors", "engine.backends.openai",
            "engine.backends.anthropic", "engine.backends.base", "analysis.methods", "analysis.norms",
-           "engine.parsing"]
+           "engine.parsing", "engine.backends.catalogue", "engine.backends.local"]
 
 
 @pytest.fixture(scope="module")
