@@ -142,6 +142,8 @@ def _backend_sentence(manifest: Mapping[str, Any]) -> str:
         model = identity.get("model") or config.get("model") or FILL.format("model name and version")
         kind = identity.get("kind") or config.get("kind")
         caps = entry.get("capabilities") or {}
+        if identity.get("sha256"):   # a local GGUF: named by its hash, served by a pinned llama.cpp build
+            model += f" (GGUF file SHA-256 {identity['sha256']}" + (f", {identity['server']}" if identity.get("server") else "") + ")"
         settings = []
         for key, label in (("temperature", "temperature"), ("top_p", "top-p"), ("max_tokens", "maximum tokens")):
             value = config.get(key)

@@ -80,8 +80,10 @@ async def raw_loop(url: str, bodies: list[bytes]) -> tuple[float, int]:
 
 def raw_once(bodies: list[bytes]) -> dict[str, Any]:
     """A fresh llama-server as psyq starts it, and the raw loop against it."""
+    from psyq.engine.backends.catalogue import default_local_model
     from psyq.engine.backends.local import LlamaServer, ensure_llama_server, ensure_model
-    server = LlamaServer(ensure_llama_server(), ensure_model(), parallel=CONCURRENCY)
+    model = ensure_model(default_local_model("logprobs", ["rating"])[0])   # what the psyq run's study gets
+    server = LlamaServer(ensure_llama_server(), model, parallel=CONCURRENCY)
     server.start()
     try:
         seconds, ok = asyncio.run(raw_loop(f"{server.base_url}/chat/completions", bodies))

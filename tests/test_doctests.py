@@ -27,7 +27,7 @@ MODULES = ["analysis", "psyq.analysis.scores", "psyq.analysis.score_table", "psy
            "psyq.analysis.response_comparison", "psyq.engine.backends.pool", "psyq.engine.results.imported_run",
            "psyq.engine.backends.capabilities", "psyq.engine.backends.provider_errors", "psyq.engine.backends.openai",
            "psyq.engine.backends.anthropic", "psyq.engine.backends.base", "psyq.analysis.methods", "psyq.analysis.norms",
-           "psyq.engine.trials.parsing"]
+           "psyq.engine.trials.parsing", "psyq.engine.backends.catalogue", "psyq.engine.backends.local"]
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,8 @@
-"""The `local` backend end to end on the real model (llama.cpp + Gemma 3 270M on 127.0.0.1).
+"""The `local` backend end to end on the real models (llama.cpp on 127.0.0.1 with the catalogue's
+default for each kind of answer: engine/backends/catalogue.py).
 
-Slow: the first run on a machine builds llama-server (minutes); later runs reuse the cache.
+Slow: the first run on a machine builds llama-server (minutes) and fetches the model (seconds);
+later runs reuse the cache.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from psyq.engine.backends.catalogue import CATALOGUE, INSTRUCT_DEFAULT, default_local_model
 from psyq.engine.backends.local import ensure_llama_server, llama_server_path
 from psyq.engine.administer.run import administer
 from psyq.engine.design.study import load_study
@@ -81,7 +84,9 @@ def test_local_model_answers_every_trial_or_says_why(built, tmp_path, instrument
         dists = [json.loads(r[4]) for r in answered]
         assert all(abs(sum(d.values()) - 1) < 1e-9 for d in dists)
     manifest = json.loads(result.run_dir.manifest.read_text())
-    assert manifest["backends"]["local"]["identity"]["model"] == "gemma-3-270m-q4_k_m"
+    identity = manifest["backends"]["local"]["identity"]
+    expected = default_local_model(answer, ["rating"])[0]
+    assert identity["model"] == expected and identity["sha256"] == CATALOGUE[expected].sha256
     assert llama_server_path().exists()
 
 
@@ -97,10 +102,15 @@ def test_local_model_answers_leas_scenes_and_they_are_scored(built, tmp_path):
     result = asyncio.run(administer(study, tmp_path / "runs", log=print))
     # 3 scenes × (1 persona + baseline) = 6 trials, each with a self and an other answer.
     assert result.planned == 6 and "failed" not in result.counts
+    manifest = json.loads(result.run_dir.manifest.read_text())
+    assert manifest["backends"]["local"]["identity"]["model"] == INSTRUCT_DEFAULT   # free text: the instruct model
     table = export_table(result.run_dir.path)
     assert len(table) == 12
     answered = table[table["status"] == "answered"]
     assert answered["text"].str.len().gt(0).all()            # free text kept whole
+    # The free-text fields are bounded to fit max_tokens: no reply is JSON cut off inside a string.
+    assert not table["reason"].fillna("").str.contains("not a JSON object").any()
+    assert len(answered) >= 0.8 * len(table)
     levels = scene_levels(table, run_instruments(open_run_dir(result.run_dir.path)))
     assert len(levels) == 6 and levels["total_level"].between(0, 5).all()
     # The judge option on the same run, with the local model as judge (level from the digit's

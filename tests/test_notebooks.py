@@ -1,7 +1,7 @@
 """The notebooks run top to bottom on real runs of the local model.
 
 A module-scoped fixture administers studies/iri_adults.yaml and studies/iri_hand_written.yaml on
-the local model (llama.cpp + Gemma 3 270M) into a temporary runs folder. To keep the suite short
+the local model (llama.cpp + the catalogue's default, SmolLM2-135M-Instruct) into a temporary runs folder. To keep the suite short
 each study's cohort is cut to its first personas (`COHORT_SIZE`): the
 notebooks' analyses need two repeats, both genders and a few people, not all of them; the
 instrument, backend and protocol are the shipped study's, unchanged. Each notebook is then executed in

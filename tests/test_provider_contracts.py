@@ -104,8 +104,10 @@ _ANTHROPIC_REGISTRY = Registry().with_resources(
 # ("If greater than 0, the response also contains the probabilities of top N tokens") with no
 # upper bound, and psyq's local backend asks for 200 alternatives (DEFAULT_TOP_LOGPROBS), where
 # OpenAI's schema allows top_logprobs 0..20: that maximum is lifted for the local backend.
-LLAMA_CPP_EXTRAS = {"cache_prompt": "tools/server/README.md, options of POST /completion, "
-                                    "also taken by POST /v1/chat/completions"}
+_OPTIONS = "tools/server/README.md, options of POST /completion, also taken by POST /v1/chat/completions"
+LLAMA_CPP_EXTRAS = {"cache_prompt": _OPTIONS,
+                    # the DRY repetition sampler the instruct model's catalogue entry sets (engine/backends/catalogue.py)
+                    "dry_multiplier": _OPTIONS, "dry_base": _OPTIONS, "dry_allowed_length": _OPTIONS}
 LLAMA_CPP_RELAXED = {"top_logprobs": "maximum 20 lifted: llama-server returns as many alternatives as asked"}
 
 

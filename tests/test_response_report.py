@@ -1,5 +1,5 @@
 """The report sections of rated replies: a run over real HTTP (stub server, the mini instrument),
-rating targets and ratings written into its real SQLite store (engine/store/ratings.py), then the
+rating targets and ratings written into its real SQLite store (engine/store/run_store/ratings.py), then the
 report built and rendered.
 
 The statistics are tested against hand computations in tests/test_rater_agreement.py; here the

@@ -13,7 +13,7 @@ from the token). An `evoke:` stage sends the situation's text with an instructio
 being in it and stores the reply as text.
 
 Resuming: each stage trial is committed (with the exact messages it sent, table
-``stage_trials`` of engine/store/run_store.py) before the next stage of its chain is sent; a rerun rebuilds
+``stage_trials`` of engine/store/run_store/run_store.py) before the next stage of its chain is sent; a rerun rebuilds
 the history from the store, byte for byte what the model saw, and never re-sends a finished
 stage. A stage that *failed* (the backend gave no answer) stops its chain there; the rerun sends
 it again with the same history. A stage that finished without a reply to carry (an empty or

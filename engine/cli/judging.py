@@ -70,13 +70,17 @@ def _every_fifty(word: str) -> Callable[[object], None]:
 
 def _helper_backend(args: argparse.Namespace, backend_id: str):
     """The backend a judge or a rewriter uses: --base-url/--model/--api-key-env, else the local
-    model; temperature 0 (the same text gets the same level or rewrite)."""
+    instruct model (engine/backends/catalogue.py); temperature 0 (the same text gets the same
+    level or rewrite)."""
     from psyq.engine.backends import BackendConfig
+    from psyq.engine.backends.catalogue import INSTRUCT_DEFAULT
 
     if bool(args.base_url) != bool(args.model):
         raise InputError.single(args.run, "--base-url and --model go together")
     if not args.base_url:
-        return BackendConfig(id=backend_id, kind="local", temperature=0.0)
+        print(f"note: {backend_id}: the local model {INSTRUCT_DEFAULT} (instruction-tuned; --base-url URL "
+              "--model NAME for another server)", file=sys.stderr)
+        return BackendConfig(id=backend_id, kind="local", model=INSTRUCT_DEFAULT, temperature=0.0)
     from psyq.engine.administer.run import check_command_line_backend
 
     check_command_line_backend(args.base_url, args.api_key_env)

@@ -111,6 +111,9 @@ class Study:
     # `psyq run --perturb-prompts` (engine/design/perturbed_prompts.py): the rule the instruments' texts went
     # through; part of the run's identity, None for the study as written.
     prompt_perturbation: dict[str, Any] | None = None
+    # What loading chose for the study that the file does not say (a local backend's model by the
+    # kind of answer), one line each, for `psyq run` and `psyq plan` to print.
+    notes: tuple[str, ...] = ()
 
     @property
     def id(self) -> str:
@@ -356,5 +359,51 @@ def load_study(path: str | Path) -> Study:
     raise_problems(problems)
     raise_problems(check_study(spec, doc, instruments))
     raise_problems(check_stages(spec, doc, instruments))
+    spec, notes = local_models(spec, doc, instruments, path.parent)
     return Study(spec, path.resolve(), tuple(instruments), tuple(instrument_paths), cohort, cohort_path,
-                 situations, situations_path)
+                 situations, situations_path, notes=notes)
+
+
+def local_models(spec: StudySpec, doc: YamlDocument, instruments: list[Instrument],
+                 folder: Path) -> tuple[StudySpec, tuple[str, ...]]:
+    """The study with every `local` backend's model settled, and a note for each default chosen.
+
+    A backend without `model:` gets the catalogue's default for the study's kind of answer
+    (`psyq.engine.backends.catalogue.default_local_model`: rating items read from probabilities, or
+    anything written in words); a catalogue name stays; any other value is a GGUF file, looked
+    for beside the study file first, then from the working folder (an absolute path is kept; the
+    backend records only its name and SHA-256). A file found nowhere is an input error.
+
+    Example:
+        >>> study = load_study("studies/leas_repeated.yaml")         # doctest: +SKIP
+        >>> study.spec.backends[0].model, study.notes[0][:40]           # doctest: +SKIP
+        ('smollm2-135m-instruct-q4_1', "local backend 'local': model smollm2-135")
+    """
+    from psyq.engine.backends.catalogue import CATALOGUE, default_local_model
+
+    backends, notes, problems = [], [], []
+    kinds = {item.kind for inst in instruments for item in inst.items}
+    for i, backend in enumerate(spec.backends):
+        if backend.kind != "local":
+            backends.append(backend)
+            continue
+        if backend.model is None:
+            name, why = default_local_model(spec.protocol.answer, kinds, staged=spec.stages is not None)
+            notes.append(f"local backend '{backend.id}': model {name} (the default for {why}; "
+                         "write `model:` to choose another, docs/local-models.md)")
+            backends.append(backend.model_copy(update={"model": name}))
+        elif backend.model in CATALOGUE:
+            backends.append(backend)
+        else:
+            beside = (folder / backend.model).expanduser()
+            given = Path(backend.model).expanduser()
+            found = beside if beside.is_file() else given if given.is_file() else None
+            if found is None:
+                problems.append(doc.problem(("backends", i, "model"), f"'{backend.model}' is neither a local model of "
+                                            f"the catalogue ({', '.join(CATALOGUE)}) nor a GGUF file (looked for "
+                                            f"beside the study and from the working folder)"))
+                backends.append(backend)
+            else:
+                backends.append(backend.model_copy(update={"model": str(found.resolve())}))
+    raise_problems(problems)
+    return spec.model_copy(update={"backends": backends}), tuple(notes)

