@@ -1,6 +1,6 @@
 """Command-line overrides of a study's backends (`psyq run` / `psyq plan` flags), keeping meaning.
 
-Rules (also in README.md, "Overriding the study's backends"):
+Rules (also in docs/servers.md, "Overriding the study's backends"):
 
 - ``--base-url URL`` points the study at another OpenAI-compatible server. With one backend in
   the study, that backend is kept and becomes kind ``openai`` at the new URL: its sampling

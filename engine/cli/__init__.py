@@ -1,4 +1,5 @@
-"""The ``psyq`` command line.
+"""The ``psyq`` command line: this module builds the parser from the command groups (files,
+administering, results, judging, importing: one module each) and runs the chosen command.
 
 Exit codes (also in ``psyq --help``):
 
@@ -12,6 +13,8 @@ Exit codes (also in ``psyq --help``):
   again); the message names the URL;
 - 5: `psyq run` refused: another process is running the same run (the message names the run
   directory and that process);
+- 6: `psyq run` stopped early: the provider refused requests in a way retrying cannot fix (a bad
+  key or model at once, else the fifth identical refusal); its words and, where known, the fix;
 - 130: interrupted (Ctrl-C or SIGTERM); every answer received is stored.
 """
 
