@@ -38,14 +38,14 @@ def test_pyproject_lists_every_package_folder():
 
 
 def test_psyq_imports_from_a_notebook_folder_with_its_own_analysis_py(tmp_path):
-    # A psychologist's folder: its own psyq.analysis.py and psyq.engine.py must not shadow psyq's API.
-    (tmp_path / "psyq.analysis.py").write_text("compare_with_norms = 'mine'\n")
-    (tmp_path / "psyq.engine.py").write_text("administer = 'mine'\n")
+    # A psychologist's folder: its own analysis.py and engine.py must not shadow psyq's API.
+    (tmp_path / "analysis.py").write_text("compare_with_norms = 'mine'\n")
+    (tmp_path / "engine.py").write_text("administer = 'mine'\n")
     code = ("import psyq, analysis, engine\n"
             "from psyq.analysis import compare_with_norms\n"
             "assert callable(psyq.compare_with_norms) and psyq.compare_with_norms is compare_with_norms\n"
             "assert callable(psyq.administer) and callable(psyq.load_study)\n"
-            "assert psyq.analysis.compare_with_norms == 'mine' and psyq.engine.administer == 'mine'\n"
+            "assert analysis.compare_with_norms == 'mine' and engine.administer == 'mine'\n"
             "print(psyq.__version__)\n")
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
