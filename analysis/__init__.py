@@ -30,6 +30,8 @@ Raw item answers of a cohort and of humans compare item by item and structurally
     >>> people = read_answers_csv("tests/data/mini_answers.csv", mini)
     >>> item_distributions(people, people, mini).query("group_by == 'all'")["tv"].tolist()
     [0.0, 0.0, 0.0, 0.0]
+
+May import: psyq.engine's files, store, trials, kinds, design, results and judging rooms (reading runs, never sending: not administer, cli, backends or importers).
 """
 
 from psyq.analysis.effects import model_effects

@@ -34,6 +34,8 @@ and register it at the end of this file: ``from . import note`` and ``register_r
 Example:
     >>> [part.name for part in report_kinds()]
     ['scene', 'vignette', 'response']
+
+May import: psyq.analysis and the psyq.engine rooms psyq.analysis reads (files, store, trials, kinds, design, results, judging).
 """
 
 from __future__ import annotations

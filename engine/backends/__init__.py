@@ -3,6 +3,8 @@
 - ``openai``: any OpenAI-compatible ``/v1/chat/completions`` server;
 - ``anthropic``: the Anthropic Messages API;
 - ``local``: the zero-configuration default, llama.cpp with a small model on 127.0.0.1.
+
+May import: files (the rooms below it; engine/__init__.py lists the order). Never: the rooms above it, or psyq.analysis.
 """
 
 from __future__ import annotations

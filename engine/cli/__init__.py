@@ -16,6 +16,8 @@ Exit codes (also in ``psyq --help``):
 - 6: `psyq run` stopped early: the provider refused requests in a way retrying cannot fix (a bad
   key or model at once, else the fifth identical refusal); its words and, where known, the fix;
 - 130: interrupted (Ctrl-C or SIGTERM); every answer received is stored.
+
+May import: every room, and psyq.analysis (the command line is the outer edge that drives both).
 """
 
 from __future__ import annotations

@@ -27,6 +27,8 @@ implements ``into_run(path, options)`` and takes ``--run`` instead of ``--out``.
 Example:
     >>> sorted(importer_names())
     ['emotionbench-humans', 'emotionbench-results', 'emotionbench-situations', 'psych-keys', 'qsf', 'ratings', 'redcap', 'replies']
+
+May import: every room but cli (engine/__init__.py lists the order). Never: cli, or psyq.analysis.
 """
 
 from __future__ import annotations

@@ -87,6 +87,8 @@ Example:
     ('leas_self', 'leas_other', 'leas_total')
     >>> item_kinds()
     ('rating', 'scene', 'vignette', 'response')
+
+May import: files, backends, store, trials (the rooms below it; engine/__init__.py lists the order). Never: the rooms above it, or psyq.analysis.
 """
 
 from __future__ import annotations
