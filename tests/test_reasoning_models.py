@@ -193,3 +193,15 @@ def test_anthropic_json_answers_go_through_a_forced_tool(tmp_path):
     body = thinking.payload(ChatRequest(messages=({"role": "user", "content": "Rate."},), max_tokens=64,
                                         json_schema=schema))
     assert "tools" not in body and "tool_choice" not in body
+
+
+def test_a_judge_that_cannot_give_its_answer_mode_is_refused_before_anything_is_sent(tmp_path):
+    with StubServer() as stub:
+        out = psyq("judge", str(tmp_path), "--rubric", "leas_level", "--base-url", stub.url, "--model", "gpt-5-mini",
+                   "--answer", "logprobs")
+        sent = posts(stub)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "--answer: protocol.answer: backend 'judge': OpenAI reasoning models" in out.stderr
+    assert "returns no log probabilities" in out.stderr and sent == []
+    # Its temperature 0 is not sent to such a model, and the user is told.
+    assert "takes only its default temperature" in out.stderr

@@ -427,7 +427,8 @@ class HttpBackend:
     def _refused(self, refusal: ProviderRefusal, body: dict[str, Any]) -> ProviderRefused:
         """The error for a refusal: printed at once the first time it is seen, fatal when the
         run should stop (see engine/backends/provider_errors.py)."""
-        count = _refusal_counted(self, refusal)
+        signature = refusal.signature()
+        count = self._refusals[signature] = self._refusals.get(signature, 0) + 1
         text, fix = self._redact(refusal.describe()), refusal.fix()
         if count == 1:
             self.log(f"backend '{self.config.id}': the server refused a request: {text}"
@@ -511,12 +512,6 @@ def kept_body(body: bytes, truncated: bool = False) -> dict[str, Any]:
     text = body.decode("utf-8", "replace")
     cut = len(text) > KEPT_BODY_CHARS
     return {"unreadable_body": text[:KEPT_BODY_CHARS], "truncated": truncated or cut}
-
-
-def _refusal_counted(backend: "HttpBackend", refusal: ProviderRefusal) -> int:
-    signature = refusal.signature()
-    backend._refusals[signature] = backend._refusals.get(signature, 0) + 1
-    return backend._refusals[signature]
 
 
 def _counts_against_endpoint(exc: _Retryable) -> bool:

@@ -41,6 +41,7 @@ from urllib.parse import urlsplit
 
 from pydantic import field_validator
 
+from psyq.engine.files.errors import InputError, Problem
 from psyq.engine.files.fields import StrictModel
 
 # Reasoning tokens allowed on top of the answer budget, per reasoning effort, when the backend
@@ -312,6 +313,24 @@ def design_problems(config: Any, answer: str, caps: Capabilities | None = None) 
             out.append((("reasoning_budget",), f"{who}: the thinking budget must be at least "
                         f"{MIN_THINKING_BUDGET:,} tokens (Anthropic's minimum)"))
     return out
+
+
+def require_capable(configs: list[Any], answer: str, where: str) -> None:
+    """Raise InputError when a backend given on the command line (`where`: the flags, or the study
+    with them) cannot honour `answer` and its settings; a study's own backends are checked when it
+    is loaded (engine/design/study.py).
+
+    Example:
+        >>> from psyq.engine.backends.base import BackendConfig
+        >>> require_capable([BackendConfig(id="g", kind="openai", model="gpt-5-mini",
+        ...                  base_url="http://127.0.0.1:8000/v1", temperature=0.7)], "text", "--temperature")
+        Traceback (most recent call last):
+        psyq.engine.files.errors.InputError: --temperature: temperature: backend 'g': OpenAI reasoning models (o-series, GPT-5 family) (model gpt-5-mini, capabilities 'openai-reasoning') accepts only the default temperature (1); remove `temperature` or set it to 1
+    """
+    problems = [Problem(where, None, None, ".".join(map(str, path)), why)
+                for config in configs for path, why in design_problems(config, answer)]
+    if problems:
+        raise InputError(problems)
 
 
 def capability_table_markdown() -> str:

@@ -92,9 +92,9 @@ def _backend_overrides(args: argparse.Namespace, study):
     for line in overridden.origins:
         print(f"note: {line}", file=sys.stderr)
     if overridden.overrides:   # what the model accepts, checked again for the backends as changed
-        from psyq.engine.design.study import require_honourable_design
+        from psyq.engine.backends.capabilities import require_capable
         given = ", ".join(dict.fromkeys(o.flag for o in overridden.overrides))
-        require_honourable_design(study, overridden.configs, f"{args.study} with {given}")
+        require_capable(overridden.configs, study.protocol.answer, f"{args.study} with {given}")
     return overridden
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Callable
 
 from psyq.engine.cli.common import EXIT_LOCKED, EXIT_OK
-from psyq.engine.files.errors import InputError, Problem
+from psyq.engine.files.errors import InputError
 from psyq.engine.files.yamlfile import load_yaml
 from psyq.engine.files.shipped import INSTRUMENTS
 
@@ -33,7 +33,8 @@ def cmd_judge(args: argparse.Namespace) -> int:
         rubric = load_rubric(rubric_path)
     config = _helper_backend(args, args.judge_id)
     answer = args.answer or ("logprobs" if config.kind == "local" else "json")
-    _require_helper_capabilities(config, answer, "--answer" if args.answer else "--model")
+    from psyq.engine.backends.capabilities import require_capable
+    require_capable([config], answer, "--answer" if args.answer else "--model")
     if multi:
         return _judge_targets(args, config, rubric, answer)
     tick = _every_fifty("judged")
@@ -93,15 +94,6 @@ def _helper_backend(args: argparse.Namespace, backend_id: str):
     return BackendConfig(id=backend_id, kind="openai", base_url=args.base_url, model=args.model,
                          api_key_env=args.api_key_env,
                          temperature=None if caps.temperature == "default_only" else 0.0)
-
-
-def _require_helper_capabilities(config, answer: str, option: str) -> None:
-    """InputError when the judge's or rewriter's model cannot give `answer` (e.g. logprobs)."""
-    from psyq.engine.backends.capabilities import design_problems
-
-    problems = [Problem(option, None, None, "", why) for _, why in design_problems(config, answer)]
-    if problems:
-        raise InputError(problems)
 
 
 def _add_perturb_args(p: argparse.ArgumentParser) -> None:

@@ -275,21 +275,6 @@ def check_stages(spec: StudySpec, doc: YamlDocument, instruments: list[Instrumen
     return problems
 
 
-def require_honourable_design(study: Study, configs: list[BackendConfig], changed_by: str) -> None:
-    """Raise :class:`InputError` when a backend changed on the command line (`changed_by`: the
-    flags) cannot honour the study's design (engine/backends/capabilities.py); the study's own
-    backends were checked when it was loaded.
-
-    Example:
-        >>> require_honourable_design(study, [BackendConfig(id="g", kind="openai", model="gpt-5-mini",
-        ...     base_url="http://127.0.0.1:8000/v1", temperature=0.7)], "--model, --temperature")   # doctest: +SKIP
-        InputError: --model, --temperature: backend 'g': OpenAI reasoning models ... accepts only the default temperature (1) ...
-    """
-    problems = [Problem(changed_by, None, None, ".".join(map(str, where)), why)
-                for config in configs for where, why in design_problems(config, study.protocol.answer)]
-    raise_problems(problems)
-
-
 def require_item_texts(study: Study) -> None:
     """Raise :class:`InputError` (at the study's line naming the instrument) for every instrument
     with items that have no text: such items cannot be administered.
