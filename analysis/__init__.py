@@ -36,6 +36,7 @@ May import: psyq.engine's files, store, trials, kinds, design, results and judgi
 
 from psyq.analysis.effects import model_effects
 from psyq.analysis.human_comparison import compare_samples, compare_with_humans, tucker_phi
+from psyq.analysis.invariance import invariance_verdicts, measurement_invariance
 from psyq.analysis.norms import compare_with_norms, group_matching, matching_warnings, respondent_z
 from psyq.analysis.reliability import reliability_table, test_retest_icc
 from psyq.analysis.score_table import spss_names, wide_scores, write_scores
@@ -45,7 +46,8 @@ from psyq.analysis.validity import (factor_congruence, item_distributions, subsc
 
 __all__ = [
     "compare_samples", "compare_with_humans", "compare_with_norms", "factor_congruence", "group_matching",
-    "human_scores", "item_distributions", "load_run_scores", "matching_warnings", "model_effects",
+    "human_scores", "invariance_verdicts", "item_distributions", "load_run_scores", "matching_warnings",
+    "measurement_invariance", "model_effects",
     "reliability_table", "respondent_z", "score_answers", "score_humans", "spss_names", "subscale_correlations", "target_loadings", "test_retest_icc", "tucker_phi",
     "wide_scores", "write_scores",
 ]
