@@ -24,7 +24,7 @@ Example (run from the repository root; `run_dir` is any run directory):
     True
 
 Raw item answers of a cohort and of humans compare item by item and structurally
-(:mod:`psyq.analysis.validity`):
+(:mod:`psyq.analysis.validity`; item response theory and DIF in :mod:`psyq.analysis.irt`):
     >>> import pandas as pd
     >>> from psyq.engine.results.human_answers import read_answers_csv
     >>> people = read_answers_csv("tests/data/mini_answers.csv", mini)
@@ -37,6 +37,7 @@ May import: psyq.engine's files, store, trials, kinds, design, results and judgi
 from psyq.analysis.effects import model_effects
 from psyq.analysis.human_comparison import compare_samples, compare_with_humans, tucker_phi
 from psyq.analysis.invariance import invariance_verdicts, measurement_invariance
+from psyq.analysis.irt import differential_item_functioning, graded_response_model, test_information
 from psyq.analysis.norms import compare_with_norms, group_matching, matching_warnings, respondent_z
 from psyq.analysis.reliability import reliability_table, test_retest_icc
 from psyq.analysis.score_table import spss_names, wide_scores, write_scores
@@ -45,9 +46,10 @@ from psyq.analysis.validity import (factor_congruence, item_distributions, subsc
     target_loadings)
 
 __all__ = [
-    "compare_samples", "compare_with_humans", "compare_with_norms", "factor_congruence", "group_matching",
-    "human_scores", "invariance_verdicts", "item_distributions", "load_run_scores", "matching_warnings",
-    "measurement_invariance", "model_effects",
-    "reliability_table", "respondent_z", "score_answers", "score_humans", "spss_names", "subscale_correlations", "target_loadings", "test_retest_icc", "tucker_phi",
+    "compare_samples", "compare_with_humans", "compare_with_norms", "differential_item_functioning",
+    "factor_congruence", "graded_response_model", "group_matching", "human_scores", "invariance_verdicts",
+    "item_distributions", "load_run_scores", "matching_warnings", "measurement_invariance", "model_effects",
+    "reliability_table", "respondent_z", "score_answers", "score_humans", "spss_names", "subscale_correlations",
+    "target_loadings", "test_information", "test_retest_icc", "tucker_phi",
     "wide_scores", "write_scores",
 ]

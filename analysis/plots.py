@@ -618,3 +618,58 @@ def congruence_chart(congruence: pd.DataFrame) -> Figure:
     fig.legend(loc="outside lower center", ncol=2, fontsize=9, frameon=False)
     fig.suptitle(title, fontsize=11)
     return fig
+
+
+# --------------------------------------------------------------------------------------------
+# Item response theory (psyq.analysis.irt)
+
+
+def information_curves(curves: pd.DataFrame, title: str) -> Figure:
+    """Test information against θ, one line per group (e.g. cohort and humans), one panel per
+    subscale, from :func:`psyq.analysis.irt.test_information` frames stacked with a ``group``
+    column (and ``subscale``, when there are several). Only the test rows (``item`` "test") are
+    drawn when an ``item`` column is present. Each θ scale is the group's own N(0, 1) metric: the
+    curves compare where each sample's scale measures precisely, not the positions of the groups.
+    Lines carry ``gid = "information:<subscale>:<group>"``; a dotted line marks I = 4 (SE(θ) = 0.5)."""
+    rows = curves
+    if "item" in rows.columns:
+        rows = rows[rows["item"] == "test"]
+    rows = rows.dropna(subset=["information"]) if "information" in rows.columns else rows.iloc[0:0]
+    if rows.empty:
+        return _message_figure("no information curve: no estimable model", title)
+    rows = rows.assign(subscale=rows["subscale"] if "subscale" in rows.columns else "",
+                       group=rows["group"] if "group" in rows.columns else "")
+    subscales, groups = _unique(rows["subscale"]), _unique(rows["group"])
+    n_cols = min(len(subscales), PANELS_PER_ROW)
+    n_rows = math.ceil(len(subscales) / n_cols)
+    fig = _figure(max(4.8, 3.6 * n_cols), 3.2 * n_rows + 0.9)
+    grid = fig.subplots(n_rows, n_cols, sharex=True, squeeze=False)
+    axes = list(grid.ravel())
+    for unused in axes[len(subscales):]:
+        unused.set_visible(False)
+    for ax, sub in zip(axes, subscales):
+        panel = rows[rows["subscale"] == sub]
+        for g, group in enumerate(groups):
+            line = panel[panel["group"] == group].sort_values("theta")
+            if line.empty:
+                continue
+            ax.plot(line["theta"].to_numpy(dtype=float), line["information"].to_numpy(dtype=float),
+                    color=COLOURS[g % len(COLOURS)], ls=LINESTYLES[g % len(LINESTYLES)], lw=1.8,
+                    label=str(group), gid=f"information:{sub}:{group}")
+        ax.axhline(4.0, color=BAND_COLOUR, lw=1.0, ls=":", zorder=0)
+        ax.set_ylim(bottom=0)
+        if sub != "":
+            ax.set_title(str(sub), fontsize=10)
+        ax.grid(color="#E5E5E5", lw=0.8, zorder=0)
+        ax.set_axisbelow(True)
+    for row in grid:
+        row[0].set_ylabel("test information I(θ)")
+    for ax in grid[-1]:
+        ax.set_xlabel("θ (each group's own metric)")
+    handles = [Line2D([], [], color=COLOURS[g % len(COLOURS)], ls=LINESTYLES[g % len(LINESTYLES)], lw=1.8,
+                      label=str(group)) for g, group in enumerate(groups)]
+    handles.append(Line2D([], [], color=BAND_COLOUR, ls=":", label="I = 4 (SE of θ = 0.5)"))
+    fig.legend(handles=handles, loc="outside lower center", frameon=False, fontsize=9,
+               ncol=_legend_columns([h.get_label() for h in handles], 3.6 * n_cols, 9, 4))
+    fig.suptitle(wrap_to_width(title, 3.6 * n_cols, 11), fontsize=11)
+    return fig
