@@ -367,6 +367,98 @@ def change_vs_humans(comp: pd.DataFrame) -> ApaTable:
     return _assemble(comp, columns, {"backend_id": "Backend", "instrument": "Instrument"}, notes)
 
 
+def _fit3(x: Any) -> str:
+    return fmt_r(x, 3)
+
+
+def invariance_steps(fit: pd.DataFrame) -> ApaTable:
+    """Measurement invariance (:func:`psyq.analysis.invariance.measurement_invariance`) as lavaan and
+    semTools print it: per step χ², df, p, CFI, TLI, RMSEA [90 % CI], SRMR, then the changes.
+
+    Example
+    -------
+    >>> row = {"step": "configural", "chi2": 115.85, "df": 48, "p": 1e-7, "cfi": .923, "tli": .885,
+    ...        "rmsea": .097, "rmsea_low": .075, "rmsea_high": .120, "srmr": .068, "delta_chi2": float("nan"),
+    ...        "delta_df": float("nan"), "delta_p": float("nan"), "delta_cfi": float("nan"),
+    ...        "delta_rmsea": float("nan"), "delta_srmr": float("nan"), "estimable": True, "note": ""}
+    >>> invariance_steps(pd.DataFrame([row])).frame.iloc[0, :6].str.replace(NBSP, " ").tolist()
+    ['configural', '115.85', '48', '< .001', '.923', '.885']
+    """
+    def delta(col: str, digits: int = 3) -> Callable[[pd.Series], str]:
+        return lambda r: "" if _missing(r[col]) else f"{MINUS if r[col] < 0 else '+'}{fmt_r(abs(r[col]), digits)}"
+
+    def ok(fn: Callable[[pd.Series], str]) -> Callable[[pd.Series], str]:
+        return lambda r: fn(r) if _truthy(r["estimable"]) else DASH
+
+    notes = [f"{DASH} = not estimable: " + "; ".join(f"{r['step']}: {r['note']}" for _, r in fit.iterrows()
+                                                     if not _truthy(r["estimable"])) + "."] \
+        if not fit["estimable"].map(_truthy).all() else []
+    method = fit.attrs.get("method")
+    baseline = fit.attrs.get("baseline")
+    if baseline:
+        notes.append(f"CFI and TLI against the independence model (χ² = {fmt_num(baseline['chi2'])}, "
+                     f"df = {fmt_int(baseline['df'])}).")
+    if method:
+        notes.append(str(method).rstrip(".") + ".")
+    return _assemble(fit, {
+        "Step": lambda r: str(r["step"]),
+        "χ²": ok(lambda r: fmt_num(r["chi2"])), "df": ok(lambda r: fmt_int(r["df"])),
+        "p": ok(lambda r: fmt_p(r["p"])), "CFI": ok(lambda r: _fit3(r["cfi"])), "TLI": ok(lambda r: _fit3(r["tli"])),
+        "RMSEA [90 % CI]": ok(lambda r: f"{_fit3(r['rmsea'])} {fmt_ci(r['rmsea_low'], r['rmsea_high'], _fit3)}"),
+        "SRMR": ok(lambda r: _fit3(r["srmr"])),
+        "Δχ² (Δdf)": lambda r: "" if _missing(r["delta_chi2"]) else f"{fmt_num(r['delta_chi2'])} ({fmt_int(r['delta_df'])})",
+        "p (Δχ²)": lambda r: "" if _missing(r["delta_p"]) else fmt_p(r["delta_p"]),
+        "ΔCFI": delta("delta_cfi"), "ΔRMSEA": delta("delta_rmsea"), "ΔSRMR": delta("delta_srmr"),
+    }, {}, notes)
+
+
+def graded_response(params: pd.DataFrame) -> ApaTable:
+    """Graded response model parameters (:func:`psyq.analysis.irt.graded_response_model`) as mirt
+    prints them with standard errors: discrimination a and thresholds b₁ … with (SE)."""
+    thresholds = sorted((c for c in params.columns if str(c).startswith("threshold_")),
+                        key=lambda c: int(str(c).rsplit("_", 1)[1]))
+
+    def with_se(col: str) -> Callable[[pd.Series], str]:
+        return lambda r: DASH if _missing(r[col]) else (
+            fmt_num(r[col]) + ("" if _missing(r.get("se_" + col)) else f" ({fmt_num(r['se_' + col])})"))
+
+    columns = {"Subscale": lambda r: str(r.get("subscale", "")), "Item": lambda r: str(r["item"]),
+               "Sample": lambda r: str(r.get("sample", "")), "a (SE)": with_se("discrimination")}
+    columns.update({f"b{c.rsplit('_', 1)[1]} (SE)": with_se(c) for c in thresholds})
+    columns["n"] = lambda r: fmt_int(r["n"])
+    if "subscale" not in params.columns:
+        del columns["Subscale"]
+    if "sample" not in params.columns:
+        del columns["Sample"]
+    untested = params[~params["estimable"].map(_truthy)]
+    notes = ["a = discrimination, b = thresholds on the latent trait (θ ~ N(0, 1) within each sample), "
+             "P(X ≥ k | θ) = 1 / (1 + exp(−a(θ − b_k))); marginal maximum likelihood, SE from the observed information."]
+    if len(untested):
+        notes.append(f"{DASH} = not estimable: " + "; ".join(sorted({str(n) for n in untested["note"]})) + ".")
+    return _assemble(params, columns, {"instrument": "Instrument"}, notes)
+
+
+def item_functioning(dif: pd.DataFrame) -> ApaTable:
+    """Differential item functioning (:func:`psyq.analysis.irt.differential_item_functioning`): per
+    item the 2-df likelihood-ratio χ², Holm p, Nagelkerke ΔR², its label and the flag."""
+    ok = lambda fn: (lambda r: fn(r) if _truthy(r["estimable"]) else DASH)   # noqa: E731
+    columns = {"Subscale": lambda r: str(r.get("subscale", "")), "Item": lambda r: str(r["item"]),
+               "χ²(2)": ok(lambda r: fmt_num(r["chi2_dif"])), "p (Holm)": ok(lambda r: fmt_p(r["p_holm"])),
+               "uniform p": ok(lambda r: fmt_p(r["p_uniform"])), "non-uniform p": ok(lambda r: fmt_p(r["p_nonuniform"])),
+               "ΔR²": ok(lambda r: fmt_r(r["delta_r2"], 3)), "effect": ok(lambda r: str(r["effect"])),
+               "works differently": ok(lambda r: "yes" if _truthy(r["flag"]) else "no")}
+    if "subscale" not in dif.columns:
+        del columns["Subscale"]
+    notes = ["Ordinal logistic regression per item on the purified total score: score vs score + group + "
+             "score × group (2 df); uniform = group term, non-uniform = interaction. ΔR²: Nagelkerke; negligible "
+             "< .035 ≤ moderate < .070 ≤ large (Jodoin & Gierl, 2001). Works differently: Holm p < .05 and at "
+             "least moderate."]
+    untested = dif[~dif["estimable"].map(_truthy)]
+    if len(untested):
+        notes.append(f"{DASH} = not estimable: " + "; ".join(sorted({str(n) for n in untested["note"]})) + ".")
+    return _assemble(dif, columns, {"instrument": "Instrument"}, notes)
+
+
 VIEWS: list[tuple[frozenset[str], Callable[[pd.DataFrame], ApaTable]]] = [
     (frozenset({"norm_mean", "g_low", "tost_p", "p_adj"}), norm_comparison),
     (frozenset({"n_answers", "answered_n", "answered_rate"}), answers_by_status),
@@ -377,6 +469,9 @@ VIEWS: list[tuple[frozenset[str], Callable[[pd.DataFrame], ApaTable]]] = [
     (frozenset({"n_respondents", "of_respondents", "where"}), group_matching),
     (frozenset({"dz", "dz_low", "p_wilcoxon_holm", "mean_change"}), paired_change),
     (frozenset({"change_cohort", "change_human", "diff_low", "flag"}), change_vs_humans),
+    (frozenset({"step", "cfi", "rmsea_low", "delta_cfi"}), invariance_steps),
+    (frozenset({"discrimination", "se_discrimination", "threshold_1"}), graded_response),
+    (frozenset({"chi2_dif", "p_holm", "delta_r2"}), item_functioning),
 ]
 """Which view prints a table, by the columns that identify it (the first that matches)."""
 

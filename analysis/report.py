@@ -12,11 +12,9 @@ from __future__ import annotations
 import html
 import math
 import warnings
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Collection, Mapping
 
-import numpy as np
 import pandas as pd
 
 from psyq.engine.results.export import export_table, run_instruments
@@ -33,18 +31,8 @@ from psyq.analysis import (apa, effects, fidelity, human_comparison as human, me
     reliability, validity)
 from psyq.analysis.kinds import ReportInput, report_kinds
 from psyq.analysis.scores import human_scores, persona_columns, score_all_kinds
-
-
-@dataclass
-class Section:
-    """A titled part of the report: readings (sentences), tables and figures."""
-
-    title: str
-    readings: list[str] = field(default_factory=list)
-    tables: list[tuple[str, pd.DataFrame]] = field(default_factory=list)
-    figures: list[tuple[str, Any]] = field(default_factory=list)   # (caption, matplotlib Figure)
-    note: str | None = None
-    comparison: pd.DataFrame | None = None     # the norm table, for sections that reuse it
+from psyq.analysis.report_construct import construct_section
+from psyq.analysis.sections import Section
 
 
 def _protocol_text(manifest: Mapping[str, Any]) -> str:
@@ -412,6 +400,9 @@ def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] 
         validity_section = construct_validity_section(rated_table, rated, human_items)
         if validity_section is not None:
             sections.append(validity_section)
+            sections.append(construct_section({i: (rated[i], cohort_items(rated_table, rated[i]), human_items[i])
+                                               for i in human_items if i in rated
+                                               and i in set(rated_table["instrument"])}))
     return manifest, sections
 
 
@@ -717,7 +708,7 @@ def write_report(run_path: str | Path, out_dir: str | Path | None = None, *,
                                         human_keyed=human_keyed, human_change_csv=human_change_csv)
     out = Path(out_dir or run_path)
     out.mkdir(parents=True, exist_ok=True)
-    text = methods_text(run_path)
+    text = " ".join([methods_text(run_path), *(s.methods for s in sections if s.methods)])
     (out / TABLE_DIR).mkdir(exist_ok=True)
     for name, (_, frame) in zip(table_files(sections), (t for s in sections for t in s.tables)):
         _full_frame(frame).to_csv(out / name, index=False)

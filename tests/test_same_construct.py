@@ -1,0 +1,143 @@
+"""The report's "Is it the same construct?" section, end to end and in its parts.
+
+End to end: 120 sampled personas answer the IRI over real HTTP (the stub server, answering as a
+simulated respondent with one latent trait per IRI subscale), then `psyq report --human
+iri=<shipped Briganti file>:keyed` against the 1,973 people. The section's numbers must be those
+of the analysis functions called here directly on the exported answers and the CSV (an
+independent path through the data: export table + pandas, not the report's own readers). The
+statistics themselves are checked against lavaan's published figures and by parameter recovery
+in tests/test_invariance.py and tests/test_irt.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from psyq import administer, export_table, load_study
+from psyq.analysis.invariance import measurement_invariance
+from psyq.analysis.report_construct import construct_section, factor_structure
+from psyq.engine.design.instrument import load_instrument
+from psyq.engine.trials.scoring import keyed_answers
+from stub_server import StubServer
+
+ROOT = Path(__file__).resolve().parents[1]
+IRI = load_instrument(ROOT / "instruments" / "iri.yaml")
+BRIGANTI = ROOT / "instruments" / "data" / "iri_briganti2018_keyed.csv"
+N_PERSONAS = 120
+
+
+def _unit(*parts: str) -> float:
+    """A number in (0, 1) fixed by the text of `parts` (the stub's answers are reproducible)."""
+    digest = hashlib.sha256("|".join(parts).encode()).digest()
+    return (int.from_bytes(digest[:8], "big") + 0.5) / 2 ** 64
+
+
+def simulated_respondent(body: dict) -> str:
+    """Answer an IRI item as a respondent with one normal trait per subscale (drawn from the persona
+    text in the system prompt): keyed answer = round(2 + θ + noise) within 0–4, reversed back for
+    reverse-keyed items, given as the option's letter (the options are listed A–E, as written)."""
+    messages = body["messages"]
+    persona = " ".join(m["content"] for m in messages if m["role"] == "system")
+    prompt = messages[-1]["content"]
+    item = next(i for i in IRI.rating_items if f"Statement: {i.text}" in prompt)
+    normal = lambda *parts: math.sqrt(2) * _erfinv(2 * _unit(*parts) - 1)   # noqa: E731
+    theta = normal(persona, item.subscales[0])
+    keyed = min(4, max(0, round(2 + theta + 0.8 * normal(persona, item.id))))
+    return "ABCDE"[4 - keyed if item.reverse else keyed]
+
+
+def _erfinv(y: float) -> float:
+    from scipy.special import erfinv
+    return float(erfinv(y))
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("construct")
+    (tmp / "cohort.yaml").write_text(yaml.safe_dump({
+        "psyq": "cohort/1", "id": "sampled", "include_baseline": False,
+        "sample": {"size": N_PERSONAS, "seed": 7, "id_prefix": "p",
+                   "attributes": {"gender": {"categories": {"female": 1, "male": 1}}, "age": {"range": [18, 25]}}}}))
+    with StubServer(answer=simulated_respondent) as stub:
+        (tmp / "study.yaml").write_text(yaml.safe_dump({
+            "psyq": "study/1", "id": "construct_test", "instruments": [str(ROOT / "instruments" / "iri.yaml")],
+            "cohort": "cohort.yaml",
+            "backends": [{"id": "stub", "kind": "openai", "base_url": stub.url, "model": "stub-model",
+                          "concurrency": 16}],
+            "protocol": {"answer": "text", "option_order": "as_written", "repeats": 1, "seed": 5}}))
+        result = asyncio.run(administer(load_study(tmp / "study.yaml"), tmp / "runs", log=lambda m: None))
+    assert result.counts.get("answered") == N_PERSONAS * 28
+    return result.run_dir.path
+
+
+def _answers_by_hand(run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Cohort and human answers, keyed, read without the report's code."""
+    table = export_table(run_dir)
+    cohort = table.pivot(index="respondent_id", columns="item_id", values="value")
+    people = pd.read_csv(BRIGANTI, index_col="respondent_id")
+    people = people.rename(columns=lambda c: c.removeprefix("davi"))   # already keyed (instruments/data/README.md)
+    return keyed_answers(IRI, cohort), people[[i.id for i in IRI.rating_items]].astype(float)
+
+
+def test_report_shows_invariance_irt_and_dif_against_the_briganti_people(run_dir, tmp_path):
+    out = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "report", str(run_dir), "--out", str(tmp_path),
+                          "--human", f"iri={BRIGANTI}:keyed"], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    md = (tmp_path / "report.md").read_text()
+    html = (tmp_path / "report.html").read_text()
+    assert "## Is it the same construct?" in md and ">Is it the same construct?</h2>" in html
+    section = md[md.index("## Is it the same construct?"):]
+
+    # The invariance steps are those computed here from the exported answers and the raw CSV.
+    cohort, people = _answers_by_hand(run_dir)
+    data = pd.concat([cohort.assign(sample="personas"), people.assign(sample="people")], ignore_index=True)
+    factors, problem = factor_structure(IRI)
+    assert problem == "" and list(factors) == ["PT", "FS", "EC", "PD"]
+    expected = measurement_invariance(data, factors, "sample")
+    assert expected["estimable"].all()
+    for row in expected.itertuples():
+        assert re.search(rf"\| {row.step} \| {row.chi2:.2f} \| {int(row.df)} \|", section), row.step
+        assert f"iri {row.step}:" in section       # one plain sentence per step
+    # GRM rows for both samples of every item, DIF rows for every item, the information plot.
+    assert section.count("| personas |") >= 28 and section.count("| people |") >= 28
+    assert "items work differently for personas than for people" in section
+    assert "test information per subscale" in html
+    # The methods paragraph names the estimator and the software.
+    methods = (tmp_path / "methods.md").read_text()
+    assert "two-group confirmatory factor analysis" in methods and "graded response model" in methods
+
+
+def test_too_few_personas_is_not_estimable_with_the_reason():
+    people = pd.read_csv(BRIGANTI, index_col="respondent_id").rename(columns=lambda c: c.removeprefix("davi"))
+    raw = people.copy()
+    reverse = [i.id for i in IRI.rating_items if i.reverse]
+    raw[reverse] = 4 - raw[reverse]
+    section = construct_section({"iri": (IRI, raw.iloc[:20], raw)})
+    steps = section.tables[0][1]
+    assert not steps["estimable"].any() and steps["chi2"].isna().all()
+    assert steps["note"].str.contains("personas").all() and steps["note"].str.contains("20").all()
+    assert any(r.startswith("iri configural: not estimable") for r in section.readings)
+    grm = section.tables[1][1]
+    assert not grm[grm["sample"] == "personas"]["estimable"].any()     # 20 < the GRM's minimum
+    assert grm[grm["sample"] == "people"]["estimable"].all()
+
+
+def test_an_item_on_two_first_order_subscales_is_said_not_fitted():
+    mini = load_instrument(ROOT / "tests" / "data" / "mini_1to7.yaml")    # item b counts towards X and Y
+    factors, problem = factor_structure(mini)
+    assert "b count towards more than one first-order subscale" in problem
+    answers = pd.DataFrame(np.arange(1, 81).reshape(20, 4) % 7 + 1, columns=list("abcd"))
+    section = construct_section({"mini": (mini, answers, answers)})
+    assert section.tables == [] and section.readings[-1].startswith("mini: measurement invariance and IRT not "
+                                                                    "estimable: item(s)")
