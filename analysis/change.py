@@ -500,3 +500,117 @@ def compare_change_with_humans(changes: pd.DataFrame, human_changes: pd.DataFram
     out[["n_cohort", "n_human"]] = out[["n_cohort", "n_human"]].astype(int)
     out["p_holm"] = holm(out["p"])
     return out
+
+
+# --------------------------------------------------------------- EmotionBench's own comparison
+
+EB_COLUMNS = ["backend_id", "subscale", "level", "emotion", "factor", "n_default", "mean_default", "sd_default",
+              "n_situation", "mean_situation", "sd_situation", "difference", "f", "f_df1", "f_df2", "p_f", "test",
+              "t", "df", "p", "direction", "note"]
+EB_ALPHA = 0.01          # EmotionBench's default significance level (its --significance-level)
+EB_EPSILON = 1e-8        # added to both SDs by EmotionBench, so that constant answers still give a t
+
+
+def _eb_row(situation: np.ndarray, default: np.ndarray, alpha: float) -> dict:
+    """One comparison of situation sums with default sums, the way EmotionBench's analysis does it."""
+    n1, n2 = situation.size, default.size
+    out = dict.fromkeys(EB_COLUMNS[5:], np.nan) | {"n_default": n2, "n_situation": n1, "test": "", "direction": "",
+                                                   "note": ""}
+    if n1 == 0 or n2 == 0:
+        out["note"] = f"no {'situation' if n1 == 0 else 'default'} scores"
+        return out
+    m1, m2 = float(situation.mean()), float(default.mean())
+    out.update(mean_situation=m1, mean_default=m2, difference=m1 - m2)
+    if n1 < 2 or n2 < 2:
+        out["note"] = "fewer than 2 scores on a side: no SD, no test"
+        return out
+    s1, s2 = float(situation.std(ddof=1)), float(default.std(ddof=1))
+    out.update(sd_situation=s1, sd_default=s2)
+    s1, s2 = s1 + EB_EPSILON, s2 + EB_EPSILON
+    # F test of equal variances, larger over smaller, two-sided p; it chooses Student's or Welch's t.
+    (big, n_big), (small, n_small) = sorted([(s1, n1), (s2, n2)], key=lambda x: -x[0])
+    f = big ** 2 / small ** 2
+    p_f = float(min(1.0, 2 * stats.f.sf(f, n_big - 1, n_small - 1)))
+    equal = p_f > alpha
+    res = stats.ttest_ind_from_stats(m1, s1, n1, m2, s2, n2, equal_var=equal)
+    v1, v2 = s1 ** 2 / n1, s2 ** 2 / n2
+    df = n1 + n2 - 2 if equal else (v1 + v2) ** 2 / (v1 ** 2 / (n1 - 1) + v2 ** 2 / (n2 - 1))
+    t, p = float(res.statistic), float(res.pvalue)
+    out.update(f=f, f_df1=n_big - 1, f_df2=n_small - 1, p_f=p_f, test="Student" if equal else "Welch", t=t,
+               df=float(df), p=p, direction="−" if not p < alpha else ("↑" if t > 0 else "↓"))
+    if s1 - EB_EPSILON == 0 or s2 - EB_EPSILON == 0:
+        out["note"] = "an SD is 0: t rests on EmotionBench's added 1e-8"
+    return out
+
+
+def emotionbench_comparison(defaults: pd.DataFrame, scores: pd.DataFrame, alpha: float = EB_ALPHA) -> pd.DataFrame:
+    """EmotionBench's own comparison of a model's PANAS after the situations with its Default.
+
+    psyq's change analysis pairs each situation test with the General test of the same number
+    (:data:`psyq.engine.importers.emotionbench.PAIRING_NOTE`). EmotionBench's analysis (Huang et
+    al., 2024; its ``utils.py``, GPL-3.0, not copied here) does otherwise, and this function does
+    what it describes, so that its published figures can be reproduced beside psyq's:
+
+    - Default = the PA and NA sums of *every* General test column (mean, SD with n − 1, n);
+    - a group (a factor of an emotion, an emotion, all situations) = the sums of every situation
+      test column in it, each column one observation;
+    - difference = mean of the group − mean of the Default;
+    - an F test of equal variances (larger variance over smaller, two-sided p) at `alpha`
+      chooses the two-sample t: Student's (pooled) when p_F > alpha, else Welch's; both SDs get
+      1e-8 added first, as in EmotionBench, so that constant answers still give a t;
+    - ``direction``: ↑ or ↓ when the t test's p < `alpha` (EmotionBench's default .01), else −.
+
+    Parameters
+    ----------
+    defaults : DataFrame
+        ``backend_id, column, PA, NA``: one row per General test column (the imported run's
+        ``default_scores``); an empty sum (None/NaN) is left out.
+    scores : DataFrame
+        The imported run's stage scores (``phase`` "after" rows are the situation tests;
+        ``situation_id`` ``<emotion>_f<factor>_s<n>``).
+
+    Returns
+    -------
+    DataFrame
+        :data:`EB_COLUMNS`: per backend × subscale, one row per factor (``level`` "factor"),
+        per emotion ("emotion", ``factor`` "overall") and for all situations ("overall").
+
+    Example
+    -------
+    >>> defaults = pd.DataFrame({"backend_id": "m", "column": ["g0", "g1", "g2"], "PA": [40.0, 42, 44], "NA": [10.0, 10, 12]})
+    >>> after = pd.DataFrame({"backend_id": "m", "situation_id": ["anger_f1_s1"] * 2, "emotion": "anger", "phase": "after",
+    ...                       "subscale": ["PA", "PA"], "score": [30.0, 34]})
+    >>> table = emotionbench_comparison(defaults, after)
+    >>> row = table[(table["level"] == "overall") & (table["subscale"] == "PA")].iloc[0]
+    >>> int(row["n_default"]), float(row["difference"]), row["test"], round(float(row["t"]), 3), row["direction"]
+    (3, -10.0, 'Student', -4.743, '−')
+
+    (Pooled variance (2·2² + 1·2.83²)/3 = 16/3; t = −10 / √(16/3 · (1/3 + 1/2)) = −4.743, df 3,
+    p = .018: not below .01, so no arrow.)
+
+    References
+    ----------
+    Huang, J., Lam, M. H., Li, E. J., Ren, S., Wang, W., Jiao, W., Tu, Z., & Lyu, M. R. (2024).
+    Apathetic or empathetic? Evaluating LLMs' emotional alignments with humans. NeurIPS 37.
+    https://github.com/CUHK-ARISE/EmotionBench (the comparison in its analysis code).
+    """
+    rows = []
+    after = scores[scores["phase"] == "after"].copy()
+    after["factor"] = after["situation_id"].astype(str).str.extract(r"_f(\d+)_s\d+$")[0].fillna("?")
+    for backend in pd.unique(pd.concat([defaults["backend_id"], after["backend_id"]])):
+        own = after[after["backend_id"] == backend]
+        for subscale in ("PA", "NA"):
+            default = pd.to_numeric(defaults.loc[defaults["backend_id"] == backend, subscale], errors="coerce")
+            default = default.dropna().to_numpy(dtype=float)
+            sums = own[own["subscale"] == subscale]
+            blocks = []
+            for emotion, by_emotion in sums.groupby("emotion", sort=False):
+                for factor, by_factor in by_emotion.groupby("factor", sort=False):
+                    blocks.append(("factor", emotion, f"f{factor}", by_factor))
+                blocks.append(("emotion", emotion, OVERALL, by_emotion))
+            blocks.append(("overall", OVERALL, OVERALL, sums))
+            for level, emotion, factor, block in blocks:
+                values = pd.to_numeric(block["score"], errors="coerce").dropna().to_numpy(dtype=float)
+                rows.append({"backend_id": backend, "subscale": subscale, "level": level, "emotion": emotion,
+                             "factor": factor, **_eb_row(values, default, alpha)})
+    return pd.DataFrame(rows, columns=EB_COLUMNS)

@@ -585,6 +585,40 @@ def matching_warnings(matching: pd.DataFrame, *, unmatched_ids: Mapping[tuple[st
     return out
 
 
+def value_mismatches(scores: pd.DataFrame, instruments: Mapping[str, Instrument], *,
+                     samples: SampleChoice = None) -> list[str]:
+    """One sentence per norm sample and attribute whose text values the data never match: the
+    attribute is there, but written otherwise than the groups' `where` (``F`` for ``female``),
+    so every respondent falls out of the groups. Ranges (numbers) are not checked.
+
+    Example
+    -------
+    >>> value_mismatches(human_scores_with_F_and_M, {"iri": iri})      # doctest: +SKIP
+    ['iri norm sample davis1980 matches gender on female, male; the data's gender values are F, M: none of them matches …']
+    """
+    scores = as_norm_scores(scores, instruments)
+    attributes = set(_attribute_columns(scores))
+    out = []
+    for inst_id, sample_list in _samples(scores, instruments, samples).items():
+        people = scores.loc[scores["instrument"] == inst_id].drop_duplicates("respondent_id")
+        for sample in sample_list:
+            wanted: dict[str, list[Any]] = {}
+            for group in sample.groups:
+                for key, condition in group.where.items():
+                    if not isinstance(condition, Range):
+                        wanted.setdefault(key, []).extend(condition if isinstance(condition, list) else [condition])
+            for key, values in wanted.items():
+                if key not in attributes:
+                    continue
+                present = sorted({str(v).strip() for v in people[key] if _as_text(v) is not None})
+                if present and not any(condition_holds(values, v) for v in present):
+                    out.append(f"{inst_id} norm sample {sample.id} matches {key} on {', '.join(map(str, values))}; "
+                               f"the data's {key} values are {', '.join(present[:10])}: none of them matches, so no "
+                               f"respondent falls in a {key} group. The labels differ: map them with a codebook's "
+                               f"`values:` (e.g. {key}: {{{present[0]}: {values[0]}}}; docs/comparing.md#codebooks)")
+    return out
+
+
 def whole_sample_group(sample: NormSample) -> str | None:
     """The id of the sample's whole-sample group as the file writes it (the first group with an
     empty `where`), or None when the source publishes none (psyq then pools the groups).

@@ -69,7 +69,7 @@ def _imported_sections(run_path: Path, human_change_csv: str | Path | None) -> t
     from psyq.engine.results.imported_run import read_imported_run
 
     from psyq.analysis.change import read_human_change_csv
-    from psyq.analysis.report_change import change_section
+    from psyq.analysis.report_change import change_section, emotionbench_part
 
     manifest, scores = read_imported_run(run_path)
     files = ", ".join(manifest.get("imported_from") or []) or "unknown file(s)"
@@ -89,6 +89,9 @@ def _imported_sections(run_path: Path, human_change_csv: str | Path | None) -> t
     humans = read_human_change_csv(human_change_csv) if human_change_csv is not None else None
     part = change_section(scores, humans)
     change = Section(part.title, list(part.readings), list(part.tables), list(part.figures), part.note)
+    own_readings, own_tables = emotionbench_part(manifest, scores)   # EmotionBench's own comparison, beside psyq's
+    change.readings.extend(own_readings)
+    change.tables.extend(own_tables)
     return facts, [study, change]
 
 
@@ -192,13 +195,16 @@ def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] 
                    norm_samples: list[str] | None = None,
                    warn: Callable[[str], None] | None = None,
                    human_keyed: Collection[str] = (),
-                   human_change_csv: str | Path | None = None) -> tuple[dict[str, Any], list[Section]]:
+                   human_change_csv: str | Path | None = None,
+                   human_codebooks: Mapping[str, str | Path] | None = None) -> tuple[dict[str, Any], list[Section]]:
     """Compute everything the report shows; returns (facts about the run, sections).
 
     `human_csv` maps an instrument id to human data: item answers for a questionnaire, or what a
     kind's report part reads (:attr:`psyq.analysis.kinds.KindReport.human_data`, e.g. perceiver
     ratings); `human_keyed` names the instruments whose human item answers are stored already
-    keyed (reverse items already reversed); `targets_csv` maps an instrument whose kind takes
+    keyed (reverse items already reversed); `human_codebooks` maps an instrument id to the codebook
+    of its human data file (:mod:`psyq.engine.results.codebook`; default: one found beside the CSV);
+    `targets_csv` maps an instrument whose kind takes
     them (:attr:`~psyq.analysis.kinds.KindReport.takes_targets`) to its targets' self-reports.
     `norm_samples` restricts the norm samples compared (default: the study's `norms`, else all);
     `warn` receives every warning the report also shows (e.g. respondents matching no norm group).
@@ -372,10 +378,14 @@ def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] 
     # 8. Human data
     if human_csv:
         hum = Section("Comparison with human data")
-        human_items = {i: read_answers_csv(p, instruments[i], keyed=i in human_keyed) for i, p in human_csv.items()}
-        for inst_id in sorted(set(human_keyed) & set(human_items)):
-            hum.readings.append(f"{inst_id}: the human answers were declared already keyed; their reverse-keyed "
-                                "items were taken as reversed and not reversed again.")
+        human_items = {i: read_answers_csv(p, instruments[i], keyed=True if i in human_keyed else None,
+                                           codebook=(human_codebooks or {}).get(i)) for i, p in human_csv.items()}
+        for inst_id in sorted(human_items):   # codebook used, keying declared, keying that looks wrong
+            said, warned = human.reading_notes(instruments[inst_id], human_items[inst_id], str(human_csv[inst_id]))
+            hum.readings.extend(said + [f"Warning (human data): {w}." for w in warned])
+            for message in warned:
+                if warn:
+                    warn("human data: " + message)
         cmp = human.compare_with_humans({i: items[i] for i in human_items if i in items}, human_items, instruments)
         hum.tables.append(("Cohort against human respondents", cmp))
         for row in cmp.itertuples():
@@ -388,7 +398,8 @@ def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] 
         human_norms = norms.compare_with_norms(human_long, instruments, bound=bound, correction=correction,
                                                samples=choice)
         human_matching = norms.group_matching(human_long, instruments, samples=choice)
-        for message in norms.matching_warnings(human_matching):
+        for message in norms.matching_warnings(human_matching) + norms.value_mismatches(human_long, instruments,
+                                                                                         samples=choice):
             hum.readings.append("Warning (human data): " + message)
             if warn:
                 warn("human data: " + message)
@@ -462,7 +473,12 @@ def construct_validity_section(table: pd.DataFrame, rated: Mapping[str, Instrume
         section.tables.append((f"{inst_id}: subscale intercorrelations, cohort and humans", corr))
         for row in corr[~corr["estimable"]].itertuples():
             section.readings.append(f"{inst_id} r({row.subscale_a}, {row.subscale_b}) not estimable: {row.note}.")
-        estimable = corr[corr["estimable"]]
+        whole = corr[corr["part_whole"]]
+        if len(whole):   # a composite (a total) and its parts: r high by construction, not evidence of anything
+            section.readings.append(f"{inst_id}: " + ", ".join(f"r({r.subscale_a}, {r.subscale_b})" for r in whole.itertuples())
+                                    + " are part–whole correlations (one subscale holds every item of the other): "
+                                    "high by construction, and left out of the comparison below.")
+        estimable = corr[corr["estimable"] & ~corr["part_whole"]]
         if len(estimable):
             worst = estimable.loc[estimable["difference"].abs().idxmax()]
             section.readings.append(
@@ -697,7 +713,8 @@ def write_report(run_path: str | Path, out_dir: str | Path | None = None, *,
                  norm_samples: list[str] | None = None,
                  warn: Callable[[str], None] | None = None,
                  human_keyed: Collection[str] = (),
-                 human_change_csv: str | Path | None = None) -> tuple[Path, Path]:
+                 human_change_csv: str | Path | None = None,
+                 human_codebooks: Mapping[str, str | Path] | None = None) -> tuple[Path, Path]:
     """Write report.html and report.md (into the run directory unless `out_dir`); return both paths.
 
     Example:
@@ -705,7 +722,8 @@ def write_report(run_path: str | Path, out_dir: str | Path | None = None, *,
     """
     manifest, sections = build_sections(run_path, human_csv=human_csv, bound=bound, correction=correction,
                                         targets_csv=targets_csv, norm_samples=norm_samples, warn=warn,
-                                        human_keyed=human_keyed, human_change_csv=human_change_csv)
+                                        human_keyed=human_keyed, human_change_csv=human_change_csv,
+                                        human_codebooks=human_codebooks)
     out = Path(out_dir or run_path)
     out.mkdir(parents=True, exist_ok=True)
     text = " ".join([methods_text(run_path), *(s.methods for s in sections if s.methods)])

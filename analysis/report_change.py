@@ -24,8 +24,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from psyq.analysis import apa
-from psyq.analysis.change import (OVERALL, change_scores, compare_change_with_humans, human_paired_change,
-    paired_change, per_person)
+from psyq.analysis.change import (EB_ALPHA, OVERALL, change_scores, compare_change_with_humans,
+    emotionbench_comparison, human_paired_change, paired_change, per_person)
 from psyq.analysis.plots import (NORM_COLOUR, _figure, _finite, _legend_columns, _message_figure, _style,
     _unique, wrap_to_width)
 
@@ -266,3 +266,45 @@ def change_section(scores: pd.DataFrame, human_changes: pd.DataFrame | None = No
                     "humans (numb, over-reacting, opposite direction) use the unadjusted 95 % CI of the "
                     "difference in mean change.")
     return section
+
+
+EB_COMMAND = "psyq import emotionbench-results"
+
+
+def emotionbench_part(manifest: dict[str, Any], scores: pd.DataFrame) -> tuple[list[str], list[tuple[str, pd.DataFrame]]]:
+    """EmotionBench's own comparison for an imported EmotionBench run, beside psyq's pairing:
+    (readings, tables); nothing for other runs.
+
+    psyq pairs each situation test with the General test of its number; EmotionBench compares
+    the mean of every situation test with the mean of *every* General test by a two-sample t
+    (:func:`psyq.analysis.change.emotionbench_comparison`). The readings give EmotionBench's
+    figures, labelled as its own, so that a user reproduces the paper; a run imported before the
+    default scores were kept says to import it again.
+    """
+    if manifest.get("command") != EB_COMMAND:
+        return [], []
+    if "default_scores" not in manifest:
+        return (["EmotionBench's own comparison (Default = the mean of all General tests, two-sample t) is not shown: "
+                 "this run was imported before psyq kept every General test's scores; import the file again with "
+                 f"`{EB_COMMAND}` to see it."], [])
+    defaults = pd.DataFrame(manifest["default_scores"], columns=["backend_id", "column", "PA", "NA"])
+    table = emotionbench_comparison(defaults, scores)
+    readings = [f"EmotionBench's own comparison, as its analysis code computes it (Huang et al., 2024), beside psyq's "
+                "pairing above: Default = the PANAS sums of every General test (not only those sharing a number "
+                "with a situation test), each situation test one observation, difference = situation mean − Default "
+                "mean, two-sample t (Student's when an F test of the variances gives p > .01, else Welch's), "
+                f"↑/↓ when p < {apa.fmt_p(EB_ALPHA)}, − otherwise. These are the figures of EmotionBench's tables; "
+                "psyq's paired change differs because its before scores are a subset of the Default."]
+    overall = table[table["level"] == "overall"]
+    for row in overall.itertuples():
+        if not _finite(row.t):
+            readings.append(f"EmotionBench's comparison, {row.backend_id} {row.subscale}: not estimable ({row.note}).")
+            continue
+        readings.append(
+            f"EmotionBench's comparison, {row.backend_id} {row.subscale}, all situations: Default "
+            f"{apa.fmt_num(row.mean_default)} (SD {apa.fmt_num(row.sd_default)}, n = {int(row.n_default)} General tests), "
+            f"after the situations {apa.fmt_num(row.mean_situation)} (n = {int(row.n_situation)} tests): "
+            f"{row.direction} ({'+' if row.difference > 0 else ''}{apa.fmt_num(row.difference, 1)}), {row.test} t({apa.fmt_num(row.df, 1) if row.test == 'Welch' else int(row.df)}) "
+            f"= {apa.fmt_num(row.t)}, p {_p_text(row.p)}.")
+    return readings, [("EmotionBench's own comparison: situation tests against the mean of all General tests "
+                       "(two-sample t), per factor, emotion and overall", table)]

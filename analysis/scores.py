@@ -124,10 +124,12 @@ def human_scores(answers: pd.DataFrame, instrument: Instrument) -> pd.DataFrame:
     return tidy[RESPONDENT_KEYS + attributes + SCORE_VALUES]
 
 
-def score_humans(csv: str | Path, instrument: Instrument, keyed: bool = False) -> pd.DataFrame:
+def score_humans(csv: str | Path, instrument: Instrument, keyed: bool | None = None,
+                 codebook: str | Path | None = None) -> pd.DataFrame:
     """Read human answers from a CSV and score them (:func:`human_scores`).
 
-    `keyed=True` declares that the file's reverse-keyed items are already reversed (see
+    `keyed=True` declares that the file's reverse-keyed items are already reversed, `codebook`
+    names a codebook of the file (else one beside it is used; see
     :func:`psyq.engine.results.human_answers.read_answers_csv`). Bad cells raise
     :class:`psyq.engine.files.errors.InputError` with file, line and column.
 
@@ -140,4 +142,4 @@ def score_humans(csv: str | Path, instrument: Instrument, keyed: bool = False) -
         5            r2        NaN           2     False
         8            r4  18.666667           3      True
     """
-    return human_scores(read_answers_csv(csv, instrument, keyed=keyed), instrument)
+    return human_scores(read_answers_csv(csv, instrument, keyed=keyed, codebook=codebook), instrument)

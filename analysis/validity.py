@@ -7,7 +7,8 @@ Three views, each a pure function returning a tidy frame:
   Wasserstein-1 distance on the option values;
 * :func:`subscale_correlations` — the Pearson intercorrelations of the subscales in each sample,
   side by side with their difference;
-* :func:`factor_congruence` — an exploratory factor model with one factor per rating subscale,
+* :func:`factor_congruence` — an exploratory factor model with one factor per first-order rating
+  subscale (composites such as totals left out),
   rotated to the instrument's item–subscale membership, compared between the samples with
   Tucker's φ per factor.
 
@@ -47,7 +48,7 @@ from psyq.analysis.human_comparison import tucker_phi
 DISTRIBUTION_COLUMNS = ["instrument", "item_id", "group_by", "group", "n_cohort", "n_human", "tv",
                         "tv_uniform", "simbench", "wasserstein", "estimable", "note"]
 CORRELATION_COLUMNS = ["instrument", "subscale_a", "subscale_b", "n_cohort", "n_human", "r_cohort", "r_human",
-                       "difference", "estimable", "note"]
+                       "difference", "part_whole", "estimable", "note"]
 CONGRUENCE_COLUMNS = ["instrument", "factor", "n_cohort", "n_human", "k", "phi", "method_cohort", "method_human",
                       "estimable", "note"]
 ALL = "all"
@@ -101,6 +102,29 @@ def _attribute_groups(cohort: pd.DataFrame, human: pd.DataFrame, item_ids: set[s
     return [c for c in shared if 1 < human[c].nunique() <= MAX_GROUP_LEVELS]
 
 
+def label_mismatch(attribute: str, cohort_values: set[str], human_values: set[str]) -> dict[tuple[str, str], str]:
+    """Why a group of `attribute` has respondents on one side only, when the two sides write the
+    attribute's values differently: (attribute, value) -> a clause to add to the "no answers" note.
+
+    Values found on both sides need nothing. When the sides share no value at all, every group
+    says so, with both sets of labels and the way out (a codebook's ``values:``).
+
+    Example:
+        >>> print(label_mismatch("gender", {"female", "male"}, {"F", "M"})[("gender", "F")])
+        : the cohort and the humans share no gender value (cohort: female, male; humans: F, M): the labels differ; map the humans' values with a codebook's `values:` (e.g. gender: {F: female})
+    """
+    if not cohort_values or not human_values:
+        return {}
+    shown = f"cohort: {', '.join(sorted(cohort_values))}; humans: {', '.join(sorted(human_values))}"
+    if not cohort_values & human_values:
+        example = f"{attribute}: {{{sorted(human_values)[0]}: {sorted(cohort_values)[0]}}}"
+        why = (f": the cohort and the humans share no {attribute} value ({shown}): the labels differ; map the humans' "
+               f"values with a codebook's `values:` (e.g. {example})")
+        return {(attribute, v): why for v in cohort_values | human_values}
+    return {(attribute, v): f": {v!r} occurs on one side only ({shown})"
+            for v in cohort_values ^ human_values}
+
+
 def item_distributions(cohort: pd.DataFrame, human: pd.DataFrame, instrument: Instrument,
                        group_by: Sequence[str] | None = None) -> pd.DataFrame:
     """Each rating item's answer distribution in the cohort against the humans', overall and per group.
@@ -114,8 +138,9 @@ def item_distributions(cohort: pd.DataFrame, human: pd.DataFrame, instrument: In
     group_by : sequence of str, optional
         Attributes to compare within (each value a group). Default: every attribute present in
         both tables with 2 to 10 distinct human values (e.g. gender). Values must be written
-        alike on both sides (``female`` ≠ ``F``); a group without respondents on one side is a
-        "not estimable" row.
+        alike on both sides (``female`` ≠ ``F``; a codebook's ``values:`` maps the humans'); a
+        group without respondents on one side is a "not estimable" row, whose note says when the
+        two sides share no value of the attribute at all (:func:`label_mismatch`).
 
     Returns
     -------
@@ -147,9 +172,11 @@ def item_distributions(cohort: pd.DataFrame, human: pd.DataFrame, instrument: In
     options = [float(o.value) for o in instrument.scale]
     items = [i.id for i in instrument.rating_items]
     groups: list[tuple[str, str, pd.DataFrame, pd.DataFrame]] = [(ALL, ALL, cohort, human)]
+    why_empty: dict[tuple[str, str], str] = {}    # (attribute, level) -> why one side has nobody
     for attribute in _attribute_groups(cohort, human, set(items), group_by):
         c_text, h_text = _level_text(cohort[attribute]), _level_text(human[attribute])
         levels = sorted(set(c_text.dropna()) | set(h_text.dropna()))
+        why_empty.update(label_mismatch(attribute, set(c_text.dropna()), set(h_text.dropna())))
         for level in levels:
             groups.append((attribute, level, cohort[(c_text == level).to_numpy()], human[(h_text == level).to_numpy()]))
     uniform = np.full(len(options), 1 / len(options))
@@ -165,7 +192,7 @@ def item_distributions(cohort: pd.DataFrame, human: pd.DataFrame, instrument: In
                    "wasserstein": np.nan, "estimable": False, "note": ""}
             if n_c == 0 or n_h == 0:
                 side = "cohort" if n_c == 0 else "human"
-                row["note"] = f"no {side} answers to this item in this group"
+                row["note"] = f"no {side} answers to this item in this group" + why_empty.get((attribute, level), "")
             else:
                 p, q = option_shares(c, options), option_shares(h, options)
                 row.update(tv=total_variation(p, q), tv_uniform=total_variation(uniform, q), estimable=True,
@@ -213,8 +240,11 @@ def subscale_correlations(cohort: pd.DataFrame, human: pd.DataFrame, instrument:
         (respondents with both scores), ``r_cohort, r_human`` (pairwise-complete Pearson r, as
         :meth:`pandas.DataFrame.corr`), ``difference`` = r_cohort − r_human. A correlation that
         cannot be estimated (fewer than 3 respondents, a constant subscale) is NaN and the
-        ``note`` says why (``estimable`` False when either is). With fewer than 2 subscales a
-        single row says there is nothing to correlate.
+        ``note`` says why (``estimable`` False when either is). ``part_whole`` is True when one
+        subscale's items are all items of the other (a composite and its part, e.g. a total and
+        one of its subscales, :func:`part_whole`): such an r is high by construction, and the
+        ``note`` says so. With fewer than 2 subscales a single row says there is nothing to
+        correlate.
 
     Example
     -------
@@ -235,7 +265,7 @@ def subscale_correlations(cohort: pd.DataFrame, human: pd.DataFrame, instrument:
     if len(subs) < 2:
         return pd.DataFrame([{"instrument": instrument.id, "subscale_a": subs[0] if subs else "", "subscale_b": "",
                               "n_cohort": len(cohort), "n_human": len(human), "r_cohort": np.nan,
-                              "r_human": np.nan, "difference": np.nan, "estimable": False,
+                              "r_human": np.nan, "difference": np.nan, "part_whole": False, "estimable": False,
                               "note": f"{len(subs)} rating subscale(s): no intercorrelations to compare"}],
                             columns=CORRELATION_COLUMNS)
     sc, sh = score_wide(instrument, cohort), score_wide(instrument, human)
@@ -245,10 +275,28 @@ def subscale_correlations(cohort: pd.DataFrame, human: pd.DataFrame, instrument:
             rc, nc, why_c = _pearson(sc[a], sc[b])
             rh, nh, why_h = _pearson(sh[a], sh[b])
             notes = [f"{side}: {why}" for side, why in (("cohort", why_c), ("human", why_h)) if why]
+            whole = part_whole(instrument, a, b)
             rows.append({"instrument": instrument.id, "subscale_a": a, "subscale_b": b, "n_cohort": nc,
                          "n_human": nh, "r_cohort": rc, "r_human": rh, "difference": rc - rh,
-                         "estimable": not notes, "note": "; ".join(notes)})
+                         "part_whole": whole is not None, "estimable": not notes,
+                         "note": "; ".join(notes + ([whole] if whole else []))})
     return pd.DataFrame(rows, columns=CORRELATION_COLUMNS)
+
+
+def part_whole(instrument: Instrument, a: str, b: str) -> str | None:
+    """Why r(a, b) is a part–whole correlation (one subscale's items all belong to the other), or None.
+
+    Example:
+        >>> from psyq.engine.design.instrument import load_instrument
+        >>> print(part_whole(load_instrument("tests/data/mini_1to7.yaml"), "X", "Z"))
+        part–whole: Z holds every item of X (a composite and its part), so r is high by construction
+    """
+    items = {s: {i.id for i in instrument.subscale_items(s)} for s in (a, b)}
+    for whole, part in ((b, a), (a, b)):
+        if items[part] and items[part] <= items[whole]:
+            return (f"part–whole: {whole} holds every item of {part} (a composite and its part), "
+                    "so r is high by construction")
+    return None
 
 
 def _factor_problem(data: pd.DataFrame, n_factors: int) -> str | None:
@@ -292,7 +340,7 @@ def _fit_factors(x: np.ndarray, n_factors: int) -> tuple[np.ndarray, str] | None
 
 
 def target_loadings(items: pd.DataFrame, instrument: Instrument) -> tuple[pd.DataFrame | None, str, str]:
-    """Loadings of an EFA with one factor per rating subscale, rotated to the membership target.
+    """Loadings of an EFA with one factor per first-order rating subscale, rotated to the membership target.
 
     Parameters
     ----------
@@ -304,7 +352,8 @@ def target_loadings(items: pd.DataFrame, instrument: Instrument) -> tuple[pd.Dat
     -------
     (pandas.DataFrame or None, str, str)
         Items × subscales loadings after orthogonal Procrustes rotation towards the 0/1
-        membership matrix (:func:`psyq.engine.trials.scoring.membership_matrix`), the fitting method (``ml``
+        membership matrix of the first-order subscales (:attr:`Instrument.first_order_subscales`:
+        a composite such as a total is not a factor of its own) (:func:`psyq.engine.trials.scoring.membership_matrix`), the fitting method (``ml``
         or ``pa``) and a note. None and the reason when the model cannot be estimated.
 
     Notes
@@ -332,7 +381,7 @@ def target_loadings(items: pd.DataFrame, instrument: Instrument) -> tuple[pd.Dat
     Paunonen, S. V. (1997). On chance and factor congruence following orthogonal Procrustes
     rotation. Educational and Psychological Measurement, 57(1), 33–59.
     """
-    target = membership_matrix(instrument)
+    target = membership_matrix(instrument)[[s.id for s in instrument.first_order_subscales]]
     data = keyed_answers(instrument, items).dropna(axis=0, how="any")
     problem = _factor_problem(data, target.shape[1])
     if problem:
@@ -353,7 +402,9 @@ def factor_congruence(cohort: pd.DataFrame, human: pd.DataFrame, instrument: Ins
     cohort, human : pandas.DataFrame
         Raw answers, one row per respondent, one column per item id.
     instrument : Instrument
-        Its rating subscales are the factors (at least 2).
+        Its first-order rating subscales are the factors (at least 2): a composite subscale
+        (``composite: true``, or a total inferred from its items) is left out, since fitting a
+        total as one more factor distorts the others.
 
     Returns
     -------
@@ -374,7 +425,7 @@ def factor_congruence(cohort: pd.DataFrame, human: pd.DataFrame, instrument: Ins
     ----------
     See :func:`target_loadings` and :func:`psyq.analysis.human_comparison.tucker_phi`.
     """
-    subs = [s.id for s in instrument.rating_subscales]
+    subs = [s.id for s in instrument.first_order_subscales]
     ids = [i.id for i in instrument.rating_items]
     n_c = int(keyed_answers(instrument, cohort).dropna(axis=0, how="any").shape[0])
     n_h = int(keyed_answers(instrument, human).dropna(axis=0, how="any").shape[0])

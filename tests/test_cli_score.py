@@ -50,4 +50,5 @@ def test_missing_item_column_is_an_error(tmp_path):
     csv.write_text("respondent_id,a,b,c\nr1,1,2,3\n")
     result = psyq("score", str(DATA / "mini_1to7.yaml"), str(csv))
     assert result.returncode == 2
-    assert result.stderr.strip() == f"error: {csv}:1: missing column(s): d"
+    assert result.stderr.strip().startswith(f"error: {csv}:1: missing column(s): d; if the file names its columns "
+                                            "otherwise, describe them in a codebook (--codebook FILE")

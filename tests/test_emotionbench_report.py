@@ -80,14 +80,15 @@ MODEL_COLUMNS = {"General_test-0_order-0": (5, 1), "General_test-1_order-0": (4,
                  "Anger-0_scenario-0_test-0_order-0": (1, 4), "Anger-0_scenario-0_test-1_order-0": (2, 3)}
 
 
-def write_model(path: Path, blank: str | None = None) -> Path:
-    rows = [["question-0", "order-0", *MODEL_COLUMNS],
-            ["Prompt: SCENARIO rate each emotion 1-5", "", *[" "] * len(MODEL_COLUMNS)]]
+def write_model(path: Path, blank: str | None = None, columns: dict | None = None) -> Path:
+    columns = columns or MODEL_COLUMNS
+    rows = [["question-0", "order-0", *columns],
+            ["Prompt: SCENARIO rate each emotion 1-5", "", *[" "] * len(columns)]]
     for r in range(1, 21):
         item = 21 - r
-        cells = [str(block(*answers)[item - 1]) for answers in MODEL_COLUMNS.values()]
+        cells = [str(block(*answers)[item - 1]) for answers in columns.values()]
         if blank is not None and r == 1:
-            cells[list(MODEL_COLUMNS).index(blank)] = ""
+            cells[list(columns).index(blank)] = ""
         rows.append([f"{item}. item{item:02d}", str(item), *cells])
     with path.open("w", newline="") as handle:
         csv.writer(handle).writerows(rows)
@@ -109,7 +110,7 @@ def import_and_report(tmp_path: Path, model: Path, crowd: Path) -> tuple[Path, s
 
 
 def table(report: Path, name: str) -> list[dict]:
-    [path] = (report / "report_tables").glob(f"table[0-9][0-9]_{name}.csv")
+    [path] = (report / "report_tables").glob(f"table[0-9][0-9]_{name}.csv")   # name may end with * (long captions)
     with path.open() as handle:
         return list(csv.DictReader(handle))
 
@@ -152,6 +153,53 @@ def test_an_empty_answer_leaves_the_sum_empty_and_the_report_says_so(tmp_path):
     assert "1 PA/NA sums have an empty answer" in text
     [left_out] = table(report, "scores_left_out_of_the_change_analysis")
     assert (left_out["respondent_id"], left_out["subscale"], left_out["reason"]) == ("test-1", "NA", "no after score")
+
+
+# The same model with a third default test that no situation test shares a number with:
+#   General_test-2: PA 3, NA 3 -> 30, 30. psyq's pairing ignores it (before PA 45, NA 15, as above);
+#   EmotionBench's Default takes all three: PA 50, 40, 30 -> mean 40, SD 10; NA 10, 20, 30 -> mean 20, SD 10.
+#   Situation tests: PA 10, 20 -> mean 15, SD sqrt(50); NA 40, 30 -> mean 35, SD sqrt(50).
+#   F = 100 / 50 = 2 on (2, 1) df: p_F = 2 * P(F(2,1) > 2) = 2 / sqrt(5) = .894 > .01, so Student's t:
+#   pooled variance (2 * 100 + 1 * 50) / 3 = 250/3; SE = sqrt(250/3 * (1/3 + 1/2)) = 25/3;
+#   PA: difference -25, t(3) = -25 / (25/3) = -3; NA: +15, t(3) = 15 / (25/3) = 1.8.
+WITH_UNPAIRED_DEFAULT = {**MODEL_COLUMNS, "General_test-2_order-0": (3, 3)}
+
+
+def test_report_shows_emotionbench_own_comparison_beside_psyqs_pairing(tmp_path):
+    model = write_model(tmp_path / "toy-PANAS-testing.csv", columns=WITH_UNPAIRED_DEFAULT)
+    report, text = import_and_report(tmp_path, model, write_crowd(tmp_path / "crowd.csv"))
+    # psyq's pairing is unchanged: the unpaired General test is not a before score.
+    assert f"toy, all situations pooled (panas), PA (n = 2): before 45.00, after 15.00, paired t(1) = {MINUS}3.00" in text
+    # EmotionBench's own comparison, labelled as such, with the Default of all three General tests.
+    assert "EmotionBench's own comparison, as its analysis code computes it" in text
+    assert (f"EmotionBench's comparison, toy PA, all situations: Default 40.00 (SD 10.00, n = 3 General tests), after "
+            f"the situations 15.00 (n = 2 tests): {MINUS} ({MINUS}25.0), Student t(3) = {MINUS}3.00") in text
+    rows = {(r["subscale"], r["level"]): r for r in table(report, "emotionbench_s_own_comparison*")}
+    pa, na = rows[("PA", "overall")], rows[("NA", "overall")]
+    assert float(pa["mean_default"]) == pytest.approx(40) and int(pa["n_default"]) == 3
+    assert float(pa["t"]) == pytest.approx(-3.0, abs=1e-6) and float(pa["df"]) == 3 and pa["test"] == "Student"
+    assert float(na["difference"]) == pytest.approx(15) and float(na["t"]) == pytest.approx(1.8, abs=1e-6)
+    assert float(pa["f"]) == pytest.approx(2.0, abs=1e-6) and pa["direction"] == MINUS   # p = .058 > .01: no arrow
+    assert rows[("PA", "factor")]["factor"] == "f1" and rows[("PA", "emotion")]["emotion"] == "anger"
+
+
+def test_emotionbench_comparison_switches_to_welch_when_variances_differ():
+    import numpy as np
+    import pandas as pd
+    from scipy import stats
+
+    from psyq.analysis.change import emotionbench_comparison
+
+    default = [30.0] * 20 + [31.0] * 20                       # SD ~0.5
+    situation = [10.0, 40, 15, 35, 20, 30, 25, 45]            # SD ~12: F test p far below .01
+    defaults = pd.DataFrame({"backend_id": "m", "column": range(40), "PA": default, "NA": default})
+    after = pd.DataFrame({"backend_id": "m", "situation_id": "fear_f2_s1", "emotion": "fear", "phase": "after",
+                          "subscale": "PA", "score": situation})
+    row = emotionbench_comparison(defaults, after).iloc[0]
+    welch = stats.ttest_ind(situation, default, equal_var=False)
+    assert row["test"] == "Welch" and row["factor"] == "f2"
+    assert row["t"] == pytest.approx(welch.statistic, rel=1e-6) and row["df"] == pytest.approx(welch.df, rel=1e-6)
+    assert row["direction"] == MINUS and np.isclose(row["difference"], 27.5 - 30.5)
 
 
 @pytest.mark.parametrize("edit, where", [

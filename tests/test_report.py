@@ -93,6 +93,24 @@ def test_report_has_every_section_and_embedded_figures(run_dir, tmp_path):
     assert "declared already keyed" in md_keyed and "declared already keyed" not in md
 
 
+def test_report_reads_human_data_through_a_codebook_and_warns_of_keying(run_dir, tmp_path):
+    # The Briganti file as it comes (davi1 ... davi28, gender F/M, stored keyed), with a codebook that
+    # names the columns and maps the labels but does not declare it keyed: read, and warned about.
+    import shutil
+
+    shutil.copy(ROOT / "instruments" / "data" / "iri_briganti2018_keyed.csv", tmp_path / "people.csv")
+    (tmp_path / "book.yaml").write_text("psyq: codebook/1\ncolumns:\n  items: \"davi{id}\"\n"
+                                        "values:\n  gender: {F: female, M: male}\n")
+    out = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "report", str(run_dir), "--out", str(tmp_path / "r"),
+                          "--human", f"iri={tmp_path / 'people.csv'}", "--codebook", f"iri={tmp_path / 'book.yaml'}"],
+                         cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "warning: human data: " in out.stderr and "look ALREADY KEYED" in out.stderr
+    md = (tmp_path / "r" / "report.md").read_text()
+    assert f"read with the codebook {tmp_path / 'book.yaml'} (item columns davi{{id}}; values of gender mapped" in md
+    assert "Warning (human data): " in md and "9 of 9 reverse-keyed items of iri" in md
+
+
 def test_report_on_a_non_run_is_a_clean_error(tmp_path):
     out = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "report", str(tmp_path)], cwd=ROOT,
                          capture_output=True, text=True)

@@ -179,3 +179,58 @@ def test_validity_plots_draw_estimable_values_and_name_the_rest():
     bars = plots.item_distance_chart(dist, "toy")
     drawn = [p for p in bars.axes[0].patches]
     assert [round(p.get_width(), 6) for p in drawn] == [round(v, 6) for v in dist["tv"]]
+
+
+def with_total(composite: bool | None) -> Instrument:
+    """instrument({"A": 5, "B": 5}) plus a subscale TOTAL holding all ten items."""
+    base = instrument({"A": 5, "B": 5}).model_dump()
+    for item in base["items"]:
+        item["subscales"] = [*item["subscales"], "TOTAL"]
+    total = {"id": "TOTAL", "name": "Total"} | ({} if composite is None else {"composite": composite})
+    base["subscales"] = [*base["subscales"], total]
+    return Instrument.model_validate(base)
+
+
+@pytest.mark.parametrize("composite", [True, None], ids=["marked", "inferred"])
+def test_a_total_subscale_is_not_a_factor_and_its_correlations_are_part_whole(composite):
+    from psyq.engine.design.instrument import inferred_composites
+
+    inst = with_total(composite)
+    assert [s.id for s in inst.first_order_subscales] == ["A", "B"]
+    assert inferred_composites(inst) == ({} if composite else {"TOTAL": ["A", "B"]})
+    humans = two_factor_sample(np.random.default_rng(11), 600)
+    cong = factor_congruence(humans, humans, inst)
+    assert cong["factor"].tolist() == ["A", "B", "all"] and cong["estimable"].all()
+    assert cong.set_index("factor").loc["A", "phi"] == pytest.approx(1.0)
+    loadings, _, _ = target_loadings(humans, inst)
+    assert list(loadings.columns) == ["A", "B"]
+    corr = subscale_correlations(humans, humans, inst).set_index(["subscale_a", "subscale_b"])
+    assert not corr.loc[("A", "B"), "part_whole"]
+    assert corr.loc[("A", "TOTAL"), "part_whole"] and corr.loc[("B", "TOTAL"), "part_whole"]
+    assert "part–whole: TOTAL holds every item of A" in corr.loc[("A", "TOTAL"), "note"]
+
+
+def test_a_total_kept_first_order_on_purpose_is_fitted():
+    inst = with_total(False)
+    assert [s.id for s in inst.first_order_subscales] == ["A", "B", "TOTAL"]
+
+
+def test_shipped_totals_are_marked_composite():
+    from psyq.engine.design.instrument import inferred_composites, load_instrument
+
+    bes = load_instrument("instruments/bes.yaml")
+    assert bes.composite_subscale_ids == ["total"] and inferred_composites(bes) == {}
+    assert [s.id for s in bes.first_order_subscales] == ["cognitive", "affective"]
+
+
+def test_groups_whose_labels_differ_say_so():
+    inst = instrument({"A": 2})
+    cohort = pd.DataFrame({"i1": [1, 2, 3, 4], "i2": [2, 3, 4, 5], "gender": ["female", "male"] * 2})
+    humans = pd.DataFrame({"i1": [1, 2, 3, 4], "i2": [2, 3, 4, 5], "gender": ["F", "M"] * 2})
+    dist = item_distributions(cohort, humans, inst)
+    grouped = dist[dist["group_by"] == "gender"]
+    assert set(grouped["group"]) == {"female", "male", "F", "M"} and not grouped["estimable"].any()
+    assert grouped["note"].str.contains("share no gender value (cohort: female, male; humans: F, M)", regex=False).all()
+    assert grouped["note"].str.contains("codebook's `values:`", regex=False).all()
+    mapped = humans.assign(gender=humans["gender"].map({"F": "female", "M": "male"}))
+    assert item_distributions(cohort, mapped, inst)["estimable"].all()

@@ -54,10 +54,12 @@ def load_any(path: Path) -> object:
     from psyq.engine.design.persona import load_cohort
     from psyq.engine.design.situations import load_situations
     from psyq.engine.design.study import load_study
+    from psyq.engine.results.codebook import load_codebook
     kind_formats = {name: load for kind in all_kinds() for name, load in kind.file_formats().items()}
     loaders = {"instrument/1": load_instrument, "cohort/1": load_cohort, "study/1": load_study,
                **kind_formats, "rubric/1": load_rubric,
-               "situations/1": load_situations, "perturbations/1": load_perturbations}
+               "situations/1": load_situations, "perturbations/1": load_perturbations,
+               "codebook/1": load_codebook}
     doc = load_yaml(path)
     kind = doc.data.get("psyq")
     if kind not in loaders:
@@ -111,6 +113,9 @@ def cmd_schema(args: argparse.Namespace) -> int:
     elif args.format == "situations":
         from psyq.engine.design.situations import situations_json_schema
         schema = situations_json_schema()
+    elif args.format == "codebook":
+        from psyq.engine.results.codebook import codebook_json_schema
+        schema = codebook_json_schema()
     elif args.format == "perturbations":
         from psyq.engine.design.perturbation_sets import perturbations_json_schema
         schema = perturbations_json_schema()
@@ -126,14 +131,20 @@ def cmd_score(args: argparse.Namespace) -> int:
     from psyq.analysis.score_table import wide_scores, write_scores
     from psyq.analysis.scores import human_scores
 
+    from psyq.engine.results.human_answers import keying_check, keying_warning
+
     instrument = load_instrument(args.instrument)
-    answers = read_answers_csv(args.responses, instrument, keyed=args.keyed)
+    answers = read_answers_csv(args.responses, instrument, keyed=True if args.keyed else None,
+                               codebook=args.codebook)
     long = human_scores(answers, instrument)
     wide = wide_scores(long, prefix=False).drop(columns=["backend_id", "model", "repeat"])
     print(prorated_summary(long, args.responses), file=sys.stderr)
-    if args.keyed:
+    if answers.attrs.get("keyed"):
         print(f"{args.responses}: declared keyed; reverse-keyed items were taken as already reversed",
               file=sys.stderr)
+    # Data stored already keyed and read as raw (or the converse) would be reversed the wrong way: said loudly.
+    if message := keying_warning(keying_check(instrument, answers), args.responses, bool(answers.attrs.get("keyed"))):
+        print(f"WARNING: {message}", file=sys.stderr)
     if args.out:
         write_scores(wide, args.out, args.format, {instrument.id: instrument}, prefix=False)
         print(f"scored {len(wide)} respondents on {', '.join(s.id for s in instrument.rating_subscales)} "
@@ -151,23 +162,27 @@ def _arguments_validate(p: argparse.ArgumentParser) -> None:
 
 
 def _arguments_schema(p: argparse.ArgumentParser) -> None:
-    p.add_argument("format", nargs="?", choices=["instrument", "cohort", "study", "situations", "perturbations"],
+    p.add_argument("format", nargs="?", choices=["instrument", "cohort", "study", "situations", "perturbations",
+                                                               "codebook"],
                                    default="instrument")
 
 
 def _arguments_score(p: argparse.ArgumentParser) -> None:
     p.add_argument("instrument", help="instrument YAML file")
-    p.add_argument("responses", help="CSV with respondent_id and one column per item id")
+    p.add_argument("responses", help="CSV with respondent_id and one column per item id (or named by a codebook)")
     p.add_argument("--out", help="write scores to this file (default: CSV on standard output)")
     p.add_argument("--format", choices=["csv", "parquet", "sav"], default="csv",
                    help="file format for --out (sav: SPSS, with variable and value labels)")
     p.add_argument("--keyed", action="store_true",
                    help="the file's reverse-keyed items are already reversed (do not reverse them again)")
+    p.add_argument("--codebook", metavar="FILE",
+                   help="a codebook YAML (psyq: codebook/1) naming the file's columns and coding its values "
+                        "(default: <csv name>.codebook.yaml beside the CSV, when there is one)")
 
 
 # name -> (handler, help, arguments): read by engine/cli/__init__.py
 COMMANDS = {
     "validate": (cmd_validate, "check instrument, cohort and study YAML files (schema and meaning)", _arguments_validate),
-    "schema": (cmd_schema, "print the JSON Schema of the instrument (default), cohort, study or situations format", _arguments_schema),
+    "schema": (cmd_schema, "print the JSON Schema of the instrument (default), cohort, study, situations, perturbations or codebook format", _arguments_schema),
     "score": (cmd_score, "score a CSV of item answers (human data) with an instrument", _arguments_score),
 }

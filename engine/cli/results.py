@@ -175,11 +175,15 @@ def cmd_report(args: argparse.Namespace) -> int:
     # INSTRUMENT=FILE.csv:keyed declares item answers stored already keyed (reverse items reversed).
     keyed = {i for i, path in human.items() if path.endswith(KEYED_SUFFIX)}
     human = {i: path.removesuffix(KEYED_SUFFIX) if i in keyed else path for i, path in human.items()}
+    codebooks = _id_paths(args.codebook, "--codebook")
+    if stray := sorted(set(codebooks) - set(human)):
+        raise InputError.single(", ".join(stray), "--codebook INSTRUMENT=FILE describes the --human file of that "
+                                f"instrument; no --human file is given for it (given: {', '.join(human) or 'none'})")
     html_path, md_path = write_report(args.run, args.out, human_csv=human or None, bound=args.bound,
                                       correction=args.correction, targets_csv=targets or None,
                                       norm_samples=norm_samples, human_keyed=keyed,
                                       warn=lambda m: print(f"warning: {m}", file=sys.stderr),
-                                      human_change_csv=args.human_change)
+                                      human_change_csv=args.human_change, human_codebooks=codebooks or None)
     print(f"report -> {html_path}\nsummary -> {md_path}")
     return EXIT_OK
 
@@ -221,6 +225,9 @@ def _arguments_report(p: argparse.ArgumentParser) -> None:
                    help="human data to compare with (repeatable): item answers, e.g. iri=humans.csv "
                         "(iri=humans.csv:keyed when reverse-keyed items are stored already reversed), or "
                         "perceiver ratings for an empathic-accuracy instrument, e.g. ea=perceivers.csv")
+    p.add_argument("--codebook", action="append", metavar="INSTRUMENT=FILE",
+                   help="a codebook YAML for that instrument's --human file: how it names its columns, codes its "
+                        "values and whether it is keyed (default: <csv name>.codebook.yaml beside the CSV)")
     p.add_argument("--targets", action="append", metavar="INSTRUMENT=CSV",
                    help="targets' own reports for an empathic-accuracy instrument, replacing its design-intended "
                         "profiles")

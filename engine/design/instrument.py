@@ -23,6 +23,7 @@ from psyq.engine.files.fields import Id, StrictModel, Text, format_json_schema, 
 from psyq.engine.kinds import all_kinds, get_kind, item_kinds, score_kinds
 from psyq.engine.kinds.rating import RATING_SCORES, Item
 from psyq.engine.trials.scale import Option, check_scale, duplicates
+from psyq.engine.files.notices import notify
 from psyq.engine.files.validation import parse_document, raise_problems
 from psyq.engine.files.yamlfile import YamlDocument, load_yaml
 
@@ -54,12 +55,20 @@ class Subscale(StrictModel):
     `min_answered` items were answered (default: all of them). The other rules belong to other
     kinds of item (`leas_self`, `leas_other`, `leas_total`: sums of LEAS levels; `ea_profile`:
     profile accuracy); see ``instruments/README.md``.
+
+    `composite: true` marks a score made of other subscales' items (a total such as TAS-20's or
+    BES's): it is scored like any subscale but is not a factor of its own, so factor models use
+    :attr:`Instrument.first_order_subscales` and intercorrelations flag it as part–whole. Left
+    out, a rating subscale whose items are exactly those of two or more other subscales is taken
+    as composite, with a notice (:func:`inferred_composites`); `composite: false` keeps it a
+    first-order subscale.
     """
 
     id: Id
     name: Text
     score: ScoreRule = "sum"
     min_answered: int | None = Field(default=None, ge=1)
+    composite: bool | None = None
 
 
 class NormScore(StrictModel):
@@ -184,6 +193,25 @@ class Instrument(_WithKindFields):  # type: ignore[valid-type,misc]
         """Subscales scored as sums or means of rating items."""
         return [s for s in self.subscales if s.score in RATING_SCORES]
 
+    @property
+    def composite_subscale_ids(self) -> list[str]:
+        """Ids of the composite subscales: marked `composite: true`, or rating subscales left
+        unmarked whose items are exactly those of two or more other subscales
+        (:func:`inferred_composites`)."""
+        inferred = set(inferred_composites(self))
+        return [s.id for s in self.subscales if s.composite or s.id in inferred]
+
+    @property
+    def first_order_subscales(self) -> list["Subscale"]:
+        """Rating subscales that are not composite: the factors of a factor model.
+
+        Example:
+            >>> [s.id for s in load_instrument("instruments/bes.yaml").first_order_subscales]  # doctest: +SKIP
+            ['cognitive', 'affective']
+        """
+        composite = set(self.composite_subscale_ids)
+        return [s for s in self.rating_subscales if s.id not in composite]
+
     def item(self, item_id: str) -> Item:
         """The item with id `item_id` (KeyError if none)."""
         for item in self.items:
@@ -203,6 +231,40 @@ class Instrument(_WithKindFields):  # type: ignore[valid-type,misc]
     def min_answered(self, subscale: Subscale) -> int:
         """Fewest answered items for `subscale` to get a score."""
         return subscale.min_answered or len(self.subscale_items(subscale.id))
+
+
+def inferred_composites(inst: Instrument) -> dict[str, list[str]]:
+    """Rating subscales without `composite:` whose items are exactly the union of the items of
+    two or more other rating subscales (each a proper part of it): subscale id -> those parts.
+
+    Example:
+        >>> mini = load_instrument("tests/data/mini_1to7.yaml")    # Z = the items of X and Y, marked composite
+        >>> inferred_composites(mini), mini.composite_subscale_ids
+        ({}, ['Z'])
+        >>> unmarked = mini.model_copy(update={"subscales": [s.model_copy(update={"composite": None}) for s in mini.subscales]})
+        >>> inferred_composites(unmarked), [s.id for s in unmarked.first_order_subscales]
+        ({'Z': ['X', 'Y']}, ['X', 'Y'])
+    """
+    members = {s.id: {i.id for i in inst.items if s.id in i.subscales} for s in inst.rating_subscales}
+    out = {}
+    for sub in inst.rating_subscales:
+        if sub.composite is not None or not members[sub.id]:
+            continue
+        parts = [t for t, items in members.items() if t != sub.id and items and items < members[sub.id]]
+        if len(parts) >= 2 and set().union(*(members[t] for t in parts)) == members[sub.id]:
+            out[sub.id] = parts
+    return out
+
+
+def composite_notices(inst: Instrument, doc: YamlDocument) -> list[Problem]:
+    """What to tell the author about subscales taken as composite without `composite: true`."""
+    index = {s.id: k for k, s in enumerate(inst.subscales)}
+    return [doc.problem(("subscales", index[sid], "id"),
+                        f"subscale '{sid}' holds exactly the items of {', '.join(parts)}: taken as a composite (a "
+                        "total), so it is not fitted as a factor of its own and its correlations with its parts are "
+                        "flagged part–whole; write `composite: true` on it to say so (or `composite: false` to keep "
+                        "it a first-order subscale)")
+            for sid, parts in inferred_composites(inst).items()]
 
 
 def check_instrument(inst: Instrument, doc: YamlDocument) -> list[Problem]:
@@ -429,6 +491,8 @@ def load_instrument(path: str | Path) -> Instrument:
     doc = load_yaml(path)
     inst = parse_document(doc, Instrument)
     raise_problems(check_instrument(inst, doc))
+    for notice in composite_notices(inst, doc):
+        notify(notice)
     return with_user_texts(inst, path)
 
 

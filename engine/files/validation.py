@@ -195,6 +195,8 @@ def parse_document(doc: YamlDocument, model: type[M], root: FieldPath = ()) -> M
         problems: list[Problem] = []
         for error in exc.errors():
             loc = root + _untagged(tuple(error["loc"]))
+            if loc and loc[-1] == "[key]":   # a mapping's key is wrong: point at the mapping (a YAML true has no name)
+                loc = loc[:-2] if isinstance(error.get("input"), bool) else loc[:-1]
             problems.append(doc.problem(loc, plain_message(error, model),
                                         at_key=error["type"] == "extra_forbidden" or _is_empty_value(error)))
         raise InputError(_dedupe(sorted(problems, key=_position))) from None

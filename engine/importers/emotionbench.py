@@ -480,7 +480,8 @@ PAIRING_NOTE = ("EmotionBench measures a model's default PANAS without any situa
                 "the two are not one conversation. psyq pairs them by test number: respondent test-K's before "
                 "score is General_test-K for every situation, its after score the situation's test-K. The "
                 "model's paired t is therefore on that pairing, not on repeated measures of one conversation "
-                "(EmotionBench itself compares the two sets of means with a two-sample t).")
+                "(EmotionBench itself compares the two sets of means with a two-sample t: the report shows that "
+                "comparison beside psyq's, as EmotionBench's own).")
 
 
 def backend_of(path: str) -> str:
@@ -494,7 +495,13 @@ def backend_of(path: str) -> str:
 
 
 def read_model_results(path: str) -> tuple[list[dict[str, Any]], list[str]]:
-    """Stage-score rows of one EmotionBench PANAS result file, and notes.
+    """Stage-score rows of one EmotionBench PANAS result file, and notes (see :func:`read_model_file`)."""
+    rows, notes, _ = read_model_file(path)
+    return rows, notes
+
+
+def read_model_file(path: str) -> tuple[list[dict[str, Any]], list[str], list[dict[str, Any]]]:
+    """Stage-score rows of one EmotionBench PANAS result file, notes, and the default scores.
 
     The file (``results/PANAS Test/<model>-PANAS-testing.csv``): a header row
     (``question-0, order-0, General_test-0_order-0, ..., Anger-0_scenario-0_test-0_order-0, ...``),
@@ -503,6 +510,11 @@ def read_model_results(path: str) -> tuple[list[dict[str, Any]], list[str]]:
     an empty cell is a missing answer. Each test column gives one PA and one NA sum; a sum with a
     missing item is left empty (never prorated) and counted in the notes. Rows are written as
     before (stage 0) and after (stage 2) scores, paired by test number (:data:`PAIRING_NOTE`).
+
+    The default scores are every General column's PA and NA sums (``backend_id, column, PA,
+    NA``; None for a sum with an empty answer), those without a situation test of their number
+    included: EmotionBench's own comparison takes its Default from all of them (kept in the
+    imported run's manifest as ``default_scores``).
     """
     text = decode_text(path, read_input_bytes(path, max_bytes=50 * 1024 * 1024))
     rows = _csv_rows(path, text)
@@ -539,6 +551,7 @@ def read_model_results(path: str) -> tuple[list[dict[str, Any]], list[str]]:
     backend = backend_of(path)
     general: dict[str, tuple[dict[str, float | None], dict[str, int]]] = {}
     after: list[tuple[str, str, str, dict[str, float | None], dict[str, int]]] = []
+    defaults: list[dict[str, Any]] = []
     incomplete = 0
     for c, m in columns:
         sums: dict[str, float] = {"PA": 0.0, "NA": 0.0}
@@ -559,6 +572,7 @@ def read_model_results(path: str) -> tuple[list[dict[str, Any]], list[str]]:
         test = f"test-{m.group(5)}"
         if m.group(1):
             general[test] = (score, answered)
+            defaults.append({"backend_id": backend_of(path), "column": header[c], **score})
         else:
             emotion = emotion_id(m.group(2))
             sid = situation_id(emotion, int(m.group(3)) + 1, int(m.group(4)) + 1)
@@ -588,7 +602,7 @@ def read_model_results(path: str) -> tuple[list[dict[str, Any]], list[str]]:
     missing_before = sorted({a[0] for a in after} - set(general))
     if missing_before:
         notes.append(f"{backend}: no General column for {', '.join(missing_before)}: those tests have no before score")
-    return out, notes
+    return out, notes, defaults
 
 
 class EmotionBenchResultsImporter(Importer):
@@ -621,14 +635,15 @@ class EmotionBenchResultsImporter(Importer):
 
         from psyq.engine.results.imported_run import COLUMNS, write_imported_run
 
-        rows, notes = [], []
+        rows, notes, defaults = [], [], []
         backends = [backend_of(p) for p in paths]
         if len(set(backends)) != len(backends):
             raise InputError.single(", ".join(paths), "two files have the same model name: import them separately")
         for path in paths:
-            file_rows, file_notes = read_model_results(path)
+            file_rows, file_notes, file_defaults = read_model_file(path)
             rows.extend(file_rows)
             notes.extend(file_notes)
+            defaults.extend(file_defaults)
         frame = pd.DataFrame(rows, columns=COLUMNS)
         manifest = {
             "imported_from": [Path(p).name for p in paths],
@@ -639,6 +654,9 @@ class EmotionBenchResultsImporter(Importer):
             "stages": [{"measure": "panas"}, {"evoke": "situations"}, {"measure": "panas"}],
             "pairing": PAIRING_NOTE,
             "notes": notes,
+            # Every General test's sums: EmotionBench's own comparison (psyq.analysis.change.emotionbench_comparison)
+            # takes its Default from all of them, not only those paired with a situation test.
+            "default_scores": defaults,
         }
         write_imported_run(out_dir, frame, manifest)
         summary = (f"imported {len(paths)} model{'s' if len(paths) != 1 else ''} ({', '.join(backends)}): "

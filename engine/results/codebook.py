@@ -1,0 +1,241 @@
+"""Codebooks: how a human data file names its columns and codes its values (format `codebook/1`).
+
+A shared data set is rarely written the way psyq reads it: its item columns are ``davi1`` …
+``davi28`` rather than ``1`` … ``28``, its respondent column is ``id``, gender is ``F``/``M``
+where the cohort says ``female``/``male``, and it may be stored already keyed. A codebook says
+so in a small YAML file, and the export is read as it is, without editing it::
+
+    psyq: codebook/1
+    instrument: iri              # optional: the instrument the file answers (checked)
+    keyed: true                  # optional: reverse-keyed items are stored already reversed
+    columns:
+      respondent_id: id          # optional: the column holding the respondent ids
+      items: "davi{id}"          # a pattern ({id} = the item id), or a map  item id: column
+      attributes: {gender: sex}  # optional: attribute name: column
+    values:
+      gender: {F: female, M: male}   # per attribute: value in the file: value psyq uses
+
+It is given with ``--codebook FILE`` (``psyq score``; ``psyq report --codebook INSTRUMENT=FILE``),
+``codebook=`` in Python, or found beside the CSV as ``<csv stem>.codebook.yaml`` (a notice says
+it was used). Items a map leaves out keep their id as column name. Values a map leaves out are
+kept as written (a notice lists them).
+
+Every problem is reported as ``file:line:column: field: what``, at the codebook's line for a
+column it names that the CSV does not have.
+
+Example:
+    >>> book = load_codebook("instruments/data/iri_briganti2018_keyed.codebook.yaml")
+    >>> book.spec.columns.items, book.spec.keyed
+    ('davi{id}', True)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator, Field
+
+from psyq.engine.files.errors import InputError, Problem
+from psyq.engine.files.fields import Id, StrictModel, Text, format_json_schema
+from psyq.engine.files.validation import parse_document, raise_problems
+from psyq.engine.files.yamlfile import YamlDocument, load_yaml
+
+FORMAT = "codebook/1"
+SUFFIX = ".codebook.yaml"
+PLACEHOLDER = "{id}"
+
+
+def _code_text(value: Any) -> Any:
+    """A value code as text: YAML reads ``1: female`` with a number key; a CSV cell is text."""
+    if isinstance(value, bool):
+        raise ValueError("YAML reads an unquoted yes, no, on, off, true or false as true or false; put the "
+                         "value in quotes (e.g. \"yes\")")
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value) if isinstance(value, (int, float)) else value
+
+
+Code = Annotated[str, BeforeValidator(_code_text, json_schema_input_type=str | int | float)]
+
+
+class Columns(StrictModel):
+    """Which columns of the CSV hold what: ``respondent_id`` (default ``respondent_id``),
+    ``items`` (a pattern with ``{id}``, or a map item id -> column; default: the item ids) and
+    ``attributes`` (attribute name -> column; default: other columns under their own names)."""
+
+    respondent_id: Text | None = None
+    items: Text | dict[Id, Text] | None = None
+    attributes: dict[Id, Text] = Field(default_factory=dict)
+
+
+class CodebookSpec(StrictModel):
+    """A codebook file (format ``codebook/1``)."""
+
+    psyq: Literal["codebook/1"]
+    instrument: Id | None = None
+    describes: Text | None = None          # the data file it describes, for the reader
+    keyed: bool | None = None
+    columns: Columns = Field(default_factory=Columns)
+    values: dict[Id, dict[Code, Code]] = Field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Codebook:
+    """A loaded codebook: the file's fields and its document (for the line of each field)."""
+
+    file: str
+    spec: CodebookSpec
+    doc: YamlDocument
+
+    def problem(self, path: tuple, message: str, at_key: bool = False) -> Problem:
+        return self.doc.problem(path, message, at_key=at_key)
+
+    def describe(self) -> str:
+        """What the codebook changes, in a few words (for notices and the report).
+
+        Example:
+            >>> load_codebook("instruments/data/iri_briganti2018_keyed.codebook.yaml").describe()
+            'item columns davi{id}; values of gender mapped (F -> female, M -> male); declared keyed'
+        """
+        c, parts = self.spec.columns, []
+        if c.respondent_id:
+            parts.append(f"respondent ids in {c.respondent_id}")
+        if isinstance(c.items, str):
+            parts.append(f"item columns {c.items}")
+        elif c.items:
+            parts.append(f"{len(c.items)} item column(s) named")
+        if c.attributes:
+            parts.append("attribute columns " + ", ".join(f"{a} <- {col}" for a, col in c.attributes.items()))
+        for attribute, codes in self.spec.values.items():
+            parts.append(f"values of {attribute} mapped (" + ", ".join(f"{k} -> {v}" for k, v in codes.items()) + ")")
+        if self.spec.keyed is not None:
+            parts.append("declared keyed" if self.spec.keyed else "declared not keyed (raw answers)")
+        return "; ".join(parts) or "nothing to change"
+
+
+def check_codebook(spec: CodebookSpec, doc: YamlDocument) -> list[Problem]:
+    """Meaning checks: a pattern holds ``{id}`` once; no column is named twice."""
+    problems = []
+    items = spec.columns.items
+    if isinstance(items, str):
+        rest = items.replace(PLACEHOLDER, "", 1)
+        if PLACEHOLDER not in items or "{" in rest or "}" in rest:
+            problems.append(doc.problem(("columns", "items"), f"a pattern must hold {PLACEHOLDER} exactly once, where "
+                                        "the item id goes (e.g. \"davi{id}\"), and no other braces; or write a map "
+                                        "item id: column"))
+    named: dict[str, tuple] = {}
+    entries = [(("columns", "respondent_id"), spec.columns.respondent_id)]
+    if isinstance(items, dict):
+        entries += [(("columns", "items", k), v) for k, v in items.items()]
+    entries += [(("columns", "attributes", k), v) for k, v in spec.columns.attributes.items()]
+    for path, column in entries:
+        if column is None:
+            continue
+        if column in named:
+            problems.append(doc.problem(path, f"column '{column}' is already named at {_where(doc, named[column])}"))
+        else:
+            named[column] = path
+    return problems
+
+
+def _where(doc: YamlDocument, path: tuple) -> str:
+    line, _ = doc.where(path)
+    return f"line {line}" if line else ".".join(map(str, path))
+
+
+def load_codebook(path: str | Path) -> Codebook:
+    """Load and check a codebook file; problems raise :class:`InputError` with file:line:column."""
+    doc = load_yaml(path)
+    spec = parse_document(doc, CodebookSpec)
+    raise_problems(check_codebook(spec, doc))
+    return Codebook(str(path), spec, doc)
+
+
+def codebook_beside(csv_path: str | Path) -> Path | None:
+    """The codebook found beside a CSV (``<stem>.codebook.yaml``), or None.
+
+    Example:
+        >>> codebook_beside("instruments/data/iri_briganti2018_keyed.csv").name
+        'iri_briganti2018_keyed.codebook.yaml'
+    """
+    candidate = Path(csv_path).with_name(Path(csv_path).stem + SUFFIX)
+    return candidate if candidate.is_file() else None
+
+
+def codebook_json_schema() -> dict[str, Any]:
+    """The JSON Schema of the codebook format."""
+    return format_json_schema(CodebookSpec, "psyq codebook (format codebook/1)")
+
+
+@dataclass
+class ColumnPlan:
+    """How a codebook maps one CSV's columns: CSV column -> psyq name, per kind."""
+
+    id_column: str
+    items: dict[str, str]          # item id -> CSV column
+    attributes: dict[str, str]     # attribute name -> CSV column
+
+
+def plan_columns(book: Codebook | None, header: list[str], item_ids: list[str], instrument_id: str,
+                 csv_file: str) -> ColumnPlan:
+    """The columns of a CSV with `header` under `book`; every column the codebook names that the
+    CSV lacks, and every item id it names that the instrument lacks, is a problem at the
+    codebook's line."""
+    if book is None:
+        return ColumnPlan("respondent_id", {i: i for i in item_ids}, {})
+    spec, problems = book.spec, []
+    if spec.instrument is not None and spec.instrument != instrument_id:
+        problems.append(book.problem(("instrument",), f"the codebook is for instrument '{spec.instrument}', "
+                                                      f"but the data are read with '{instrument_id}'"))
+    present = set(header)
+    shown = ", ".join(header[:12]) + (", …" if len(header) > 12 else "")
+    id_column = spec.columns.respondent_id or "respondent_id"
+    if spec.columns.respondent_id and id_column not in present:
+        problems.append(book.problem(("columns", "respondent_id"), f"column '{id_column}' is not in {csv_file} "
+                                                                   f"(its columns: {shown})"))
+    items = spec.columns.items
+    if isinstance(items, str):
+        columns = {i: items.replace(PLACEHOLDER, i) for i in item_ids}
+        missing = [c for c in columns.values() if c not in present]
+        if missing:
+            problems.append(book.problem(("columns", "items"), f"the pattern '{items}' names column(s) not in "
+                                         f"{csv_file}: {', '.join(missing[:10])}{', …' if len(missing) > 10 else ''} "
+                                         f"(its columns: {shown})"))
+    else:
+        given = dict(items or {})
+        for item_id, column in given.items():
+            if item_id not in item_ids:
+                problems.append(book.problem(("columns", "items", item_id), f"'{item_id}' is not a rating item of "
+                                             f"'{instrument_id}' (its items: {', '.join(item_ids[:12])}"
+                                             f"{', …' if len(item_ids) > 12 else ''})", at_key=True))
+            elif column not in present:
+                problems.append(book.problem(("columns", "items", item_id), f"column '{column}' is not in {csv_file} "
+                                                                            f"(its columns: {shown})"))
+        columns = {i: given.get(i, i) for i in item_ids}
+    for attribute, column in spec.columns.attributes.items():
+        if column not in present:
+            problems.append(book.problem(("columns", "attributes", attribute), f"column '{column}' is not in "
+                                                                               f"{csv_file} (its columns: {shown})"))
+    raise_problems(problems)
+    return ColumnPlan(id_column, columns, dict(spec.columns.attributes))
+
+
+def codebook_hint() -> str:
+    """The advice added to a 'missing column(s)' error of a human data file."""
+    return (f"; if the file names its columns otherwise, describe them in a codebook (--codebook FILE, or "
+            f"<csv name>{SUFFIX} beside the CSV; see docs/comparing.md#codebooks)")
+
+
+def resolve_keyed(book: Codebook | None, keyed: bool | None) -> bool:
+    """Whether the data are keyed: the caller's word, else the codebook's, else not; a caller and a
+    codebook that disagree are an error at the codebook's `keyed:` line."""
+    declared = book.spec.keyed if book is not None else None
+    if keyed is None:
+        return bool(declared)
+    if declared is not None and declared != keyed:
+        said = "keyed (--keyed, :keyed or keyed=True)" if keyed else "not keyed (keyed=False)"
+        raise InputError([book.problem(("keyed",), f"the codebook says keyed: {str(declared).lower()}, but the data "
+                                                   f"are read as {said}; say it in one place")])
+    return keyed
