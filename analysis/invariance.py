@@ -106,7 +106,7 @@ except ImportError:  # pragma: no cover
 STEPS = ("configural", "metric", "scalar")
 COLUMNS = ["step", "chi2", "df", "p", "cfi", "tli", "rmsea", "rmsea_low", "rmsea_high", "srmr", "n", "groups",
            "delta_chi2", "delta_df", "delta_p", "delta_cfi", "delta_rmsea", "delta_srmr", "estimable", "note"]
-METHOD = ("multi-group CFA, normal-theory maximum likelihood with mean structure (lavaan's defaults: "
+METHOD = ("Multi-group CFA, normal-theory maximum likelihood with mean structure (lavaan's defaults: "
           "likelihood 'normal', marker-variable identification), fitted by psyq.analysis.invariance "
           "(numpy/scipy L-BFGS-B, analytic gradient); CFI/TLI against the independence model with free "
           "means and variances per group; RMSEA × sqrt(G) with 90 % CI; SRMR = lavaan's srmr_bentler "
@@ -546,7 +546,7 @@ def invariance_verdicts(frame: pd.DataFrame) -> list[str]:
             if row.cfi >= ACCEPTABLE_CFI and row.rmsea <= ACCEPTABLE_RMSEA:
                 sentences.append(f"configural: the same items load on the same factors in {in_groups} ({fit})")
             else:
-                sentences.append(f"configural: the factor model fits poorly in {in_groups} ({fit}), "
+                sentences.append(f"configural: the factor model fits poorly ({fit}, {in_groups} together), "
                                  "so the later steps have no sound base")
             continue
         if pd.isna(row.delta_cfi):

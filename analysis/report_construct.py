@@ -122,7 +122,14 @@ def construct_section(pairs: Mapping[str, tuple[Instrument, pd.DataFrame, pd.Dat
         mi = measurement_invariance(data, factors, SAMPLE)
         section.tables.append((f"{inst_id}: measurement invariance, personas against people "
                                f"({', '.join(factors)})", mi))
-        section.readings.extend(f"{inst_id} {v}" for v in invariance_verdicts(mi))
+        sizes = mi.attrs.get("group_sizes", {})
+        shares = mi.attrs.get("group_chi2", {}).get("configural", {})
+        if sizes:
+            section.readings.append(
+                f"{inst_id}: {' and '.join(f'{n:,} {label}' for label, n in sizes.items())} with every item answered"
+                + (" (of the configural χ², " + " and ".join(f"{label} {chi2:.1f}" for label, chi2 in shares.items())
+                   + ": how far each sample is from the factor model)" if shares else "") + ".")
+        section.readings.extend(f"{inst_id} {v}." for v in invariance_verdicts(mi))
 
         levels = [o.value for o in instrument.scale]
         grm_fits: dict[str, list[pd.DataFrame]] = {PERSONAS: [], PEOPLE: []}
@@ -164,8 +171,8 @@ def _dif_reading(inst_id: str, dif: pd.DataFrame) -> str:
     flagged = estimable[estimable["flag"]]
     untested = dif[~dif["estimable"]]
     text = (f"{inst_id}: {len(flagged)} of {len(estimable)} tested items work differently for personas than for "
-            "people at the same trait level" + (f" ({', '.join(f'{r.item} ({r.subscale}, {r.effect})' for r in flagged.itertuples())})"
-                                                if len(flagged) else ""))
+            "people at the same trait level" + (": " + ", ".join(f"item {r.item} ({r.subscale}, {r.effect} effect)"
+                                                               for r in flagged.itertuples()) if len(flagged) else ""))
     if len(untested):
         text += f"; {len(untested)} item(s) could not be tested ({untested['note'].iloc[0]})"
     return text + "."

@@ -147,3 +147,42 @@ def test_notebooks_ship_without_outputs():
         assert all(not c.get("outputs") and c.get("execution_count") is None
                    for c in nb.cells if c.cell_type == "code"), f"{path.name} has outputs"
         assert os.path.getsize(path) < 60_000
+
+
+@pytest.fixture(scope="module")
+def construct_run(tmp_path_factory) -> Path:
+    """60 sampled personas answering the IRI through the stub server as simulated respondents
+    (tests/test_same_construct.py): enough for both parts of notebook 03, in seconds."""
+    import yaml
+    from stub_server import StubServer
+    from test_same_construct import simulated_respondent
+
+    tmp = tmp_path_factory.mktemp("construct_nb")
+    (tmp / "cohort.yaml").write_text(yaml.safe_dump({
+        "psyq": "cohort/1", "id": "sampled", "include_baseline": False,
+        "sample": {"size": 60, "seed": 3, "id_prefix": "p", "attributes": {"age": {"range": [18, 80]},
+                                                         "height_cm": {"range": [150, 200]}}}}))
+    with StubServer(answer=simulated_respondent) as stub:
+        (tmp / "study.yaml").write_text(yaml.safe_dump({
+            "psyq": "study/1", "id": "construct_nb", "instruments": [str(ROOT / "instruments" / "iri.yaml")],
+            "cohort": "cohort.yaml",
+            "backends": [{"id": "stub", "kind": "openai", "base_url": stub.url, "model": "stub-model", "concurrency": 16}],
+            "protocol": {"answer": "text", "option_order": "as_written", "seed": 2}}))
+        result = asyncio.run(administer(load_study(tmp / "study.yaml"), tmp / "runs", log=lambda m: None))
+    return result.run_dir.path
+
+
+def test_03_same_construct(construct_run, monkeypatch):
+    probe = ("import json; print(json.dumps({'gender_steps': by_gender['step'].tolist(), "
+             "'gender_estimable': bool(by_gender['estimable'].all()), 'grm_rows': len(grm), "
+             "'dif_items': len(dif), 'section_tables': [c.split(':')[1].split(',')[0].strip() for c, _ in section.tables], "
+             "'readings': len(section.readings)}))")
+    nb, out = execute("03_same_construct.ipynb", {"PSYQ_RUN": str(construct_run)}, monkeypatch, probe)
+    assert not errors(nb)
+    facts = json.loads(out)
+    # Part 1: women and men of the Briganti file, every step fitted; 28 items × 2 genders; 28 DIF rows.
+    assert facts["gender_steps"] == ["configural", "metric", "scalar"] and facts["gender_estimable"]
+    assert facts["grm_rows"] == 56 and facts["dif_items"] == 28
+    # Part 2: the report's section on the run against the people: invariance, GRM and DIF tables.
+    assert facts["section_tables"] == ["measurement invariance", "graded response model per subscale (discrimination a", "differential item functioning"]
+    assert n_images(nb) >= 2     # information curves: women and men; personas and people

@@ -65,10 +65,14 @@ def _erfinv(y: float) -> float:
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("construct")
+    # The stub answers by the persona's text: attributes with many values keep the 120 personas (and
+    # so their answers) distinct; 2 genders × 8 ages would give 16 distinct respondents and a
+    # singular covariance.
     (tmp / "cohort.yaml").write_text(yaml.safe_dump({
         "psyq": "cohort/1", "id": "sampled", "include_baseline": False,
         "sample": {"size": N_PERSONAS, "seed": 7, "id_prefix": "p",
-                   "attributes": {"gender": {"categories": {"female": 1, "male": 1}}, "age": {"range": [18, 25]}}}}))
+                   "attributes": {"gender": {"categories": {"female": 1, "male": 1}}, "age": {"range": [18, 80]},
+                                  "height_cm": {"range": [150, 200]}}}}))
     with StubServer(answer=simulated_respondent) as stub:
         (tmp / "study.yaml").write_text(yaml.safe_dump({
             "psyq": "study/1", "id": "construct_test", "instruments": [str(ROOT / "instruments" / "iri.yaml")],
