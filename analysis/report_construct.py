@@ -141,11 +141,11 @@ def construct_section(pairs: Mapping[str, tuple[Instrument, pd.DataFrame, pd.Dat
                 grm_fits[label].append(fit)
                 if fit["estimable"].all():
                     info = test_information(fit, THETA).query("item == 'test'").drop(columns="item")
-                    info["subscale"], info[SAMPLE] = sub, label
+                    info["subscale"], info["group"] = sub, label
                     curves.append(info)
                 else:
                     section.readings.append(f"{inst_id} {sub}: graded response model of the {label} not "
-                                            f"estimable: {fit['note'].iloc[0]}.")
+                                            f"estimable: {_reason(fit)}.")
             dif = differential_item_functioning(data, items, SAMPLE, levels, focal=PERSONAS, reference=PEOPLE)
             dif.insert(0, "subscale", sub)
             dif_frames.append(dif)
@@ -161,6 +161,12 @@ def construct_section(pairs: Mapping[str, tuple[Instrument, pd.DataFrame, pd.Dat
                                "logistic regression on the matching score; Holm-corrected)", dif))
         section.readings.append(_dif_reading(inst_id, dif))
     return section
+
+
+def _reason(fit: pd.DataFrame) -> str:
+    """The first reason a fitted frame gives for a row that is not estimable."""
+    notes = fit.loc[~fit["estimable"], "note"]
+    return str(notes.iloc[0] if len(notes) else fit["note"].iloc[0]).removeprefix("not estimable: ")
 
 
 def _dif_reading(inst_id: str, dif: pd.DataFrame) -> str:

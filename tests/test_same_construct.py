@@ -145,3 +145,25 @@ def test_an_item_on_two_first_order_subscales_is_said_not_fitted():
     section = construct_section({"mini": (mini, answers, answers)})
     assert section.tables == [] and section.readings[-1].startswith("mini: measurement invariance and IRT not "
                                                                     "estimable: item(s)")
+
+
+def test_people_against_people_are_invariant_and_both_curves_are_drawn():
+    """200 of the 1,973 people as the 'personas': the same population, so every step holds and the
+    information plot has one line per sample in every subscale panel."""
+    people = pd.read_csv(BRIGANTI, index_col="respondent_id").rename(columns=lambda c: c.removeprefix("davi"))
+    reverse = [i.id for i in IRI.rating_items if i.reverse]
+    people[reverse] = 4 - people[reverse]          # raw answers, as the section expects
+    section = construct_section({"iri": (IRI, people.sample(200, random_state=3), people)})
+    steps = section.tables[0][1]
+    assert steps["estimable"].all() and (steps["delta_cfi"].dropna() > -0.01).all()
+    assert "iri metric: the loadings are equal in the groups" in " ".join(section.readings)
+    # A curve per subscale and sample whose model was estimable in every item; the others are said.
+    grm = section.tables[1][1]
+    fitted = grm.groupby(["subscale", "sample"])["estimable"].all()
+    assert fitted.sum() >= 6
+    (caption, figure), = section.figures
+    gids = {line.get_gid() for ax in figure.axes for line in ax.get_lines() if line.get_gid()}
+    assert gids == {f"information:{s}:{g}" for (s, g), ok in fitted.items() if ok}
+    for (sub, sample), ok in fitted.items():
+        said = f"iri {sub}: graded response model of the {sample} not estimable: "
+        assert (said in " ".join(section.readings)) == (not ok)
