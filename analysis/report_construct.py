@@ -129,7 +129,12 @@ def construct_section(pairs: Mapping[str, tuple[Instrument, pd.DataFrame, pd.Dat
                 f"{inst_id}: {' and '.join(f'{n:,} {label}' for label, n in sizes.items())} with every item answered"
                 + (" (of the configural χ², " + " and ".join(f"{label} {chi2:.1f}" for label, chi2 in shares.items())
                    + ": how far each sample is from the factor model)" if shares else "") + ".")
-        section.readings.extend(f"{inst_id} {v}." for v in invariance_verdicts(mi))
+        verdicts = invariance_verdicts(mi)
+        reasons = {v.split(": not estimable: ", 1)[-1] for v in verdicts}
+        if not mi["estimable"].any() and len(reasons) == 1:      # one reason for every step: say it once
+            section.readings.append(f"{inst_id}: measurement invariance not estimable: {reasons.pop()}.")
+        else:
+            section.readings.extend(f"{inst_id} {v}." for v in verdicts)
 
         levels = [o.value for o in instrument.scale]
         grm_fits: dict[str, list[pd.DataFrame]] = {PERSONAS: [], PEOPLE: []}
@@ -164,21 +169,24 @@ def construct_section(pairs: Mapping[str, tuple[Instrument, pd.DataFrame, pd.Dat
 
 
 def _reason(fit: pd.DataFrame) -> str:
-    """The first reason a fitted frame gives for a row that is not estimable."""
+    """Why a fitted frame has rows that are not estimable: the "not estimable: …" part of the first
+    such row's note (its other parts, such as unused categories, stay in the table)."""
     notes = fit.loc[~fit["estimable"], "note"]
-    return str(notes.iloc[0] if len(notes) else fit["note"].iloc[0]).removeprefix("not estimable: ")
+    note = str(notes.iloc[0] if len(notes) else fit["note"].iloc[0])
+    parts = [p.removeprefix("not estimable: ") for p in note.split("; ") if p.startswith("not estimable: ")]
+    return "; ".join(parts) or note
 
 
 def _dif_reading(inst_id: str, dif: pd.DataFrame) -> str:
     """One sentence: which items work differently, or why that could not be tested."""
     estimable = dif[dif["estimable"]]
     if estimable.empty:
-        return f"{inst_id}: differential item functioning not estimable: {dif['note'].iloc[0]}."
+        return f"{inst_id}: differential item functioning not estimable: {_reason(dif)}."
     flagged = estimable[estimable["flag"]]
     untested = dif[~dif["estimable"]]
     text = (f"{inst_id}: {len(flagged)} of {len(estimable)} tested items work differently for personas than for "
             "people at the same trait level" + (": " + ", ".join(f"item {r.item} ({r.subscale}, {r.effect} effect)"
                                                                for r in flagged.itertuples()) if len(flagged) else ""))
     if len(untested):
-        text += f"; {len(untested)} item(s) could not be tested ({untested['note'].iloc[0]})"
+        text += f"; {len(untested)} item(s) could not be tested ({_reason(untested)})"
     return text + "."
