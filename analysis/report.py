@@ -56,8 +56,7 @@ def _change_section(run_path: Path, human_change_csv: str | Path | None) -> Sect
     from psyq.analysis.stage_scores import load_stage_scores
 
     humans = read_human_change_csv(human_change_csv) if human_change_csv is not None else None
-    part = change_section(load_stage_scores(run_path), humans)
-    section = Section(part.title, list(part.readings), list(part.tables), list(part.figures), part.note)
+    section = change_section(load_stage_scores(run_path), humans)
     section.readings.append("Norm comparison, reliability and item analyses are not computed for a run with "
                             "stages: each respondent answers the measure once per stage and situation.")
     return section
@@ -87,8 +86,7 @@ def _imported_sections(run_path: Path, human_change_csv: str | Path | None) -> t
                                                        index=["imported from", "command", "source", "terms",
                                                               "instrument"])))
     humans = read_human_change_csv(human_change_csv) if human_change_csv is not None else None
-    part = change_section(scores, humans)
-    change = Section(part.title, list(part.readings), list(part.tables), list(part.figures), part.note)
+    change = change_section(scores, humans)
     own_readings, own_tables = emotionbench_part(manifest, scores)   # EmotionBench's own comparison, beside psyq's
     change.readings.extend(own_readings)
     change.tables.extend(own_tables)

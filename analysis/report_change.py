@@ -1,8 +1,8 @@
 """The report section on change (before → after an evoked situation): readings, tables, a figure.
 
 Built from the tidy scores with stages and, when given, humans' change (the "Human change CSV").
-Returns a :class:`ChangeSection` with the same fields as :class:`psyq.analysis.report.Section`
-(title, readings, tables, figures, note), so the report can show it as one of its sections;
+Returns a :class:`psyq.analysis.sections.Section` (title, readings, tables, figures, note), so the
+report shows it as one of its sections;
 the tables are the raw frames of :mod:`psyq.analysis.change`, printed by :func:`psyq.analysis.apa.apa_table`.
 
 Example:
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -26,22 +25,12 @@ from matplotlib.lines import Line2D
 from psyq.analysis import apa
 from psyq.analysis.change import (EB_ALPHA, OVERALL, change_scores, compare_change_with_humans,
     emotionbench_comparison, human_paired_change, paired_change, per_person)
+from psyq.analysis.sections import Section
 from psyq.analysis.plots import (NORM_COLOUR, _figure, _finite, _legend_columns, _message_figure, _style,
     _unique, wrap_to_width)
 
 TITLE = "Change after the evoked situations"
 HUMAN_STYLE = {"color": NORM_COLOUR, "marker": "s"}
-
-
-@dataclass
-class ChangeSection:
-    """What the report shows on change; the fields of :class:`psyq.analysis.report.Section`."""
-
-    title: str
-    readings: list[str] = field(default_factory=list)
-    tables: list[tuple[str, pd.DataFrame]] = field(default_factory=list)
-    figures: list[tuple[str, Any]] = field(default_factory=list)
-    note: str | None = None
 
 
 def _points(x: float) -> str:
@@ -197,7 +186,7 @@ def before_after_plot(changes: pd.DataFrame, human_changes: pd.DataFrame | None 
 
 
 def change_section(scores: pd.DataFrame, human_changes: pd.DataFrame | None = None,
-                   by: Sequence[str] = ("emotion",)) -> ChangeSection:
+                   by: Sequence[str] = ("emotion",)) -> Section:
     """The report section on change: readings (one sentence per group, then pooled), the paired
     table, the comparison with humans (when `human_changes` is given, from
     :func:`psyq.analysis.change.read_human_change_csv`) and the before/after figure.
@@ -217,7 +206,7 @@ def change_section(scores: pd.DataFrame, human_changes: pd.DataFrame | None = No
     by = list(by)
     result = change_scores(scores)
     changes = result.changes
-    section = ChangeSection(TITLE)
+    section = Section(TITLE)
     if result.dropped:
         reasons = result.dropped_rows["reason"].value_counts()
         n = result.dropped

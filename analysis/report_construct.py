@@ -135,6 +135,7 @@ def construct_section(pairs: Mapping[str, tuple[Instrument, pd.DataFrame, pd.Dat
             section.readings.append(f"{inst_id}: measurement invariance not estimable: {reasons.pop()}.")
         else:
             section.readings.extend(f"{inst_id} {v}." for v in verdicts)
+            section.readings.extend(_who_moved(inst_id, mi))
 
         levels = [o.value for o in instrument.scale]
         grm_fits: dict[str, list[pd.DataFrame]] = {PERSONAS: [], PEOPLE: []}
@@ -155,6 +156,7 @@ def construct_section(pairs: Mapping[str, tuple[Instrument, pd.DataFrame, pd.Dat
             dif.insert(0, "subscale", sub)
             dif_frames.append(dif)
         grm = _grm_side_by_side({k: pd.concat(v, ignore_index=True) for k, v in grm_fits.items()})
+        section.readings.extend(_against_the_subscale(inst_id, grm))
         section.tables.append((f"{inst_id}: graded response model per subscale (discrimination a, thresholds b; "
                                "standard errors), personas and people", grm))
         if curves:
@@ -166,6 +168,40 @@ def construct_section(pairs: Mapping[str, tuple[Instrument, pd.DataFrame, pd.Dat
                                "logistic regression on the matching score; Holm-corrected)", dif))
         section.readings.append(_dif_reading(inst_id, dif))
     return section
+
+
+def _who_moved(inst_id: str, mi: pd.DataFrame) -> list[str]:
+    """Which sample's fit worsened at each equality step (its part of Δχ²), and, for groups of very
+    different sizes, why a small change in fit is weak evidence of equality."""
+    out = []
+    by_step = mi.attrs.get("group_chi2", {})
+    steps = list(mi["step"])
+    for before, after in zip(steps, steps[1:]):
+        if before in by_step and after in by_step:
+            parts = {g: by_step[after][g] - by_step[before][g] for g in by_step[after]}
+            out.append(f"{inst_id} {after}: of Δχ² = {sum(parts.values()):.1f}, "
+                       + " and ".join(f"{g} {d:.1f}" for g, d in parts.items())
+                       + " (the sample whose share is larger is the one the equal parameters fit worse).")
+    sizes = list(mi.attrs.get("group_sizes", {}).values())
+    if len(sizes) == 2 and min(sizes) > 0 and max(sizes) / min(sizes) > 2:
+        out.append(f"{inst_id}: the samples differ in size ({min(sizes):,} and {max(sizes):,}); the fit indices are "
+                   "dominated by the larger one, and changes in fit are smaller when groups are unequal (Chen, "
+                   "2007), so a change below the cut-offs is weaker evidence of equality than it would be with equal "
+                   "groups: read the Δχ² shares above and the item parameters below.")
+    return out
+
+
+def _against_the_subscale(inst_id: str, grm: pd.DataFrame) -> list[str]:
+    """Items whose discrimination is credibly negative in a sample: once keyed they run against the
+    rest of their subscale (e.g. a reverse-worded item answered like a forward one)."""
+    fitted = grm[grm["estimable"] & (grm["discrimination"] + 1.96 * grm["se_discrimination"] < 0)]
+    out = []
+    for label, rows in fitted.groupby(SAMPLE, sort=False):
+        items = ", ".join(f"{r.item} ({r.subscale}, a = {r.discrimination:.2f})" for r in rows.itertuples())
+        out.append(f"{inst_id}: {len(rows)} item(s) discriminate negatively among the {label} (95 % CI below 0): "
+                   f"{items}; once keyed they run against their subscale, as when a reverse-worded item is answered "
+                   "like a forward one.")
+    return out
 
 
 def _reason(fit: pd.DataFrame) -> str:
