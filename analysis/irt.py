@@ -340,7 +340,7 @@ def test_information(params: pd.DataFrame, theta: np.ndarray) -> pd.DataFrame:
             left_out.append(values["item"])
             continue
         b = np.array([values[c] for c in threshold_cols], dtype=float)
-        b = np.sort(b[np.isfinite(b)])
+        b = b[np.isfinite(b)]    # in category order: descending when a < 0 (never sorted: that breaks P)
         p, psi = _category_probabilities(a, -a * b, theta)
         slope = a * (psi[:-1] - psi[1:])
         info = np.sum(slope ** 2 / np.clip(p, 1e-300, None), axis=0)

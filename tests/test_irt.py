@@ -381,3 +381,18 @@ def test_information_curves_plot_one_panel_per_subscale_one_line_per_group(recov
 def test_docstring_examples_run():
     result = doctest.testmod(irt, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_information_of_a_negatively_discriminating_item_mirrors_the_positive_one():
+    """An item with a < 0 (thresholds descending, as fitted) is the mirror image in θ of the same
+    item with a > 0: I(θ; −a, −b) = I(−θ; a, b). Sorting the thresholds would break its category
+    probabilities (the information ran to 1e298 on a real cohort)."""
+    theta = np.linspace(-4, 4, 41)
+    positive = pd.DataFrame({"item": ["x"], "discrimination": [1.3], "threshold_1": [-1.5], "threshold_2": [0.2],
+                             "threshold_3": [1.1], "estimable": [True]})
+    negative = pd.DataFrame({"item": ["x"], "discrimination": [-1.3], "threshold_1": [1.5], "threshold_2": [-0.2],
+                             "threshold_3": [-1.1], "estimable": [True]})
+    up = irt.test_information(positive, theta).query("item == 'test'")["information"].to_numpy()
+    down = irt.test_information(negative, theta).query("item == 'test'")["information"].to_numpy()
+    assert np.all(np.isfinite(down)) and down.max() < 1.3 ** 2
+    assert np.allclose(down, up[::-1])
