@@ -459,6 +459,38 @@ def item_functioning(dif: pd.DataFrame) -> ApaTable:
     return _assemble(dif, columns, {"instrument": "Instrument"}, notes)
 
 
+def twin_agreement(summary: pd.DataFrame) -> ApaTable:
+    """Twins against their persons (:func:`psyq.analysis.twins.twin_summary`): per metric and
+    comparison the mean over persons with its 95 % CI and the persons counted; a share or r without
+    the leading zero, a ratio or score error with two decimals.
+
+    Example
+    -------
+    >>> row = {"instrument": "mini", "metric": "exact", "comparison": "twin", "mean": .6, "ci_low": .5,
+    ...        "ci_high": .75, "n": 4, "not_estimable": 0, "note": ""}
+    >>> twin_agreement(pd.DataFrame([row])).frame.iloc[0].str.replace(NBSP, " ").tolist()
+    ['mini', 'exact', 'twin', '.60 [.50, .75]', '4', '0']
+    """
+    def fmt(r: pd.Series) -> Callable[[Any], str]:
+        bounded = r["metric"] in ("exact", "within_one", "r") and r["comparison"] != "normalised"
+        return fmt_r if bounded else fmt_num
+
+    notes = ["Means over persons with percentile-bootstrap 95 % CIs (persons resampled 2,000 times, seeded). "
+             "other_twins: each person against every other person's twin (own twin left out), averaged; "
+             "twin_minus_others: own twin − other twins, per person; normalised: twin ÷ retest, per person "
+             "(Park et al., 2024)."]
+    missing = summary[summary["mean"].map(_missing)]
+    if len(missing):
+        notes.append(f"{DASH} = " + "; ".join(sorted({str(n) for n in missing["note"] if str(n)})
+                                              or {"not estimable"}) + ".")
+    return _assemble(summary, {
+        "Metric": lambda r: str(r["metric"]).replace("abs_error_", "|error| "),
+        "Comparison": lambda r: str(r["comparison"]),
+        "M [95 % CI]": lambda r: DASH if _missing(r["mean"]) else f"{fmt(r)(r['mean'])} {fmt_ci(r['ci_low'], r['ci_high'], fmt(r))}",
+        "n": lambda r: fmt_int(r["n"]), "not estimable": lambda r: fmt_int(r["not_estimable"]),
+    }, {"instrument": "Instrument"}, notes)
+
+
 VIEWS: list[tuple[frozenset[str], Callable[[pd.DataFrame], ApaTable]]] = [
     (frozenset({"norm_mean", "g_low", "tost_p", "p_adj"}), norm_comparison),
     (frozenset({"n_answers", "answered_n", "answered_rate"}), answers_by_status),
@@ -472,6 +504,7 @@ VIEWS: list[tuple[frozenset[str], Callable[[pd.DataFrame], ApaTable]]] = [
     (frozenset({"step", "cfi", "rmsea_low", "delta_cfi"}), invariance_steps),
     (frozenset({"discrimination", "se_discrimination", "threshold_1"}), graded_response),
     (frozenset({"chi2_dif", "p_holm", "delta_r2"}), item_functioning),
+    (frozenset({"metric", "comparison", "not_estimable", "ci_low"}), twin_agreement),
 ]
 """Which view prints a table, by the columns that identify it (the first that matches)."""
 

@@ -32,6 +32,7 @@ from psyq.analysis import (apa, effects, fidelity, human_comparison as human, me
 from psyq.analysis.kinds import ReportInput, report_kinds
 from psyq.analysis.scores import human_scores, persona_columns, score_all_kinds
 from psyq.analysis.report_construct import construct_section
+from psyq.analysis.report_twins import twins_section
 from psyq.analysis.sections import Section
 
 
@@ -194,7 +195,9 @@ def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] 
                    warn: Callable[[str], None] | None = None,
                    human_keyed: Collection[str] = (),
                    human_change_csv: str | Path | None = None,
-                   human_codebooks: Mapping[str, str | Path] | None = None) -> tuple[dict[str, Any], list[Section]]:
+                   human_codebooks: Mapping[str, str | Path] | None = None,
+                   retest_csv: Mapping[str, str | Path] | None = None,
+                   retest_keyed: Collection[str] = ()) -> tuple[dict[str, Any], list[Section]]:
     """Compute everything the report shows; returns (facts about the run, sections).
 
     `human_csv` maps an instrument id to human data: item answers for a questionnaire, or what a
@@ -209,6 +212,10 @@ def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] 
     A run with `stages:` (measure, evoke, measure in one conversation) is reported by its change
     scores (:mod:`psyq.analysis.report_change`), compared with `human_change_csv` (humans' before and
     after, :func:`psyq.analysis.change.read_human_change_csv`) when given.
+    `retest_csv` maps an instrument id to a second administration of the people of its `human_csv`
+    file (same respondent ids; `retest_keyed`: stored already keyed; the instrument's codebook, if
+    given, applies to it too): when the personas are twins of those people (persona id =
+    respondent_id) the twin section (:mod:`psyq.analysis.report_twins`) normalises by it.
     """
     if is_imported_run(run_path):   # scores psyq did not collect (engine/results/imported_run.py)
         return _imported_sections(Path(run_path), human_change_csv)
@@ -222,6 +229,10 @@ def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] 
     instruments = run_instruments(run)
     judgements = read_judgements(run.path)
     human_csv = dict(human_csv or {})
+    if stray := sorted(set(retest_csv or {}) - set(human_csv)):
+        raise InputError.single(", ".join(stray), "--retest INSTRUMENT=FILE is a second administration of the people "
+                                "of that instrument's --human file; no --human file is given for it (given: "
+                                f"{', '.join(sorted(human_csv)) or 'none'})")
     # Kinds whose report part reads the --human files of their instruments itself (e.g. perceiver
     # ratings) take those files out of the questionnaires' item answers.
     parts = report_kinds()
@@ -412,6 +423,13 @@ def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] 
             sections.append(construct_section({i: (rated[i], cohort_items(rated_table, rated[i]), human_items[i])
                                                for i in human_items if i in rated
                                                and i in set(rated_table["instrument"])}))
+        retests = {i: read_answers_csv(p, instruments[i], keyed=True if i in retest_keyed else None,
+                                       codebook=(human_codebooks or {}).get(i)) for i, p in (retest_csv or {}).items()}
+        twins = twins_section({i: (rated[i], cohort_items(rated_table, rated[i]), human_items[i], retests.get(i))
+                               for i in human_items if i in rated and i in set(rated_table["instrument"])},
+                              always=bool(retests))
+        if twins is not None:
+            sections.append(twins)
     return manifest, sections
 
 
@@ -712,7 +730,9 @@ def write_report(run_path: str | Path, out_dir: str | Path | None = None, *,
                  warn: Callable[[str], None] | None = None,
                  human_keyed: Collection[str] = (),
                  human_change_csv: str | Path | None = None,
-                 human_codebooks: Mapping[str, str | Path] | None = None) -> tuple[Path, Path]:
+                 human_codebooks: Mapping[str, str | Path] | None = None,
+                 retest_csv: Mapping[str, str | Path] | None = None,
+                 retest_keyed: Collection[str] = ()) -> tuple[Path, Path]:
     """Write report.html and report.md (into the run directory unless `out_dir`); return both paths.
 
     Example:
@@ -721,7 +741,8 @@ def write_report(run_path: str | Path, out_dir: str | Path | None = None, *,
     manifest, sections = build_sections(run_path, human_csv=human_csv, bound=bound, correction=correction,
                                         targets_csv=targets_csv, norm_samples=norm_samples, warn=warn,
                                         human_keyed=human_keyed, human_change_csv=human_change_csv,
-                                        human_codebooks=human_codebooks)
+                                        human_codebooks=human_codebooks, retest_csv=retest_csv,
+                                        retest_keyed=retest_keyed)
     out = Path(out_dir or run_path)
     out.mkdir(parents=True, exist_ok=True)
     text = " ".join([methods_text(run_path), *(s.methods for s in sections if s.methods)])

@@ -179,11 +179,15 @@ def cmd_report(args: argparse.Namespace) -> int:
     if stray := sorted(set(codebooks) - set(human)):
         raise InputError.single(", ".join(stray), "--codebook INSTRUMENT=FILE describes the --human file of that "
                                 f"instrument; no --human file is given for it (given: {', '.join(human) or 'none'})")
+    retest = _id_paths(args.retest, "--retest")
+    retest_keyed = {i for i, path in retest.items() if path.endswith(KEYED_SUFFIX)}
+    retest = {i: path.removesuffix(KEYED_SUFFIX) if i in retest_keyed else path for i, path in retest.items()}
     html_path, md_path = write_report(args.run, args.out, human_csv=human or None, bound=args.bound,
                                       correction=args.correction, targets_csv=targets or None,
                                       norm_samples=norm_samples, human_keyed=keyed,
                                       warn=lambda m: print(f"warning: {m}", file=sys.stderr),
-                                      human_change_csv=args.human_change, human_codebooks=codebooks or None)
+                                      human_change_csv=args.human_change, human_codebooks=codebooks or None,
+                                      retest_csv=retest or None, retest_keyed=retest_keyed)
     print(f"report -> {html_path}\nsummary -> {md_path}")
     return EXIT_OK
 
@@ -228,6 +232,10 @@ def _arguments_report(p: argparse.ArgumentParser) -> None:
     p.add_argument("--codebook", action="append", metavar="INSTRUMENT=FILE",
                    help="a codebook YAML for that instrument's --human file: how it names its columns, codes its "
                         "values and whether it is keyed (default: <csv name>.codebook.yaml beside the CSV)")
+    p.add_argument("--retest", action="append", metavar="INSTRUMENT=CSV",
+                   help="a second administration of the people of that instrument's --human file (same "
+                        "respondent_id; ':keyed' as for --human): when the personas are their twins (persona id = "
+                        "respondent_id), twin agreement is normalised by each person's retest agreement")
     p.add_argument("--targets", action="append", metavar="INSTRUMENT=CSV",
                    help="targets' own reports for an empathic-accuracy instrument, replacing its design-intended "
                         "profiles")
