@@ -164,9 +164,11 @@ def test_weighted_item_shares_by_hand():
     assert (row["n_cohort"], row["n_human"]) == (4, 4)                        # n counts answers
     unweighted = item_distributions(cohort, humans.drop(columns=WEIGHT_COLUMN), mini).set_index("item_id").loc["a"]
     assert unweighted["tv"] == pytest.approx(0.25) and unweighted["wasserstein"] == pytest.approx(1.5)
-    # The cohort side: weights by respondent id (twins); weight 3 on c4 makes the cohort .5 / .5.
+    # The cohort side: weights by respondent id (twins); weight 3 on c4 makes the cohort .5 / .5 on 1 / 2,
+    # so W1 = |.5 − .25| + 5 × |1 − .5| = 2.75 (3.0 unweighted, above). (TV stays .5 for any cohort on
+    # options 1 and 2 with both shares ≥ .25, so it cannot tell.)
     twin = item_distributions(cohort, humans, mini, cohort_weights=pd.Series([1.0, 1, 1, 3], index=cohort.index))
-    assert twin.set_index("item_id").loc["a", "tv"] == pytest.approx(0.5 * (0.25 + 0.25 + 0.5))
+    assert twin.set_index("item_id").loc["a", "wasserstein"] == pytest.approx(2.75)
 
 
 def test_weights_are_never_a_group_nor_a_norm_matching_attribute():
