@@ -9,6 +9,10 @@ Both samples are treated as independent samples of respondents, one row each. A 
 several repeats or backends should be reduced to one row per respondent (or compared per repeat)
 before it is passed here.
 
+Survey weights (a human file's ``survey_weight`` column, see
+:mod:`psyq.engine.results.codebook`; or weights given for the cohort) make the group-level
+comparison weighted: :func:`compare_samples` says which statistics are weighted and how.
+
 Degenerate data give NaN, never an exception or a warning. LLM cohorts often give one answer to
 everyone; see each function for which statistic survives which case.
 
@@ -31,15 +35,21 @@ import pingouin as pg
 from scipy import stats
 
 from psyq.engine.design.instrument import Instrument
+from psyq.engine.results.codebook import WEIGHT_COLUMN
 from psyq.engine.trials.scoring import keyed_answers, score_wide
 
 from psyq.analysis.reliability import alpha_problem, cronbach_alpha, omega_problem, one_factor
 
-SAMPLE_KEYS = ["n_cohort", "n_human", "mean_cohort", "mean_human", "sd_cohort", "sd_human",
+SAMPLE_KEYS = ["n_cohort", "n_human", "n_eff_cohort", "n_eff_human", "mean_cohort", "mean_human", "sd_cohort", "sd_human",
                "t", "df", "p", "g", "g_low", "g_high", "u", "p_mwu", "ks", "p_ks", "wasserstein",
                "variance_ratio", "bf_stat", "p_bf"]
 COMPARISON_COLUMNS = ["instrument", "subscale", *SAMPLE_KEYS, "alpha_cohort", "alpha_human",
-                      "alpha_diff", "phi", "note"]
+                      "alpha_diff", "phi", "weighted", "note"]
+WEIGHTED_ONLY = ["n_eff_cohort", "n_eff_human", "weighted"]
+"""Columns that say something only when a side is weighted (the report leaves them out otherwise)."""
+NOT_WEIGHTED = ("Mann–Whitney U, Kolmogorov–Smirnov and Brown–Forsythe not computed: they have no simple "
+                "weighted form")
+"""The note of a weighted comparison on the tests it leaves out."""
 
 
 def _values(sample: pd.Series | np.ndarray) -> np.ndarray:
@@ -52,13 +62,102 @@ def _is_constant(arr: np.ndarray) -> bool:
     return arr.size == 0 or bool(np.ptp(arr) == 0)
 
 
-def compare_samples(cohort: pd.Series | np.ndarray, human: pd.Series | np.ndarray) -> dict:
+def kish_n_eff(weights: pd.Series | np.ndarray) -> float:
+    """Kish's effective sample size of weighted data, n_eff = (Σw)² / Σw².
+
+    It is n for equal weights and smaller the more the weights vary; it does not change when every
+    weight is multiplied by the same number. NaN for no weights.
+
+    Example
+    -------
+    >>> kish_n_eff(np.array([1.0, 1, 1, 1])), kish_n_eff(np.array([1.0, 1, 2])), kish_n_eff(np.array([3.0, 3, 6]))
+    (4.0, 2.6666666666666665, 2.6666666666666665)
+
+    References
+    ----------
+    Kish, L. (1965). Survey sampling. Wiley. (Design effect of unequal weights.)
+    """
+    w = np.asarray(weights, dtype=float).ravel()
+    return float(w.sum() ** 2 / (w * w).sum()) if w.size else np.nan
+
+
+def weighted_mean_var(values: np.ndarray, weights: np.ndarray) -> tuple[float, float]:
+    """Weighted mean Σwx/Σw and weighted variance with the reliability-weights correction,
+    Σw(x − m)² / (V₁ − V₂/V₁), V₁ = Σw, V₂ = Σw².
+
+    The correction is Bessel's with Kish's effective sample size: the variance equals the
+    population-style weighted variance Σw(x − m)²/Σw times n_eff/(n_eff − 1), so it is the usual
+    n − 1 variance for equal weights, and unchanged when the weights are rescaled (it does not
+    read weights as frequencies; a frequency-weight variance would divide by Σw − 1). Variance NaN
+    for fewer than 2 values.
+
+    Example
+    -------
+    >>> [round(v, 4) for v in weighted_mean_var(np.array([1.0, 2, 4]), np.array([1.0, 1, 1]))]  # = mean, var(ddof=1)
+    [2.3333, 2.3333]
+    >>> m, v = weighted_mean_var(np.array([1.0, 2, 4]), np.array([2.0, 1, 1]))
+    >>> round(m, 4), round(v, 4)
+    (2.0, 2.4)
+    """
+    x, w = np.asarray(values, dtype=float), np.asarray(weights, dtype=float)
+    v1, v2 = w.sum(), (w * w).sum()
+    mean = float((w * x).sum() / v1)
+    if x.size < 2:
+        return mean, np.nan
+    return mean, float((w * (x - mean) ** 2).sum() / (v1 - v2 / v1))
+
+
+def _weighted_values(sample: pd.Series | np.ndarray, weights: pd.Series | np.ndarray | None,
+                     side: str) -> tuple[np.ndarray, np.ndarray | None]:
+    """Non-missing values and their weights (None when unweighted). Series weights are aligned to
+    a Series sample by its index; array weights go by position. A missing, non-finite or
+    non-positive weight of a present value is an error."""
+    if weights is None:
+        return _values(sample), None
+    if isinstance(sample, pd.Series) and isinstance(weights, pd.Series):
+        w = weights.reindex(sample.index).to_numpy(dtype=float)
+    else:
+        w = np.asarray(weights, dtype=float).ravel()
+    x = np.asarray(sample, dtype=float).ravel()
+    if w.shape != x.shape:
+        raise ValueError(f"{side} weights: {w.size} weight(s) for {x.size} value(s)")
+    present = ~np.isnan(x)
+    x, w = x[present], w[present]
+    if not np.all(np.isfinite(w) & (w > 0)):
+        raise ValueError(f"{side} weights: every value needs a positive finite weight "
+                         f"({int((~(np.isfinite(w) & (w > 0))).sum())} missing or not positive)")
+    return x, w
+
+
+def _weighted_welch_g(mc: float, vc: float, nc: float, mh: float, vh: float, nh: float) -> dict:
+    """Welch's t (Welch–Satterthwaite df) and Hedges' g with its 95 % CI from means, variances and
+    (effective) sample sizes, as :func:`compare_samples` computes them for weighted data."""
+    out: dict = {}
+    if not (vc == 0 and vh == 0):
+        sc, sh = vc / nc, vh / nh
+        t = (mc - mh) / np.sqrt(sc + sh)
+        df = (sc + sh) ** 2 / (sc ** 2 / (nc - 1) + sh ** 2 / (nh - 1))
+        out.update(t=float(t), df=float(df), p=float(2 * stats.t.sf(abs(t), df)))
+    pooled = ((nc - 1) * vc + (nh - 1) * vh) / (nc + nh - 2)
+    if pooled > 0:
+        g = (mc - mh) / np.sqrt(pooled) * (1 - 3 / (4 * (nc + nh) - 9))
+        low, high = pg.compute_esci(stat=g, nx=nc, ny=nh, eftype="hedges", confidence=0.95, decimals=15)
+        out.update(g=float(g), g_low=float(low), g_high=float(high))
+    return out
+
+
+def compare_samples(cohort: pd.Series | np.ndarray, human: pd.Series | np.ndarray, *,
+                    cohort_weights: pd.Series | np.ndarray | None = None,
+                    human_weights: pd.Series | np.ndarray | None = None) -> dict:
     """Location, spread and shape of a cohort's scores against human scores.
 
     Parameters
     ----------
     cohort, human : pandas.Series or numpy.ndarray
         Scores, one per respondent; missing values (NaN) are dropped.
+    cohort_weights, human_weights : pandas.Series or numpy.ndarray, optional
+        Survey weights of a side (positive, finite; any scale): a Series aligned to a Series of
+        scores by index, else by position. See *Weighted data* below.
 
     Returns
     -------
@@ -77,7 +176,20 @@ def compare_samples(cohort: pd.Series | np.ndarray, human: pd.Series | np.ndarra
         distributions (:func:`scipy.stats.wasserstein_distance`), in score units;
         ``variance_ratio``: cohort variance / human variance;
         ``bf_stat, p_bf``: Brown–Forsythe test of equal spread (:func:`scipy.stats.levene`,
-        ``center="median"``).
+        ``center="median"``);
+        ``n_eff_cohort, n_eff_human``: Kish's effective sample sizes (:func:`kish_n_eff`; n for
+        an unweighted side).
+
+        Weighted data (either side weighted; an unweighted side has weight 1 each): means are
+        weighted, variances use the reliability-weights correction (:func:`weighted_mean_var`),
+        and Welch's t, its df and Hedges' g with its CI take Kish's n_eff in place of n
+        (t = (m₁ − m₂)/√(s₁²/n₁ + s₂²/n₂); g with the pooled SD and J of the n_eff) — an
+        approximation that counts the precision lost to unequal weights, not to clustering or
+        strata (no design information is read). ``wasserstein`` is between the weighted
+        distributions and ``variance_ratio`` uses the weighted variances. Mann–Whitney,
+        Kolmogorov–Smirnov and Brown–Forsythe have no simple weighted form and are not computed
+        when weights are given (NaN). With all weights equal, the weighted statistics equal the
+        unweighted ones.
 
         Degenerate cases give NaN: t, df, p when a sample has fewer than 2 scores or both are
         constant (a constant cohort against varying humans is fine); g when the pooled SD is 0;
@@ -101,13 +213,17 @@ def compare_samples(cohort: pd.Series | np.ndarray, human: pd.Series | np.ndarra
     stochastically larger than the other. Annals of Mathematical Statistics, 18(1), 50–60.
     Brown, M. B., & Forsythe, A. B. (1974). Robust tests for the equality of variances. Journal
     of the American Statistical Association, 69(346), 364–367.
+    Kish, L. (1965). Survey sampling. Wiley.
     """
-    c, h = _values(cohort), _values(human)
+    c, wc = _weighted_values(cohort, cohort_weights, "cohort")
+    h, wh = _weighted_values(human, human_weights, "human")
     nc, nh = c.size, h.size
     out: dict = dict.fromkeys(SAMPLE_KEYS, np.nan)
-    out.update(n_cohort=nc, n_human=nh)
+    out.update(n_cohort=nc, n_human=nh, n_eff_cohort=float(nc), n_eff_human=float(nh))
     if nc == 0 or nh == 0:
         return out
+    if wc is not None or wh is not None:
+        return _compare_weighted(c, np.ones(nc) if wc is None else wc, h, np.ones(nh) if wh is None else wh, out)
     out.update(mean_cohort=float(c.mean()), mean_human=float(h.mean()))
     var_c = float(c.var(ddof=1)) if nc > 1 else np.nan
     var_h = float(h.var(ddof=1)) if nh > 1 else np.nan
@@ -142,8 +258,25 @@ def compare_samples(cohort: pd.Series | np.ndarray, human: pd.Series | np.ndarra
     return out
 
 
-def sample_notes(cohort: pd.Series | np.ndarray, human: pd.Series | np.ndarray, result: Mapping) -> list[str]:
-    """Why the statistics of :func:`compare_samples` that came out NaN are not estimable.
+def _compare_weighted(c: np.ndarray, wc: np.ndarray, h: np.ndarray, wh: np.ndarray, out: dict) -> dict:
+    """The weighted part of :func:`compare_samples` (both samples non-empty)."""
+    nc, nh = kish_n_eff(wc), kish_n_eff(wh)
+    mc, vc = weighted_mean_var(c, wc)
+    mh, vh = weighted_mean_var(h, wh)
+    out.update(n_eff_cohort=nc, n_eff_human=nh, mean_cohort=mc, mean_human=mh,
+               sd_cohort=float(np.sqrt(vc)), sd_human=float(np.sqrt(vh)))
+    if c.size > 1 and h.size > 1:
+        out.update(_weighted_welch_g(mc, vc, nc, mh, vh, nh))
+        if vh > 0:
+            out["variance_ratio"] = vc / vh
+    out["wasserstein"] = float(stats.wasserstein_distance(c, h, wc, wh))
+    return out
+
+
+def sample_notes(cohort: pd.Series | np.ndarray, human: pd.Series | np.ndarray, result: Mapping,
+                 weighted: bool = False) -> list[str]:
+    """Why the statistics of :func:`compare_samples` that came out NaN are not estimable (for
+    `weighted` data, Brown–Forsythe is not computed rather than not estimable: not said here).
 
     Example
     -------
@@ -163,7 +296,7 @@ def sample_notes(cohort: pd.Series | np.ndarray, human: pd.Series | np.ndarray, 
         notes.append("g not estimable: pooled SD is 0")
     if np.isnan(result["variance_ratio"]):
         notes.append("variance ratio not estimable: human variance is 0")
-    if np.isnan(result["bf_stat"]):
+    if np.isnan(result["bf_stat"]) and not weighted:
         notes.append("Brown–Forsythe not estimable: no spread around the median in either sample")
     return notes
 
@@ -235,7 +368,8 @@ def one_factor_loadings(items: pd.DataFrame) -> pd.Series:
 
 
 def compare_with_humans(cohort_items: Mapping[str, pd.DataFrame], human_items: Mapping[str, pd.DataFrame],
-                        instruments: Mapping[str, Instrument]) -> pd.DataFrame:
+                        instruments: Mapping[str, Instrument], *,
+                        cohort_weights: pd.Series | None = None) -> pd.DataFrame:
     """Every subscale of every instrument: cohort against humans, scored the same way.
 
     Parameters
@@ -245,6 +379,15 @@ def compare_with_humans(cohort_items: Mapping[str, pd.DataFrame], human_items: M
         (e.g. from :func:`psyq.engine.results.human_answers.read_answers_csv`; other columns are ignored).
     instruments : Mapping[str, Instrument]
         Instruments by id.
+    cohort_weights : pandas.Series, optional
+        Weights of the cohort's respondents, indexed by respondent id (e.g. the survey weights of
+        the people a cohort of twins was made from). Cohort respondents without a weight (the
+        baseline) are left out of the weighted comparison, and the note says how many.
+
+    Human answers with a ``survey_weight`` column (:data:`psyq.engine.results.codebook.WEIGHT_COLUMN`,
+    as :func:`~psyq.engine.results.human_answers.read_answers_csv` keeps a codebook's ``weight:``)
+    weight the human side. The subscale scores are compared weighted as :func:`compare_samples`
+    says; α and φ stay unweighted (properties of the sample as answered; no simple weighted form).
 
     Returns
     -------
@@ -256,7 +399,8 @@ def compare_with_humans(cohort_items: Mapping[str, pd.DataFrame], human_items: M
         subscale's keyed items, listwise, :func:`psyq.analysis.reliability.cronbach_alpha`),
         ``alpha_diff`` (cohort − human) and ``phi`` (Tucker's φ between the one-factor loadings
         of the subscale's keyed items in the two samples; NaN if either sample has a constant
-        item or no proper one-factor solution, or the subscale has fewer than 3 items).
+        item or no proper one-factor solution, or the subscale has fewer than 3 items),
+        ``weighted``: which side was weighted (``""``, ``"cohort"``, ``"human"`` or ``"both"``).
 
     Example
     -------
@@ -272,6 +416,16 @@ def compare_with_humans(cohort_items: Mapping[str, pd.DataFrame], human_items: M
             continue
         instrument = instruments[inst_id]
         human_answers = human_items[inst_id]
+        weights_h = human_answers[WEIGHT_COLUMN] if WEIGHT_COLUMN in human_answers.columns else None
+        unweighted: list[str] = []
+        if cohort_weights is not None:
+            left_out = [r for r in cohort_answers.index if r not in cohort_weights.index]
+            cohort_answers = cohort_answers.drop(index=left_out)
+            if left_out:
+                unweighted.append(f"{len(left_out)} cohort respondent(s) without a weight left out "
+                                  f"({', '.join(map(str, left_out[:5]))}{', …' if len(left_out) > 5 else ''})")
+        side = {(False, False): "", (True, False): "cohort", (False, True): "human",
+                (True, True): "both"}[(cohort_weights is not None, weights_h is not None)]
         scores_c, scores_h = score_wide(instrument, cohort_answers), score_wide(instrument, human_answers)
         keyed_c, keyed_h = keyed_answers(instrument, cohort_answers), keyed_answers(instrument, human_answers)
         for subscale in instrument.subscales:
@@ -280,8 +434,9 @@ def compare_with_humans(cohort_items: Mapping[str, pd.DataFrame], human_items: M
             alpha_h = cronbach_alpha(keyed_h[ids])[0]
             phi = tucker_phi(one_factor_loadings(keyed_c[ids]).to_numpy(),
                              one_factor_loadings(keyed_h[ids]).to_numpy())
-            sample = compare_samples(scores_c[subscale.id], scores_h[subscale.id])
-            notes = sample_notes(scores_c[subscale.id], scores_h[subscale.id], sample)
+            sample = compare_samples(scores_c[subscale.id], scores_h[subscale.id], cohort_weights=cohort_weights,
+                                     human_weights=weights_h)
+            notes = [*unweighted, *sample_notes(scores_c[subscale.id], scores_h[subscale.id], sample, weighted=bool(side))]
             for name, value, items in (("α cohort", alpha_c, keyed_c[ids]), ("α human", alpha_h, keyed_h[ids])):
                 if np.isnan(value):
                     notes.append(f"{name} not estimable: {alpha_problem(items) or 'no result'}")
@@ -291,7 +446,7 @@ def compare_with_humans(cohort_items: Mapping[str, pd.DataFrame], human_items: M
                 notes.append("φ not estimable: " + ("; ".join(why) or "no proper one-factor solution"))
             rows.append({"instrument": inst_id, "subscale": subscale.id, **sample,
                          "alpha_cohort": alpha_c, "alpha_human": alpha_h,
-                         "alpha_diff": alpha_c - alpha_h, "phi": phi, "note": "; ".join(notes)})
+                         "alpha_diff": alpha_c - alpha_h, "phi": phi, "weighted": side, "note": "; ".join(notes)})
     return pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
 
 
@@ -299,7 +454,8 @@ def reading_notes(instrument: Instrument, answers: pd.DataFrame, file: str) -> t
     """What the report says about how one human data file was read: (readings, warnings).
 
     Readings: the codebook used (``answers.attrs``, as
-    :func:`psyq.engine.results.human_answers.read_answers_csv` sets them) and a declared keying.
+    :func:`psyq.engine.results.human_answers.read_answers_csv` sets them), a declared keying and
+    the column of survey weights (with Kish's n_eff of the file).
     Warnings (also readings, and on stderr): reverse-keyed items that look keyed the wrong way
     (:func:`psyq.engine.results.human_answers.keying_warning`).
 
@@ -322,6 +478,10 @@ def reading_notes(instrument: Instrument, answers: pd.DataFrame, file: str) -> t
     if answers.attrs.get("keyed"):
         readings.append(f"{instrument.id}: the human answers were declared already keyed; their reverse-keyed "
                         "items were taken as reversed and not reversed again.")
+    if WEIGHT_COLUMN in answers.columns:
+        column = answers.attrs.get("weight") or WEIGHT_COLUMN
+        readings.append(f"{instrument.id}: the human data carry survey weights in column '{column}' (Kish n_eff = "
+                        f"{kish_n_eff(answers[WEIGHT_COLUMN]):,.1f} of {len(answers):,} respondents).")
     message = keying_warning(keying_check(instrument, answers), file, bool(answers.attrs.get("keyed")))
     if message:
         warnings_.append(message)

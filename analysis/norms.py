@@ -32,6 +32,7 @@ from statsmodels.stats.meta_analysis import effectsize_smd
 from statsmodels.stats.multitest import multipletests
 
 from psyq.engine.design.instrument import TRUSTED, Instrument, NormSample, Range, Subscale
+from psyq.engine.results.codebook import WEIGHT_COLUMN
 
 from psyq.analysis.scores import RESPONDENT_KEYS
 
@@ -416,7 +417,8 @@ samples with these ids), or instrument id -> sample ids (other instruments keep 
 
 
 def _attribute_columns(scores: pd.DataFrame) -> list[str]:
-    return [c for c in scores.columns if c not in RESPONDENT_KEYS and c not in SCORE_COLUMNS]
+    """Persona attributes of a scores table: not the keys, the scores, nor survey weights (human data)."""
+    return [c for c in scores.columns if c not in RESPONDENT_KEYS and c not in SCORE_COLUMNS and c != WEIGHT_COLUMN]
 
 
 def as_norm_scores(scores: pd.DataFrame, instruments: Mapping[str, Instrument]) -> pd.DataFrame:

@@ -31,6 +31,8 @@ from psyq.analysis import (apa, effects, fidelity, human_comparison as human, me
     reliability, validity)
 from psyq.analysis.kinds import ReportInput, report_kinds
 from psyq.analysis.scores import human_scores, persona_columns, score_all_kinds
+from psyq.analysis.weighting import (WEIGHTED_CAPTION, shares_text, twin_weights, weighted_by, weighting_methods,
+                                     weighting_text)
 from psyq.analysis.report_construct import construct_section
 from psyq.analysis.report_twins import twins_section
 from psyq.analysis.sections import Section
@@ -395,14 +397,28 @@ def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] 
             for message in warned:
                 if warn:
                     warn("human data: " + message)
-        cmp = human.compare_with_humans({i: items[i] for i in human_items if i in items}, human_items, instruments)
-        hum.tables.append(("Cohort against human respondents", cmp))
+        # Survey weights: the human side when its file has them; the cohort side too when its personas are
+        # respondents of that file (twins), never for a cohort drawn from it in proportion to the weights.
+        cohort_weights = {i: twin_weights(items[i], human_items[i]) for i in human_items if i in items}
+        weighting = {i: weighting_text(i, human_items[i], cohort_weights.get(i), items.get(i)) for i in human_items}
+        hum.readings.extend(text for text in weighting.values() if text)
+        cmp = pd.concat([human.compare_with_humans({i: items[i]}, {i: human_items[i]}, instruments,
+                                                   cohort_weights=cohort_weights[i]) for i in cohort_weights]
+                        or [pd.DataFrame(columns=human.COMPARISON_COLUMNS)], ignore_index=True)
+        weighted_any = bool((cmp["weighted"] != "").any())
+        hum.tables.append(("Cohort against human respondents" + (
+            f" ({WEIGHTED_CAPTION})" if weighted_any else ""), cmp if weighted_any else cmp.drop(
+                columns=human.WEIGHTED_ONLY)))
         for row in cmp.itertuples():
             hum.readings.append(
                 f"{row.instrument} {row.subscale}: cohort mean {_num(row.mean_cohort)} vs human {_num(row.mean_human)} "
                 f"(g = {_num(row.g)}, 95 % CI {_num(row.g_low)} to {_num(row.g_high)}; Welch p {_fmt_p(row.p)}); "
-                f"variance ratio {_num(row.variance_ratio)} (Brown–Forsythe p {_fmt_p(row.p_bf)})."
+                f"variance ratio {_num(row.variance_ratio)}"
+                + (f" (Brown–Forsythe p {_fmt_p(row.p_bf)})." if not row.weighted else
+                   f"; {weighted_by(row, human_items[row.instrument])}.")
                 + (f" {row.note[0].upper()}{row.note[1:]}." if row.note else ""))
+        if weighted_any:
+            hum.methods = weighting_methods(human_items, cohort_weights)
         human_long = pd.concat([human_scores(human_items[i], instruments[i]) for i in human_items], ignore_index=True)
         human_norms = norms.compare_with_norms(human_long, instruments, bound=bound, correction=correction,
                                                samples=choice)
@@ -414,10 +430,11 @@ def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] 
                 warn("human data: " + message)
         if not human_norms.empty:
             hum.tables.append(("Human respondents against the same norms (scored and matched to norm groups "
-                               "like the cohort)", human_norms.drop(columns=["reading"])))
+                               "like the cohort" + ("; unweighted: each respondent counts once" if weighted_any else "")
+                               + ")", human_norms.drop(columns=["reading"])))
             hum.readings.extend(f"Human data: {r}" for r in human_norms["reading"])
         sections.append(hum)
-        validity_section = construct_validity_section(rated_table, rated, human_items)
+        validity_section = construct_validity_section(rated_table, rated, human_items, cohort_weights=cohort_weights)
         if validity_section is not None:
             sections.append(validity_section)
             sections.append(construct_section({i: (rated[i], cohort_items(rated_table, rated[i]), human_items[i])
@@ -446,9 +463,12 @@ def cohort_items(table: pd.DataFrame, instrument: Instrument) -> pd.DataFrame:
 
 
 def construct_validity_section(table: pd.DataFrame, rated: Mapping[str, Instrument],
-                               human_items: Mapping[str, pd.DataFrame]) -> Section | None:
+                               human_items: Mapping[str, pd.DataFrame], *,
+                               cohort_weights: Mapping[str, pd.Series | None] | None = None) -> Section | None:
     """Item distributions, subscale intercorrelations and factor congruence against raw human
-    answers (:mod:`psyq.analysis.validity`); None when no rating instrument has human item answers."""
+    answers (:mod:`psyq.analysis.validity`); None when no rating instrument has human item answers.
+    Item distributions are weighted by the humans' survey weights and by `cohort_weights` (instrument
+    id -> weights by respondent id, :func:`twin_weights`) where given."""
     shared = [i for i in human_items if i in rated and i in set(table["instrument"])]
     if not shared:
         return None
@@ -462,7 +482,10 @@ def construct_validity_section(table: pd.DataFrame, rated: Mapping[str, Instrume
     for inst_id in shared:
         instrument = rated[inst_id]
         cohort, humans = cohort_items(table, instrument), human_items[inst_id]
-        dist = validity.item_distributions(cohort, humans, instrument)
+        weights_c = (cohort_weights or {}).get(inst_id)
+        dist = validity.item_distributions(cohort, humans, instrument, cohort_weights=weights_c)
+        if said := shares_text(inst_id, humans, weights_c, cohort):
+            section.readings.append(said)
         corr = validity.subscale_correlations(cohort, humans, instrument)
         cong = validity.factor_congruence(cohort, humans, instrument)
         distance_frames.append(dist)

@@ -41,6 +41,7 @@ from scipy import linalg, stats
 from statsmodels.multivariate.factor import Factor
 
 from psyq.engine.design.instrument import Instrument
+from psyq.engine.results.codebook import WEIGHT_COLUMN
 from psyq.engine.trials.scoring import keyed_answers, membership_matrix, score_wide
 
 from psyq.analysis.human_comparison import tucker_phi
@@ -57,18 +58,27 @@ MAX_GROUP_LEVELS = 10
 _FACTOR_SEED = 0   # statsmodels' ML factor analysis starts from random values: same data, same fit
 
 
-def option_shares(values: pd.Series | np.ndarray, options: Sequence[float]) -> np.ndarray:
-    """Share of the (non-missing) answers on each option, in the order of `options`.
+def option_shares(values: pd.Series | np.ndarray, options: Sequence[float],
+                  weights: pd.Series | np.ndarray | None = None) -> np.ndarray:
+    """Share of the (non-missing) answers on each option, in the order of `options`; with
+    `weights` (one per value, by position), each answer counts its weight: Σ w over the answers on
+    the option / Σ w over all answers.
 
     Example:
         >>> option_shares(np.array([1, 1, 2, np.nan]), [1, 2, 3]).tolist()
         [0.6666666666666666, 0.3333333333333333, 0.0]
+        >>> option_shares(np.array([1, 1, 2, np.nan]), [1, 2, 3], weights=np.array([1, 1, 2, 5])).tolist()
+        [0.5, 0.5, 0.0]
     """
     arr = np.asarray(values, dtype=float)
-    arr = arr[~np.isnan(arr)]
+    w = np.ones(arr.size) if weights is None else np.asarray(weights, dtype=float)
+    present = ~np.isnan(arr)
+    arr, w = arr[present], w[present]
     if arr.size == 0:
         return np.full(len(options), np.nan)
-    return np.array([(arr == o).mean() for o in options])
+    if weights is None:
+        return np.array([(arr == o).mean() for o in options])
+    return np.array([w[arr == o].sum() for o in options]) / w.sum()
 
 
 def total_variation(p: np.ndarray, q: np.ndarray) -> float:
@@ -97,8 +107,8 @@ def _level_text(values: pd.Series) -> pd.Series:
 def _attribute_groups(cohort: pd.DataFrame, human: pd.DataFrame, item_ids: set[str],
                       group_by: Sequence[str] | None) -> list[str]:
     if group_by is not None:
-        return [g for g in group_by if g in cohort.columns and g in human.columns]
-    shared = [c for c in cohort.columns if c in human.columns and c not in item_ids]
+        return [g for g in group_by if g in cohort.columns and g in human.columns and g != WEIGHT_COLUMN]
+    shared = [c for c in cohort.columns if c in human.columns and c not in item_ids and c != WEIGHT_COLUMN]
     return [c for c in shared if 1 < human[c].nunique() <= MAX_GROUP_LEVELS]
 
 
@@ -126,7 +136,8 @@ def label_mismatch(attribute: str, cohort_values: set[str], human_values: set[st
 
 
 def item_distributions(cohort: pd.DataFrame, human: pd.DataFrame, instrument: Instrument,
-                       group_by: Sequence[str] | None = None) -> pd.DataFrame:
+                       group_by: Sequence[str] | None = None, *,
+                       cohort_weights: pd.Series | None = None) -> pd.DataFrame:
     """Each rating item's answer distribution in the cohort against the humans', overall and per group.
 
     Parameters
@@ -140,7 +151,18 @@ def item_distributions(cohort: pd.DataFrame, human: pd.DataFrame, instrument: In
         both tables with 2 to 10 distinct human values (e.g. gender). Values must be written
         alike on both sides (``female`` ≠ ``F``; a codebook's ``values:`` maps the humans'); a
         group without respondents on one side is a "not estimable" row, whose note says when the
-        two sides share no value of the attribute at all (:func:`label_mismatch`).
+        two sides share no value of the attribute at all (:func:`label_mismatch`). The survey
+        weights (``survey_weight``) are never a group.
+    cohort_weights : pandas.Series, optional
+        Weights of the cohort's respondents by respondent id (the index of `cohort`), e.g. the
+        survey weights of the people a cohort of twins was made from; respondents without one
+        (the baseline) are left out.
+
+    Human answers with a ``survey_weight`` column
+    (:data:`psyq.engine.results.codebook.WEIGHT_COLUMN`) are weighted by it: option shares are
+    weighted shares (:func:`option_shares`), so TV, the uniform baseline, the SimBench score and
+    the Wasserstein distance are those of the weighted distributions; likewise the cohort with
+    `cohort_weights`. ``n_cohort, n_human`` still count answers.
 
     Returns
     -------
@@ -171,6 +193,14 @@ def item_distributions(cohort: pd.DataFrame, human: pd.DataFrame, instrument: In
     """
     options = [float(o.value) for o in instrument.scale]
     items = [i.id for i in instrument.rating_items]
+    if cohort_weights is not None:
+        cohort = cohort[cohort.index.isin(cohort_weights.index)]
+        weight_c = cohort_weights.reindex(cohort.index).astype(float)
+        if not (np.isfinite(weight_c) & (weight_c > 0)).all():
+            raise ValueError("cohort weights: every weight must be a positive finite number")
+    else:
+        weight_c = None
+    weight_h = human[WEIGHT_COLUMN] if WEIGHT_COLUMN in human.columns else None
     groups: list[tuple[str, str, pd.DataFrame, pd.DataFrame]] = [(ALL, ALL, cohort, human)]
     why_empty: dict[tuple[str, str], str] = {}    # (attribute, level) -> why one side has nobody
     for attribute in _attribute_groups(cohort, human, set(items), group_by):
@@ -194,7 +224,8 @@ def item_distributions(cohort: pd.DataFrame, human: pd.DataFrame, instrument: In
                 side = "cohort" if n_c == 0 else "human"
                 row["note"] = f"no {side} answers to this item in this group" + why_empty.get((attribute, level), "")
             else:
-                p, q = option_shares(c, options), option_shares(h, options)
+                p = option_shares(c, options, None if weight_c is None else weight_c.reindex(c.index))
+                q = option_shares(h, options, None if weight_h is None else weight_h.reindex(h.index))
                 row.update(tv=total_variation(p, q), tv_uniform=total_variation(uniform, q), estimable=True,
                            wasserstein=float(stats.wasserstein_distance(options, options, p, q)))
             block.append(row)

@@ -21,7 +21,7 @@ MODULES = ["analysis", "psyq.engine.results.codebook", "psyq.engine.design.instr
            "psyq.engine.importers", "psyq.engine.importers.draft", "psyq.engine.importers.redcap", "psyq.engine.importers.psych_keys",
            "psyq.engine.importers.qsf", "psyq.engine.importers.command", "psyq.engine.importers.writer", "psyq.engine.files.yamlhints",
            "psyq.engine.importers.emotionbench", "psyq.analysis.kinds.response", "psyq.engine.administer.run",
-           "psyq.analysis.change", "psyq.analysis.report_change",
+           "psyq.analysis.change", "psyq.analysis.report_change", "psyq.analysis.weighting",
            "psyq.engine.kinds.response", "psyq.engine.kinds.response.rubrics", "psyq.engine.judging.reply_judge", "psyq.engine.judging.rating_sheet",
            "psyq.engine.importers.replies", "psyq.engine.store.ratings", "psyq.engine.design.perturbed_prompts", "psyq.analysis.prompt_sensitivity",
            "psyq.analysis.robustness", "psyq.engine.design.perturbation_sets", "psyq.engine.judging.perturbed_replies", "psyq.analysis.rater_agreement",

@@ -142,6 +142,9 @@ def cmd_score(args: argparse.Namespace) -> int:
     if answers.attrs.get("keyed"):
         print(f"{args.responses}: declared keyed; reverse-keyed items were taken as already reversed",
               file=sys.stderr)
+    if answers.attrs.get("weight"):
+        print(f"{args.responses}: survey weights of column '{answers.attrs['weight']}' written as survey_weight beside "
+              "the scores (the scores themselves are not weighted)", file=sys.stderr)
     # Data stored already keyed and read as raw (or the converse) would be reversed the wrong way: said loudly.
     if message := keying_warning(keying_check(instrument, answers), args.responses, bool(answers.attrs.get("keyed"))):
         print(f"WARNING: {message}", file=sys.stderr)

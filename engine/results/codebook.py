@@ -12,6 +12,7 @@ so in a small YAML file, and the export is read as it is, without editing it::
       respondent_id: id          # optional: the column holding the respondent ids
       items: "davi{id}"          # a pattern ({id} = the item id), or a map  item id: column
       attributes: {gender: sex}  # optional: attribute name: column
+      weight: wt                 # optional: the column of survey weights (positive numbers)
     values:
       gender: {F: female, M: male}   # per attribute: value in the file: value psyq uses
 
@@ -19,6 +20,11 @@ It is given with ``--codebook FILE`` (``psyq score``; ``psyq report --codebook I
 ``codebook=`` in Python, or found beside the CSV as ``<csv stem>.codebook.yaml`` (a notice says
 it was used). Items a map leaves out keep their id as column name. Values a map leaves out are
 kept as written (a notice lists them).
+
+A ``weight`` column holds survey weights: it is read as numbers, kept under the reserved name
+``survey_weight`` (:data:`WEIGHT_COLUMN`, never an attribute) and the comparisons with the
+cohort are weighted by it (:mod:`psyq.analysis.human_comparison`, :mod:`psyq.analysis.validity`).
+A CSV read without a codebook may name its weight column ``survey_weight`` itself.
 
 Every problem is reported as ``file:line:column: field: what``, at the codebook's line for a
 column it names that the CSV does not have.
@@ -45,6 +51,9 @@ from psyq.engine.files.yamlfile import YamlDocument, load_yaml
 FORMAT = "codebook/1"
 SUFFIX = ".codebook.yaml"
 PLACEHOLDER = "{id}"
+WEIGHT_COLUMN = "survey_weight"
+"""The reserved name survey weights are kept under (``columns.weight`` of a codebook, or a CSV column
+of that name): not an attribute, so never a group, a norm-matching key or a persona attribute."""
 
 
 def _code_text(value: Any) -> Any:
@@ -62,12 +71,14 @@ Code = Annotated[str, BeforeValidator(_code_text, json_schema_input_type=str | i
 
 class Columns(StrictModel):
     """Which columns of the CSV hold what: ``respondent_id`` (default ``respondent_id``),
-    ``items`` (a pattern with ``{id}``, or a map item id -> column; default: the item ids) and
-    ``attributes`` (attribute name -> column; default: other columns under their own names)."""
+    ``items`` (a pattern with ``{id}``, or a map item id -> column; default: the item ids),
+    ``attributes`` (attribute name -> column; default: other columns under their own names) and
+    ``weight`` (the column of survey weights, optional; default: a column named ``survey_weight``)."""
 
     respondent_id: Text | None = None
     items: Text | dict[Id, Text] | None = None
     attributes: dict[Id, Text] = Field(default_factory=dict)
+    weight: Text | None = None
 
 
 class CodebookSpec(StrictModel):
@@ -108,6 +119,8 @@ class Codebook:
             parts.append(f"{len(c.items)} item column(s) named")
         if c.attributes:
             parts.append("attribute columns " + ", ".join(f"{a} <- {col}" for a, col in c.attributes.items()))
+        if c.weight:
+            parts.append(f"survey weights in {c.weight}")
         for attribute, codes in self.spec.values.items():
             parts.append(f"values of {attribute} mapped (" + ", ".join(f"{k} -> {v}" for k, v in codes.items()) + ")")
         if self.spec.keyed is not None:
@@ -116,7 +129,8 @@ class Codebook:
 
 
 def check_codebook(spec: CodebookSpec, doc: YamlDocument) -> list[Problem]:
-    """Meaning checks: a pattern holds ``{id}`` once; no column is named twice."""
+    """Meaning checks: a pattern holds ``{id}`` once; no column is named twice; no attribute takes the
+    reserved name of the weights (:data:`WEIGHT_COLUMN`)."""
     problems = []
     items = spec.columns.items
     if isinstance(items, str):
@@ -130,6 +144,12 @@ def check_codebook(spec: CodebookSpec, doc: YamlDocument) -> list[Problem]:
     if isinstance(items, dict):
         entries += [(("columns", "items", k), v) for k, v in items.items()]
     entries += [(("columns", "attributes", k), v) for k, v in spec.columns.attributes.items()]
+    entries.append((("columns", "weight"), spec.columns.weight))
+    for name in spec.columns.attributes:
+        if name == WEIGHT_COLUMN:
+            problems.append(doc.problem(("columns", "attributes", name), f"'{WEIGHT_COLUMN}' is the name psyq keeps "
+                                        "survey weights under; name the weight column with columns.weight instead",
+                                        at_key=True))
     for path, column in entries:
         if column is None:
             continue
@@ -176,6 +196,7 @@ class ColumnPlan:
     id_column: str
     items: dict[str, str]          # item id -> CSV column
     attributes: dict[str, str]     # attribute name -> CSV column
+    weight: str | None = None      # the CSV column of survey weights (kept as WEIGHT_COLUMN), or None
 
 
 def plan_columns(book: Codebook | None, header: list[str], item_ids: list[str], instrument_id: str,
@@ -184,7 +205,8 @@ def plan_columns(book: Codebook | None, header: list[str], item_ids: list[str], 
     CSV lacks, and every item id it names that the instrument lacks, is a problem at the
     codebook's line."""
     if book is None:
-        return ColumnPlan("respondent_id", {i: i for i in item_ids}, {})
+        return ColumnPlan("respondent_id", {i: i for i in item_ids}, {},
+                          WEIGHT_COLUMN if WEIGHT_COLUMN in header else None)
     spec, problems = book.spec, []
     if spec.instrument is not None and spec.instrument != instrument_id:
         problems.append(book.problem(("instrument",), f"the codebook is for instrument '{spec.instrument}', "
@@ -218,8 +240,14 @@ def plan_columns(book: Codebook | None, header: list[str], item_ids: list[str], 
         if column not in present:
             problems.append(book.problem(("columns", "attributes", attribute), f"column '{column}' is not in "
                                                                                f"{csv_file} (its columns: {shown})"))
+    weight = spec.columns.weight
+    if weight is not None and weight not in present:
+        problems.append(book.problem(("columns", "weight"), f"column '{weight}' is not in {csv_file} "
+                                                            f"(its columns: {shown})"))
+    if weight is None and WEIGHT_COLUMN in present:
+        weight = WEIGHT_COLUMN
     raise_problems(problems)
-    return ColumnPlan(id_column, columns, dict(spec.columns.attributes))
+    return ColumnPlan(id_column, columns, dict(spec.columns.attributes), weight)
 
 
 def codebook_hint() -> str:

@@ -9,6 +9,11 @@ silently dropped would bias a comparison.
 Data published *already keyed* (reverse-keyed items stored after reversal, as in many shared
 data sets) must be declared with ``keyed=True``: those items are then turned back into raw
 answers (min + max − x), so that scoring reverses them exactly once.
+
+Survey weights (a codebook's ``columns.weight``, or a column named ``survey_weight``) are kept as
+floats under the reserved name :data:`WEIGHT_COLUMN`; every weight must be a positive finite
+number, and an empty, zero, negative or non-numeric one is an error at its line (no respondent is
+dropped: which of them to leave out, or what weight to give them, is the researcher's decision).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from psyq.engine.files.csvfile import read_csv_table
+from psyq.engine.results.codebook import WEIGHT_COLUMN
 from psyq.engine.files.errors import InputError, Problem
 from psyq.engine.files.notices import notify
 from psyq.engine.design.instrument import Instrument
@@ -45,7 +51,11 @@ def read_answers_csv(path: str | Path, instrument: Instrument, keyed: bool | Non
     ``<csv stem>.codebook.yaml`` beside the CSV is used when `discover` is true, with a notice.
     `keyed` None takes the codebook's word (else False); a caller and a codebook that disagree
     are an error. The result's ``attrs`` say what was done: ``codebook`` (its path or None),
-    ``codebook_summary`` and ``keyed``.
+    ``codebook_summary``, ``keyed`` and ``weight`` (the file's column of survey weights, or None).
+
+    Survey weights (the codebook's ``columns.weight``, else a column named ``survey_weight``) are
+    the float column :data:`WEIGHT_COLUMN`; a weight that is empty, not a number, not finite, zero
+    or negative is an error at its line (``file:line: column 'wt': ...``).
 
     Example:
         >>> iri = load_instrument("instruments/iri.yaml")                                # doctest: +SKIP
@@ -73,6 +83,8 @@ def read_answers_csv(path: str | Path, instrument: Instrument, keyed: bool | Non
     rename = {column: item_id for item_id, column in plan.items.items()}
     rename.update({column: attribute for attribute, column in plan.attributes.items()})
     rename[plan.id_column] = ID_COLUMN
+    if plan.weight is not None:
+        rename[plan.weight] = WEIGHT_COLUMN
     shown = {name: column for column, name in rename.items()}     # psyq name -> the file's column, for errors
     header = [rename.get(c, c) for c in csv_table.header]
     table = pd.DataFrame(csv_table.rows, columns=header, dtype=str)
@@ -109,6 +121,10 @@ def read_answers_csv(path: str | Path, instrument: Instrument, keyed: bool | Non
                                     f"{cells.iloc[r]} is not on the scale "
                                     f"({', '.join(str(v) for v in sorted(allowed))})"))
         values[item_id] = numbers.astype(float)
+    if plan.weight is not None:
+        weights, bad = _weights(table[WEIGHT_COLUMN], file, line_of, f"column '{plan.weight}'")
+        problems.extend(bad)
+        values[WEIGHT_COLUMN] = weights
     if book is not None:
         problems.extend(_value_problems(book, table, item_ids))
     if problems:
@@ -122,16 +138,44 @@ def read_answers_csv(path: str | Path, instrument: Instrument, keyed: bool | Non
     out = typed_attributes(out.set_index(ID_COLUMN), item_ids)
     out = raw_from_keyed(instrument, out) if keyed else out
     out.attrs.update(codebook=book.file if book else None, codebook_summary=book.describe() if book else None,
-                     keyed=keyed)
+                     keyed=keyed, weight=plan.weight)
     return out
+
+
+def _weights(cells: pd.Series, file: str, line_of: list[int], where: str) -> tuple[pd.Series, list[Problem]]:
+    """Survey weights as floats, and a problem at the line of every weight that is not a positive
+    finite number.
+
+    Example:
+        >>> w, bad = _weights(pd.Series(["1.5", "", "0", "-2", "x", "inf"]), "f.csv", [2, 3, 4, 5, 6, 7], "column 'wt'")
+        >>> w.tolist()[0], [str(p) for p in bad][:2]
+        (1.5, ["f.csv:3: column 'wt': the weight is empty; every respondent needs a positive weight", "f.csv:4: column 'wt': weight 0 is not positive; a survey weight must be a positive finite number"])
+        >>> len(bad)
+        5
+    """
+    text = cells.str.strip()
+    numbers = pd.to_numeric(text.replace("", None), errors="coerce").astype(float)
+    problems = []
+    for r in range(len(text)):
+        cell, value = text.iloc[r], numbers.iloc[r]
+        if cell == "":
+            why = "the weight is empty; every respondent needs a positive weight"
+        elif np.isnan(value):
+            why = f"{cell!r} is not a number; a survey weight must be a positive finite number"
+        elif not np.isfinite(value) or value <= 0:
+            why = f"weight {cell} is not {'finite' if not np.isfinite(value) else 'positive'}; a survey weight must be a positive finite number"
+        else:
+            continue
+        problems.append(Problem(file, line_of[r], None, where, why))
+    return numbers, problems
 
 
 def _value_problems(book: "Codebook", table: pd.DataFrame, item_ids: list[str]) -> list[Problem]:
     """A `values:` entry for an attribute the file does not have (or for an item) is a problem."""
     out = []
     for attribute in book.spec.values:
-        if attribute in item_ids or attribute == ID_COLUMN:
-            out.append(book.problem(("values", attribute), f"'{attribute}' is an item or the respondent id; `values:` "
+        if attribute in item_ids or attribute in (ID_COLUMN, WEIGHT_COLUMN):
+            out.append(book.problem(("values", attribute), f"'{attribute}' is an item, the respondent id or the weights; `values:` "
                                                            "maps the codes of attributes (gender, group …)", at_key=True))
         elif attribute not in table.columns:
             others = [c for c in table.columns if c not in item_ids and c != ID_COLUMN]
