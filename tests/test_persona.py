@@ -248,7 +248,7 @@ def test_two_sources(tmp_path):
     # `sample`'s value starts on line 7, column 3.
     assert problems_of(load_cohort, path) == [
         f"{path}:7:3: sample: `sample` cannot be combined with `personas`: give exactly one of "
-        "personas, sample or csv"]
+        "personas, sample, csv or from_data"]
 
 
 def test_no_source_or_an_empty_list(tmp_path):
@@ -258,8 +258,8 @@ def test_no_source_or_an_empty_list(tmp_path):
         description: d
         """)
     assert problems_of(load_cohort, path) == [
-        f"{path}:1:1: no personas: give one of `personas` (a list), `sample` (a sampling spec) "
-        "or `csv` (a file)"]
+        f"{path}:1:1: no personas: give one of `personas` (a list), `sample` (a sampling spec), "
+        "`csv` (a file) or `from_data` (a human data file)"]
     path = write(tmp_path, """
         psyq: cohort/1
         id: c

@@ -125,6 +125,22 @@ def manifest_files(study: Study) -> dict[str, str]:
     return {_relative(Path(p).resolve(), folder): digest for p, digest in study.file_hashes().items()}
 
 
+def cohort_record(provenance: dict[str, Any], study_path: Path) -> dict[str, Any]:
+    """A `from_data:` cohort's provenance (engine/design/cohort_data.py) as the manifest records it:
+    the data file's and codebook's paths relative to the study file's folder, as `files` gives them.
+
+    Example:
+        >>> cohort_record({"file": "/w/data/x.csv", "codebook": None, "mode": "twins"}, Path("/w/studies/s.yaml"))
+        {'file': '../data/x.csv', 'codebook': None, 'mode': 'twins'}
+    """
+    folder = study_path.resolve().parent
+    out = dict(provenance)
+    for key in ("file", "codebook"):
+        if out.get(key):
+            out[key] = _relative(Path(out[key]).resolve(), folder)
+    return out
+
+
 def _relative(path: Path, folder: Path) -> str:
     """`path` relative to `folder` ('/'-separated); absolute when there is no relative path (another
     drive on Windows)."""
@@ -159,7 +175,10 @@ def _manifest(study: Study, backends: dict[str, HttpBackend], run: RunDir, run_i
         "study_folder": _relative(study.path.resolve().parent, run.path.resolve()),
         "files": manifest_files(study),
         "instruments": {i.id: i.version for i in study.instruments},
-        "cohort": {"id": study.cohort.id, "respondents": len(study.cohort.personas)},
+        "cohort": {"id": study.cohort.id, "respondents": len(study.cohort.personas),
+                   # A cohort drawn from a human data file: which rows, with what weights, how, and what was skipped.
+                   **({"from_data": cohort_record(study.cohort.provenance, study.path)}
+                      if study.cohort.provenance is not None else {})},
         # model_dump holds the *name* of the key's environment variable, never its value.
         "backends": {b: {"identity": x.identity(), "config": x.config.model_dump(),
                          # what the model accepts, as psyq read it (engine/backends/capabilities.py)

@@ -3,7 +3,8 @@
 A :class:`Persona` is an id, named attributes (age, gender, ...) and an optional backstory; it
 becomes the model's system prompt through a template. A :class:`Cohort` is the list of personas
 a study administers an instrument to, read from a YAML file whose personas are written by hand,
-sampled reproducibly from attribute distributions, or read from a CSV file. The format is
+sampled reproducibly from attribute distributions, read from a CSV file, or taken from the rows
+of a human data file (`from_data:`, engine/design/cohort_data.py). The format is
 documented with an annotated example in ``personas/README.md``.
 
 Shape is checked by pydantic; meaning (unique ids, usable weights and ranges, placeholders every
@@ -21,13 +22,14 @@ import re
 import string
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import BeforeValidator, Field
 
+from psyq.engine.design.cohort_data import FromDataSpec, check_from_data, read_from_data
 from psyq.engine.files.errors import InputError, Problem
 from psyq.engine.files.fields import Id, StrictModel, Text, format_json_schema
 from psyq.engine.files.inputfile import decode_text, read_input_bytes
@@ -103,6 +105,13 @@ class Cohort:
     personas: tuple[Persona, ...]
     template: str
     source: str
+    # A cohort drawn from a human data file (`from_data:`, engine/design/cohort_data.py): what was
+    # drawn (rows, weights, mode, seed, the file's sha256, rows skipped and why), recorded in the
+    # run's manifest as cohort.from_data; None for the other sources.
+    provenance: dict[str, Any] | None = field(default=None, hash=False)
+    # Files besides the cohort file its personas were read from (the data file and its codebook):
+    # their content is part of the run id (Study.file_hashes).
+    files: tuple[Path, ...] = ()
 
 
 # --- the file format -------------------------------------------------------------------------
@@ -137,6 +146,7 @@ class CohortFile(StrictModel):
     personas: list[Persona] = Field(default_factory=list, min_length=1)
     sample: SampleSpec | None = None
     csv: Text | None = None
+    from_data: FromDataSpec | None = None
 
 
 def cohort_json_schema() -> dict[str, Any]:
@@ -149,11 +159,11 @@ def cohort_json_schema() -> dict[str, Any]:
     return format_json_schema(CohortFile, "psyq cohort (format cohort/1)")
 
 
-SOURCES = ("personas", "sample", "csv")
+SOURCES = ("personas", "sample", "csv", "from_data")
 
 
 def given_sources(spec: CohortFile) -> list[str]:
-    """The sources of personas the file gives, among `personas`, `sample` and `csv`.
+    """The sources of personas the file gives, among `personas`, `sample`, `csv` and `from_data`.
 
     Example:
         >>> given_sources(CohortFile(psyq="cohort/1", id="c", csv="people.csv"))
@@ -234,10 +244,11 @@ def check_cohort(spec: CohortFile, doc: YamlDocument) -> list[Problem]:
     # Exactly one source; a second one is reported where it was written.
     given = sorted(given_sources(spec), key=lambda s: doc.where((s,)))
     if not given:
-        bad((), "no personas: give one of `personas` (a list), `sample` (a sampling spec) or `csv` (a file)")
+        bad((), "no personas: give one of `personas` (a list), `sample` (a sampling spec), `csv` (a file) "
+                "or `from_data` (a human data file)")
     for extra in given[1:]:
         bad((extra,), f"`{extra}` cannot be combined with `{given[0]}`: give exactly one of "
-                      "personas, sample or csv")
+                      "personas, sample, csv or from_data")
 
     for i, persona in enumerate(spec.personas):
         if message := check_persona_id(persona.id):
@@ -253,6 +264,9 @@ def check_cohort(spec: CohortFile, doc: YamlDocument) -> list[Problem]:
     if spec.sample is not None:
         for path, message in check_sample(spec.sample):
             bad(("sample",) + path, message)
+
+    if spec.from_data is not None:
+        problems.extend(check_from_data(spec.from_data, doc))
 
     if spec.template is not None:
         for message in check_template(spec.template):
@@ -593,11 +607,16 @@ def load_cohort(path: str | Path) -> Cohort:
 
     located: list[tuple[Locate | None, Persona]]
     source = given_sources(spec)[0]
+    data = None
     if source == "personas":
         located = [(_in_yaml(doc, i), p) for i, p in enumerate(spec.personas)]
     elif source == "sample":
         assert spec.sample is not None
         located = [(None, p) for p in sample_personas(spec.sample, spec.sample.size, spec.sample.seed)]
+    elif source == "from_data":
+        assert spec.from_data is not None
+        data = read_from_data(spec.from_data, doc, path)   # rows lacking an attribute are skipped: all have all
+        located = [(None, Persona(id=pid, attributes=attributes)) for pid, attributes in data.personas]
     else:
         assert spec.csv is not None
         csv_path = Path(path).parent / spec.csv  # relative to the cohort file, not the working directory
@@ -610,4 +629,5 @@ def load_cohort(path: str | Path) -> Cohort:
     raise_problems(_check_placeholders(doc, template, located))
     personas = tuple(p for _, p in located)
     return Cohort(id=spec.id, personas=(BASELINE, *personas) if spec.include_baseline else personas,
-                  template=template, source=str(path))
+                  template=template, source=str(path), provenance=data.provenance if data else None,
+                  files=data.files if data else ())

@@ -124,11 +124,12 @@ class Study:
         return self.spec.protocol
 
     def file_hashes(self) -> dict[str, str]:
-        """sha256 of the study, instrument and cohort files, and of user-supplied item texts
-        (for the manifest and the run id: other texts are another run)."""
+        """sha256 of the study, instrument and cohort files, of user-supplied item texts, and of
+        the human data file (and its codebook) a cohort is drawn from (for the manifest and the
+        run id: other texts or another data file are another run)."""
         texts = [t for i, p in zip(self.instruments, self.instrument_paths)
                  if (t := item_texts_path(i, p)) is not None and t.exists()]
-        files = [self.path, *self.instrument_paths, *texts, self.cohort_path]
+        files = [self.path, *self.instrument_paths, *texts, self.cohort_path, *self.cohort.files]
         if self.situations_path is not None:    # another situation set is another run
             files.append(self.situations_path)
         return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}

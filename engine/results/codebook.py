@@ -43,8 +43,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field
 
+from psyq.engine.files.csvfile import CsvTable, read_csv_table
 from psyq.engine.files.errors import InputError, Problem
 from psyq.engine.files.fields import Id, StrictModel, Text, format_json_schema
+from psyq.engine.files.notices import notify
 from psyq.engine.files.validation import parse_document, raise_problems
 from psyq.engine.files.yamlfile import YamlDocument, load_yaml
 
@@ -267,3 +269,81 @@ def resolve_keyed(book: Codebook | None, keyed: bool | None) -> bool:
         raise InputError([book.problem(("keyed",), f"the codebook says keyed: {str(declared).lower()}, but the data "
                                                    f"are read as {said}; say it in one place")])
     return keyed
+
+
+def read_table_through_codebook(csv_path: str | Path, codebook: str | Path | None = None,
+                                discover: bool = True) -> tuple[CsvTable, str | None]:
+    """A human data CSV as a plain table under psyq's names, for uses without an instrument (a
+    cohort drawn from the file, ``from_data:`` in docs/cohorts.md): the codebook's
+    ``columns.respondent_id`` becomes ``respondent_id``, its ``columns.attributes`` take their
+    attribute names, and the ``values:`` of each attribute are relabelled (codes the map leaves out
+    are kept, with a notice, as :func:`~psyq.engine.results.human_answers.read_answers_csv` does).
+    Item columns keep their names (no instrument says which they are) and ``instrument:`` and
+    ``keyed:`` are not used.
+
+    `codebook` None: ``<stem>.codebook.yaml`` beside the CSV when `discover` is true (a notice
+    says it was used). Returns the table (header and cells renamed and relabelled, each row with
+    the CSV line it starts on) and the codebook's path (None without one). A column the codebook
+    names that the CSV lacks, or a `values:` entry for a column the table does not have, is a
+    problem at the codebook's line.
+
+    Example:
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")      # the notice that the codebook beside it was used
+        ...     table, book = read_table_through_codebook("instruments/data/iri_briganti2018_keyed.csv")
+        >>> table.header[0], table.header[-1], table.column("gender")[:3], table.lines[0], book.endswith(SUFFIX)
+        ('respondent_id', 'gender', ['female', 'female', 'female'], 2, True)
+    """
+    file = str(csv_path)
+    if codebook is not None:
+        book: Codebook | None = load_codebook(codebook)
+    elif discover and (found := codebook_beside(csv_path)) is not None:
+        book = load_codebook(found)
+        notify(Problem(file, None, None, "", f"read with the codebook {found} found beside it: {book.describe()}"))
+    else:
+        book = None
+    table = read_csv_table(csv_path)
+    if book is None:
+        return table, None
+    header, problems = list(table.header), []
+    shown = ", ".join(header[:12]) + (", …" if len(header) > 12 else "")
+    renames = [(("columns", "respondent_id"), book.spec.columns.respondent_id, "respondent_id")]
+    renames += [(("columns", "attributes", a), column, a) for a, column in book.spec.columns.attributes.items()]
+    for path, column, name in renames:
+        if column is None:
+            continue
+        if column not in table.header:
+            problems.append(book.problem(path, f"column '{column}' is not in {file} (its columns: {shown})"))
+        else:
+            header[table.header.index(column)] = name
+    raise_problems(problems)
+    if dup := sorted({c for c in header if header.count(c) > 1}):
+        raise InputError.single(file, "duplicated column(s) after the codebook's renaming: " + ", ".join(dup)
+                                + " (a column of the file has the name the codebook gives another)", line=1)
+    rows = [list(cells) for cells in table.rows]
+    for attribute, codes in book.spec.values.items():
+        if attribute not in header:
+            problems.append(book.problem(("values", attribute), f"the data have no column '{attribute}' (their "
+                                         f"columns, after the codebook: {', '.join(header[:12])}"
+                                         f"{', …' if len(header) > 12 else ''})", at_key=True))
+            continue
+        k = header.index(attribute)
+        kept = sorted({row[k] for row in rows if row[k] and row[k] not in codes and row[k] not in codes.values()})
+        if kept:
+            line, column = book.doc.where(("values", attribute))
+            notify(Problem(book.file, line, column, f"values.{attribute}",
+                           f"value(s) {', '.join(repr(c) for c in kept[:10])} of {file} are not in the map and were "
+                           "kept as written"))
+        for row in rows:
+            row[k] = codes.get(row[k], row[k])
+    raise_problems(problems)
+    return CsvTable(file, header, rows, list(table.lines), table.delimiter, list(table.notices)), book.file
+
+
+# A cohort drawn from a human data file (`from_data:`, engine/design/cohort_data.py) reads it through
+# its codebook; cohorts live in an earlier room, so the reader is registered there from here (the
+# psyq package, psyq/__init__.py, imports this module, so it is registered wherever psyq is used).
+from psyq.engine.design.cohort_data import use_table_reader  # noqa: E402  (results imports design: downward)
+
+use_table_reader(lambda csv_path, codebook: read_table_through_codebook(csv_path, codebook))
