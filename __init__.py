@@ -26,9 +26,6 @@ from psyq.engine.results.human_answers import read_answers_csv
 from psyq.engine.store.run_dir import open_run_dir
 from psyq.engine.store.run_store import RunStore
 from psyq.engine.trials.scoring import keyed_answers, reverse_key, score, score_wide
-# Registers the reader of human data files through their codebooks with the cohorts (a cohort may be
-# drawn from such a file, `from_data:`); cohorts live in an earlier room and cannot import it.
-import psyq.engine.results.codebook  # noqa: F401,E402
 from psyq.analysis import (compare_samples, compare_with_humans, compare_with_norms, factor_congruence,
                            group_matching, human_scores, item_distributions, load_run_scores, matching_warnings,
                            model_effects, reliability_table, respondent_z, score_answers, score_humans, spss_names,

@@ -10,7 +10,7 @@ several repeats or backends should be reduced to one row per respondent (or comp
 before it is passed here.
 
 Survey weights (a human file's ``survey_weight`` column, see
-:mod:`psyq.engine.results.codebook`; or weights given for the cohort) make the group-level
+:mod:`psyq.engine.files.codebook`; or weights given for the cohort) make the group-level
 comparison weighted: :func:`compare_samples` says which statistics are weighted and how.
 
 Degenerate data give NaN, never an exception or a warning. LLM cohorts often give one answer to
@@ -35,7 +35,7 @@ import pingouin as pg
 from scipy import stats
 
 from psyq.engine.design.instrument import Instrument
-from psyq.engine.results.codebook import WEIGHT_COLUMN
+from psyq.engine.files.codebook import WEIGHT_COLUMN
 from psyq.engine.trials.scoring import keyed_answers, score_wide
 
 from psyq.analysis.reliability import alpha_problem, cronbach_alpha, omega_problem, one_factor
@@ -384,7 +384,7 @@ def compare_with_humans(cohort_items: Mapping[str, pd.DataFrame], human_items: M
         the people a cohort of twins was made from). Cohort respondents without a weight (the
         baseline) are left out of the weighted comparison, and the note says how many.
 
-    Human answers with a ``survey_weight`` column (:data:`psyq.engine.results.codebook.WEIGHT_COLUMN`,
+    Human answers with a ``survey_weight`` column (:data:`psyq.engine.files.codebook.WEIGHT_COLUMN`,
     as :func:`~psyq.engine.results.human_answers.read_answers_csv` keeps a codebook's ``weight:``)
     weight the human side. The subscale scores are compared weighted as :func:`compare_samples`
     says; α and φ stay unweighted (properties of the sample as answered; no simple weighted form).

@@ -32,7 +32,7 @@ from statsmodels.stats.meta_analysis import effectsize_smd
 from statsmodels.stats.multitest import multipletests
 
 from psyq.engine.design.instrument import TRUSTED, Instrument, NormSample, Range, Subscale
-from psyq.engine.results.codebook import WEIGHT_COLUMN
+from psyq.engine.files.codebook import WEIGHT_COLUMN
 
 from psyq.analysis.scores import RESPONDENT_KEYS
 

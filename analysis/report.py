@@ -206,7 +206,7 @@ def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] 
     kind's report part reads (:attr:`psyq.analysis.kinds.KindReport.human_data`, e.g. perceiver
     ratings); `human_keyed` names the instruments whose human item answers are stored already
     keyed (reverse items already reversed); `human_codebooks` maps an instrument id to the codebook
-    of its human data file (:mod:`psyq.engine.results.codebook`; default: one found beside the CSV);
+    of its human data file (:mod:`psyq.engine.files.codebook`; default: one found beside the CSV);
     `targets_csv` maps an instrument whose kind takes
     them (:attr:`~psyq.analysis.kinds.KindReport.takes_targets`) to its targets' self-reports.
     `norm_samples` restricts the norm samples compared (default: the study's `norms`, else all);

@@ -41,7 +41,7 @@ from scipy import linalg, stats
 from statsmodels.multivariate.factor import Factor
 
 from psyq.engine.design.instrument import Instrument
-from psyq.engine.results.codebook import WEIGHT_COLUMN
+from psyq.engine.files.codebook import WEIGHT_COLUMN
 from psyq.engine.trials.scoring import keyed_answers, membership_matrix, score_wide
 
 from psyq.analysis.human_comparison import tucker_phi
@@ -159,7 +159,7 @@ def item_distributions(cohort: pd.DataFrame, human: pd.DataFrame, instrument: In
         (the baseline) are left out.
 
     Human answers with a ``survey_weight`` column
-    (:data:`psyq.engine.results.codebook.WEIGHT_COLUMN`) are weighted by it: option shares are
+    (:data:`psyq.engine.files.codebook.WEIGHT_COLUMN`) are weighted by it: option shares are
     weighted shares (:func:`option_shares`), so TV, the uniform baseline, the SimBench score and
     the Wasserstein distance are those of the weighted distributions; likewise the cohort with
     `cohort_weights`. ``n_cohort, n_human`` still count answers.

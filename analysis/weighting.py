@@ -3,7 +3,7 @@ the report and the methods paragraph say about it.
 
 The weighted statistics themselves are in :mod:`psyq.analysis.human_comparison` (scores) and
 :mod:`psyq.analysis.validity` (item option shares); human answers carry their weights in the
-column :data:`psyq.engine.results.codebook.WEIGHT_COLUMN` (a codebook's ``columns.weight``).
+column :data:`psyq.engine.files.codebook.WEIGHT_COLUMN` (a codebook's ``columns.weight``).
 
 Example:
     >>> humans = pd.DataFrame({"1": [1.0, 2.0], WEIGHT_COLUMN: [1.0, 3.0]}, index=["h1", "h2"])
@@ -19,7 +19,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from psyq.engine.results.codebook import WEIGHT_COLUMN
+from psyq.engine.files.codebook import WEIGHT_COLUMN
 
 from psyq.analysis.human_comparison import kish_n_eff
 

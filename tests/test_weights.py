@@ -29,7 +29,7 @@ from psyq.analysis.human_comparison import (compare_samples, compare_with_humans
                                             weighted_mean_var)
 from psyq.analysis.scores import human_scores
 from psyq.analysis.validity import item_distributions, option_shares
-from psyq.engine.results.codebook import WEIGHT_COLUMN, codebook_json_schema
+from psyq.engine.files.codebook import WEIGHT_COLUMN, codebook_json_schema
 from psyq.engine.results.human_answers import read_answers_csv
 from psyq.engine.trials.scoring import score_wide
 from stub_server import StubServer

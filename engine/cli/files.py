@@ -54,7 +54,7 @@ def load_any(path: Path) -> object:
     from psyq.engine.design.persona import load_cohort
     from psyq.engine.design.situations import load_situations
     from psyq.engine.design.study import load_study
-    from psyq.engine.results.codebook import load_codebook
+    from psyq.engine.files.codebook import load_codebook
     kind_formats = {name: load for kind in all_kinds() for name, load in kind.file_formats().items()}
     loaders = {"instrument/1": load_instrument, "cohort/1": load_cohort, "study/1": load_study,
                **kind_formats, "rubric/1": load_rubric,
@@ -114,7 +114,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
         from psyq.engine.design.situations import situations_json_schema
         schema = situations_json_schema()
     elif args.format == "codebook":
-        from psyq.engine.results.codebook import codebook_json_schema
+        from psyq.engine.files.codebook import codebook_json_schema
         schema = codebook_json_schema()
     elif args.format == "perturbations":
         from psyq.engine.design.perturbation_sets import perturbations_json_schema

@@ -13,10 +13,8 @@ cohort's :attr:`~psyq.engine.design.persona.Cohort.provenance`, which the run's 
 under ``cohort.from_data``. The algorithms are documented in docs/cohorts.md; every problem is
 reported at the cohort file's line (the `from_data:` field) or the CSV's line (a bad cell).
 
-The codebook belongs to human data (``psyq.engine.results.codebook``, a later room than this
-one): the function that reads a CSV through its codebook is registered here by that module
-(:func:`use_table_reader`); the ``psyq`` package (psyq/__init__.py) imports that module, so the
-reader is there in every process that uses psyq, and cohorts never import the rooms above them.
+The file is read through its codebook (:mod:`psyq.engine.files.codebook`, the same reading as
+``--human``: column renames and value labels).
 """
 
 from __future__ import annotations
@@ -31,7 +29,7 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import BeforeValidator, Field
 
-from psyq.engine.files.csvfile import CsvTable
+from psyq.engine.files.codebook import read_table_through_codebook
 from psyq.engine.files.errors import InputError, Problem
 from psyq.engine.files.fields import Id, StrictModel, Text
 from psyq.engine.files.notices import notify
@@ -41,17 +39,6 @@ from psyq.engine.files.yamlfile import FieldPath, YamlDocument
 ID_COLUMN = "respondent_id"
 # As many personas as a `sample:` may have (engine/design/persona.py): all drawn in memory.
 MAX_PERSONAS = 100_000
-
-TableReader = Callable[[Path, "Path | None"], tuple[CsvTable, "str | None"]]
-"""(CSV path, explicit codebook or None) -> (the table under psyq's names, the codebook used)."""
-
-_reader: list[TableReader] = []
-
-
-def use_table_reader(reader: TableReader) -> None:
-    """Register how a human data CSV is read through its codebook (done by psyq.engine.results.codebook)."""
-    _reader[:] = [reader]
-
 
 def _twins_value(value: Any) -> Any:
     # `twins: all` is short for {rows: all}; one plain message for `twins: 200` or `twins: yes`.
@@ -99,11 +86,11 @@ class FromDataSpec(StrictModel):
     draw: DrawSpec | None = None
 
 
-def check_from_data(spec: FromDataSpec, doc: YamlDocument) -> list[Problem]:
+def check_from_data(spec: FromDataSpec, doc: YamlDocument, *,
+                    check_attribute_name: Callable[[str], str | None]) -> list[Problem]:
     """Meaning checks that need no file: twins or draw (one of them), attribute names usable as
-    placeholders and not repeated."""
-    from psyq.engine.design.persona import check_attribute_name
-
+    placeholders (`check_attribute_name`: the cohort format's rule, from persona.py, which imports
+    this module) and not repeated."""
     at: FieldPath = ("from_data",)
     problems = []
     given = [k for k in ("twins", "draw") if getattr(spec, k) is not None]
@@ -166,17 +153,18 @@ def _close(name: str, header: list[str]) -> str:
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 
-def read_from_data(spec: FromDataSpec, doc: YamlDocument, cohort_path: str | Path) -> DataPersonas:
+def read_from_data(spec: FromDataSpec, doc: YamlDocument, cohort_path: str | Path, *,
+                   check_persona_id: Callable[[str], str | None],
+                   parse_cell: Callable[[str], str | int | float]) -> DataPersonas:
     """The personas of a `from_data:` source (already shape- and meaning-checked by the caller).
 
     Raises :class:`InputError` for every problem: at the cohort file's line for the fields
     (a missing file, a column not in the data, more rows asked for than there are), at the CSV's
     line for a bad cell (a twin's id that cannot be a persona id, a weight that is not a number
     ≥ 0). Rows with an empty attribute, weight or stratum cell, and rows of weight 0, are skipped:
-    counted with their reason in a notice and in the provenance, never silently.
+    counted with their reason in a notice and in the provenance, never silently. The cohort
+    format's rules for persona ids and CSV cells come from persona.py (which imports this module).
     """
-    from psyq.engine.design.persona import check_persona_id, parse_cell
-
     at: FieldPath = ("from_data",)
     folder = Path(cohort_path).parent
     csv_path = (folder / spec.file).resolve()   # relative to the cohort file, not the working directory
@@ -184,10 +172,7 @@ def read_from_data(spec: FromDataSpec, doc: YamlDocument, cohort_path: str | Pat
     raise_problems([p for p in (_file_problem(doc, at + ("file",), "data file", csv_path),
                                 book_path and _file_problem(doc, at + ("codebook",), "codebook", book_path))
                     if p is not None])
-    if not _reader:
-        raise RuntimeError("no reader of human data files is registered (psyq.engine.results.codebook registers "
-                           "one when the psyq package is imported)")
-    table, used_book = _reader[0](csv_path, book_path)
+    table, used_book = read_table_through_codebook(csv_path, book_path)
     header, file = table.header, table.file
 
     # Every column the spec names must be in the table (after the codebook's renaming).

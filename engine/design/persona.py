@@ -266,7 +266,7 @@ def check_cohort(spec: CohortFile, doc: YamlDocument) -> list[Problem]:
             bad(("sample",) + path, message)
 
     if spec.from_data is not None:
-        problems.extend(check_from_data(spec.from_data, doc))
+        problems.extend(check_from_data(spec.from_data, doc, check_attribute_name=check_attribute_name))
 
     if spec.template is not None:
         for message in check_template(spec.template):
@@ -615,7 +615,8 @@ def load_cohort(path: str | Path) -> Cohort:
         located = [(None, p) for p in sample_personas(spec.sample, spec.sample.size, spec.sample.seed)]
     elif source == "from_data":
         assert spec.from_data is not None
-        data = read_from_data(spec.from_data, doc, path)   # rows lacking an attribute are skipped: all have all
+        # Rows lacking an attribute are skipped: every persona has every attribute.
+        data = read_from_data(spec.from_data, doc, path, check_persona_id=check_persona_id, parse_cell=parse_cell)
         located = [(None, Persona(id=pid, attributes=attributes)) for pid, attributes in data.personas]
     else:
         assert spec.csv is not None

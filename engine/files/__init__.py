@@ -1,6 +1,6 @@
 """Reading input safely.
 
-YAML and CSV files read with bounds and safe loaders, the `file:line:column: field: what is wrong` errors and the notices of what a reader did otherwise than written, validation of parsed documents, atomic writes.
+YAML and CSV files read with bounds and safe loaders, codebooks of human data files (how a CSV names its columns and codes its values), the `file:line:column: field: what is wrong` errors and the notices of what a reader did otherwise than written, validation of parsed documents, atomic writes.
 
 May import: nothing of psyq's own (the rooms below it; engine/__init__.py lists the order). Never: the rooms above it, or psyq.analysis.
 """

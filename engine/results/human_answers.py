@@ -25,14 +25,14 @@ import numpy as np
 import pandas as pd
 
 from psyq.engine.files.csvfile import read_csv_table
-from psyq.engine.results.codebook import WEIGHT_COLUMN
+from psyq.engine.files.codebook import WEIGHT_COLUMN
 from psyq.engine.files.errors import InputError, Problem
 from psyq.engine.files.notices import notify
 from psyq.engine.design.instrument import Instrument
 from psyq.engine.trials.scoring import keyed_answers
 
 if TYPE_CHECKING:
-    from psyq.engine.results.codebook import Codebook
+    from psyq.engine.files.codebook import Codebook
 
 ID_COLUMN = "respondent_id"
 
@@ -46,7 +46,7 @@ def read_answers_csv(path: str | Path, instrument: Instrument, keyed: bool | Non
     :func:`raw_from_keyed`). Other columns are attributes: numeric when every non-empty cell
     is a number, else text; empty cells are missing.
 
-    A `codebook` (:mod:`psyq.engine.results.codebook`: a file or a loaded one) says how the file
+    A `codebook` (:mod:`psyq.engine.files.codebook`: a file or a loaded one) says how the file
     names its columns and codes its attribute values, and may declare it keyed; without one, a
     ``<csv stem>.codebook.yaml`` beside the CSV is used when `discover` is true, with a notice.
     `keyed` None takes the codebook's word (else False); a caller and a codebook that disagree
@@ -63,7 +63,7 @@ def read_answers_csv(path: str | Path, instrument: Instrument, keyed: bool | Non
         >>> answers.attrs["keyed"], answers["gender"].unique().tolist()                     # doctest: +SKIP
         (True, ['female', 'male'])
     """
-    from psyq.engine.results.codebook import (Codebook, codebook_beside, codebook_hint, load_codebook,
+    from psyq.engine.files.codebook import (Codebook, codebook_beside, codebook_hint, load_codebook,
                                               plan_columns, resolve_keyed)
 
     file = str(path)

@@ -339,11 +339,3 @@ def read_table_through_codebook(csv_path: str | Path, codebook: str | Path | Non
             row[k] = codes.get(row[k], row[k])
     raise_problems(problems)
     return CsvTable(file, header, rows, list(table.lines), table.delimiter, list(table.notices)), book.file
-
-
-# A cohort drawn from a human data file (`from_data:`, engine/design/cohort_data.py) reads it through
-# its codebook; cohorts live in an earlier room, so the reader is registered there from here (the
-# psyq package, psyq/__init__.py, imports this module, so it is registered wherever psyq is used).
-from psyq.engine.design.cohort_data import use_table_reader  # noqa: E402  (results imports design: downward)
-
-use_table_reader(lambda csv_path, codebook: read_table_through_codebook(csv_path, codebook))
