@@ -282,3 +282,45 @@ def test_retest_without_its_human_file_is_an_error(run_dir, tmp_path):
     done = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "report", str(run_dir), "--out", str(tmp_path),
                            "--retest", f"mini={retest}"], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode != 0 and "no --human file is given for it" in done.stderr
+
+
+def test_twins_drawn_from_the_briganti_file_are_set_beside_their_people(tmp_path):
+    """The done-when of issue 28 end to end: a cohort of twins of the shipped IRI file (one persona
+    per row, `from_data:`) validates, `psyq plan` counts one respondent per row, a run on the stub
+    server and `psyq report --human iri=<file>:keyed` show the person-level section with both
+    baselines; its own-twin agreement is the one computed here from the export and the raw CSV."""
+    from psyq import export_table
+    from test_same_construct import BRIGANTI, IRI, simulated_respondent
+
+    cohort = {"psyq": "cohort/1", "id": "twins", "from_data": {
+        "file": str(BRIGANTI), "attributes": ["gender"], "twins": {"rows": 60, "seed": 4}}}
+    (tmp_path / "cohort.yaml").write_text(yaml.safe_dump(cohort))
+    cli = [sys.executable, "-m", "psyq.engine.cli"]
+    assert subprocess.run([*cli, "validate", str(tmp_path / "cohort.yaml")], cwd=ROOT).returncode == 0
+    with StubServer(answer=simulated_respondent) as stub:
+        (tmp_path / "study.yaml").write_text(yaml.safe_dump({
+            "psyq": "study/1", "id": "twins_of_people", "instruments": [str(ROOT / "instruments" / "iri.yaml")],
+            "cohort": "cohort.yaml",
+            "backends": [{"id": "stub", "kind": "openai", "base_url": stub.url, "model": "stub-model", "concurrency": 8}],
+            "protocol": {"answer": "text", "option_order": "as_written", "seed": 1}}))
+        plan = subprocess.run([*cli, "plan", str(tmp_path / "study.yaml")], cwd=ROOT, capture_output=True, text=True)
+        assert plan.returncode == 0 and "1,680 requests to send" in plan.stdout      # 60 twins × 28 items
+        result = asyncio.run(administer(load_study(tmp_path / "study.yaml"), tmp_path / "runs", log=lambda m: None))
+    run = result.run_dir.path
+    manifest = yaml.safe_load((run / "manifest.json").read_text())
+    twins = [p["respondent_id"] for p in manifest["cohort"]["from_data"]["personas"]]
+    assert len(twins) == 60 and all(t.startswith("r") for t in twins)
+
+    section = section_of(report(run, tmp_path / "out", "--human", f"iri={BRIGANTI}:keyed"))
+    assert "iri: 60 of the 60 personas are twins of respondents of the human data" in section
+    assert "1,913 person(s) have no twin" in section or "1913 person(s) have no twin" in section
+    assert "other persons' twins" in section and "cohort mean answer" in section
+    assert f"iri: {NO_RETEST}" in section
+
+    table = export_table(run)
+    cohort_items = table.pivot(index="respondent_id", columns="item_id", values="value")
+    people = pd.read_csv(BRIGANTI, index_col="respondent_id").rename(columns=lambda c: c.removeprefix("davi"))
+    reverse = [i.id for i in IRI.rating_items if i.reverse]
+    people[reverse] = 4 - people[reverse]           # raw answers, as read_answers_csv gives them
+    own = twin_agreement(cohort_items, people.loc[twins], IRI).query("comparison == 'twin'")["exact"].mean()
+    assert f"own twin {own:.0%}".replace("%", " %") in section
