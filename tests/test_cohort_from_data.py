@@ -462,3 +462,13 @@ def test_the_modules_examples_run():
     from psyq.engine.design import cohort_data
     result = doctest.testmod(cohort_data)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_a_command_that_reads_the_data_file_several_times_says_its_notice_once():
+    """`psyq plan` loads the cohort more than once (design checks, run identity); the codebook
+    notice of its data file is one line, not one per reading."""
+    done = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "plan", str(ROOT / "studies" / "iri_twins.yaml")],
+                          cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    notes = [line for line in done.stderr.splitlines() if line.startswith("note:") and "codebook" in line]
+    assert len(notes) == 1, done.stderr

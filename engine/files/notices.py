@@ -35,15 +35,19 @@ def notify(problem: Problem) -> None:
 
 
 def print_notices_to_stderr() -> None:
-    """Make every :class:`InputNotice` print as ``note: …`` on standard error, each time it is
-    emitted (not once per place in the code, Python's default); other warnings are unchanged."""
+    """Make every :class:`InputNotice` print as ``note: …`` on standard error, once per distinct
+    message (not once per place in the code, Python's default: a file read three times by one
+    command says what was done to it once); other warnings are unchanged."""
     warnings.simplefilter("always", InputNotice)
     shown = warnings.showwarning
+    printed: set[str] = set()
 
     def show(message: Any, category: type[Warning], filename: str, lineno: int,
              file: Any = None, line: str | None = None) -> None:
         if issubclass(category, InputNotice):
-            print(f"note: {message}", file=sys.stderr)
+            if str(message) not in printed:
+                printed.add(str(message))
+                print(f"note: {message}", file=sys.stderr)
         else:
             shown(message, category, filename, lineno, file, line)
 
