@@ -465,10 +465,10 @@ def test_the_modules_examples_run():
 
 
 def test_a_command_that_reads_the_data_file_several_times_says_its_notice_once():
-    """`psyq plan` loads the cohort more than once (design checks, run identity); the codebook
-    notice of its data file is one line, not one per reading."""
-    done = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "plan", str(ROOT / "studies" / "iri_twins.yaml")],
-                          cwd=ROOT, capture_output=True, text=True)
+    """`psyq validate` of a study and its cohort loads the cohort twice; the codebook notice of its
+    data file is one line, not one per reading."""
+    done = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "validate", str(ROOT / "studies" / "iri_twins.yaml"),
+                           str(ROOT / "personas" / "briganti_twins.yaml")], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     notes = [line for line in done.stderr.splitlines() if line.startswith("note:") and "codebook" in line]
     assert len(notes) == 1, done.stderr
