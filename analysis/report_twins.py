@@ -152,31 +152,29 @@ def _not_estimable(row: pd.Series | None) -> str:
     return f" (not estimable for {int(row['not_estimable'])} person(s): {reason})"
 
 
-def _agreement_reading(inst_id: str, metric: str, summary: pd.DataFrame) -> str:
+def _comparison_reading(inst_id: str, metric: str, summary: pd.DataFrame, heading: str, mean_label: str,
+                        closer_is_lower: bool = False) -> str:
+    """One sentence for a metric: own twin, other persons' twins, the cohort mean, own − others."""
     own, others, mean, diff = (_get(summary, metric, c) for c in (TWIN, OTHERS, COHORT_MEAN, DIFFERENCE))
     parts = [f"own twin {_ci(own, metric)}"]
     if others is not None:
         parts.append(f"other persons' twins {_ci(others, metric)}")
     if mean is not None:
-        parts.append(f"cohort mean answer {_ci(mean, metric)}")
-    text = f"{inst_id} {LABEL[metric]}: " + ", ".join(parts)
+        parts.append(f"{mean_label} {_ci(mean, metric)}")
+    text = f"{inst_id} {heading}: " + ", ".join(parts)
     if diff is not None:
-        text += f"; own − others {_ci(diff, metric, signed=True)}: {_verdict(diff)}"
+        text += f"; own − others {_ci(diff, metric, signed=True)}: {_verdict(diff, closer_is_lower=closer_is_lower)}"
     return text + _not_estimable(own) + "."
+
+
+def _agreement_reading(inst_id: str, metric: str, summary: pd.DataFrame) -> str:
+    return _comparison_reading(inst_id, metric, summary, LABEL[metric], "cohort mean answer")
 
 
 def _error_reading(inst_id: str, metric: str, summary: pd.DataFrame) -> str:
-    sub = metric.removeprefix(ERROR_PREFIX)
-    own, others, mean, diff = (_get(summary, metric, c) for c in (TWIN, OTHERS, COHORT_MEAN, DIFFERENCE))
-    parts = [f"own twin {_ci(own, metric)}"]
-    if others is not None:
-        parts.append(f"other persons' twins {_ci(others, metric)}")
-    if mean is not None:
-        parts.append(f"cohort mean answers {_ci(mean, metric)}")
-    text = f"{inst_id} {sub}, absolute score error (points): " + ", ".join(parts)
-    if diff is not None:
-        text += f"; own − others {_ci(diff, metric, signed=True)}: {_verdict(diff, closer_is_lower=True)}"
-    return text + _not_estimable(own) + "."
+    return _comparison_reading(inst_id, metric, summary,
+                               f"{metric.removeprefix(ERROR_PREFIX)}, absolute score error (points)",
+                               "cohort mean answers", closer_is_lower=True)
 
 
 def _retest_readings(inst_id: str, summary: pd.DataFrame, retest_n: int, matched: int) -> list[str]:
