@@ -109,7 +109,7 @@ def _ci(row: pd.Series, metric: str, signed: bool = False) -> str:
     if _missing(row["mean"]):
         return str(row["note"]) or "not estimable"
     if metric in ("exact", "within_one") and signed:
-        fmt = lambda x: f"{100 * x:+.0f}"   # noqa: E731  percentage points
+        fmt = lambda x: _signed(round(100 * x))   # noqa: E731  percentage points
         unit = " percentage points"
     else:
         fmt = (lambda x: _value(x, metric)) if not signed else (
@@ -117,6 +117,16 @@ def _ci(row: pd.Series, metric: str, signed: bool = False) -> str:
         unit = ""
     low = "" if _missing(row["ci_low"]) else f" (95 % CI {fmt(row['ci_low'])} to {fmt(row['ci_high'])})"
     return f"{fmt(row['mean'])}{unit}{low}"
+
+
+def _signed(points: int) -> str:
+    """Whole percentage points with a sign, a real minus, and 0 as "0" (never "-0" or "+0").
+
+    Example:
+        >>> _signed(3), _signed(0), _signed(-2)
+        ('+3', '0', '−2')
+    """
+    return "0" if points == 0 else f"+{points}" if points > 0 else f"\u2212{-points}"
 
 
 def _missing(x) -> bool:

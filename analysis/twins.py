@@ -106,10 +106,10 @@ class TwinMatch:
         """
         lead = f"{label}: " if label else ""
         n_personas = len(self.matched) + len(self.personas_only)
-        text = (f"{lead}{len(self.matched)} of the {n_personas} personas are twins of respondents of the human data "
+        text = (f"{lead}{len(self.matched):,} of the {n_personas:,} personas are twins of respondents of the human data "
                 "(persona id = respondent_id)")
         if self.personas_only or self.persons_only:
-            text += (f"; {len(self.personas_only)} persona(s) match no person, {len(self.persons_only)} person(s) "
+            text += (f"; {len(self.personas_only):,} persona(s) match no person, {len(self.persons_only):,} person(s) "
                      "have no twin")
         return text + "."
 
