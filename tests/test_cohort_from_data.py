@@ -29,6 +29,7 @@ from psyq.engine.design.cohort_data import allocate
 from psyq.engine.files.errors import InputError
 from psyq.engine.files.notices import InputNotice
 from stub_server import StubServer
+from test_malformed import Child, _stop_runner  # noqa: F401  (the runner's fixture stops it after this module)
 
 ROOT = Path(__file__).resolve().parents[1]
 BRIGANTI = ROOT / "instruments" / "data" / "iri_briganti2018_keyed.csv"
@@ -307,9 +308,11 @@ def test_the_run_id_changes_when_the_data_file_or_its_codebook_changes(tmp_path)
 # --- validation --------------------------------------------------------------------------------
 
 
-def validate(path: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "psyq.engine.cli", "validate", str(path)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=60)
+def validate(path: Path) -> Child:
+    """`psyq validate PATH` in a process of its own, forked from one that has imported psyq once
+    (tests/forkrunner.py, as the malformed-input corpus runs): a fresh interpreter per mistake spent
+    most of this file's time importing."""
+    return Child(["-m", "psyq.engine.cli", "validate", str(path)])
 
 
 def errors_of(path: Path) -> list[str]:
