@@ -434,17 +434,18 @@ def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] 
                                + ")", human_norms.drop(columns=["reading"])))
             hum.readings.extend(f"Human data: {r}" for r in human_norms["reading"])
         sections.append(hum)
+        # The cohort's raw answers of every rating instrument with human item data, for the sections below.
+        cohort_answers = {i: cohort_items(rated_table, rated[i]) for i in human_items
+                          if i in rated and i in set(rated_table["instrument"])}
         validity_section = construct_validity_section(rated_table, rated, human_items, cohort_weights=cohort_weights)
         if validity_section is not None:
             sections.append(validity_section)
-            sections.append(construct_section({i: (rated[i], cohort_items(rated_table, rated[i]), human_items[i])
-                                               for i in human_items if i in rated
-                                               and i in set(rated_table["instrument"])}))
+            sections.append(construct_section({i: (rated[i], cohort_answers[i], human_items[i])
+                                               for i in cohort_answers}))
         retests = {i: read_answers_csv(p, instruments[i], keyed=True if i in retest_keyed else None,
                                        codebook=(human_codebooks or {}).get(i)) for i, p in (retest_csv or {}).items()}
-        twins = twins_section({i: (rated[i], cohort_items(rated_table, rated[i]), human_items[i], retests.get(i))
-                               for i in human_items if i in rated and i in set(rated_table["instrument"])},
-                              always=bool(retests))
+        twins = twins_section({i: (rated[i], cohort_answers[i], human_items[i], retests.get(i))
+                               for i in cohort_answers}, always=bool(retests))
         if twins is not None:
             sections.append(twins)
     return manifest, sections
