@@ -21,4 +21,8 @@ design, results and judging; nothing here imports it except the command line. Th
 for scripts and notebooks is the top-level ``psyq`` namespace.
 """
 
-__version__ = "0.1.0"
+from importlib.metadata import version as _installed_version
+
+# One source of the version: pyproject.toml, read from the installed metadata (also when installed
+# editable), so `psyq --version` and every manifest say the release that ran.
+__version__ = _installed_version("psyq")

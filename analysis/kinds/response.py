@@ -38,10 +38,7 @@ from psyq.analysis.rater_agreement import alpha_table, icc_table, judge_vs_human
 from psyq.analysis.response_comparison import (attribute_effects, compare_sources, descriptives,
     target_scores, with_combined)
 from psyq.analysis.kinds import KindReport, ReportInput
-from psyq.engine.files.shipped import INSTRUMENTS
-
-RUBRICS = INSTRUMENTS / "rubrics"
-"""Shipped rubrics, read for their `combine:` rule (how dimensions form the overall score)."""
+from psyq.engine.files.shipped import shipped_files
 
 NOT_RATED = ("not rated yet: run `psyq judge RUN --rubric empathy_ceb` (judge models) or import people's "
              "ratings with `psyq import ratings`, then make the report again.")
@@ -84,10 +81,11 @@ def combine_rules(rubric_ids: Sequence[str]) -> dict[str, dict[str, list[str]]]:
     `rubric_ids`; rubrics not shipped (or without a rule) are absent, and the comparison then
     says it averaged the dimensions rated."""
     rules: dict[str, dict[str, list[str]]] = {}
+    shipped = shipped_files("rubric")
     for rubric in rubric_ids:
-        path = RUBRICS / f"{rubric}.yaml"
-        if not path.exists():
+        if rubric not in shipped:
             continue
+        path = shipped[rubric]
         spec = load_yaml(path).data
         combine = spec.get("combine") if isinstance(spec, dict) else None
         if isinstance(combine, dict):

@@ -11,6 +11,7 @@ from psyq.engine.cli.common import EXIT_OK, prorated_summary
 from psyq.engine.files.errors import InputError
 from psyq.engine.results.human_answers import read_answers_csv
 from psyq.engine.design.instrument import instrument_json_schema, load_instrument
+from psyq.engine.files.shipped import locate
 from psyq.engine.files.yamlfile import load_yaml
 
 
@@ -21,7 +22,8 @@ def yaml_files_to_check(paths: list[str]) -> tuple[list[Path], int]:
     """The YAML files `psyq validate` checks under `paths`, and how many it skipped: in a folder,
     those inside `runs/` or any other run directory (a run's copies of its study and
     instruments, checked when written) and inside hidden folders (names starting with '.', e.g.
-    .git, .venv). A file named explicitly is always checked.
+    .git, .venv). A file named explicitly is always checked; a shipped file may be named by its
+    name (``iri``).
 
     Example:
         >>> yaml_files_to_check(["."])   # doctest: +SKIP
@@ -32,7 +34,7 @@ def yaml_files_to_check(paths: list[str]) -> tuple[list[Path], int]:
     files: list[Path] = []
     skipped = 0
     for raw in paths:
-        path = Path(raw)
+        path = locate(raw)   # a path, or the name of a file psyq ships (`psyq validate quickstart`)
         if not path.is_dir():
             files.append(path)
             continue

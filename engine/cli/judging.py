@@ -4,16 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Callable
 
 from psyq.engine.cli.common import EXIT_LOCKED, EXIT_OK
 from psyq.engine.files.errors import InputError
 from psyq.engine.files.yamlfile import load_yaml
-from psyq.engine.files.shipped import INSTRUMENTS
-
-
-RUBRICS = INSTRUMENTS / "rubrics"
+from psyq.engine.files.shipped import locate
 
 
 def cmd_judge(args: argparse.Namespace) -> int:
@@ -22,9 +18,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
     from psyq.engine.judging.answer_judge import judge_run, load_rubric
     from psyq.engine.store.runlock import RunLocked
 
-    rubric_path = Path(args.rubric)
-    if not rubric_path.exists() and (RUBRICS / f"{args.rubric}.yaml").exists():
-        rubric_path = RUBRICS / f"{args.rubric}.yaml"   # a shipped rubric by name
+    rubric_path = locate(args.rubric, "rubric")
     multi = load_yaml(rubric_path).data.get("psyq") == "rubric/2" if rubric_path.exists() else False
     if multi:   # a multi-dimension rubric rates the run's rating targets (psyq.engine.judging.reply_judge)
         from psyq.engine.kinds.response.rubrics import load_multi_rubric
@@ -52,9 +46,6 @@ def cmd_judge(args: argparse.Namespace) -> int:
     print(f"{rubric.spec.id} by {config.id} ({answer}): {result.tasks} answers to judge, {result.already} "
           f"already judged before; now {counts}")
     return EXIT_OK
-
-
-PERTURBATIONS = INSTRUMENTS / "perturbations"
 
 
 def _every_fifty(word: str) -> Callable[[object], None]:
@@ -114,10 +105,7 @@ def cmd_perturb(args: argparse.Namespace) -> int:
     from psyq.engine.design.perturbation_sets import load_perturbations
     from psyq.engine.store.runlock import RunLocked
 
-    set_path = Path(args.set_file)
-    if not set_path.exists() and (PERTURBATIONS / f"{args.set_file}.yaml").exists():
-        set_path = PERTURBATIONS / f"{args.set_file}.yaml"   # a shipped set by name
-    pset = load_perturbations(set_path)
+    pset = load_perturbations(args.set_file)
     only = [o.strip() for o in args.only.split(",") if o.strip()] if args.only else None
     config = _helper_backend(args, args.rewriter_id)
     try:

@@ -33,6 +33,7 @@ from psyq.engine.files.codebook import read_table_through_codebook
 from psyq.engine.files.errors import InputError, Problem
 from psyq.engine.files.fields import Id, StrictModel, Text
 from psyq.engine.files.notices import notify
+from psyq.engine.files.shipped import locate
 from psyq.engine.files.validation import raise_problems
 from psyq.engine.files.yamlfile import FieldPath, YamlDocument
 
@@ -167,7 +168,10 @@ def read_from_data(spec: FromDataSpec, doc: YamlDocument, cohort_path: str | Pat
     """
     at: FieldPath = ("from_data",)
     folder = Path(cohort_path).parent
-    csv_path = (folder / spec.file).resolve()   # relative to the cohort file, not the working directory
+    try:   # relative to the cohort file, not the working directory; or a shipped data file's name
+        csv_path = locate(spec.file, "human data", folder).resolve()
+    except InputError as exc:
+        raise InputError([doc.problem(at + ("file",), exc.problems[0].message)]) from None
     book_path = (folder / spec.codebook).resolve() if spec.codebook is not None else None
     raise_problems([p for p in (_file_problem(doc, at + ("file",), "data file", csv_path),
                                 book_path and _file_problem(doc, at + ("codebook",), "codebook", book_path))

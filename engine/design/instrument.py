@@ -24,6 +24,7 @@ from psyq.engine.kinds import all_kinds, get_kind, item_kinds, score_kinds
 from psyq.engine.kinds.rating import RATING_SCORES, Item
 from psyq.engine.trials.scale import Option, check_scale, duplicates
 from psyq.engine.files.notices import notify
+from psyq.engine.files.shipped import locate
 from psyq.engine.files.validation import parse_document, raise_problems
 from psyq.engine.files.yamlfile import YamlDocument, load_yaml
 
@@ -475,7 +476,7 @@ def missing_texts_message(inst: Instrument, instrument_path: str | Path) -> str 
 
 
 def load_instrument(path: str | Path) -> Instrument:
-    """Load and validate an instrument file.
+    """Load and validate an instrument file, given its path or the name of a shipped one.
 
     Item texts the instrument declares user-supplied (`item_texts`) are read from the user's
     file when it exists; otherwise those items stay without text (see
@@ -484,10 +485,11 @@ def load_instrument(path: str | Path) -> Instrument:
     Raises :class:`~psyq.engine.files.errors.InputError` naming file, line, column and field of every problem.
 
     Example:
-        >>> iri = load_instrument("instruments/iri.yaml")  # doctest: +SKIP
-        >>> iri.scale_min, iri.scale_max, len(iri.items)  # doctest: +SKIP
+        >>> iri = load_instrument("iri")
+        >>> iri.scale_min, iri.scale_max, len(iri.items)
         (0, 4, 28)
     """
+    path = locate(path, "instrument")
     doc = load_yaml(path)
     inst = parse_document(doc, Instrument)
     raise_problems(check_instrument(inst, doc))

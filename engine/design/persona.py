@@ -33,6 +33,7 @@ from psyq.engine.design.cohort_data import FromDataSpec, check_from_data, read_f
 from psyq.engine.files.errors import InputError, Problem
 from psyq.engine.files.fields import Id, StrictModel, Text, format_json_schema
 from psyq.engine.files.inputfile import decode_text, read_input_bytes
+from psyq.engine.files.shipped import locate as locate_file
 from psyq.engine.files.validation import parse_document, raise_problems
 from psyq.engine.files.yamlfile import FieldPath, YamlDocument, load_yaml
 
@@ -597,10 +598,11 @@ def load_cohort(path: str | Path) -> Cohort:
     (the CSV file's line for problems in a CSV source).
 
     Example:
-        >>> cohort = load_cohort("personas/adults_small.yaml")  # doctest: +SKIP
-        >>> len(cohort.personas), cohort.personas[0].id  # doctest: +SKIP
-        (12, 'adult01')
+        >>> cohort = load_cohort("adults_small")
+        >>> len(cohort.personas), [p.id for p in cohort.personas[:2]]
+        (13, ['baseline', 'adult01'])
     """
+    path = locate_file(path, "cohort")
     doc = load_yaml(path)
     spec = parse_document(doc, CohortFile)
     raise_problems(check_cohort(spec, doc))

@@ -36,6 +36,7 @@ from pydantic import Field
 
 from psyq.engine.files.errors import InputError, Problem
 from psyq.engine.files.fields import Id, StrictModel, Text, format_json_schema
+from psyq.engine.files.shipped import locate
 from psyq.engine.files.validation import parse_document, raise_problems
 from psyq.engine.files.yamlfile import YamlDocument, load_yaml
 
@@ -142,12 +143,14 @@ def _first_missing(exc: ValueError) -> str:
 
 
 def load_perturbations(path: str | Path) -> PerturbationSet:
-    """Load and check a perturbation set file (InputError with file:line:column on any problem).
+    """Load and check a perturbation set file, given its path or the name of a shipped one
+    (InputError with file:line:column on any problem).
 
     Example:
-        >>> load_perturbations("instruments/perturbations/haleas7.yaml").id
+        >>> load_perturbations("haleas7").id
         'haleas7'
     """
+    path = locate(path, "perturbations")
     doc = load_yaml(path)
     pset = parse_document(doc, PerturbationSet)
     raise_problems(check_perturbations(pset, doc))

@@ -29,9 +29,7 @@ from typing import Any
 from psyq.engine.files.errors import InputError
 from psyq.engine.design.perturbation_sets import RULES, load_perturbations, perturb_prompt_texts
 from psyq.engine.design.study import Study
-from psyq.engine.files.shipped import INSTRUMENTS
-
-SHIPPED = INSTRUMENTS / "perturbations"
+from psyq.engine.files.shipped import locate
 
 
 def parse_variant(spec: str) -> tuple[Path, str]:
@@ -45,10 +43,7 @@ def parse_variant(spec: str) -> tuple[Path, str]:
     set_name, sep, perturbation = spec.rpartition(":")
     if not sep or not set_name or not perturbation:
         raise InputError.single("--perturb-prompts", f"'{spec}': give SET:ID, e.g. prompt_noise:typos_light")
-    path = Path(set_name)
-    if not path.exists() and (SHIPPED / f"{set_name}.yaml").exists():
-        path = SHIPPED / f"{set_name}.yaml"
-    return path, perturbation
+    return locate(set_name, "perturbations"), perturbation
 
 
 def perturb_study_prompts(study: Study, set_file: str | Path, perturbation_id: str) -> Study:

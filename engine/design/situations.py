@@ -22,6 +22,7 @@ from pydantic import Field
 
 from psyq.engine.files.errors import Problem
 from psyq.engine.files.fields import Id, StrictModel, Text, format_json_schema
+from psyq.engine.files.shipped import locate
 from psyq.engine.files.validation import parse_document, raise_problems
 from psyq.engine.files.yamlfile import YamlDocument, load_yaml
 
@@ -63,12 +64,16 @@ def check_situations(sset: SituationSet, doc: YamlDocument) -> list[Problem]:
 
 
 def load_situations(path: str | Path) -> SituationSet:
-    """Load and check a situation set file (InputError with file:line:column on any problem).
+    """Load and check a situation set file, given its path or the name of a shipped one
+    (InputError with file:line:column on any problem).
 
     Example:
         >>> load_situations("tests/fixtures/stages/situations_two.yaml").content_source
         'psyq'
+        >>> len(load_situations("psyq_everyday").situations) > 0
+        True
     """
+    path = locate(path, "situations")
     doc = load_yaml(path)
     sset = parse_document(doc, SituationSet)
     raise_problems(check_situations(sset, doc))

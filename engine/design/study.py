@@ -26,6 +26,7 @@ from psyq.engine.design.persona import Cohort, load_cohort
 from psyq.engine.design.prices import ModelPrice
 from psyq.engine.trials.prompts import answer_tokens
 from psyq.engine.design.situations import SituationSet, load_situations
+from psyq.engine.files.shipped import locate
 from psyq.engine.files.validation import parse_document, raise_problems
 from psyq.engine.files.yamlfile import YamlDocument, load_yaml
 
@@ -281,7 +282,7 @@ def require_item_texts(study: Study) -> None:
     with items that have no text: such items cannot be administered.
 
     Example:
-        >>> require_item_texts(load_study("studies/quickstart.yaml"))  # doctest: +SKIP
+        >>> require_item_texts(load_study("quickstart"))   # the IRI ships its texts: nothing raised
     """
     doc = load_yaml(study.path)
     problems = []
@@ -292,47 +293,60 @@ def require_item_texts(study: Study) -> None:
     raise_problems(problems)
 
 
+def _named_file(doc: YamlDocument, at: tuple, reference: str, kind: str, folder: Path,
+                problems: list[Problem]) -> Path | None:
+    """The file a study names at `at` (a path relative to the study file, or a shipped name), or
+    None with the problem added at the study's line: not found, not a file, an unknown name."""
+    try:
+        file = locate(reference, kind, folder).resolve()
+    except InputError as exc:   # a bare name psyq does not ship: the message lists those it does
+        problems.append(doc.problem(at, exc.problems[0].message))
+        return None
+    if not file.is_file():   # a directory or a device is refused here, at the study's line
+        what = "is not a file (a directory or a device)" if file.exists() else "not found"
+        word = {"situations": "situation set"}.get(kind, kind)
+        problems.append(doc.problem(at, f"{word} file {what}: {file}"))
+        return None
+    return file
+
+
 def load_study(path: str | Path) -> Study:
-    """Load a study file and everything it names, checking all of it.
+    """Load a study file (its path, or the name of a shipped study) and everything it names,
+    checking all of it.
 
     Problems in a named instrument or cohort file are reported with *that* file's name and line.
 
     Example:
-        >>> study = load_study("studies/quickstart.yaml")  # doctest: +SKIP
+        >>> study = load_study("quickstart")
+        >>> [i.id for i in study.instruments], study.cohort.id
+        (['iri'], 'adults_small')
     """
-    path = Path(path)
+    path = locate(path, "study")
     doc = load_yaml(path)
     spec = parse_document(doc, StudySpec)
     problems: list[Problem] = []
     instruments, instrument_paths = [], []
     for i, name in enumerate(spec.instruments):
-        file = (path.parent / name).resolve()
-        if not file.is_file():  # a directory or a device is refused here, at the study's line
-            what = "is not a file (a directory or a device)" if file.exists() else "not found"
-            problems.append(doc.problem(("instruments", i), f"instrument file {what}: {file}"))
+        file = _named_file(doc, ("instruments", i), name, "instrument", path.parent, problems)
+        if file is None:
             continue
         try:
             instruments.append(load_instrument(file))
             instrument_paths.append(file)
         except InputError as exc:
             problems.extend(exc.problems)
-    cohort_path = (path.parent / spec.cohort).resolve()
     cohort = None
-    if not cohort_path.is_file():
-        what = "is not a file (a directory or a device)" if cohort_path.exists() else "not found"
-        problems.append(doc.problem(("cohort",), f"cohort file {what}: {cohort_path}"))
-    else:
+    cohort_path = _named_file(doc, ("cohort",), spec.cohort, "cohort", path.parent, problems)
+    if cohort_path is not None:
         try:
             cohort = load_cohort(cohort_path)
         except InputError as exc:
             problems.extend(exc.problems)
     situations, situations_path = None, None
     if spec.situations is not None:
-        situations_path = (path.parent / spec.situations.file).resolve()
-        if not situations_path.is_file():
-            what = "is not a file (a directory or a device)" if situations_path.exists() else "not found"
-            problems.append(doc.problem(("situations", "file"), f"situation set file {what}: {situations_path}"))
-        else:
+        situations_path = _named_file(doc, ("situations", "file"), spec.situations.file, "situations", path.parent,
+                                      problems)
+        if situations_path is not None:
             try:
                 situations = load_situations(situations_path)
                 per = spec.situations.per_respondent

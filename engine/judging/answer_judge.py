@@ -36,6 +36,7 @@ from psyq.engine.backends import BackendConfig, BackendError, ChatRequest, HttpB
 from psyq.engine.files.errors import Problem
 from psyq.engine.results.export import run_instruments
 from psyq.engine.files.fields import Id, StrictModel, Text
+from psyq.engine.files.shipped import locate
 from psyq.engine.design.instrument import Instrument
 from psyq.engine.trials.scale import Option
 from psyq.engine.kinds import JudgeTask, all_kinds, get_kind  # noqa: F401  (JudgeTask: kept importable from here)
@@ -109,12 +110,14 @@ MAX_LEVEL = 1_000_000
 
 
 def load_rubric(path: str | Path) -> Rubric:
-    """Load and check a rubric file: consecutive whole-number levels, known placeholders only.
+    """Load and check a rubric file (its path, or the name of a shipped one): consecutive
+    whole-number levels, known placeholders only.
 
     Example:
-        >>> load_rubric("instruments/rubrics/leas_level.yaml").spec.levels[3][:20]   # doctest: +SKIP
+        >>> load_rubric("leas_level").spec.levels[3][:20]
         'One differentiated e'
     """
+    path = locate(path, "rubric")
     doc = load_yaml(path)
     spec = parse_document(doc, RubricFile)
     problems: list[Problem] = []

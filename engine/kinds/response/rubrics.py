@@ -36,7 +36,7 @@ from psyq.engine.files.errors import Problem
 from psyq.engine.files.fields import Id, StrictModel, Text
 from psyq.engine.files.validation import parse_document, raise_problems
 from psyq.engine.files.yamlfile import load_yaml
-from psyq.engine.files.shipped import INSTRUMENTS
+from psyq.engine.files.shipped import locate
 
 PLACEHOLDERS = ("message", "context", "reply", "dimension", "definition", "levels")
 """What a `rubric/2` prompt may use (see the module docstring)."""
@@ -93,9 +93,6 @@ class MultiRubric:
         return [d.id for d in self.spec.dimensions]
 
 
-SHIPPED = INSTRUMENTS / "rubrics"
-
-
 def find_multi_rubric(name_or_path: str | Path) -> MultiRubric:
     """Load a `rubric/2` file, given its path or the name of a shipped one (``empathy_ceb``).
 
@@ -103,10 +100,7 @@ def find_multi_rubric(name_or_path: str | Path) -> MultiRubric:
         >>> find_multi_rubric("empathy_ceb").spec.id
         'empathy_ceb'
     """
-    path = Path(name_or_path)
-    if not path.exists() and (SHIPPED / f"{name_or_path}.yaml").exists():
-        path = SHIPPED / f"{name_or_path}.yaml"
-    return load_multi_rubric(path)
+    return load_multi_rubric(locate(name_or_path, "rubric"))
 
 
 def levels_text(dimension: Dimension) -> str:

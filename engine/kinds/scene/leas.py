@@ -26,7 +26,7 @@ from psyq.engine.files.errors import Problem
 from psyq.engine.files.fields import Id, StrictModel, Text
 from psyq.engine.files.validation import parse_document, raise_problems
 from psyq.engine.files.yamlfile import load_yaml
-from psyq.engine.files.shipped import INSTRUMENTS
+from psyq.engine.files.shipped import INSTRUMENTS, locate
 
 # The lexicon the report and `psyq score` use unless told otherwise.
 DEFAULT_LEXICON = INSTRUMENTS / "lexicons" / "leas_psyq_lexicon.yaml"
@@ -82,7 +82,14 @@ def tokens(text: str) -> list[str]:
 
 
 def load_lexicon(path: str | Path) -> Lexicon:
-    """Load a `lexicon/1` file; a phrase in two levels or two families is an error."""
+    """Load a `lexicon/1` file, given its path or the name of a shipped one; a phrase in two
+    levels or two families is an error.
+
+    Example:
+        >>> load_lexicon("leas_psyq_lexicon").negators[:2]
+        ('not', 'no')
+    """
+    path = locate(path, "lexicon")
     doc = load_yaml(path)
     spec = parse_document(doc, LexiconFile)
     seen: dict[tuple[str, ...], tuple] = {}
