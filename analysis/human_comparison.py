@@ -19,7 +19,7 @@ everyone; see each function for which statistic survives which case.
 Example:
     >>> from psyq import load_instrument                                     # doctest: +SKIP
     >>> from psyq.engine.results.human_answers import read_answers_csv                         # doctest: +SKIP
-    >>> iri = load_instrument("instruments/iri.yaml")                          # doctest: +SKIP
+    >>> iri = load_instrument("iri")                          # doctest: +SKIP
     >>> humans = read_answers_csv("humans.csv", iri)                           # doctest: +SKIP
     >>> compare_with_humans({"iri": cohort_answers}, {"iri": humans}, {"iri": iri})  # doctest: +SKIP
 """
@@ -463,7 +463,7 @@ def reading_notes(instrument: Instrument, answers: pd.DataFrame, file: str) -> t
     -------
     >>> from psyq.engine.design.instrument import load_instrument
     >>> from psyq.engine.results.human_answers import read_answers_csv
-    >>> iri = load_instrument("instruments/iri.yaml")
+    >>> iri = load_instrument("iri")
     >>> file = "instruments/data/iri_briganti2018_keyed.csv"
     >>> readings, warnings = reading_notes(iri, read_answers_csv(file, iri), file)   # doctest: +SKIP
     >>> warnings                                                                     # doctest: +SKIP

@@ -21,7 +21,7 @@ identically, so this is the ordinary case, not an edge case:
 
 Example:
     >>> from psyq import load_instrument                                    # doctest: +SKIP
-    >>> iri = load_instrument("instruments/iri.yaml")                         # doctest: +SKIP
+    >>> iri = load_instrument("iri")                         # doctest: +SKIP
     >>> reliability_table({"iri": answers}, {"iri": iri})                     # doctest: +SKIP
       instrument subscale    n  k  alpha  alpha_low  alpha_high  omega
 """

@@ -57,7 +57,8 @@ def factor_structure(instrument: Instrument) -> tuple[dict[str, list[str]], str]
     factor model ("" when it can: every item on exactly one subscale, every subscale with 2+ items).
 
     Example:
-        >>> factor_structure(load_instrument("instruments/iri.yaml"))[0]["PT"][:3]   # doctest: +SKIP
+        >>> from psyq.engine.design.instrument import load_instrument
+        >>> factor_structure(load_instrument("iri"))[0]["PT"][:3]
         ['3', '8', '11']
     """
     subscales = instrument.first_order_subscales

@@ -25,7 +25,7 @@ from psyq.engine.backends import BackendConfig
 from psyq.engine.cli import main
 from psyq.engine.files.errors import InputError
 from psyq.engine.store.ratings import RatingTarget, put_targets, read_ratings, read_targets, response_id_of
-from psyq.engine.kinds.response.rubrics import combine_levels, find_multi_rubric, load_multi_rubric
+from psyq.engine.kinds.response.rubrics import combine_levels, load_multi_rubric
 from psyq.engine.store.runlock import RunLock
 from psyq.engine.store.run_store import RunStore
 from psyq.engine.design.study import load_study
@@ -80,7 +80,7 @@ def judge_config(url: str, judge_id: str = "j1", **extra) -> BackendConfig:
 
 
 def judge(run_dir: Path, url: str, judge_id: str = "j1", seed: int = 0):
-    rubric = find_multi_rubric("empathy_ceb")
+    rubric = load_multi_rubric("empathy_ceb")
     return asyncio.run(judge_targets(run_dir, judge_config(url, judge_id), rubric, "json", order_seed=seed,
                                      log=lambda m: None))
 
@@ -140,7 +140,7 @@ def test_a_bad_multi_dimension_rubric_names_file_line_and_field(tmp_path):
 
 
 def test_overall_is_the_mean_of_all_three_or_nothing():
-    rubric = find_multi_rubric("empathy_ceb")
+    rubric = load_multi_rubric("empathy_ceb")
     rows = pd.DataFrame({"response_id": ["a", "a", "a", "b", "b"], "rater_kind": "human",
                          "rater_id": "h1", "dimension": DIMENSIONS + DIMENSIONS[:2],
                          "level": [3.0, 2.0, 2.0, 1.0, float("nan")]})

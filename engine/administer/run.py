@@ -32,6 +32,7 @@ from psyq.engine.backends import BackendConfig, HttpBackend, make_backend
 from psyq.engine.backends.base import BackendUnreachable, ProviderRefused
 from psyq.engine.backends.endpoint import base_url_problem, key_env_problem, normalise_endpoint
 from psyq.engine.files.errors import InputError, Problem
+from psyq.engine.files.shipped import shipped_name
 from psyq.engine.store.run_dir import DATABASE, SITUATIONS, RunDir
 from psyq.engine.design.persona import render_system_prompt
 from psyq.engine.design.prices import PriceTable, combine
@@ -118,11 +119,30 @@ def manifest_files(study: Study) -> dict[str, str]:
 
     Example:
         >>> from psyq.engine.design.study import load_study
-        >>> sorted(manifest_files(load_study("studies/iri_adults.yaml")))
+        >>> sorted(manifest_files(load_study("iri_adults")))
         ['../instruments/iri.yaml', '../personas/adults_small.yaml', 'iri_adults.yaml']
     """
     folder = study.path.resolve().parent
     return {_relative(Path(p).resolve(), folder): digest for p, digest in study.file_hashes().items()}
+
+
+def shipped_record(study: Study) -> dict[str, str]:
+    """Which of the study's input files are psyq's own, as the manifest records them (the path as in
+    `files` -> kind, name and the psyq version that shipped it): a later psyq with an edited
+    instrument is then visibly another file, not the same name meaning something else.
+
+    Example:
+        >>> from psyq.engine.design.study import load_study
+        >>> shipped_record(load_study("quickstart"))["../instruments/iri.yaml"][:14]
+        'instrument iri'
+    """
+    folder = study.path.resolve().parent
+    out = {}
+    for path in study.file_hashes():
+        named = shipped_name(path)
+        if named is not None:
+            out[_relative(Path(path).resolve(), folder)] = f"{named[0]} {named[1]} (shipped with psyq {__version__})"
+    return out
 
 
 def cohort_record(provenance: dict[str, Any], study_path: Path) -> dict[str, Any]:
@@ -174,6 +194,7 @@ def _manifest(study: Study, backends: dict[str, HttpBackend], run: RunDir, run_i
         # Relative paths, so that the run directory can be shared (manifest_file_paths reads them).
         "study_folder": _relative(study.path.resolve().parent, run.path.resolve()),
         "files": manifest_files(study),
+        "shipped": shipped_record(study),
         "instruments": {i.id: i.version for i in study.instruments},
         "cohort": {"id": study.cohort.id, "respondents": len(study.cohort.personas),
                    # A cohort drawn from a human data file: which rows, with what weights, how, and what was skipped.
@@ -220,7 +241,7 @@ async def administer(study: Study, runs_dir: str | Path = "runs",
     in the manifest; `prices`: the price table for the manifest's cost (default: the study's `prices:`).
 
     Example:
-        >>> result = asyncio.run(administer(load_study("studies/quickstart.yaml")))  # doctest: +SKIP
+        >>> result = asyncio.run(administer(load_study("quickstart")))  # doctest: +SKIP
     """
     require_item_texts(study)   # items without text cannot be asked
     configs = backend_configs or study.spec.backends

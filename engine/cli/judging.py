@@ -167,10 +167,10 @@ def _judge_targets(args: argparse.Namespace, config, rubric, answer: str) -> int
 
 def cmd_rating_sheet(args: argparse.Namespace) -> int:
     from psyq.engine.judging.rating_sheet import write_rating_sheet
-    from psyq.engine.kinds.response.rubrics import find_multi_rubric
+    from psyq.engine.kinds.response.rubrics import load_multi_rubric
     from psyq.engine.store.runlock import RunLocked
 
-    rubric = find_multi_rubric(args.rubric)
+    rubric = load_multi_rubric(args.rubric)
     try:
         n = write_rating_sheet(args.run, args.out, rubric, seed=args.seed, with_perturbed=args.with_perturbed)
     except RunLocked as exc:

@@ -171,6 +171,19 @@ class Instrument(_WithKindFields):  # type: ignore[valid-type,misc]
     subscales: list[Subscale] = Field(min_length=1)
     norms: list[NormSample] = Field(default_factory=list)
 
+    def __str__(self) -> str:
+        """One line for people (the full model stays in ``repr``).
+
+        Example:
+            >>> print(load_instrument("iri"))
+            Interpersonal Reactivity Index (iri, version 1980): 28 items on 0–4, subscales PT, FS, EC, PD; \
+norm samples briganti2018 (raw-data), davis1980 (unverified)
+        """
+        scale = f" on {self.scale_min}–{self.scale_max}" if self.scale else ""
+        norms = ", ".join(f"{n.id} ({n.verified})" for n in self.norms) or "none"
+        return (f"{self.name} ({self.id}, version {self.version}): {len(self.items)} items{scale}, subscales "
+                f"{', '.join(s.id for s in self.subscales)}; norm samples {norms}")
+
     @property
     def items_without_text(self) -> list[str]:
         """Ids of rating items that have no text (their texts are user-supplied and not found)."""
@@ -207,7 +220,7 @@ class Instrument(_WithKindFields):  # type: ignore[valid-type,misc]
         """Rating subscales that are not composite: the factors of a factor model.
 
         Example:
-            >>> [s.id for s in load_instrument("instruments/bes.yaml").first_order_subscales]  # doctest: +SKIP
+            >>> [s.id for s in load_instrument("bes").first_order_subscales]
             ['cognitive', 'affective']
         """
         composite = set(self.composite_subscale_ids)
@@ -224,7 +237,7 @@ class Instrument(_WithKindFields):  # type: ignore[valid-type,misc]
         """Items that belong to `subscale_id`, in instrument order.
 
         Example:
-            >>> [i.id for i in load_instrument("instruments/iri.yaml").subscale_items("PT")]  # doctest: +SKIP
+            >>> [i.id for i in load_instrument("iri").subscale_items("PT")]
             ['3', '8', '11', '15', '21', '25', '28']
         """
         return [item for item in self.items if subscale_id in item.subscales]
@@ -406,7 +419,7 @@ def item_texts_path(inst: Instrument, instrument_path: str | Path) -> Path | Non
     """The user's file of item texts that `inst` declares in `item_texts` (None if none).
 
     Example:
-        >>> item_texts_path(load_instrument("instruments/bes.yaml"), "instruments/bes.yaml")  # doctest: +SKIP
+        >>> item_texts_path(load_instrument("bes"), locate("bes", "instrument"))  # doctest: +SKIP
         PosixPath('/home/me/psyq/bes_texts.csv')
     """
     if inst.item_texts is None:

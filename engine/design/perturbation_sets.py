@@ -17,7 +17,7 @@ Rules:
   words, and optionally the text cut after a share of its words.
 
 Example:
-    >>> pset = load_perturbations("instruments/perturbations/haleas7.yaml")
+    >>> pset = load_perturbations("haleas7")
     >>> [p.id for p in pset.perturbations][:3]
     ['punctuation_repeat', 'greek_letters', 'typos_truncated']
     >>> apply_rule("substitute", "tea", {"map": {"e": "3"}}, seed=1)

@@ -14,8 +14,8 @@ variant changes the question, not the answer format or who answers.
 
 Example:
     >>> from psyq.engine.design.study import load_study
-    >>> study = load_study("studies/quickstart.yaml")
-    >>> typo = perturb_study_prompts(study, "instruments/perturbations/prompt_noise.yaml", "typos_light")
+    >>> study = load_study("quickstart")
+    >>> typo = perturb_study_prompts(study, "prompt_noise", "typos_light")
     >>> typo.prompt_perturbation["perturbation"], typo.instruments[0].id == study.instruments[0].id
     ('typos_light', True)
 """

@@ -375,8 +375,8 @@ def local_models(spec: StudySpec, doc: YamlDocument, instruments: list[Instrumen
     backend records only its name and SHA-256). A file found nowhere is an input error.
 
     Example:
-        >>> study = load_study("studies/leas_repeated.yaml")         # doctest: +SKIP
-        >>> study.spec.backends[0].model, study.notes[0][:40]           # doctest: +SKIP
+        >>> study = load_study("leas_repeated")
+        >>> study.spec.backends[0].model, study.notes[0][:40]
         ('smollm2-135m-instruct-q4_1', "local backend 'local': model smollm2-135")
     """
     from psyq.engine.backends.catalogue import CATALOGUE, default_local_model

@@ -47,6 +47,7 @@ from psyq.engine.files.csvfile import CsvTable, read_csv_table
 from psyq.engine.files.errors import InputError, Problem
 from psyq.engine.files.fields import Id, StrictModel, Text, format_json_schema
 from psyq.engine.files.notices import notify
+from psyq.engine.files.shipped import locate
 from psyq.engine.files.validation import parse_document, raise_problems
 from psyq.engine.files.yamlfile import YamlDocument, load_yaml
 
@@ -291,10 +292,11 @@ def read_table_through_codebook(csv_path: str | Path, codebook: str | Path | Non
         >>> import warnings
         >>> with warnings.catch_warnings():
         ...     warnings.simplefilter("ignore")      # the notice that the codebook beside it was used
-        ...     table, book = read_table_through_codebook("instruments/data/iri_briganti2018_keyed.csv")
+        ...     table, book = read_table_through_codebook("iri_briganti2018_keyed")
         >>> table.header[0], table.header[-1], table.column("gender")[:3], table.lines[0], book.endswith(SUFFIX)
         ('respondent_id', 'gender', ['female', 'female', 'female'], 2, True)
     """
+    csv_path = locate(csv_path, "human data")
     file = str(csv_path)
     if codebook is not None:
         book: Codebook | None = load_codebook(codebook)

@@ -110,7 +110,7 @@ def read_input_text(path: str | Path, max_bytes: int = MAX_FILE_BYTES) -> str:
     """:func:`read_input_bytes` then :func:`decode_text`: a small regular UTF-8 text file's text.
 
     Example:
-        >>> read_input_text("instruments/iri.yaml")[:5]  # doctest: +SKIP
+        >>> read_input_text("iri")[:5]  # doctest: +SKIP
         'psyq:'
     """
     return decode_text(str(path), read_input_bytes(path, max_bytes))

@@ -53,7 +53,8 @@ class FileKind:
         for suffix in self.suffixes:
             for path in (ROOT / self.folder).glob(f"*{suffix}"):
                 name = path.name[: -len(suffix)]
-                if path.is_file() and "." not in name and (not self.needs_codebook or codebook_beside(path).is_file()):
+                described = path.with_name(f"{name}.codebook.yaml").is_file()
+                if path.is_file() and "." not in name and (described or not self.needs_codebook):
                     found[name] = path
         return dict(sorted(found.items()))
 
@@ -70,11 +71,6 @@ KINDS = {kind.name: kind for kind in (
 )}
 
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
-
-
-def codebook_beside(csv: Path) -> Path:
-    """The codebook psyq looks for beside a human data file: ``NAME.codebook.yaml``."""
-    return csv.with_name(f"{csv.stem}.codebook.yaml")
 
 
 def is_name(reference: str | Path) -> bool:

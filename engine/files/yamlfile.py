@@ -244,7 +244,7 @@ def load_yaml(path: str | Path) -> YamlDocument:
     more than :data:`MAX_ALIAS_NODES` values, duplicate keys and documents that are not a mapping.
 
     Example:
-        >>> doc = load_yaml("instruments/iri.yaml")  # doctest: +SKIP
+        >>> doc = load_yaml("iri")  # doctest: +SKIP
         >>> doc.where(("items", 0, "text"))           # doctest: +SKIP
         (9, 20)
     """

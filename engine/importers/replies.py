@@ -61,9 +61,10 @@ def read_reference_replies(path: str | Path, instruments: Mapping[str, Instrumen
     imported before must come with the same text (a text once rated is never changed).
 
     Example:
-        >>> inst = load_instrument("instruments/help_messages_psyq.yaml")                   # doctest: +SKIP
+        >>> from psyq.engine.design.instrument import load_instrument
+        >>> inst = load_instrument("help_messages_psyq")
         >>> [t.reply_id for t in read_reference_replies("tests/fixtures/response/reference_replies.csv",
-        ...                                               {"help_messages_psyq": inst})][:1]  # doctest: +SKIP
+        ...                                               {"help_messages_psyq": inst})][:1]
         ['clin_01']
     """
     table = read_csv_table(path, required=REPLY_COLUMNS)
@@ -129,7 +130,7 @@ def read_human_ratings(path: str | Path, rubric: MultiRubric, known: set[str]) -
     against the run's targets (`known`).
 
     Example:
-        >>> r = load_multi_rubric("instruments/rubrics/empathy_ceb.yaml")                 # doctest: +SKIP
+        >>> r = load_multi_rubric("empathy_ceb")                 # doctest: +SKIP
         >>> read_human_ratings("tests/fixtures/response/human_ratings.csv", r, ids)[0].rater_kind   # doctest: +SKIP
         'human'
     """
@@ -241,12 +242,12 @@ class HumanRatingsImporter(Importer):
 
     def into_run(self, path: str, options: dict[str, Any]) -> Converted:
         """Check the file against the rubric and the run's targets, then store every rating."""
-        from psyq.engine.kinds.response.rubrics import find_multi_rubric
+        from psyq.engine.kinds.response.rubrics import load_multi_rubric
         from psyq.engine.store.run_dir import open_run_dir
         from psyq.engine.store.runlock import RunLock
         from psyq.engine.store.run_store import RunStore
 
-        rubric = find_multi_rubric(options["rubric"])
+        rubric = load_multi_rubric(options["rubric"])
         run = open_run_dir(options["run"])
         with RunLock(run.path), RunStore(run.database) as store:
             known = set(read_targets(store)["response_id"])

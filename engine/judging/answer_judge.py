@@ -15,7 +15,7 @@ rating targets of a run with response items instead: :mod:`psyq.engine.kinds.res
 * ``text``: the one level digit in the reply.
 
 Example:
-    >>> rubric = load_rubric("instruments/rubrics/leas_level.yaml")          # doctest: +SKIP
+    >>> rubric = load_rubric("leas_level")          # doctest: +SKIP
     >>> asyncio.run(judge_run("runs/leas_repeated/ab12", config, rubric))     # doctest: +SKIP
 """
 

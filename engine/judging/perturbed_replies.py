@@ -14,7 +14,7 @@ reply kept) or ``failed`` (the backend did not answer; asked again on the next r
 a row other than ``failed`` is never sent again, so a rerun pays for nothing twice.
 
 Example:
-    >>> pset = load_perturbations("instruments/perturbations/haleas7.yaml")            # doctest: +SKIP
+    >>> pset = load_perturbations("haleas7")            # doctest: +SKIP
     >>> asyncio.run(perturb_run("runs/rated_replies/ab12", pset, config))            # doctest: +SKIP
 """
 

@@ -17,7 +17,7 @@ author, persona or perturbation; the (target, dimension) pairs are sent in an or
 with a seed (:func:`blind_order`), so persona and reference replies are interleaved.
 
 Example:
-    >>> rubric = load_multi_rubric("instruments/rubrics/empathy_ceb.yaml")                  # doctest: +SKIP
+    >>> rubric = load_multi_rubric("empathy_ceb")                  # doctest: +SKIP
     >>> asyncio.run(judge_targets("runs/rated_replies/ab12", config, rubric, "json"))       # doctest: +SKIP
 """
 

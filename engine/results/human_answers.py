@@ -28,6 +28,7 @@ from psyq.engine.files.csvfile import read_csv_table
 from psyq.engine.files.codebook import WEIGHT_COLUMN
 from psyq.engine.files.errors import InputError, Problem
 from psyq.engine.files.notices import notify
+from psyq.engine.files.shipped import locate
 from psyq.engine.design.instrument import Instrument
 from psyq.engine.trials.scoring import keyed_answers
 
@@ -58,14 +59,18 @@ def read_answers_csv(path: str | Path, instrument: Instrument, keyed: bool | Non
     or negative is an error at its line (``file:line: column 'wt': ...``).
 
     Example:
-        >>> iri = load_instrument("instruments/iri.yaml")                                # doctest: +SKIP
-        >>> answers = read_answers_csv("instruments/data/iri_briganti2018_keyed.csv", iri)  # doctest: +SKIP
-        >>> answers.attrs["keyed"], answers["gender"].unique().tolist()                     # doctest: +SKIP
+        >>> import warnings
+        >>> from psyq.engine.design.instrument import load_instrument
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")      # the notice that the codebook beside it was used
+        ...     answers = read_answers_csv("iri_briganti2018_keyed", load_instrument("iri"))
+        >>> answers.attrs["keyed"], answers["gender"].unique().tolist()
         (True, ['female', 'male'])
     """
     from psyq.engine.files.codebook import (Codebook, codebook_beside, codebook_hint, load_codebook,
                                               plan_columns, resolve_keyed)
 
+    path = locate(path, "human data")
     file = str(path)
     book = codebook if isinstance(codebook, Codebook) or codebook is None else load_codebook(codebook)
     if book is None and discover and (found := codebook_beside(path)) is not None:
@@ -266,7 +271,7 @@ def keying_check(instrument: Instrument, answers: pd.DataFrame) -> pd.DataFrame:
 
     Example:
         >>> from psyq.engine.design.instrument import load_instrument
-        >>> iri = load_instrument("instruments/iri.yaml")
+        >>> iri = load_instrument("iri")
         >>> stored = pd.read_csv("instruments/data/iri_briganti2018_keyed.csv", index_col="respondent_id")
         >>> as_raw = stored.rename(columns=lambda c: c.removeprefix("davi"))    # keyed data read as raw
         >>> check = keying_check(iri, as_raw)

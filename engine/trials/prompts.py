@@ -19,7 +19,8 @@ def ordered_options(instrument: Instrument, order: str) -> list[Option]:
     """The scale as presented: as written, or reversed.
 
     Example:
-        >>> [o.value for o in ordered_options(load_instrument("instruments/bes.yaml"), "reversed")]  # doctest: +SKIP
+        >>> from psyq.engine.design.instrument import load_instrument
+        >>> [o.value for o in ordered_options(load_instrument("bes"), "reversed")]
         [5, 4, 3, 2, 1]
     """
     options = list(instrument.scale)
@@ -40,7 +41,8 @@ def answer_tokens(instrument: Instrument) -> list[str]:
     letters, as on the published form), otherwise the values.
 
     Example:
-        >>> answer_tokens(load_instrument("instruments/iri.yaml"))  # doctest: +SKIP
+        >>> from psyq.engine.design.instrument import load_instrument
+        >>> answer_tokens(load_instrument("iri"))
         ['A', 'B', 'C', 'D', 'E']
     """
     codes = uses_codes(instrument)

@@ -60,9 +60,10 @@ def score(instrument: Instrument, answers: pd.DataFrame) -> pd.DataFrame:
     answered items), False for complete answers and for missing scores.
 
     Example:
-        >>> iri = load_instrument("instruments/iri.yaml")  # doctest: +SKIP
-        >>> all_fours = pd.DataFrame([[4] * 28], columns=[i.id for i in iri.items], index=["r1"])  # doctest: +SKIP
-        >>> score_wide(iri, all_fours).loc["r1", ["PT", "FS", "EC", "PD"]].tolist()  # doctest: +SKIP
+        >>> from psyq.engine.design.instrument import load_instrument
+        >>> iri = load_instrument("iri")
+        >>> all_fours = pd.DataFrame([[4] * 28], columns=[i.id for i in iri.items], index=["r1"])
+        >>> score_wide(iri, all_fours).loc["r1", ["PT", "FS", "EC", "PD"]].tolist()
         [20.0, 20.0, 16.0, 20.0]
     """
     wide, answered = _score_arrays(instrument, answers)

@@ -16,7 +16,7 @@ context), ``{reply}`` (the text rated), ``{dimension}`` (the dimension's name),
 who wrote the reply is available to it: rating is blind by construction.
 
 Example:
-    >>> rubric = load_multi_rubric("instruments/rubrics/empathy_ceb.yaml")
+    >>> rubric = load_multi_rubric("empathy_ceb")
     >>> [d.id for d in rubric.spec.dimensions], rubric.spec.combine["overall"].mean
     (['cognitive', 'emotional', 'behavioural'], ['cognitive', 'emotional', 'behavioural'])
 """
@@ -93,29 +93,20 @@ class MultiRubric:
         return [d.id for d in self.spec.dimensions]
 
 
-def find_multi_rubric(name_or_path: str | Path) -> MultiRubric:
-    """Load a `rubric/2` file, given its path or the name of a shipped one (``empathy_ceb``).
-
-    Example:
-        >>> find_multi_rubric("empathy_ceb").spec.id
-        'empathy_ceb'
-    """
-    return load_multi_rubric(locate(name_or_path, "rubric"))
-
-
 def levels_text(dimension: Dimension) -> str:
     """The anchors of a dimension, one ``level = anchor`` line each, lowest first."""
     return "\n".join(f"{v} = {text}" for v, text in sorted(dimension.levels.items()))
 
 
 def load_multi_rubric(path: str | Path) -> MultiRubric:
-    """Load and check a `rubric/2` file: unique dimension ids, consecutive whole-number levels per
+    """Load and check a `rubric/2` file, given its path or the name of a shipped one: unique dimension ids, consecutive whole-number levels per
     dimension, `combine:` naming existing dimensions, known placeholders only.
 
     Example:
-        >>> load_multi_rubric("instruments/rubrics/empathy_ceb.yaml").dimension("emotional").levels[1][:12]
+        >>> load_multi_rubric("empathy_ceb").dimension("emotional").levels[1][:12]
         'No sign that'
     """
+    path = locate(path, "rubric")
     doc = load_yaml(path)
     spec = parse_document(doc, MultiRubricFile)
     problems: list[Problem] = []
@@ -159,7 +150,7 @@ def combine_levels(rubric: MultiRubric, ratings: pd.DataFrame) -> pd.DataFrame:
     and the reason names what is missing (never a mean of part of the dimensions).
 
     Example:
-        >>> r = load_multi_rubric("instruments/rubrics/empathy_ceb.yaml")
+        >>> r = load_multi_rubric("empathy_ceb")
         >>> rows = pd.DataFrame({"response_id": ["a"] * 3, "rater_kind": "judge", "rater_id": "j",
         ...                      "dimension": ["cognitive", "emotional", "behavioural"], "level": [3, 2, 2]})
         >>> round(float(combine_levels(r, rows)["level"].iloc[0]), 4)

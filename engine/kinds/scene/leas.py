@@ -86,8 +86,8 @@ def load_lexicon(path: str | Path) -> Lexicon:
     levels or two families is an error.
 
     Example:
-        >>> load_lexicon("leas_psyq_lexicon").negators[:2]
-        ('not', 'no')
+        >>> sorted(load_lexicon("leas_psyq_lexicon").negators)[:3]
+        ['aint', 'arent', 'barely']
     """
     path = locate(path, "lexicon")
     doc = load_yaml(path)
@@ -139,8 +139,8 @@ def score_answer(text: str | None, lexicon: Lexicon) -> AnswerScore:
     """Level 0–4 of one free-text answer.
 
     Example:
-        >>> lex = load_lexicon("instruments/lexicons/leas_psyq_lexicon.yaml")   # doctest: +SKIP
-        >>> score_answer("I'd be angry and hurt, but not scared", lex).level       # doctest: +SKIP
+        >>> lex = load_lexicon("leas_psyq_lexicon")
+        >>> score_answer("I'd be angry and hurt, but not scared", lex).level
         4
     """
     if not text:

@@ -59,8 +59,9 @@ def target_profiles(instrument: Instrument) -> pd.DataFrame:
     ``target_report`` gives no rows (its stop number is still counted).
 
     Example:
-        >>> t = target_profiles(load_instrument("instruments/ea_vignettes_psyq.yaml"))  # doctest: +SKIP
-        >>> len(t), t.groupby(["vignette", "stop"]).ngroups  # doctest: +SKIP
+        >>> from psyq.engine.design.instrument import load_instrument
+        >>> t = target_profiles(load_instrument("ea_vignettes_psyq"))
+        >>> len(t), t.groupby(["vignette", "stop"]).ngroups
         (220, 22)
     """
     rows = [(item.id, stop, emotion, report.intensities[emotion], report.source, report.thoughts)
