@@ -16,6 +16,7 @@ import asyncio
 import json
 import os
 import dataclasses
+import tempfile
 import time
 from pathlib import Path
 
@@ -62,7 +63,8 @@ def runs(tmp_path_factory) -> dict[str, Path]:
 
 
 def execute(name: str, env: dict[str, str], monkeypatch, probe: str | None = None):
-    """Run notebook `name` top to bottom in a fresh kernel (environment `env`).
+    """Run notebook `name` top to bottom in a fresh kernel (environment `env`), in an empty folder
+    outside the clone: the notebooks name psyq's shipped files by name, never by a path into it.
 
     Returns the executed notebook (in memory only) and, when `probe` is given, the stdout of that
     code run afterwards in the same kernel.
@@ -73,7 +75,7 @@ def execute(name: str, env: dict[str, str], monkeypatch, probe: str | None = Non
     assert all(not c.get("outputs") and c.get("execution_count") is None
                for c in nb.cells if c.cell_type == "code"), f"{name} is shipped with outputs; clear them"
     client = nbclient.NotebookClient(nb, kernel_name="python3", timeout=CELL_TIMEOUT_S,
-                                     resources={"metadata": {"path": str(NOTEBOOKS)}})
+                                     resources={"metadata": {"path": tempfile.mkdtemp(prefix="notebook-")}})
     probed = None
     with client.setup_kernel():
         for index, cell in enumerate(nb.cells):
