@@ -5,10 +5,13 @@ The API for scripts and notebooks, in one namespace (``psyq.engine`` and ``psyq.
 the rest)::
 
     import psyq
-    study = psyq.load_study("studies/quickstart.yaml")
-    run = psyq.open_run_dir("runs/quickstart/<run-id>")
+    study = psyq.load_study("quickstart")          # a shipped study by name, or a study file's path
+    run = psyq.open_run_dir("runs/quickstart/RUN_ID")
     scores = psyq.load_run_scores(run.path)
-    psyq.compare_with_norms(scores, {"iri": psyq.load_instrument("instruments/iri.yaml")})
+    psyq.compare_with_norms(scores, {"iri": psyq.load_instrument("iri")})
+
+Instruments, cohorts, studies, rubrics and human data that psyq ships are found by name from any
+folder (``psyq list`` shows them; :func:`psyq.engine.files.shipped.locate` says how).
 
 This file is the package ``psyq`` itself: pyproject.toml maps ``psyq`` to the repository's root,
 so that ``engine/`` and ``analysis/`` stay where the project's layout puts them and install as

@@ -28,7 +28,16 @@ MODULES = ["analysis", "psyq.engine.files.codebook", "psyq.engine.design.instrum
            "psyq.analysis.response_comparison", "psyq.engine.backends.pool", "psyq.engine.results.imported_run",
            "psyq.engine.backends.capabilities", "psyq.engine.backends.provider_errors", "psyq.engine.backends.openai",
            "psyq.engine.backends.anthropic", "psyq.engine.backends.base", "psyq.analysis.methods", "psyq.analysis.norms",
-           "psyq.engine.trials.parsing", "psyq.engine.backends.catalogue", "psyq.engine.backends.local"]
+           "psyq.engine.trials.parsing", "psyq.engine.backends.catalogue", "psyq.engine.backends.local",
+           "psyq.engine.files.shipped", "psyq.engine.cli.starting", "psyq.engine.design.study",
+           "psyq.engine.design.persona", "psyq.engine.design.situations", "psyq.engine.judging.answer_judge",
+           "psyq.engine.trials.prompts", "psyq.analysis.report_construct"]
+# Their examples name psyq's shipped files by name only, so they run from any folder (psyq installed,
+# no clone in sight): run here from an empty one.
+BY_NAME = ["psyq.engine.files.shipped", "psyq.engine.cli.starting", "psyq.engine.design.study",
+           "psyq.engine.design.persona", "psyq.engine.judging.answer_judge", "psyq.engine.trials.prompts",
+           "psyq.engine.trials.scoring", "psyq.engine.kinds.response.rubrics", "psyq.engine.administer.run",
+           "psyq.engine.kinds.vignette.accuracy", "psyq.analysis.report_construct"]
 
 
 @pytest.fixture(scope="module")
@@ -41,5 +50,14 @@ def test_docstring_examples_run(name, run_dir, monkeypatch):
     monkeypatch.chdir(ROOT)
     module = importlib.import_module(name)
     result = doctest.testmod(module, extraglobs={"run_dir": run_dir}, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0
+    assert result.failed == 0
+
+
+@pytest.mark.parametrize("name", BY_NAME)
+def test_examples_by_name_run_from_an_empty_folder(name, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    module = importlib.import_module(name)
+    result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0
     assert result.failed == 0

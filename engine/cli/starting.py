@@ -12,7 +12,6 @@ from typing import Any, Callable
 from psyq.engine.cli.common import EXIT_OK
 from psyq.engine.files.errors import InputError, Problem
 from psyq.engine.files.notices import InputNotice
-from psyq.engine.files.codebook import codebook_beside
 from psyq.engine.files.shipped import KINDS, ROOT, locate, shipped_name
 from psyq.engine.files.validation import raise_problems
 from psyq.engine.files.yamlfile import load_yaml
@@ -89,6 +88,8 @@ def _lexicon(path: Path) -> dict[str, Any]:
 
 
 def _human_data(path: Path) -> dict[str, Any]:
+    from psyq.engine.files.codebook import codebook_beside
+
     book = load_yaml(codebook_beside(path)).data
     with open(path, encoding="utf-8") as handle:
         rows = sum(1 for _ in handle) - 1
