@@ -187,3 +187,17 @@ def test_init_refuses_to_overwrite_and_changes_nothing(tmp_path, capsys):
     (tmp_path / "afile").write_text("x")
     assert main(["init", str(tmp_path / "afile")]) == 2
     assert "this is a file, not a folder" in capsys.readouterr().err
+
+
+def test_report_takes_the_shipped_human_data_by_name_and_lists_names_for_an_unknown_one(tmp_path, monkeypatch):
+    from psyq.engine.cli.results import report_input
+
+    monkeypatch.chdir(tmp_path)
+    assert report_input("iri_briganti2018_keyed", "--retest") == ROOT / "instruments" / "data" / \
+        "iri_briganti2018_keyed.csv"
+    with pytest.raises(InputError) as caught:
+        report_input("briganti", "--human")
+    assert str(caught.value) == ("briganti: --human: no such file here, and psyq ships no human data of this name; "
+                                 "its human-data: iri_briganti2018_keyed (psyq list human-data)")
+    with pytest.raises(InputError):   # --targets are the user's own targets' reports: never a shipped name
+        report_input("iri_briganti2018_keyed", "--targets")

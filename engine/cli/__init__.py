@@ -23,6 +23,7 @@ May import: every room, and psyq.analysis (the command line is the outer edge th
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from psyq.engine import __version__
@@ -61,14 +62,29 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    handler = COMMANDS[args.command][0]
-    print_notices_to_stderr()   # what a reader did otherwise than written is said: "note: file:line: ..."
+    """Run the psyq command with `argv` (default: the process's arguments); return its exit code.
+
+    Example:
+        >>> main(["schema", "study"])   # doctest: +SKIP
+        0
+    """
     try:
-        return handler(args)
-    except InputError as exc:
-        report_input_error(exc)
-        return EXIT_BAD_INPUT
-    except PsyqError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        args = build_parser().parse_args(argv)
+        handler = COMMANDS[args.command][0]
+        print_notices_to_stderr()   # what a reader did otherwise than written is said: "note: file:line: ..."
+        try:
+            code = handler(args)
+        except InputError as exc:
+            report_input_error(exc)
+            return EXIT_BAD_INPUT
+        except PsyqError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_FAILURE
+        sys.stdout.flush()   # a reader that has gone (`| head`) is met here, not at interpreter exit
+        return code
+    except BrokenPipeError:
+        # The reader of standard output closed it (`psyq schema study | head`): stop quietly. Output still
+        # buffered would raise again when Python flushes at exit, so stdout now points at devnull.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
         return EXIT_FAILURE

@@ -211,7 +211,8 @@ example price file:
 
 
 def run_outcome(result) -> int:
-    """Print what a run ended with and return its exit code (see the module docstring).
+    """Print what a run ended with, and the commands that read it next; return its exit code (see
+    the module docstring).
 
     Example:
         >>> run_outcome(result)   # doctest: +SKIP
@@ -222,6 +223,41 @@ def run_outcome(result) -> int:
           f"already done before this run; now {counts}")
     for note in result.notes or []:
         print(f"note: {note}", file=sys.stderr)
+    code = _stop_reason(result)
+    answered = result.counts.get("answered", 0) + result.counts.get("missing", 0)
+    if not answered and result.planned:
+        # Nothing was answered, so nothing was paid and nothing is lost. The empty run stays where it is (the
+        # rerun resumes it) but is never taken for the study's latest run (psyq.engine.results.runs.resolve_run).
+        print(f"note: no trial was answered: {result.run_dir.path} holds no answer yet; psyq status, export, scores "
+              f"and report pass it over when given the study's runs folder, and `psyq runs` marks it", file=sys.stderr)
+    elif answered:
+        print("\n".join(next_commands(result.run_dir.path, ended=code in (EXIT_OK, EXIT_TRIALS_FAILED))))
+    return code
+
+
+def next_commands(run_path: Path, ended: bool = True) -> list[str]:
+    """The commands that read a run next, with its real path (quoted for the shell), to paste.
+    A run that stopped before its end gets only `psyq status` (the rerun comes first).
+
+    Example:
+        >>> print("\\n".join(next_commands(Path("runs/quickstart/ab12cd34ef56"))))
+        next:
+          psyq status runs/quickstart/ab12cd34ef56
+          psyq export runs/quickstart/ab12cd34ef56
+          psyq scores runs/quickstart/ab12cd34ef56
+          psyq report runs/quickstart/ab12cd34ef56
+    """
+    import shlex
+
+    run = shlex.quote(str(run_path))
+    lines = [f"  psyq status {run}"]
+    if ended:
+        lines += [f"  psyq export {run}", f"  psyq scores {run}", f"  psyq report {run}"]
+    return ["next:", *lines]
+
+
+def _stop_reason(result) -> int:
+    """Say on stderr why a run stopped, if it did not end; return the exit code."""
     if result.interrupted:
         print("interrupted: every answer received is stored; run the same command again to resume",
               file=sys.stderr)

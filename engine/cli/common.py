@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from psyq.engine.files.errors import InputError
 
@@ -21,6 +22,7 @@ EXIT_CODES_HELP = """exit codes:
        (a bad key or model at once, or 5 identical refusals; its words and, where known, the fix)
   130  interrupted; every answer received is stored, rerun to resume"""
 MAX_PROBLEMS_SHOWN = 50
+RUN_HELP = "run directory (runs/<study>/<run-id>), or a study's runs folder (runs/<study>) for its latest run"
 
 
 def positive_int(text: str) -> int:
@@ -67,3 +69,21 @@ def prorated_summary(scores, what: str) -> str:
     parts = [f"{what}: {len(scores)} subscale scores; {prorated} prorated over the items answered"]
     parts.append(f"{unscored} not scored (fewer items answered than the subscale's min_answered)")
     return "; ".join(parts)
+
+
+def chosen_run(path: str, prompts: str | None = None) -> Path:
+    """The run directory a command reads for its RUN argument: the run given, or the latest run of
+    a study's runs folder (psyq.engine.results.runs.resolve_run), said in one line on stderr so
+    that nobody reads another run than they think.
+
+    Example:
+        >>> chosen_run("runs/quickstart")   # doctest: +SKIP
+        PosixPath('runs/quickstart/ab12cd34ef56')
+        (stderr: psyq: runs/quickstart -> its latest run, runs/quickstart/ab12cd34ef56)
+    """
+    from psyq.engine.results.runs import resolve_run
+
+    chosen = resolve_run(path, prompts)
+    if line := chosen.line():
+        print(f"psyq: {line}", file=sys.stderr)
+    return chosen.path

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Callable
 
-from psyq.engine.cli.common import EXIT_LOCKED, EXIT_OK
+from psyq.engine.cli.common import EXIT_LOCKED, EXIT_OK, RUN_HELP, chosen_run
 from psyq.engine.files.errors import InputError
 from psyq.engine.files.yamlfile import load_yaml
 from psyq.engine.files.shipped import locate
@@ -25,6 +25,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
         rubric = load_multi_rubric(rubric_path)
     else:
         rubric = load_rubric(rubric_path)
+    args.run = str(chosen_run(args.run))
     config = _helper_backend(args, args.judge_id)
     answer = args.answer or ("logprobs" if config.kind == "local" else "json")
     from psyq.engine.backends.capabilities import require_capable
@@ -88,7 +89,7 @@ def _helper_backend(args: argparse.Namespace, backend_id: str):
 
 
 def _add_perturb_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("run", help="run directory (runs/<study>/<run-id>)")
+    p.add_argument("run", help=RUN_HELP)
     p.add_argument("--set", required=True, dest="set_file",
                    help="perturbation set YAML file, or the name of a shipped one (haleas7)")
     p.add_argument("--only", metavar="ID,...", help="apply only these perturbations of the set")
@@ -106,6 +107,7 @@ def cmd_perturb(args: argparse.Namespace) -> int:
     from psyq.engine.store.runlock import RunLocked
 
     pset = load_perturbations(args.set_file)
+    args.run = str(chosen_run(args.run))
     only = [o.strip() for o in args.only.split(",") if o.strip()] if args.only else None
     config = _helper_backend(args, args.rewriter_id)
     try:
@@ -171,6 +173,7 @@ def cmd_rating_sheet(args: argparse.Namespace) -> int:
     from psyq.engine.store.runlock import RunLocked
 
     rubric = load_multi_rubric(args.rubric)
+    args.run = str(chosen_run(args.run))   # the sheet's import command then names the exact run
     try:
         n = write_rating_sheet(args.run, args.out, rubric, seed=args.seed, with_perturbed=args.with_perturbed)
     except RunLocked as exc:
@@ -183,7 +186,7 @@ def cmd_rating_sheet(args: argparse.Namespace) -> int:
 
 
 def _arguments_judge(p: argparse.ArgumentParser) -> None:
-    p.add_argument("run", help="run directory (runs/<study>/<run-id>)")
+    p.add_argument("run", help=RUN_HELP)
     p.add_argument("--rubric", required=True,
                    help="rubric YAML file, or the name of a shipped one (leas_level, ea_similarity)")
     p.add_argument("--base-url", help="judge with this OpenAI-compatible server (default: the local model)")
@@ -201,7 +204,7 @@ def _arguments_perturb(p: argparse.ArgumentParser) -> None:
 
 
 def _arguments_rating_sheet(p: argparse.ArgumentParser) -> None:
-    p.add_argument("run", help="run directory (runs/<study>/<run-id>)")
+    p.add_argument("run", help=RUN_HELP)
     p.add_argument("out", help="the CSV sheet to write")
     p.add_argument("--rubric", required=True, help="rubric/2 file or shipped name whose dimensions are rated "
                                                    "(e.g. empathy_ceb)")

@@ -6,8 +6,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from psyq.engine.cli.common import EXIT_OK, prorated_summary
-from psyq.engine.files.errors import InputError
+from psyq.engine.cli.common import EXIT_OK, RUN_HELP, chosen_run, prorated_summary
+from psyq.engine.files.errors import InputError, Problem
+from psyq.engine.files.shipped import locate
 
 
 def _usage_lines(run, manifest: dict, prices_file: str | None) -> list[str]:
@@ -73,8 +74,9 @@ def _batch_lines(store) -> list[str]:
 def cmd_export(args: argparse.Namespace) -> int:
     from psyq.engine.results.export import export_table
 
-    table = export_table(args.run)
-    out = Path(args.out) if args.out else Path(args.run) / f"answers.{args.format}"
+    run = chosen_run(args.run)
+    table = export_table(run)
+    out = Path(args.out) if args.out else run / f"answers.{args.format}"
     if args.format == "csv":
         table.to_csv(out, index=False)
     else:
@@ -91,9 +93,10 @@ def cmd_scores(args: argparse.Namespace) -> int:
 
     from psyq.engine.results.imported_run import is_imported_run
 
-    if is_imported_run(args.run):
-        return _write_stage_scores(args, Path(args.run), imported=True)
-    run = open_run_dir(args.run)
+    path = chosen_run(args.run)
+    if is_imported_run(path):
+        return _write_stage_scores(args, path, imported=True)
+    run = open_run_dir(path)
     if run.read_manifest().get("stages"):
         return _write_stage_scores(args, run.path, imported=False)
     long = load_run_scores(run.path)
@@ -143,7 +146,11 @@ def _write_stage_scores(args: argparse.Namespace, run_path: Path, imported: bool
 def cmd_sensitivity(args: argparse.Namespace) -> int:
     from psyq.analysis.prompt_sensitivity import format_sensitivity, sensitivity_of_runs
 
-    table, notes = sensitivity_of_runs(args.original, args.perturbed)
+    # Runs with perturbed prompts share their study's folder with the run as written: a folder given
+    # stands for its latest run of the kind its place asks for.
+    original = chosen_run(args.original, prompts="as written")
+    perturbed = [chosen_run(path, prompts="perturbed") for path in args.perturbed]
+    table, notes = sensitivity_of_runs(original, perturbed)
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     print(format_sensitivity(table))
@@ -167,6 +174,48 @@ def _id_paths(specs: list[str] | None, option: str) -> dict[str, str]:
 KEYED_SUFFIX = ":keyed"
 
 
+HUMAN_DATA_OPTIONS = ("--human", "--retest")
+
+
+def report_input(path: str, option: str) -> Path:
+    """The file an option of `psyq report` names, checked before any analysis begins: it must
+    exist and be a file (InputError `FILE: OPTION: what is wrong`, exit 2). Every file option of
+    the report goes through here, so what a file argument may be is decided in one place.
+
+    Example:
+        >>> report_input("iri_briganti2018_keyed", "--human").name    # a shipped human data file, by name
+        'iri_briganti2018_keyed.csv'
+        >>> report_input("people.csv", "--human")
+        Traceback (most recent call last):
+        psyq.engine.files.errors.InputError: people.csv: --human: no such file
+    """
+    try:   # people's answers (--human, --retest) may name the human data psyq ships
+        file = locate(path, "human data") if option in HUMAN_DATA_OPTIONS else Path(path)
+    except InputError as exc:
+        raise InputError([Problem(path, None, None, option, exc.problems[0].message)]) from None
+    if not file.exists():
+        raise InputError([Problem(path, None, None, option, "no such file")])
+    if not file.is_file():
+        raise InputError([Problem(path, None, None, option, "not a file (a folder or a device); give the CSV or "
+                                                            "YAML file itself")])
+    return file
+
+
+def _report_inputs(files: dict[str, dict[str, str]], single: dict[str, str | None],
+                   problems: list) -> tuple[dict[str, dict[str, Path]], dict[str, Path | None]]:
+    """Every file option of `psyq report` through :func:`report_input`: the problems of all of
+    them gathered, so that one try names every missing file."""
+    def check(path: str, option: str) -> Path | None:
+        try:
+            return report_input(path, option)
+        except InputError as exc:
+            problems.extend(exc.problems)
+            return None
+
+    per_instrument = {option: {i: check(path, option) for i, path in paths.items()} for option, paths in files.items()}
+    return per_instrument, {option: check(path, option) if path else None for option, path in single.items()}
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from psyq.analysis.report import write_report
 
@@ -182,12 +231,24 @@ def cmd_report(args: argparse.Namespace) -> int:
     retest = _id_paths(args.retest, "--retest")
     retest_keyed = {i for i, path in retest.items() if path.endswith(KEYED_SUFFIX)}
     retest = {i: path.removesuffix(KEYED_SUFFIX) if i in retest_keyed else path for i, path in retest.items()}
-    html_path, md_path = write_report(args.run, args.out, human_csv=human or None, bound=args.bound,
-                                      correction=args.correction, targets_csv=targets or None,
+    # Every input is checked before the analysis starts: a missing file is said at once, not after minutes
+    # of scoring and warnings about the rest.
+    problems: list = []
+    files, single = _report_inputs({"--human": human, "--codebook": codebooks, "--retest": retest,
+                                    "--targets": targets}, {"--human-change": args.human_change}, problems)
+    try:
+        run = chosen_run(args.run)
+    except InputError as exc:
+        problems[:0] = exc.problems
+    if problems:
+        raise InputError(problems)
+    html_path, md_path = write_report(run, args.out, human_csv=files["--human"] or None, bound=args.bound,
+                                      correction=args.correction, targets_csv=files["--targets"] or None,
                                       norm_samples=norm_samples, human_keyed=keyed,
                                       warn=lambda m: print(f"warning: {m}", file=sys.stderr),
-                                      human_change_csv=args.human_change, human_codebooks=codebooks or None,
-                                      retest_csv=retest or None, retest_keyed=retest_keyed)
+                                      human_change_csv=single["--human-change"],
+                                      human_codebooks=files["--codebook"] or None,
+                                      retest_csv=files["--retest"] or None, retest_keyed=retest_keyed)
     print(f"report -> {html_path}\nsummary -> {md_path}")
     return EXIT_OK
 
@@ -196,7 +257,7 @@ def _arguments_status(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prices", metavar="FILE", help="price table YAML for the cost (default: the "
                                                                     "one recorded in the run's manifest)")
     p.add_argument("run", help="run directory (runs/<study>/<run-id>), or a folder of runs "
-                                   "(runs/<study>: lists them and shows the latest)")
+                                   "(runs/<study>: lists them and shows the latest with answers)")
 
 
 def _arguments_runs(p: argparse.ArgumentParser) -> None:
@@ -205,26 +266,28 @@ def _arguments_runs(p: argparse.ArgumentParser) -> None:
 
 
 def _arguments_export(p: argparse.ArgumentParser) -> None:
-    p.add_argument("run", help="run directory (runs/<study>/<run-id>)")
+    p.add_argument("run", help=RUN_HELP)
     p.add_argument("--format", choices=["csv", "parquet"], default="csv")
     p.add_argument("--out", help="output file (default: answers.<format> in the run directory)")
 
 
 def _arguments_scores(p: argparse.ArgumentParser) -> None:
-    p.add_argument("run", help="run directory (runs/<study>/<run-id>)")
+    p.add_argument("run", help=RUN_HELP)
     p.add_argument("--format", choices=["csv", "parquet", "sav"], default="csv",
                    help="sav: SPSS, with variable labels, value labels and SPSS-valid names")
     p.add_argument("--out", help="output file (default: scores.<format> in the run directory)")
 
 
 def _arguments_sensitivity(p: argparse.ArgumentParser) -> None:
-    p.add_argument("original", help="run directory of the study as written")
-    p.add_argument("perturbed", nargs="+", help="run directories of the same study with --perturb-prompts")
+    p.add_argument("original", help="run directory of the study as written (or its study's runs folder: the latest "
+                                    "run made without --perturb-prompts)")
+    p.add_argument("perturbed", nargs="+", help="run directories of the same study with --perturb-prompts (or its "
+                                                "study's runs folder: the latest run made with it)")
     p.add_argument("--out", help="also write the table as CSV to this file")
 
 
 def _arguments_report(p: argparse.ArgumentParser) -> None:
-    p.add_argument("run", help="run directory (runs/<study>/<run-id>)")
+    p.add_argument("run", help=RUN_HELP)
     p.add_argument("--human", action="append", metavar="INSTRUMENT=CSV",
                    help="human data to compare with (repeatable): item answers, e.g. iri=humans.csv "
                         "(iri=humans.csv:keyed when reverse-keyed items are stored already reversed), or "

@@ -1,6 +1,7 @@
 """Runs on disk: find them, say how far each got, and break a run down by instrument and backend.
 
-What `psyq runs [DIR]` and `psyq status` print. Everything is read, nothing is written: the run
+What `psyq runs [DIR]` and `psyq status` print, and which run a study's runs folder stands for
+when a command is given one (:func:`resolve_run`). Everything is read, nothing is written: the run
 store is opened read-only (a run in progress keeps writing while it is read; SQLite's WAL lets
 both happen), and whether a process holds a run is asked of its lock (engine/store/run_store/runlock.py).
 """
@@ -36,11 +37,18 @@ class RunSummary:
     counts: dict[str, int]                 # trials per status (answered, missing, failed)
     locked_by: str | None                  # PID of the process writing the run now, or None
     notes: list[str] = field(default_factory=list)
+    prompt_perturbation: str | None = None  # the rule of --perturb-prompts the run was made with, if any
 
     @property
     def not_sent(self) -> int | None:
         """Trials planned and not yet stored (None when the plan is unknown)."""
         return None if self.planned is None else max(self.planned - sum(self.counts.values()), 0)
+
+    @property
+    def has_answers(self) -> bool:
+        """Whether any trial got a reply (answered, or missing with its reason): a run whose backend was
+        never reached has none, and nothing to export, score or report."""
+        return bool(self.counts.get("answered") or self.counts.get("missing"))
 
 
 def is_run_dir(path: Path) -> bool:
@@ -121,7 +129,13 @@ def summarise_run(path: str | Path) -> RunSummary:
                       last_activity=_latest(last, manifest.get("finished_at"), manifest.get("started_at"),
                                             manifest.get("resumed_at")),
                       backends=backends, planned=manifest.get("trials_planned"), counts=counts,
-                      locked_by=lock_holder(path), notes=notes)
+                      locked_by=lock_holder(path), notes=notes,
+                      prompt_perturbation=_perturbation(manifest))
+
+
+def _perturbation(manifest: dict[str, Any]) -> str | None:
+    variant = manifest.get("prompt_perturbation")
+    return str(variant.get("perturbation")) if isinstance(variant, dict) else None
 
 
 def list_runs(root: str | Path) -> list[RunSummary]:
@@ -170,6 +184,8 @@ def _state(run: RunSummary) -> str:
         return f"running (process {run.locked_by})"
     if run.not_sent == 0 and not run.counts.get("failed"):
         return "complete"
+    if not run.has_answers:   # e.g. its server was never reached: nothing was paid, nothing to read
+        return "nothing answered (passed over as its folder's latest run; rerun the study when its server answers)"
     if run.planned is None:
         return "unknown (manifest unreadable)"
     failed = run.counts.get("failed", 0)
@@ -312,26 +328,105 @@ def format_breakdown(rows: list[Breakdown], notes: list[str]) -> str:
     return "\n".join(lines)
 
 
-def status_target(path: str | Path) -> tuple[Path, str | None]:
-    """The run `psyq status PATH` shows: PATH itself if it is a run directory; else the latest
-    run found under PATH (a study's runs folder, or runs/), with a listing of all of them and a
-    note saying which is shown.
+PROMPTS = ("as written", "perturbed")   # which runs of a folder `resolve_run(prompts=...)` may take
+
+
+@dataclass(frozen=True)
+class ChosenRun:
+    """The run a command reads: the run directory it was given, or the latest run of a folder."""
+
+    path: Path
+    given: Path
+    runs: list[RunSummary] = field(default_factory=list)          # a folder's runs, newest first
+    passed_over: list[RunSummary] = field(default_factory=list)   # newer runs not taken: nothing answered
+    prompts: str | None = None                                    # the runs a folder was narrowed to
+
+    @property
+    def from_folder(self) -> bool:
+        return bool(self.runs)
+
+    def line(self) -> str | None:
+        """One line saying which run a folder stood for (None for a run directory given as such).
+
+        Example:
+            >>> run = summarise_run("runs/quickstart/ab12cd34ef56")                    # doctest: +SKIP
+            >>> ChosenRun(run.path, Path("runs/quickstart"), [run]).line()            # doctest: +SKIP
+            'runs/quickstart -> its latest run, runs/quickstart/ab12cd34ef56'
+        """
+        if not self.from_folder:
+            return None
+        narrowed = {"as written": " made without --perturb-prompts", "perturbed": " made with --perturb-prompts",
+                    None: ""}[self.prompts]
+        taken = next(r for r in self.runs if r.path == self.path)
+        if not taken.has_answers:
+            return f"{self.given} -> its latest run{narrowed}, {self.path} (no run in it has an answer yet)"
+        if not self.passed_over:
+            return f"{self.given} -> its latest run{narrowed}, {self.path}"
+        n = len(self.passed_over)
+        skipped = ", ".join(str(r.path) for r in self.passed_over)
+        return (f"{self.given} -> its latest run{narrowed} that has answers, {self.path} (passed over {n} newer "
+                f"run{'s' if n > 1 else ''} with nothing answered: {skipped})")
+
+
+def resolve_run(path: str | Path, prompts: str | None = None) -> ChosenRun:
+    """The run that a command given PATH reads: PATH itself if it is a run directory (or an
+    imported run); else the latest run under PATH (a study's runs folder, or runs/), by last
+    activity, passing over runs with nothing answered (a run whose server was never reached)
+    unless no run has an answer. `prompts` ("as written" or "perturbed") narrows a folder to the
+    runs made without or with --perturb-prompts, which share their study's folder.
+
+    Every command that reads a run resolves its argument here, so `psyq status`, `export`,
+    `scores`, `report` ... agree on which run a folder means.
 
     Example:
-        >>> status_target("runs/quickstart")   # doctest: +SKIP
-        (PosixPath('runs/quickstart/ab12cd34ef56'), 'RUN  STUDY ...')
+        >>> resolve_run("runs/quickstart").path   # doctest: +SKIP
+        PosixPath('runs/quickstart/ab12cd34ef56')
     """
+    from psyq.engine.results.imported_run import is_imported_run
+
     path = Path(path)
-    if is_run_dir(path):
-        return path, None
+    if is_run_dir(path) or is_imported_run(path):
+        return ChosenRun(path, path)
+    if not path.exists():
+        raise InputError.single(path, "no such run directory or folder (give a run directory, runs/STUDY/RUN-ID, "
+                                      "or a study's runs folder, runs/STUDY, for its latest run)")
     if not path.is_dir():
         raise InputError.single(path, f"not a run directory (no {MANIFEST} and {DATABASE} in it)")
     runs = list_runs(path)
     if not runs:
         raise InputError.single(path, f"not a run directory, and no runs in it (a run directory holds "
                                 f"{MANIFEST} and {DATABASE}: runs/STUDY/RUN-ID)")
+    if prompts is not None:
+        runs = [r for r in runs if (r.prompt_perturbation is None) == (prompts == "as written")]
+        if not runs:
+            made = "without" if prompts == "as written" else "with"
+            raise InputError.single(path, f"no run in it was made {made} --perturb-prompts; give the run "
+                                          "directory (psyq runs lists them)")
+    answered = [r for r in runs if r.has_answers]
+    taken = answered[0] if answered else runs[0]
+    return ChosenRun(taken.path, path, runs, runs[:runs.index(taken)], prompts)   # newer, none answered
+
+
+def status_target(path: str | Path) -> tuple[Path, str | None]:
+    """The run `psyq status PATH` shows (:func:`resolve_run`), with, for a folder, a listing of
+    its runs and a note saying which one is shown.
+
+    Example:
+        >>> status_target("runs/quickstart")   # doctest: +SKIP
+        (PosixPath('runs/quickstart/ab12cd34ef56'), 'RUN  STUDY ...')
+    """
+    chosen = resolve_run(path)
+    if not chosen.from_folder:
+        return chosen.path, None
+    runs = chosen.runs
     listing = format_runs(runs)
     others = f"; {len(runs) - 1} other run{'s' if len(runs) > 2 else ''} listed above" if len(runs) > 1 else ""
-    note = (f"note: {path} is not a run directory; showing its latest run (by last activity), "
-            f"{runs[0].path}{others} (give a run directory to see another)")
-    return runs[0].path, f"{listing}\n\n{note}"
+    which = "latest run (by last activity)"
+    if chosen.passed_over:
+        which = (f"latest run with answers (by last activity; {len(chosen.passed_over)} newer with nothing "
+                 "answered passed over)")
+    elif not runs[0].has_answers:
+        which = "latest run (by last activity; no run in it has an answer yet)"
+    note = (f"note: {chosen.given} is not a run directory; showing its {which}, "
+            f"{chosen.path}{others} (give a run directory to see another)")
+    return chosen.path, f"{listing}\n\n{note}"
