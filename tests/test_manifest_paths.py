@@ -74,20 +74,19 @@ def test_a_manifest_written_before_holds_absolute_paths_and_is_read_as_before(tm
     assert manifest_file_paths(RunDir(tmp_path / "run"), old) == {cohort: "ab"}
 
 
-# The run ids of shipped studies as psyq computed them before the manifest's paths changed:
-# (study, run id, legacy run id). The legacy id hashes the study file's bytes, comments included:
-# iri_adults.yaml's comment naming the local model changed (issue 25), and its legacy id with it
-# (47c59c1c9149, computed by the code before the move to rooms, commit 02b2af3); the run id did not.
-SHIPPED_IDS = [("studies/iri_adults.yaml", "6034b46b26f1", "47c59c1c9149"),
-               ("studies/emotion_change.yaml", "8e3d2581ca46", "768fc60b4f59")]   # with a situation set
+# The run ids of shipped studies as psyq computed them when they named their files by path
+# (../instruments/iri.yaml; computed by the code of commit 9be5957): naming them by name, moving
+# the study, or reading it by name or by path changes no run id, so a rerun still resumes.
+SHIPPED_IDS = [("studies/iri_adults.yaml", "6034b46b26f1"),
+               ("studies/emotion_change.yaml", "8e3d2581ca46")]   # with a situation set
 
 
-@pytest.mark.parametrize("study_file, run_id, legacy_id", SHIPPED_IDS)
-def test_run_id_of_a_shipped_study_is_what_it_was(study_file, run_id, legacy_id, monkeypatch, tmp_path):
+@pytest.mark.parametrize("study_file, run_id", SHIPPED_IDS)
+def test_run_id_of_a_shipped_study_is_what_it_was(study_file, run_id, monkeypatch, tmp_path):
     config = BackendConfig(id="model", kind="openai", model="m", base_url="http://127.0.0.1:8000/v1")
     backends = {"model": SimpleNamespace(config=config, identity=lambda: {"kind": "openai", "model": "m"})}
-    for where, path in ((ROOT, study_file), (tmp_path, str(ROOT / study_file))):   # relative and absolute
+    name = Path(study_file).stem
+    for where, path in ((ROOT, study_file), (tmp_path, str(ROOT / study_file)), (tmp_path, name)):
         monkeypatch.chdir(where)
         study = load_study(path)
         assert run_id_for(study, backends) == run_id
-        assert run_id_for(study, backends, legacy=True) == legacy_id

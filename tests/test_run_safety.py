@@ -217,23 +217,6 @@ def test_same_endpoint_and_key_under_other_spellings_resume_the_same_run(tmp_pat
     assert second.run_dir == first.run_dir and second.already_finished == 2 * N_ITEMS
 
 
-def test_a_run_begun_under_the_old_run_id_is_resumed_where_it_is(tmp_path, monkeypatch):
-    from psyq.engine.backends import make_backend
-    from psyq.engine.administer.run import run_id_for
-    monkeypatch.setenv("PSYQ_K1", "k")
-    with StubServer() as stub:
-        study = write_study(tmp_path, stub.url, backend={"api_key_env": "PSYQ_K1"})
-        first = asyncio.run(administer(load_study(study), tmp_path / "runs", log=lambda m: None))
-        loaded = load_study(study)
-        backends = {c.id: make_backend(c) for c in loaded.spec.backends}
-        legacy = first.run_dir.path.parent / run_id_for(loaded, backends, legacy=True)
-        assert legacy != first.run_dir.path
-        first.run_dir.path.rename(legacy)     # where psyq before issue 12 put this run
-        again = asyncio.run(administer(loaded, tmp_path / "runs", log=lambda m: None))
-        assert len(chat_posts(stub)) == 2 * N_ITEMS       # nothing sent again
-    assert again.run_dir.path == legacy and again.already_finished == 2 * N_ITEMS
-
-
 def test_endpoint_normalisation_rules():
     # Each pair was written out by hand from the rules in engine/backends/endpoint.py's docstring.
     same = [("http://127.0.0.1:8080/v1", "http://localhost:8080/v1/"),

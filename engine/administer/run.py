@@ -73,23 +73,20 @@ _NOT_IDENTITY = {"concurrency", "requests_per_minute", "tokens_per_minute", "tim
 _SINCE_REASONING = ("reasoning_effort", "reasoning_budget", "capabilities")
 
 
-def run_id_for(study: Study, backends: dict[str, HttpBackend], *, legacy: bool = False) -> str:
+def run_id_for(study: Study, backends: dict[str, HttpBackend]) -> str:
     """Same answers decided the same way → same id (so a rerun resumes).
 
     Hashed: the instrument and cohort files, the study's id and protocol, and each backend's
     identity and settings that decide answers. Left out: the study file's comments and
     description, the key variable's NAME (K1 and K2 holding one key are one run), pacing and
-    retry settings, and the base URL's spelling (normalised, engine/backends/endpoint.py).
-    `legacy`: the id as psyq computed it before these rules (the study file's bytes, names and
-    URLs as written), to find and resume a run started then.
+    retry settings, and the base URL's spelling (normalised, engine/backends/endpoint.py), and
+    how the study names its files (a shipped name or a path to the same bytes is one run).
     """
     def config_key(backend: HttpBackend) -> dict[str, Any]:
         config = backend.config.model_dump(exclude=_NOT_IDENTITY)
         for name in _SINCE_REASONING:   # settings added later: in the id only when set, so older ids stay
             if config.get(name) is None:
                 config.pop(name, None)
-        if legacy:
-            return config
         config["api_key_env"] = None
         if backend.config.base_urls and not config.get("base_url"):
             config["base_url"] = backend.config.base_urls[0]   # a pool is named by its first replica
@@ -98,13 +95,9 @@ def run_id_for(study: Study, backends: dict[str, HttpBackend], *, legacy: bool =
         return config
 
     hashes = study.file_hashes()
-    if legacy:
-        files = sorted(hashes.values())
-        key: dict[str, Any] = {"files": files}
-    else:
-        study_file = str(study.path)
-        key = {"files": sorted(h for p, h in hashes.items() if p != study_file),
-               "study": study.spec.model_dump(include={"psyq", "id", "protocol"}), "format": 2}
+    study_file = str(study.path)
+    key: dict[str, Any] = {"files": sorted(h for p, h in hashes.items() if p != study_file),
+                           "study": study.spec.model_dump(include={"psyq", "id", "protocol"}), "format": 2}
     key["backends"] = {b: (backend.identity(), config_key(backend)) for b, backend in backends.items()}
     if study.prompt_perturbation is not None:   # perturbed prompts: another run (absent: ids as before)
         key["prompt_perturbation"] = study.prompt_perturbation
@@ -248,11 +241,6 @@ async def administer(study: Study, runs_dir: str | Path = "runs",
     backends = {c.id: make_backend(c, log=log) for c in configs}
     run_id = run_id_for(study, backends)
     run = RunDir(Path(runs_dir) / study.id / run_id)
-    legacy = RunDir(Path(runs_dir) / study.id / run_id_for(study, backends, legacy=True))
-    if not run.path.exists() and legacy.database.exists():
-        # A run begun before the run id left out what does not decide answers (psyq < issue
-        # 12): resume it where it is rather than send everything again.
-        run, run_id = legacy, legacy.path.name
     # Taken before anything in the directory is written: a second process stops here.
     with RunLock(run.path):
         table = prices or combine(study.spec.prices, study.path, None)

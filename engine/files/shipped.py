@@ -119,10 +119,10 @@ def locate(reference: str | Path, kind: str | None = None, folder: str | Path | 
     Example:
         >>> locate("adults_small", "cohort").name
         'adults_small.yaml'
-        >>> locate("iri2", "instrument")
+        >>> locate("adults", "cohort")
         Traceback (most recent call last):
-        psyq.engine.files.errors.InputError: iri2: no such file here, and psyq ships no instrument of this name; \
-its instruments: affect_psyq, bes, ea_vignettes_psyq, help_messages_psyq, iri, leas_psyq, panas (psyq list instruments)
+        psyq.engine.files.errors.InputError: adults: no such file here, and psyq ships no cohort of this name; \
+its cohorts: adults_small, briganti_twins, hand_written, young_adults_150 (psyq list cohorts)
     """
     base = Path(folder) if folder is not None else Path()
     given = base / reference
