@@ -1,28 +1,32 @@
 """The documentation runs as written: README.md, CONTRIBUTING.md and every page of docs/ (issue 26).
 
+Both kinds of example run in a scratch folder that links only the repository's tests/ and docs/,
+never its instruments/, personas/ or studies/: psyq's own files are read by name (`iri`,
+`quickstart`, `iri_briganti2018_keyed`), as they are by a user of an installed psyq in a folder
+of their own, and a page that names one by a path into the clone fails here. The files a reader
+brings are played by the repository's test files (tests/data/, tests/fixtures/), by path.
+
 (a) Python examples: every ``>>>`` example in docs/*.md, README.md and CONTRIBUTING.md runs with
-    doctest, from the repository root, on files the repository ships (instruments/iri.yaml,
-    instruments/data/, tests/data/ ...). The pages that show a run's directory get `run_dir`: a
+    doctest in such a scratch folder. The pages that show a run's directory get `run_dir`: a
     small run of tests/data/mini_1to7.yaml (4 personas) made over the stub server, as
     tests/test_doctests.py makes it.
 
 (b) Command lines: every ```bash block preceded by ``<!-- run -->`` runs, line by line (``\\``
     continues a line, ``&&`` chains, ``> FILE`` writes standard output to FILE, ``# ...`` is a
     comment), through the psyq command's own entry point (in-process, ``psyq.engine.cli.main``,
-    which `psyq` and `python -m psyq.engine.cli` call) in a scratch folder that links the
-    repository's instruments/, personas/, studies/, tests/ and docs/, so that `--out` files land
-    there and never in the checkout. Each command must exit 0, or N when its comment starts with
-    ``exit N``. A marked block may hold only psyq commands. Marked are the commands that need no
-    network, no model and little time: `psyq validate`, `schema`, `score`, `plan ...
-    --tokenizer approximate` (counts tokens as characters / 4, asks no server), `import` of the
-    files in tests/fixtures/import/, `--help`. Not marked, so not run: `psyq run`, `judge`,
-    `perturb` and `plan` without `--tokenizer approximate` (they need a model or a server);
-    `status`, `export`, `scores`, `report`, `sensitivity`, `rating-sheet` and `import replies /
-    ratings / emotionbench-results` on `runs/<study>/<run-id>` or on files the reader downloads
-    or writes (EmotionBench, answers.csv: they are not in the repository); shell lines such as
-    `export MY_API_KEY=...`; bench/run_all (20 minutes) and the test command itself. The same
-    commands are run on real runs by the suite's own tests (test_runs, test_report,
-    test_importers ...).
+    which `psyq` and `python -m psyq.engine.cli` call) in such a scratch folder, so that `--out`
+    files land there and never in the checkout. Each command must exit 0, or N when its comment
+    starts with ``exit N``. A marked block may hold only psyq commands. Marked are the commands
+    that need no network, no model and little time: `psyq list`, `init`, `validate`, `schema`,
+    `score`, `plan ... --tokenizer approximate` (counts tokens as characters / 4, asks no
+    server), `import` of the files in tests/fixtures/import/, `--help`. Not marked, so not run:
+    `psyq run`, `judge`, `perturb` and `plan` without `--tokenizer approximate` (they need a
+    model or a server); `status`, `export`, `scores`, `report`, `sensitivity`, `rating-sheet`
+    and `import replies / ratings / emotionbench-results` on a run (`runs/quickstart`) or on
+    files the reader downloads or writes (EmotionBench, answers.csv: they are not in the
+    repository); shell lines such as `export MY_API_KEY=...` or `cd`; bench/run_all (20
+    minutes) and the test command itself. The same commands are run on real runs by the
+    suite's own tests (test_runs, test_report, test_importers ...).
 
 (c) Links: every relative link in README.md, CONTRIBUTING.md, docs/*.md and the READMEs of
     instruments/, studies/ and personas/ (pointers to docs/ now) names a file or folder
@@ -51,12 +55,19 @@ from runs_helper import make_mini_run
 ROOT = Path(__file__).resolve().parents[1]
 POINTERS = [ROOT / folder / "README.md" for folder in ("instruments", "studies", "personas")]   # now pointers to docs/
 PAGES = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *POINTERS, *sorted((ROOT / "docs").glob("*.md"))]
-SHARED = ["instruments", "personas", "studies", "tests", "docs"]      # linked into the scratch folder
+SHARED = ["tests", "docs"]      # linked into the scratch folder: never psyq's own instruments/, personas/, studies/
 PENDING = {"docs/local-models.md"}       # linked before it exists: written on branch h-local
 FENCE = re.compile(r"^```.*?^```[ \t]*$", re.S | re.M)
 RUN_BLOCK = re.compile(r"<!--\s*run\s*-->[ \t]*\n```bash\n(.*?)^```", re.S | re.M)
 LINK = re.compile(r"(?<!!)\[(?:[^\]`]|`[^`]*`)*\]\(([^)\s]+)\)")
 EXPECT = re.compile(r"#\s*exit\s+(\d+)\b")
+
+
+def scratch_folder(folder: Path) -> Path:
+    """`folder` with only the repository's tests/ and docs/ linked in: where the examples run."""
+    for name in SHARED:
+        (folder / name).symlink_to(ROOT / name, target_is_directory=True)
+    return folder
 
 
 def rel(path: Path) -> str:
@@ -144,8 +155,8 @@ def run_dir(tmp_path_factory) -> Path:
 
 
 @pytest.mark.parametrize("page", with_doctests(), ids=rel)
-def test_python_examples_run(page, run_dir, monkeypatch):
-    monkeypatch.chdir(ROOT)
+def test_python_examples_run(page, run_dir, tmp_path, monkeypatch):
+    monkeypatch.chdir(scratch_folder(tmp_path))
     text = page.read_text(encoding="utf-8")
     test = doctest.DocTestParser().get_doctest(text, {"run_dir": run_dir}, rel(page), str(page), 0)
     report = io.StringIO()
@@ -163,9 +174,7 @@ def test_there_are_examples_to_run():
 
 @pytest.mark.parametrize("page, line, block", run_blocks(), ids=[f"{p}:{n}" for p, n, _ in run_blocks()])
 def test_marked_command_lines_run(page, line, block, tmp_path, monkeypatch):
-    for name in SHARED:
-        (tmp_path / name).symlink_to(ROOT / name, target_is_directory=True)
-    monkeypatch.chdir(tmp_path)
+    monkeypatch.chdir(scratch_folder(tmp_path))
     steps = commands(block)
     assert steps, f"{page}:{line}: an empty block is marked to run"
     for argv, out, expected in steps:
