@@ -22,7 +22,7 @@ EXIT_CODES_HELP = """exit codes:
        (a bad key or model at once, or 5 identical refusals; its words and, where known, the fix)
   130  interrupted; every answer received is stored, rerun to resume"""
 MAX_PROBLEMS_SHOWN = 50
-RUN_HELP = "run directory (runs/<study>/<run-id>), or a study's runs folder (runs/<study>) for its latest run"
+RUN_HELP = "a run's folder (runs/STUDY/RUN_ID), or a study's runs folder (runs/STUDY) for its latest run"
 
 
 def positive_int(text: str) -> int:

@@ -256,7 +256,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 def _arguments_status(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prices", metavar="FILE", help="price table YAML for the cost (default: the "
                                                                     "one recorded in the run's manifest)")
-    p.add_argument("run", help="run directory (runs/<study>/<run-id>), or a folder of runs "
+    p.add_argument("run", help="a run's folder (runs/STUDY/RUN_ID), or a folder of runs "
                                    "(runs/<study>: lists them and shows the latest with answers)")
 
 

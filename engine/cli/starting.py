@@ -135,6 +135,8 @@ def shipped_catalogue(kinds: list[str] | None = None) -> list[dict[str, Any]]:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from psyq.engine import __version__
+
     by_plural = {k.plural: k.name for k in KINDS.values()}
     kinds = [by_plural[args.kind]] if args.kind else None
     rows = shipped_catalogue(kinds)
@@ -151,6 +153,7 @@ def cmd_list(args: argparse.Namespace) -> int:
             print(f"  {r['name']:<{width}}  {r['title']}".rstrip())
             print(f"  {'':<{width}}  " + "; ".join(extra))
         print()
+    print(f"psyq {__version__}; its shipped files are in {ROOT}.")
     print("Use a name wherever psyq reads such a file: `psyq run quickstart`, `instruments: [iri]` in a study, "
           "`psyq report RUN --human iri=iri_briganti2018_keyed`, `psyq.load_instrument('iri')`.")
     return EXIT_OK

@@ -206,7 +206,7 @@ class ReferenceRepliesImporter(Importer):
     produces = "run"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--run", required=True, help="the run directory (runs/<study>/<run-id>)")
+        parser.add_argument("--run", required=True, help="the run's own folder (runs/STUDY/RUN_ID): the imported rows are written into it")
 
     def into_run(self, path: str, options: dict[str, Any]) -> Converted:
         """Check the file, then add its replies to the run's rating targets (under the run's lock)."""
@@ -236,7 +236,7 @@ class HumanRatingsImporter(Importer):
     produces = "run"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--run", required=True, help="the run directory (runs/<study>/<run-id>)")
+        parser.add_argument("--run", required=True, help="the run's own folder (runs/STUDY/RUN_ID): the imported rows are written into it")
         parser.add_argument("--rubric", required=True, help="the rubric/2 file or shipped name the ratings are on "
                                                             "(e.g. empathy_ceb)")
 
