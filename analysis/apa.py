@@ -65,6 +65,18 @@ def fmt_num(x: Any, digits: int = 2) -> str:
     return text.replace("-", MINUS)
 
 
+def fmt_signed(x: Any, digits: int = 2) -> str:
+    """A difference with its sign always written (``+`` or a true minus); ``—`` when missing.
+
+    Example
+    -------
+    >>> fmt_signed(0.256), fmt_signed(-1.5), fmt_signed(-0.001)
+    ('+0.26', '−1.50', '0.00')
+    """
+    text = fmt_num(x, digits)
+    return text if text == DASH or text.startswith(MINUS) or float(text) == 0 else "+" + text
+
+
 def fmt_r(x: Any, digits: int = 2) -> str:
     """A quantity bounded by ±1 (r, α, ω, ICC): no leading zero.
 
@@ -236,14 +248,36 @@ def answers_by_status(missing: pd.DataFrame) -> ApaTable:
                      {"backend_id": "Backend", "instrument": "Instrument"}, notes)
 
 
+NEGATIVE_ALPHA = ("the items covary negatively on average, so the subscale does not hang together and its score "
+                  "is not interpretable for this cohort")
+"""What a negative Cronbach's α means, said wherever α is shown (α < 0 exactly when the sum of the
+inter-item covariances is negative)."""
+
+
+def alpha_remark(alpha: Any) -> str:
+    """The remark a value of α calls for ("" for none).
+
+    Example
+    -------
+    >>> alpha_remark(-0.2)[:40], alpha_remark(0.7), alpha_remark(float("nan"))
+    ('α is negative: the items covary negative', '', '')
+    """
+    return "" if _missing(alpha) or float(alpha) >= 0 else f"α is negative: {NEGATIVE_ALPHA}"
+
+
 def internal_consistency(rel: pd.DataFrame) -> ApaTable:
-    """Cronbach's α with its 95 % CI and McDonald's ω per subscale."""
+    """Cronbach's α with its 95 % CI and McDonald's ω per subscale; the remark says why a value is
+    not estimable and what a negative α means."""
     notes = ["n = respondents (first repeat); k = items. " + DASH + " = not estimable (see the remark)."]
+
+    def remark(r: pd.Series) -> str:
+        parts = [alpha_remark(r["alpha"]), "" if _missing(r["note"]) else str(r["note"])]
+        return "; ".join(p for p in parts if p)
     return _assemble(rel, {"Subscale": lambda r: str(r["subscale"]), "n": lambda r: fmt_int(r["n"]),
                            "k": lambda r: fmt_int(r["k"]),
                            "α [95 % CI]": lambda r: DASH if _missing(r["alpha"]) else
                            f"{fmt_r(r['alpha'])} {fmt_ci(r['alpha_low'], r['alpha_high'], fmt_r)}",
-                           "ω": lambda r: fmt_r(r["omega"]), "Remark": lambda r: "" if _missing(r["note"]) else str(r["note"])},
+                           "ω": lambda r: fmt_r(r["omega"]), "Remark": remark},
                      {"instrument": "Instrument"}, notes)
 
 
@@ -428,10 +462,14 @@ def graded_response(params: pd.DataFrame) -> ApaTable:
     columns["n"] = lambda r: fmt_int(r["n"])
     if "subscale" not in params.columns:
         del columns["Subscale"]
+    head = []
     if "sample" not in params.columns:
         del columns["Sample"]
+    elif len(params) > 1 and params["sample"].nunique() == 1:     # one sample: said once, not per row
+        del columns["Sample"]
+        head.append(f"Sample: {params['sample'].iloc[0]}.")
     untested = params[~params["estimable"].map(_truthy)]
-    notes = ["a = discrimination, b = thresholds on the latent trait (θ ~ N(0, 1) within each sample), "
+    notes = head + ["a = discrimination, b = thresholds on the latent trait (θ ~ N(0, 1) within each sample), "
              "P(X ≥ k | θ) = 1 / (1 + exp(−a(θ − b_k))); marginal maximum likelihood, SE from the observed information."]
     if len(untested):
         notes.append(f"{DASH} = not estimable: " + "; ".join(sorted({str(n) for n in untested["note"]})) + ".")
@@ -457,6 +495,61 @@ def item_functioning(dif: pd.DataFrame) -> ApaTable:
     if len(untested):
         notes.append(f"{DASH} = not estimable: " + "; ".join(sorted({str(n) for n in untested["note"]})) + ".")
     return _assemble(dif, columns, {"instrument": "Instrument"}, notes)
+
+
+def human_comparison(comp: pd.DataFrame) -> ApaTable:
+    """The cohort against human respondents (:func:`psyq.analysis.human_comparison.compare_with_humans`):
+    per subscale n, M (SD) of both samples, Welch t (df) and p, Hedges' g [95 % CI], Mann–Whitney p,
+    Kolmogorov–Smirnov D (p), Wasserstein distance, variance ratio (Brown–Forsythe p), α of both
+    samples and Tucker's φ; U, the test statistics and α's difference stay in the full table, and the
+    notes of the rows go below it.
+
+    Example
+    -------
+    >>> human_comparison(comp).frame.columns.tolist()        # doctest: +SKIP
+    ['Subscale', 'n (cohort, human)', 'Cohort M (SD)', 'Human M (SD)', 't (df)', 'p', "Hedges' g [95 % CI]", 'Mann–Whitney p', 'KS D (p)', 'W₁', 'Variance ratio (BF p)', 'α (cohort, human)', 'φ']
+    """
+    weighted = "n_eff_human" in comp.columns and comp.get("weighted", pd.Series(dtype=object)).map(_truthy).any()
+
+    def n(r: pd.Series) -> str:
+        text = f"{fmt_int(r['n_cohort'])}, {fmt_int(r['n_human'])}"
+        if weighted and _truthy(r.get("weighted")):
+            text += " (n_eff " + ", ".join(DASH if _missing(r[c]) else f"{float(r[c]):,.1f}"
+                                           for c in ("n_eff_cohort", "n_eff_human")) + ")"
+        return text
+
+    def with_p(stat: str, p: str, fmt: Callable[[Any], str] = fmt_num) -> Callable[[pd.Series], str]:
+        return lambda r: DASH if _missing(r[stat]) else f"{fmt(r[stat])} ({fmt_p(r[p])})"
+
+    columns = {"Subscale": lambda r: str(r["subscale"]), "n (cohort, human)": n,
+               "Cohort M (SD)": lambda r: _m_sd(r["mean_cohort"], r["sd_cohort"]),
+               "Human M (SD)": lambda r: _m_sd(r["mean_human"], r["sd_human"]),
+               "t (df)": lambda r: DASH if _missing(r["t"]) else f"{fmt_num(r['t'])} ({fmt_num(r['df'], 1)})",
+               "p": lambda r: fmt_p(r["p"]),
+               "Hedges' g [95 % CI]": lambda r: DASH if _missing(r["g"]) else
+               f"{fmt_num(r['g'])} {fmt_ci(r['g_low'], r['g_high'])}",
+               "Mann–Whitney p": lambda r: fmt_p(r["p_mwu"]),
+               "KS D (p)": with_p("ks", "p_ks", fmt_r),
+               "W₁": lambda r: fmt_num(r["wasserstein"]),
+               "Variance ratio (BF p)": with_p("variance_ratio", "p_bf"),
+               "α (cohort, human)": lambda r: f"{fmt_r(r['alpha_cohort'])}, {fmt_r(r['alpha_human'])}",
+               "φ": lambda r: fmt_r(r["phi"])}
+    notes = ["n = respondents" + (" (n_eff: Kish's effective sample size of a weighted side)" if weighted else "")
+             + ". M (SD): subscale scores. t: Welch's test with Welch–Satterthwaite df; g: Hedges' g, positive = "
+             "cohort above the humans. Mann–Whitney p: two-sided U test; KS D: Kolmogorov–Smirnov distance between "
+             "the two distributions of scores; W₁: Wasserstein-1 distance in score points; variance ratio: cohort "
+             "over human variance, BF p: Brown–Forsythe test. α: Cronbach's α of the keyed items; φ: Tucker's "
+             f"congruence of the one-factor loadings. {DASH} = not estimable."]
+    if weighted:
+        notes.append("Weighted rows: means, SDs, the variance ratio, t, g and W₁ are weighted; Mann–Whitney, "
+                     f"Kolmogorov–Smirnov and Brown–Forsythe tests have no simple weighted form and are not computed "
+                     f"({DASH}); α and φ are unweighted.")
+    by_note: dict[str, list[str]] = {}
+    for _, r in comp.iterrows():
+        if not _missing(r["note"]) and str(r["note"]):
+            by_note.setdefault(str(r["note"]), []).append(str(r["subscale"]))
+    notes.extend(f"{', '.join(subs)}: {note}." for note, subs in by_note.items())
+    return _assemble(comp, columns, {"instrument": "Instrument"}, notes)
 
 
 def twin_agreement(summary: pd.DataFrame) -> ApaTable:
@@ -505,6 +598,7 @@ VIEWS: list[tuple[frozenset[str], Callable[[pd.DataFrame], ApaTable]]] = [
     (frozenset({"discrimination", "se_discrimination", "threshold_1"}), graded_response),
     (frozenset({"chi2_dif", "p_holm", "delta_r2"}), item_functioning),
     (frozenset({"metric", "comparison", "not_estimable", "ci_low"}), twin_agreement),
+    (frozenset({"mean_cohort", "mean_human", "p_mwu", "alpha_cohort", "phi"}), human_comparison),
 ]
 """Which view prints a table, by the columns that identify it (the first that matches)."""
 

@@ -239,10 +239,15 @@ def profile_plot(comparison: pd.DataFrame, instrument_id: str) -> Figure:
 
 
 def distribution_plot(scores: pd.DataFrame, comparison: pd.DataFrame, instrument_id: str,
-                      subscale: str) -> Figure:
+                      subscale: str, score_range: tuple[float, float] | None = None) -> Figure:
     """Histogram (density) of the cohort's scores on one subscale, one per backend, over the normal
     density N(norm_mean, norm_sd) of each norm group. Scores of all repeats are pooled; missing
     scores are left out and counted in the legend.
+
+    `score_range` (lowest, highest possible score) bounds the x axis, and the normal curves are drawn
+    only within it (not renormalised: they stay the norms' N(mean, SD²), which puts some mass on
+    scores no one can have; the axis label says they are cut there). Without it the axis spans
+    ±3.5 SD around every norm mean.
 
     Without norms for the subscale the histogram is drawn alone and the title says so; without
     scores as well, the figure says "no norms for this instrument".
@@ -270,7 +275,7 @@ def distribution_plot(scores: pd.DataFrame, comparison: pd.DataFrame, instrument
         else:
             bins = np.histogram_bin_edges(present, bins="auto")
 
-    # x range: every histogram bin and ±3.5 SD around every norm mean
+    # x range: every histogram bin and ±3.5 SD around every norm mean, within the possible scores
     lows, highs = [], []
     if bins is not None:
         lows.append(bins[0])
@@ -278,8 +283,13 @@ def distribution_plot(scores: pd.DataFrame, comparison: pd.DataFrame, instrument
     for r in norm_rows.itertuples():
         lows.append(r.norm_mean - 3.5 * r.norm_sd)
         highs.append(r.norm_mean + 3.5 * r.norm_sd)
+    if score_range is not None:
+        # a bar around a score at an end reaches half a bin beyond it
+        lows = [max(x, score_range[0]) for x in lows] + ([bins[0]] if bins is not None else [])
+        highs = [min(x, score_range[1]) for x in highs] + ([bins[-1]] if bins is not None else [])
     lo, hi = float(min(lows)), float(max(highs))
     pad = 0.02 * (hi - lo) if hi > lo else 1.0
+    curve_lo, curve_hi = (lo - pad, hi + pad) if score_range is None else score_range
     lo, hi = lo - pad, hi + pad
 
     fig = _figure(7, 4.3)
@@ -297,7 +307,7 @@ def distribution_plot(scores: pd.DataFrame, comparison: pd.DataFrame, instrument
                 ax.hist(got, bins=bins, density=True, histtype="stepfilled", alpha=0.45 if len(backends) > 1 else 0.6,
                         color=COLOURS[b % len(COLOURS)], edgecolor=COLOURS[b % len(COLOURS)], linewidth=1.2,
                         label=label)
-    grid = np.linspace(lo, hi, 400)
+    grid = np.linspace(curve_lo, curve_hi, 400)
     # One colour per norm sample, one line style per group within it: no two curves look alike.
     sample_colour = {sample: SAMPLE_COLOURS[i % len(SAMPLE_COLOURS)]
                      for i, sample in enumerate(_unique(norm_rows["norm_sample"]))}
@@ -312,7 +322,11 @@ def distribution_plot(scores: pd.DataFrame, comparison: pd.DataFrame, instrument
                 gid=f"norm-density:{r.norm_sample}:{r.norm_group}")
     ax.set_xlim(lo, hi)
     ax.set_ylim(bottom=0)
-    ax.set_xlabel(f"{subscale} score" + (" (norm's metric)" if len(norm_rows) else ""))
+    extent = "" if score_range is None else f"possible scores {score_range[0]:g}\u2013{score_range[1]:g}"
+    if extent and len(norm_rows):
+        extent += "; normal curves cut at its ends"
+    ax.set_xlabel(f"{subscale} score" + (" (norm's metric" + (f"; {extent})" if extent else ")") if len(norm_rows)
+                                         else f" ({extent})" if extent else ""))
     ax.set_ylabel("Density")
     ax.grid(axis="y", color="#E5E5E5", lw=0.8)
     ax.set_axisbelow(True)

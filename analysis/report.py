@@ -109,6 +109,21 @@ def _norm_choice(run_path: Path, norm_samples: list[str] | None) -> norms.Sample
     return None
 
 
+def score_range(instrument: Instrument, subscale_id: str) -> tuple[float, float] | None:
+    """The lowest and highest score a subscale can take on its own metric (a sum of k items: k × the
+    scale's ends; a mean: the scale's ends); None for a score of another kind.
+
+    Example:
+        >>> score_range(load_instrument("instruments/iri.yaml"), "PT")      # doctest: +SKIP
+        (0, 28)
+    """
+    sub = next((s for s in instrument.rating_subscales if s.id == subscale_id), None)
+    if sub is None or len(instrument.scale) < 2 or sub.score not in ("sum", "mean"):
+        return None
+    k = 1 if sub.score == "mean" else len(instrument.subscale_items(subscale_id))
+    return k * instrument.scale_min, k * instrument.scale_max
+
+
 def norm_section(scores: pd.DataFrame, instruments: Mapping[str, Instrument], choice: norms.SampleChoice,
                  *, bound: float = 0.3, correction: str = "holm",
                  warn: Callable[[str], None] | None = None) -> Section:
@@ -139,11 +154,12 @@ def norm_section(scores: pd.DataFrame, instruments: Mapping[str, Instrument], ch
                                f"{correction} correction over all rows of all norm samples, TOST within ±{bound} SD; "
                                "norm_verified: how the norm numbers were checked)", comp.drop(columns=["reading"])))
         for inst_id in comp["instrument"].unique():
-            section.figures.append((f"{inst_id}: cohort means (95 % CI) against norm mean ± 1 SD",
+            section.figures.append((f"Cohort means (95 % CI) against norm mean ± 1 SD: {inst_id}",
                                     plots.profile_plot(comp, inst_id)))
             for sub in comp.loc[comp["instrument"] == inst_id, "subscale"].unique():
-                section.figures.append((f"{inst_id} {sub}: cohort scores over the norm distribution",
-                                        plots.distribution_plot(scores, comp, inst_id, sub)))
+                section.figures.append((f"Cohort scores over the norm distribution: {inst_id} {sub}",
+                                        plots.distribution_plot(scores, comp, inst_id, sub,
+                                                                score_range(instruments[inst_id], sub))))
     if not matching.empty:
         section.tables.append(("Norm group matching (respondents per group of each norm sample; those matching "
                                "no group are compared with the sample's whole-sample group, or 'pooled' when psyq "
@@ -168,14 +184,21 @@ def norm_section(scores: pd.DataFrame, instruments: Mapping[str, Instrument], ch
     return section
 
 
+NOT_ESTIMABLE = "not estimable"
+"""What a sentence says where a table shows ``—`` (:data:`psyq.analysis.apa.DASH`)."""
+
+
+def _missing(x: Any) -> bool:
+    return x is None or (isinstance(x, float) and math.isnan(x))
+
+
 def _fmt_p(p: float) -> str:
-    if p is None or (isinstance(p, float) and math.isnan(p)):
-        return "n/a"
-    return "< .001" if p < 0.001 else f"{p:.3f}".lstrip("0")
+    """A p value in a sentence: as :func:`psyq.analysis.apa.fmt_p` prints it, or "not estimable"."""
+    return NOT_ESTIMABLE if _missing(p) else apa.fmt_p(p)
 
 
 def _pct(x: float) -> str:
-    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.0f} %"
+    return NOT_ESTIMABLE if _missing(x) else f"{100 * x:.0f} %"
 
 
 def items_by_instrument(table: pd.DataFrame, instruments: Mapping[str, Instrument]) -> dict[str, pd.DataFrame]:
@@ -327,8 +350,10 @@ def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] 
         if isinstance(row.alpha, float) and not math.isnan(row.alpha):
             omega = (f"ω = {apa.fmt_r(row.omega)}" if isinstance(row.omega, float) and not math.isnan(row.omega)
                      else f"ω not estimable{': ' + row.note.split(': ', 1)[-1] if row.note else ''}")
+            remark = apa.alpha_remark(row.alpha)
             rel.readings.append(f"{row.instrument} {row.subscale}: Cronbach's α = {apa.fmt_r(row.alpha)} "
-                                f"(95 % CI {apa.fmt_r(row.alpha_low)} to {apa.fmt_r(row.alpha_high)}), {omega}.")
+                                f"(95 % CI {apa.fmt_r(row.alpha_low)} to {apa.fmt_r(row.alpha_high)}), {omega}"
+                                + (f"; {remark}." if remark else "."))
         else:
             rel.readings.append(f"{row.instrument} {row.subscale}: {row.note or 'α not estimable'}.")
     if table["repeat"].nunique() > 1 and not scores.empty:
@@ -347,7 +372,7 @@ def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] 
     diag = fidelity.fidelity_summary(rated_table, rated, comp if not comp.empty else None) if rated else {}
     for name, frame in diag.items():
         if frame is not None and not frame.empty:
-            fid.tables.append((name.replace("_", " "), frame))
+            fid.tables.append((FIDELITY_CAPTIONS.get(name, name.replace("_", " ").capitalize()), frame))
     fid.readings.extend(fidelity_readings(diag))
     if "sd_ratio" in diag and diag["sd_ratio"] is not None and not diag["sd_ratio"].empty:
         fid.figures.append(("SD of the cohort relative to the norm (1 = human-like spread)",
@@ -381,7 +406,7 @@ def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] 
     # 7. Item responses
     items_section = Section("Item responses")
     for inst_id, instrument in rated.items():
-        items_section.figures.append((f"{inst_id}: share of answers per item and option",
+        items_section.figures.append((f"Share of answers per item and option: {inst_id}",
                                       plots.item_heatmap(table[table["instrument"] == inst_id], instrument)))
     if rated:
         sections.append(items_section)
@@ -416,7 +441,7 @@ def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] 
                 f"variance ratio {_num(row.variance_ratio)}"
                 + (f" (Brown–Forsythe p {_fmt_p(row.p_bf)})." if not row.weighted else
                    f"; {weighted_by(row, human_items[row.instrument])}.")
-                + (f" {row.note[0].upper()}{row.note[1:]}." if row.note else ""))
+                + (f" {_sentence(row.note)}." if row.note else ""))
         if weighted_any:
             hum.methods = weighting_methods(human_items, cohort_weights)
         human_long = pd.concat([human_scores(human_items[i], instruments[i]) for i in human_items], ignore_index=True)
@@ -507,10 +532,10 @@ def construct_validity_section(table: pd.DataFrame, rated: Mapping[str, Instrume
             groups = sorted({f"{r.group_by} = {r.group}" for r in missing.itertuples()})
             section.readings.append(f"{inst_id}: item distributions not estimable in {len(missing)} item × group "
                                     f"cell(s) ({'; '.join(groups)}): {missing['note'].iloc[0]}.")
-        section.tables.append((f"{inst_id}: item distributions per group (means over items)", summary))
-        section.tables.append((f"{inst_id}: item distributions, whole sample",
+        section.tables.append((f"Item distributions per group: {inst_id} (means over items)", summary))
+        section.tables.append((f"Item distributions, whole sample: {inst_id}",
                                dist[dist["group_by"] == validity.ALL].drop(columns=["group_by", "group"])))
-        section.tables.append((f"{inst_id}: subscale intercorrelations, cohort and humans", corr))
+        section.tables.append((f"Subscale intercorrelations, cohort and humans: {inst_id}", corr))
         for row in corr[~corr["estimable"]].itertuples():
             section.readings.append(f"{inst_id} r({row.subscale_a}, {row.subscale_b}) not estimable: {row.note}.")
         whole = corr[corr["part_whole"]]
@@ -524,23 +549,40 @@ def construct_validity_section(table: pd.DataFrame, rated: Mapping[str, Instrume
             section.readings.append(
                 f"{inst_id}: the largest intercorrelation difference is r({worst['subscale_a']}, {worst['subscale_b']}) "
                 f"= {_num(worst['r_cohort'])} in the cohort vs {_num(worst['r_human'])} in humans.")
-        section.tables.append((f"{inst_id}: factor congruence (EFA, one factor per subscale, Procrustes-rotated "
-                               "to the item key; Tucker's φ)", cong))
+        if cong["estimable"].astype(bool).any():     # not a table of dashes: the reading below says why
+            section.tables.append((f"Factor congruence: {inst_id} (EFA, one factor per subscale, Procrustes-rotated "
+                                   "to the item key; Tucker's φ)", cong))
         if cong["estimable"].all():
             section.readings.append(f"{inst_id}: factor congruence φ " + ", ".join(
                 f"{r.factor} {_num(r.phi)}" for r in cong.itertuples()) + " (≥ .95 equal factors, .85–.94 fair).")
         else:
             section.readings.append(f"{inst_id}: factor congruence not estimable: {cong['note'].iloc[0]}.")
-        section.figures.append((f"{inst_id}: total variation per item, cohort against humans",
+        section.figures.append((f"Total variation per item, cohort against humans: {inst_id}",
                                 plots.item_distance_chart(dist, inst_id)))
-        section.figures.append((f"{inst_id}: subscale intercorrelations", plots.correlation_heatmaps(corr, inst_id)))
-    section.figures.append(("Factor congruence with human data",
-                            plots.congruence_chart(pd.concat(congruence_frames, ignore_index=True))))
+        section.figures.append((f"Subscale intercorrelations: {inst_id}", plots.correlation_heatmaps(corr, inst_id)))
+    congruence = pd.concat(congruence_frames, ignore_index=True)
+    if congruence["estimable"].astype(bool).any():   # an empty chart would only repeat the reading
+        section.figures.append(("Factor congruence with human data", plots.congruence_chart(congruence)))
     return section
 
 
+def _sentence(text: str) -> str:
+    """`text` begun with a capital; a symbol (φ, α) keeps its case, as capitalising would change it
+    into another symbol (Φ)."""
+    return text[0].upper() + text[1:] if text[:1].isascii() else text
+
+
 def _num(x: float) -> str:
-    return "not computable" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.2f}"
+    """A number in a sentence: two decimals with a true minus (:func:`psyq.analysis.apa.fmt_num`), or
+    "not estimable"."""
+    return NOT_ESTIMABLE if _missing(x) else apa.fmt_num(x)
+
+
+FIDELITY_CAPTIONS = {"sd_ratio": "SD of the cohort relative to the norm", "straightlining": "Straight-lining",
+                     "acquiescence": "Acquiescence", "response_styles": "Response styles",
+                     "missingness": "Missing answers", "option_order_effect": "Option order effect",
+                     "item_order_effect": "Item order effect", "answer_entropy": "Answer entropy"}
+"""The caption of each table of :func:`psyq.analysis.fidelity.fidelity_summary`, by its key."""
 
 
 def fidelity_readings(diag: Mapping[str, pd.DataFrame]) -> list[str]:
@@ -561,9 +603,10 @@ def fidelity_readings(diag: Mapping[str, pd.DataFrame]) -> list[str]:
     if frame is not None and not frame.empty:
         for row in frame.itertuples():
             out.append(f"Acquiescence ({row.backend_id}, {row.instrument}): with forward and reversed items "
-                       f"weighted equally, raw answers sit {row.balanced:+.2f} scale points from the midpoint "
-                       f"(95 % CI {row.balanced_ci_low:+.2f} to {row.balanced_ci_high:+.2f}); positive = agreeing "
-                       "regardless of content, negative = disagreeing.")
+                       f"weighted equally, raw answers sit {apa.fmt_signed(row.balanced)} scale points from the "
+                       f"midpoint (95 % CI {apa.fmt_signed(row.balanced_ci_low)} to "
+                       f"{apa.fmt_signed(row.balanced_ci_high)}); positive = agreeing regardless of content, "
+                       "negative = disagreeing.")
     frame = diag.get("response_styles")
     if frame is not None and not frame.empty:
         for row in frame.itertuples():
@@ -574,9 +617,9 @@ def fidelity_readings(diag: Mapping[str, pd.DataFrame]) -> list[str]:
     if frame is not None and not frame.empty:
         for row in frame[frame["answer"] == "keyed"].itertuples():
             out.append(f"Option order ({row.backend_id}, {row.instrument}): keyed answers differ by "
-                       f"{row.difference:+.2f} points between options as written and reversed "
-                       f"(95 % CI {row.ci_low:+.2f} to {row.ci_high:+.2f}); a CI excluding 0 means the answers "
-                       "depend on where an option stands, not only on what it says.")
+                       f"{apa.fmt_signed(row.difference)} points between options as written and reversed "
+                       f"(95 % CI {apa.fmt_signed(row.ci_low)} to {apa.fmt_signed(row.ci_high)}); a CI excluding 0 "
+                       "means the answers depend on where an option stands, not only on what it says.")
     frame = diag.get("answer_entropy")
     if frame is not None and not frame.empty:
         for row in frame.itertuples():
@@ -631,7 +674,8 @@ def _round(frame: pd.DataFrame) -> pd.DataFrame:
     out = frame.copy()
     for col in out.columns:
         if pd.api.types.is_float_dtype(out[col]):
-            out[col] = out[col].map(lambda x: "" if pd.isna(x) else (f"{x:.3g}" if abs(x) < 1e-3 and x != 0 else f"{x:.3f}".rstrip("0").rstrip(".")))
+            out[col] = out[col].map(lambda x: "" if pd.isna(x) else (
+                f"{x:.3g}" if abs(x) < 1e-3 and x != 0 else f"{x:.3f}".rstrip("0").rstrip(".")).replace("-", apa.MINUS))
     return out
 
 

@@ -13,7 +13,8 @@ first-order subscales (composite/total subscales left out, reverse items keyed f
   (:func:`psyq.analysis.irt.differential_item_functioning`).
 
 Whatever cannot be estimated (too few personas, an item nobody varied on, a model that does not
-converge) is a reading "not estimable: reason", never a number.
+converge) is a reading "not estimable: reason", never a number; a table that would hold no
+estimated value (or the rows of a sample whose model was not estimable) is left out.
 
 Example:
     >>> section = construct_section({"iri": (iri, cohort_items, human_items)})   # doctest: +SKIP
@@ -32,6 +33,7 @@ from psyq.engine.design.instrument import Instrument
 from psyq.engine.trials.scoring import keyed_answers
 
 from psyq.analysis import plots
+from psyq.analysis.apa import fmt_num
 from psyq.analysis.invariance import invariance_verdicts, measurement_invariance
 from psyq.analysis.irt import differential_item_functioning, graded_response_model, test_information
 from psyq.analysis.sections import Section
@@ -109,11 +111,11 @@ def construct_section(pairs: Mapping[str, tuple[Instrument, pd.DataFrame, pd.Dat
         "mean the subscales are made of the same item weights; intercepts equal (scalar invariance) are "
         "needed before cohort and human means can be compared. Items are treated as continuous (maximum "
         "likelihood), as most published IRI and BES invariance studies do.")
-    section.note = ("Chen (2007): a drop in CFI of .010 or more (ΔCFI ≤ −.010) together with a rise in RMSEA of "
-                    ".015 or more (ΔRMSEA ≥ .015) or in SRMR of .030 or more for loadings (.010 for intercepts) "
-                    "signals that the added equality constraints do not hold. "
-                    "Δχ² is the likelihood-ratio test of the nested models; with hundreds of respondents it rejects "
-                    "small differences.")
+    chen = ("Chen (2007): a drop in CFI of .010 or more (ΔCFI ≤ −.010) together with a rise in RMSEA of "
+            ".015 or more (ΔRMSEA ≥ .015) or in SRMR of .030 or more for loadings (.010 for intercepts) "
+            "signals that the added equality constraints do not hold. "
+            "Δχ² is the likelihood-ratio test of the nested models; with hundreds of respondents it rejects "
+            "small differences.")
     for inst_id, (instrument, cohort, humans) in pairs.items():
         factors, problem = factor_structure(instrument)
         data = _sample_frame(instrument, cohort, humans)
@@ -121,14 +123,17 @@ def construct_section(pairs: Mapping[str, tuple[Instrument, pd.DataFrame, pd.Dat
             section.readings.append(f"{inst_id}: measurement invariance and IRT not estimable: {problem}.")
             continue
         mi = measurement_invariance(data, factors, SAMPLE)
-        section.tables.append((f"{inst_id}: measurement invariance, personas against people "
-                               f"({', '.join(factors)})", mi))
+        if mi["estimable"].any():       # a table of dashes says nothing the reading below does not
+            section.note = chen             # how to read the steps' fit indices
+            section.tables.append((f"Measurement invariance, personas against people: {inst_id} "
+                                   f"({', '.join(factors)})", mi))
         sizes = mi.attrs.get("group_sizes", {})
         shares = mi.attrs.get("group_chi2", {}).get("configural", {})
         if sizes:
             section.readings.append(
                 f"{inst_id}: {' and '.join(f'{n:,} {label}' for label, n in sizes.items())} with every item answered"
-                + (" (of the configural χ², " + " and ".join(f"{label} {chi2:.1f}" for label, chi2 in shares.items())
+                + (" (of the configural χ², "
+                   + " and ".join(f"{label} {fmt_num(chi2, 1)}" for label, chi2 in shares.items())
                    + ": how far each sample is from the factor model)" if shares else "") + ".")
         verdicts = invariance_verdicts(mi)
         reasons = {v.split(": not estimable: ", 1)[-1] for v in verdicts}
@@ -140,6 +145,7 @@ def construct_section(pairs: Mapping[str, tuple[Instrument, pd.DataFrame, pd.Dat
 
         levels = [o.value for o in instrument.scale]
         grm_fits: dict[str, list[pd.DataFrame]] = {PERSONAS: [], PEOPLE: []}
+        unfitted: dict[str, dict[str, str]] = {PERSONAS: {}, PEOPLE: {}}     # sample -> subscale -> why
         curves, dif_frames = [], []
         for sub, items in factors.items():
             for label in (PERSONAS, PEOPLE):
@@ -151,24 +157,52 @@ def construct_section(pairs: Mapping[str, tuple[Instrument, pd.DataFrame, pd.Dat
                     info["subscale"], info["group"] = sub, label
                     curves.append(info)
                 else:
-                    section.readings.append(f"{inst_id} {sub}: graded response model of the {label} not "
-                                            f"estimable: {_reason(fit)}.")
+                    unfitted[label][sub] = _reason(fit)
             dif = differential_item_functioning(data, items, SAMPLE, levels, focal=PERSONAS, reference=PEOPLE)
             dif.insert(0, "subscale", sub)
             dif_frames.append(dif)
+        section.readings.extend(_unfitted_readings(inst_id, unfitted, list(factors)))
         grm = _grm_side_by_side({k: pd.concat(v, ignore_index=True) for k, v in grm_fits.items()})
         section.readings.extend(_against_the_subscale(inst_id, grm))
-        section.tables.append((f"{inst_id}: graded response model per subscale (discrimination a, thresholds b; "
-                               "standard errors), personas and people", grm))
+        # A subscale × sample with no estimable parameter is a row of dashes per item: its reason is a
+        # reading above, and the table keeps what was estimated.
+        fitted = grm.groupby(["subscale", SAMPLE], sort=False)["estimable"].transform("any")
+        shown = grm[fitted].reset_index(drop=True)
+        samples = _samples_text(shown[SAMPLE].unique())
+        if len(shown):
+            section.tables.append((f"Graded response model per subscale: {inst_id}, {samples} (discrimination a, "
+                                   "thresholds b; standard errors)", shown))
         if curves:
-            section.figures.append((f"{inst_id}: test information per subscale, personas and people",
+            drawn = _samples_text(pd.concat(curves)["group"].unique())
+            section.figures.append((f"Test information per subscale: {inst_id}, {drawn}",
                                     plots.information_curves(pd.concat(curves, ignore_index=True),
                                                              f"{inst_id}: test information")))
         dif = pd.concat(dif_frames, ignore_index=True)
-        section.tables.append((f"{inst_id}: differential item functioning, personas against people (ordinal "
-                               "logistic regression on the matching score; Holm-corrected)", dif))
+        if dif["estimable"].any():
+            section.tables.append((f"Differential item functioning, personas against people: {inst_id} (ordinal "
+                                   "logistic regression on the matching score; Holm-corrected)", dif))
         section.readings.append(_dif_reading(inst_id, dif))
     return section
+
+
+def _samples_text(samples) -> str:
+    """"personas and people", "people only" …: which samples a table or figure holds."""
+    present = [s for s in (PERSONAS, PEOPLE) if s in set(samples)]
+    return " and ".join(present) if len(present) > 1 else f"{present[0]} only" if present else "no sample"
+
+
+def _unfitted_readings(inst_id: str, unfitted: Mapping[str, Mapping[str, str]], subscales: list[str]) -> list[str]:
+    """Why the graded response model of a sample was not estimable: one sentence per sample when no
+    subscale could be fitted for the same reason, else one per subscale."""
+    out = []
+    for label, why in unfitted.items():
+        if len(why) == len(subscales) and len(set(why.values())) == 1:
+            out.append(f"{inst_id}: graded response model of the {label} not estimable in any subscale "
+                       f"({', '.join(subscales)}): {next(iter(why.values()))}.")
+        else:
+            out.extend(f"{inst_id} {sub}: graded response model of the {label} not estimable: {reason}."
+                       for sub, reason in why.items())
+    return out
 
 
 def _who_moved(inst_id: str, mi: pd.DataFrame) -> list[str]:
@@ -180,8 +214,8 @@ def _who_moved(inst_id: str, mi: pd.DataFrame) -> list[str]:
     for before, after in zip(steps, steps[1:]):
         if before in by_step and after in by_step:
             parts = {g: by_step[after][g] - by_step[before][g] for g in by_step[after]}
-            out.append(f"{inst_id} {after}: of Δχ² = {sum(parts.values()):.1f}, "
-                       + " and ".join(f"{g} {d:.1f}" for g, d in parts.items())
+            out.append(f"{inst_id} {after}: of Δχ² = {fmt_num(sum(parts.values()), 1)}, "
+                       + " and ".join(f"{g} {fmt_num(d, 1)}" for g, d in parts.items())
                        + " (the sample whose share is larger is the one the equal parameters fit worse).")
     sizes = list(mi.attrs.get("group_sizes", {}).values())
     if len(sizes) == 2 and min(sizes) > 0 and max(sizes) / min(sizes) > 2:
@@ -198,7 +232,7 @@ def _against_the_subscale(inst_id: str, grm: pd.DataFrame) -> list[str]:
     fitted = grm[grm["estimable"] & (grm["discrimination"] + 1.96 * grm["se_discrimination"] < 0)]
     out = []
     for label, rows in fitted.groupby(SAMPLE, sort=False):
-        items = ", ".join(f"{r.item} ({r.subscale}, a = {r.discrimination:.2f})" for r in rows.itertuples())
+        items = ", ".join(f"{r.item} ({r.subscale}, a = {fmt_num(r.discrimination)})" for r in rows.itertuples())
         out.append(f"{inst_id}: {len(rows)} item(s) discriminate negatively among the {label} (95 % CI below 0): "
                    f"{items}; once keyed they run against their subscale, as when a reverse-worded item is answered "
                    "like a forward one.")

@@ -88,10 +88,10 @@ def twins_section(pairs: Mapping[str, tuple[Instrument, pd.DataFrame, pd.DataFra
                                                      len(match.matched)))
         else:
             section.readings.append(f"{inst_id}: {NO_RETEST}")
-        section.tables.append((f"{inst_id}: twins against their persons and the baselines (means over persons, "
+        section.tables.append((f"Twins against their persons and the baselines: {inst_id} (means over persons, "
                                "bootstrap 95 % CI)", summary))
         if len(match.matched) <= PER_PERSON_MAX:
-            section.tables.append((f"{inst_id}: agreement per person", _per_person(agreement)))
+            section.tables.append((f"Agreement per person: {inst_id}", _per_person(agreement)))
         else:
             section.readings.append(f"{inst_id}: the {len(match.matched)} persons' own values are not tabled here; "
                                     "psyq.analysis.twins.twin_agreement gives them.")

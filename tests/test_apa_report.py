@@ -259,3 +259,60 @@ def test_sd_ratio_table_gives_no_verdict_where_no_ratio_was_estimated():
     rows = table.frame.to_dict("records")
     assert rows[0]["Ratio [95 % CI]"] == f"0.50{NB}[0.30,{NB}1.20]" and rows[0]["Collapsed"] == "no"
     assert rows[1]["Ratio [95 % CI]"] == apa.DASH and rows[1]["Collapsed"] == apa.DASH
+
+
+def human_comparison_rows() -> pd.DataFrame:
+    """Two rows as compare_with_humans returns them (unweighted): PT with every value, PD whose φ
+    is not estimable."""
+    base = {"instrument": "iri", "n_cohort": 13, "n_human": 1973, "n_eff_cohort": 13.0, "n_eff_human": 1973.0,
+            "u": 7338.0, "bf_stat": 0.87, "weighted": ""}
+    return pd.DataFrame([
+        base | {"subscale": "PT", "mean_cohort": 13.615, "mean_human": 16.7314, "sd_cohort": 3.9711,
+                "sd_human": 4.5512, "t": -2.8213, "df": 12.214, "p": 0.01523, "g": -0.6874, "g_low": -1.2311,
+                "g_high": -0.1423, "p_mwu": 0.00794, "ks": 0.3812, "p_ks": 0.0341, "wasserstein": 3.2912,
+                "variance_ratio": 0.7613, "p_bf": 0.3511, "alpha_cohort": 0.1123, "alpha_human": 0.6524,
+                "alpha_diff": -0.5401, "phi": 0.8012, "note": ""},
+        base | {"subscale": "PD", "mean_cohort": 13.3846, "mean_human": 12.3401, "sd_cohort": 3.45,
+                "sd_human": 4.78, "t": 1.0812, "df": 12.31, "p": 0.299, "g": 0.2191, "g_low": -0.3312,
+                "g_high": 0.7634, "p_mwu": 0.3833, "ks": 0.1904, "p_ks": 0.6771, "wasserstein": 1.5123,
+                "variance_ratio": 0.5212, "p_bf": 0.1702, "alpha_cohort": -0.2912, "alpha_human": 0.7211,
+                "alpha_diff": -1.0123, "phi": float("nan"), "note": "φ not estimable: no proper one-factor solution"},
+    ])
+
+
+def test_human_comparison_table_has_apa_headers_and_few_columns():
+    view = apa.apa_table(human_comparison_rows())
+    # Headers a reader knows (not the frame's `g low`, `p mwu`, `ks`); U, the BF statistic and α's
+    # difference stay in the full table, so the printed table fits a page.
+    assert list(view.frame.columns) == ["Subscale", "n (cohort, human)", "Cohort M (SD)", "Human M (SD)", "t (df)",
+                                        "p", "Hedges' g [95 % CI]", "Mann–Whitney p", "KS D (p)", "W₁",
+                                        "Variance ratio (BF p)", "α (cohort, human)", "φ"]
+    # By hand: g −.6874 [−1.2311, −.1423] → "−0.69 [−1.23, −0.14]"; KS .3812, p .0341 → ".38 (.034)";
+    # df 12.214 → 12.2; α .1123 and .6524 → ".11, .65".
+    assert [plain(x) for x in view.frame.iloc[0]] == [
+        "PT", "13, 1,973", "13.62 (3.97)", "16.73 (4.55)", f"{M}2.82 (12.2)", ".015", f"{M}0.69 [{M}1.23, {M}0.14]",
+        ".008", ".38 (.034)", "3.29", "0.76 (.351)", ".11, .65", ".80"]
+    assert [plain(x) for x in view.frame.iloc[1]][-2:] == [f"{M}.29, .72", apa.DASH]
+    # The row notes go below the table, once, naming their subscales; the instrument too.
+    assert "Instrument: iri." in view.notes
+    assert view.notes[-1] == "PD: φ not estimable: no proper one-factor solution."
+
+
+def test_internal_consistency_remarks_that_a_negative_alpha_does_not_hang_together():
+    rel = pd.DataFrame([{"instrument": "iri", "subscale": s, "n": 13, "k": 7, "alpha": a, "alpha_low": a - .5,
+                         "alpha_high": a + .3, "omega": float("nan"), "note": note}
+                        for s, a, note in (("PT", 0.11, ""), ("FS", -0.2, "ω not estimable: no proper one-factor solution"))])
+    remarks = apa.apa_table(rel).frame["Remark"].tolist()
+    assert remarks == ["", "α is negative: the items covary negatively on average, so the subscale does not hang "
+                           "together and its score is not interpretable for this cohort; ω not estimable: no proper "
+                           "one-factor solution"]
+
+
+def test_human_comparison_table_shows_n_eff_and_what_weighting_leaves_out():
+    rows = human_comparison_rows().assign(weighted="human", n_eff_human=812.34, p_mwu=float("nan"),
+                                          p_ks=float("nan"), p_bf=float("nan"))
+    view = apa.apa_table(rows)
+    assert plain(view.frame.iloc[0]["n (cohort, human)"]) == "13, 1,973 (n_eff 13.0, 812.3)"
+    assert [plain(view.frame.iloc[0][c]) for c in ("Mann–Whitney p", "KS D (p)", "Variance ratio (BF p)")] == [
+        apa.DASH, f".38 ({apa.DASH})", f"0.76 ({apa.DASH})"]
+    assert any(n.startswith("Weighted rows: ") and "not computed" in n for n in view.notes)

@@ -152,6 +152,23 @@ def test_distribution_plot_histograms_and_norm_curves():
     assert "N(16.78, 4.72²), n = 579" in legend
 
 
+def test_distribution_plot_draws_norm_curves_only_over_the_possible_scores():
+    scores, comp = make_scores(), make_comparison()
+    fig = plots.distribution_plot(scores, comp, "iri", "PT", score_range=(0, 28))
+    ax = fig.axes[0]
+    curves = [line for line in ax.lines if (line.get_gid() or "").startswith("norm-density:")]
+    assert len(curves) == 2
+    for line in curves:
+        m, sd, _ = NORMS[(line.get_gid().split(":")[2], "PT")]
+        x, y = line.get_xdata(), line.get_ydata()
+        assert x.min() == 0 and x.max() == 28                  # cut at the ends, not beyond
+        assert y == pytest.approx(stats.norm.pdf(x, m, sd))   # still the norm's own density, not rescaled
+    # A histogram bar around a score of 0 or 28 reaches half a point beyond it, and no further.
+    low, high = ax.get_xlim()
+    assert -0.5 - 0.7 < low <= 0 and 28 <= high < 28.5 + 0.7
+    assert "possible scores 0\u201328; normal curves cut at its ends" in ax.get_xlabel()
+
+
 def test_distribution_plot_without_norms():
     scores = make_scores()
     fig = plots.distribution_plot(scores, make_comparison(), "iri", "EC")   # no EC scores, EC norms exist

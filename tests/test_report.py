@@ -15,11 +15,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
 
 from psyq.analysis.norms import compare_with_norms
+from psyq.analysis.report import Section, build_sections, fidelity_readings, render_html
 from psyq.analysis.scores import score_answers
 from psyq import administer, export_table, load_study, open_run_dir
 from psyq.engine.results.export import run_instruments
@@ -64,8 +66,8 @@ def test_report_has_every_section_and_embedded_figures(run_dir, tmp_path):
         assert f">{title}</h2>" in html and f"## {title}" in md
     images = re.findall(r"src='data:image/png;base64,([A-Za-z0-9+/=]+)'", html)
     # 1 profile + 4 distributions + 1 SD-ratio chart + 1 heatmap for the IRI; construct validity:
-    # item TV chart, intercorrelation heatmaps, congruence chart.
-    assert len(images) == 10
+    # item TV chart, intercorrelation heatmaps (no congruence chart: 17 respondents are too few for it).
+    assert len(images) == 9
     assert all(base64.b64decode(img)[:8] == b"\x89PNG\r\n\x1a\n" for img in images)
     assert "http://" not in html.replace("http://www.w3.org", "")   # self-contained
 
@@ -91,6 +93,82 @@ def test_report_has_every_section_and_embedded_figures(run_dir, tmp_path):
     section = lambda text: text[text.index("*Cohort against human respondents*"):text.index("## Construct validity")]
     assert section(md_keyed) == section(md)
     assert "declared already keyed" in md_keyed and "declared already keyed" not in md
+
+
+def _pattern_humans(path: Path) -> Path:
+    """30 people answering the IRI (values 0–4) in a deterministic pattern, as a CSV file."""
+    humans = pd.DataFrame({str(i): [(r * i + r // 3) % 5 for r in range(30)] for i in range(1, 29)})
+    humans.insert(0, "respondent_id", [f"h{r}" for r in range(30)])
+    humans.to_csv(path, index=False)
+    return path
+
+
+def test_a_small_cohort_gets_sentences_not_tables_of_dashes(run_dir, tmp_path):
+    """17 respondents and 30 people: what cannot be estimated is one sentence with its reason, never
+    a table or a chart without a value."""
+    _, sections = build_sections(run_dir, human_csv={"iri": _pattern_humans(tmp_path / "humans.csv")})
+    by_title = {s.title: s for s in sections}
+    validity = by_title["Construct validity against human data"]
+    assert [c for c, _ in validity.tables + validity.figures if "congruence" in c.lower()] == []
+    assert ("iri: factor congruence not estimable: cohort: 17 respondent(s) with every item answered: fewer than "
+            "items + 1 (29); human: the item correlation matrix is singular (some item is a linear combination of "
+            "others).") in validity.readings
+    construct = by_title["Is it the same construct?"]
+    assert construct.tables == [] and construct.figures == [] and construct.note is None
+    assert construct.readings[-4:] == [
+        "iri: measurement invariance not estimable: group 'personas' has 17 respondents for 28 items.",
+        "iri: graded response model of the personas not estimable in any subscale (PT, FS, EC, PD): 17 respondents "
+        "(at least 50 needed).",
+        "iri: graded response model of the people not estimable in any subscale (PT, FS, EC, PD): 30 respondents "
+        "(at least 50 needed).",
+        "iri: differential item functioning not estimable: 30 reference and 17 focal respondents with every answer "
+        "(at least 30 per group needed)."]
+
+
+def test_report_captions_begin_with_a_capital_and_numbers_carry_a_true_minus(run_dir, tmp_path):
+    _, sections = build_sections(run_dir, human_csv={"iri": _pattern_humans(tmp_path / "humans.csv")})
+    captions = [c for s in sections for c, _ in s.tables + s.figures]
+    assert len(captions) > 20 and [c for c in captions if not c[:1].isupper()] == []
+    readings = [r for s in sections for r in s.readings]
+    assert [r for r in readings if re.search(r"(?<![\w.])-\d", r)] == []       # "−0.55", never "-0.55"
+    assert any("\u2212" in r for r in readings)
+    # A row's note is appended as a sentence; φ stays φ (capitalised it would be Φ, another symbol).
+    assert ("iri FS: cohort mean 15.12 vs human 13.33 (g = 0.32, 95 % CI \u22120.29 to 0.94; Welch p .213); variance "
+            "ratio 0.28 (Brown–Forsythe p .012). φ not estimable: no proper one-factor solution.") in readings
+
+
+def test_norm_curves_of_the_report_stay_within_the_subscales_possible_scores(run_dir):
+    _, sections = build_sections(run_dir)
+    figures = [f for s in sections for c, f in s.figures if c.startswith("Cohort scores over the norm distribution")]
+    assert len(figures) == 4                  # PT, FS, EC, PD: 7 items of 0–4 each
+    for fig in figures:
+        xs = np.concatenate([line.get_xdata() for line in fig.axes[0].lines
+                             if (line.get_gid() or "").startswith("norm-density:")])
+        assert xs.min() == 0 and xs.max() == 28
+
+
+def test_fidelity_readings_write_signed_differences_with_a_true_minus():
+    acquiescence = pd.DataFrame([{"backend_id": "b", "instrument": "iri", "balanced": -0.2512,
+                                  "balanced_ci_low": -0.4, "balanced_ci_high": 0.0049}])
+    (reading,) = fidelity_readings({"acquiescence": acquiescence})
+    assert "raw answers sit \u22120.25 scale points from the midpoint (95 % CI \u22120.40 to 0.00)" in reading
+
+
+def test_full_tables_print_negative_numbers_with_a_true_minus():
+    html = render_html({"study": "s", "run_id": "r"}, [Section("S", tables=[("A table", pd.DataFrame({"x": [-0.25]}))])])
+    full = html[html.index("<div class='wide'>"):]
+    assert "\u22120.25" in full and "-0.25" not in full
+
+
+def test_reliability_says_a_negative_alpha_means_the_subscale_does_not_hang_together(run_dir):
+    _, sections = build_sections(run_dir)
+    readings = next(s for s in sections if s.title == "Reliability").readings
+    alphas = {r.split(":")[0]: r.split("Cronbach's α = ")[1].split(" ")[0] for r in readings if "Cronbach's α = " in r}
+    # The stub's answers are hashed digits, unrelated across items: α scatters around 0.
+    assert alphas == {"iri PT": "−.52", "iri FS": ".41", "iri EC": ".40", "iri PD": ".24"}
+    remark = ("α is negative: the items covary negatively on average, so the subscale does not hang together and "
+              "its score is not interpretable for this cohort.")
+    assert [r.split(":")[0] for r in readings if r.endswith(remark)] == ["iri PT"]
 
 
 def test_report_reads_human_data_through_a_codebook_and_warns_of_keying(run_dir, tmp_path):

@@ -116,7 +116,7 @@ def test_report_shows_invariance_irt_and_dif_against_the_briganti_people(run_dir
     # GRM rows for both samples of every item, DIF rows for every item, the information plot.
     assert section.count("| personas |") >= 28 and section.count("| people |") >= 28
     assert "items work differently for personas than for people" in section
-    assert "test information per subscale" in html
+    assert "Test information per subscale: iri, personas and people" in html
     # The methods paragraph names the estimator and the software.
     methods = (tmp_path / "methods.md").read_text()
     assert "two-group confirmatory factor analysis" in methods and "graded response model" in methods
@@ -128,13 +128,20 @@ def test_too_few_personas_is_not_estimable_with_the_reason():
     reverse = [i.id for i in IRI.rating_items if i.reverse]
     raw[reverse] = 4 - raw[reverse]
     section = construct_section({"iri": (IRI, raw.iloc[:20], raw)})
-    steps = section.tables[0][1]
-    assert not steps["estimable"].any() and steps["chi2"].isna().all()
-    assert steps["note"].str.contains("personas").all() and steps["note"].str.contains("20").all()
-    assert "iri: measurement invariance not estimable: group 'personas' has 20 respondents for 28 items." in section.readings
-    grm = section.tables[1][1]
-    assert not grm[grm["sample"] == "personas"]["estimable"].any()     # 20 < the GRM's minimum
-    assert grm[grm["sample"] == "people"]["estimable"].all()
+    # Nothing of the invariance steps, the personas' GRM or DIF is estimable: one sentence each with its
+    # reason, no table of dashes (nor the note on reading the steps' fit); the people's GRM is tabled alone.
+    assert section.readings[-3:] == [
+        "iri: measurement invariance not estimable: group 'personas' has 20 respondents for 28 items.",
+        "iri: graded response model of the personas not estimable in any subscale (PT, FS, EC, PD): 20 respondents "
+        "(at least 50 needed).",
+        "iri: differential item functioning not estimable: 1973 reference and 20 focal respondents with every "
+        "answer (at least 30 per group needed)."]
+    (caption, grm), = section.tables
+    assert caption.startswith("Graded response model per subscale: iri, people only")
+    assert len(grm) == 28 and (grm["sample"] == "people").all() and grm["estimable"].all()
+    assert section.note is None
+    (caption, _), = section.figures
+    assert caption == "Test information per subscale: iri, people only"
 
 
 def test_an_item_on_two_first_order_subscales_is_said_not_fitted():

@@ -162,6 +162,7 @@ def test_twins_made_from_their_person_agree_with_them_more_than_with_others():
     assert summary.loc[("abs_error_S", "twin_minus_others"), "ci_high"] < 0    # own twin closer in score
     section = twins_section({"toy": (toy(20), twins, people, None)})
     assert any("twin-specific signal" in r and "toy exact" in r for r in section.readings)
+    assert [c.split(" (")[0] for c, _ in section.tables] == ["Twins against their persons and the baselines: toy"]
 
 
 def test_twins_made_independently_of_their_person_agree_with_them_no_more_than_with_others():
