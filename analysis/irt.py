@@ -511,7 +511,7 @@ def _dif_round(codes: np.ndarray, is_focal: np.ndarray, items: list[str], levels
                "note": ""}
         rows.append(row)
         if min(n_focal, n_ref) < MIN_GROUP:
-            row["note"] = (f"not estimable: {n_ref} reference and {n_focal} focal respondents with every answer "
+            row["note"] = (f"not estimable: {n_ref:,} reference and {n_focal:,} focal respondents with every answer "
                            f"(at least {MIN_GROUP} per group needed)")
             continue
         y_all = codes[:, j]

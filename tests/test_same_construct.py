@@ -134,7 +134,7 @@ def test_too_few_personas_is_not_estimable_with_the_reason():
         "iri: measurement invariance not estimable: group 'personas' has 20 respondents for 28 items.",
         "iri: graded response model of the personas not estimable in any subscale (PT, FS, EC, PD): 20 respondents "
         "(at least 50 needed).",
-        "iri: differential item functioning not estimable: 1973 reference and 20 focal respondents with every "
+        "iri: differential item functioning not estimable: 1,973 reference and 20 focal respondents with every "
         "answer (at least 30 per group needed)."]
     (caption, grm), = section.tables
     assert caption.startswith("Graded response model per subscale: iri, people only")
