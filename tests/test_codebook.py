@@ -63,7 +63,10 @@ def test_without_a_codebook_the_missing_columns_error_points_to_one(tmp_path):
     csv = copy_briganti(tmp_path, None)
     result = psyq("score", str(IRI), str(csv))
     assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert f"{csv}:1: missing column(s): 1, 2, 3" in result.stderr and "codebook" in result.stderr
+    items = ", ".join(str(k) for k in range(1, 29))
+    assert result.stderr.strip() == (f"error: {csv}:1: missing column(s): {items}; if the file names its columns "
+                                     "otherwise, describe them in a codebook (--codebook FILE, or <csv name>"
+                                     ".codebook.yaml beside the CSV; see docs/comparing.md#codebooks)")
 
 
 def test_an_explicit_codebook_maps_ids_items_attributes_and_values(tmp_path):
@@ -175,3 +178,81 @@ def test_report_codebook_option_needs_its_human_file(tmp_path):
     result = psyq("report", str(tmp_path), "--codebook", "iri=book.yaml")
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "no --human file is given for it" in result.stderr
+
+
+# A code the codebook's `values:` leaves out is kept as the file writes it (a label psyq cannot
+# guess is better shown than dropped: a NaN would silently leave the respondent out of every
+# group), and a notice at the codebook's `values:` line names it. A cell already holding a target
+# value ("female") is not such a code and is not listed.
+PARTLY_MAPPED = ("psyq: codebook/1\ncolumns:\n  respondent_id: id\n  items: {a: q_a, b: q_b}\n"
+                 "  attributes: {gender: sex}\nvalues:\n  gender: {F: female, M: male}\n")
+PARTLY_CODED = "id,q_a,q_b,c,d,sex\nr1,2,5,7,4,F\nr2,,3,,6,X\nr3,1,2,3,,M\nr4,3,3,3,3,female\nr5,4,4,4,4,X\n"
+
+
+def _notices(seen) -> list[str]:
+    from psyq.engine.files.notices import InputNotice
+    return [str(w.message) for w in seen if issubclass(w.category, InputNotice)]
+
+
+def test_a_code_the_values_map_leaves_out_is_kept_as_written_with_a_notice(tmp_path):
+    import warnings
+    people, book = tmp_path / "export.csv", tmp_path / "book.yaml"
+    people.write_text(PARTLY_CODED)
+    book.write_text(PARTLY_MAPPED)
+    mini = load_instrument(ROOT / "tests" / "data" / "mini_1to7.yaml")
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        answers = read_answers_csv(people, mini, codebook=book)
+    assert answers["gender"].tolist() == ["female", "X", "male", "female", "X"]
+    # `gender: {...}` is line 7; its map starts at column 11. 'X' once, however many rows hold it.
+    assert _notices(seen) == [f"{book}:7:11: values.gender: value(s) 'X' of {people} are not in the map and were "
+                              "kept as written"]
+
+
+def test_a_table_read_through_a_codebook_keeps_unmapped_codes_too(tmp_path):
+    # The same rule for a table read without an instrument (a cohort drawn from the file).
+    import warnings
+    from psyq.engine.files.codebook import read_table_through_codebook
+    people, book = tmp_path / "export.csv", tmp_path / "book.yaml"
+    people.write_text(PARTLY_CODED)
+    book.write_text(PARTLY_MAPPED)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        table, used = read_table_through_codebook(people, codebook=book)
+    assert used == str(book)
+    assert table.column("gender") == ["female", "X", "male", "female", "X"]
+    assert _notices(seen) == [f"{book}:7:11: values.gender: value(s) 'X' of {people} are not in the map and were "
+                              "kept as written"]
+
+
+def opposed_parts(n: int = 400, seed: int = 7) -> pd.DataFrame:
+    """Raw answers to the mini instrument (X = a, b; Y = b, c, d; Z = all four, composite) in which
+    each reverse item goes with its own first-order subscale, but the total's forward items (b + d)
+    run against item a: d loads -1.6 on the trait that b and a carry.
+
+    Keyed a ~ f, b ~ f, keyed c ~ 0.8 (g - f), d ~ 0.5 g - 1.6 f: a against b and c against b + d are
+    positive (the right keying), a against b + d is negative."""
+    rng = np.random.default_rng(seed)
+    f, g = rng.standard_normal(n), rng.standard_normal(n)
+
+    def answer(latent: np.ndarray) -> np.ndarray:
+        return np.clip(np.rint(4 + latent + rng.normal(0, 0.5, n)), 1, 7)
+
+    keyed = pd.DataFrame({"a": answer(f), "b": answer(f), "c": answer(0.8 * g - 0.8 * f), "d": answer(0.5 * g - 1.6 * f)})
+    raw = keyed.assign(a=8 - keyed["a"], c=8 - keyed["c"])          # a and c are reverse-keyed (scale 1-7)
+    return raw.set_index(pd.Index([f"s{k}" for k in range(n)], name="respondent_id"))
+
+
+def test_the_keying_check_of_an_instrument_with_a_total_uses_first_order_subscales_only():
+    mini = load_instrument(ROOT / "tests" / "data" / "mini_1to7.yaml")
+    raw = opposed_parts()
+    keyed_a = 8 - raw["a"]
+    # The trap, computed without psyq: against the total's forward items item a looks keyed the
+    # wrong way, so a check that took Z as a subscale would warn about correctly keyed data.
+    assert np.corrcoef(keyed_a, raw["b"] + raw["d"])[0, 1] < -0.2
+    assert np.corrcoef(keyed_a, raw["b"])[0, 1] > 0.3
+    assert np.corrcoef(8 - raw["c"], raw["b"] + raw["d"])[0, 1] > 0.3
+    check = keying_check(mini, raw)
+    assert list(zip(check["subscale"], check["item_id"])) == [("X", "a"), ("Y", "c")]
+    assert (check["r_scored"] > 0.3).all() and not check["looks_wrong"].any()
+    assert keying_warning(check, "people.csv", keyed=False) is None
