@@ -8,7 +8,9 @@ and rewrite requests come from :mod:`psyq.engine.judging.answer_judge`, :mod:`ps
 :mod:`psyq.engine.judging.perturbed_replies`; batch lines from the batch clients (:mod:`psyq.engine.backends.openai_batch`,
 :mod:`psyq.engine.backends.anthropic_batch`) with their HTTP calls replaced by a recorder. A combination
 psyq's validation refuses (e.g. ``answer: logprobs`` on Anthropic, batch mode with ``stages:``) is
-skipped with psyq's own reason. Nothing is sent and no server is started.
+skipped with psyq's own reason. Nothing is sent and no server is started, but for the error bodies
+at the end of the file: what servers send with a 4xx (:data:`REFUSALS`) is read by ``read_refusal``, and
+through a backend from a loopback server, to check that the user sees the provider's own words.
 
 The schemas (tests/data/provider_schemas/, SOURCE.md there says where each comes from):
 
@@ -1129,3 +1131,81 @@ def test_settings_psyq_accepts_are_valid_for_the_provider(workdir: Path, config:
     backend = _backend(study, config["id"])
     body = backend.payload(_planned(study, backend)[0].request)
     assert not check_body(config["kind"], body), why
+
+
+# --- refusals: an error body is shown in the provider's own words ------------------------------------
+# The shapes servers send with a 4xx. OpenAI's ErrorResponse (openai-openapi: `error` an object with
+# message, type, param, code); Anthropic's error ({"type": "error", "error": {type, message}}, its
+# Errors page); and a bare string under `error`, as Hugging Face text-generation-inference's router
+# sends it from its OpenAI-compatible /v1/chat/completions (router/src/lib.rs: ErrorResponse
+# {error: String, error_type: String}; a 422 for input validation) and Ollama's own API does
+# ({"error": "model ... not found"}). A message read from the wrong place would show the raw JSON.
+REFUSALS = [
+    pytest.param(400, {"error": {"message": "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                                            "Use 'max_completion_tokens' instead.",
+                                 "type": "invalid_request_error", "param": "max_tokens", "code": "unsupported_parameter"}},
+                 "HTTP 400 (unsupported_parameter, param max_tokens): Unsupported parameter: 'max_tokens' is not "
+                 "supported with this model. Use 'max_completion_tokens' instead.", id="openai-object"),
+    pytest.param(404, {"type": "error", "error": {"type": "not_found_error", "message": "model: claude-x"}},
+                 "HTTP 404 (not_found_error): model: claude-x", id="anthropic"),
+    pytest.param(404, {"error": "model not found"}, "HTTP 404: model not found", id="string"),
+    pytest.param(422, {"error": "Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096. "
+                                "Given: 4000 `inputs` tokens and 200 `max_new_tokens`", "error_type": "validation"},
+                 "HTTP 422: Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096. Given: 4000 "
+                 "`inputs` tokens and 200 `max_new_tokens`", id="tgi-string"),
+]
+
+
+@pytest.mark.parametrize("status, body, shown", REFUSALS)
+def test_a_refusal_is_read_in_the_providers_words(status: int, body: dict, shown: str) -> None:
+    from psyq.engine.backends.provider_errors import read_refusal
+    assert read_refusal(status, json.dumps(body).encode()).describe() == shown
+
+
+async def _refused_by_a_server(status: int, body: dict) -> tuple[Exception, list[str]]:
+    """One chat request from an OpenAI-compatible backend to a loopback server that answers every
+    request with `status` and `body`: the error raised and what the backend said at once."""
+    from aiohttp import web
+
+    async def refuse(request: web.Request) -> web.Response:
+        await request.read()
+        return web.json_response(body, status=status)
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", refuse)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    said: list[str] = []
+    backend = make_backend(BackendConfig(id="srv", kind="openai", model="llama3", base_url=f"http://127.0.0.1:{port}/v1"),
+                           log=said.append)
+    await backend.start()
+    try:
+        await backend.complete(ChatRequest(messages=({"role": "user", "content": "Rate it."},), max_tokens=16))
+    except Exception as exc:   # noqa: BLE001 - the test looks at what was raised
+        return exc, said
+    finally:
+        await backend.close()
+        await runner.cleanup()
+    raise AssertionError("the server refused, but complete() returned")
+
+
+@pytest.mark.parametrize("status, body, shown, fix, fatal", [
+    # A 404 stops the run at once; "model not found" is a message psyq knows a fix for.
+    (404, {"error": "model not found"}, "HTTP 404: model not found",
+     "check the backend's `model` name against the provider's model list", True),
+    (422, {"error": "Input validation error: `max_new_tokens` must be <= 2048. Given: 4096", "error_type": "validation"},
+     "HTTP 422: Input validation error: `max_new_tokens` must be <= 2048. Given: 4096", None, False),
+])
+def test_a_string_error_from_a_server_is_shown_and_stored_as_the_server_wrote_it(status, body, shown, fix, fatal):
+    from psyq.engine.backends.base import ProviderRefused
+    exc, said = asyncio.run(_refused_by_a_server(status, body))
+    assert isinstance(exc, ProviderRefused)
+    assert str(exc) == shown and exc.status == status and exc.fatal is fatal and exc.fix == fix
+    assert said == [f"backend 'srv': the server refused a request: {shown}" + (f"\n  fix: {fix}" if fix else "")]
+    assert exc.stop_message() == ("backend 'srv': the server refused requests once in a way retrying cannot fix: "
+                                  f"{shown}" + (f"\nfix: {fix}" if fix else ""))
+    # The body is kept with the trial exactly as sent (web.json_response writes json.dumps' text).
+    assert exc.body == {"unreadable_body": json.dumps(body), "truncated": False}
