@@ -16,8 +16,9 @@ polls, from the test's thread):
   before the reply (the client cannot know whether its batch exists).
 
 What it saw, for the tests: ``creations`` (batches created), ``answered`` (a Counter of the
-successful results per custom_id: a count of 2 would be a request paid twice), ``uploads`` and
-``online`` (bodies POSTed to ``/v1/chat/completions``, served as online for re-asks).
+successful results per custom_id: a count of 2 would be a request paid twice), ``uploads``,
+``online`` (bodies POSTed to ``/v1/chat/completions``, served as online for re-asks) and ``seen``
+(method and path of every HTTP request, in order of arrival).
 Usage as a script: ``python tests/batch_stub.py [--port P]`` prints ``READY <base_url>``.
 """
 
@@ -60,6 +61,7 @@ class BatchStub:
         self.online: list[dict] = []   # bodies of online chat requests
         self.keys: set[str] = set()      # API keys seen in the Authorization / x-api-key headers
         self.answered: collections.Counter[str] = collections.Counter()
+        self.seen: list[tuple[str, str]] = []   # (method, path) of every request received
         self.lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
         self.url = ""
@@ -232,6 +234,8 @@ class _Handler(BaseHTTPRequestHandler):
         return self.rfile.read(int(self.headers.get("Content-Length") or 0))
 
     def _note_key(self) -> None:
+        with self.stub.lock:
+            self.stub.seen.append((self.command, urlsplit(self.path).path))
         key = self.headers.get("x-api-key") or (self.headers.get("Authorization") or "").removeprefix("Bearer ")
         if key:
             self.stub.keys.add(key)

@@ -104,7 +104,8 @@ def test_sigkill_after_submission_resumes_by_batch_id_and_sends_nothing_again(tm
         stub.in_progress_polls = 0   # the provider finishes it
         out = psyq("run", str(study), "--runs-dir", str(runs))
     assert out.returncode == 0, out.stderr
-    assert id_recorded or "found again by its psyq intent" in out.stdout + out.stderr
+    # Found by listing only when its id was never recorded; a recorded id is polled directly.
+    assert ("found again by its psyq intent" in out.stdout + out.stderr) is (not id_recorded)
     assert stub.creations == 1                           # resumed by its id: nothing resubmitted
     assert sorted(stub.answered.values()) == [1] * 16    # every request paid once
     assert_all_answered_as_the_stub_said(stored(tmp_path), 16)
@@ -244,3 +245,46 @@ def test_an_online_and_a_batch_backend_in_one_study(tmp_path):
     # 2 personas × 4 items per backend: 8 in one batch, 8 online.
     assert stub.creations == 1 and len(stub.batches["batch_1"]["requests"]) == 8 and len(stub.online) == 8
     assert_all_answered_as_the_stub_said(stored(tmp_path), 16)
+
+
+# What a run stores about its trials; `respondents` is rewritten with the same rows by every run
+# (engine/administer/run.py puts the cohort first), so it is compared by content only.
+TRIAL_TABLES = ("trials", "answers", "batches", "batch_replies")
+WRITE_LOG = "test_write_log"
+
+
+def log_writes(db: Path, tables: tuple[str, ...]) -> None:
+    """Triggers noting every INSERT, UPDATE and DELETE on `tables` in a table of their own: a change
+    counter that sees the writes of another process (the `psyq` subprocess), even of an unchanged row."""
+    with sqlite3.connect(db) as c:
+        c.execute(f"CREATE TABLE {WRITE_LOG} (tbl TEXT, op TEXT)")
+        for table in tables:
+            for op in ("INSERT", "UPDATE", "DELETE"):
+                c.execute(f"CREATE TRIGGER log_{table}_{op.lower()} AFTER {op} ON {table} "
+                          f"BEGIN INSERT INTO {WRITE_LOG} VALUES ('{table}', '{op}'); END")
+
+
+def contents(db: Path, tables: tuple[str, ...]) -> dict[str, list[tuple]]:
+    with sqlite3.connect(db) as c:
+        return {t: sorted(c.execute(f"SELECT * FROM {t}").fetchall(), key=repr) for t in tables}
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+def test_a_rerun_of_a_finished_batch_run_sends_and_stores_nothing(tmp_path, kind):
+    with BatchStub() as stub:
+        study = write_study(tmp_path, stub.url, n_personas=2, backend={"kind": kind})
+        first = psyq("run", str(study), "--runs-dir", str(tmp_path / "runs"))
+        assert first.returncode == 0, first.stderr
+        db = next((tmp_path / "runs").rglob("run.sqlite"))
+        before = contents(db, TRIAL_TABLES + ("respondents",))
+        log_writes(db, TRIAL_TABLES)
+        requests_before = len(stub.seen)
+        again = psyq("run", str(study), "--runs-dir", str(tmp_path / "runs"))
+        sent_again = stub.seen[requests_before:]
+    assert again.returncode == 0, again.stderr
+    assert [len(before[t]) for t in TRIAL_TABLES] == [8, 8, 1, 8]   # 2 personas × 4 items, one batch
+    assert sent_again == []          # no poll, no upload, no batch, no online request
+    assert stub.creations == 1 and sorted(stub.answered.values()) == [1] * 8
+    with sqlite3.connect(db) as c:
+        assert c.execute(f"SELECT tbl, op FROM {WRITE_LOG}").fetchall() == []   # no row written, not even the same
+    assert contents(db, TRIAL_TABLES + ("respondents",)) == before
