@@ -42,6 +42,63 @@ def test_answer_levels_on_the_toy_lexicon(toy, text, level):
     assert score_answer(text, toy).level == level
 
 
+# Negation over a coordination (engine/kinds/scene/leas.py, module docstring): a list joined by
+# "or"/"nor" is negated as a whole when its first term is. Levels by hand on the toy lexicon.
+@pytest.mark.parametrize("text, level, matched", [
+    ("I would not feel angry or sad", 0, ()),             # "not" is four words before "sad": the list carries it
+    ("I wouldn't be angry, sad or scared", 0, ()),        # a comma list closed by "or"
+    ("I would not feel angry or sad, but guilty", 3, ("guilty",)),   # the list ends at the comma before "but"
+    # must not change:
+    ("not angry but sad", 3, ("sad",)),                  # "but" turns the clause: sad is said
+    ("not angry, sad", 3, ("sad",)),                     # a comma alone is no "or": sad is said
+    ("I would not be angry or even a little sad", 3, ("sad",)),   # words between: not a plain list
+    ("I would not feel angry and I would be sad", 3, ("sad",)),
+    ("I would be angry or sad", 4, ("angry", "sad")),    # nothing negated: both count
+    ("I'd be sad or not angry", 3, ("sad",)),            # the negation comes after the first term
+])
+def test_a_negation_covers_the_terms_joined_by_or(toy, text, level, matched):
+    got = score_answer(text, toy)
+    assert (got.level, got.matched) == (level, matched)
+
+
+# "feel like" + an -ing verb is an action tendency (level 2); on the toy lexicon, which lists no
+# "feel like" phrase, the level can only come from the scorer's rule.
+@pytest.mark.parametrize("text, level, matched", [
+    ("I'd feel like hitting something", 2, ("feel like hitting",)),
+    ("I would feel like running away", 2, ("feel like running",)),
+    ("She'd feel like walking out on him", 2, ("feel like walking",)),
+    ("I felt like leaving", 2, ("felt like leaving",)),
+    ("Feeling like screaming, and sad", 3, ("feeling like screaming", "sad")),
+    ("I wouldn't feel like leaving", 0, ()),             # negated like any term
+    # not an act: a noun, a clause, a pronoun in -thing, or "being"
+    ("I feel like a fool", 0, ()),                       # the toy lexicon does not list it
+    ("I feel like a failure", 0, ()),
+    ("I feel like I failed him", 0, ()),
+    ("I'd feel like nothing matters", 0, ()),
+    ("I'd feel like being sick", 1, ("sick",)),
+])
+def test_feel_like_doing_something_is_an_action_tendency(toy, text, level, matched):
+    got = score_answer(text, toy)
+    assert (got.level, got.matched) == (level, matched)
+
+
+@pytest.mark.parametrize("text, level, matched, families", [
+    # A phrase the shipped lexicon lists decides: "feel like a fool" is embarrassment (level 3),
+    # "feel like crying" its own action phrase, "hurting" a word of the hurt family.
+    ("I'd feel like a fool", 3, ("feel like a fool",), {"embarrassment"}),
+    ("I'd feel like crying", 2, ("feel like crying",), set()),
+    ("I'd feel like hurting him", 3, ("hurting",), {"hurt"}),
+    ("I'd feel like giving up", 2, ("feel like giving",), set()),      # the lexicon lists "give up" only
+    ("I would not feel angry or sad", 0, (), set()),
+    ("I would feel neither angry nor sad", 0, (), set()),             # "neither" is a negator there
+    # Hand-scored 0 in tests/data/leas_validation.csv (scene s11): both words negated.
+    ("I wouldn't be angry or upset, I'd just think he made a mistake.", 0, (), set()),
+])
+def test_the_shipped_lexicon_and_the_two_rules(text, level, matched, families):
+    got = score_answer(text, load_lexicon(LEXICON))
+    assert (got.level, got.matched, set(got.families)) == (level, matched, families)
+
+
 def test_scene_total_rule():
     four_a = AnswerScore(4, frozenset({"anger", "sadness"}), ())
     four_b = AnswerScore(4, frozenset({"guilt", "fear"}), ())
@@ -77,7 +134,8 @@ LEXICON = ROOT / "instruments" / "lexicons" / "leas_psyq_lexicon.yaml"
 VALIDATION = ROOT / "tests" / "data" / "leas_validation.csv"
 # Agreement reached by the shipped lexicon on the hand-scored set when it was built (see the
 # closing note of the LEAS issue); the test fails if a change makes the scorer agree less.
-MIN_PEARSON_R, MIN_ICC, MIN_EXACT = 0.90, 0.90, 0.85   # reached: r .906, ICC(A,1) .906, exact 85.5 % (n 131)
+# Reached: r .906, ICC(A,1) .906, exact 85.5 % (n 131); with negation over "or" lists r .914, ICC .914, 86.3 %.
+MIN_PEARSON_R, MIN_ICC, MIN_EXACT = 0.90, 0.90, 0.85
 
 
 def agreement() -> dict[str, float]:

@@ -6,7 +6,28 @@ sensation, 2 action tendency or undifferentiated state, 3 one differentiated emo
 4 two or more level-3 words that together say more than one alone (here: level-3 words from at
 least two different emotion families). A scene's total is the higher of the self and other
 levels, or 5 when both are 4 and the two are differentiated from each other (here: different
-sets of emotion families). Negated words ("not angry") do not count.
+sets of emotion families).
+
+Two rules read a little grammar around the lexicon's words (the lexicon lists cues and phrases only;
+its header leaves how they are read to this module):
+
+- Negation. A term preceded by a negator (the lexicon's ``negators``) at most
+  :data:`NEGATION_WINDOW` words back, with no clause break (:data:`CLAUSE_BREAKS`: punctuation,
+  "but", "just" ...) in between, does not count ("I wasn't angry, just tired": tired counts). The
+  negation also covers the terms coordinated with a negated one by "or" / "nor": a run of terms
+  separated only by "or", "nor" and commas, with at least one "or" or "nor" in it, is negated as
+  a whole when its first term is ("I would not feel angry or sad", "I wouldn't be angry, sad or
+  scared": no emotion counts). A comma alone does not carry it ("not angry, sad": sad counts),
+  nor does "but" ("not angry but sad"), nor anything else between the terms ("not angry or even
+  sad" keeps sad: the rule stays with the plain list).
+- "feel like" + an -ing verb is an action tendency, level 2: "I'd feel like walking away",
+  "feel like giving up", "felt like leaving". The verb is any word of five or more letters
+  ending in "-ing" after "feel/feels/felt/feeling like", but for "being" (a state, not an act)
+  and the "-thing" pronouns ("feel like nothing matters"). Where the lexicon lists a phrase
+  there, the lexicon decides ("feel like crying" 2; "feel like a fool" is embarrassment, 3; "feel
+  like hurting him" is read by its word "hurting", 3); "feel like" before a noun or a clause is
+  no action ("I feel like a failure", "I feel like I failed": 0). A bare noun in "-ing" right
+  after "feel like" ("feel like spring") would be misread as an act; it is rare in these answers.
 
 The lexicon is ours (``instruments/lexicons/leas_psyq_lexicon.yaml``); see its header for how it
 was built and how it relates to the computer scoring of Barchard et al. (2010).
@@ -33,6 +54,9 @@ DEFAULT_LEXICON = INSTRUMENTS / "lexicons" / "leas_psyq_lexicon.yaml"
 SCENE_LEVEL_COLUMNS = ["backend_id", "respondent_id", "repeat", "instrument", "scene",
                        "self_level", "other_level", "total_level"]
 NEGATION_WINDOW = 3   # a negator this many words or fewer before a term negates it
+COORDINATORS = frozenset({"or", "nor"})   # carry a negation on to the next term of a list
+FEEL_FORMS = frozenset({"feel", "feels", "felt", "feeling"})
+ACTION_LEVEL = 2      # "feel like <doing>": an action tendency
 
 
 class LexiconFile(StrictModel):
@@ -135,6 +159,41 @@ def _negated(words: list[str], i: int, negators: frozenset[str]) -> bool:
     return False
 
 
+def _term_at(words: list[str], i: int, lexicon: Lexicon) -> Term | None:
+    """The longest lexicon term starting at word `i`, or None."""
+    return next((t for t in lexicon.terms.get(words[i], ()) if tuple(words[i:i + len(t.words)]) == t.words), None)
+
+
+def _is_action_verb(word: str) -> bool:
+    """An -ing form read as an act after "feel like" (see the module docstring)."""
+    return len(word) >= 5 and word.endswith("ing") and word != "being" and not word.endswith("thing")
+
+
+def _feel_like_action(words: list[str], i: int, lexicon: Lexicon) -> Term | None:
+    """"feel like <-ing verb>" at word `i` as an action tendency, unless the lexicon has a term at the verb."""
+    if (words[i] in FEEL_FORMS and i + 2 < len(words) and words[i + 1] == "like" and _is_action_verb(words[i + 2])
+            and _term_at(words, i + 2, lexicon) is None):
+        return Term(tuple(words[i:i + 3]), ACTION_LEVEL, None)
+    return None
+
+
+def _lists(matches: list[tuple[Term, int, bool]], words: list[str]) -> list[tuple[list[tuple[Term, int, bool]], bool]]:
+    """`matches` cut into lists: runs of terms with only commas, "or" and "nor" between them; each
+    with whether an "or"/"nor" joins it ("angry, sad or scared": one list, joined)."""
+    runs: list[tuple[list[tuple[Term, int, bool]], bool]] = []
+    for match in matches:
+        if runs:
+            run, joined = runs[-1]
+            last, start = run[-1], match[1]
+            gap = words[last[1] + len(last[0].words):start]
+            if gap and all(w == "," or w in COORDINATORS for w in gap):
+                run.append(match)
+                runs[-1] = (run, joined or any(w in COORDINATORS for w in gap))
+                continue
+        runs.append(([match], False))
+    return runs
+
+
 def score_answer(text: str | None, lexicon: Lexicon) -> AnswerScore:
     """Level 0–4 of one free-text answer.
 
@@ -142,22 +201,26 @@ def score_answer(text: str | None, lexicon: Lexicon) -> AnswerScore:
         >>> lex = load_lexicon("leas_psyq_lexicon")
         >>> score_answer("I'd be angry and hurt, but not scared", lex).level
         4
+        >>> score_answer("I wouldn't be angry or sad, I'd feel like walking away", lex).matched
+        ('feel like walking',)
     """
     if not text:
         return AnswerScore(0, frozenset(), ())
     words = tokens(text)
-    found: list[Term] = []
+    matches: list[tuple[Term, int, bool]] = []   # term, its first word, negated by a cue before it
     i = 0
     while i < len(words):
-        term = next((t for t in lexicon.terms.get(words[i], ()) if tuple(words[i:i + len(t.words)]) == t.words),
-                    None)
+        term = _term_at(words, i, lexicon) or _feel_like_action(words, i, lexicon)
         if term is None:
             i += 1
             continue
-        negated = _negated(words, i, lexicon.negators)
-        if not negated:
-            found.append(term)
+        matches.append((term, i, _negated(words, i, lexicon.negators)))
         i += len(term.words)
+    found: list[Term] = []
+    for run, joined in _lists(matches, words):
+        # A list joined by "or"/"nor" whose first term is negated is negated as a whole.
+        whole = joined and run[0][2]
+        found.extend(term for term, _start, negated in run if not (negated or whole))
     families = frozenset(t.family for t in found if t.level == 3 and t.family)
     if len(families) >= 2:
         level = 4
