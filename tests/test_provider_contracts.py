@@ -505,10 +505,17 @@ def _study_file(workdir: Path, study_key: str, answer: str, backend_ids: tuple[s
     path, overrides = STUDIES[study_key]
     source = ROOT / path
     data = copy.deepcopy(_study_source(study_key))
-    data["instruments"] = [str((source.parent / p).resolve()) for p in data["instruments"]]
-    data["cohort"] = str((source.parent / data["cohort"]).resolve())
+
+    def where(name: str) -> str:
+        # A path beside the shipped study is made absolute; a shipped file's name (`leas_psyq`,
+        # `hand_written`) stays a name, found from any folder (engine/files/shipped.py).
+        beside = source.parent / name
+        return str(beside.resolve()) if beside.exists() else name
+
+    data["instruments"] = [where(p) for p in data["instruments"]]
+    data["cohort"] = where(data["cohort"])
     if data.get("situations"):
-        data["situations"]["file"] = str((source.parent / data["situations"]["file"]).resolve())
+        data["situations"]["file"] = where(data["situations"]["file"])
     data["protocol"] = {**(data.get("protocol") or {}), "answer": answer, **overrides}
     data["backends"] = [CASES[b].config for b in backend_ids]
     tag = backend_ids[0] if len(backend_ids) == 1 else hashlib.sha1("+".join(backend_ids).encode()).hexdigest()[:12]
