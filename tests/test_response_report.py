@@ -22,7 +22,7 @@ import pytest
 
 from psyq.analysis import apa
 from psyq.analysis.kinds import ReportInput
-from psyq.analysis.kinds.response import RUBRICS, ResponseReport
+from psyq.analysis.kinds.response import ResponseReport
 from psyq.analysis.report import Section, _fmt_p, _num, _pct, build_sections, render_html, render_markdown
 from psyq.analysis.response_comparison import compare_sources, target_scores, with_combined
 from psyq.engine.store.ratings import Rating, RatingTarget, put_ratings, put_targets
@@ -116,10 +116,8 @@ def test_report_shows_rated_replies_and_agreement_with_the_right_numbers(rated_r
     reading = next(r for r in replies.readings if r.startswith("empathy_ceb, scored by judges"))
     assert f"cognitive {apa.fmt_num(diff)} [" in reading
     assert "mixed model (random intercept per message)" in reading or "OLS" in reading
-    # the shipped rubric's combine rule when instruments/rubrics/empathy_ceb.yaml is there, else the dimensions rated
-    shipped = (RUBRICS / "empathy_ceb.yaml").exists()
-    how = ("'overall' is the mean of cognitive and emotional and behavioural (the rubric's combine rule)" if shipped
-           else "'overall' is the mean of behavioural and cognitive and emotional (the dimensions rated")
+    # the shipped rubric's combine rule (psyq ships empathy_ceb wherever it is installed)
+    how = "'overall' is the mean of cognitive and emotional and behavioural (the rubric's combine rule)"
     assert any(how in r for r in replies.readings)
     assert "20 replies (10 by personas, 10 reference replies) to 5 messages" in replies.readings[0]
     assert "1 rating(s) have no level and are left out, never imputed (unparseable 1)." in replies.readings
