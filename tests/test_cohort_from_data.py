@@ -229,12 +229,46 @@ def test_rows_with_an_empty_attribute_or_weight_are_skipped_counted_and_said(tmp
         {"reason": "empty wt", "rows": 1, "respondent_ids": ["a4"]},
         {"reason": "empty gender, age", "rows": 1, "respondent_ids": ["a5"]},
         {"reason": "weight 0 in wt", "rows": 1, "respondent_ids": ["a6"]}]
-    assert {p["respondent_id"] for p in cohort.provenance["personas"]} <= {"a1", "a7"}
+    drawn = [p["respondent_id"] for p in cohort.provenance["personas"]]
+    assert len(drawn) == 3 and set(drawn) <= {"a1", "a7"}     # three personas, none from a skipped row
     # `psyq validate` says it too.
     out = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "validate", str(path)], cwd=ROOT,
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert "note: " in out.stderr and "5 of 7 rows skipped" in out.stderr
+
+
+def test_rows_sharing_a_reason_are_counted_together(tmp_path):
+    """Two rows with an empty gender and two of weight 0, interleaved, and one with an empty age: each
+    reason is said once with its count, in the order first met, in the notice and the provenance."""
+    write_csv(tmp_path / "people.csv", ["respondent_id", "gender", "age", "wt"], [
+        ["b1", "female", "30", "1"], ["b2", "", "41", "2"], ["b3", "male", "52", "0"], ["b4", "", "33", "1"],
+        ["b5", "female", "27", "0"], ["b6", "male", "", "1"], ["b7", "male", "35", "1.5"]])
+    path = cohort_file(tmp_path, {"file": "people.csv", "attributes": ["gender", "age"],
+                                  "draw": {"size": 4, "seed": 1, "id_prefix": "d", "weight": "wt"}})
+    with pytest.warns(InputNotice, match=r"5 of 7 rows skipped for the cohort .*: 2 with empty gender; 2 with weight "
+                                         r"0 in wt; 1 with empty age$"):
+        cohort = load_cohort(path)
+    assert cohort.provenance["rows_usable"] == 2 and cohort.provenance["rows_in_file"] == 7
+    assert cohort.provenance["skipped"] == [
+        {"reason": "empty gender", "rows": 2, "respondent_ids": ["b2", "b4"]},
+        {"reason": "weight 0 in wt", "rows": 2, "respondent_ids": ["b3", "b5"]},
+        {"reason": "empty age", "rows": 1, "respondent_ids": ["b6"]}]
+    drawn = [p["respondent_id"] for p in cohort.provenance["personas"]]
+    assert len(drawn) == 4 and set(drawn) <= {"b1", "b7"}
+
+
+def test_no_usable_row_counts_each_reason(tmp_path):
+    write_csv(tmp_path / "people.csv", ["respondent_id", "gender", "wt"], [
+        ["c1", "", "1"], ["c2", "male", "0"], ["c3", "", "2"]])
+    path = cohort_file(tmp_path, {"file": "people.csv", "attributes": ["gender"],
+                                  "draw": {"size": 2, "seed": 1, "id_prefix": "d", "weight": "wt"}})
+    with pytest.raises(InputError) as info, warnings.catch_warnings():
+        warnings.simplefilter("ignore", InputNotice)
+        load_cohort(path)
+    [problem] = info.value.problems
+    assert str(problem).endswith(f"no usable rows in {tmp_path / 'people.csv'}: all 3 rows are skipped "
+                                 "(2 with empty gender; 1 with weight 0 in wt)")
 
 
 # --- the manifest and the run id ---------------------------------------------------------------

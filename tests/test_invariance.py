@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from scipy import optimize
+from scipy import optimize, stats
 
 import psyq.analysis.invariance as invariance
 from psyq.analysis import invariance_verdicts, measurement_invariance
@@ -38,6 +38,8 @@ def simulate(rng: np.random.Generator, n: int, group: str, *, loadings=SIM_LOADI
 # semTools::measurementInvariance and the lavaan tutorial https://lavaan.ugent.be/tutorial/groups.html
 # (configural χ² 115.851, per group Pasteur 64.309, Grant-White 51.542).
 HS_LAVAAN = {"configural": (115.85, 48, 0.097), "metric": (124.04, 54, 0.093), "scalar": (164.10, 60, 0.107)}
+# CFI of the same three fits as semTools::measurementInvariance prints them (.923, .921, .882).
+HS_LAVAAN_CFI = {"configural": 0.923, "metric": 0.921, "scalar": 0.882}
 
 
 def test_holzinger_swineford_reproduces_lavaan():
@@ -48,9 +50,19 @@ def test_holzinger_swineford_reproduces_lavaan():
         assert fit.loc[step, "chi2"] == pytest.approx(chi2, abs=0.5)
         assert fit.loc[step, "df"] == df
         assert fit.loc[step, "rmsea"] == pytest.approx(rmsea, abs=0.002)
+        assert fit.loc[step, "cfi"] == pytest.approx(HS_LAVAAN_CFI[step], abs=5e-4)
     assert fit.attrs["group_chi2"]["configural"] == pytest.approx({"Pasteur": 64.309, "Grant-White": 51.542}, abs=0.01)
     assert fit.loc["metric", "delta_chi2"] == pytest.approx(8.19, abs=0.05) and fit.loc["metric", "delta_df"] == 6
     assert fit.loc["scalar", "delta_chi2"] == pytest.approx(40.06, abs=0.05)
+    # The Δχ² p value: against lavaan's lavTestLRT(fit1, fit2, fit3) as printed on the same page and
+    # by semTools::measurementInvariance (Pr(>Chisq) .2244 and 4.435e-07, Δdf 6 each), and against
+    # scipy's χ² tail on the differences of the table's own χ² and df columns.
+    assert fit.loc["metric", "delta_p"] == pytest.approx(0.2244, abs=1e-4)
+    assert fit.loc["scalar", "delta_p"] == pytest.approx(4.435e-07, rel=1e-3)
+    for before, after in (("configural", "metric"), ("metric", "scalar")):
+        delta_chi2 = fit.loc[after, "chi2"] - fit.loc[before, "chi2"]
+        delta_df = int(fit.loc[after, "df"] - fit.loc[before, "df"])
+        assert fit.loc[after, "delta_p"] == pytest.approx(stats.chi2.sf(delta_chi2, delta_df), rel=1e-9)
     assert fit.loc["configural", "rmsea_low"] < fit.loc["configural", "rmsea"] < fit.loc["configural", "rmsea_high"]
     assert fit.attrs["baseline"]["df"] == 72
     assert list(fit["n"]) == [301] * 3 and list(fit["groups"]) == [2] * 3
@@ -223,6 +235,122 @@ def test_heywood_case_is_named_in_the_note():
     fit = measurement_invariance(pd.concat(exact), SIM_FACTORS, "group")
     assert fit["estimable"].all()
     assert "Heywood case" in fit.loc[0, "note"] and "residual variance of f1 in group" in fit.loc[0, "note"]
+
+
+def test_factor_variance_pushed_below_zero_is_held_at_its_bound_and_named():
+    """In group 'human' the four G items correlate −.2 with each other. Once the loadings are held
+    equal to the cohort's (positive) ones, λⱼλₖφ = cov(j, k) < 0 asks for a negative variance of G
+    there: the metric fit holds it at its bound, VARIANCE_FLOOR times the marker g1's sample
+    variance (divisor N), and the note names it."""
+    rng = np.random.default_rng(0)
+    cohort, human = simulate(rng, 200, "cohort"), simulate(rng, 200, "human")
+    correlation = np.full((4, 4), -0.2) + np.diag([1.2] * 4)
+    human[SIM_FACTORS["G"]] = 3 + rng.multivariate_normal(np.zeros(4), correlation, 200)
+    data = pd.concat([cohort, human])
+    fit = measurement_invariance(data, SIM_FACTORS, "group")
+    assert fit["estimable"].all()
+    named = "Heywood case (estimate held at its lower bound near 0): variance of factor G in group 'human'"
+    assert fit.loc[1, "note"] == named and fit.loc[2, "note"] == named
+
+    items = [i for members in SIM_FACTORS.values() for i in members]
+    samples = [invariance._Sample(g, len(rows), rows[items].mean().to_numpy(), np.cov(rows[items].T, bias=True))
+               for g, rows in data.groupby("group", sort=False)]
+    sample_cov = samples[1].cov[4:, 4:]
+    assert (sample_cov[np.triu_indices(4, 1)] < 0).all()          # every G covariance in 'human' is negative
+    factor_of, marker = np.repeat([0, 1], 4), np.array([True, False, False, False] * 2)
+    layout, result = invariance._fit("metric", samples, factor_of, marker, items, list(SIM_FACTORS))
+    loadings = result.theta[layout.loadings[1][5:8]]
+    assert (loadings > 0).all()                                    # so φ < 0 would fit the covariances
+    variance_g = layout.factor_cov[1][1, 1]
+    bound = invariance.VARIANCE_FLOOR * np.var(human["g1"].to_numpy())   # ddof 0: lavaan's divisor N
+    assert result.theta[variance_g] == pytest.approx(bound, rel=1e-9)
+    # Pushed against the bound: lowering φ below it would lower the discrepancy further (a finite
+    # difference of F, not the analytic gradient).
+    lower = result.theta.copy()
+    lower[variance_g] -= bound / 2
+    value = lambda theta: invariance._discrepancy(theta, layout, samples, factor_of)[0]   # noqa: E731
+    assert value(lower) < value(result.theta)
+    # The cohort's G variance and the other group's F variance are interior estimates.
+    assert result.theta[layout.factor_cov[0][1, 1]] > 0.5 and result.theta[layout.factor_cov[1][0, 0]] > 0.5
+
+
+def test_chi2_below_its_df_gives_cfi_one_and_tli_above_one_as_lavaan():
+    """Invariant groups whose χ² falls below its df at every step. CFI is truncated at 1 (lavaan's
+    lav_fit_cfi: max(χ² − df, 0) over max(χ² − df, χ²_0 − df_0, 0)); TLI is not: lavaan's lav_fit_tli
+    (since 0.5-21) is 1 − (χ² − df)·df_0 / ((χ²_0 − df_0)·df) and exceeds 1. The baseline χ²_0 is
+    computed here from the groups' sample covariances (independence model: Σ = diag(S), μ = ȳ)."""
+    rng = np.random.default_rng(1)
+    data = pd.concat([simulate(rng, 200, "cohort"), simulate(rng, 200, "human")])
+    fit = measurement_invariance(data, SIM_FACTORS, "group")
+    items = [i for members in SIM_FACTORS.values() for i in members]
+    base_chi2 = 0.0
+    for _, rows in data.groupby("group"):
+        cov = np.cov(rows[items].T, bias=True)
+        base_chi2 += len(rows) * (np.sum(np.log(np.diag(cov))) - np.linalg.slogdet(cov)[1])
+    base_df = 2 * 8 * 7 // 2
+    assert fit.attrs["baseline"]["chi2"] == pytest.approx(base_chi2, rel=1e-9) and fit.attrs["baseline"]["df"] == base_df
+    for row in fit.itertuples():
+        assert row.chi2 < row.df, row.step
+        assert row.cfi == 1.0
+        lavaan_tli = 1 - (row.chi2 - row.df) * base_df / ((base_chi2 - base_df) * row.df)
+        assert row.tli == pytest.approx(lavaan_tli, rel=1e-12) and row.tli > 1
+        assert row.rmsea == 0.0
+    assert list(fit["df"]) == [38, 44, 50]
+    assert fit.loc[0, "chi2"] == pytest.approx(24.40, abs=0.01) and fit.loc[0, "tli"] == pytest.approx(1.0123, abs=1e-4)
+
+
+def verdict_frame(delta_cfi: float, delta_rmsea: float, delta_srmr: float, step: str = "metric") -> pd.DataFrame:
+    """A configural row that fits and one later step with the given changes (what the verdict reads)."""
+    rows = [{"step": "configural", "cfi": 0.97, "rmsea": 0.04, "groups": 2, "estimable": True, "note": "",
+             "delta_cfi": np.nan, "delta_rmsea": np.nan, "delta_srmr": np.nan, "delta_df": pd.NA,
+             "delta_chi2": np.nan, "delta_p": np.nan},
+            {"step": step, "cfi": 0.97 + delta_cfi, "rmsea": 0.04 + delta_rmsea, "groups": 2, "estimable": True,
+             "note": "", "delta_cfi": delta_cfi, "delta_rmsea": delta_rmsea, "delta_srmr": delta_srmr,
+             "delta_df": 6, "delta_chi2": 30.0, "delta_p": stats.chi2.sf(30.0, 6)}]
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize(("delta_cfi", "delta_rmsea", "delta_srmr", "verdict"), [
+    # ΔCFI beyond −.010 and ΔSRMR below its .030: ΔRMSEA decides, at .015 inclusive (Chen, 2007: "≥ .015").
+    (-0.012, 0.0151, 0.005, "not equal"),
+    (-0.012, 0.015, 0.005, "not equal"),
+    (-0.012, 0.0149, 0.005, "doubtful"),
+    # ΔCFI not beyond −.010: a ΔRMSEA of .015 or more alone is a disagreement, below it equality holds.
+    (-0.0099, 0.0151, 0.005, "doubtful"),
+    (-0.0099, 0.0149, 0.005, "equal"),
+    # ΔCFI exactly −.010 counts as a drop (Chen: "≥ .010" decrease).
+    (-0.010, 0.0151, 0.005, "not equal"),
+    # SRMR can stand in for RMSEA: .030 for loadings.
+    (-0.012, 0.0, 0.030, "not equal"),
+    (-0.012, 0.0, 0.0299, "doubtful"),
+])
+def test_chen_cut_offs_decide_the_metric_verdict(delta_cfi, delta_rmsea, delta_srmr, verdict):
+    sentence = invariance_verdicts(verdict_frame(delta_cfi, delta_rmsea, delta_srmr))[1]
+    start = {"not equal": "metric: the loadings are not equal in the groups (",
+             "doubtful": "metric: equality of the loadings is doubtful, the fit indices disagree (",
+             "equal": "metric: the loadings are equal in the groups ("}[verdict]
+    assert sentence.startswith(start), sentence
+
+
+def test_scalar_srmr_cut_off_is_010():
+    assert invariance_verdicts(verdict_frame(-0.012, 0.0, 0.010, "scalar"))[1].startswith(
+        "scalar: the intercepts are not equal in the groups (")
+    assert invariance_verdicts(verdict_frame(-0.012, 0.0, 0.0099, "scalar"))[1].startswith(
+        "scalar: equality of the intercepts is doubtful")
+
+
+def test_groups_keep_the_order_of_the_data():
+    """The first group seen is the scalar model's reference; nothing is sorted by name."""
+    rng = np.random.default_rng(16)
+    data = pd.concat([simulate(rng, 120, "zeta"), simulate(rng, 150, "alpha"), simulate(rng, 130, "mid")])
+    fit = measurement_invariance(data, SIM_FACTORS, "group", steps=("configural",))
+    assert list(fit.attrs["group_sizes"]) == ["zeta", "alpha", "mid"]
+    assert list(fit.attrs["group_sizes"].values()) == [120, 150, 130]
+    assert list(fit.attrs["group_chi2"]["configural"]) == ["zeta", "alpha", "mid"]
+    # A categorical column: the order of its categories (those present), not the order in the data.
+    categorical = data.assign(group=pd.Categorical(data["group"], categories=["mid", "unused", "zeta", "alpha"]))
+    fit = measurement_invariance(categorical, SIM_FACTORS, "group", steps=("configural",))
+    assert list(fit.attrs["group_sizes"]) == ["mid", "zeta", "alpha"]
 
 
 def test_optimizer_that_does_not_converge_gives_no_number(monkeypatch):

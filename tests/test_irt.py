@@ -333,8 +333,51 @@ def test_holm_correction_and_flag_rule():
     np.testing.assert_allclose(result.loc[ok, "p_holm"], expected, rtol=1e-10)
     assert (result["p_holm"] >= result["p"]).all()
     np.testing.assert_array_equal(result["flag"], (result["p_holm"] < 0.05) & (result["delta_r2"] >= 0.035))
-    assert set(result["effect"]) <= {"negligible", "moderate", "large"}
+    assert result.loc[ok, "effect"].tolist() == [jodoin_gierl(d) for d in result.loc[ok, "delta_r2"]]
     assert irt.holm([0.01, 0.04, 0.03, np.nan, 0.005]).round(3).tolist()[:3] == [0.03, 0.06, 0.06]
+
+
+def jodoin_gierl(delta_r2: float) -> str:
+    """Jodoin & Gierl's (2001) bands of the Nagelkerke R² change, written out here: < .035
+    negligible, .035 to .070 moderate, > .070 large."""
+    if delta_r2 < 0.035:
+        return "negligible"
+    return "moderate" if delta_r2 <= 0.070 else "large"
+
+
+def test_dif_effect_label_follows_each_items_nagelkerke_change():
+    """One data set with an item in each band: i0 (uniform DIF) moderate, i1 (reversed
+    discrimination) large, the clean items negligible. Each item's ΔR² is recomputed from
+    statsmodels' ordered logit fits on the (purified) total score and its band read from the
+    thresholds, so a label taken from another item or another R² (McFadden's is about half) fails."""
+    data = dif_sample(1, n=500)
+    result = run_dif(data).set_index("item")
+    left_out = result.attrs["anchors_left_out"]
+    group = (data["sample"] == "cohort").to_numpy(dtype=float)
+    expected = {"i0": "moderate", "i1": "large", "i2": "negligible", "i7": "negligible"}
+    for item, label in expected.items():
+        score = data[[i for i in DIF_ITEMS if i == item or i not in left_out]].sum(axis=1).to_numpy(dtype=float)
+        y = data[item].to_numpy()
+        llf = [OrderedModel(y, np.column_stack(x), distr="logit").fit(method="bfgs", disp=False, maxiter=2000).llf
+               for x in ([score], [score, group, score * group])]
+        counts = np.bincount(y)
+        ll0 = np.sum(counts * np.log(counts / len(y)))
+        r2 = [(1 - np.exp(2 * (ll0 - ll) / len(y))) / (1 - np.exp(2 * ll0 / len(y))) for ll in llf]
+        delta = r2[1] - r2[0]
+        assert jodoin_gierl(delta) == label, (item, delta)
+        assert result.loc[item, "effect"] == label, item
+        # the McFadden change of i0 sits in another band: the label must not come from it
+        if item == "i0":
+            assert jodoin_gierl(result.loc[item, "delta_r2_mcfadden"]) == "negligible"
+    assert (result.drop(index=["i0", "i1"])["effect"] == "negligible").all()
+
+
+@pytest.mark.parametrize(("delta_r2", "label"), [
+    (0.0, "negligible"), (0.0349, "negligible"), (0.035, "moderate"), (0.05, "moderate"), (0.070, "moderate"),
+    (0.0701, "large"), (0.4, "large"), (float("nan"), "")])
+def test_dif_effect_bands_at_their_bounds(delta_r2, label):
+    """Jodoin & Gierl (2001): negligible below .035, moderate from .035 to .070 inclusive, large above."""
+    assert irt._effect_label(delta_r2) == label
 
 
 def test_dif_not_estimable_cases():

@@ -90,6 +90,96 @@ def test_a_constant_side_makes_r_not_estimable_with_its_reason():
     assert "r: no retest value to divide by" in per.query("respondent_id == 'h3' and comparison == 'normalised'")["note"].iloc[0]
 
 
+def test_a_negative_retest_r_gives_no_ratio_with_its_reason():
+    """h1 against their own retest: r < 0 (answers turned round). Dividing the twin's positive r by it
+    would give a negative "normalised accuracy"; it is not estimable, as for r = 0."""
+    retest = RETEST.copy()
+    retest.loc["h1"] = [5, 4, 3, 2, 1, 4]
+    per = twin_agreement(TWINS, PEOPLE, SIX, retest).set_index(["respondent_id", "comparison"])
+    retest_r = np.corrcoef(PEOPLE.loc["h1"], retest.loc["h1"])[0, 1]
+    twin_r = np.corrcoef(PEOPLE.loc["h1"], TWINS.loc["h1"])[0, 1]
+    # by hand: Σdx² = 40/3, Σdy² = 65/6, Σdxdy = −35/3, so r = −35/√1300 = −.971
+    assert retest_r == pytest.approx(-35 / np.sqrt(1300)) and retest_r < 0 < twin_r
+    assert per.loc[("h1", "retest"), "r"] == pytest.approx(retest_r)
+    normalised = per.loc[("h1", "normalised")]
+    assert np.isnan(normalised["r"])
+    assert normalised["note"] == f"r: the retest agreement is {retest_r:.3g} (division by a negative r)"
+    # exact agreement of h1's retest, item 3 only -> 1/6, still divides: (5/6) / (1/6) = 5
+    assert normalised["exact"] == pytest.approx(5.0)
+    # h2's retest r is positive: its ratio stays (twin r over retest r, both from numpy here).
+    h2 = np.corrcoef(PEOPLE.loc["h2"], TWINS.loc["h2"])[0, 1] / np.corrcoef(PEOPLE.loc["h2"], RETEST.loc["h2"])[0, 1]
+    assert per.loc[("h2", "normalised"), "r"] == pytest.approx(h2)
+    summary = twin_summary(per.reset_index()).set_index(["metric", "comparison"]).loc[("r", "normalised")]
+    assert (summary["n"], summary["not_estimable"]) == (1, 2)
+    assert "division by a negative r" in summary["note"]
+    # Only the divisor's sign matters: a twin that answers h2 turned round (r = −1) over h2's positive
+    # retest r is a negative ratio, kept as it is.
+    turned = TWINS.copy()
+    turned.loc["h2"] = 6 - PEOPLE.loc["h2"]
+    per = twin_agreement(turned, PEOPLE, SIX, retest).set_index(["respondent_id", "comparison"])
+    expected = -1 / np.corrcoef(PEOPLE.loc["h2"], RETEST.loc["h2"])[0, 1]
+    assert per.loc[("h2", "normalised"), "r"] == pytest.approx(expected) and expected < 0
+
+
+def test_space_padded_ids_are_matched_and_their_answers_compared():
+    """Ids are compared as stripped text (match_twins): " r0001 " in the cohort is the person
+    "r0001" of the human data, in the match and in every number."""
+    ids = {"h1": "r0001", "h2": "r0002", "h3": "r0003"}
+    people = PEOPLE.rename(index=ids)
+    plain = twin_agreement(TWINS.rename(index=ids), people, SIX, RETEST.rename(index=ids))
+    padded = twin_agreement(TWINS.rename(index={k: f" {v} " for k, v in ids.items()}), people, SIX,
+                            RETEST.rename(index={k: f"{v}  " for k, v in ids.items()}))
+    assert padded.attrs["match"].matched == ["r0001", "r0002", "r0003"]
+    assert padded.attrs["match"].personas_only == [] and padded.attrs["retest_n"] == 3
+    pd.testing.assert_frame_equal(padded, plain)
+    # the hand-worked values of the first test, reached through the padded ids
+    exact = padded.pivot(index="respondent_id", columns="comparison", values="exact")
+    assert exact["twin"].tolist() == pytest.approx([5 / 6, 3 / 6, 4 / 6])
+    assert exact["retest"].tolist() == pytest.approx([3 / 6, 5 / 6, 0.0])
+    # padded the other way round (the human file's ids) too
+    flipped = twin_agreement(TWINS.rename(index=ids), PEOPLE.rename(index={k: f" {v}" for k, v in ids.items()}), SIX)
+    assert flipped["exact"].tolist() == plain.query("comparison != 'retest' and comparison != 'normalised'")[
+        "exact"].tolist()
+
+
+THREE = toy(3)
+EXTREMES = frame({"h1": [1, 1, 1], "h2": [5, 5, 5], "h3": [1, 1, 1], "h4": [5, 5, 5]}, THREE)
+"""Sum scores 3, 15, 3, 15 (subscale S of three 1–5 items)."""
+
+
+def error_reading(twins: pd.DataFrame) -> str:
+    section = twins_section({"toy": (THREE, twins, EXTREMES, None)})
+    return next(r for r in section.readings if "absolute score error" in r)
+
+
+def test_absolute_error_verdict_says_closer_when_the_own_twin_errs_less():
+    # Each twin answers as its person: own error 0. Other twins of h1 (3): 15, 3, 15 -> errors 12, 0, 12,
+    # mean 8 (the same for every person). Cohort mean answer 3 per item -> score 9 -> error 6 for all.
+    # own − others = −8 for every person, so the bootstrap CI is −8 to −8: lower is closer.
+    assert error_reading(EXTREMES) == (
+        "toy S, absolute score error (points): own twin 0.00 (95 % CI 0.00 to 0.00), other persons' twins 8.00 "
+        "(95 % CI 8.00 to 8.00), cohort mean answers 6.00 (95 % CI 6.00 to 6.00); own − others −8.00 (95 % CI "
+        "−8.00 to −8.00): twins are closer to their own person than to others (twin-specific signal).")
+
+
+def test_absolute_error_verdict_says_further_when_the_own_twin_errs_more():
+    # Each twin answers the other extreme: own error 12. Other twins of h1 (3): 3, 15, 3 -> errors 0, 12, 0,
+    # mean 4. own − others = +8 for every person: the twins are further from their own person.
+    flipped = frame({"h1": [5, 5, 5], "h2": [1, 1, 1], "h3": [5, 5, 5], "h4": [1, 1, 1]}, THREE)
+    assert error_reading(flipped) == (
+        "toy S, absolute score error (points): own twin 12.00 (95 % CI 12.00 to 12.00), other persons' twins 4.00 "
+        "(95 % CI 4.00 to 4.00), cohort mean answers 6.00 (95 % CI 6.00 to 6.00); own − others +8.00 (95 % CI "
+        "+8.00 to +8.00): twins are further from their own person than from others.")
+
+
+def test_absolute_error_verdict_says_no_signal_when_the_ci_includes_zero():
+    # h1, h2 twinned exactly, h3, h4 flipped: own − others is −8, −8, +8, +8. A resample of four persons
+    # is all −8 with probability 1/16 > 2.5 % (and all +8 likewise), so the percentile CI is −8 to +8.
+    mixed = frame({"h1": [1, 1, 1], "h2": [5, 5, 5], "h3": [5, 5, 5], "h4": [1, 1, 1]}, THREE)
+    assert error_reading(mixed).endswith(
+        "own − others +0.00 (95 % CI −8.00 to +8.00): the CI includes 0: no twin-specific signal shown.")
+
+
 def test_other_persons_baseline_leaves_the_own_twin_out():
     # h1 [1,2,3,4,5,1] against h2's twin [5,4,1,1,1,1]: item 6 only -> 1/6; against h3's twin [3,3,4,4,1,1]:
     # items 4 and 6 -> 2/6; the baseline is their mean.
@@ -261,7 +351,13 @@ def test_report_shows_twins_baselines_and_normalised_accuracy(run_dir, tmp_path)
     assert "n = 4 persons (1 not estimable: the retest agreement is 0 (division by zero))" in section
     assert "5 of the 5 matched persons have retest answers" in section
     assert NO_RETEST not in section
-    assert "| twin_minus_others |" in section or "twin_minus_others" in section
+    # own − others, exact, recomputed from the raw answers (exact agreement is the same raw or keyed):
+    # each person's own twin against the mean over the other four matched twins.
+    matched = ["r01", "r02", "r03", "r04", "r05"]
+    same = lambda twin, person: np.mean(np.equal(TWIN_ANSWERS[twin], HUMANS[person]))   # noqa: E731
+    diff = np.mean([same(p, p) - np.mean([same(o, p) for o in matched if o != p]) for p in matched])
+    assert f"| exact | twin_minus_others | {diff:.2f}".replace("0.", ".", 1) + "\u00a0[" in section   # APA: no leading 0
+    assert f"own − others +{round(100 * diff)} percentage points (95 % CI" in section
     assert "Park et al., 2024" in (tmp_path / "out" / "methods.md").read_text()
 
 
