@@ -25,11 +25,11 @@ def cmd_judge(args: argparse.Namespace) -> int:
         rubric = load_multi_rubric(rubric_path)
     else:
         rubric = load_rubric(rubric_path)
-    args.run = str(chosen_run(args.run))
     config = _helper_backend(args, args.judge_id)
     answer = args.answer or ("logprobs" if config.kind == "local" else "json")
     from psyq.engine.backends.capabilities import require_capable
     require_capable([config], answer, "--answer" if args.answer else "--model")
+    args.run = str(chosen_run(args.run))
     if multi:
         return _judge_targets(args, config, rubric, answer)
     tick = _every_fifty("judged")
