@@ -252,6 +252,21 @@ def test_the_serving_is_part_of_the_run_id(tmp_path):
     assert len(ids) == 2     # left out, it is reproducible
 
 
+def test_the_methods_paragraph_says_whether_a_rerun_gives_the_same_answers():
+    from psyq.analysis.methods import _backend_sentence
+
+    def sentence(identity: dict) -> str:
+        return _backend_sentence({"backends": {"local": {
+            "identity": {"kind": "local", "model": INSTRUCT_DEFAULT, "sha256": "ab" * 32, **identity},
+            "config": {"kind": "local", "concurrency": 4, "temperature": 1.0}}}})
+
+    assert "served one request at a time with no prompt cache, so that the same study gives the same " \
+           "first-token probabilities on every run" in sentence({"serving": "reproducible"})
+    for fast in ({"serving": "fast"}, {}):      # {}: a run made before `serving` existed was served so
+        text = sentence(fast)
+        assert "4 parallel slots decoded together and prompt caching" in text and "differ between runs" in text
+
+
 def test_serving_is_refused_on_a_server_psyq_does_not_start(tmp_path):
     backend = {"id": "v", "kind": "openai", "base_url": "http://127.0.0.1:8000/v1", "model": "m", "serving": "fast"}
     with pytest.raises(InputError, match="only a 'local' backend has one"):

@@ -317,17 +317,22 @@ def _run_with_progress(command: list[str], progress: BuildProgress) -> None:
 
     threading.Thread(target=read, daemon=True).start()
     tail: list[str] = []
-    while True:
-        try:
-            text = lines.get(timeout=1.0)
-        except queue.Empty:
+    try:
+        while True:
+            try:
+                text = lines.get(timeout=1.0)
+            except queue.Empty:
+                progress.tick()
+                continue
+            if text is None:
+                break
+            tail = (tail + [text.rstrip()])[-15:]
+            progress.line(text)
             progress.tick()
-            continue
-        if text is None:
-            break
-        tail = (tail + [text.rstrip()])[-15:]
-        progress.line(text)
-        progress.tick()
+    except BaseException:      # Ctrl-C while building: the compiler does not go on in the background
+        process.kill()
+        process.wait()
+        raise
     if process.wait() != 0:
         raise BackendError(f"`{' '.join(command[:4])} …` failed (exit {process.returncode}):\n" + "\n".join(tail))
 
@@ -592,7 +597,9 @@ class LlamaServer:
         # cache llama-server can reuse little of a slot's previous prompt, so every item re-reads
         # most of the persona's system prompt and the instructions. A full-size cache lets it
         # reuse the whole shared prefix: twice the items/s with answer: logprobs
-        # (bench/RESULTS.md), for ~420 MiB more resident memory at 4 slots × 8,192 tokens.
+        # (bench/RESULTS.md), for ~420 MiB more resident memory at 4 slots × 8,192 tokens. It
+        # matters only when the cache is used (serving: fast); one slot reading every prompt
+        # whole (reproducible) holds one slot's cache.
         self.process = subprocess.Popen(
             [str(self.binary), "-m", str(self.model), "--host", "127.0.0.1", "--port", str(self.port),
              "-c", str(self.ctx_size * self.parallel), "-np", str(self.parallel), "--swa-full"],
