@@ -135,6 +135,26 @@ def _reasoning_settings(config: Mapping[str, Any], caps: Mapping[str, Any], usag
     return out
 
 
+def local_serving_clause(identity: Mapping[str, Any], config: Mapping[str, Any]) -> str:
+    """How psyq's local llama-server computed the answers, and so whether running the study again
+    gives the same ones (the backend's `serving:`; a run without it in its identity was made
+    before there was a choice, with parallel slots and the prompt cache).
+
+    Example:
+        >>> local_serving_clause({"serving": "reproducible"}, {})[:60]
+        '; served one request at a time with no prompt cache, so that'
+        >>> "differ between runs" in local_serving_clause({}, {"concurrency": 4})
+        True
+    """
+    if identity.get("serving") == "reproducible":
+        return ("; served one request at a time with no prompt cache, so that the same study gives the same "
+                "first-token probabilities on every run")
+    slots = config.get("concurrency") or 4
+    return (f"; served with {slots} parallel slots decoded together and prompt caching, under which llama.cpp's "
+            "logits are not bit-identical from run to run: the first-token probabilities of the same request "
+            "differ between runs of the same study (by up to 0.1 in psyq's measurement on its quick start)")
+
+
 def _backend_sentence(manifest: Mapping[str, Any]) -> str:
     parts = []
     for backend_id, entry in manifest.get("backends", {}).items():
@@ -144,6 +164,7 @@ def _backend_sentence(manifest: Mapping[str, Any]) -> str:
         caps = entry.get("capabilities") or {}
         if identity.get("sha256"):   # a local GGUF: named by its hash, served by a pinned llama.cpp build
             model += f" (GGUF file SHA-256 {identity['sha256']}" + (f", {identity['server']}" if identity.get("server") else "") + ")"
+        serving = local_serving_clause(identity, config) if kind == "local" else ""
         settings = []
         for key, label in (("temperature", "temperature"), ("top_p", "top-p"), ("max_tokens", "maximum tokens")):
             value = config.get(key)
@@ -152,7 +173,7 @@ def _backend_sentence(manifest: Mapping[str, Any]) -> str:
                 continue
             settings.append(f"{label} {value}" if value is not None else f"{label} not set (the server's default)")
         settings.extend(_reasoning_settings(config, caps, (manifest.get("usage") or {}).get(backend_id) or {}))
-        parts.append(f"{model} (backend '{backend_id}', {kind} interface; {', '.join(settings)})")
+        parts.append(f"{model} (backend '{backend_id}', {kind} interface; {', '.join(settings)}{serving})")
     version = manifest.get("psyq_version")
     tool = f"psyq {version}" if version else "psyq"
     commit = manifest.get("git_commit")

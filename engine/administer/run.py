@@ -66,7 +66,10 @@ _NOT_IDENTITY = {"concurrency", "requests_per_minute", "tokens_per_minute", "tim
                  "mode", "reasks", "batch_size", "batch_poll_s", "batch_max_poll_s",
                  # Replicas of one model (engine/backends/pool.py): the first URL is in the identity;
                  # adding or removing replicas resumes the same run.
-                 "base_urls", "endpoint_cooldown_s"}
+                 "base_urls", "endpoint_cooldown_s",
+                 # A local backend's identity holds its serving as resolved (left out: reproducible),
+                 # so leaving it out and writing the default are one run, and other kinds keep their ids.
+                 "serving"}
 
 
 # Backend settings added with reasoning models (issue 24): absent from the id while unset.

@@ -152,7 +152,7 @@ TABLE: tuple[Capabilities, ...] = (
                "model's chat template when it has one"),
     Capabilities(
         "llama.cpp-local", "psyq's local model (llama.cpp llama-server on 127.0.0.1)", "local",
-        prompt_cache="per slot (cache_prompt)",
+        prompt_cache="none by default (serving: reproducible); per slot with serving: fast (cache_prompt)",
         source="llama.cpp tools/server README (OpenAI-compatible /v1/chat/completions, n_probs, json_schema)"),
     Capabilities(
         "anthropic-no-sampling", "Anthropic Claude with sampling removed (Sonnet 5, Opus 4.7+, Opus 5, Fable 5)",

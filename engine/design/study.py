@@ -174,6 +174,9 @@ def check_study(spec: StudySpec, doc: YamlDocument, instruments: list[Instrument
             problems.append(doc.problem(("backends", i, "base_url"), why))
         if backend.api_key_env is not None and (why := key_env_problem(backend.api_key_env)):
             problems.append(doc.problem(("backends", i, "api_key_env"), why))
+        if backend.serving is not None and backend.kind != "local":
+            problems.append(doc.problem(("backends", i, "serving"), "`serving` says how psyq's own llama-server "
+                                        "serves requests: only a 'local' backend has one"))
         if backend.mode == "batch" and backend.kind == "local":
             problems.append(doc.problem(("backends", i, "mode"), "mode: batch needs a provider batch API "
                                         "(kind: openai or anthropic); the local server has none"))
