@@ -185,9 +185,10 @@ def wall_time(trials: list[Trial], backend: HttpBackend, latency_s: float) -> tu
         (91.0, '364 requests at concurrency 4 × 1.0 s per request (assumed, --latency)')
     """
     n, config = len(trials), backend.config
-    slots = getattr(backend, "capacity", config.concurrency)   # an endpoint pool: concurrency per endpoint
+    slots = backend.served_at_once   # an endpoint pool: concurrency per endpoint; a queueing server: its slots
+    queued = "" if slots >= backend.capacity else f" (the server computes {slots} at a time; the rest wait in its queue)"
     paces = [(math.ceil(n / slots) * latency_s,
-              f"{n:,} requests at concurrency {slots} × {latency_s:g} s per request (assumed, --latency)")]
+              f"{n:,} requests at concurrency {slots} × {latency_s:g} s per request (assumed, --latency){queued}")]
     if config.requests_per_minute:
         paces.append((60.0 * n / config.requests_per_minute, f"{n:,} requests at {config.requests_per_minute:g} rpm"))
     if config.tokens_per_minute:

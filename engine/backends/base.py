@@ -305,6 +305,12 @@ class HttpBackend:
         """Requests this backend may have in flight: `concurrency` per endpoint."""
         return self.config.concurrency * (len(self.pool.endpoints) if self.pool else 1)
 
+    @property
+    def served_at_once(self) -> int:
+        """Requests the model computes at once, the pace `psyq plan` assumes: all those in flight,
+        unless the server queues them (the local backend's reproducible serving)."""
+        return self.capacity
+
     def token_limit(self, request: ChatRequest) -> int:
         """The request's whole token limit: the answer budget plus the reasoning allowance
         (engine/backends/capabilities.py), times the request's budget factor.

@@ -668,6 +668,17 @@ class LocalBackend(OpenAIBackend):
         return SERVING[self.config.serving or DEFAULT_SERVING]
 
     @property
+    def served_at_once(self) -> int:
+        """Requests llama-server computes at once: its slots (one when reproducible, whatever
+        `concurrency` says; the requests in flight wait in its queue).
+
+        Example:
+            >>> LocalBackend(BackendConfig(id="l", kind="local", concurrency=4)).served_at_once
+            1
+        """
+        return self.serving.slots(self.config.concurrency)
+
+    @property
     def generation(self) -> dict[str, Any]:
         """The llama-server sampling fields added to requests that generate text (the
         catalogue's repetition controls for the model; none for a file of your own)."""

@@ -135,7 +135,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         trials, shown_first = list(plan_trials(study, backends)), None
     built = llama_server_path().exists()
     start = {b: (3.0, "~3 s to start llama-server") if built else
-             (300.0, "about 5 min to build llama-server once (then cached)")
+             (600.0, "about 10 min on two cores to build llama-server once (then cached)")
              for b, x in backends.items() if x.config.kind == "local"}
     with ExitStack() as stack:
         counters = {b: stack.enter_context(token_counter(x, args.tokenizer)) for b, x in backends.items()}
