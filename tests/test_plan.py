@@ -267,3 +267,21 @@ def test_counting_a_sample_scales_by_characters_and_a_failing_tokenizer_falls_ba
     assert not a.tokens_exact and a.token_method.startswith("approximate") and "failed during the plan" in a.token_method
     assert a.prompt_tokens == pytest.approx(sum(request_chars(t.request) for t in trials if t.backend_id == "a") / 4)
     assert b.tokens_exact and b.token_method == "test counter"
+
+
+def test_the_plan_paces_a_reproducible_local_backend_by_its_one_slot():
+    # llama-server with one slot computes one request at a time, however many are in flight: 10
+    # requests of 2 s each take 20 s, not ceil(10 / 4) x 2 = 6 s; `serving: fast` has a slot per
+    # request in flight.
+    from types import SimpleNamespace
+
+    from psyq.engine.administer.plan import wall_time
+    from psyq.engine.backends.base import BackendConfig
+    from psyq.engine.backends.local import LocalBackend
+
+    trials = [SimpleNamespace(request=None)] * 10
+    reproducible = LocalBackend(BackendConfig(id="l", kind="local", concurrency=4))
+    seconds, how = wall_time(trials, reproducible, 2.0)
+    assert seconds == 20.0 and how.endswith("(the server computes 1 at a time; the rest wait in its queue)")
+    fast = LocalBackend(BackendConfig(id="l", kind="local", concurrency=4, serving="fast"))
+    assert wall_time(trials, fast, 2.0) == (6.0, "10 requests at concurrency 4 × 2 s per request (assumed, --latency)")
