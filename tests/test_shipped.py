@@ -201,3 +201,10 @@ def test_report_takes_the_shipped_human_data_by_name_and_lists_names_for_an_unkn
                                  "its human-data: iri_briganti2018_keyed (psyq list human-data)")
     with pytest.raises(InputError):   # --targets are the user's own targets' reports: never a shipped name
         report_input("iri_briganti2018_keyed", "--targets")
+
+
+def test_a_folder_named_like_a_shipped_study_does_not_hide_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "quickstart").mkdir()        # e.g. made by `psyq init quickstart`
+    assert locate("quickstart", "study") == ROOT / "studies" / "quickstart.yaml"
+    assert main(["validate", "quickstart"]) == 2    # validate takes folders: this one holds no YAML file

@@ -34,7 +34,7 @@ def yaml_files_to_check(paths: list[str]) -> tuple[list[Path], int]:
     files: list[Path] = []
     skipped = 0
     for raw in paths:
-        path = locate(raw)   # a path, or the name of a file psyq ships (`psyq validate quickstart`)
+        path = Path(raw) if Path(raw).exists() else locate(raw)   # or a shipped name: `psyq validate iri`
         if not path.is_dir():
             files.append(path)
             continue

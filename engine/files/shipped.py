@@ -130,8 +130,9 @@ its cohorts: adults_small, briganti_twins, hand_written, young_adults_150 (psyq 
     if not is_name(reference):
         return given
     shipped = {k.name: path for k in kinds if (path := k.files().get(str(reference))) is not None}
-    local = [given] if given.exists() else [
-        p for p in dict.fromkeys(base / f"{reference}{s}" for k in kinds for s in k.suffixes) if p.is_file()]
+    # Files only: a folder named like the study (`psyq init quickstart`) does not hide the name.
+    local = [p for p in dict.fromkeys([given, *(base / f"{reference}{s}" for k in kinds for s in k.suffixes)])
+             if p.is_file()][:1]
     if local:
         if shipped and local[0].resolve() not in {p.resolve() for p in shipped.values()}:
             notify(Problem(str(reference), None, None, "", f"the file {local[0]} is used; psyq also ships "
