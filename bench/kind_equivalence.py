@@ -84,6 +84,12 @@ def scripted(body: dict) -> str:
     return str(digit)
 
 
+# Reports with people beside the personas (``psyq report RUN --human iri=...:keyed``): study, then
+# the report's human-data arguments. These reach the norms, same-construct (invariance, GRM, DIF)
+# and twins sections.
+WITH_PEOPLE = {"iri_same_construct": {"human_csv": {"iri": "iri_briganti2018_keyed"}, "human_keyed": {"iri"}},
+               "iri_twins": {"human_csv": {"iri": "iri_briganti2018_keyed"}, "human_keyed": {"iri"}}}
+
 # Besides the shipped studies as they are, the answer modes they leave out, so that every way a
 # kind is asked and read is compared (name of the variant, study, protocol changes).
 VARIANTS = [("ea_vignettes_json", "ea_vignettes", {"answer": "json"}),
@@ -123,6 +129,16 @@ def _clean(frame):
     return frame[[not _timed(label) for label in frame.index]]
 
 
+def _write_sections(dest: Path, prefix: str, sections: list) -> None:
+    for s_index, section in enumerate(sections):
+        lines = [section.title, *section.readings, section.note or ""]
+        (dest / f"{prefix}{s_index:02d}_readings.txt").write_text("\n".join(lines) + "\n")
+        for t_index, (caption, frame) in enumerate(section.tables):
+            with open(dest / f"{prefix}{s_index:02d}_t{t_index:02d}.csv", "w") as handle:
+                handle.write(caption + "\n")
+                _clean(frame).to_csv(handle)
+
+
 def main(out_dir: str) -> None:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -141,13 +157,10 @@ def main(out_dir: str) -> None:
             table = table.sort_values(["backend_id", "respondent_id", "instrument", "repeat", "item_id"], kind="stable")
             table.to_csv(dest / "export.csv", index=False)
             _, sections = build_sections(result.run_dir.path, warn=lambda m: None)
-            for s_index, section in enumerate(sections):
-                lines = [section.title, *section.readings, section.note or ""]
-                (dest / f"s{s_index:02d}_readings.txt").write_text("\n".join(lines) + "\n")
-                for t_index, (caption, frame) in enumerate(section.tables):
-                    with open(dest / f"s{s_index:02d}_t{t_index:02d}.csv", "w") as handle:
-                        handle.write(caption + "\n")
-                        _clean(frame).to_csv(handle)
+            _write_sections(dest, "s", sections)
+            if name in WITH_PEOPLE:
+                _, sections = build_sections(result.run_dir.path, warn=lambda m: None, **WITH_PEOPLE[name])
+                _write_sections(dest, "people_s", sections)
             with sqlite3.connect(result.run_dir.database) as db:
                 trials = db.execute("SELECT trial_id, respondent_id, item_ids FROM trials ORDER BY trial_id").fetchall()
             (dest / "trials.txt").write_text("".join(f"{t} {r} {i}\n" for t, r, i in trials))
