@@ -24,7 +24,7 @@ Example (run from the repository root; `run_dir` is any run directory):
     True
 
 Raw item answers of a cohort and of humans compare item by item and structurally
-(:mod:`psyq.analysis.validity`; item response theory and DIF in :mod:`psyq.analysis.irt`):
+(:mod:`psyq.analysis.statistics.validity`; item response theory and DIF in :mod:`psyq.analysis.statistics.irt`):
     >>> import pandas as pd
     >>> from psyq.engine.results.human_answers import read_answers_csv
     >>> people = read_answers_csv("tests/data/mini_answers.csv", mini)
@@ -34,15 +34,16 @@ Raw item answers of a cohort and of humans compare item by item and structurally
 May import: psyq.engine's files, store, trials, kinds, design, results and judging rooms (reading runs, never sending: not administer, cli, backends or importers).
 """
 
-from psyq.analysis.effects import model_effects
-from psyq.analysis.human_comparison import compare_samples, compare_with_humans, tucker_phi
-from psyq.analysis.invariance import invariance_verdicts, measurement_invariance
-from psyq.analysis.irt import differential_item_functioning, graded_response_model, test_information
-from psyq.analysis.norms import compare_with_norms, group_matching, matching_warnings, respondent_z
-from psyq.analysis.reliability import reliability_table, test_retest_icc
-from psyq.analysis.score_table import spss_names, wide_scores, write_scores
-from psyq.analysis.scores import human_scores, load_run_scores, score_answers, score_humans
-from psyq.analysis.validity import (factor_congruence, item_distributions, subscale_correlations,
+from psyq.analysis.statistics.effects import model_effects
+from psyq.analysis.statistics.human_comparison import compare_samples, compare_with_humans, tucker_phi
+from psyq.analysis.statistics.invariance import measurement_invariance
+from psyq.analysis.report.readings import invariance_verdicts
+from psyq.analysis.statistics.irt import differential_item_functioning, graded_response_model, test_information
+from psyq.analysis.statistics.norms import compare_with_norms, group_matching, matching_warnings, respondent_z
+from psyq.analysis.statistics.reliability import reliability_table, test_retest_icc
+from psyq.analysis.scoring.score_table import spss_names, wide_scores, write_scores
+from psyq.analysis.scoring.scores import human_scores, load_run_scores, score_answers, score_humans
+from psyq.analysis.statistics.validity import (factor_congruence, item_distributions, subscale_correlations,
     target_loadings)
 
 __all__ = [

@@ -36,6 +36,7 @@ from stub_server import StubServer, default_answer  # noqa: E402
 
 from psyq.analysis.report import build_sections  # noqa: E402
 from psyq import administer, load_study  # noqa: E402
+from psyq.engine.files.shipped import locate  # noqa: E402
 from psyq.engine.results.export import export_table  # noqa: E402
 
 FEELINGS = ["fine", "angry and hurt", "happy, proud and a little nervous", "sad", "I don't know",
@@ -105,11 +106,12 @@ def _stub_study(study_path: Path, url: str, tmp: Path, name: str | None = None, 
     if protocol:
         data["protocol"].update(protocol)
         data["id"] = name
-    for key in ("instruments",):
-        data[key] = [str((study_path.parent / p).resolve()) for p in data[key]]
-    data["cohort"] = str((study_path.parent / data["cohort"]).resolve())
-    if data.get("situations"):   # a staged study's situation set, also relative to the study
-        data["situations"]["file"] = str((study_path.parent / data["situations"]["file"]).resolve())
+    # The copy is written elsewhere: files named by path are resolved from the study's folder
+    # (shipped names stay names).
+    data["instruments"] = [str(locate(p, "instrument", study_path.parent).resolve()) for p in data["instruments"]]
+    data["cohort"] = str(locate(data["cohort"], "cohort", study_path.parent).resolve())
+    if data.get("situations"):   # a staged study's situation set
+        data["situations"]["file"] = str(locate(data["situations"]["file"], "situations", study_path.parent).resolve())
     data["backends"] = [{"id": b["id"], "kind": "openai", "base_url": url, "model": "stub-model",
                          "concurrency": 4, "max_retries": 3, "backoff_s": 0.01, "max_backoff_s": 0.05,
                          "timeout_s": 10, **({"max_tokens": b["max_tokens"]} if "max_tokens" in b else {})}

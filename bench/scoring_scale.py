@@ -7,7 +7,7 @@ answers, with a gender attribute (45 % female, 45 % male, 10 % other, who match 
 and are compared with the pooled norm). Timed, separately and in total:
 
 1. ``psyq.engine.trials.scoring.score``: reverse keying and the four subscale sums (tidy long table);
-2. attaching the keys and attributes ``psyq.analysis.norms.compare_with_norms`` reads;
+2. attaching the keys and attributes ``psyq.analysis.statistics.norms.compare_with_norms`` reads;
 3. ``compare_with_norms``: matching to norm groups, Welch t, Hedges g, TOST, Holm.
 
 Peak memory: the process's peak resident set (``ru_maxrss``, imports and the input included)
@@ -66,7 +66,7 @@ def one_size(n: int) -> dict[str, Any]:
     """Score and compare `n` respondents once; times and memory (run in a fresh process)."""
     import numpy as np
     import pandas as pd
-    from psyq.analysis.norms import compare_with_norms
+    from psyq.analysis.statistics.norms import compare_with_norms
     from psyq.engine.design.instrument import load_instrument
     from psyq.engine.trials.scoring import score
     iri = load_instrument(IRI)

@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from psyq.analysis import apa, methods, plots
-from psyq.analysis.norms import COLUMNS as NORM_COLUMNS, compare_with_norms
+from psyq.analysis.report import apa, methods, plots
+from psyq.analysis.statistics.norms import COLUMNS as NORM_COLUMNS, compare_with_norms
 from psyq.analysis.report import TABLE_DIR, Section, render_html, render_markdown, table_files, write_report
 from psyq import open_run_dir
 from psyq.engine.design.instrument import load_instrument
@@ -42,7 +42,7 @@ def mini_run(tmp_path_factory) -> Path:
     return make_mini_run(tmp_path_factory.mktemp("apa"), n_personas=8, repeats=2)
 
 
-@pytest.mark.parametrize("name", ["psyq.analysis.apa", "psyq.analysis.methods", "psyq.analysis.plots"])
+@pytest.mark.parametrize("name", ["psyq.analysis.report.apa", "psyq.analysis.report.methods", "psyq.analysis.report.plots"])
 def test_docstring_examples_run(name):
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
@@ -98,7 +98,7 @@ def test_norm_table_columns_and_cells():
 
 
 def test_answers_by_status_is_long_and_lists_only_statuses_that_occur(mini_run):
-    from psyq.analysis.fidelity import missingness
+    from psyq.analysis.statistics.fidelity import missingness
     from psyq import export_table
 
     table = export_table(mini_run)

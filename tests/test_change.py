@@ -1,4 +1,4 @@
-"""Change scores, paired tests and the comparison of change with humans (psyq.analysis.change), on
+"""Change scores, paired tests and the comparison of change with humans (psyq.analysis.statistics.change), on
 small hand-made frames. Expected values are worked out by hand in the comments or recomputed
 in the test by an independent route (the textbook formula with numpy, an exact enumeration),
 never copied from the code's own output."""
@@ -13,10 +13,10 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from psyq.analysis import apa
-from psyq.analysis.change import (change_flag, change_scores, compare_change_with_humans, dz_ci, holm,
+from psyq.analysis.report import apa
+from psyq.analysis.statistics.change import (change_flag, change_scores, compare_change_with_humans, dz_ci, holm,
     paired_change, read_human_change_csv)
-from psyq.analysis.report_change import before_after_plot, change_section
+from psyq.analysis.report.sections.change import before_after_plot, change_section
 from psyq.engine.files.errors import InputError
 
 

@@ -161,8 +161,8 @@ def test_a_codebook_and_a_caller_that_disagree_are_an_error(tmp_path):
 
 
 def test_human_labels_that_match_no_norm_group_are_pointed_out(tmp_path):
-    from psyq.analysis import norms
-    from psyq.analysis.scores import human_scores
+    from psyq.analysis.statistics import norms
+    from psyq.analysis.scoring.scores import human_scores
 
     iri = load_instrument(IRI)
     answers = read_answers_csv(copy_briganti(tmp_path, ITEMS_ONLY), iri, keyed=True)

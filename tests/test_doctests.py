@@ -12,32 +12,32 @@ import pytest
 from runs_helper import make_mini_run
 
 ROOT = Path(__file__).resolve().parents[1]
-MODULES = ["analysis", "psyq.engine.files.codebook", "psyq.engine.design.instrument", "psyq.analysis.scores", "psyq.analysis.score_table", "psyq.analysis.validity", "psyq.analysis.human_comparison",
-           "psyq.analysis.invariance", "psyq.analysis.report_twins", "psyq.analysis.irt", "psyq.analysis.sections", "psyq.analysis.apa", "psyq.analysis.twins",
-           "psyq.analysis.reliability", "psyq.analysis.effects", "psyq.engine.results.human_answers", "psyq.engine.trials.scoring",
+MODULES = ["analysis", "psyq.engine.files.codebook", "psyq.engine.design.instrument", "psyq.analysis.scoring.scores", "psyq.analysis.scoring.score_table", "psyq.analysis.statistics.validity", "psyq.analysis.statistics.human_comparison",
+           "psyq.analysis.statistics.invariance", "psyq.analysis.report.sections.twins", "psyq.analysis.statistics.irt", "psyq.analysis.report.section", "psyq.analysis.report.apa", "psyq.analysis.statistics.twins",
+           "psyq.analysis.statistics.reliability", "psyq.analysis.statistics.effects", "psyq.engine.results.human_answers", "psyq.engine.trials.scoring",
            "psyq.engine.kinds", "psyq.engine.trials.scale", "psyq.engine.design.prices", "psyq.engine.administer.overrides", "psyq.engine.results.usage", "psyq.engine.administer.plan",
            "psyq.engine.administer.tokenizer", "psyq.engine.kinds.scene", "psyq.engine.kinds.scene.leas", "psyq.engine.kinds.vignette",
-           "psyq.engine.kinds.vignette.accuracy", "psyq.analysis.kinds", "psyq.analysis.kinds.scene",
+           "psyq.engine.kinds.vignette.accuracy", "psyq.analysis.report.sections", "psyq.analysis.report.sections.scene",
            "psyq.engine.importers", "psyq.engine.importers.draft", "psyq.engine.importers.redcap", "psyq.engine.importers.psych_keys",
            "psyq.engine.importers.qsf", "psyq.engine.importers.command", "psyq.engine.importers.writer", "psyq.engine.files.yamlhints",
-           "psyq.engine.importers.emotionbench", "psyq.analysis.kinds.response", "psyq.engine.administer.run",
-           "psyq.analysis.change", "psyq.analysis.report_change", "psyq.analysis.weighting",
+           "psyq.engine.importers.emotionbench", "psyq.analysis.report.sections.response", "psyq.engine.administer.run",
+           "psyq.analysis.statistics.change", "psyq.analysis.report.sections.change", "psyq.analysis.statistics.weighting",
            "psyq.engine.kinds.response", "psyq.engine.kinds.response.rubrics", "psyq.engine.judging.reply_judge", "psyq.engine.judging.rating_sheet",
-           "psyq.engine.importers.replies", "psyq.engine.store.ratings", "psyq.engine.design.perturbed_prompts", "psyq.analysis.prompt_sensitivity",
-           "psyq.analysis.robustness", "psyq.engine.design.perturbation_sets", "psyq.engine.judging.perturbed_replies", "psyq.analysis.rater_agreement",
-           "psyq.analysis.response_comparison", "psyq.engine.backends.pool", "psyq.engine.results.imported_run",
+           "psyq.engine.importers.replies", "psyq.engine.store.ratings", "psyq.engine.design.perturbed_prompts", "psyq.analysis.statistics.prompt_sensitivity",
+           "psyq.analysis.statistics.robustness", "psyq.engine.design.perturbation_sets", "psyq.engine.judging.perturbed_replies", "psyq.analysis.statistics.rater_agreement",
+           "psyq.analysis.statistics.response_comparison", "psyq.engine.backends.pool", "psyq.engine.results.imported_run",
            "psyq.engine.backends.capabilities", "psyq.engine.backends.provider_errors", "psyq.engine.backends.openai",
-           "psyq.engine.backends.anthropic", "psyq.engine.backends.base", "psyq.analysis.methods", "psyq.analysis.norms",
+           "psyq.engine.backends.anthropic", "psyq.engine.backends.base", "psyq.analysis.report.methods", "psyq.analysis.statistics.norms",
            "psyq.engine.trials.parsing", "psyq.engine.backends.catalogue", "psyq.engine.backends.local",
            "psyq.engine.files.shipped", "psyq.engine.cli.starting", "psyq.engine.design.study",
            "psyq.engine.design.persona", "psyq.engine.design.situations", "psyq.engine.judging.answer_judge",
-           "psyq.engine.trials.prompts", "psyq.analysis.report_construct"]
+           "psyq.engine.trials.prompts", "psyq.analysis.report.sections.same_construct"]
 # Their examples name psyq's shipped files by name only, so they run from any folder (psyq installed,
 # no clone in sight): run here from an empty one.
 BY_NAME = ["psyq.engine.files.shipped", "psyq.engine.cli.starting", "psyq.engine.design.study",
            "psyq.engine.design.persona", "psyq.engine.judging.answer_judge", "psyq.engine.trials.prompts",
            "psyq.engine.trials.scoring", "psyq.engine.kinds.response.rubrics", "psyq.engine.administer.run",
-           "psyq.engine.kinds.vignette.accuracy", "psyq.analysis.report_construct"]
+           "psyq.engine.kinds.vignette.accuracy", "psyq.analysis.report.sections.same_construct"]
 
 
 @pytest.fixture(scope="module")

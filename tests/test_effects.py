@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from psyq.analysis.effects import model_effects
-from psyq.analysis.scores import score_answers
+from psyq.analysis.statistics.effects import model_effects
+from psyq.analysis.scoring.scores import score_answers
 from test_fidelity import make_instrument, make_table
 
 

@@ -188,7 +188,7 @@ def test_emotionbench_comparison_switches_to_welch_when_variances_differ():
     import pandas as pd
     from scipy import stats
 
-    from psyq.analysis.change import emotionbench_comparison
+    from psyq.analysis.statistics.change import emotionbench_comparison
 
     default = [30.0] * 20 + [31.0] * 20                       # SD ~0.5
     situation = [10.0, 40, 15, 35, 20, 30, 25, 45]            # SD ~12: F test p far below .01

@@ -13,9 +13,9 @@ import pytest
 from scipy import stats
 from statsmodels.stats.weightstats import ttest_ind as sm_ttest_ind
 
-from psyq.analysis.human_comparison import (COMPARISON_COLUMNS, SAMPLE_KEYS, compare_samples,
+from psyq.analysis.statistics.human_comparison import (COMPARISON_COLUMNS, SAMPLE_KEYS, compare_samples,
     compare_with_humans, one_factor_loadings, tucker_phi)
-from psyq.analysis.reliability import cronbach_alpha
+from psyq.analysis.statistics.reliability import cronbach_alpha
 from psyq import load_instrument, score_wide
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from psyq.analysis.scores import human_scores
+from psyq.analysis.scoring.scores import human_scores
 from psyq.engine.files.errors import InputError
 from psyq.engine.results.human_answers import read_answers_csv
 from psyq.engine.importers import get_importer, importer_names

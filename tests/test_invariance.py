@@ -1,4 +1,4 @@
-"""Measurement invariance by multi-group CFA (analysis/invariance.py): lavaan's published Holzinger &
+"""Measurement invariance by multi-group CFA (analysis/statistics/invariance.py): lavaan's published Holzinger &
 Swineford (1939) example, an independent per-group fit by semopy, simulated invariant and
 non-invariant groups, and the cases that must give no number."""
 
@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from scipy import optimize, stats
 
-import psyq.analysis.invariance as invariance
+import psyq.analysis.statistics.invariance as invariance
 from psyq.analysis import invariance_verdicts, measurement_invariance
 
 HS_FACTORS = {"visual": ["x1", "x2", "x3"], "textual": ["x4", "x5", "x6"], "speed": ["x7", "x8", "x9"]}

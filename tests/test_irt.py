@@ -1,4 +1,4 @@
-"""Graded response model, test information and DIF (psyq.analysis.irt): parameter recovery on
+"""Graded response model, test information and DIF (psyq.analysis.statistics.irt): parameter recovery on
 simulated data, a published ltm fit reproduced, independent computations of the likelihood, the
 information and the DIF tests, and the cases that are not estimable."""
 
@@ -14,7 +14,8 @@ from scipy import integrate, stats
 from statsmodels.miscmodels.ordinal_model import OrderedModel
 from statsmodels.stats.multitest import multipletests
 
-from psyq.analysis import irt, plots
+from psyq.analysis.statistics import irt
+from psyq.analysis.report import plots
 
 LEVELS5 = [0, 1, 2, 3, 4]
 

@@ -21,6 +21,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def _module_name(path: Path) -> str:
     """The import name of a file under engine/ or analysis/ (the package psyq is the repository's root)."""
     parts = ["psyq", *path.relative_to(ROOT).with_suffix("").parts]
+    if parts[1:] == ["__init__"]:
+        return "psyq"
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
@@ -57,7 +59,8 @@ def _imports(path: Path) -> set[str]:
 
 
 def _graph() -> dict[str, set[str]]:
-    files = sorted(ROOT.glob("engine/**/*.py")) + sorted(ROOT.glob("analysis/**/*.py"))
+    # Every package of psyq: the top-level namespace, the engine and the analysis.
+    files = [ROOT / "__init__.py"] + sorted(ROOT.glob("engine/**/*.py")) + sorted(ROOT.glob("analysis/**/*.py"))
     names = {_module_name(f) for f in files}
     # A module's own packages are not counted: Python imports them before the module, always
     # (e.g. `from . import __version__` in engine/administer/run.py reads the half-imported engine package).
@@ -92,13 +95,24 @@ def test_no_import_cycles_and_engine_never_imports_analysis():
     graph = _graph()
     # The old cycle (instrument <-> validation) must stay broken, so the search must see both.
     assert "psyq.engine.design.instrument" in graph and "psyq.engine.files.validation" in graph["psyq.engine.design.instrument"]
-    # The report contributions of the kinds (analysis/kinds/) are part of the graph searched.
-    assert "psyq.analysis.kinds" in graph["psyq.analysis.report"] and "psyq.analysis.kinds.scene" in graph["psyq.analysis.kinds"]
+    # The report's sections (analysis/report/sections/) are part of the graph searched.
+    assert "psyq.analysis.report.sections" in graph["psyq.analysis.report.build"]
+    assert "psyq.analysis.report.sections.scene" in graph["psyq.analysis.report.sections"]
     assert _cycle(graph) is None, _cycle(graph)
     # The command line (engine/cli/) is the outer edge that drives both packages; no other
     # engine module may reach into analysis.
     assert not [(m, d) for m, deps in graph.items() if m.startswith("psyq.engine")
                 and not m.startswith("psyq.engine.cli") for d in deps if d.startswith("psyq.analysis")]
+    # Score, then compare, then report: a statistic never imports the report, scoring neither.
+    assert "psyq.analysis.statistics.norms" in graph and "psyq.analysis.scoring.scores" in graph
+    for room, never in (("psyq.analysis.scoring", ("psyq.analysis.statistics", "psyq.analysis.report")),
+                        ("psyq.analysis.statistics", ("psyq.analysis.report",))):
+        assert not [(m, d) for m, deps in graph.items() if m.startswith(room) for d in deps if d.startswith(never)]
+    # Score, then compare, then report: a statistic never imports the report, scoring neither.
+    assert "psyq.analysis.statistics.norms" in graph and "psyq.analysis.scoring.scores" in graph
+    for room, never in (("psyq.analysis.scoring", ("psyq.analysis.statistics", "psyq.analysis.report")),
+                        ("psyq.analysis.statistics", ("psyq.analysis.report",))):
+        assert not [(m, d) for m, deps in graph.items() if m.startswith(room) for d in deps if d.startswith(never)]
 
 
 def test_the_cycle_finder_finds_a_cycle():
@@ -163,7 +177,7 @@ class Note(ItemKind):
         return {trial.item_ids[0]: parse_free_text(text)}
 '''
 
-# The optional report section of the same kind, as the docstring of analysis/kinds/__init__.py shows.
+# The optional report section of the same kind, as the docstring of analysis/report/sections/ shows.
 NOTE_REPORT = '''
 from psyq.engine.kinds import instruments_with
 from . import KindReport, ReportInput
@@ -279,11 +293,11 @@ def test_kind_names_appear_only_in_their_kinds_and_the_registries():
     # The point of the plug-ins (issue 17): what is particular to scenes and vignettes lives in
     # their own modules, so their names appear nowhere else in engine/ and analysis/ but in the
     # two registries that list the built-in kinds.
-    registries = {"engine/kinds/__init__.py", "analysis/kinds/__init__.py"}
+    registries = {"engine/kinds/__init__.py", "analysis/report/sections/"}
     for name in ("scene", "vignette"):
         files = sorted(str(p.relative_to(ROOT)) for package in ("engine", "analysis")
                        for p in (ROOT / package).rglob("*.py") if name in p.read_text())
-        own = [f for f in files if f.startswith((f"engine/kinds/{name}", f"analysis/kinds/{name}"))]
+        own = [f for f in files if f.startswith((f"engine/kinds/{name}", f"analysis/report/sections/{name}"))]
         assert own, name     # the search finds the kind's own modules, so it does look
         assert set(files) - set(own) <= registries, (name, sorted(set(files) - set(own) - registries))
 

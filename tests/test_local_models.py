@@ -253,7 +253,7 @@ def test_the_serving_is_part_of_the_run_id(tmp_path):
 
 
 def test_the_methods_paragraph_says_whether_a_rerun_gives_the_same_answers():
-    from psyq.analysis.methods import _backend_sentence
+    from psyq.analysis.report.methods import _backend_sentence
 
     def sentence(identity: dict) -> str:
         return _backend_sentence({"backends": {"local": {

@@ -66,7 +66,7 @@ class Child:
     def runner(cls, args: list[str]) -> subprocess.Popen:
         """The fork runner for this command: `psyq score` loads the analysis package before it
         reads its CSV; validate and the CSV readers need the engine only."""
-        preload = ("psyq.engine.cli", "psyq.analysis.score_table", "psyq.analysis.scores") if "score" in args \
+        preload = ("psyq.engine.cli", "psyq.analysis.scoring.score_table", "psyq.analysis.scoring.scores") if "score" in args \
             else ("psyq.engine.cli", "psyq.engine.kinds.vignette.accuracy")
         runner = cls._runners.get(preload)
         if runner is None or runner.poll() is not None:

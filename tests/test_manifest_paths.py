@@ -18,7 +18,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from psyq.analysis import methods
+from psyq.analysis.report import methods
 from psyq import open_run_dir
 from psyq.engine.backends import BackendConfig
 from psyq.engine.store.run_dir import RunDir, manifest_file_paths

@@ -2,7 +2,7 @@
 ranges, and the norm functions on human data scored with psyq.engine.trials.scoring.score.
 
 Expected numbers are worked out by hand in the comments or computed here with numpy from the
-answers written in the test; none comes from running psyq.analysis.norms itself.
+answers written in the test; none comes from running psyq.analysis.statistics.norms itself.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from statsmodels.stats.multitest import multipletests
 
-from psyq.analysis.norms import (POOLED, compare_with_norms, condition_holds, group_matching, match_group,
+from psyq.analysis.statistics.norms import (POOLED, compare_with_norms, condition_holds, group_matching, match_group,
     matching_warnings, respondent_z, verification_flag)
 from psyq import load_instrument
 from psyq.engine.files.errors import InputError

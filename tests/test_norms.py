@@ -2,7 +2,7 @@
 
 Expected values come from formulas written out in this file, from pingouin and scipy run on raw
 data built to have exactly the given means and SDs, from a published table, or from arithmetic
-worked out in the comments. None is produced by running psyq.analysis.norms itself.
+worked out in the comments. None is produced by running psyq.analysis.statistics.norms itself.
 """
 
 from math import sqrt
@@ -15,7 +15,7 @@ import pytest
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
-from psyq.analysis.norms import (COLUMNS, NormStats, compare_with_norms, hedges_g, match_group, norm_stats,
+from psyq.analysis.statistics.norms import (COLUMNS, NormStats, compare_with_norms, hedges_g, match_group, norm_stats,
     pool_groups, reading, respondent_z, tost_from_summary, welch_from_summary)
 from psyq import load_instrument
 from psyq.engine.design.instrument import NormGroup, NormSample, NormScore
@@ -210,7 +210,7 @@ def test_tost_cases(case, equivalent):
 
 
 def test_pooled_davis_1980_norms(iri):
-    # Men n 579, women n 582, N = 1,161 (worked with plain arithmetic, not with psyq.analysis.norms):
+    # Men n 579, women n 582, N = 1,161 (worked with plain arithmetic, not with psyq.analysis.statistics.norms):
     # PT: mean = (579·16.78 + 582·17.96) / 1161 = (9715.62 + 10452.72) / 1161 = 17.3715;
     #     within SS = 578·4.72² + 581·4.85² = 12876.92 + 13666.57 = 26543.49;
     #     between SS = 579·(16.78-17.3715)² + 582·(17.96-17.3715)² = 202.59 + 201.55 = 404.14;

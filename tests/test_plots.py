@@ -1,7 +1,7 @@
 """Figures: right panels and artists, values read back from the artists, files and data URIs.
 
 The comparison and SD-ratio tables are small hand-made frames following the column contracts of
-psyq.analysis.norms.compare_with_norms and psyq.analysis.fidelity.sd_ratio (those modules are not imported).
+psyq.analysis.statistics.norms.compare_with_norms and psyq.analysis.statistics.fidelity.sd_ratio (those modules are not imported).
 """
 
 import base64
@@ -18,8 +18,8 @@ from matplotlib.image import AxesImage
 from matplotlib.patches import Rectangle
 from scipy import stats
 
-from psyq.analysis import plots
-from psyq.analysis.kinds.vignette import vignette_accuracy_chart
+from psyq.analysis.report import plots
+from psyq.analysis.report.sections.vignette import vignette_accuracy_chart
 from psyq import load_instrument
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -18,8 +18,8 @@ import pytest
 import yaml
 from scipy import stats
 
-from psyq.analysis.prompt_sensitivity import paired_score_changes
-from psyq.analysis.scores import load_run_scores
+from psyq.analysis.statistics.prompt_sensitivity import paired_score_changes
+from psyq.analysis.scoring.scores import load_run_scores
 from stub_server import StubServer
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""Agreement between raters of replies (analysis/rater_agreement.py) on small tables written out here.
+"""Agreement between raters of replies (analysis/statistics/rater_agreement.py) on small tables written out here.
 
 Expected values are computed independently of the code under test: ICCs from the two-way ANOVA
 mean squares by hand with numpy (Shrout & Fleiss 1979, McGraw & Wong 1996) and checked against
@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from psyq.analysis.rater_agreement import (ALPHA_COLUMNS, ICC_COLUMNS, JUDGE_HUMAN_COLUMNS, alpha_table,
+from psyq.analysis.statistics.rater_agreement import (ALPHA_COLUMNS, ICC_COLUMNS, JUDGE_HUMAN_COLUMNS, alpha_table,
     icc_table, judge_vs_human)
 
 NAN = float("nan")
@@ -182,8 +182,8 @@ def test_judge_against_human_not_estimable_cases():
     assert judge_vs_human(tidy([[1], [2], [3]], ["judge"])).empty    # no people: no rows
 
 
-@pytest.mark.parametrize("name", ["psyq.analysis.rater_agreement", "psyq.analysis.response_comparison",
-                                  "psyq.analysis.kinds.response"])
+@pytest.mark.parametrize("name", ["psyq.analysis.statistics.rater_agreement", "psyq.analysis.statistics.response_comparison",
+                                  "psyq.analysis.report.sections.response"])
 def test_docstring_examples_run(name):
     import doctest
     import importlib

@@ -13,7 +13,7 @@ import pingouin as pg
 import pytest
 from scipy import stats
 
-import psyq.analysis.reliability as rel
+import psyq.analysis.statistics.reliability as rel
 from psyq import load_instrument
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -20,9 +20,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from psyq.analysis.norms import compare_with_norms
-from psyq.analysis.report import Section, build_sections, fidelity_readings, render_html
-from psyq.analysis.scores import score_answers
+from psyq.analysis.statistics.norms import compare_with_norms
+from psyq.analysis.report.build import Section, build_sections, fidelity_readings, render_html
+from psyq.analysis.scoring.scores import score_answers
 from psyq import administer, export_table, load_study, open_run_dir
 from psyq.engine.results.export import run_instruments
 from stub_server import StubServer
@@ -227,7 +227,7 @@ def test_report_norms_option_restricts_and_says_what_was_left_out(run_dir, tmp_p
 
 
 def test_study_norms_field_is_checked_and_read(tmp_path):
-    from psyq.analysis.report import _norm_choice
+    from psyq.analysis.report.build import _norm_choice
     from psyq.engine.files.errors import InputError
 
     (tmp_path / "cohort.yaml").write_text(yaml.safe_dump({"psyq": "cohort/1", "id": "c", "personas": [{"id": "p"}]}))

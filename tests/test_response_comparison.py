@@ -1,4 +1,4 @@
-"""Persona against reference replies (analysis/response_comparison.py) on small tables written out here.
+"""Persona against reference replies (analysis/statistics/response_comparison.py) on small tables written out here.
 
 Expected values are computed by hand in the tests: means, SDs and t CIs with numpy/scipy; in a
 balanced design (every message has as many persona as reference replies) the source coefficient
@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from psyq.analysis.response_comparison import (COMPARISON_COLUMNS, attribute_effects, compare_sources,
+from psyq.analysis.statistics.response_comparison import (COMPARISON_COLUMNS, attribute_effects, compare_sources,
     descriptives, target_scores, with_combined)
 
 

@@ -20,11 +20,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from psyq.analysis import apa
-from psyq.analysis.kinds import ReportInput
-from psyq.analysis.kinds.response import ResponseReport
-from psyq.analysis.report import Section, _fmt_p, _num, _pct, build_sections, render_html, render_markdown
-from psyq.analysis.response_comparison import compare_sources, target_scores, with_combined
+from psyq.analysis.report import apa
+from psyq.analysis.report.sections import ReportInput
+from psyq.analysis.report.sections.response import ResponseReport
+from psyq.analysis.report.build import Section, _fmt_p, _num, _pct, build_sections, render_html, render_markdown
+from psyq.analysis.statistics.response_comparison import compare_sources, target_scores, with_combined
 from psyq.engine.store.ratings import Rating, RatingTarget, put_ratings, put_targets
 from psyq.engine.store.run_store import RunStore
 from runs_helper import make_mini_run

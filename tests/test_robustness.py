@@ -15,9 +15,10 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from psyq.analysis.report import Section, _num, _pct
-from psyq.analysis.robustness import paired_changes, robustness_sections, robustness_table
-from psyq.analysis.kinds import ReportInput
+from psyq.analysis.report.build import Section, _num, _pct
+from psyq.analysis.report.sections.robustness import robustness_sections
+from psyq.analysis.statistics.robustness import paired_changes, robustness_table
+from psyq.analysis.report.sections import ReportInput
 from psyq.engine.judging.perturbed_replies import perturb_run, read_log
 from psyq.engine.design.perturbation_sets import load_perturbations
 from psyq.engine.store.ratings import Rating, put_ratings, read_ratings, read_targets
@@ -158,7 +159,7 @@ def read_ratings_frame(path) -> pd.DataFrame:
 
 
 def test_chart_marks_not_estimable_cells():
-    from psyq.analysis.robustness import robustness_chart
+    from psyq.analysis.report.sections.robustness import robustness_chart
     fig = robustness_chart(robustness_table(rating_rows()))
     texts = [t.get_text() for t in fig.axes[0].texts]
     assert any("not estimable" in t for t in texts)

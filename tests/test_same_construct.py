@@ -25,8 +25,8 @@ import pytest
 import yaml
 
 from psyq import administer, export_table, load_study
-from psyq.analysis.invariance import measurement_invariance
-from psyq.analysis.report_construct import construct_section, factor_structure
+from psyq.analysis.statistics.invariance import measurement_invariance
+from psyq.analysis.report.sections.same_construct import construct_section, factor_structure
 from psyq.engine.design.instrument import load_instrument
 from psyq.engine.trials.scoring import keyed_answers
 from stub_server import StubServer

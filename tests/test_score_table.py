@@ -16,7 +16,7 @@ import pandas as pd
 import pyreadstat
 import pytest
 
-from psyq.analysis.score_table import spss_names
+from psyq.analysis.scoring.score_table import spss_names
 from psyq import export_table
 from runs_helper import make_mini_run
 

@@ -1,7 +1,7 @@
 """The columnar paths of scoring and the norm comparison equal a plain, row-by-row computation.
 
 `psyq.engine.trials.scoring.score` sums one subscale's columns at a time and builds its string columns by
-position; `psyq.analysis.norms.compare_with_norms` matches attribute combinations once and selects
+position; `psyq.analysis.statistics.norms.compare_with_norms` matches attribute combinations once and selects
 rows with integer codes. Both are checked here against an independent computation written in
 this file with a straightforward pandas melt / group-by (and, for the norm groups, the
 documented per-respondent rule: `match_group` on each respondent's own attributes, else the
@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from psyq.analysis.norms import compare_with_norms, match_group, norm_stats
+from psyq.analysis.statistics.norms import compare_with_norms, match_group, norm_stats
 from psyq import load_instrument, score
 
 ROOT = Path(__file__).resolve().parents[1]

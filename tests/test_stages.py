@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from psyq.analysis.stage_scores import STAGE_SCORE_COLUMNS, load_stage_scores
+from psyq.analysis.scoring.stage_scores import STAGE_SCORE_COLUMNS, load_stage_scores
 from psyq.engine.files.errors import InputError
 from psyq.engine.results.export import export_table
 from psyq.engine.administer.run import administer
@@ -288,7 +288,7 @@ def test_report_of_a_staged_run_shows_change_and_compares_it_with_humans(tmp_pat
     # computation in test_stage_scores_before_and_after_by_hand): X 9 -> 9, Y 11/3 -> 8/3, Z 18 -> 11,
     # so Z changes by -7 for each of 2 respondents in each emotion (anger, joy).
     from psyq.analysis.report import build_sections, write_report
-    from psyq.analysis.report_change import TITLE
+    from psyq.analysis.report.sections.change import TITLE
 
     with StubServer(answer=reply) as stub:
         study = load_study(write_study(tmp_path, stub.url))

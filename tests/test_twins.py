@@ -1,4 +1,4 @@
-"""Twins: each persona against the person it was made from (psyq.analysis.twins, the report section).
+"""Twins: each persona against the person it was made from (psyq.analysis.statistics.twins, the report section).
 
 The normalisation and the cohort-mean baseline are checked on hand-made answers whose values are
 worked out by hand in the comments; the other-persons baseline on simulated twins (person + noise,
@@ -20,8 +20,8 @@ import pytest
 import yaml
 
 from psyq import administer, load_study
-from psyq.analysis.report_twins import NO_RETEST, TITLE, twins_section
-from psyq.analysis.twins import match_twins, twin_agreement, twin_summary
+from psyq.analysis.report.sections.twins import NO_RETEST, TITLE, twins_section
+from psyq.analysis.statistics.twins import match_twins, twin_agreement, twin_summary
 from psyq.engine.design.instrument import Instrument, load_instrument
 from stub_server import StubServer
 

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from psyq.analysis.validity import (factor_congruence, item_distributions, subscale_correlations,
+from psyq.analysis.statistics.validity import (factor_congruence, item_distributions, subscale_correlations,
     target_loadings, total_variation)
 from psyq.engine.design.instrument import Instrument
 
@@ -162,7 +162,7 @@ def test_congruence_degenerate_cases_are_not_estimable():
 
 
 def test_validity_plots_draw_estimable_values_and_name_the_rest():
-    from psyq.analysis import plots
+    from psyq.analysis.report import plots
 
     inst = instrument({"A": 2, "B": 2})
     cohort = pd.DataFrame({"i1": [3, 3, 3, 3], "i2": [3, 3, 3, 3], "i3": [1, 2, 3, 4], "i4": [2, 2, 4, 5]})

@@ -24,11 +24,11 @@ from scipy import stats
 from statsmodels.stats.weightstats import CompareMeans, DescrStatsW
 
 from psyq import administer, load_instrument, load_study
-from psyq.analysis import norms
-from psyq.analysis.human_comparison import (compare_samples, compare_with_humans, kish_n_eff,
+from psyq.analysis.statistics import norms
+from psyq.analysis.statistics.human_comparison import (compare_samples, compare_with_humans, kish_n_eff,
                                             weighted_mean_var)
-from psyq.analysis.scores import human_scores
-from psyq.analysis.validity import item_distributions, option_shares
+from psyq.analysis.scoring.scores import human_scores
+from psyq.analysis.statistics.validity import item_distributions, option_shares
 from psyq.engine.files.codebook import WEIGHT_COLUMN, codebook_json_schema
 from psyq.engine.results.human_answers import read_answers_csv
 from psyq.engine.trials.scoring import score_wide

@@ -130,8 +130,8 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    from psyq.analysis.score_table import wide_scores, write_scores
-    from psyq.analysis.scores import human_scores
+    from psyq.analysis.scoring.score_table import wide_scores, write_scores
+    from psyq.analysis.scoring.scores import human_scores
 
     from psyq.engine.results.human_answers import keying_check, keying_warning
 

@@ -86,8 +86,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_scores(args: argparse.Namespace) -> int:
-    from psyq.analysis.score_table import wide_scores, write_scores
-    from psyq.analysis.scores import load_run_scores
+    from psyq.analysis.scoring.score_table import wide_scores, write_scores
+    from psyq.analysis.scoring.scores import load_run_scores
     from psyq.engine.results.export import run_instruments
     from psyq.engine.store.run_dir import open_run_dir
 
@@ -120,7 +120,7 @@ def _write_stage_scores(args: argparse.Namespace, run_path: Path, imported: bool
 
         frame = read_imported_run(run_path)[1]
     else:
-        from psyq.analysis.stage_scores import load_stage_scores
+        from psyq.analysis.scoring.stage_scores import load_stage_scores
 
         frame = load_stage_scores(run_path)
     out = Path(args.out) if args.out else run_path / f"scores_by_stage.{args.format}"
@@ -144,7 +144,7 @@ def _write_stage_scores(args: argparse.Namespace, run_path: Path, imported: bool
 
 
 def cmd_sensitivity(args: argparse.Namespace) -> int:
-    from psyq.analysis.prompt_sensitivity import format_sensitivity, sensitivity_of_runs
+    from psyq.analysis.statistics.prompt_sensitivity import format_sensitivity, sensitivity_of_runs
 
     # Runs with perturbed prompts share their study's folder with the run as written: a folder given
     # stands for its latest run of the kind its place asks for.

@@ -5,7 +5,7 @@
 respondent is asked — every instrument's instructions and item texts — and runs the study with
 those texts. Ids, scales, keys and norms stay as they are, so the perturbed run is scored like
 the original, and `psyq sensitivity ORIGINAL PERTURBED` pairs the two runs' scores respondent
-by respondent (analysis/prompt_sensitivity.py).
+by respondent (analysis/statistics/prompt_sensitivity.py).
 
 The perturbation is part of the run's identity (engine/administer/run.py hashes it), so a perturbed run
 never resumes into, or mixes its answers with, the unperturbed run; runs without it keep their

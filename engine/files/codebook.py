@@ -23,7 +23,7 @@ kept as written (a notice lists them).
 
 A ``weight`` column holds survey weights: it is read as numbers, kept under the reserved name
 ``survey_weight`` (:data:`WEIGHT_COLUMN`, never an attribute) and the comparisons with the
-cohort are weighted by it (:mod:`psyq.analysis.human_comparison`, :mod:`psyq.analysis.validity`).
+cohort are weighted by it (:mod:`psyq.analysis.statistics.human_comparison`, :mod:`psyq.analysis.statistics.validity`).
 A CSV read without a codebook may name its weight column ``survey_weight`` itself.
 
 Every problem is reported as ``file:line:column: field: what``, at the codebook's line for a

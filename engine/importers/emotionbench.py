@@ -654,7 +654,7 @@ class EmotionBenchResultsImporter(Importer):
             "stages": [{"measure": "panas"}, {"evoke": "situations"}, {"measure": "panas"}],
             "pairing": PAIRING_NOTE,
             "notes": notes,
-            # Every General test's sums: EmotionBench's own comparison (psyq.analysis.change.emotionbench_comparison)
+            # Every General test's sums: EmotionBench's own comparison (psyq.analysis.statistics.change.emotionbench_comparison)
             # takes its Default from all of them, not only those paired with a situation test.
             "default_scores": defaults,
         }

@@ -3,7 +3,7 @@
 `psyq perturb RUN --set haleas7` takes each original target of table ``rating_targets`` (persona
 replies and imported reference replies; never a perturbed one), applies each perturbation of the
 set and stores the result as a new target (:meth:`psyq.engine.store.ratings.RatingTarget.perturbed`), so the
-judges rate it like any other and :mod:`psyq.analysis.robustness` pairs it with its original.
+judges rate it like any other and :mod:`psyq.analysis.statistics.robustness` pairs it with its original.
 
 Rules run here, in the process. Rewrites go through a backend (:func:`psyq.engine.backends.make_backend`,
 as judging does), under the run's lock, one request per (original, perturbation). What happened

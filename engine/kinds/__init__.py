@@ -13,11 +13,11 @@ shared machinery asks the registry (:mod:`.registry`) instead of branching on th
 - :mod:`psyq.engine.administer.runner` has each kind plan its trials, then sends them and hands every reply back
   to the trial's kind to read (:meth:`ItemKind.parse`) and, when needed, re-ask
   (:meth:`ItemKind.reask`); the export holds the rows of :meth:`ItemKind.answer_ids`;
-- :mod:`psyq.analysis.scores` has each kind score its items (:meth:`ItemKind.score`);
+- :mod:`psyq.analysis.scoring.scores` has each kind score its items (:meth:`ItemKind.score`);
 - :mod:`psyq.engine.judging.answer_judge` takes a rubric's `applies_to:` as a kind's name and asks that kind what to
   judge (:meth:`ItemKind.judge_tasks`, :attr:`ItemKind.judge_placeholders`);
 - ``psyq validate`` checks the file formats the kinds bring (:meth:`ItemKind.file_formats`);
-- :mod:`psyq.analysis.report` adds the section each kind registers in :mod:`psyq.analysis.kinds` (a
+- :mod:`psyq.analysis.report` adds the section each kind registers in :mod:`psyq.analysis.report.sections` (a
   report section uses the report's tables and figures, so it lives in analysis, registered under
   the kind's name).
 
@@ -77,7 +77,7 @@ kind's scores can be range-checked, :meth:`ItemKind.score` when its answers have
 one module becomes a package (as :mod:`~psyq.engine.kinds.scene` and :mod:`~psyq.engine.kinds.vignette`).
 
 Optionally, the kind's own report section goes in ``analysis/kinds/note.py``, registered under the
-same name at the end of ``analysis/kinds/__init__.py`` (worked example in that package's
+same name at the end of ``analysis/report/sections/`` (worked example in that package's
 docstring). Without one, the kind's scores still appear in the report's shared sections.
 
 The built-in :mod:`~psyq.engine.kinds.scene` is the smallest real kind to read next.

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from psyq.engine.design.study import Protocol
 
 RATING_SCORES = ("sum", "mean")
-# Rating scores are kept per model too (the key of psyq.analysis.scores.score_answers, as always).
+# Rating scores are kept per model too (the key of psyq.analysis.scoring.scores.score_answers, as always).
 RATING_KEYS = ["backend_id", "model", "respondent_id", "repeat"]
 
 
@@ -121,11 +121,11 @@ class Rating(ItemKind):
 
         The export of a run with `stages:` holds several measures per respondent (one per stage and
         situation): scored here they would be collapsed into one, so such a table is refused unless
-        it holds one stage of one situation (analysis/stage_scores.py scores them stage by stage)."""
+        it holds one stage of one situation (analysis/scoring/stage_scores.py scores them stage by stage)."""
         if "stage" in table.columns and len(table[["situation_id", "stage"]].drop_duplicates()) > 1:
             raise PsyqError("this run has stages (measure, evoke, measure in one conversation): its scores are "
                             "per stage and situation, which the per-respondent scores and report sections do not "
-                            "hold; use psyq.analysis.stage_scores.load_stage_scores(run_dir)")
+                            "hold; use psyq.analysis.scoring.stage_scores.load_stage_scores(run_dir)")
         frames = []
         for inst_id, rows in table.groupby("instrument", sort=True):
             instrument = instruments[inst_id]

@@ -6,10 +6,10 @@ them (``psyq import emotionbench-results FILE --out DIR``) writes a directory wi
 - ``imported.json``: what was imported, from which file(s), by which command, that psyq made
   no request, and notes on how the files were read (``"psyq": "imported-run/1"``);
 - ``stage_scores.csv``: the tidy scores with stages (the columns of
-  :data:`psyq.analysis.stage_scores.STAGE_SCORE_COLUMNS`), one row per backend × respondent × repeat
+  :data:`psyq.analysis.scoring.stage_scores.STAGE_SCORE_COLUMNS`), one row per backend × respondent × repeat
   × situation × stage × subscale.
 
-``psyq report DIR`` shows such a directory's change section (analysis/report.py). There is no
+``psyq report DIR`` shows such a directory's change section (analysis/report/build.py). There is no
 trial store: the item answers were not asked by psyq, and the report says so.
 
 Example:
@@ -34,7 +34,7 @@ SCORES = "stage_scores.csv"
 FORMAT = "imported-run/1"
 COLUMNS = ["backend_id", "respondent_id", "repeat", "situation_id", "emotion", "stage", "phase",
            "instrument", "subscale", "score", "n_answered", "n_items", "prorated"]
-"""Same as psyq.analysis.stage_scores.STAGE_SCORE_COLUMNS (engine may not import analysis)."""
+"""Same as psyq.analysis.scoring.stage_scores.STAGE_SCORE_COLUMNS (engine may not import analysis)."""
 
 
 def is_imported_run(path: str | Path) -> bool:

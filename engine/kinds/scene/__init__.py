@@ -5,7 +5,7 @@ Everything particular to scenes is here: the item model, how a scene is asked an
 split into its two answers (``<scene>:self``, ``<scene>:other``), re-asking, the lexicon scoring
 of the answers into `leas_self`, `leas_other` and `leas_total` sums (:mod:`.leas`), what a judge
 model is asked about each answer, and the lexicon file format (`lexicon/1`). Its report section is
-:mod:`psyq.analysis.kinds.scene`.
+:mod:`psyq.analysis.report.sections.scene`.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Everything particular to vignettes is here: the item model and the instrument-le
 kind adds (`emotions`, `emotion_scale`), their checks, how a stop is asked and its reply read and
 re-asked, and what a judge model is asked about each inference. Profile-accuracy scoring and the
 CSV files of targets' and perceivers' reports are in :mod:`.accuracy`; the report section in
-:mod:`psyq.analysis.kinds.vignette`.
+:mod:`psyq.analysis.report.sections.vignette`.
 """
 
 from __future__ import annotations

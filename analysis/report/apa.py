@@ -105,6 +105,18 @@ def fmt_p(p: Any) -> str:
     return text[1:] if text.startswith("0") else text
 
 
+def p_clause(p: Any) -> str:
+    """A p value as it follows "p" in a sentence: ``= .012``, or ``< .001``.
+
+    Example
+    -------
+    >>> p_clause(0.0123), p_clause(0.00001)
+    ('= .012', '< .001')
+    """
+    text = fmt_p(p)
+    return text if text.startswith("<") or text == DASH else f"= {text}"
+
+
 def fmt_ci(low: Any, high: Any, fmt: Callable[[Any], str] = fmt_num) -> str:
     """A confidence interval in brackets, ``[low, high]``; ``—`` when either end is missing.
 
@@ -172,7 +184,7 @@ def _keep_together(text: str) -> str:
 
 
 def norm_comparison(comp: pd.DataFrame) -> ApaTable:
-    """The norm comparison (:func:`psyq.analysis.norms.compare_with_norms`): subscale, norm group,
+    """The norm comparison (:func:`psyq.analysis.statistics.norms.compare_with_norms`): subscale, norm group,
     n, M (SD) of the cohort and of the norm, Welch t(df), adjusted p, Hedges' g [95 % CI] and
     the TOST verdict.
 
@@ -213,7 +225,7 @@ def norm_comparison(comp: pd.DataFrame) -> ApaTable:
 
 
 def answers_by_status(missing: pd.DataFrame) -> ApaTable:
-    """Missing answers (:func:`psyq.analysis.fidelity.missingness`) in long format: one row per backend ×
+    """Missing answers (:func:`psyq.analysis.statistics.fidelity.missingness`) in long format: one row per backend ×
     instrument × status that occurs, with the number and share of answers.
 
     Example
@@ -344,7 +356,7 @@ def _by_columns(frame: pd.DataFrame, first_stat: str) -> dict[str, str]:
 
 
 def paired_change(paired: pd.DataFrame) -> ApaTable:
-    """Paired change (:func:`psyq.analysis.change.paired_change`): group, n, M before, M after, M change
+    """Paired change (:func:`psyq.analysis.statistics.change.paired_change`): group, n, M before, M after, M change
     (SD), t (df), p (Holm), Wilcoxon W and p (Holm), dz [95 % CI].
 
     Example
@@ -371,7 +383,7 @@ def paired_change(paired: pd.DataFrame) -> ApaTable:
 
 
 def change_vs_humans(comp: pd.DataFrame) -> ApaTable:
-    """The cohort's change against humans' (:func:`psyq.analysis.change.compare_change_with_humans`):
+    """The cohort's change against humans' (:func:`psyq.analysis.statistics.change.compare_change_with_humans`):
     group, n and mean change (SD) of each, difference [95 % CI], Welch t (df), p (Holm), Hedges' g
     [95 % CI], Wasserstein distance and the flag.
 
@@ -406,7 +418,7 @@ def _fit3(x: Any) -> str:
 
 
 def invariance_steps(fit: pd.DataFrame) -> ApaTable:
-    """Measurement invariance (:func:`psyq.analysis.invariance.measurement_invariance`) as lavaan and
+    """Measurement invariance (:func:`psyq.analysis.statistics.invariance.measurement_invariance`) as lavaan and
     semTools print it: per step χ², df, p, CFI, TLI, RMSEA [90 % CI], SRMR, then the changes.
 
     Example
@@ -447,7 +459,7 @@ def invariance_steps(fit: pd.DataFrame) -> ApaTable:
 
 
 def graded_response(params: pd.DataFrame) -> ApaTable:
-    """Graded response model parameters (:func:`psyq.analysis.irt.graded_response_model`) as mirt
+    """Graded response model parameters (:func:`psyq.analysis.statistics.irt.graded_response_model`) as mirt
     prints them with standard errors: discrimination a and thresholds b₁ … with (SE)."""
     thresholds = sorted((c for c in params.columns if str(c).startswith("threshold_")),
                         key=lambda c: int(str(c).rsplit("_", 1)[1]))
@@ -477,7 +489,7 @@ def graded_response(params: pd.DataFrame) -> ApaTable:
 
 
 def item_functioning(dif: pd.DataFrame) -> ApaTable:
-    """Differential item functioning (:func:`psyq.analysis.irt.differential_item_functioning`): per
+    """Differential item functioning (:func:`psyq.analysis.statistics.irt.differential_item_functioning`): per
     item the 2-df likelihood-ratio χ², Holm p, Nagelkerke ΔR², its label and the flag."""
     ok = lambda fn: (lambda r: fn(r) if _truthy(r["estimable"]) else DASH)   # noqa: E731
     columns = {"Subscale": lambda r: str(r.get("subscale", "")), "Item": lambda r: str(r["item"]),
@@ -498,7 +510,7 @@ def item_functioning(dif: pd.DataFrame) -> ApaTable:
 
 
 def human_comparison(comp: pd.DataFrame) -> ApaTable:
-    """The cohort against human respondents (:func:`psyq.analysis.human_comparison.compare_with_humans`):
+    """The cohort against human respondents (:func:`psyq.analysis.statistics.human_comparison.compare_with_humans`):
     per subscale n, M (SD) of both samples, Welch t (df) and p, Hedges' g [95 % CI], Mann–Whitney p,
     Kolmogorov–Smirnov D (p), Wasserstein distance, variance ratio (Brown–Forsythe p), α of both
     samples and Tucker's φ; U, the test statistics and α's difference stay in the full table, and the
@@ -553,7 +565,7 @@ def human_comparison(comp: pd.DataFrame) -> ApaTable:
 
 
 def twin_agreement(summary: pd.DataFrame) -> ApaTable:
-    """Twins against their persons (:func:`psyq.analysis.twins.twin_summary`): per metric and
+    """Twins against their persons (:func:`psyq.analysis.statistics.twins.twin_summary`): per metric and
     comparison the mean over persons with its 95 % CI and the persons counted; a share or r without
     the leading zero, a ratio or score error with two decimals.
 

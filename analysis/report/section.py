@@ -1,7 +1,7 @@
 """A section of the report: a title, readings (plain sentences), tables and figures.
 
 Every part of the report (:mod:`psyq.analysis.report` and the section builders beside it, such as
-:mod:`psyq.analysis.report_construct`) returns one, so the renderers print them all the same way.
+:mod:`psyq.analysis.report.sections.same_construct`) returns one, so the renderers print them all the same way.
 
 Example:
     >>> section = Section("Reliability", readings=["IRI PT: α = .79."])

@@ -26,21 +26,21 @@ import pandas as pd
 
 from psyq.engine.store.run_dir import open_run_dir
 
-from psyq.analysis.robustness import CI_METHOD, mean_change_ci
-from psyq.analysis.scores import load_run_scores
+from psyq.analysis.statistics.robustness import CI_METHOD, mean_change_ci
+from psyq.analysis.scoring.scores import load_run_scores
 
 PAIR_KEYS = ["backend_id", "respondent_id", "repeat", "instrument", "subscale"]
 SENSITIVITY_COLUMNS = ["variant", "backend_id", "instrument", "subscale", "n_pairs", "n_left_out", "mean_original",
                        "mean_perturbed", "mean_change", "sd_change", "ci_low", "ci_high", "share_changed",
                        "share_up", "share_down", "reason"]
-"""One row per variant × backend × instrument × subscale; CI: :data:`psyq.analysis.robustness.CI_METHOD`
+"""One row per variant × backend × instrument × subscale; CI: :data:`psyq.analysis.statistics.robustness.CI_METHOD`
 with 'pair' meaning one respondent × repeat."""
 
 
 def paired_score_changes(original: pd.DataFrame, perturbed: pd.DataFrame, variant: str) -> pd.DataFrame:
     """The paired change in subscale score, perturbed − original, per backend × instrument × subscale.
 
-    `original` and `perturbed` are long score tables (:func:`psyq.analysis.scores.load_run_scores`).
+    `original` and `perturbed` are long score tables (:func:`psyq.analysis.scoring.scores.load_run_scores`).
     A pair needs a score on both sides; pairs without one are counted in ``n_left_out`` and named
     in ``reason``, never imputed. Not estimable (no pair, one pair): NaN with the reason.
     """

@@ -23,8 +23,8 @@ from psyq.engine.kinds.scene import SceneItem, scene_levels
 from psyq.engine.kinds.scene.leas import DEFAULT_LEXICON, Lexicon, is_scene_answer, load_lexicon, score_answer
 from psyq.engine.trials.parsing import has_text
 
-from psyq.analysis.agreement import AGREEMENT_COLUMNS, level_agreement
-from psyq.analysis.kinds import KindReport, ReportInput
+from psyq.analysis.statistics.agreement import AGREEMENT_COLUMNS, level_agreement
+from psyq.analysis.report.sections import KindReport, ReportInput
 
 
 class SceneReport(KindReport):

@@ -99,7 +99,7 @@ def human_scores(answers: pd.DataFrame, instrument: Instrument) -> pd.DataFrame:
     `answers` holds raw answers indexed by respondent id, one column per item id; every other
     column is an attribute (as :func:`psyq.engine.results.human_answers.read_answers_csv` returns them).
     ``backend_id`` is ``"human"``, ``model`` is empty and ``repeat`` is 0 (runs count repeats
-    from 0), so the result goes through :func:`psyq.analysis.norms.compare_with_norms` (group matching included) like a cohort.
+    from 0), so the result goes through :func:`psyq.analysis.statistics.norms.compare_with_norms` (group matching included) like a cohort.
 
     Example:
         >>> from psyq.engine.design.instrument import load_instrument

@@ -132,7 +132,7 @@ def sd_ratio(comparison: pd.DataFrame) -> pd.DataFrame:
         One row per backend × instrument × subscale × norm group with columns ``backend_id,
         instrument, subscale, norm_group, sd, norm_sd`` and the two sample sizes the F
         distribution needs: ``n`` (simulated respondents) and ``norm_n`` (the norm group's n).
-        The table of :func:`psyq.analysis.norms.compare_with_norms` has them all; its ``norm_sample``
+        The table of :func:`psyq.analysis.statistics.norms.compare_with_norms` has them all; its ``norm_sample``
         is carried through when present.
 
     Returns

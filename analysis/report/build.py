@@ -27,15 +27,15 @@ from psyq.engine.store.run_dir import open_run_dir
 from psyq.engine.results.imported_run import is_imported_run
 from psyq.engine.files.yamlfile import load_yaml
 
-from psyq.analysis import (apa, effects, fidelity, human_comparison as human, methods, norms, plots,
-    reliability, validity)
-from psyq.analysis.kinds import ReportInput, report_kinds
-from psyq.analysis.scores import human_scores, persona_columns, score_all_kinds
-from psyq.analysis.weighting import (WEIGHTED_CAPTION, shares_text, twin_weights, weighted_by, weighting_methods,
+from psyq.analysis.report import apa, methods, plots
+from psyq.analysis.statistics import effects, fidelity, human_comparison as human, norms, reliability, validity
+from psyq.analysis.report.sections import ReportInput, report_kinds
+from psyq.analysis.scoring.scores import human_scores, persona_columns, score_all_kinds
+from psyq.analysis.statistics.weighting import (WEIGHTED_CAPTION, shares_text, twin_weights, weighted_by, weighting_methods,
                                      weighting_text)
-from psyq.analysis.report_construct import construct_section
-from psyq.analysis.report_twins import twins_section
-from psyq.analysis.sections import Section
+from psyq.analysis.report.sections.same_construct import construct_section
+from psyq.analysis.report.sections.twins import twins_section
+from psyq.analysis.report.section import Section
 
 
 def _protocol_text(manifest: Mapping[str, Any]) -> str:
@@ -54,9 +54,9 @@ def _change_section(run_path: Path, human_change_csv: str | Path | None) -> Sect
 
     Only this section follows the study and missing-answer sections: norms, reliability and item
     analyses assume one measure per respondent and repeat, which a staged run does not have."""
-    from psyq.analysis.change import read_human_change_csv
-    from psyq.analysis.report_change import change_section
-    from psyq.analysis.stage_scores import load_stage_scores
+    from psyq.analysis.statistics.change import read_human_change_csv
+    from psyq.analysis.report.sections.change import change_section
+    from psyq.analysis.scoring.stage_scores import load_stage_scores
 
     humans = read_human_change_csv(human_change_csv) if human_change_csv is not None else None
     section = change_section(load_stage_scores(run_path), humans)
@@ -70,8 +70,8 @@ def _imported_sections(run_path: Path, human_change_csv: str | Path | None) -> t
     e.g. ``psyq import emotionbench-results``): what was imported, then the change section."""
     from psyq.engine.results.imported_run import read_imported_run
 
-    from psyq.analysis.change import read_human_change_csv
-    from psyq.analysis.report_change import change_section, emotionbench_part
+    from psyq.analysis.statistics.change import read_human_change_csv
+    from psyq.analysis.report.sections.change import change_section, emotionbench_part
 
     manifest, scores = read_imported_run(run_path)
     files = ", ".join(manifest.get("imported_from") or []) or "unknown file(s)"
@@ -185,7 +185,7 @@ def norm_section(scores: pd.DataFrame, instruments: Mapping[str, Instrument], ch
 
 
 NOT_ESTIMABLE = "not estimable"
-"""What a sentence says where a table shows ``—`` (:data:`psyq.analysis.apa.DASH`)."""
+"""What a sentence says where a table shows ``—`` (:data:`psyq.analysis.report.apa.DASH`)."""
 
 
 def _missing(x: Any) -> bool:
@@ -193,7 +193,7 @@ def _missing(x: Any) -> bool:
 
 
 def _fmt_p(p: float) -> str:
-    """A p value in a sentence: as :func:`psyq.analysis.apa.fmt_p` prints it, or "not estimable"."""
+    """A p value in a sentence: as :func:`psyq.analysis.report.apa.fmt_p` prints it, or "not estimable"."""
     return NOT_ESTIMABLE if _missing(p) else apa.fmt_p(p)
 
 
@@ -226,21 +226,21 @@ def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] 
     """Compute everything the report shows; returns (facts about the run, sections).
 
     `human_csv` maps an instrument id to human data: item answers for a questionnaire, or what a
-    kind's report part reads (:attr:`psyq.analysis.kinds.KindReport.human_data`, e.g. perceiver
+    kind's report part reads (:attr:`psyq.analysis.report.sections.KindReport.human_data`, e.g. perceiver
     ratings); `human_keyed` names the instruments whose human item answers are stored already
     keyed (reverse items already reversed); `human_codebooks` maps an instrument id to the codebook
     of its human data file (:mod:`psyq.engine.files.codebook`; default: one found beside the CSV);
     `targets_csv` maps an instrument whose kind takes
-    them (:attr:`~psyq.analysis.kinds.KindReport.takes_targets`) to its targets' self-reports.
+    them (:attr:`~psyq.analysis.report.sections.KindReport.takes_targets`) to its targets' self-reports.
     `norm_samples` restricts the norm samples compared (default: the study's `norms`, else all);
     `warn` receives every warning the report also shows (e.g. respondents matching no norm group).
     A run with `stages:` (measure, evoke, measure in one conversation) is reported by its change
-    scores (:mod:`psyq.analysis.report_change`), compared with `human_change_csv` (humans' before and
-    after, :func:`psyq.analysis.change.read_human_change_csv`) when given.
+    scores (:mod:`psyq.analysis.report.sections.change`), compared with `human_change_csv` (humans' before and
+    after, :func:`psyq.analysis.statistics.change.read_human_change_csv`) when given.
     `retest_csv` maps an instrument id to a second administration of the people of its `human_csv`
     file (same respondent ids; `retest_keyed`: stored already keyed; the instrument's codebook, if
     given, applies to it too): when the personas are twins of those people (persona id =
-    respondent_id) the twin section (:mod:`psyq.analysis.report_twins`) normalises by it.
+    respondent_id) the twin section (:mod:`psyq.analysis.report.sections.twins`) normalises by it.
     """
     if is_imported_run(run_path):   # scores psyq did not collect (engine/results/imported_run.py)
         return _imported_sections(Path(run_path), human_change_csv)
@@ -332,7 +332,7 @@ def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] 
                                  correction=correction, warn=warn))
     comp = sections[-1].comparison
 
-    # 3b. The sections of the item kinds (analysis/kinds/), in their registration order
+    # 3b. The sections of the item kinds (analysis/report/sections/), in their registration order
     for part in parts:
         sections.extend(part.sections(ReportInput(
             Path(run.path), table, instruments, scores, judgements, kind_csv.get(part.name, {}), targets_csv or {},
@@ -492,7 +492,7 @@ def construct_validity_section(table: pd.DataFrame, rated: Mapping[str, Instrume
                                human_items: Mapping[str, pd.DataFrame], *,
                                cohort_weights: Mapping[str, pd.Series | None] | None = None) -> Section | None:
     """Item distributions, subscale intercorrelations and factor congruence against raw human
-    answers (:mod:`psyq.analysis.validity`); None when no rating instrument has human item answers.
+    answers (:mod:`psyq.analysis.statistics.validity`); None when no rating instrument has human item answers.
     Item distributions are weighted by the humans' survey weights and by `cohort_weights` (instrument
     id -> weights by respondent id, :func:`twin_weights`) where given."""
     shared = [i for i in human_items if i in rated and i in set(table["instrument"])]
@@ -573,7 +573,7 @@ def _sentence(text: str) -> str:
 
 
 def _num(x: float) -> str:
-    """A number in a sentence: two decimals with a true minus (:func:`psyq.analysis.apa.fmt_num`), or
+    """A number in a sentence: two decimals with a true minus (:func:`psyq.analysis.report.apa.fmt_num`), or
     "not estimable"."""
     return NOT_ESTIMABLE if _missing(x) else apa.fmt_num(x)
 
@@ -582,7 +582,7 @@ FIDELITY_CAPTIONS = {"sd_ratio": "SD of the cohort relative to the norm", "strai
                      "acquiescence": "Acquiescence", "response_styles": "Response styles",
                      "missingness": "Missing answers", "option_order_effect": "Option order effect",
                      "item_order_effect": "Item order effect", "answer_entropy": "Answer entropy"}
-"""The caption of each table of :func:`psyq.analysis.fidelity.fidelity_summary`, by its key."""
+"""The caption of each table of :func:`psyq.analysis.statistics.fidelity.fidelity_summary`, by its key."""
 
 
 def fidelity_readings(diag: Mapping[str, pd.DataFrame]) -> list[str]:
@@ -825,7 +825,7 @@ def write_report(run_path: str | Path, out_dir: str | Path | None = None, *,
 
 
 def methods_text(run_path: str | Path) -> str:
-    """The methods paragraph of a run (:func:`psyq.analysis.methods.methods_paragraph`), from its
+    """The methods paragraph of a run (:func:`psyq.analysis.report.methods.methods_paragraph`), from its
     manifest, copied study and instruments, cohort file (when it is still where the run read it,
     unchanged) and answers."""
     if is_imported_run(run_path):

@@ -11,7 +11,7 @@ Human data scored with :func:`psyq.engine.trials.scoring.score` work as well (se
 
 Example
 -------
->>> from psyq.analysis.scores import score_answers                          # doctest: +SKIP
+>>> from psyq.analysis.scoring.scores import score_answers                          # doctest: +SKIP
 >>> scores = score_answers(table, instruments)                         # doctest: +SKIP
 >>> compare_with_norms(scores, instruments)[["norm_sample", "subscale", "norm_group", "g", "reading"]]  # doctest: +SKIP
 >>> compare_with_norms(score(iri, humans), {"iri": iri})                # doctest: +SKIP
@@ -34,7 +34,7 @@ from statsmodels.stats.multitest import multipletests
 from psyq.engine.design.instrument import TRUSTED, Instrument, NormSample, Range, Subscale
 from psyq.engine.files.codebook import WEIGHT_COLUMN
 
-from psyq.analysis.scores import RESPONDENT_KEYS
+from psyq.analysis.scoring.scores import RESPONDENT_KEYS
 
 POOLED = "pooled"
 """`norm_group` label of the row for respondents that match no group of the norm sample."""
@@ -833,7 +833,7 @@ def compare_with_norms(scores: pd.DataFrame, instruments: Mapping[str, Instrumen
     Parameters
     ----------
     scores : DataFrame
-        The long table of :func:`psyq.analysis.scores.score_answers`, or the table of
+        The long table of :func:`psyq.analysis.scoring.scores.score_answers`, or the table of
         :func:`psyq.engine.trials.scoring.score` for human data with the attribute columns added (see
         :func:`as_norm_scores` for the columns filled in).
     instruments : mapping of instrument id to Instrument

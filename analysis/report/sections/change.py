@@ -1,9 +1,9 @@
 """The report section on change (before → after an evoked situation): readings, tables, a figure.
 
 Built from the tidy scores with stages and, when given, humans' change (the "Human change CSV").
-Returns a :class:`psyq.analysis.sections.Section` (title, readings, tables, figures, note), so the
+Returns a :class:`psyq.analysis.report.section.Section` (title, readings, tables, figures, note), so the
 report shows it as one of its sections;
-the tables are the raw frames of :mod:`psyq.analysis.change`, printed by :func:`psyq.analysis.apa.apa_table`.
+the tables are the raw frames of :mod:`psyq.analysis.statistics.change`, printed by :func:`psyq.analysis.report.apa.apa_table`.
 
 Example:
     >>> section = change_section(scores, humans)              # doctest: +SKIP
@@ -22,11 +22,11 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from psyq.analysis import apa
-from psyq.analysis.change import (EB_ALPHA, OVERALL, change_scores, compare_change_with_humans,
+from psyq.analysis.report import apa
+from psyq.analysis.statistics.change import (EB_ALPHA, OVERALL, change_scores, compare_change_with_humans,
     emotionbench_comparison, human_paired_change, paired_change, per_person)
-from psyq.analysis.sections import Section
-from psyq.analysis.plots import (NORM_COLOUR, _figure, _finite, _legend_columns, _message_figure, _style,
+from psyq.analysis.report.section import Section
+from psyq.analysis.report.plots import (NORM_COLOUR, _figure, _finite, _legend_columns, _message_figure, _style,
     _unique, wrap_to_width)
 
 TITLE = "Change after the evoked situations"
@@ -43,8 +43,8 @@ def _direction(x: float) -> str:
 
 def paired_reading(row: pd.Series, by: Sequence[str], human: pd.Series | None = None,
                    several_backends: bool = False) -> str:
-    """One sentence for a row of :func:`psyq.analysis.change.paired_change` (and the matching row of
-    :func:`psyq.analysis.change.compare_change_with_humans`).
+    """One sentence for a row of :func:`psyq.analysis.statistics.change.paired_change` (and the matching row of
+    :func:`psyq.analysis.statistics.change.compare_change_with_humans`).
 
     Example
     -------
@@ -64,7 +64,7 @@ def paired_reading(row: pd.Series, by: Sequence[str], human: pd.Series | None = 
     text += f" by {_points(change)} points" if change != 0 else ""
     if _finite(row["dz"]):
         text += (f" (dz = {apa.fmt_num(row['dz'])} {apa.fmt_ci(row['dz_low'], row['dz_high'])}, "
-                 f"p(Holm) {_p_text(row['p_holm'])}, n = {int(row['n'])})")
+                 f"p(Holm) {apa.p_clause(row['p_holm'])}, n = {int(row['n'])})")
     else:
         text += f" (n = {int(row['n'])}; dz and t not estimable: {row['note']})"
     if human is not None:
@@ -81,14 +81,9 @@ def paired_reading(row: pd.Series, by: Sequence[str], human: pd.Series | None = 
     return text + "."
 
 
-def _p_text(p: Any) -> str:
-    text = apa.fmt_p(p)
-    return text if text.startswith("<") or text == apa.DASH else "= " + text
-
-
 def before_after_reading(who: str, row: pd.Series) -> str:
     """One sentence on a group's mean before and after and its paired t (a row of
-    :func:`psyq.analysis.change.paired_change` or :func:`psyq.analysis.change.human_paired_change`).
+    :func:`psyq.analysis.statistics.change.paired_change` or :func:`psyq.analysis.statistics.change.human_paired_change`).
 
     Example
     -------
@@ -100,7 +95,7 @@ def before_after_reading(who: str, row: pd.Series) -> str:
     text = (f"{who}, {row['subscale']} (n = {int(row['n'])}): before {apa.fmt_num(row['mean_before'])}, "
             f"after {apa.fmt_num(row['mean_after'])}")
     if _finite(row["t"]):
-        return text + f", paired t({int(row['df'])}) = {apa.fmt_num(row['t'])}, p {_p_text(row['p'])}."
+        return text + f", paired t({int(row['df'])}) = {apa.fmt_num(row['t'])}, p {apa.p_clause(row['p'])}."
     return text + f"; paired t not estimable: {row['note'] or 'fewer than 2 respondents'}."
 
 
@@ -189,7 +184,7 @@ def change_section(scores: pd.DataFrame, human_changes: pd.DataFrame | None = No
                    by: Sequence[str] = ("emotion",)) -> Section:
     """The report section on change: readings (one sentence per group, then pooled), the paired
     table, the comparison with humans (when `human_changes` is given, from
-    :func:`psyq.analysis.change.read_human_change_csv`) and the before/after figure.
+    :func:`psyq.analysis.statistics.change.read_human_change_csv`) and the before/after figure.
 
     Example
     -------
@@ -266,7 +261,7 @@ def emotionbench_part(manifest: dict[str, Any], scores: pd.DataFrame) -> tuple[l
 
     psyq pairs each situation test with the General test of its number; EmotionBench compares
     the mean of every situation test with the mean of *every* General test by a two-sample t
-    (:func:`psyq.analysis.change.emotionbench_comparison`). The readings give EmotionBench's
+    (:func:`psyq.analysis.statistics.change.emotionbench_comparison`). The readings give EmotionBench's
     figures, labelled as its own, so that a user reproduces the paper; a run imported before the
     default scores were kept says to import it again.
     """
@@ -294,6 +289,6 @@ def emotionbench_part(manifest: dict[str, Any], scores: pd.DataFrame) -> tuple[l
             f"{apa.fmt_num(row.mean_default)} (SD {apa.fmt_num(row.sd_default)}, n = {int(row.n_default)} General tests), "
             f"after the situations {apa.fmt_num(row.mean_situation)} (n = {int(row.n_situation)} tests): "
             f"{row.direction} ({'+' if row.difference > 0 else ''}{apa.fmt_num(row.difference, 1)}), {row.test} t({apa.fmt_num(row.df, 1) if row.test == 'Welch' else int(row.df)}) "
-            f"= {apa.fmt_num(row.t)}, p {_p_text(row.p)}.")
+            f"= {apa.fmt_num(row.t)}, p {apa.p_clause(row.p)}.")
     return readings, [("EmotionBench's own comparison: situation tests against the mean of all General tests "
                        "(two-sample t), per factor, emotion and overall", table)]

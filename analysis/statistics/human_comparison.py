@@ -1,6 +1,6 @@
 """A simulated cohort next to raw human data scored by the same instrument.
 
-Where :mod:`psyq.analysis.scores` compares with *published* norms (a mean and an SD), raw human answers
+Where :mod:`psyq.analysis.scoring.scores` compares with *published* norms (a mean and an SD), raw human answers
 allow the full comparison: location (Welch's t, Hedges' g, Mann–Whitney U), shape
 (Kolmogorov–Smirnov, Wasserstein distance), spread (variance ratio, Brown–Forsythe), internal
 consistency (α in each sample) and factor structure (Tucker's φ between one-factor loadings).
@@ -38,7 +38,7 @@ from psyq.engine.design.instrument import Instrument
 from psyq.engine.files.codebook import WEIGHT_COLUMN
 from psyq.engine.trials.scoring import keyed_answers, score_wide
 
-from psyq.analysis.reliability import alpha_problem, cronbach_alpha, omega_problem, one_factor
+from psyq.analysis.statistics.reliability import alpha_problem, cronbach_alpha, omega_problem, one_factor
 
 SAMPLE_KEYS = ["n_cohort", "n_human", "n_eff_cohort", "n_eff_human", "mean_cohort", "mean_human", "sd_cohort", "sd_human",
                "t", "df", "p", "g", "g_low", "g_high", "u", "p_mwu", "ks", "p_ks", "wasserstein",
@@ -350,7 +350,7 @@ def one_factor_loadings(items: pd.DataFrame) -> pd.Series:
     -------
     pandas.Series
         Loadings indexed by item id (name ``"loading"``), from
-        :func:`psyq.analysis.reliability.one_factor` (statsmodels ``Factor``: maximum likelihood,
+        :func:`psyq.analysis.statistics.reliability.one_factor` (statsmodels ``Factor``: maximum likelihood,
         principal axis if ML does not converge). All NaN when an item is constant, fewer than 3
         items remain or no proper solution exists.
 
@@ -360,7 +360,7 @@ def one_factor_loadings(items: pd.DataFrame) -> pd.Series:
 
     References
     ----------
-    See :func:`psyq.analysis.reliability.one_factor`.
+    See :func:`psyq.analysis.statistics.reliability.one_factor`.
     """
     fit = one_factor(items)
     return pd.Series(fit["loading"].to_numpy(), index=pd.Index(fit["item_id"], name="item_id"),
@@ -396,7 +396,7 @@ def compare_with_humans(cohort_items: Mapping[str, pd.DataFrame], human_items: M
         order of `cohort_items`). Columns: ``instrument, subscale``, the keys of
         :func:`compare_samples` computed on subscale scores (:func:`psyq.engine.trials.scoring.score_wide`:
         reverse keying, prorating, ``min_answered``), ``alpha_cohort, alpha_human`` (α of the
-        subscale's keyed items, listwise, :func:`psyq.analysis.reliability.cronbach_alpha`),
+        subscale's keyed items, listwise, :func:`psyq.analysis.statistics.reliability.cronbach_alpha`),
         ``alpha_diff`` (cohort − human) and ``phi`` (Tucker's φ between the one-factor loadings
         of the subscale's keyed items in the two samples; NaN if either sample has a constant
         item or no proper one-factor solution, or the subscale has fewer than 3 items),

@@ -44,7 +44,7 @@ from psyq.engine.design.instrument import Instrument
 from psyq.engine.files.codebook import WEIGHT_COLUMN
 from psyq.engine.trials.scoring import keyed_answers, membership_matrix, score_wide
 
-from psyq.analysis.human_comparison import tucker_phi
+from psyq.analysis.statistics.human_comparison import tucker_phi
 
 DISTRIBUTION_COLUMNS = ["instrument", "item_id", "group_by", "group", "n_cohort", "n_human", "tv",
                         "tv_uniform", "simbench", "wasserstein", "estimable", "note"]
@@ -442,7 +442,7 @@ def factor_congruence(cohort: pd.DataFrame, human: pd.DataFrame, instrument: Ins
     pandas.DataFrame
         One row per factor (named by its subscale) and a last row ``factor = "all"`` (φ over
         every loading at once): ``n_cohort, n_human`` (complete respondents), ``k`` items,
-        ``phi`` (:func:`psyq.analysis.human_comparison.tucker_phi` of the two columns of
+        ``phi`` (:func:`psyq.analysis.statistics.human_comparison.tucker_phi` of the two columns of
         :func:`target_loadings`; ≥ .95 equal, .85–.94 fair similarity), the fitting methods and
         ``estimable``/``note``: no φ when either sample's model cannot be estimated (fewer than
         2 subscales, n < items + 1, an item without variance, too many factors for the items, a
@@ -454,7 +454,7 @@ def factor_congruence(cohort: pd.DataFrame, human: pd.DataFrame, instrument: Ins
 
     References
     ----------
-    See :func:`target_loadings` and :func:`psyq.analysis.human_comparison.tucker_phi`.
+    See :func:`target_loadings` and :func:`psyq.analysis.statistics.human_comparison.tucker_phi`.
     """
     subs = [s.id for s in instrument.first_order_subscales]
     ids = [i.id for i in instrument.rating_items]

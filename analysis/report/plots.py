@@ -160,7 +160,7 @@ def profile_plot(comparison: pd.DataFrame, instrument_id: str) -> Figure:
     """Cohort mean per subscale with its 95 % CI (mean ± t_{n−1,.975}·sd/√n) next to the norm
     mean ± 1 SD (shaded band, line at the mean); one panel per norm group, one marker set per backend.
 
-    `comparison` has the columns of :func:`psyq.analysis.norms.compare_with_norms` (``backend_id,
+    `comparison` has the columns of :func:`psyq.analysis.statistics.norms.compare_with_norms` (``backend_id,
     instrument, subscale, norm_sample, norm_group, n, mean, sd, norm_n, norm_mean, norm_sd`` are used).
     The band artists carry ``gid = "norm-band:<sample>:<group>:<subscale>"``.
     """
@@ -429,7 +429,7 @@ def _n_answers_text(per_item: pd.Series) -> str:
 
 def sd_ratio_chart(ratios: pd.DataFrame) -> Figure:
     """Cohort SD / norm SD with 95 % CI per instrument × subscale × norm group (one row each, as
-    returned by :func:`psyq.analysis.fidelity.sd_ratio`), one marker set per ``backend_id``; reference lines at 1 (human-like spread) and 0.5 (half the human SD).
+    returned by :func:`psyq.analysis.statistics.fidelity.sd_ratio`), one marker set per ``backend_id``; reference lines at 1 (human-like spread) and 0.5 (half the human SD).
     Rows flagged ``collapsed`` are drawn hollow and labelled."""
     title = "Cohort SD relative to the human norm SD (95 % CI)"
     if ratios is None or ratios.empty:
@@ -530,12 +530,12 @@ def figure_to_data_uri(fig: Figure, fmt: str = "png") -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# Construct validity against human data (psyq.analysis.validity)
+# Construct validity against human data (psyq.analysis.statistics.validity)
 
 
 def item_distance_chart(distances: pd.DataFrame, instrument_id: str) -> Figure:
     """Total-variation distance per item, cohort against humans, for the whole sample (group
-    ``all``), from :func:`psyq.analysis.validity.item_distributions`; a dashed tick marks each item's
+    ``all``), from :func:`psyq.analysis.statistics.validity.item_distributions`; a dashed tick marks each item's
     TV of uniform guessing (bars beyond it: worse than answering at random). Items that are not
     estimable are listed, not drawn."""
     title = f"{instrument_id}: answer distributions, cohort against humans (total variation per item)"
@@ -566,7 +566,7 @@ def item_distance_chart(distances: pd.DataFrame, instrument_id: str) -> Figure:
 
 def correlation_heatmaps(correlations: pd.DataFrame, instrument_id: str) -> Figure:
     """Side-by-side subscale intercorrelation matrices (cohort, humans, difference) from
-    :func:`psyq.analysis.validity.subscale_correlations`; cells that are not estimable are hatched
+    :func:`psyq.analysis.statistics.validity.subscale_correlations`; cells that are not estimable are hatched
     and say "n/e", never coloured as a value."""
     title = f"{instrument_id}: subscale intercorrelations (Pearson r)"
     rows = correlations[(correlations["instrument"] == instrument_id) & (correlations["subscale_b"] != "")]
@@ -606,7 +606,7 @@ def correlation_heatmaps(correlations: pd.DataFrame, instrument_id: str) -> Figu
 
 def congruence_chart(congruence: pd.DataFrame) -> Figure:
     """Tucker's φ per factor (one per subscale, and "all") from
-    :func:`psyq.analysis.validity.factor_congruence`, with the conventional thresholds .85 (fair
+    :func:`psyq.analysis.statistics.validity.factor_congruence`, with the conventional thresholds .85 (fair
     similarity) and .95 (equal factors). Factors that are not estimable are named, not drawn."""
     title = "Factor congruence with human data (Tucker's φ after target rotation)"
     drawn = congruence[congruence["estimable"].astype(bool)]
@@ -635,12 +635,12 @@ def congruence_chart(congruence: pd.DataFrame) -> Figure:
 
 
 # --------------------------------------------------------------------------------------------
-# Item response theory (psyq.analysis.irt)
+# Item response theory (psyq.analysis.statistics.irt)
 
 
 def information_curves(curves: pd.DataFrame, title: str) -> Figure:
     """Test information against θ, one line per group (e.g. cohort and humans), one panel per
-    subscale, from :func:`psyq.analysis.irt.test_information` frames stacked with a ``group``
+    subscale, from :func:`psyq.analysis.statistics.irt.test_information` frames stacked with a ``group``
     column (and ``subscale``, when there are several). Only the test rows (``item`` "test") are
     drawn when an ``item`` column is present. Each θ scale is the group's own N(0, 1) metric: the
     curves compare where each sample's scale measures precisely, not the positions of the groups.

@@ -4,13 +4,13 @@ For every rating instrument given with human item answers it fits, on the instru
 first-order subscales (composite/total subscales left out, reverse items keyed first):
 
 * the measurement-invariance sequence configural → metric → scalar of a two-group confirmatory
-  factor model, personas against people (:func:`psyq.analysis.invariance.measurement_invariance`),
-  with one plain sentence per step (:func:`psyq.analysis.invariance.invariance_verdicts`);
+  factor model, personas against people (:func:`psyq.analysis.statistics.invariance.measurement_invariance`),
+  with one plain sentence per step (:func:`psyq.analysis.report.readings.invariance_verdicts`);
 * a graded response model per subscale in each sample
-  (:func:`psyq.analysis.irt.graded_response_model`), side by side, with both samples' test
+  (:func:`psyq.analysis.statistics.irt.graded_response_model`), side by side, with both samples' test
   information curves in one plot;
 * differential item functioning per item between the samples
-  (:func:`psyq.analysis.irt.differential_item_functioning`).
+  (:func:`psyq.analysis.statistics.irt.differential_item_functioning`).
 
 Whatever cannot be estimated (too few personas, an item nobody varied on, a model that does not
 converge) is a reading "not estimable: reason", never a number; a table that would hold no
@@ -32,11 +32,12 @@ import pandas as pd
 from psyq.engine.design.instrument import Instrument
 from psyq.engine.trials.scoring import keyed_answers
 
-from psyq.analysis import plots
-from psyq.analysis.apa import fmt_num
-from psyq.analysis.invariance import invariance_verdicts, measurement_invariance
-from psyq.analysis.irt import differential_item_functioning, graded_response_model, test_information
-from psyq.analysis.sections import Section
+from psyq.analysis.report import plots
+from psyq.analysis.report.apa import fmt_num
+from psyq.analysis.statistics.invariance import measurement_invariance
+from psyq.analysis.report.readings import invariance_verdicts
+from psyq.analysis.statistics.irt import differential_item_functioning, graded_response_model, test_information
+from psyq.analysis.report.section import Section
 
 TITLE = "Is it the same construct?"
 PERSONAS, PEOPLE = "personas", "people"
@@ -49,7 +50,7 @@ METHODS = ("Measurement invariance between personas and people was tested by two
            "continuous, fitted with psyq's multi-group likelihood on NumPy/SciPy (checked against lavaan's "
            "published Holzinger–Swineford figures); decisions followed Chen (2007): ΔCFI ≤ −.010 with "
            "ΔRMSEA ≥ .015 or ΔSRMR ≥ .030 (loadings) / .010 (intercepts) signals non-invariance. Each subscale was fitted with Samejima's graded response model "
-           "in each sample (marginal maximum likelihood, psyq.analysis.irt), and differential item functioning "
+           "in each sample (marginal maximum likelihood, psyq.analysis.statistics.irt), and differential item functioning "
            "was tested by ordinal logistic regression on the purified total score (Swaminathan & Rogers, 1990; Zumbo, "
            "1999; French & Maller, 2007), Holm-corrected, flagged when Nagelkerke ΔR² ≥ .035 (Jodoin & Gierl, 2001).")
 

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import statsmodels.formula.api as smf
 
-from psyq.analysis.scores import RESPONDENT_KEYS
+from psyq.analysis.scoring.scores import RESPONDENT_KEYS
 
 CONFIDENCE = 0.95
 SCORE_COLUMNS = RESPONDENT_KEYS + ["instrument", "subscale", "score", "n_answered", "n_items", "prorated"]
@@ -120,7 +120,7 @@ def model_effects(scores: pd.DataFrame, predictors: Sequence[str]) -> pd.DataFra
     Parameters
     ----------
     scores : DataFrame
-        The output of :func:`psyq.analysis.scores.score_answers`.
+        The output of :func:`psyq.analysis.scoring.scores.score_answers`.
     predictors : sequence of str
         Persona attribute columns to enter.
 

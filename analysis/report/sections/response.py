@@ -3,11 +3,11 @@ against reference replies, per rubric dimension) and "Agreement between raters" 
 Krippendorff's α, each judge against the people).
 
 The ratings come from the run's store (:func:`psyq.engine.store.ratings.read_ratings`); the statistics from
-:mod:`psyq.analysis.response_comparison` and :mod:`psyq.analysis.rater_agreement`. A run with replies that
+:mod:`psyq.analysis.statistics.response_comparison` and :mod:`psyq.analysis.statistics.rater_agreement`. A run with replies that
 nobody has rated yet gets a section saying how to rate them.
 
 Example:
-    >>> from psyq.analysis.kinds import report_kinds
+    >>> from psyq.analysis.report.sections import report_kinds
     >>> "response" in [part.name for part in report_kinds()]
     True
 """
@@ -31,13 +31,13 @@ from psyq.engine.store.run_dir import DATABASE
 from psyq.engine.store.run_store import RunStore
 from psyq.engine.files.yamlfile import load_yaml
 
-from psyq.analysis import apa
-from psyq.analysis.plots import _figure, _message_figure, _style
-from psyq.analysis.robustness import robustness_sections
-from psyq.analysis.rater_agreement import alpha_table, icc_table, judge_vs_human
-from psyq.analysis.response_comparison import (attribute_effects, compare_sources, descriptives,
+from psyq.analysis.report import apa
+from psyq.analysis.report.plots import _figure, _message_figure, _style
+from psyq.analysis.report.sections.robustness import robustness_sections
+from psyq.analysis.statistics.rater_agreement import alpha_table, icc_table, judge_vs_human
+from psyq.analysis.statistics.response_comparison import (attribute_effects, compare_sources, descriptives,
     target_scores, with_combined)
-from psyq.analysis.kinds import KindReport, ReportInput
+from psyq.analysis.report.sections import KindReport, ReportInput
 from psyq.engine.files.shipped import shipped_files
 
 NOT_RATED = ("not rated yet: run `psyq judge RUN --rubric empathy_ceb` (judge models) or import people's "
@@ -304,7 +304,7 @@ def judge_readings(versus: pd.DataFrame) -> list[str]:
 
 def source_means_plot(desc: pd.DataFrame) -> Figure:
     """Mean score per dimension of persona and reference replies with 95 % CIs, one panel per
-    rubric × rater kind (:func:`psyq.analysis.response_comparison.descriptives` output)."""
+    rubric × rater kind (:func:`psyq.analysis.statistics.response_comparison.descriptives` output)."""
     if desc.empty:
         return _message_figure("no rated replies")
     panels = list(desc.groupby(["rubric_id", "rater_kind"], sort=True))

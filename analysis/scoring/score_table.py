@@ -1,6 +1,6 @@
 """Scores as a table for R, SPSS or a spreadsheet: one row per respondent × repeat × backend.
 
-The long scores of :func:`psyq.analysis.scores.score_answers` (or :func:`psyq.analysis.scores.human_scores`)
+The long scores of :func:`psyq.analysis.scoring.scores.score_answers` (or :func:`psyq.analysis.scoring.scores.human_scores`)
 are spread wide: the respondent keys (``backend_id, model, respondent_id, repeat``), the persona
 attributes, then per instrument × subscale three columns: ``<instrument>_<subscale>`` (the
 score), ``<instrument>_<subscale>_n`` (items answered) and ``<instrument>_<subscale>_prorated``
@@ -37,7 +37,7 @@ import pandas as pd
 
 from psyq.engine.design.instrument import Instrument
 
-from psyq.analysis.scores import RESPONDENT_KEYS, SCORE_VALUES
+from psyq.analysis.scoring.scores import RESPONDENT_KEYS, SCORE_VALUES
 
 FORMATS = ("csv", "parquet", "sav")
 SPSS_MAX_NAME = 64
@@ -57,7 +57,7 @@ def wide_scores(scores: pd.DataFrame, prefix: bool = True) -> pd.DataFrame:
     Parameters
     ----------
     scores : pandas.DataFrame
-        Long scores (columns of :func:`psyq.analysis.scores.score_answers`); ``prorated`` may be
+        Long scores (columns of :func:`psyq.analysis.scoring.scores.score_answers`); ``prorated`` may be
         absent (then all 0).
     prefix : bool
         Name score columns ``<instrument>_<subscale>`` (True) or only ``<subscale>`` (False; for

@@ -38,7 +38,7 @@ from statsmodels.stats.multitest import multipletests
 from psyq.engine.files.csvfile import read_csv_table
 from psyq.engine.files.errors import InputError, Problem
 
-from psyq.analysis.human_comparison import compare_samples
+from psyq.analysis.statistics.human_comparison import compare_samples
 
 KEYS = ["backend_id", "respondent_id", "repeat", "situation_id", "emotion", "instrument", "subscale"]
 """What identifies one change score."""
@@ -465,7 +465,7 @@ def compare_change_with_humans(changes: pd.DataFrame, human_changes: pd.DataFram
         its 95 % CI on Welch–Satterthwaite df; ``t, df, p``: Welch's t
         (:func:`scipy.stats.ttest_ind`, ``equal_var=False``); ``g``: Hedges' g with its CI;
         ``wasserstein``: Wasserstein-1 distance between the two distributions of change, in
-        score points (all three via :func:`psyq.analysis.human_comparison.compare_samples`); ``p_holm``: Holm
+        score points (all three via :func:`psyq.analysis.statistics.human_comparison.compare_samples`); ``p_holm``: Holm
         over every row; ``flag``: :func:`change_flag`, or "not estimable: …" when a group has
         fewer than 2 respondents or neither group's change varies (then the numbers that need a
         variance are NaN).

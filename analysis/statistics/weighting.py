@@ -1,8 +1,8 @@
 """Survey weights in the report: which side of a comparison with human data is weighted, and what
 the report and the methods paragraph say about it.
 
-The weighted statistics themselves are in :mod:`psyq.analysis.human_comparison` (scores) and
-:mod:`psyq.analysis.validity` (item option shares); human answers carry their weights in the
+The weighted statistics themselves are in :mod:`psyq.analysis.statistics.human_comparison` (scores) and
+:mod:`psyq.analysis.statistics.validity` (item option shares); human answers carry their weights in the
 column :data:`psyq.engine.files.codebook.WEIGHT_COLUMN` (a codebook's ``columns.weight``).
 
 Example:
@@ -21,7 +21,7 @@ import pandas as pd
 
 from psyq.engine.files.codebook import WEIGHT_COLUMN
 
-from psyq.analysis.human_comparison import kish_n_eff
+from psyq.analysis.statistics.human_comparison import kish_n_eff
 
 WEIGHTED_CAPTION = ("weighted: means, SDs with the reliability-weights correction, Welch t and Hedges g with Kish's "
                     "n_eff, variance ratio, Wasserstein distance; Mann–Whitney, KS and Brown–Forsythe not computed; "

@@ -2,7 +2,7 @@
 
 A kind's format, asking, parsing and scoring live in :mod:`psyq.engine.kinds`; what the report shows
 about it (its section, tables and figures) cannot, since it uses the report's sections and
-:mod:`psyq.analysis.plots`, and engine never imports analysis. So each kind with a report section has
+:mod:`psyq.analysis.report.plots`, and engine never imports analysis. So each kind with a report section has
 a module here, registered under the same name as its :class:`psyq.engine.kinds.ItemKind`, and
 :func:`psyq.analysis.report.build_sections` iterates over :func:`report_kinds` (after the norm
 comparison, in registration order) instead of naming kinds.
@@ -71,7 +71,7 @@ class ReportInput:
 
 
 class KindReport:
-    """A kind's part of the report. Subclass it in ``analysis/kinds/<kind>.py``, set `name` to the
+    """A kind's part of the report. Subclass it in ``analysis/report/sections/<kind>.py``, set `name` to the
     item kind's name, override :meth:`sections`, and register an instance at the end of this file."""
 
     name: ClassVar[str]
@@ -105,12 +105,12 @@ def report_kinds() -> tuple[KindReport, ...]:
     return tuple(_REPORTS.values())
 
 
-from psyq.analysis.kinds import scene, vignette  # noqa: E402  (the built-in kinds' sections, in this order)
+from psyq.analysis.report.sections import scene, vignette  # noqa: E402  (the built-in kinds' sections, in this order)
 
 register_report(scene.SceneReport())
 register_report(vignette.VignetteReport())
 
-from psyq.analysis.kinds import response  # noqa: E402  (rated replies: issue 14)
+from psyq.analysis.report.sections import response  # noqa: E402  (rated replies: issue 14)
 
 register_report(response.ResponseReport())
 

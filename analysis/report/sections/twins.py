@@ -1,13 +1,13 @@
 """The report section "Personas and their persons (twins)": each persona against the person it twins.
 
 When the personas of a run are twins of the people in a ``--human`` file (persona id = that
-file's ``respondent_id``, :func:`psyq.analysis.twins.match_twins`), this section says, per rating
+file's ``respondent_id``, :func:`psyq.analysis.statistics.twins.match_twins`), this section says, per rating
 instrument, how many matched, and how closely each twin answers like its own person
-(:func:`psyq.analysis.twins.twin_agreement`): exact and within-one agreement, Pearson r across
+(:func:`psyq.analysis.statistics.twins.twin_agreement`): exact and within-one agreement, Pearson r across
 items, absolute subscale-score errors, each beside the two baselines (other persons' twins, the
 cohort mean answer) and, with ``--retest``, the persons' own retest agreement and the normalised
 accuracy (twin ÷ retest per person; Park et al., 2024). Means over persons with percentile-bootstrap
-95 % CIs (persons resampled 2,000 times, seeded; :func:`psyq.analysis.twins.twin_summary`); a statistic that cannot be estimated is a reading
+95 % CIs (persons resampled 2,000 times, seeded; :func:`psyq.analysis.statistics.twins.twin_summary`); a statistic that cannot be estimated is a reading
 "not estimable: reason", never a number.
 
 Example:
@@ -25,9 +25,9 @@ import pandas as pd
 
 from psyq.engine.design.instrument import Instrument
 
-from psyq.analysis import apa
-from psyq.analysis.sections import Section
-from psyq.analysis.twins import (AGREEMENT, COHORT_MEAN, DIFFERENCE, ERROR_PREFIX, NORMALISED, OTHERS, RETEST,
+from psyq.analysis.report import apa
+from psyq.analysis.report.section import Section
+from psyq.analysis.statistics.twins import (AGREEMENT, COHORT_MEAN, DIFFERENCE, ERROR_PREFIX, NORMALISED, OTHERS, RETEST,
                                  TWIN, twin_agreement, twin_summary)
 
 TITLE = "Personas and their persons (twins)"
@@ -94,7 +94,7 @@ def twins_section(pairs: Mapping[str, tuple[Instrument, pd.DataFrame, pd.DataFra
             section.tables.append((f"Agreement per person: {inst_id}", _per_person(agreement)))
         else:
             section.readings.append(f"{inst_id}: the {len(match.matched)} persons' own values are not tabled here; "
-                                    "psyq.analysis.twins.twin_agreement gives them.")
+                                    "psyq.analysis.statistics.twins.twin_agreement gives them.")
     return section
 
 

@@ -28,9 +28,9 @@ from psyq.engine.kinds.vignette.accuracy import (fisher_z, judge_percent, percei
     read_perceiver_csv, read_target_reports_csv, stop_accuracy, target_profiles, vignette_accuracy,
     with_self_reports)
 
-from psyq.analysis import human_comparison as human
-from psyq.analysis.plots import _figure, _message_figure, _style, _unique
-from psyq.analysis.kinds import KindReport, ReportInput
+from psyq.analysis.statistics import human_comparison as human
+from psyq.analysis.report.plots import _figure, _message_figure, _style, _unique
+from psyq.analysis.report.sections import KindReport, ReportInput
 
 PERCEIVER_KEYS = ["backend_id", "respondent_id", "repeat"]
 

@@ -25,7 +25,7 @@ from psyq.engine.design.instrument import Instrument
 from psyq.engine.store.run_dir import RunDir, manifest_file_paths
 from psyq.engine.files.yamlfile import load_yaml
 
-from psyq.analysis.scores import persona_columns, score_answers
+from psyq.analysis.scoring.scores import persona_columns, score_answers
 
 FILL = "[fill in: {}]"
 
@@ -90,7 +90,7 @@ def run_facts(run: RunDir) -> RunFacts:
     table = export_table(run.path)
     instruments = run_instruments(run)
     if "stage" in table.columns and table["stage"].notna().any():
-        from psyq.analysis.stage_scores import load_stage_scores  # one score per measure stage and situation
+        from psyq.analysis.scoring.stage_scores import load_stage_scores  # one score per measure stage and situation
         scores = load_stage_scores(run.path)
     else:
         scores = score_answers(table, instruments)

@@ -2,7 +2,7 @@
 
 From the tidy ratings of :func:`psyq.engine.store.ratings.read_ratings`: the score of a reply on a dimension
 is the mean level its raters *of one kind* gave it (judges and people are never pooled: their
-scales may differ, see :mod:`psyq.analysis.rater_agreement`), computed on the unperturbed texts only
+scales may differ, see :mod:`psyq.analysis.statistics.rater_agreement`), computed on the unperturbed texts only
 (perturbed versions are the robustness analysis's). A combined score (``overall``) is formed per
 rater as the rubric's ``combine`` says, or, without one, as the mean of the rubric's dimensions
 present in the ratings; only when that rater gave every one of them a level (never from part).
