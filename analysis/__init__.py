@@ -39,7 +39,8 @@ from psyq.analysis.statistics.human_comparison import compare_samples, compare_w
 from psyq.analysis.statistics.invariance import measurement_invariance
 from psyq.analysis.report.readings import invariance_verdicts
 from psyq.analysis.statistics.irt import differential_item_functioning, graded_response_model, test_information
-from psyq.analysis.statistics.norms import compare_with_norms, group_matching, matching_warnings, respondent_z
+from psyq.analysis.statistics.norms import compare_with_norms, group_matching, respondent_z
+from psyq.analysis.report.readings import matching_warnings
 from psyq.analysis.statistics.reliability import reliability_table, test_retest_icc
 from psyq.analysis.scoring.score_table import spss_names, wide_scores, write_scores
 from psyq.analysis.scoring.scores import human_scores, load_run_scores, score_answers, score_humans

@@ -1,5 +1,6 @@
 """Run every shipped study (studies/*.yaml) against the test stub and write what a refactoring
-must not change: the export CSV of each run (trial ids included) and every table of the report.
+must not change: the export CSV of each run (trial ids included), every table and reading of the
+report, its Markdown rendering and the methods paragraph (times masked).
 
 Used to check that moving item kinds into plug-ins changes no behaviour: run it before and after,
 then compare the two folders byte for byte::
@@ -34,7 +35,8 @@ sys.path.insert(0, str(ROOT))
 
 from stub_server import StubServer, default_answer  # noqa: E402
 
-from psyq.analysis.report import build_sections  # noqa: E402
+from psyq.analysis.report import build_sections, methods_text, render_markdown  # noqa: E402
+import psyq  # noqa: E402
 from psyq import administer, load_study  # noqa: E402
 from psyq.engine.files.shipped import locate  # noqa: E402
 from psyq.engine.results.export import export_table  # noqa: E402
@@ -131,10 +133,18 @@ def _clean(frame):
     return frame[[not _timed(label) for label in frame.index]]
 
 
+def _untimed(text: str) -> str:
+    """`text` with its dates and times (ISO 8601) and durations masked: they differ on every run; and
+    with the folder psyq is installed in masked (where a shipped file was read from)."""
+    text = text.replace(str(Path(psyq.__file__).parent), "<psyq>")
+    text = re.sub(r"\d{4}-\d\d-\d\dT[\d:.]+(?:[+-]\d\d:\d\d|Z)?", "<time>", text)
+    return re.sub(r"\d+(?:\.\d+)? (?:s|min|seconds|minutes)\b", "<duration>", text)
+
+
 def _write_sections(dest: Path, prefix: str, sections: list) -> None:
     for s_index, section in enumerate(sections):
         lines = [section.title, *section.readings, section.note or ""]
-        (dest / f"{prefix}{s_index:02d}_readings.txt").write_text("\n".join(lines) + "\n")
+        (dest / f"{prefix}{s_index:02d}_readings.txt").write_text(_untimed("\n".join(lines) + "\n"))
         for t_index, (caption, frame) in enumerate(section.tables):
             with open(dest / f"{prefix}{s_index:02d}_t{t_index:02d}.csv", "w") as handle:
                 handle.write(caption + "\n")
@@ -158,11 +168,14 @@ def main(out_dir: str) -> None:
             # Rows in a fixed order: the order trials finish in depends on the scheduler.
             table = table.sort_values(["backend_id", "respondent_id", "instrument", "repeat", "item_id"], kind="stable")
             table.to_csv(dest / "export.csv", index=False)
-            _, sections = build_sections(result.run_dir.path, warn=lambda m: None)
+            manifest, sections = build_sections(result.run_dir.path, warn=lambda m: None)
             _write_sections(dest, "s", sections)
+            methods = methods_text(result.run_dir.path)
+            (dest / "report.md").write_text(_untimed(render_markdown(manifest, sections, methods=methods)))
             if name in WITH_PEOPLE:
                 _, sections = build_sections(result.run_dir.path, warn=lambda m: None, **WITH_PEOPLE[name])
                 _write_sections(dest, "people_s", sections)
+                (dest / "people_report.md").write_text(_untimed(render_markdown(manifest, sections, methods=methods)))
             with sqlite3.connect(result.run_dir.database) as db:
                 trials = db.execute("SELECT trial_id, respondent_id, item_ids FROM trials ORDER BY trial_id").fetchall()
             (dest / "trials.txt").write_text("".join(f"{t} {r} {i}\n" for t, r, i in trials))

@@ -161,15 +161,18 @@ def test_a_codebook_and_a_caller_that_disagree_are_an_error(tmp_path):
 
 
 def test_human_labels_that_match_no_norm_group_are_pointed_out(tmp_path):
+    from psyq.analysis.report.readings import value_mismatch_warnings
     from psyq.analysis.statistics import norms
     from psyq.analysis.scoring.scores import human_scores
 
     iri = load_instrument(IRI)
     answers = read_answers_csv(copy_briganti(tmp_path, ITEMS_ONLY), iri, keyed=True)
     assert set(answers["gender"]) == {"F", "M"}          # the norms list F and M too: they match
-    assert norms.value_mismatches(human_scores(answers, iri), {"iri": iri}) == []
+    assert norms.value_mismatches(human_scores(answers, iri), {"iri": iri}).empty
     coded = answers.assign(gender=answers["gender"].map({"F": "1", "M": "2"}))
-    [message] = norms.value_mismatches(human_scores(coded, iri), {"iri": iri}, samples=["briganti2018"])
+    mismatches = norms.value_mismatches(human_scores(coded, iri), {"iri": iri}, samples=["briganti2018"])
+    assert mismatches[["attribute", "data_values"]].values.tolist() == [["gender", ["1", "2"]]]
+    [message] = value_mismatch_warnings(mismatches)
     assert "matches gender on female, woman, F, male, man, M; the data's gender values are 1, 2" in message
     assert "codebook's `values:`" in message
 

@@ -31,7 +31,7 @@ MODULES = ["analysis", "psyq.engine.files.codebook", "psyq.engine.design.instrum
            "psyq.engine.trials.parsing", "psyq.engine.backends.catalogue", "psyq.engine.backends.local",
            "psyq.engine.files.shipped", "psyq.engine.cli.starting", "psyq.engine.design.study",
            "psyq.engine.design.persona", "psyq.engine.design.situations", "psyq.engine.judging.answer_judge",
-           "psyq.engine.trials.prompts", "psyq.analysis.report.sections.same_construct"]
+           "psyq.engine.trials.prompts", "psyq.analysis.report.sections.same_construct", "psyq.analysis.report.readings"]
 # Their examples name psyq's shipped files by name only, so they run from any folder (psyq installed,
 # no clone in sight): run here from an empty one.
 BY_NAME = ["psyq.engine.files.shipped", "psyq.engine.cli.starting", "psyq.engine.design.study",

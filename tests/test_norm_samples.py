@@ -15,8 +15,9 @@ import pandas as pd
 import pytest
 from statsmodels.stats.multitest import multipletests
 
+from psyq.analysis.report.readings import matching_warnings, norm_readings
 from psyq.analysis.statistics.norms import (POOLED, compare_with_norms, condition_holds, group_matching, match_group,
-    matching_warnings, respondent_z, verification_flag)
+    respondent_z, verification_flag)
 from psyq import load_instrument
 from psyq.engine.files.errors import InputError
 from psyq.engine.design.instrument import NormGroup, NormScore, Range
@@ -52,9 +53,9 @@ def test_every_sample_is_compared_and_named(iri):
     # briganti2018's whole-sample group is written `id: all` (no `where`) in iri.yaml: the row keeps
     # that id; davis1980 publishes no whole-sample group, so psyq pools its groups ("pooled").
     assert table["norm_verified"].tolist() == ["raw-data"] * 3 + ["unverified"] * 3
-    for row in table.itertuples():
-        assert row.norm_sample in row.reading
-        assert row.reading.endswith("— norms unverified.") == (row.norm_sample == "davis1980")
+    for row, reading in zip(table.itertuples(), norm_readings(table, bound=0.3)):
+        assert row.norm_sample in reading
+        assert reading.endswith("— norms unverified.") == (row.norm_sample == "davis1980")
     # briganti2018's unmatched respondent is compared with its published whole-sample group
     # (EC 19.32, 4.67, n 1,973), not with a pool derived by psyq.
     pooled = table.iloc[2]

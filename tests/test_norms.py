@@ -16,7 +16,8 @@ from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
 from psyq.analysis.statistics.norms import (COLUMNS, NormStats, compare_with_norms, hedges_g, match_group, norm_stats,
-    pool_groups, reading, respondent_z, tost_from_summary, welch_from_summary)
+    pool_groups, respondent_z, tost_from_summary, welch_from_summary)
+from psyq.analysis.report.readings import norm_reading, norm_readings
 from psyq import load_instrument
 from psyq.engine.design.instrument import NormGroup, NormSample, NormScore
 
@@ -363,7 +364,7 @@ def test_groups_of_one_get_no_statistics(ec_table):
     assert all(np.isnan(one[c]) for c in ["t", "df", "p", "p_adj", "g", "g_low", "g_high",
                                           "tost_p", "sd_ratio"])
     assert pd.isna(one["equivalent"])
-    assert one["reading"] == ("EC: 1 respondent compared with the davis1980 norm for women; too few for a test"
+    assert norm_readings(ec_table, bound=0.3)[3] == ("EC: 1 respondent compared with the davis1980 norm for women; too few for a test"
                               " — norms unverified.")
 
 
@@ -379,7 +380,8 @@ def test_multiplicity_correction_over_the_whole_table(iri_davis, bes, method):
     assert table.loc[tested, "p_adj"].to_numpy() == pytest.approx(expected, abs=TOL)
     assert table.loc[~tested, "p_adj"].isna().all()
     label = {"holm": "Holm p", "fdr_bh": "BH p"}[method]
-    assert all(label in text for text in table.loc[tested, "reading"])
+    assert all(label in text for text, was_tested in zip(norm_readings(table, bound=0.3, correction=method), tested)
+               if was_tested)
     with pytest.raises(ValueError):
         compare_with_norms(scores_table(rows), {"iri": iri, "bes": bes}, correction="bonferroni")
 
@@ -394,11 +396,11 @@ def test_norms_on_the_item_mean_metric_are_converted(iri):
 
 
 def test_reading_text():
-    assert reading("EC", "women", 40, -1.2, -1.62, -0.78, 0.00002, 0.999, False, bound=0.3) == (
+    assert norm_reading("EC", "women", 40, -1.2, -1.62, -0.78, 0.00002, 0.999, False, bound=0.3) == (
         "EC is 1.2 SD below the norm for women (g = −1.20, 95 % CI −1.62 to −0.78, Holm p < .001); "
         "equivalence within ±0.3 SD not shown (TOST p = .999).")
-    assert reading("PT", "pooled", 200, 0.031, -0.1, 0.162, 1.0, 0.0004, True, bound=0.3,
-                   correction="fdr_bh") == (
+    assert norm_reading("PT", "pooled", 200, 0.031, -0.1, 0.162, 1.0, 0.0004, True, bound=0.3,
+                        correction="fdr_bh") == (
         "PT is within 0.05 SD of the pooled norm (g = 0.03, 95 % CI −0.10 to 0.16, BH p = 1.000); "
         "equivalent within ±0.3 SD (TOST p < .001).")
 
@@ -407,7 +409,7 @@ def test_reading_of_a_computed_row(ec_table):
     # women (see test_table_rows_and_pooled_row): hand_g → g −0.1748, CI −1.308 to 0.958;
     # hand_tost → .4042. Holm over the three tested rows of b1 (Welch p .2818, .7366, .8219):
     # women's .8219 is the largest → min(1, max(.2818·3, .7366·2, .8219)) = 1.
-    assert ec_table.iloc[1]["reading"] == (
+    assert norm_readings(ec_table, bound=0.3)[1] == (
         "EC is 0.2 SD below the davis1980 norm for women (g = −0.17, 95 % CI −1.31 to 0.96, Holm p = 1.000); "
         "equivalence within ±0.3 SD not shown (TOST p = .404) — norms unverified.")
 

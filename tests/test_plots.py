@@ -28,7 +28,7 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 COMPARISON_COLUMNS = ["backend_id", "instrument", "subscale", "norm_sample", "norm_group", "norm_derived", "n",
                       "mean", "sd", "norm_n", "norm_mean", "norm_sd", "diff", "t", "df", "p", "p_adj", "g",
-                      "g_low", "g_high", "tost_p", "equivalent", "sd_ratio", "reading"]
+                      "g_low", "g_high", "tost_p", "equivalent", "sd_ratio"]
 NORMS = {  # (group, subscale) -> (norm_mean, norm_sd, norm_n)
     ("men", "PT"): (16.78, 4.72, 579), ("women", "PT"): (17.96, 4.85, 582),
     ("men", "FS"): (15.73, 5.60, 579), ("women", "FS"): (18.75, 5.17, 582),
@@ -45,7 +45,7 @@ def make_comparison(backends=("gpt", "llama")) -> pd.DataFrame:
                          "norm_group": group, "norm_derived": False, "n": n, "mean": mean, "sd": csd,
                          "norm_n": nn, "norm_mean": m, "norm_sd": sd, "diff": mean - m, "t": -5.0, "df": 5.0,
                          "p": 0.001, "p_adj": 0.004, "g": -1.2, "g_low": -2.0, "g_high": -0.4, "tost_p": 0.9,
-                         "equivalent": False, "sd_ratio": csd / sd, "reading": "text"})
+                         "equivalent": False, "sd_ratio": csd / sd})
     return pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
 
 

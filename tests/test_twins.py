@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from psyq import administer, load_study
+from psyq.analysis.report.readings import twin_match_reading
 from psyq.analysis.report.sections.twins import NO_RETEST, TITLE, twins_section
 from psyq.analysis.statistics.twins import match_twins, twin_agreement, twin_summary
 from psyq.engine.design.instrument import Instrument, load_instrument
@@ -209,8 +210,8 @@ def test_cohort_mean_baseline_by_hand_on_the_mini_instrument():
 def test_ids_are_matched_as_text_and_counted_on_both_sides():
     match = match_twins(["h1", "h2", "extra"], [" h2", "h1", "h9", "h8"])
     assert match.matched == ["h1", "h2"] and match.personas_only == ["extra"] and match.persons_only == ["h9", "h8"]
-    assert "1 persona(s) match no person, 2 person(s) have no twin" in match.reading()
-    assert "match no person" not in match_twins(["a"], ["a"]).reading()
+    assert "1 persona(s) match no person, 2 person(s) have no twin" in twin_match_reading(match)
+    assert "match no person" not in twin_match_reading(match_twins(["a"], ["a"]))
     none = twin_agreement(TWINS.set_axis(["x1", "x2", "x3"]), PEOPLE, SIX)
     assert none.empty and none.attrs["match"].matched == []
     assert twins_section({"toy": (SIX, TWINS.set_axis(["x1", "x2", "x3"]), PEOPLE, None)}) is None

@@ -31,8 +31,10 @@ from psyq.analysis.report import apa, methods, plots
 from psyq.analysis.statistics import effects, fidelity, human_comparison as human, norms, reliability, validity
 from psyq.analysis.report.sections import ReportInput, report_kinds
 from psyq.analysis.scoring.scores import human_scores, persona_columns, score_all_kinds
-from psyq.analysis.statistics.weighting import (WEIGHTED_CAPTION, shares_text, twin_weights, weighted_by, weighting_methods,
-                                     weighting_text)
+from psyq.analysis.statistics.weighting import twin_weights
+from psyq.analysis.report.readings import (WEIGHTED_CAPTION, matching_warnings, norm_readings, reading_notes,
+                                           shares_text, value_mismatch_warnings, weighted_by, weighting_methods,
+                                           weighting_text)
 from psyq.analysis.report.sections.same_construct import construct_section
 from psyq.analysis.report.sections.twins import twins_section
 from psyq.analysis.report.section import Section
@@ -142,17 +144,17 @@ def norm_section(scores: pd.DataFrame, instruments: Mapping[str, Instrument], ch
         return section
     matching = norms.group_matching(scores, instruments, samples=choice)
     unmatched = norms.unmatched_respondents(scores, instruments, samples=choice)
-    for message in norms.matching_warnings(matching, unmatched_ids=unmatched):
+    for message in matching_warnings(matching, unmatched_ids=unmatched):
         section.readings.append("Warning: " + message)
         if warn:
             warn(message)
     if comp.empty:
         section.readings.append("No comparison with norms was made: no respondent has a score on a normed subscale.")
     else:
-        section.readings.extend(comp["reading"].tolist())
+        section.readings.extend(norm_readings(comp, bound=bound, correction=correction))
         section.tables.append(("Cohort against norms (Welch t, Hedges g with 95 % CI, "
                                f"{correction} correction over all rows of all norm samples, TOST within ±{bound} SD; "
-                               "norm_verified: how the norm numbers were checked)", comp.drop(columns=["reading"])))
+                               "norm_verified: how the norm numbers were checked)", comp))
         for inst_id in comp["instrument"].unique():
             section.figures.append((f"Cohort means (95 % CI) against norm mean ± 1 SD: {inst_id}",
                                     plots.profile_plot(comp, inst_id)))
@@ -417,7 +419,7 @@ def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] 
         human_items = {i: read_answers_csv(p, instruments[i], keyed=True if i in human_keyed else None,
                                            codebook=(human_codebooks or {}).get(i)) for i, p in human_csv.items()}
         for inst_id in sorted(human_items):   # codebook used, keying declared, keying that looks wrong
-            said, warned = human.reading_notes(instruments[inst_id], human_items[inst_id], str(human_csv[inst_id]))
+            said, warned = reading_notes(instruments[inst_id], human_items[inst_id], str(human_csv[inst_id]))
             hum.readings.extend(said + [f"Warning (human data): {w}." for w in warned])
             for message in warned:
                 if warn:
@@ -448,16 +450,16 @@ def build_sections(run_path: str | Path, *, human_csv: Mapping[str, str | Path] 
         human_norms = norms.compare_with_norms(human_long, instruments, bound=bound, correction=correction,
                                                samples=choice)
         human_matching = norms.group_matching(human_long, instruments, samples=choice)
-        for message in norms.matching_warnings(human_matching) + norms.value_mismatches(human_long, instruments,
-                                                                                         samples=choice):
+        for message in matching_warnings(human_matching) + value_mismatch_warnings(
+                norms.value_mismatches(human_long, instruments, samples=choice)):
             hum.readings.append("Warning (human data): " + message)
             if warn:
                 warn("human data: " + message)
         if not human_norms.empty:
             hum.tables.append(("Human respondents against the same norms (scored and matched to norm groups "
                                "like the cohort" + ("; unweighted: each respondent counts once" if weighted_any else "")
-                               + ")", human_norms.drop(columns=["reading"])))
-            hum.readings.extend(f"Human data: {r}" for r in human_norms["reading"])
+                               + ")", human_norms))
+            hum.readings.extend(f"Human data: {r}" for r in norm_readings(human_norms, bound=bound, correction=correction))
         sections.append(hum)
         # The cohort's raw answers of every rating instrument with human item data, for the sections below.
         cohort_answers = {i: cohort_items(rated_table, rated[i]) for i in human_items

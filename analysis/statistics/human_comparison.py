@@ -450,39 +450,3 @@ def compare_with_humans(cohort_items: Mapping[str, pd.DataFrame], human_items: M
     return pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
 
 
-def reading_notes(instrument: Instrument, answers: pd.DataFrame, file: str) -> tuple[list[str], list[str]]:
-    """What the report says about how one human data file was read: (readings, warnings).
-
-    Readings: the codebook used (``answers.attrs``, as
-    :func:`psyq.engine.results.human_answers.read_answers_csv` sets them), a declared keying and
-    the column of survey weights (with Kish's n_eff of the file).
-    Warnings (also readings, and on stderr): reverse-keyed items that look keyed the wrong way
-    (:func:`psyq.engine.results.human_answers.keying_warning`).
-
-    Example
-    -------
-    >>> from psyq.engine.design.instrument import load_instrument
-    >>> from psyq.engine.results.human_answers import read_answers_csv
-    >>> iri = load_instrument("iri")
-    >>> file = "instruments/data/iri_briganti2018_keyed.csv"
-    >>> readings, warnings = reading_notes(iri, read_answers_csv(file, iri), file)   # doctest: +SKIP
-    >>> warnings                                                                     # doctest: +SKIP
-    []
-    """
-    from psyq.engine.results.human_answers import keying_check, keying_warning
-
-    readings, warnings_ = [], []
-    if answers.attrs.get("codebook"):
-        readings.append(f"{instrument.id}: the human data {file} were read with the codebook "
-                        f"{answers.attrs['codebook']} ({answers.attrs.get('codebook_summary')}).")
-    if answers.attrs.get("keyed"):
-        readings.append(f"{instrument.id}: the human answers were declared already keyed; their reverse-keyed "
-                        "items were taken as reversed and not reversed again.")
-    if WEIGHT_COLUMN in answers.columns:
-        column = answers.attrs.get("weight") or WEIGHT_COLUMN
-        readings.append(f"{instrument.id}: the human data carry survey weights in column '{column}' (Kish n_eff = "
-                        f"{kish_n_eff(answers[WEIGHT_COLUMN]):,.1f} of {len(answers):,} respondents).")
-    message = keying_warning(keying_check(instrument, answers), file, bool(answers.attrs.get("keyed")))
-    if message:
-        warnings_.append(message)
-    return readings, warnings_

@@ -1,8 +1,8 @@
 """Measurement invariance between groups (a cohort and humans) by multi-group confirmatory factor analysis.
 
 :func:`measurement_invariance` fits one factor model to every group at three levels of equality
-and returns one row per level; :func:`invariance_verdicts` says in one sentence per row what the
-rows mean. The levels (Meredith, 1993; Vandenberg & Lance, 2000):
+and returns one row per level (the report's sentence on each row:
+:func:`psyq.analysis.report.readings.invariance_verdicts`). The levels (Meredith, 1993; Vandenberg & Lance, 2000):
 
 * **configural** — the same items load on the same factors in every group; every parameter free
   per group (factor means fixed to 0);
@@ -63,11 +63,6 @@ Example (two groups of 150 simulated respondents, one with two shifted intercept
     2      scalar  24       True
     >>> bool(fit.loc[1, "delta_p"] > .05), bool(fit.loc[2, "delta_p"] < .001)
     (True, True)
-    >>> for sentence in invariance_verdicts(fit):
-    ...     print(sentence.split(" (")[0])
-    configural: the same items load on the same factors in both groups
-    metric: the loadings are equal in the groups
-    scalar: the intercepts are not equal in the groups
 
 References:
     Browne, M. W., & Cudeck, R. (1993). Alternative ways of assessing model fit. In K. A. Bollen &

@@ -1,5 +1,6 @@
 """Persona scores against published human norms: matched norm groups, Welch tests, Hedges' g,
-equivalence tests and a plain-language reading of each comparison.
+and equivalence tests (the report's sentence on each row:
+:func:`psyq.analysis.report.readings.norm_readings`).
 
 The human side of every comparison is a published summary (mean, SD, n per group); the persona
 side is the scores of the respondents matched to that group. Everything is computed from summary
@@ -13,7 +14,7 @@ Example
 -------
 >>> from psyq.analysis.scoring.scores import score_answers                          # doctest: +SKIP
 >>> scores = score_answers(table, instruments)                         # doctest: +SKIP
->>> compare_with_norms(scores, instruments)[["norm_sample", "subscale", "norm_group", "g", "reading"]]  # doctest: +SKIP
+>>> compare_with_norms(scores, instruments)[["norm_sample", "subscale", "norm_group", "g"]]  # doctest: +SKIP
 >>> compare_with_norms(score(iri, humans), {"iri": iri})                # doctest: +SKIP
 """
 
@@ -53,12 +54,10 @@ FLAGS = {"secondary-source": "norms read only in a secondary source",
 
 COLUMNS = ["backend_id", "instrument", "subscale", "norm_sample", "norm_group", "norm_derived",
            "norm_verified", "n", "mean", "sd", "norm_n", "norm_mean", "norm_sd", "diff", "t", "df", "p", "p_adj",
-           "g", "g_low", "g_high", "tost_p", "equivalent", "sd_ratio", "reading"]
+           "g", "g_low", "g_high", "tost_p", "equivalent", "sd_ratio"]
 
 CORRECTIONS = {"holm": "Holm", "fdr_bh": "BH"}
-"""Multiplicity corrections accepted by :func:`compare_with_norms` and their label in `reading`."""
-
-MINUS = "\u2212"
+"""Multiplicity corrections accepted by :func:`compare_with_norms` and their label in a sentence."""
 
 
 @dataclass(frozen=True)
@@ -561,46 +560,25 @@ def group_matching(scores: pd.DataFrame, instruments: Mapping[str, Instrument], 
     return pd.DataFrame(rows, columns=columns).astype({"n_respondents": "int64", "of_respondents": "int64"})
 
 
-def matching_warnings(matching: pd.DataFrame, *, unmatched_ids: Mapping[tuple[str, str], list[str]] | None = None
-                      ) -> list[str]:
-    """One sentence per norm sample where some respondents matched no group (from
-    :func:`group_matching`), naming the attributes the norms use and those the cohort has.
-
-    Example
-    -------
-    >>> matching_warnings(group_matching(scores, {"iri": iri}))      # doctest: +SKIP
-    ['iri norm sample davis1980 matches on gender; the cohort has sex, age: 0 of 12 respondents matched a group and were compared with the pooled norm.']
-    """
-    out = []
-    unmatched = matching["where"].str.startswith("matched no group")
-    for row in matching[unmatched].itertuples(index=False):
-        if row.n_respondents == 0:
-            continue
-        matched = row.of_respondents - row.n_respondents
-        names = (unmatched_ids or {}).get((row.instrument, row.norm_sample), [])
-        who = f" (unmatched: {', '.join(names[:5])}{', ...' if len(names) > 5 else ''})" if names else ""
-        on = f"matches on {row.matches_on}" if row.matches_on else "has no groups by attribute"
-        out.append(f"{row.instrument} norm sample {row.norm_sample} {on}; the cohort has "
-                   f"{row.cohort_attributes or 'no attributes'}: {matched} of {row.of_respondents} respondents "
-                   f"matched a group and {row.n_respondents} {'was' if row.n_respondents == 1 else 'were'} compared "
-                   f"with {'the pooled norm' if row.norm_group == POOLED else f'the whole-sample norm ({row.norm_group})'}{who}.")
-    return out
+MISMATCH_COLUMNS = ["instrument", "norm_sample", "attribute", "norm_values", "data_values"]
 
 
 def value_mismatches(scores: pd.DataFrame, instruments: Mapping[str, Instrument], *,
-                     samples: SampleChoice = None) -> list[str]:
-    """One sentence per norm sample and attribute whose text values the data never match: the
-    attribute is there, but written otherwise than the groups' `where` (``F`` for ``female``),
-    so every respondent falls out of the groups. Ranges (numbers) are not checked.
+                     samples: SampleChoice = None) -> pd.DataFrame:
+    """Norm samples and attributes whose text values the data never match: the attribute is there,
+    but written otherwise than the groups' `where` (``F`` for ``female``), so every respondent falls
+    out of the groups. Ranges (numbers) are not checked. One row per sample and attribute, with the
+    values the groups name and (at most ten of) those the data hold, as lists.
 
     Example
     -------
-    >>> value_mismatches(human_scores_with_F_and_M, {"iri": iri})      # doctest: +SKIP
-    ['iri norm sample davis1980 matches gender on female, male; the data's gender values are F, M: none of them matches …']
+    >>> value_mismatches(human_scores_with_F_and_M, {"iri": iri})[["attribute", "data_values"]]  # doctest: +SKIP
+      attribute data_values
+    0    gender      [F, M]
     """
     scores = as_norm_scores(scores, instruments)
     attributes = set(_attribute_columns(scores))
-    out = []
+    rows = []
     for inst_id, sample_list in _samples(scores, instruments, samples).items():
         people = scores.loc[scores["instrument"] == inst_id].drop_duplicates("respondent_id")
         for sample in sample_list:
@@ -614,11 +592,9 @@ def value_mismatches(scores: pd.DataFrame, instruments: Mapping[str, Instrument]
                     continue
                 present = sorted({str(v).strip() for v in people[key] if _as_text(v) is not None})
                 if present and not any(condition_holds(values, v) for v in present):
-                    out.append(f"{inst_id} norm sample {sample.id} matches {key} on {', '.join(map(str, values))}; "
-                               f"the data's {key} values are {', '.join(present[:10])}: none of them matches, so no "
-                               f"respondent falls in a {key} group. The labels differ: map them with a codebook's "
-                               f"`values:` (e.g. {key}: {{{present[0]}: {values[0]}}}; docs/comparing.md#codebooks)")
-    return out
+                    rows.append({"instrument": inst_id, "norm_sample": sample.id, "attribute": key,
+                                 "norm_values": list(values), "data_values": present[:10]})
+    return pd.DataFrame(rows, columns=MISMATCH_COLUMNS)
 
 
 def whole_sample_group(sample: NormSample) -> str | None:
@@ -728,62 +704,6 @@ def _respondent_means(scores: pd.DataFrame) -> pd.DataFrame:
     return answered.groupby(keys, sort=False, dropna=False).agg(**aggregations).reset_index()
 
 
-def _signed(x: float, digits: int) -> str:
-    text = f"{x:.{digits}f}"
-    return text.replace("-", MINUS) if float(text) != 0 else f"{0:.{digits}f}"
-
-
-def _p_text(p: float) -> str:
-    if p < 0.001:
-        return "< .001"
-    text = f"{p:.3f}"
-    return "= " + (text[1:] if text.startswith("0") else text)
-
-
-def reading(subscale: str, group: str, n: int, g: float, g_low: float, g_high: float,
-            p_adj: float, tost_p: float, equivalent: bool | None, *, bound: float,
-            correction: str = "holm", confidence: float = 0.95, sample: str | None = None,
-            verified: str = "source-table") -> str:
-    """One plain-language sentence for one comparison with a norm group.
-
-    The size of the difference is |g|, in pooled-SD units (close to the norm SD when the norm
-    sample is large); the p value is the multiplicity-adjusted one.
-    A TOST p at or above alpha does not reject equivalence: it only fails to show it, and the
-    sentence says "not shown". `sample` names the norm sample in the sentence; a `verified`
-    status other than ``source-table`` or ``raw-data`` ends it with its flag
-    (:func:`verification_flag`), e.g. "— norms unverified".
-
-    Example
-    -------
-    >>> reading("EC", "women", 40, -1.2, -1.62, -0.78, 0.00001, 0.999, False, bound=0.3)
-    'EC is 1.2 SD below the norm for women (g = −1.20, 95 % CI −1.62 to −0.78, Holm p < .001); equivalence within ±0.3 SD not shown (TOST p = .999).'
-
-    References
-    ----------
-    American Psychological Association (2020). *Publication Manual of the American Psychological
-    Association* (7th ed.): p values without a leading zero, ``p < .001`` below .001.
-    """
-    named = f"{sample} " if sample else ""
-    norm = f"the pooled {named}norm" if group == POOLED else f"the {named}norm for {group}"
-    flag = verification_flag(verified)
-    tail = f" — {flag}" if flag else ""
-    if n < 2 or not np.isfinite(g):
-        who = "respondent" if n == 1 else "respondents"
-        return f"{subscale}: {n} {who} compared with {norm}; too few for a test{tail}."
-    size = f"{abs(g):.1f}"
-    if float(size) == 0:
-        head = f"{subscale} is within 0.05 SD of {norm}"
-    else:
-        head = f"{subscale} is {size} SD {'above' if g > 0 else 'below'} {norm}"
-    level = f"{confidence * 100:g} %"
-    stats_text = (f"g = {_signed(g, 2)}, {level} CI {_signed(g_low, 2)} to {_signed(g_high, 2)}, "
-                  f"{CORRECTIONS[correction]} p {_p_text(p_adj)}")
-    verdict = "equivalent" if equivalent else "equivalence"
-    outcome = "" if equivalent else " not shown"
-    return (f"{head} ({stats_text}); {verdict} within ±{bound:g} SD{outcome} "
-            f"(TOST p {_p_text(tost_p)}){tail}.")
-
-
 def _compare(values: np.ndarray, norm: NormStats, bound: float, alpha: float) -> dict[str, Any]:
     n = int(values.size)
     mean = float(values.mean()) if n else math.nan
@@ -808,8 +728,8 @@ def compare_with_norms(scores: pd.DataFrame, instruments: Mapping[str, Instrumen
 
     Every norm sample of every instrument is compared (unless `samples` restricts them), each in
     its own rows named by `norm_sample`; `norm_verified` carries the sample's `verified` status
-    and the `reading` of a row from a sample not read in its source table nor recomputed from
-    raw data ends with a flag ("— norms unverified").
+    (the report's sentence on a row from a sample not read in its source table nor recomputed
+    from raw data ends with a flag, "— norms unverified": :func:`verification_flag`).
 
     Each respondent's score is first averaged over repeats (missing scores are left out, never
     imputed), so a respondent counts once however many repeats were run. Respondents are matched
@@ -854,7 +774,7 @@ def compare_with_norms(scores: pd.DataFrame, instruments: Mapping[str, Instrumen
     DataFrame
         Columns ``backend_id, instrument, subscale, norm_sample, norm_group, norm_derived, n,
         mean, sd, norm_n, norm_mean, norm_sd, diff, t, df, p, p_adj, g, g_low, g_high, tost_p,
-        equivalent, sd_ratio, reading``; norms are on each subscale's own scoring metric.
+        equivalent, sd_ratio``; norms are on each subscale's own scoring metric.
 
     Example
     -------
@@ -911,7 +831,7 @@ def compare_with_norms(scores: pd.DataFrame, instruments: Mapping[str, Instrumen
                                  "norm_sample": sample.id, "norm_group": label,
                                  "norm_derived": norms[label].derived, "norm_verified": sample.verified}
                                 | _compare(sub_values[row_labels == labels.index(label)], norms[label], bound, alpha))
-    table = pd.DataFrame(rows, columns=[c for c in COLUMNS if c not in ("p_adj", "reading")])
+    table = pd.DataFrame(rows, columns=[c for c in COLUMNS if c != "p_adj"])
     p = table["p"].to_numpy(dtype=float)
     tested = np.isfinite(p)
     p_adj = np.full(p.shape, np.nan)
@@ -920,11 +840,6 @@ def compare_with_norms(scores: pd.DataFrame, instruments: Mapping[str, Instrumen
     table.insert(COLUMNS.index("p_adj"), "p_adj", p_adj)
     table["equivalent"] = table["equivalent"].astype("boolean")
     table = table.astype({"n": "int64", "norm_n": "int64", "norm_derived": "bool"})
-    table["reading"] = [
-        reading(r.subscale, r.norm_group, r.n, r.g, r.g_low, r.g_high, r.p_adj, r.tost_p,
-                None if pd.isna(r.equivalent) else bool(r.equivalent), bound=bound,
-                correction=correction, sample=r.norm_sample, verified=r.norm_verified)
-        for r in table.itertuples(index=False)]
     return table[COLUMNS]
 
 

@@ -99,16 +99,3 @@ def sensitivity_of_runs(original: str | Path, perturbed: Sequence[str | Path]) -
     return pd.concat(frames, ignore_index=True), notes
 
 
-def format_sensitivity(table: pd.DataFrame) -> str:
-    """The table as aligned plain text (numbers to 3 decimals; 'not estimable' where NaN)."""
-    def num(x: float) -> str:
-        return "not estimable" if pd.isna(x) else f"{x:.3f}"
-
-    lines = ["variant  backend  instrument  subscale  n  original  perturbed  change [95% CI]  changed"]
-    for r in table.itertuples():
-        ci = f"[{num(r.ci_low)}, {num(r.ci_high)}]" if not pd.isna(r.ci_low) else "[no CI]"
-        lines.append(f"{r.variant}  {r.backend_id}  {r.instrument}  {r.subscale}  {r.n_pairs}  {num(r.mean_original)}"
-                     f"  {num(r.mean_perturbed)}  {num(r.mean_change)} {ci}  "
-                     f"{num(r.share_changed * 100) if not pd.isna(r.share_changed) else 'n/a'} %"
-                     + (f"  ({r.reason})" if r.reason else ""))
-    return "\n".join(lines)

@@ -97,23 +97,6 @@ class TwinMatch:
     personas_only: list[str] = field(default_factory=list)
     persons_only: list[str] = field(default_factory=list)
 
-    def reading(self, label: str = "") -> str:
-        """One sentence: how many matched, and (when only some did) how many did not on each side.
-
-        Example:
-            >>> match_twins(["a", "b", "x"], ["a", "b", "c", "d"]).reading("iri")
-            'iri: 2 of the 3 personas are twins of respondents of the human data (persona id = respondent_id); 1 persona(s) match no person, 2 person(s) have no twin.'
-        """
-        lead = f"{label}: " if label else ""
-        n_personas = len(self.matched) + len(self.personas_only)
-        text = (f"{lead}{len(self.matched):,} of the {n_personas:,} personas are twins of respondents of the human data "
-                "(persona id = respondent_id)")
-        if self.personas_only or self.persons_only:
-            text += (f"; {len(self.personas_only):,} persona(s) match no person, {len(self.persons_only):,} person(s) "
-                     "have no twin")
-        return text + "."
-
-
 def match_twins(persona_ids: Iterable, respondent_ids: Iterable) -> TwinMatch:
     """Personas whose id is a respondent id of the human data (compared as text, stripped).
 

@@ -144,7 +144,8 @@ def _write_stage_scores(args: argparse.Namespace, run_path: Path, imported: bool
 
 
 def cmd_sensitivity(args: argparse.Namespace) -> int:
-    from psyq.analysis.statistics.prompt_sensitivity import format_sensitivity, sensitivity_of_runs
+    from psyq.analysis.report.readings import sensitivity_text
+    from psyq.analysis.statistics.prompt_sensitivity import sensitivity_of_runs
 
     # Runs with perturbed prompts share their study's folder with the run as written: a folder given
     # stands for its latest run of the kind its place asks for.
@@ -153,7 +154,7 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
     table, notes = sensitivity_of_runs(original, perturbed)
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
-    print(format_sensitivity(table))
+    print(sensitivity_text(table))
     if args.out:
         table.to_csv(args.out, index=False)
         print(f"{len(table)} rows -> {args.out}", file=sys.stderr)

@@ -26,6 +26,7 @@ import pandas as pd
 from psyq.engine.design.instrument import Instrument
 
 from psyq.analysis.report import apa
+from psyq.analysis.report.readings import twin_match_reading
 from psyq.analysis.report.section import Section
 from psyq.analysis.statistics.twins import (AGREEMENT, COHORT_MEAN, DIFFERENCE, ERROR_PREFIX, NORMALISED, OTHERS, RETEST,
                                  TWIN, twin_agreement, twin_summary)
@@ -74,7 +75,7 @@ def twins_section(pairs: Mapping[str, tuple[Instrument, pd.DataFrame, pd.DataFra
                     "ratio and is counted as not estimable.")
     for inst_id, (instrument, agreement, has_retest) in results.items():
         match = agreement.attrs["match"]
-        section.readings.append(match.reading(inst_id))
+        section.readings.append(twin_match_reading(match, inst_id))
         if not match.matched:
             section.readings.append(f"{inst_id}: not estimable: no persona id is a respondent id of the human data.")
             continue
