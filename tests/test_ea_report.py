@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from psyq.analysis.report import build_sections
+from psyq.analysis.scoring.human_data import human_data
 from psyq.engine.backends import BackendConfig
 from psyq.engine.cli import main
 from psyq.engine.judging.answer_judge import judge_run, load_rubric
@@ -83,7 +84,7 @@ def write_perceivers(path: Path) -> Path:
 
 
 def test_human_perceivers_scored_the_same_way(run_path, tmp_path):
-    section = ea_section(run_path, human_csv={"mini_vignettes": write_perceivers(tmp_path / "p.csv")})
+    section = ea_section(run_path, people=human_data({"mini_vignettes": write_perceivers(tmp_path / "p.csv")}))
     overall = table(section, "Overall").set_index("group")
     # h2: x = (4, 2, 0, 1), y = (0, 2, 4, 1), both mean 1.75: dev (2.25, .25, -1.75, -.75) and
     # (-1.75, .25, 2.25, -.75): Σxy = -3.9375 + .0625 - 3.9375 + .5625 = -7.25, Σx² = Σy² = 8.75.
@@ -99,7 +100,7 @@ def test_targets_self_reports_replace_the_design(run_path, tmp_path):
         rows += [f"{vignette},{stop},{e},{v}," for e, v in zip(["joy", "sadness", "anger", "fear"], values)]
     targets = tmp_path / "t.csv"
     targets.write_text("\n".join(rows) + "\n")
-    section = ea_section(run_path, targets_csv={"mini_vignettes": targets})
+    section = ea_section(run_path, targets={"mini_vignettes": targets})
     # Every stop now has a self-report equal to the perceivers' ratings: r = 1 (z clipped) everywhere.
     overall = table(section, "Overall").iloc[0]
     assert overall["z"] == pytest.approx(np.arctanh(0.9999)) and overall["mae"] == 0

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from psyq.analysis.statistics.agreement import level_agreement
-from psyq.analysis.report.sections.scene import judge_lexicon_agreement, lexicon_answer_levels
+from psyq.analysis.statistics.lexicon_agreement import judge_lexicon_agreement, lexicon_answer_levels
 from psyq.analysis.report import build_sections
 from psyq.engine.backends import BackendConfig
 from psyq.engine.cli import main

@@ -177,24 +177,19 @@ class Note(ItemKind):
         return {trial.item_ids[0]: parse_free_text(text)}
 '''
 
-# The optional report section of the same kind, as the docstring of analysis/report/sections/ shows.
-NOTE_REPORT = '''
-from psyq.engine.kinds import instruments_with
-from . import KindReport, ReportInput
+def note_section_module() -> str:
+    """The report section of the same kind exactly as the docstring of analysis/report/sections/
+    writes it (its recipe is what is tested)."""
+    from psyq.analysis.report import sections
 
-class NoteReport(KindReport):
-    name = "note"
+    recipe = sections.__doc__.split("``analysis/report/sections/note.py``::", 1)[1]
+    lines = []
+    for line in recipe.splitlines()[1:]:
+        if line and not line.startswith("    "):
+            break
+        lines.append(line[4:])
+    return "\n".join(lines).strip() + "\n"
 
-    def sections(self, run: ReportInput) -> list:
-        ids = instruments_with(self.name, run.instruments)
-        if not ids:
-            return []
-        section = run.section("Notes")
-        notes = {item.id for i in ids for item in run.instruments[i].items if item.kind == self.name}
-        rows = run.table[run.table["instrument"].isin(ids) & run.table["item_id"].isin(notes)]
-        section.readings.append(f"{(rows['status'] == 'answered').sum()} notes were answered.")
-        return [section]
-'''
 
 RUN_SCRIPT = '''
 import asyncio, json, sys
@@ -254,9 +249,10 @@ def test_a_kind_added_in_one_module_and_registered_is_validated_administered_and
     (src / "engine" / "kinds" / "note.py").write_text(NOTE_MODULE)
     with open(src / "engine" / "kinds" / "__init__.py", "a") as init:
         init.write("\nfrom . import note  # noqa: E402\nregister(note.Note())\n")
-    (src / "analysis" / "kinds" / "note.py").write_text(NOTE_REPORT)
-    with open(src / "analysis" / "kinds" / "__init__.py", "a") as init:
-        init.write("\nfrom . import note  # noqa: E402\nregister_report(note.NoteReport())\n")
+    (src / "analysis" / "report" / "sections" / "note.py").write_text(note_section_module())
+    with open(src / "analysis" / "report" / "sections" / "__init__.py", "a") as init:
+        # "add note.NoteSection() to ORDER", here after the last section
+        init.write("\nfrom . import note  # noqa: E402\nORDER = (*ORDER, note.NoteSection())\n")
     (tmp_path / "notes.yaml").write_text(INSTRUMENT_WITH_NOTES)
     (tmp_path / "cohort.yaml").write_text(yaml.safe_dump({"psyq": "cohort/1", "id": "c", "include_baseline": False,
                                                           "personas": [{"id": "p1"}, {"id": "p2"}]}))
@@ -290,14 +286,17 @@ def test_without_the_kind_registered_its_items_are_refused_naming_the_registered
 
 
 def test_kind_names_appear_only_in_their_kinds_and_the_registries():
-    # The point of the plug-ins (issue 17): what is particular to scenes and vignettes lives in
-    # their own modules, so their names appear nowhere else in engine/ and analysis/ but in the
-    # two registries that list the built-in kinds.
-    registries = {"engine/kinds/__init__.py", "analysis/report/sections/"}
+    # The point of the plug-ins: what is particular to scenes and vignettes lives in their own
+    # modules (the kind, its statistics, its report section), so their names appear nowhere else
+    # in engine/ and analysis/ but in the two registries that list the built-in kinds.
+    registries = {"engine/kinds/__init__.py", "analysis/report/sections/__init__.py"}
+    statistics = {"scene": "analysis/statistics/lexicon_agreement.py",
+                  "vignette": "analysis/statistics/empathic_accuracy.py"}
     for name in ("scene", "vignette"):
         files = sorted(str(p.relative_to(ROOT)) for package in ("engine", "analysis")
                        for p in (ROOT / package).rglob("*.py") if name in p.read_text())
-        own = [f for f in files if f.startswith((f"engine/kinds/{name}", f"analysis/report/sections/{name}"))]
+        own = [f for f in files if f.startswith((f"engine/kinds/{name}", f"analysis/report/sections/{name}",
+                                                 statistics[name]))]
         assert own, name     # the search finds the kind's own modules, so it does look
         assert set(files) - set(own) <= registries, (name, sorted(set(files) - set(own) - registries))
 

@@ -22,7 +22,9 @@ import yaml
 
 from psyq.analysis.report.readings import norm_readings
 from psyq.analysis.statistics.norms import compare_with_norms
-from psyq.analysis.report.build import Section, build_sections, fidelity_readings, render_html
+from psyq.analysis.report import Section, build_sections, render_html
+from psyq.analysis.report.sections.instrument import fidelity_readings
+from psyq.analysis.scoring.human_data import human_data
 from psyq.analysis.scoring.scores import score_answers
 from psyq import administer, export_table, load_study, open_run_dir
 from psyq.engine.results.export import run_instruments
@@ -107,7 +109,7 @@ def _pattern_humans(path: Path) -> Path:
 def test_a_small_cohort_gets_sentences_not_tables_of_dashes(run_dir, tmp_path):
     """17 respondents and 30 people: what cannot be estimated is one sentence with its reason, never
     a table or a chart without a value."""
-    _, sections = build_sections(run_dir, human_csv={"iri": _pattern_humans(tmp_path / "humans.csv")})
+    _, sections = build_sections(run_dir, people=human_data({"iri": _pattern_humans(tmp_path / "humans.csv")}))
     by_title = {s.title: s for s in sections}
     validity = by_title["Construct validity against human data"]
     assert [c for c, _ in validity.tables + validity.figures if "congruence" in c.lower()] == []
@@ -127,7 +129,7 @@ def test_a_small_cohort_gets_sentences_not_tables_of_dashes(run_dir, tmp_path):
 
 
 def test_report_captions_begin_with_a_capital_and_numbers_carry_a_true_minus(run_dir, tmp_path):
-    _, sections = build_sections(run_dir, human_csv={"iri": _pattern_humans(tmp_path / "humans.csv")})
+    _, sections = build_sections(run_dir, people=human_data({"iri": _pattern_humans(tmp_path / "humans.csv")}))
     captions = [c for s in sections for c, _ in s.tables + s.figures]
     assert len(captions) > 20 and [c for c in captions if not c[:1].isupper()] == []
     readings = [r for s in sections for r in s.readings]
@@ -228,7 +230,7 @@ def test_report_norms_option_restricts_and_says_what_was_left_out(run_dir, tmp_p
 
 
 def test_study_norms_field_is_checked_and_read(tmp_path):
-    from psyq.analysis.report.build import _norm_choice
+    from psyq.analysis.report.context import norm_choice
     from psyq.engine.files.errors import InputError
 
     (tmp_path / "cohort.yaml").write_text(yaml.safe_dump({"psyq": "cohort/1", "id": "c", "personas": [{"id": "p"}]}))
@@ -242,5 +244,5 @@ def test_study_norms_field_is_checked_and_read(tmp_path):
     (tmp_path / "study.yaml").write_text(yaml.safe_dump(study, sort_keys=False))
     load_study(tmp_path / "study.yaml")
     # A run directory holds a copy of the study as study.yaml: the report reads its `norms`.
-    assert _norm_choice(tmp_path, None) == {"iri": ["davis1980"]}
-    assert _norm_choice(tmp_path, ["briganti2018"]) == ["briganti2018"]
+    assert norm_choice(tmp_path, None) == {"iri": ["davis1980"]}
+    assert norm_choice(tmp_path, ["briganti2018"]) == ["briganti2018"]

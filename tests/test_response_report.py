@@ -21,9 +21,8 @@ import pandas as pd
 import pytest
 
 from psyq.analysis.report import apa
-from psyq.analysis.report.sections import ReportInput
-from psyq.analysis.report.sections.response import ResponseReport
-from psyq.analysis.report.build import Section, _fmt_p, _num, _pct, build_sections, render_html, render_markdown
+from psyq.analysis.report import ReportContext, build_sections, render_html, render_markdown
+from psyq.analysis.report.sections.response import ResponseSection
 from psyq.analysis.statistics.response_comparison import compare_sources, target_scores, with_combined
 from psyq.engine.store.ratings import Rating, RatingTarget, put_ratings, put_targets
 from psyq.engine.store.run_store import RunStore
@@ -167,13 +166,11 @@ def test_comparison_equals_difference_of_means_in_a_balanced_design(rated_run):
 
 def test_run_with_reply_items_but_no_ratings_says_how_to_rate(plain_run):
     fake = {"help": SimpleNamespace(items=[SimpleNamespace(kind="response", id="m0")])}
-    run = ReportInput(plain_run, pd.DataFrame(), fake, pd.DataFrame(), pd.DataFrame(), {}, {}, Section, _num, _pct,
-                      _fmt_p)
-    sections = ResponseReport().sections(run)
+    report = ReportContext(plain_run, {}, pd.DataFrame(), fake, pd.DataFrame())
+    sections = ResponseSection().sections(report)
     assert [s.title for s in sections] == ["Rated replies"]
     assert "not rated yet: run `psyq judge RUN --rubric empathy_ceb`" in sections[0].readings[0]
     # a questionnaire-only run without ratings: no section, and the store is not given rating tables
-    assert ResponseReport().sections(ReportInput(plain_run, pd.DataFrame(), {}, pd.DataFrame(), pd.DataFrame(),
-                                                 {}, {}, Section, _num, _pct, _fmt_p)) == []
+    assert ResponseSection().sections(ReportContext(plain_run, {}, pd.DataFrame(), {}, pd.DataFrame())) == []
     with sqlite3.connect(plain_run / "run.sqlite") as db:
         assert db.execute("SELECT 1 FROM sqlite_master WHERE name = 'ratings'").fetchone() is None

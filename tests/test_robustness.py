@@ -15,10 +15,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from psyq.analysis.report.build import Section, _num, _pct
 from psyq.analysis.report.sections.robustness import robustness_sections
 from psyq.analysis.statistics.robustness import paired_changes, robustness_table
-from psyq.analysis.report.sections import ReportInput
 from psyq.engine.judging.perturbed_replies import perturb_run, read_log
 from psyq.engine.design.perturbation_sets import load_perturbations
 from psyq.engine.store.ratings import Rating, put_ratings, read_ratings, read_targets
@@ -106,14 +104,8 @@ def test_pairs_are_matched_within_rater_and_dimension():
     assert (row["original_level"], row["perturbed_level"], row["change"]) == (2, 3, 1)
 
 
-def report_input(tmp_path) -> ReportInput:
-    return ReportInput(run_path=tmp_path, table=pd.DataFrame(), instruments={}, scores=pd.DataFrame(),
-                       judgements=pd.DataFrame(), human_csv={}, targets_csv={}, section=Section, num=_num,
-                       pct=_pct, fmt_p=lambda p: f"{p:.3f}")
-
-
 def test_report_section_has_table_figure_and_says_what_is_not_estimable(tmp_path):
-    sections = robustness_sections(report_input(tmp_path), rating_rows())
+    sections = robustness_sections(rating_rows())
     assert len(sections) == 1
     section = sections[0]
     assert section.tables[0][1].shape[0] == 4 and len(section.figures) == 1
@@ -127,7 +119,7 @@ def test_report_section_has_table_figure_and_says_what_is_not_estimable(tmp_path
 
 def test_no_perturbed_texts_no_section(tmp_path):
     rows = rating_rows()
-    assert robustness_sections(report_input(tmp_path), rows[rows["original_id"].isna()]) == []
+    assert robustness_sections(rows[rows["original_id"].isna()]) == []
 
 
 def test_end_to_end_from_the_run_store(tmp_path):
@@ -149,7 +141,7 @@ def test_end_to_end_from_the_run_store(tmp_path):
     assert (c["ci_low"], c["ci_high"]) == pytest.approx((-6.853102, 5.853102), abs=1e-5)
     assert (c["share_changed"], c["share_down"]) == (0.5, 0.5)
     assert list(log["status"]) == ["perturbed", "perturbed"]
-    sections = robustness_sections(report_input(tmp_path), read_ratings_frame(path), log)
+    sections = robustness_sections(read_ratings_frame(path), log)
     assert sections and sections[0].tables
 
 

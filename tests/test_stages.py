@@ -297,7 +297,7 @@ def test_report_of_a_staged_run_shows_change_and_compares_it_with_humans(tmp_pat
     humans = tmp_path / "humans.csv"
     humans.write_text("respondent_id,emotion,situation_id,subscale,before,after\n"
                       "h1,anger,,Z,20,18\nh2,anger,,Z,20,17\nh3,anger,,Z,20,16\n")
-    _, sections = build_sections(run_dir, human_change_csv=humans)
+    _, sections = build_sections(run_dir, human_change=humans)
     assert [s.title for s in sections] == ["Study", "Missing answers and refusals", TITLE]
     tables = dict(sections[-1].tables)
     paired = next(frame for caption, frame in tables.items() if caption.startswith("Paired change"))
@@ -312,7 +312,7 @@ def test_report_of_a_staged_run_shows_change_and_compares_it_with_humans(tmp_pat
     assert row["diff"] == pytest.approx(-4)
     assert (row["diff_low"], row["diff_high"]) == pytest.approx((-6.4841, -1.5159), abs=1e-3)
     assert row["flag"] == "over-reacting"
-    html, _ = write_report(run_dir, human_change_csv=humans)
+    html, _ = write_report(run_dir, human_change=humans)
     assert TITLE in html.read_text(encoding="utf-8")
     # The methods paragraph and the run table describe the stages, not the per-item default of
     # `presentation` (which a measure stage does not follow: it asks the instrument whole).
@@ -337,7 +337,7 @@ def test_human_change_csv_is_refused_for_a_run_without_stages(tmp_path):
     humans.write_text("respondent_id,emotion,situation_id,subscale,before,after\nh1,anger,,Z,20,18\n")
     build_sections(run_dir)                          # the run itself reports fine
     with pytest.raises(InputError, match="applies to runs with stages"):
-        build_sections(run_dir, human_change_csv=humans)
+        build_sections(run_dir, human_change=humans)
 
 
 def test_psyq_scores_of_a_staged_run_writes_the_scores_per_stage(tmp_path):

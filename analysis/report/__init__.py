@@ -10,9 +10,12 @@ May import: psyq.analysis.statistics, psyq.analysis.scoring and the psyq.engine 
 runs and files (files, store, trials, kinds, design, results, judging).
 """
 
-from psyq.analysis.report.build import (TABLE_DIR, build_sections, items_by_instrument, methods_text, render_html,
-                                        render_markdown, table_files, write_report)
-from psyq.analysis.report.section import Section
+from psyq.analysis.report.build import build_sections, methods_text, write_report
+from psyq.analysis.report.context import ReportContext, items_by_instrument
+from psyq.analysis.report.render import TABLE_DIR, render_html, render_markdown, table_files
+from psyq.analysis.report.section import ReportSection, Section
+from psyq.analysis.report.sections import report_section, report_sections
 
-__all__ = ["Section", "TABLE_DIR", "build_sections", "items_by_instrument", "methods_text", "render_html",
-           "render_markdown", "table_files", "write_report"]
+__all__ = ["ReportContext", "ReportSection", "Section", "TABLE_DIR", "build_sections", "items_by_instrument",
+           "methods_text", "render_html", "render_markdown", "report_section", "report_sections", "table_files",
+           "write_report"]

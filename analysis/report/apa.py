@@ -117,6 +117,55 @@ def p_clause(p: Any) -> str:
     return text if text.startswith("<") or text == DASH else f"= {text}"
 
 
+NOT_ESTIMABLE = "not estimable"
+"""What a sentence says where a table shows ``—`` (:data:`DASH`)."""
+
+
+def say_num(x: Any) -> str:
+    """A number in a sentence: two decimals with a true minus (:func:`fmt_num`), or "not estimable".
+
+    Example
+    -------
+    >>> say_num(-0.5), say_num(float("nan"))
+    ('−0.50', 'not estimable')
+    """
+    return NOT_ESTIMABLE if _missing(x) else fmt_num(x)
+
+
+def say_pct(x: Any) -> str:
+    """A share in a sentence, as a whole percentage, or "not estimable".
+
+    Example
+    -------
+    >>> say_pct(0.254), say_pct(None)
+    ('25 %', 'not estimable')
+    """
+    return NOT_ESTIMABLE if _missing(x) else f"{100 * x:.0f} %"
+
+
+def say_p(p: Any) -> str:
+    """A p value in a sentence: as :func:`fmt_p` prints it, or "not estimable".
+
+    Example
+    -------
+    >>> say_p(0.0312), say_p(float("nan"))
+    ('.031', 'not estimable')
+    """
+    return NOT_ESTIMABLE if _missing(p) else fmt_p(p)
+
+
+def sentence_case(text: str) -> str:
+    """`text` begun with a capital; a symbol (φ, α) keeps its case, as capitalising would change it
+    into another symbol (Φ).
+
+    Example
+    -------
+    >>> sentence_case("r not estimable"), sentence_case("φ below .85")
+    ('R not estimable', 'φ below .85')
+    """
+    return text[0].upper() + text[1:] if text[:1].isascii() else text
+
+
 def fmt_ci(low: Any, high: Any, fmt: Callable[[Any], str] = fmt_num) -> str:
     """A confidence interval in brackets, ``[low, high]``; ``—`` when either end is missing.
 

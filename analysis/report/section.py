@@ -1,7 +1,8 @@
-"""A section of the report: a title, readings (plain sentences), tables and figures.
+"""A section of the report (a title, readings, tables and figures) and what builds one.
 
-Every part of the report (:mod:`psyq.analysis.report` and the section builders beside it, such as
-:mod:`psyq.analysis.report.sections.same_construct`) returns one, so the renderers print them all the same way.
+Every section of the report is built by a :class:`ReportSection` registered in
+:mod:`psyq.analysis.report.sections`, in the order the report shows them; each returns
+:class:`Section` objects, so the renderers print them all the same way.
 
 Example:
     >>> section = Section("Reliability", readings=["IRI PT: α = .79."])
@@ -12,9 +13,12 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pandas as pd
+
+if TYPE_CHECKING:
+    from psyq.analysis.report.context import ReportContext
 
 
 @dataclass
@@ -26,5 +30,37 @@ class Section:
     tables: list[tuple[str, pd.DataFrame]] = field(default_factory=list)
     figures: list[tuple[str, Any]] = field(default_factory=list)   # (caption, matplotlib Figure)
     note: str | None = None
-    comparison: pd.DataFrame | None = None     # the norm table, for sections that reuse it
     methods: str | None = None    # a sentence the methods paragraph adds (estimator, software)
+
+
+class ReportSection:
+    """What builds one part of the report. Subclass it in ``analysis/report/sections/<name>.py``,
+    set `name`, override :meth:`sections` (and :meth:`applies` when the part is not for every run),
+    and register an instance in the order list of :mod:`psyq.analysis.report.sections`.
+
+    A part that reports the items of one item kind names it in `kind` (the
+    :attr:`psyq.engine.kinds.ItemKind.name`); when it reads the ``--human`` files of its
+    instruments itself (e.g. perceiver ratings), `human_data` says what they hold,
+    and those files are not read as questionnaire answers.
+    """
+
+    name: ClassVar[str]
+    """The part's name in the registry (e.g. "norms")."""
+    kind: ClassVar[str | None] = None
+    """The item kind whose instruments this part reports, or None."""
+    human_data: ClassVar[str | None] = None
+    """What ``--human INSTRUMENT=CSV`` holds for the kind's instruments when this part reads those
+    files itself (e.g. "perceiver ratings"); None: they are questionnaire item answers."""
+    data_label: ClassVar[str] = ""
+    """The kind's instruments in plain words, plural, for messages about `--human`."""
+    takes_targets: ClassVar[bool] = False
+    """True when ``--targets INSTRUMENT=CSV`` (targets' own reports) applies to the kind's instruments."""
+
+    def applies(self, report: ReportContext) -> bool:
+        """Whether the part is built for this run: by default for runs without stages (a staged
+        run holds one measure per stage and situation: its report is the change section)."""
+        return not report.staged
+
+    def sections(self, report: ReportContext) -> list[Section]:
+        """The report sections of this part (none when it has nothing to say about the run)."""
+        return []

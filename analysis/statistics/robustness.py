@@ -17,6 +17,7 @@ Example:
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pandas as pd

@@ -15,13 +15,9 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Mapping
-
 import pandas as pd
 
 from psyq.engine.files.codebook import WEIGHT_COLUMN
-
-from psyq.analysis.statistics.human_comparison import kish_n_eff
 
 def twin_weights(cohort: pd.DataFrame, humans: pd.DataFrame) -> pd.Series | None:
     """The weights of the cohort side: the humans' survey weights when every persona of the cohort

@@ -7,8 +7,7 @@ import sys
 from pathlib import Path
 
 from psyq.engine.cli.common import EXIT_OK, RUN_HELP, chosen_run, prorated_summary
-from psyq.engine.files.errors import InputError, Problem
-from psyq.engine.files.shipped import locate
+from psyq.engine.files.errors import InputError
 
 
 def _usage_lines(run, manifest: dict, prices_file: str | None) -> list[str]:
@@ -172,84 +171,37 @@ def _id_paths(specs: list[str] | None, option: str) -> dict[str, str]:
     return out
 
 
-KEYED_SUFFIX = ":keyed"
+def cmd_report(args: argparse.Namespace) -> int:
+    from psyq.analysis.report import write_report
+    from psyq.analysis.scoring.human_data import human_data, input_file
 
+    norm_samples = [s.strip() for s in args.norms.split(",") if s.strip()] if args.norms else None
+    # Every input is checked before the analysis starts, and every problem said at once: a missing
+    # file is said at once, not after minutes of scoring and warnings about the rest.
+    problems: list = []
 
-HUMAN_DATA_OPTIONS = ("--human", "--retest")
-
-
-def report_input(path: str, option: str) -> Path:
-    """The file an option of `psyq report` names, checked before any analysis begins: it must
-    exist and be a file (InputError `FILE: OPTION: what is wrong`, exit 2). Every file option of
-    the report goes through here, so what a file argument may be is decided in one place.
-
-    Example:
-        >>> report_input("iri_briganti2018_keyed", "--human").name    # a shipped human data file, by name
-        'iri_briganti2018_keyed.csv'
-        >>> report_input("people.csv", "--human")
-        Traceback (most recent call last):
-        psyq.engine.files.errors.InputError: people.csv: --human: no such file
-    """
-    try:   # people's answers (--human, --retest) may name the human data psyq ships
-        file = locate(path, "human data") if option in HUMAN_DATA_OPTIONS else Path(path)
-    except InputError as exc:
-        raise InputError([Problem(path, None, None, option, exc.problems[0].message)]) from None
-    if not file.exists():
-        raise InputError([Problem(path, None, None, option, "no such file")])
-    if not file.is_file():
-        raise InputError([Problem(path, None, None, option, "not a file (a folder or a device); give the CSV or "
-                                                            "YAML file itself")])
-    return file
-
-
-def _report_inputs(files: dict[str, dict[str, str]], single: dict[str, str | None],
-                   problems: list) -> tuple[dict[str, dict[str, Path]], dict[str, Path | None]]:
-    """Every file option of `psyq report` through :func:`report_input`: the problems of all of
-    them gathered, so that one try names every missing file."""
-    def check(path: str, option: str) -> Path | None:
+    def checked(step):
         try:
-            return report_input(path, option)
+            return step()
         except InputError as exc:
             problems.extend(exc.problems)
             return None
 
-    per_instrument = {option: {i: check(path, option) for i, path in paths.items()} for option, paths in files.items()}
-    return per_instrument, {option: check(path, option) if path else None for option, path in single.items()}
-
-
-def cmd_report(args: argparse.Namespace) -> int:
-    from psyq.analysis.report import write_report
-
-    human, targets = _id_paths(args.human, "--human"), _id_paths(args.targets, "--targets")
-    norm_samples = [s.strip() for s in args.norms.split(",") if s.strip()] if args.norms else None
-    # INSTRUMENT=FILE.csv:keyed declares item answers stored already keyed (reverse items reversed).
-    keyed = {i for i, path in human.items() if path.endswith(KEYED_SUFFIX)}
-    human = {i: path.removesuffix(KEYED_SUFFIX) if i in keyed else path for i, path in human.items()}
-    codebooks = _id_paths(args.codebook, "--codebook")
-    if stray := sorted(set(codebooks) - set(human)):
-        raise InputError.single(", ".join(stray), "--codebook INSTRUMENT=FILE describes the --human file of that "
-                                f"instrument; no --human file is given for it (given: {', '.join(human) or 'none'})")
-    retest = _id_paths(args.retest, "--retest")
-    retest_keyed = {i for i, path in retest.items() if path.endswith(KEYED_SUFFIX)}
-    retest = {i: path.removesuffix(KEYED_SUFFIX) if i in retest_keyed else path for i, path in retest.items()}
-    # Every input is checked before the analysis starts: a missing file is said at once, not after minutes
-    # of scoring and warnings about the rest.
-    problems: list = []
-    files, single = _report_inputs({"--human": human, "--codebook": codebooks, "--retest": retest,
-                                    "--targets": targets}, {"--human-change": args.human_change}, problems)
+    people = checked(lambda: human_data(_id_paths(args.human, "--human"),
+                                        codebooks=_id_paths(args.codebook, "--codebook"),
+                                        retests=_id_paths(args.retest, "--retest")))
+    targets = {i: checked(lambda path=path: input_file(path, "--targets"))
+               for i, path in _id_paths(args.targets, "--targets").items()}
+    human_change = checked(lambda: input_file(args.human_change, "--human-change")) if args.human_change else None
     try:
         run = chosen_run(args.run)
     except InputError as exc:
         problems[:0] = exc.problems
     if problems:
         raise InputError(problems)
-    html_path, md_path = write_report(run, args.out, human_csv=files["--human"] or None, bound=args.bound,
-                                      correction=args.correction, targets_csv=files["--targets"] or None,
-                                      norm_samples=norm_samples, human_keyed=keyed,
-                                      warn=lambda m: print(f"warning: {m}", file=sys.stderr),
-                                      human_change_csv=single["--human-change"],
-                                      human_codebooks=files["--codebook"] or None,
-                                      retest_csv=files["--retest"] or None, retest_keyed=retest_keyed)
+    html_path, md_path = write_report(run, args.out, people=people, targets=targets, human_change=human_change,
+                                      norm_samples=norm_samples, bound=args.bound, correction=args.correction,
+                                      warn=lambda m: print(f"warning: {m}", file=sys.stderr))
     print(f"report -> {html_path}\nsummary -> {md_path}")
     return EXIT_OK
 

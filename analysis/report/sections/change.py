@@ -25,7 +25,8 @@ from matplotlib.lines import Line2D
 from psyq.analysis.report import apa
 from psyq.analysis.statistics.change import (EB_ALPHA, OVERALL, change_scores, compare_change_with_humans,
     emotionbench_comparison, human_paired_change, paired_change, per_person)
-from psyq.analysis.report.section import Section
+from psyq.analysis.report.context import ReportContext
+from psyq.analysis.report.section import ReportSection, Section
 from psyq.analysis.report.plots import (NORM_COLOUR, _figure, _finite, _legend_columns, _message_figure, _style,
     _unique, wrap_to_width)
 
@@ -292,3 +293,24 @@ def emotionbench_part(manifest: dict[str, Any], scores: pd.DataFrame) -> tuple[l
             f"= {apa.fmt_num(row.t)}, p {apa.p_clause(row.p)}.")
     return readings, [("EmotionBench's own comparison: situation tests against the mean of all General tests "
                        "(two-sample t), per factor, emotion and overall", table)]
+
+
+class ChangeSection(ReportSection):
+    """"Change after the evoked situations", the report of a run with stages (measure, evoke,
+    measure): change scores, compared with the people's before and after (``--human-change``) when
+    given. Norms, reliability and item analyses are not computed for such a run."""
+
+    name = "change"
+
+    def applies(self, report: ReportContext) -> bool:
+        return report.staged
+
+    def sections(self, report: ReportContext) -> list[Section]:
+        from psyq.analysis.scoring.stage_scores import load_stage_scores
+        from psyq.analysis.statistics.change import read_human_change_csv
+
+        humans = read_human_change_csv(report.human_change) if report.human_change is not None else None
+        section = change_section(load_stage_scores(report.run_path), humans)
+        section.readings.append("Norm comparison, reliability and item analyses are not computed for a run with "
+                                "stages: each respondent answers the measure once per stage and situation.")
+        return [section]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +37,9 @@ from psyq.analysis.report.sections.robustness import robustness_sections
 from psyq.analysis.statistics.rater_agreement import alpha_table, icc_table, judge_vs_human
 from psyq.analysis.statistics.response_comparison import (attribute_effects, compare_sources, descriptives,
     target_scores, with_combined)
-from psyq.analysis.report.sections import KindReport, ReportInput
+from psyq.analysis.report.apa import say_p
+from psyq.analysis.report.context import ReportContext
+from psyq.analysis.report.section import ReportSection, Section
 from psyq.engine.files.shipped import shipped_files
 
 NOT_RATED = ("not rated yet: run `psyq judge RUN --rubric empathy_ceb` (judge models) or import people's "
@@ -153,34 +155,34 @@ def no_level_reading(ratings: pd.DataFrame) -> str:
             f"{unrated_reasons(ratings)}.{advice}")
 
 
-class ResponseReport(KindReport):
+class ResponseSection(ReportSection):
     """"Rated replies" and "Agreement between raters", when the run has response items or ratings."""
 
     name = "response"
+    kind = "response"
 
-    def sections(self, run: ReportInput) -> list[Any]:
-        ids = instruments_with(self.name, run.instruments)
-        ratings = run_ratings(run.run_path)
+    def sections(self, report: ReportContext) -> list[Section]:
+        ids = instruments_with(self.name, report.instruments)
+        ratings = run_ratings(report.run_path)
         if not ids and ratings.empty:
             return []
         if ratings.empty:
-            section = run.section("Rated replies")
+            section = Section("Rated replies")
             section.readings.append(f"{', '.join(ids) or 'The replies'}: {NOT_RATED}")
             return [section]
         if ratings["level"].notna().sum() == 0:   # raters were asked, but none gave a readable level
-            section = run.section("Rated replies")
+            section = Section("Rated replies")
             section.readings.append(f"{', '.join(ids) or 'The replies'}: {no_level_reading(ratings)}")
             return [section]
-        sections = [rated_replies_section(ratings, persona_attributes(run.run_path), run),
-                    agreement_section(ratings, run)]
+        sections = [rated_replies_section(ratings, persona_attributes(report.run_path)), agreement_section(ratings)]
         # Perturbed texts (psyq perturb) are rated like the others; their section pairs each with its original.
-        sections += robustness_sections(run, ratings, run_perturbation_log(run.run_path))
+        sections += robustness_sections(ratings, run_perturbation_log(report.run_path))
         return sections
 
 
-def rated_replies_section(ratings: pd.DataFrame, attributes: pd.DataFrame, run: ReportInput) -> Any:
+def rated_replies_section(ratings: pd.DataFrame, attributes: pd.DataFrame) -> Section:
     """Descriptives, persona − reference per dimension (mixed model), persona attributes, plot."""
-    section = run.section("Rated replies")
+    section = Section("Rated replies")
     combined, how = with_combined(ratings, combine_rules(sorted(ratings["rubric_id"].unique())))
     kinds = [k for k in ("judge", "human") if (ratings["rater_kind"] == k).any()]
     scores = pd.concat([target_scores(combined, k) for k in kinds], ignore_index=True)
@@ -204,7 +206,7 @@ def rated_replies_section(ratings: pd.DataFrame, attributes: pd.DataFrame, run: 
     comparison = compare_sources(scores)
     section.tables.append(("Persona − reference replies per dimension (linear mixed model, random intercept per "
                            "message)", comparison))
-    section.readings.extend(comparison_readings(comparison, run.fmt_p))
+    section.readings.extend(comparison_readings(comparison, say_p))
     predictors = predictors_of(attributes.loc[attributes.index.isin(scores["trial_id"].dropna())])
     if predictors:
         effects = attribute_effects(scores, attributes, predictors)
@@ -215,9 +217,9 @@ def rated_replies_section(ratings: pd.DataFrame, attributes: pd.DataFrame, run: 
     return section
 
 
-def agreement_section(ratings: pd.DataFrame, run: ReportInput) -> Any:
+def agreement_section(ratings: pd.DataFrame) -> Section:
     """ICC(2,1), ICC(2,k), Krippendorff's α per dimension and rater set; each judge against people."""
-    section = run.section("Agreement between raters")
+    section = Section("Agreement between raters")
     original = ratings[ratings["perturbation"].isna()].reset_index(drop=True)
     combined, _ = with_combined(original, combine_rules(sorted(original["rubric_id"].unique())))
     scores_only = combined.iloc[len(original):]          # the combined scores (e.g. overall), not levels

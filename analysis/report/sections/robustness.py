@@ -2,17 +2,17 @@
 reply changes (the statistics: :mod:`psyq.analysis.statistics.robustness`).
 
 Example:
-    >>> sections = robustness_sections(report_input, read_ratings(store), read_log(store))  # doctest: +SKIP
+    >>> sections = robustness_sections(read_ratings(store), read_log(store))  # doctest: +SKIP
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from psyq.analysis.report.apa import say_num, say_pct
+from psyq.analysis.report.section import Section
 from psyq.analysis.report.plots import _figure, _finite, _message_figure, _style, _unique, wrap_to_width
 from psyq.analysis.statistics.robustness import CI_METHOD, TABLE_COLUMNS, robustness_table
 
@@ -62,20 +62,18 @@ def robustness_chart(table: pd.DataFrame) -> Figure:
     return fig
 
 
-def robustness_sections(run: Any, ratings: pd.DataFrame, log: pd.DataFrame | None = None) -> list[Any]:
+def robustness_sections(ratings: pd.DataFrame, log: pd.DataFrame | None = None) -> list[Section]:
     """The report's section on perturbation robustness (none when the run has no perturbed texts
-    with ratings and no perturbation log). `run` is the :class:`psyq.analysis.report.sections.ReportInput`;
-    `ratings` :func:`psyq.engine.store.ratings.read_ratings`; `log` :func:`psyq.engine.judging.perturbed_replies.read_log` (for
+    with ratings and no perturbation log). `ratings` :func:`psyq.engine.store.ratings.read_ratings`; `log` :func:`psyq.engine.judging.perturbed_replies.read_log` (for
     rewrites that came back unusable and rules that changed nothing).
 
     Example:
-        >>> sections = robustness_sections(report_input, read_ratings(store), read_log(store))  # doctest: +SKIP
+        >>> sections = robustness_sections(read_ratings(store), read_log(store))  # doctest: +SKIP
     """
     has_perturbed = not ratings.empty and ratings["original_id"].notna().any()
     if not has_perturbed and (log is None or log.empty):
         return []
-    num, pct = run.num, run.pct
-    section = run.section("Robustness of ratings to perturbed replies")
+    section = Section("Robustness of ratings to perturbed replies")
     table = robustness_table(ratings) if has_perturbed else pd.DataFrame(columns=TABLE_COLUMNS)
     section.readings.append(
         "Each perturbed reply is paired with its original as rated by the same rater on the same dimension; the "
@@ -86,13 +84,13 @@ def robustness_sections(run: Any, ratings: pd.DataFrame, log: pd.DataFrame | Non
         if not _finite(r.mean_change):
             section.readings.append(f"{where}: change not estimable ({r.reason}).")
             continue
-        ci = f"95 % CI {num(r.ci_low)} to {num(r.ci_high)}" if _finite(r.ci_low) else "no CI"
+        ci = f"95 % CI {say_num(r.ci_low)} to {say_num(r.ci_high)}" if _finite(r.ci_low) else "no CI"
         moved = ""
         if _finite(r.ci_low) and (r.ci_low > 0 or r.ci_high < 0):
             moved = " The interval excludes 0: this rater's scores move under this perturbation."
         section.readings.append(
-            f"{where}: mean change {num(r.mean_change)} ({ci}) over {r.n_pairs} pair(s); the level changed for "
-            f"{pct(r.share_changed)} (up {pct(r.share_up)}, down {pct(r.share_down)}).{moved}"
+            f"{where}: mean change {say_num(r.mean_change)} ({ci}) over {r.n_pairs} pair(s); the level changed for "
+            f"{say_pct(r.share_changed)} (up {say_pct(r.share_up)}, down {say_pct(r.share_down)}).{moved}"
             + (f" Note: {r.reason}." if isinstance(r.reason, str) and _finite(r.ci_low) else ""))
     if log is not None and not log.empty:
         for p, rows in log.groupby("perturbation", sort=False):

@@ -37,7 +37,8 @@ from psyq.analysis.report.apa import fmt_num
 from psyq.analysis.statistics.invariance import measurement_invariance
 from psyq.analysis.report.readings import invariance_verdicts
 from psyq.analysis.statistics.irt import differential_item_functioning, graded_response_model, test_information
-from psyq.analysis.report.section import Section
+from psyq.analysis.report.context import ReportContext
+from psyq.analysis.report.section import ReportSection, Section
 
 TITLE = "Is it the same construct?"
 PERSONAS, PEOPLE = "personas", "people"
@@ -262,3 +263,17 @@ def _dif_reading(inst_id: str, dif: pd.DataFrame) -> str:
     if len(untested):
         text += f"; {len(untested)} item(s) could not be tested ({_reason(untested)})"
     return text + "."
+
+
+class SameConstructSection(ReportSection):
+    """"Is it the same construct?": measurement invariance, the graded response model and DIF of the
+    cohort against the people's item answers, per rating instrument with people's data."""
+
+    name = "same_construct"
+
+    def applies(self, report: ReportContext) -> bool:
+        return not report.staged and bool(report.cohort_answers)
+
+    def sections(self, report: ReportContext) -> list[Section]:
+        return [construct_section({i: (report.rated[i], cohort, report.human_items[i])
+                                   for i, cohort in report.cohort_answers.items()})]

@@ -1,18 +1,10 @@
 """The report section of LEAS-format scenes: levels, self/other/total sums per administration,
-the change between administrations, and how a judge model agrees with the lexicon.
-
-Example:
-    >>> from psyq.engine.kinds.scene.leas import DEFAULT_LEXICON, load_lexicon
-    >>> table = pd.DataFrame({"backend_id": "b", "respondent_id": "r", "repeat": 0, "instrument": "leas",
-    ...                       "item_id": ["s1:self", "s1:other", "7"], "text": ["furious", "", None]})
-    >>> lexicon_answer_levels(table, load_lexicon(DEFAULT_LEXICON))[["item_id", "lexicon_level"]].values.tolist()
-    [['s1:self', 3]]
-"""
+the change between administrations, and how a judge model agrees with the lexicon (the agreement
+itself: :func:`psyq.analysis.statistics.agreement.judge_lexicon_agreement`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -20,34 +12,32 @@ from matplotlib.figure import Figure
 
 from psyq.engine.design.instrument import Instrument
 from psyq.engine.kinds.scene import SceneItem, scene_levels
-from psyq.engine.kinds.scene.leas import DEFAULT_LEXICON, Lexicon, is_scene_answer, load_lexicon, score_answer
-from psyq.engine.trials.parsing import has_text
+from psyq.engine.kinds.scene.leas import DEFAULT_LEXICON, is_scene_answer, load_lexicon
 
-from psyq.analysis.statistics.agreement import AGREEMENT_COLUMNS, level_agreement
-from psyq.analysis.report.sections import KindReport, ReportInput
+from psyq.analysis.statistics.lexicon_agreement import judge_lexicon_agreement, lexicon_answer_levels
+from psyq.analysis.report.apa import say_num, say_p, say_pct
+from psyq.analysis.report.context import ReportContext
+from psyq.analysis.report.section import ReportSection, Section
 
 
-class SceneReport(KindReport):
+class SceneSection(ReportSection):
     """The section "Emotional awareness (LEAS-format scenes)", when the run has scene answers."""
 
     name = "scene"
+    kind = "scene"
 
-    def sections(self, run: ReportInput) -> list[Any]:
-        levels = scene_levels(run.table, run.instruments)
+    def sections(self, report: ReportContext) -> list[Section]:
+        levels = scene_levels(report.table, report.instruments)
         if levels.empty:
             return []
-        section = leas_section(levels, run.scores, run.instruments, run)
-        judge_agreement_into(section, run.table, run.judgements, run)
+        section = leas_section(levels, report.scores, report.instruments)
+        judge_agreement_into(section, report.table, report.judgements)
         return [section]
 
 
-def leas_section(levels: pd.DataFrame, scores: pd.DataFrame, instruments: Mapping[str, Instrument],
-                 run: ReportInput) -> Any:
+def leas_section(levels: pd.DataFrame, scores: pd.DataFrame, instruments: Mapping[str, Instrument]) -> Section:
     """Scene levels, self/other/total sums per repeat, and the change between administrations."""
     from scipy import stats
-
-    Section, _fmt_p = run.section, run.fmt_p
-
     section = Section("Emotional awareness (LEAS-format scenes)")
     leas_ids = list(levels["instrument"].unique())
     sums = scores[scores["instrument"].isin(leas_ids)]
@@ -77,14 +67,13 @@ def leas_section(levels: pd.DataFrame, scores: pd.DataFrame, instruments: Mappin
                 section.readings.append(
                     f"{inst_id}: from administration {first} to {last} the total changed by {diff.mean():+.2f} "
                     f"(95 % CI {ci.low:+.2f} to {ci.high:+.2f}, paired t({len(paired) - 1}) = {test.statistic:.2f}, "
-                    f"p {_fmt_p(test.pvalue)}), the repeated design of Elyoseph et al. (2023).")
+                    f"p {say_p(test.pvalue)}), the repeated design of Elyoseph et al. (2023).")
     section.figures.append(("Distribution of LEAS levels", leas_level_chart(levels)))
     return section
 
 
-def judge_agreement_into(section: Any, table: pd.DataFrame, judgements: pd.DataFrame, run: ReportInput) -> None:
+def judge_agreement_into(section: Section, table: pd.DataFrame, judgements: pd.DataFrame) -> None:
     """Add the agreement of judge-model levels with the lexicon levels (per answer) to `section`."""
-    _num, _pct = run.num, run.pct
     scene = judgements[is_scene_answer(judgements["item_id"])]
     if scene.empty:
         section.readings.append("No judge model has scored these answers (psyq judge RUN --rubric leas_level "
@@ -95,8 +84,8 @@ def judge_agreement_into(section: Any, table: pd.DataFrame, judgements: pd.DataF
     for row in agreement.itertuples():
         section.readings.append(
             f"{row.instrument}: judge '{row.judge_id}' ({row.judge_model}, rubric {row.rubric_id}) agrees with the "
-            f"lexicon on {_pct(row.exact)} of {row.n} answers (within one level: {_pct(row.within_one)}); "
-            f"r = {_num(row.pearson_r)}, ICC(A,1) = {_num(row.icc_a1)}; the judge scores "
+            f"lexicon on {say_pct(row.exact)} of {row.n} answers (within one level: {say_pct(row.within_one)}); "
+            f"r = {say_num(row.pearson_r)}, ICC(A,1) = {say_num(row.icc_a1)}; the judge scores "
             f"{row.mean_difference:+.2f} levels higher on average.")
 
 
@@ -120,32 +109,3 @@ def leas_level_chart(levels: pd.DataFrame) -> Figure:
     ax.legend(frameon=False)
     fig.tight_layout()
     return fig
-
-
-# --- lexicon against judge model (per answer) ------------------------------------------------
-
-def lexicon_answer_levels(table: pd.DataFrame, lexicon: Lexicon) -> pd.DataFrame:
-    """The lexicon's level of every scene answer with text (rows ``<scene>:self|other`` of an
-    exported table): columns ``backend_id, respondent_id, repeat, instrument, item_id, lexicon_level``."""
-    rows = table[is_scene_answer(table["item_id"]) & table["text"].map(has_text)]
-    keys = ["backend_id", "respondent_id", "repeat", "instrument", "item_id"]
-    out = rows[keys].copy()
-    out["lexicon_level"] = [score_answer(text, lexicon).level for text in rows["text"]]
-    return out.reset_index(drop=True)
-
-
-def judge_lexicon_agreement(lexicon_levels: pd.DataFrame, judgements: pd.DataFrame) -> pd.DataFrame:
-    """Agreement of each judge (× rubric) with the lexicon on the answers both scored, per
-    instrument and overall (``instrument`` = "all"), with the columns of :func:`level_agreement`."""
-    keys = ["backend_id", "respondent_id", "repeat", "instrument", "item_id"]
-    judged = judgements[judgements["status"] == "answered"]
-    if judged.empty or lexicon_levels.empty:
-        return pd.DataFrame(columns=["judge_id", "judge_model", "rubric_id", "instrument"] + AGREEMENT_COLUMNS)
-    both = lexicon_levels.merge(judged[keys + ["judge_id", "judge_model", "rubric_id", "level"]], on=keys)
-    rows = []
-    for (judge, model, rubric), group in both.groupby(["judge_id", "judge_model", "rubric_id"], dropna=False):
-        parts = [(inst, g) for inst, g in group.groupby("instrument")] + [("all", group)]
-        for inst, g in parts if group["instrument"].nunique() > 1 else parts[:1]:
-            stats_ = level_agreement(g["lexicon_level"], g["level"])
-            rows.append({"judge_id": judge, "judge_model": model, "rubric_id": rubric, "instrument": inst, **stats_})
-    return pd.DataFrame(rows)

@@ -27,7 +27,8 @@ from psyq.engine.design.instrument import Instrument
 
 from psyq.analysis.report import apa
 from psyq.analysis.report.readings import twin_match_reading
-from psyq.analysis.report.section import Section
+from psyq.analysis.report.context import ReportContext
+from psyq.analysis.report.section import ReportSection, Section
 from psyq.analysis.statistics.twins import (AGREEMENT, COHORT_MEAN, DIFFERENCE, ERROR_PREFIX, NORMALISED, OTHERS, RETEST,
                                  TWIN, twin_agreement, twin_summary)
 
@@ -215,3 +216,20 @@ def _per_person(agreement: pd.DataFrame) -> pd.DataFrame:
     items = agreement[agreement["comparison"] == TWIN].set_index("respondent_id")["n_items"]
     return wide.reindex(items.index).reset_index().assign(n_items=items.to_numpy())[
         ["respondent_id", "n_items", *wide.columns]]
+
+
+class TwinsSection(ReportSection):
+    """"Personas and their persons (twins)": each twin against its person, other persons and the
+    cohort mean, normalised by the people's retest when given (shown when some persona is a twin,
+    or whenever a retest was given)."""
+
+    name = "twins"
+
+    def applies(self, report: ReportContext) -> bool:
+        return not report.staged and bool(report.cohort_answers)
+
+    def sections(self, report: ReportContext) -> list[Section]:
+        retests = report.retests
+        section = twins_section({i: (report.rated[i], cohort, report.human_items[i], retests.get(i))
+                                 for i, cohort in report.cohort_answers.items()}, always=bool(retests))
+        return [] if section is None else [section]

@@ -1,0 +1,182 @@
+"""What every section of a run's report is given: the run, the people's data and the options, each
+quantity computed once, when a section first asks for it.
+
+The sections (:mod:`psyq.analysis.report.sections`) read what they need from one
+:class:`ReportContext`: the run's answers, instruments and scores; the norm comparison (which the
+fidelity section reuses); the people's answers per instrument (:class:`HumanData`, read once for
+the comparison, construct-validity, same-construct and twins sections).
+
+Example:
+    >>> report = ReportContext.of_run(run_dir)
+    >>> sorted(report.instruments), report.staged
+    (['iri'], False)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from psyq.engine.design.instrument import Instrument
+from psyq.engine.files.errors import InputError
+from psyq.engine.files.yamlfile import load_yaml
+from psyq.engine.judging.answer_judge import read_judgements
+from psyq.engine.kinds import instruments_with
+from psyq.engine.results.export import export_table, run_instruments
+from psyq.engine.store.run_dir import open_run_dir
+
+from psyq.analysis.scoring.human_data import HumanData
+from psyq.analysis.scoring.scores import human_scores, persona_columns, score_all_kinds
+from psyq.analysis.statistics import norms
+from psyq.analysis.statistics.weighting import twin_weights
+
+
+def items_by_instrument(table: pd.DataFrame, instruments: Mapping[str, Instrument]) -> dict[str, pd.DataFrame]:
+    """Raw answers as respondent × item tables per instrument (first repeat, first backend only
+    when there are several: reliability is a property of one set of respondents)."""
+    out = {}
+    for inst_id, rows in table.groupby("instrument"):
+        first = rows[(rows["repeat"] == rows["repeat"].min()) & (rows["backend_id"] == rows["backend_id"].iloc[0])]
+        wide = first.pivot_table(index="respondent_id", columns="item_id", values="value", aggfunc="first",
+                                 dropna=False)
+        out[inst_id] = wide.reindex(columns=[i.id for i in instruments[inst_id].rating_items])
+    return out
+
+
+def cohort_items(table: pd.DataFrame, instrument: Instrument) -> pd.DataFrame:
+    """Raw answers of one instrument as respondent × item with the persona attributes (first
+    repeat of the first backend, as :func:`items_by_instrument`)."""
+    rows = table[table["instrument"] == instrument.id]
+    first = rows[(rows["repeat"] == rows["repeat"].min()) & (rows["backend_id"] == rows["backend_id"].iloc[0])]
+    wide = first.pivot_table(index="respondent_id", columns="item_id", values="value", aggfunc="first", dropna=False)
+    wide = wide.reindex(columns=[i.id for i in instrument.rating_items])
+    attributes = persona_columns(table)
+    people = first.drop_duplicates("respondent_id").set_index("respondent_id")[attributes]
+    return wide.join(people)
+
+
+def norm_choice(run_path: Path, norm_samples: list[str] | None) -> norms.SampleChoice:
+    """The norm samples to compare: `norm_samples` (``--norms``) if given, else the study's `norms`,
+    else all."""
+    if norm_samples:
+        return norm_samples
+    study_file = Path(run_path) / "study.yaml"
+    if study_file.exists():
+        # Through psyq's bounded YAML reader, like every other file psyq reads.
+        spec = load_yaml(study_file).data
+        if spec.get("norms"):
+            return {str(k): [str(x) for x in v] for k, v in spec["norms"].items()}
+    return None
+
+
+@dataclass
+class ReportContext:
+    """One run's report in the making: what the user handed over, and what the sections compute
+    from it, each once (cached)."""
+
+    run_path: Path
+    manifest: dict[str, Any]
+    table: pd.DataFrame                                  # the exported answers (export_table)
+    instruments: Mapping[str, Instrument]
+    judgements: pd.DataFrame                             # read_judgements
+    people: Mapping[str, HumanData] = field(default_factory=dict)   # questionnaires' people's data
+    kind_people: Mapping[str, Mapping[str, HumanData]] = field(default_factory=dict)   # kind -> its --human files
+    targets: Mapping[str, Path] = field(default_factory=dict)      # --targets: targets' own reports
+    human_change: Path | None = None                     # --human-change: people's before/after scores
+    norm_samples: list[str] | None = None
+    bound: float = 0.3
+    correction: str = "holm"
+    warn: Callable[[str], None] | None = None
+
+    @classmethod
+    def of_run(cls, run_path: str | Path, **options: Any) -> ReportContext:
+        """The context of the run at `run_path`; `options` are the fields after `judgements`."""
+        run = open_run_dir(run_path)
+        return cls(Path(run.path), run.read_manifest(), export_table(run.path), run_instruments(run),
+                   read_judgements(run.path), **options)
+
+    def say(self, message: str) -> None:
+        """Pass a warning the report shows to the caller's `warn` as well (e.g. stderr)."""
+        if self.warn:
+            self.warn(message)
+
+    @cached_property
+    def staged(self) -> bool:
+        """Whether the run has stages (measure, evoke, measure): its scores are change scores."""
+        return "stage" in self.table.columns and bool(self.table["stage"].notna().any())
+
+    @cached_property
+    def rated(self) -> dict[str, Instrument]:
+        """The instruments with rating items (the item-level analyses are theirs)."""
+        return {i: inst for i, inst in self.instruments.items() if inst.rating_items}
+
+    @cached_property
+    def rated_table(self) -> pd.DataFrame:
+        return self.table[self.table["instrument"].isin(self.rated)]
+
+    @cached_property
+    def scores(self) -> pd.DataFrame:
+        """Every kind's subscale scores, long format (none for a staged run)."""
+        return pd.DataFrame() if self.staged else score_all_kinds(self.table, self.instruments)
+
+    @cached_property
+    def attributes(self) -> list[str]:
+        """The persona attribute columns of the answers."""
+        return persona_columns(self.table)
+
+    @cached_property
+    def items(self) -> dict[str, pd.DataFrame]:
+        """Rating instruments' answers, respondent × item (first repeat, first backend)."""
+        return items_by_instrument(self.rated_table, self.rated)
+
+    @cached_property
+    def choice(self) -> norms.SampleChoice:
+        return norm_choice(self.run_path, self.norm_samples)
+
+    @cached_property
+    def norm_comparison(self) -> pd.DataFrame:
+        """The cohort against the chosen norm samples (:func:`norms.compare_with_norms`)."""
+        try:
+            return norms.compare_with_norms(self.scores, self.instruments, bound=self.bound,
+                                            correction=self.correction, samples=self.choice)
+        except KeyError as exc:
+            raise InputError.single("--norms", str(exc).strip("'\"")) from None
+
+    @cached_property
+    def human_items(self) -> dict[str, pd.DataFrame]:
+        """The people's item answers per instrument with people's data."""
+        return {i: data.answers(self.instruments[i]) for i, data in self.people.items()}
+
+    @cached_property
+    def human_long(self) -> pd.DataFrame:
+        """The people's subscale scores, long format, as the cohort's."""
+        return pd.concat([human_scores(self.human_items[i], self.instruments[i]) for i in self.human_items],
+                         ignore_index=True)
+
+    @cached_property
+    def retests(self) -> dict[str, pd.DataFrame]:
+        """The second administration's answers per instrument that has one."""
+        return {i: answers for i, data in self.people.items()
+                if (answers := data.retest_answers(self.instruments[i])) is not None}
+
+    @cached_property
+    def cohort_weights(self) -> dict[str, pd.Series | None]:
+        """Survey weights of the cohort side per instrument with people's data: the people's when the
+        personas are their twins, else None (:func:`twin_weights`)."""
+        return {i: twin_weights(self.items[i], self.human_items[i]) for i in self.human_items if i in self.items}
+
+    @cached_property
+    def cohort_answers(self) -> dict[str, pd.DataFrame]:
+        """The cohort's answers with persona attributes, per rating instrument with people's data."""
+        present = set(self.rated_table["instrument"])
+        return {i: cohort_items(self.rated_table, self.rated[i]) for i in self.human_items
+                if i in self.rated and i in present}
+
+    def kind_instruments(self, kind: str) -> list[str]:
+        """The run's instruments with items of `kind`."""
+        return instruments_with(kind, self.instruments)

@@ -1,0 +1,181 @@
+"""Rendering: the sections of a report as one self-contained HTML file (figures inline, tables in
+APA style with the full table behind a collapsible section and in a CSV file) and as Markdown.
+
+Every text that comes from a run or a file (a reply, a persona's text, a cell) is escaped: it is
+shown as text, never as markup.
+
+Example:
+    >>> html = render_html({"study": "s", "run_id": "r"}, [Section("Study", readings=["<b>x</b>"])])
+    >>> "&lt;b&gt;x&lt;/b&gt;" in html
+    True
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from psyq.analysis.report import apa, plots
+from psyq.analysis.report.section import Section
+
+CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+h1{font-size:1.6em}h2{border-bottom:2px solid #ddd;padding-bottom:.2em;margin-top:2em}
+table{border-collapse:collapse;font-size:.85em;margin:.3em 0 .4em}
+th,td{border:1px solid #ddd;padding:3px 7px;text-align:right;overflow-wrap:break-word}th{background:#f4f4f4}
+td:first-child,th:first-child{text-align:left}.reading{background:#f6f8fa;border-left:4px solid #4a7ab5;padding:.4em .8em;margin:.3em 0}
+figure{margin:1em 0}figcaption{font-size:.85em;color:#555}img{max-width:100%;height:auto}.note{font-size:.8em;color:#555}
+nav a{margin-right:1em}
+.apa-table{margin:1.4em 0}
+.table-number{font-weight:bold;margin:0}.table-title{font-style:italic;margin:.1em 0 .3em}
+table.apa{border:none;border-top:2px solid #222;border-bottom:2px solid #222;max-width:100%}
+table.apa th{background:none;border:none;border-bottom:1px solid #222;vertical-align:bottom}
+table.apa td{border:none;vertical-align:top;text-align:left;overflow-wrap:break-word}table.apa th{text-align:left}
+.methods h2{margin-top:.2em}
+.table-note{font-size:.85em;margin:.2em 0}
+details.full{font-size:.85em;margin:.2em 0 1em}details.full summary{cursor:pointer;color:#4a7ab5}
+details.full .wide{overflow-x:auto;max-width:100%}details.full table{font-size:.85em}
+.methods{border:1px solid #4a7ab5;background:#fbfcfe;padding:.6em 1em;margin:1em 0}
+.methods textarea{width:100%;box-sizing:border-box;min-height:14em;font:inherit;font-size:.95em;line-height:1.4;border:1px solid #ccc;padding:.5em}
+.methods .methods-print{display:none}
+@page{size:A4;margin:16mm 14mm}
+@media print{
+ body{max-width:none;margin:0;padding:0;font-size:10pt}
+ nav,.no-print,.methods textarea,.methods button{display:none}
+ details.full summary{list-style:none;color:#555}
+ .methods .methods-print{display:block;white-space:pre-wrap}
+ h2{break-before:page;page-break-before:always}
+ h2.first{break-before:avoid;page-break-before:avoid}
+ h2,h3,.table-number,.table-title{break-after:avoid;page-break-after:avoid}
+ table{font-size:8.5pt;width:auto;max-width:100%}
+ thead{display:table-header-group}tr,img,figure{break-inside:avoid;page-break-inside:avoid}
+ img{max-width:100%;max-height:24cm;object-fit:contain}
+ details.full .wide{overflow:visible}details.full table{font-size:6.5pt}
+ .reading{background:none;border-left:2px solid #888}
+ a{color:inherit;text-decoration:none}
+}
+"""
+
+
+def _round(frame: pd.DataFrame) -> pd.DataFrame:
+    out = frame.copy()
+    for col in out.columns:
+        if pd.api.types.is_float_dtype(out[col]):
+            out[col] = out[col].map(lambda x: "" if pd.isna(x) else (
+                f"{x:.3g}" if abs(x) < 1e-3 and x != 0 else f"{x:.3f}".rstrip("0").rstrip(".")).replace("-", apa.MINUS))
+    return out
+
+
+TABLE_DIR = "report_tables"
+"""Folder (next to report.html) of the full tables as CSV files, one per numbered table."""
+
+
+def table_files(sections: list[Section]) -> list[str]:
+    """The CSV file of every table, in the order the tables are numbered (Table 1, 2, ...),
+    relative to the report: ``report_tables/table01_run.csv`` and so on.
+
+    Example:
+        >>> table_files([Section("Study", tables=[("Run", pd.DataFrame())])])
+        ['report_tables/table01_run.csv']
+    """
+    names = []
+    for caption, _ in (t for s in sections for t in s.tables):
+        slug = "".join(c if c.isalnum() else "_" for c in caption.lower().split("(")[0].strip())[:40].strip("_")
+        names.append(f"{TABLE_DIR}/table{len(names) + 1:02d}_{slug or 'table'}.csv")
+    return names
+
+
+def full_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """The table with every column, its index a column when it carries labels (as written to CSV)."""
+    return frame.reset_index() if not isinstance(frame.index, pd.RangeIndex) else frame
+
+
+def _html_table(number: int, caption: str, frame: pd.DataFrame, csv_name: str) -> str:
+    """One numbered table: number and title above, the APA view, notes below, and the full table
+    behind a collapsible section with a link to its CSV file."""
+    view = apa.apa_table(frame)
+    full = full_frame(frame)
+    body = view.frame.to_html(index=False, border=0, na_rep="", classes="apa", escape=True)
+    note = ("<p class='table-note'><i>Note.</i> " + html.escape(" ".join(view.notes)) + "</p>") if view.notes else ""
+    wide = _round(full).to_html(index=False, border=0, na_rep="")
+    return (f"<div class='apa-table'><p class='table-number'>Table {number}</p>"
+            f"<p class='table-title'>{html.escape(caption)}</p>{body}{note}"
+            f"<details class='full'><summary>Full table: {len(full)} rows × {len(full.columns)} columns "
+            f"(<a class='csv' href='{html.escape(csv_name)}'>{html.escape(csv_name)}</a>)</summary>"
+            f"<div class='wide'>{wide}</div></details></div>")
+
+
+def _methods_html(methods: str) -> str:
+    """The generated methods paragraph in a box the researcher can copy and edit."""
+    text = html.escape(methods)
+    return ("<section class='methods' id='methods'><h2 class='first'>Methods (generated: paste and edit)</h2>"
+            "<p class='note no-print'>Written from the run's manifest, study, instruments and answers; "
+            "[fill in] marks what the run does not record. Also saved as methods.md.</p>"
+            f"<textarea id='methods-text' readonly aria-label='Methods paragraph'>{text}</textarea>"
+            f"<div class='methods-print'>{text}</div>"
+            "<button type='button' class='no-print' onclick=\"navigator.clipboard.writeText("
+            "document.getElementById('methods-text').value)\">Copy</button></section>")
+
+
+def render_html(manifest: Mapping[str, Any], sections: list[Section], *, methods: str | None = None) -> str:
+    """The whole report as one HTML document (figures inline): the methods paragraph (when given)
+    first, then every section; tables numbered, in APA style, with the full table behind a
+    collapsible section linking to its CSV file (see :func:`table_files`)."""
+    parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+             f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>psyq report: "
+             f"{html.escape(manifest['study'])}</title><style>{CSS}</style></head><body>",
+             f"<h1>psyq report: {html.escape(manifest['study'])} <small>(run {html.escape(manifest['run_id'])})</small></h1>",
+             "<nav>" + ("<a href='#methods'>Methods</a>" if methods else "")
+             + "".join(f"<a href='#s{i}'>{html.escape(s.title)}</a>" for i, s in enumerate(sections)) + "</nav>"]
+    if methods:
+        parts.append(_methods_html(methods))
+    files = iter(table_files(sections))
+    number = 0
+    for i, section in enumerate(sections):
+        first = " class='first'" if i == 0 and not methods else ""
+        parts.append(f"<h2 id='s{i}'{first}>{html.escape(section.title)}</h2>")
+        parts.extend(f"<p class='reading'>{html.escape(r)}</p>" for r in section.readings)
+        for caption, frame in section.tables:
+            number += 1
+            parts.append(_html_table(number, caption, frame, next(files)))
+        for caption, fig in section.figures:
+            parts.append(f"<figure><img alt='{html.escape(caption)}' src='{plots.figure_to_data_uri(fig)}'>"
+                         f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+        if section.note:
+            parts.append(f"<p class='note'>{html.escape(section.note)}</p>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def _md_table(frame: pd.DataFrame) -> str:
+    frame = _round(frame.reset_index() if not isinstance(frame.index, pd.RangeIndex) else frame)
+    cells = [[str(c) for c in frame.columns]] + [["" if pd.isna(v) else str(v) for v in row] for row in frame.to_numpy()]
+    lines = ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in cells]
+    lines.insert(1, "|" + "---|" * len(frame.columns))
+    return "\n".join(lines)
+
+
+def render_markdown(manifest: Mapping[str, Any], sections: list[Section], *, methods: str | None = None) -> str:
+    """A Markdown summary: the methods paragraph (when given), the readings and the numbered
+    tables in APA style with their notes and the CSV file of the full table (no figures)."""
+    out = [f"# psyq report: {manifest['study']} (run {manifest['run_id']})", ""]
+    if methods:
+        out += ["## Methods (generated: paste and edit)", "", methods, ""]
+    files = iter(table_files(sections))
+    number = 0
+    for section in sections:
+        out += [f"## {section.title}", ""]
+        out += [f"- {r}" for r in section.readings] + [""]
+        for caption, frame in section.tables:
+            number += 1
+            view = apa.apa_table(frame)
+            out += [f"**Table {number}**", "", f"*{caption}*", "", _md_table(view.frame), ""]
+            if view.notes:
+                out += ["*Note.* " + " ".join(view.notes), ""]
+            out += [f"Full table: [{(name := next(files))}]({name})", ""]
+        if section.note:
+            out += [f"_{section.note}_", ""]
+    return "\n".join(out)

@@ -1,0 +1,127 @@
+"""People's data for one instrument, as the report compares personas with it: one record per
+instrument, built and checked once where the command line (``psyq report --human --codebook
+--retest``) or a notebook hands the files over.
+
+A record holds the file of people's answers, whether it is stored already keyed (reverse items
+reversed), its codebook (default: ``<csv name>.codebook.yaml`` beside it, as
+:func:`psyq.engine.results.human_answers.read_answers_csv` finds it) and a second administration of
+the same people (retest) with its own keying. Survey weights and the groups the people fall in come
+from the file through its codebook.
+
+Example:
+    >>> people = human_data({"iri": "iri_briganti2018_keyed:keyed"})     # a shipped file, by name
+    >>> people["iri"].file.name, people["iri"].keyed, people["iri"].retest
+    ('iri_briganti2018_keyed.csv', True, None)
+    >>> human_data({"iri": "people.csv"}, codebooks={"bes": "bes.codebook.yaml"})
+    Traceback (most recent call last):
+    psyq.engine.files.errors.InputError: people.csv: --human: no such file
+    bes: --codebook INSTRUMENT=FILE describes the --human file of that instrument; no --human file is given for it (given: iri)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from psyq.engine.design.instrument import Instrument
+from psyq.engine.files.errors import InputError, Problem
+from psyq.engine.files.shipped import locate
+from psyq.engine.results.human_answers import read_answers_csv
+
+KEYED_SUFFIX = ":keyed"
+"""Written after a file (``iri=people.csv:keyed``): its reverse-keyed items are stored reversed already."""
+
+PEOPLE_OPTIONS = ("--human", "--retest")
+"""The options whose files are people's answers, which may name the human data psyq ships."""
+
+
+@dataclass(frozen=True)
+class HumanData:
+    """One instrument's data of people: where the answers are and how to read them."""
+
+    instrument: str
+    file: Path
+    keyed: bool = False
+    codebook: Path | None = None
+    retest: Path | None = None
+    retest_keyed: bool = False
+
+    def answers(self, instrument: Instrument) -> pd.DataFrame:
+        """The people's item answers, respondent × item (keyed as declared, through the codebook)."""
+        return read_answers_csv(self.file, instrument, keyed=True if self.keyed else None, codebook=self.codebook)
+
+    def retest_answers(self, instrument: Instrument) -> pd.DataFrame | None:
+        """The second administration's answers (same codebook), or None when there is none."""
+        if self.retest is None:
+            return None
+        return read_answers_csv(self.retest, instrument, keyed=True if self.retest_keyed else None,
+                                codebook=self.codebook)
+
+
+def input_file(path: str | Path, option: str) -> Path:
+    """The file an option of the report names, checked before any analysis begins: it must exist
+    and be a file (InputError `FILE: OPTION: what is wrong`, exit 2 on the command line). People's
+    answers (:data:`PEOPLE_OPTIONS`) may name the human data psyq ships.
+
+    Example:
+        >>> input_file("iri_briganti2018_keyed", "--human").name    # a shipped human data file, by name
+        'iri_briganti2018_keyed.csv'
+        >>> input_file("people.csv", "--human")
+        Traceback (most recent call last):
+        psyq.engine.files.errors.InputError: people.csv: --human: no such file
+    """
+    try:
+        file = locate(path, "human data") if option in PEOPLE_OPTIONS else Path(path)
+    except InputError as exc:
+        raise InputError([Problem(str(path), None, None, option, exc.problems[0].message)]) from None
+    if not file.exists():
+        raise InputError([Problem(str(path), None, None, option, "no such file")])
+    if not file.is_file():
+        raise InputError([Problem(str(path), None, None, option, "not a file (a folder or a device); give the CSV "
+                                                                  "or YAML file itself")])
+    return file
+
+
+def _keyed(spec: str | Path) -> tuple[str, bool]:
+    text = str(spec)
+    return (text.removesuffix(KEYED_SUFFIX), True) if text.endswith(KEYED_SUFFIX) else (text, False)
+
+
+def human_data(human: Mapping[str, str | Path], *, codebooks: Mapping[str, str | Path] | None = None,
+               retests: Mapping[str, str | Path] | None = None) -> dict[str, HumanData]:
+    """One :class:`HumanData` per instrument of `human` (instrument id -> ``FILE`` or
+    ``FILE:keyed``), with its codebook and retest file (``FILE[:keyed]``) where given.
+
+    Everything is checked here, and every problem is said at once (one :class:`InputError`): each
+    file exists (:func:`input_file`), and a codebook or retest belongs to an instrument that has a
+    people's file.
+    """
+    problems: list[Problem] = []
+
+    def checked(path: str | Path, option: str) -> Path | None:
+        try:
+            return input_file(path, option)
+        except InputError as exc:
+            problems.extend(exc.problems)
+            return None
+
+    files = {i: (checked(path, "--human"), keyed) for i, (path, keyed) in
+             ((i, _keyed(spec)) for i, spec in human.items())}
+    books = {i: checked(path, "--codebook") for i, path in (codebooks or {}).items()}
+    again = {i: (checked(path, "--retest"), keyed) for i, (path, keyed) in
+             ((i, _keyed(spec)) for i, spec in (retests or {}).items())}
+    given = ", ".join(sorted(human)) or "none"
+    if stray := sorted(set(books) - set(human)):
+        problems.append(Problem(", ".join(stray), None, None, "", "--codebook INSTRUMENT=FILE describes the --human "
+                                f"file of that instrument; no --human file is given for it (given: {given})"))
+    if stray := sorted(set(again) - set(human)):
+        problems.append(Problem(", ".join(stray), None, None, "", "--retest INSTRUMENT=FILE is a second "
+                                "administration of the people of that instrument's --human file; no --human file "
+                                f"is given for it (given: {given})"))
+    if problems:
+        raise InputError(problems)
+    return {i: HumanData(i, file, keyed, books.get(i), again.get(i, (None, False))[0], again.get(i, (None, False))[1])
+            for i, (file, keyed) in files.items()}
