@@ -38,6 +38,7 @@ from stub_server import StubServer, default_answer  # noqa: E402
 from psyq.analysis.report import build_sections, methods_text, render_markdown  # noqa: E402
 import psyq  # noqa: E402
 from psyq import administer, load_study  # noqa: E402
+from psyq.analysis.scoring.human_data import human_data  # noqa: E402
 from psyq.engine.files.shipped import locate  # noqa: E402
 from psyq.engine.results.export import export_table  # noqa: E402
 
@@ -90,8 +91,8 @@ def scripted(body: dict) -> str:
 # Reports with people beside the personas (``psyq report RUN --human iri=...:keyed``): study, then
 # the report's human-data arguments. These reach the norms, same-construct (invariance, GRM, DIF)
 # and twins sections.
-WITH_PEOPLE = {"iri_same_construct": {"human_csv": {"iri": "iri_briganti2018_keyed"}, "human_keyed": {"iri"}},
-               "iri_twins": {"human_csv": {"iri": "iri_briganti2018_keyed"}, "human_keyed": {"iri"}}}
+WITH_PEOPLE = {"iri_same_construct": {"iri": "iri_briganti2018_keyed:keyed"},
+               "iri_twins": {"iri": "iri_briganti2018_keyed:keyed"}}
 
 # Besides the shipped studies as they are, the answer modes they leave out, so that every way a
 # kind is asked and read is compared (name of the variant, study, protocol changes).
@@ -173,7 +174,8 @@ def main(out_dir: str) -> None:
             methods = methods_text(result.run_dir.path)
             (dest / "report.md").write_text(_untimed(render_markdown(manifest, sections, methods=methods)))
             if name in WITH_PEOPLE:
-                _, sections = build_sections(result.run_dir.path, warn=lambda m: None, **WITH_PEOPLE[name])
+                people = human_data(WITH_PEOPLE[name])
+                _, sections = build_sections(result.run_dir.path, warn=lambda m: None, people=people)
                 _write_sections(dest, "people_s", sections)
                 (dest / "people_report.md").write_text(_untimed(render_markdown(manifest, sections, methods=methods)))
             with sqlite3.connect(result.run_dir.database) as db:
