@@ -1,14 +1,20 @@
 """psyq: administer psychometric questionnaires to LLM-simulated personas, score the answers and
 compare them with people.
 
-The API for scripts and notebooks, in one namespace (``psyq.engine`` and ``psyq.analysis`` hold
-the rest)::
+The API for scripts and notebooks, in one namespace that reads as the method (``psyq.engine`` and
+``psyq.analysis`` hold the rest)::
 
     import psyq
-    study = psyq.load_study("quickstart")          # a shipped study by name, or a study file's path
-    run = psyq.open_run_dir("runs/quickstart/RUN_ID")
-    scores = psyq.load_run_scores(run.path)
-    psyq.compare_with_norms(scores, {"iri": psyq.load_instrument("iri")})
+    study = psyq.load_study("quickstart")            # instrument + cohort + backend: a study
+    result = await psyq.administer(study, "runs")    # administer: responses in a run
+    scores = psyq.load_run_scores(result.run_dir.path)                   # score
+    iri = psyq.load_instrument("iri")
+    psyq.compare_with_norms(scores, {"iri": iri})                        # compare with people's norms ...
+    people = psyq.human_data({"iri": "iri_briganti2018_keyed:keyed"})    # ... or with people's own data
+    psyq.measurement_invariance(data, {"PT": [...]}, "sample")           # the same construct?
+    psyq.graded_response_model(...); psyq.differential_item_functioning(...)
+    psyq.twin_agreement(twins, persons, iri)                             # twins against their persons
+    psyq.write_report(result.run_dir.path, people=people)                # report
 
 Instruments, cohorts, studies, rubrics and human data that psyq ships are found by name from any
 folder (``psyq list`` shows them; :func:`psyq.engine.files.shipped.locate` says how).
@@ -29,19 +35,31 @@ from psyq.engine.results.human_answers import read_answers_csv
 from psyq.engine.store.run_dir import open_run_dir
 from psyq.engine.store.run_store import RunStore
 from psyq.engine.trials.scoring import keyed_answers, reverse_key, score, score_wide
-from psyq.analysis import (compare_samples, compare_with_humans, compare_with_norms, factor_congruence,
-                           group_matching, human_scores, item_distributions, load_run_scores, matching_warnings,
-                           model_effects, reliability_table, respondent_z, score_answers, score_humans, spss_names,
-                           subscale_correlations, target_loadings, test_retest_icc, tucker_phi, wide_scores,
-                           write_scores)
+from psyq.analysis import (HumanData, build_sections, compare_samples, compare_with_humans, compare_with_norms,
+                           differential_item_functioning, factor_congruence, graded_response_model, group_matching,
+                           human_data, human_scores, invariance_verdicts, item_distributions, load_run_scores,
+                           match_twins, matching_warnings, measurement_invariance, model_effects, reliability_table,
+                           respondent_z, score_answers, score_humans, spss_names, subscale_correlations,
+                           target_loadings, test_information, test_retest_icc, tucker_phi, twin_agreement,
+                           twin_summary, twin_weights, wide_scores, write_report, write_scores)
 
 __all__ = [
-    "BASELINE", "Cohort", "InputError", "Instrument", "Persona", "Problem", "PsyqError", "RunStore", "Study",
-    "__version__", "administer", "compare_samples", "compare_with_humans", "compare_with_norms", "export_table",
-    "factor_congruence", "group_matching", "human_scores", "instrument_json_schema", "item_distributions",
-    "keyed_answers", "load_cohort", "load_instrument", "load_run_scores", "load_study", "matching_warnings",
-    "model_effects", "open_run_dir", "read_answers_csv", "reliability_table", "render_system_prompt",
-    "respondent_z", "reverse_key", "score", "score_answers", "score_humans", "score_wide", "spss_names",
-    "subscale_correlations", "target_loadings", "test_retest_icc", "tucker_phi", "wide_answers", "wide_scores",
-    "write_scores",
+    # design and administration
+    "BASELINE", "Cohort", "Instrument", "Persona", "Study", "administer", "instrument_json_schema", "load_cohort",
+    "load_instrument", "load_study", "render_system_prompt",
+    # responses
+    "RunStore", "export_table", "open_run_dir", "read_answers_csv", "wide_answers",
+    # scoring
+    "HumanData", "human_data", "human_scores", "keyed_answers", "load_run_scores", "reverse_key", "score",
+    "score_answers", "score_humans", "score_wide", "spss_names", "wide_scores", "write_scores",
+    # comparing with people
+    "compare_samples", "compare_with_humans", "compare_with_norms", "differential_item_functioning",
+    "factor_congruence", "graded_response_model", "group_matching", "invariance_verdicts", "item_distributions",
+    "match_twins", "matching_warnings", "measurement_invariance", "model_effects", "reliability_table",
+    "respondent_z", "subscale_correlations", "target_loadings", "test_information", "test_retest_icc",
+    "tucker_phi", "twin_agreement", "twin_summary", "twin_weights",
+    # the report
+    "build_sections", "write_report",
+    # errors and the version
+    "InputError", "Problem", "PsyqError", "__version__",
 ]

@@ -1,4 +1,14 @@
-"""psyq analysis: statistics, plots and reports on scored runs and on human data.
+"""psyq analysis: from a run's answers to the report, in three rooms that read as the flow.
+
+* :mod:`psyq.analysis.scoring` — answers to scores, whoever answered (personas of a run, people
+  of a data file: :class:`HumanData`);
+* :mod:`psyq.analysis.statistics` — comparing: pure functions from scores and answers to tidy
+  frames, each checked against R or a published result; never writing report text;
+* :mod:`psyq.analysis.report` — the report: one builder per section, in order, turning the
+  statistics' frames into sentences, APA tables, figures, HTML and Markdown.
+
+Scoring imports neither of the others; statistics imports scoring, never the report; the report
+imports both (tests/test_kinds.py checks it).
 
 The public API below works on tidy frames. Scores are in one long format, whoever answered:
 ``backend_id, model, respondent_id, repeat``, the respondent attributes, then ``instrument,
@@ -31,27 +41,32 @@ Raw item answers of a cohort and of humans compare item by item and structurally
     >>> item_distributions(people, people, mini).query("group_by == 'all'")["tv"].tolist()
     [0.0, 0.0, 0.0, 0.0]
 
-May import: psyq.engine's files, store, trials, kinds, design, results and judging rooms (reading runs, never sending: not administer, cli, backends or importers).
+May import: psyq.engine's files, store, trials, kinds, design, results and judging rooms (reading
+runs, never sending: not administer, cli, backends or importers).
 """
 
+from psyq.analysis.scoring.human_data import HumanData, human_data
+from psyq.analysis.scoring.score_table import spss_names, wide_scores, write_scores
+from psyq.analysis.scoring.scores import human_scores, load_run_scores, score_answers, score_humans
 from psyq.analysis.statistics.effects import model_effects
 from psyq.analysis.statistics.human_comparison import compare_samples, compare_with_humans, tucker_phi
 from psyq.analysis.statistics.invariance import measurement_invariance
-from psyq.analysis.report.readings import invariance_verdicts
 from psyq.analysis.statistics.irt import differential_item_functioning, graded_response_model, test_information
 from psyq.analysis.statistics.norms import compare_with_norms, group_matching, respondent_z
-from psyq.analysis.report.readings import matching_warnings
 from psyq.analysis.statistics.reliability import reliability_table, test_retest_icc
-from psyq.analysis.scoring.score_table import spss_names, wide_scores, write_scores
-from psyq.analysis.scoring.scores import human_scores, load_run_scores, score_answers, score_humans
+from psyq.analysis.statistics.twins import match_twins, twin_agreement, twin_summary
 from psyq.analysis.statistics.validity import (factor_congruence, item_distributions, subscale_correlations,
-    target_loadings)
+                                               target_loadings)
+from psyq.analysis.statistics.weighting import twin_weights
+from psyq.analysis.report import build_sections, write_report
+from psyq.analysis.report.readings import invariance_verdicts, matching_warnings
 
 __all__ = [
-    "compare_samples", "compare_with_humans", "compare_with_norms", "differential_item_functioning",
-    "factor_congruence", "graded_response_model", "group_matching", "human_scores", "invariance_verdicts",
-    "item_distributions", "load_run_scores", "matching_warnings", "measurement_invariance", "model_effects",
-    "reliability_table", "respondent_z", "score_answers", "score_humans", "spss_names", "subscale_correlations",
-    "target_loadings", "test_information", "test_retest_icc", "tucker_phi",
-    "wide_scores", "write_scores",
+    "HumanData", "build_sections", "compare_samples", "compare_with_humans", "compare_with_norms",
+    "differential_item_functioning", "factor_congruence", "graded_response_model", "group_matching", "human_data",
+    "human_scores", "invariance_verdicts", "item_distributions", "load_run_scores", "match_twins",
+    "matching_warnings", "measurement_invariance", "model_effects", "reliability_table", "respondent_z",
+    "score_answers", "score_humans", "spss_names", "subscale_correlations", "target_loadings", "test_information",
+    "test_retest_icc", "tucker_phi", "twin_agreement", "twin_summary", "twin_weights", "wide_scores",
+    "write_report", "write_scores",
 ]

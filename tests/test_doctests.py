@@ -17,7 +17,7 @@ MODULES = ["analysis", "psyq.engine.files.codebook", "psyq.engine.design.instrum
            "psyq.analysis.statistics.reliability", "psyq.analysis.statistics.effects", "psyq.engine.results.human_answers", "psyq.engine.trials.scoring",
            "psyq.engine.kinds", "psyq.engine.trials.scale", "psyq.engine.design.prices", "psyq.engine.administer.overrides", "psyq.engine.results.usage", "psyq.engine.administer.plan",
            "psyq.engine.administer.tokenizer", "psyq.engine.kinds.scene", "psyq.engine.kinds.scene.leas", "psyq.engine.kinds.vignette",
-           "psyq.engine.kinds.vignette.accuracy", "psyq.analysis.report.sections", "psyq.analysis.report.sections.scene",
+           "psyq.engine.kinds.vignette.accuracy", "psyq.analysis.report.sections",
            "psyq.engine.importers", "psyq.engine.importers.draft", "psyq.engine.importers.redcap", "psyq.engine.importers.psych_keys",
            "psyq.engine.importers.qsf", "psyq.engine.importers.command", "psyq.engine.importers.writer", "psyq.engine.files.yamlhints",
            "psyq.engine.importers.emotionbench", "psyq.analysis.report.sections.response", "psyq.engine.administer.run",
@@ -31,7 +31,10 @@ MODULES = ["analysis", "psyq.engine.files.codebook", "psyq.engine.design.instrum
            "psyq.engine.trials.parsing", "psyq.engine.backends.catalogue", "psyq.engine.backends.local",
            "psyq.engine.files.shipped", "psyq.engine.cli.starting", "psyq.engine.design.study",
            "psyq.engine.design.persona", "psyq.engine.design.situations", "psyq.engine.judging.answer_judge",
-           "psyq.engine.trials.prompts", "psyq.analysis.report.sections.same_construct", "psyq.analysis.report.readings"]
+           "psyq.engine.trials.prompts", "psyq.analysis.report.sections.same_construct", "psyq.analysis.report.readings", "psyq.analysis.report.build",
+           "psyq.analysis.report.context", "psyq.analysis.report.render", "psyq.analysis.report.sections.study",
+           "psyq.analysis.report.sections.norms", "psyq.analysis.report.sections.instrument",
+           "psyq.analysis.scoring.human_data", "psyq.analysis.statistics.lexicon_agreement"]
 # Their examples name psyq's shipped files by name only, so they run from any folder (psyq installed,
 # no clone in sight): run here from an empty one.
 BY_NAME = ["psyq.engine.files.shipped", "psyq.engine.cli.starting", "psyq.engine.design.study",

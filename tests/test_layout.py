@@ -57,3 +57,21 @@ def test_the_generic_names_are_not_installed(tmp_path):
     for name in ("engine", "analysis"):
         done = subprocess.run([sys.executable, "-c", f"import {name}"], cwd=tmp_path, capture_output=True, text=True)
         assert done.returncode != 0 and "ModuleNotFoundError" in done.stderr, name
+
+
+def test_import_psyq_shows_the_whole_method_each_with_an_example():
+    import inspect
+    import sys
+
+    import psyq
+
+    method = ["load_study", "administer", "load_run_scores", "human_data", "compare_with_norms",
+              "compare_with_humans", "measurement_invariance", "graded_response_model",
+              "differential_item_functioning", "twin_agreement", "twin_weights", "build_sections", "write_report"]
+    assert set(method) <= set(psyq.__all__), sorted(set(method) - set(psyq.__all__))
+    for name in method:
+        function = getattr(psyq, name)
+        # The example is in the function's docstring, or in its module's (where one example shows
+        # several functions at work, e.g. the invariance sequence).
+        docs = (inspect.getdoc(function) or "") + (sys.modules[function.__module__].__doc__ or "")
+        assert ">>>" in docs, name

@@ -253,10 +253,10 @@ def test_the_serving_is_part_of_the_run_id(tmp_path):
 
 
 def test_the_methods_paragraph_says_whether_a_rerun_gives_the_same_answers():
-    from psyq.analysis.report.methods import _backend_sentence
+    from psyq.analysis.report.methods import backends_sentence
 
     def sentence(identity: dict) -> str:
-        return _backend_sentence({"backends": {"local": {
+        return backends_sentence({"backends": {"local": {
             "identity": {"kind": "local", "model": INSTRUCT_DEFAULT, "sha256": "ab" * 32, **identity},
             "config": {"kind": "local", "concurrency": 4, "temperature": 1.0}}}})
 

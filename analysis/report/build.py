@@ -122,8 +122,8 @@ def write_report(run_path: str | Path, out_dir: str | Path | None = None, **opti
     :func:`build_sections`.
 
     Example:
-        >>> html_path, md_path = write_report(run_dir, tmp_folder)
-        >>> html_path.name, (tmp_folder / "methods.md").exists()
+        >>> html_path, md_path = write_report(run_dir)
+        >>> html_path.name, (html_path.parent / "methods.md").exists()
         ('report.html', True)
     """
     manifest, sections = build_sections(run_path, **options)

@@ -9,7 +9,7 @@ the comparison, construct-validity, same-construct and twins sections).
 Example:
     >>> report = ReportContext.of_run(run_dir)
     >>> sorted(report.instruments), report.staged
-    (['iri'], False)
+    (['mini'], False)
 """
 
 from __future__ import annotations

@@ -155,7 +155,14 @@ def local_serving_clause(identity: Mapping[str, Any], config: Mapping[str, Any])
             "differ between runs of the same study (by up to 0.1 in psyq's measurement on its quick start)")
 
 
-def _backend_sentence(manifest: Mapping[str, Any]) -> str:
+def backends_sentence(manifest: Mapping[str, Any]) -> str:
+    """The methods paragraph's sentence on the backends of a run's manifest: each model, how it was
+    served and asked, and whether a rerun gives the same answers.
+
+    Example:
+        >>> "[fill in: model name and version]" in backends_sentence({"backends": {"b": {"identity": {}, "config": {}}}})
+        True
+    """
     parts = []
     for backend_id, entry in manifest.get("backends", {}).items():
         identity, config = entry.get("identity", {}), entry.get("config", {})
@@ -303,6 +310,6 @@ def methods_paragraph(facts: RunFacts) -> str:
     instruments]. Procedure: each respondent answered every instrument 2 times (repeats). Of 6 item answers,
     6 (100.0 %) could be read; none was missing. Missing answers were not imputed.
     """
-    return " ".join([_backend_sentence(facts.manifest), _cohort_sentence(facts),
+    return " ".join([backends_sentence(facts.manifest), _cohort_sentence(facts),
                      _instrument_sentence(facts.instruments),
                      _protocol_sentence(facts.manifest, facts.repeats_done), _exclusion_sentence(facts)])

@@ -40,7 +40,13 @@ SAMPLE_COLOURS = [NORM_COLOUR, "#8C564B", "#7F7F7F", "#17BECF"]   # norm curves,
 NO_NORMS = "no norms for this instrument"
 
 
-def _figure(width: float, height: float) -> Figure:
+def new_figure(width: float, height: float) -> Figure:
+    """A figure of `width` × `height` inches with constrained layout, drawn without a display.
+
+    Example:
+        >>> new_figure(6, 2).get_size_inches().tolist()
+        [6.0, 2.0]
+    """
     fig = Figure(figsize=(width, height), layout="constrained")
     FigureCanvasAgg(fig)
     return fig
@@ -55,9 +61,15 @@ def _verification_note(rows: pd.DataFrame) -> str:
     return {"unverified": " (norms unverified)", "secondary-source": " (norms from a secondary source)"}.get(status, "")
 
 
-def _message_figure(message: str, title: str | None = None) -> Figure:
-    """A small figure that only says `message` (for empty inputs)."""
-    fig = _figure(6, 2.2)
+def message_figure(message: str, title: str | None = None) -> Figure:
+    """A small figure that only says `message` (for empty inputs), so that a figure's place in the
+    report says why it is empty.
+
+    Example:
+        >>> message_figure("no norms for this instrument").axes[0].texts[0].get_text()
+        'no norms for this instrument'
+    """
+    fig = new_figure(6, 2.2)
     ax = fig.add_subplot()
     ax.set_axis_off()
     ax.text(0.5, 0.5, message, ha="center", va="center", fontsize=12, color=NORM_COLOUR,
@@ -67,16 +79,33 @@ def _message_figure(message: str, title: str | None = None) -> Figure:
     return fig
 
 
-def _style(i: int) -> dict[str, Any]:
+def series_style(i: int) -> dict[str, Any]:
+    """Colour and marker of the `i`-th series (colour-blind-safe colours, one marker each).
+
+    Example:
+        >>> series_style(0)
+        {'color': '#0072B2', 'marker': 'o'}
+    """
     return {"color": COLOURS[i % len(COLOURS)], "marker": MARKERS[i % len(MARKERS)]}
 
 
-def _unique(values: pd.Series) -> list:
-    """Distinct values in order of first appearance."""
+def in_order(values: pd.Series) -> list:
+    """Distinct values in order of first appearance.
+
+    Example:
+        >>> in_order(pd.Series(["b", "a", "b"]))
+        ['b', 'a']
+    """
     return list(dict.fromkeys(values.tolist()))
 
 
-def _finite(x: Any) -> bool:
+def is_finite(x: Any) -> bool:
+    """Whether `x` is a finite number (None, NaN, infinities and text are not).
+
+    Example:
+        >>> is_finite(1.5), is_finite(float("nan")), is_finite("x")
+        (True, False, False)
+    """
     try:
         return x is not None and not pd.isna(x) and math.isfinite(float(x))
     except (TypeError, ValueError):
@@ -89,7 +118,7 @@ def _truthy(x: Any) -> bool:
 
 def mean_ci(mean: float, sd: float, n: float, level: float = 0.95) -> tuple[float, float]:
     """Confidence interval of a mean, mean ± t_{n−1} · sd / √n; (nan, nan) when n < 2 or sd is missing."""
-    if not (_finite(mean) and _finite(sd) and _finite(n)) or n < 2:
+    if not (is_finite(mean) and is_finite(sd) and is_finite(n)) or n < 2:
         return math.nan, math.nan
     half = stats.t.ppf(0.5 + level / 2, n - 1) * sd / math.sqrt(n)
     return mean - half, mean + half
@@ -97,7 +126,7 @@ def mean_ci(mean: float, sd: float, n: float, level: float = 0.95) -> tuple[floa
 
 def _n_text(values: list) -> str:
     """"cohort n = 6 respondents" (or a range); the noun agrees with the largest n."""
-    ns = sorted({int(v) for v in values if _finite(v)})
+    ns = sorted({int(v) for v in values if is_finite(v)})
     if not ns:
         return "cohort n = 0 respondents"
     counted = f"{ns[0]}" if len(ns) == 1 else f"{ns[0]}–{ns[-1]}"
@@ -142,8 +171,13 @@ def respondents_text(frame: pd.DataFrame) -> str:
     return text + (f" ({lo} repeats each)" if lo == hi else f" ({lo}–{hi} repeats each)")
 
 
-def _legend_columns(labels: list[str], width_in: float, fontsize: float, most: int) -> int:
-    """As many legend columns as fit side by side in `width_in` inches (at least 1)."""
+def legend_columns(labels: list[str], width_in: float, fontsize: float, most: int) -> int:
+    """As many legend columns as fit side by side in `width_in` inches (at least 1, at most `most`).
+
+    Example:
+        >>> legend_columns(["cohort", "humans"], 6, 9, 4)
+        2
+    """
     longest = max((len(t) for t in labels), default=1)
     per_column = (longest * 0.6 * fontsize + 30) / 72     # text plus the handle and the gap
     return max(1, min(most, len(labels), int(width_in // per_column)))
@@ -166,10 +200,10 @@ def profile_plot(comparison: pd.DataFrame, instrument_id: str) -> Figure:
     """
     rows = comparison[comparison["instrument"] == instrument_id] if not comparison.empty else comparison
     if rows.empty:
-        return _message_figure(NO_NORMS, f"{instrument_id}: cohort means against human norms")
-    subscales = _unique(rows["subscale"])
-    groups = _unique(rows[["norm_sample", "norm_group"]].apply(tuple, axis=1))
-    backends = _unique(rows["backend_id"])
+        return message_figure(NO_NORMS, f"{instrument_id}: cohort means against human norms")
+    subscales = in_order(rows["subscale"])
+    groups = in_order(rows[["norm_sample", "norm_group"]].apply(tuple, axis=1))
+    backends = in_order(rows["backend_id"])
     n_panels = len(groups)
     # At most three panels a row: with several norm samples, one row of six panels would shrink
     # every panel (and its text) below legibility in a page 1,200 px wide.
@@ -178,7 +212,7 @@ def profile_plot(comparison: pd.DataFrame, instrument_id: str) -> Figure:
     # A panel at least 2.8 inches wide: narrower, its three-line title is cut (one subscale).
     width = max(2.8, min(4.8, 1.3 + 0.75 * len(subscales) * max(1, len(backends) ** 0.5)))
     fig_width = max(4.5, width * n_cols)
-    fig = _figure(fig_width, 4.6 * n_rows)
+    fig = new_figure(fig_width, 4.6 * n_rows)
     grid = fig.subplots(n_rows, n_cols, sharey=True, squeeze=False)
     axes = list(grid.ravel())
     for unused in axes[n_panels:]:
@@ -188,23 +222,23 @@ def profile_plot(comparison: pd.DataFrame, instrument_id: str) -> Figure:
         panel = rows[(rows["norm_sample"] == sample) & (rows["norm_group"] == group)]
         for x, sub in enumerate(subscales):
             norm = panel[panel["subscale"] == sub]
-            if norm.empty or not _finite(norm["norm_mean"].iloc[0]):
+            if norm.empty or not is_finite(norm["norm_mean"].iloc[0]):
                 continue
             m, sd = float(norm["norm_mean"].iloc[0]), float(norm["norm_sd"].iloc[0])
-            sd = sd if _finite(sd) else 0.0
+            sd = sd if is_finite(sd) else 0.0
             ax.add_patch(Rectangle((x - 0.4, m - sd), 0.8, 2 * sd, facecolor=BAND_COLOUR, alpha=0.55,
                                    edgecolor="none", zorder=1, gid=f"norm-band:{sample}:{group}:{sub}"))
             ax.plot([x - 0.4, x + 0.4], [m, m], color=NORM_COLOUR, lw=1.4, zorder=2,
                     gid=f"norm-mean:{sample}:{group}:{sub}")
         for b, backend in enumerate(backends):
-            style = _style(b)
+            style = series_style(b)
             for x, sub in enumerate(subscales):
                 cell = panel[(panel["backend_id"] == backend) & (panel["subscale"] == sub)]
-                if cell.empty or not _finite(cell["mean"].iloc[0]):
+                if cell.empty or not is_finite(cell["mean"].iloc[0]):
                     continue
                 r = cell.iloc[0]
                 low, high = mean_ci(float(r["mean"]), r["sd"], r["n"])
-                yerr = [[r["mean"] - low], [high - r["mean"]]] if _finite(low) else None
+                yerr = [[r["mean"] - low], [high - r["mean"]]] if is_finite(low) else None
                 ax.errorbar([x + offsets[b]], [r["mean"]], yerr=yerr, fmt=style["marker"],
                             color=style["color"], markersize=7, capsize=4, elinewidth=1.6,
                             markeredgecolor="white", markeredgewidth=0.6, zorder=3,
@@ -214,7 +248,7 @@ def profile_plot(comparison: pd.DataFrame, instrument_id: str) -> Figure:
         ax.set_xlabel("Subscale")
         derived = " (derived)" if panel["norm_derived"].map(_truthy).any() else ""
         norm_n = panel["norm_n"].dropna()
-        norm_n_text = f"norm n = {int(norm_n.iloc[0])}" if len(norm_n) and _finite(norm_n.iloc[0]) else ""
+        norm_n_text = f"norm n = {int(norm_n.iloc[0])}" if len(norm_n) and is_finite(norm_n.iloc[0]) else ""
         flagged = _verification_note(panel).strip(" ()")
         # Three short lines: a panel is about 4 inches wide, too narrow for one long title.
         second = "; ".join(t for t in (flagged, norm_n_text) if t)
@@ -224,11 +258,11 @@ def profile_plot(comparison: pd.DataFrame, instrument_id: str) -> Figure:
         ax.set_axisbelow(True)
     for row in grid:
         row[0].set_ylabel("Subscale score (norm's metric)")
-    handles = [Line2D([], [], ls="none", markersize=7, label=f"{backend}: cohort mean, 95 % CI", **_style(b))
+    handles = [Line2D([], [], ls="none", markersize=7, label=f"{backend}: cohort mean, 95 % CI", **series_style(b))
                for b, backend in enumerate(backends)]
     handles.append(Patch(facecolor=BAND_COLOUR, alpha=0.55, label="human norm: mean ± 1 SD"))
     fig.legend(handles=handles, loc="outside lower center", frameon=False, fontsize=9,
-               ncol=_legend_columns([h.get_label() for h in handles], fig_width, 9, 3))
+               ncol=legend_columns([h.get_label() for h in handles], fig_width, 9, 3))
     fig.suptitle(wrap_to_width(f"{instrument_id}: cohort mean (95 % CI) vs human norm mean ± 1 SD, per norm group",
                                fig_width, 12), fontsize=12)
     return fig
@@ -261,9 +295,9 @@ def distribution_plot(scores: pd.DataFrame, comparison: pd.DataFrame, instrument
         if not comparison.empty else comparison
     values = pd.to_numeric(sel["score"], errors="coerce") if not sel.empty else pd.Series(dtype=float)
     if norms.empty and values.dropna().empty:
-        return _message_figure(NO_NORMS, title)
+        return message_figure(NO_NORMS, title)
     norm_rows = norms.drop_duplicates(["norm_sample", "norm_group"]) if not norms.empty else norms
-    norm_rows = norm_rows[norm_rows["norm_mean"].map(_finite) & norm_rows["norm_sd"].map(_finite)] \
+    norm_rows = norm_rows[norm_rows["norm_mean"].map(is_finite) & norm_rows["norm_sd"].map(is_finite)] \
         if not norm_rows.empty else norm_rows
 
     present = values.dropna()
@@ -292,10 +326,10 @@ def distribution_plot(scores: pd.DataFrame, comparison: pd.DataFrame, instrument
     curve_lo, curve_hi = (lo - pad, hi + pad) if score_range is None else score_range
     lo, hi = lo - pad, hi + pad
 
-    fig = _figure(7, 4.3)
+    fig = new_figure(7, 4.3)
     ax = fig.add_subplot()
     if bins is not None:
-        backends = _unique(sel["backend_id"])
+        backends = in_order(sel["backend_id"])
         for b, backend in enumerate(backends):
             v = pd.to_numeric(sel.loc[sel["backend_id"] == backend, "score"], errors="coerce")
             got, missing = v.dropna(), int(v.isna().sum())
@@ -310,11 +344,11 @@ def distribution_plot(scores: pd.DataFrame, comparison: pd.DataFrame, instrument
     grid = np.linspace(curve_lo, curve_hi, 400)
     # One colour per norm sample, one line style per group within it: no two curves look alike.
     sample_colour = {sample: SAMPLE_COLOURS[i % len(SAMPLE_COLOURS)]
-                     for i, sample in enumerate(_unique(norm_rows["norm_sample"]))}
+                     for i, sample in enumerate(in_order(norm_rows["norm_sample"]))}
     group_number: dict[str, int] = {}
     for r in norm_rows.itertuples():
         g = group_number[r.norm_sample] = group_number.get(r.norm_sample, -1) + 1
-        n_text = f", n = {int(r.norm_n)}" if _finite(r.norm_n) else ""
+        n_text = f", n = {int(r.norm_n)}" if is_finite(r.norm_n) else ""
         ax.plot(grid, stats.norm.pdf(grid, r.norm_mean, r.norm_sd), color=sample_colour[r.norm_sample],
                 ls=LINESTYLES[g % len(LINESTYLES)], lw=1.8,
                 label=f"norm {r.norm_group} ({r.norm_sample}{_verification_note(pd.DataFrame([r._asdict()]))}): "
@@ -376,13 +410,13 @@ def item_heatmap(table: pd.DataFrame, instrument) -> Figure:
     title = f"{instrument.id}: share of answers per item and response option (raw values)"
     rows = table[table["instrument"] == instrument.id] if not table.empty else table
     if rows.empty:
-        return _message_figure(f"no answers for {instrument.id}", title)
-    backends = _unique(rows["backend_id"])
+        return message_figure(f"no answers for {instrument.id}", title)
+    backends = in_order(rows["backend_id"])
     columns = [_option_label(o) for o in instrument.scale] + ["missing"]
     n_items = len(instrument.rating_items)
     panel_width = 0.62 * len(columns) + 0.4
     fig_width = 3.6 + panel_width * len(backends) + 0.9
-    fig = _figure(fig_width, max(3.6, 0.27 * n_items + 2.0))
+    fig = new_figure(fig_width, max(3.6, 0.27 * n_items + 2.0))
     axes = fig.subplots(1, len(backends), sharey=True, squeeze=False)[0]
     image = None
     for ax, backend in zip(axes, backends):
@@ -392,7 +426,7 @@ def item_heatmap(table: pd.DataFrame, instrument) -> Figure:
         image = ax.imshow(matrix, cmap="viridis", vmin=0, vmax=1, aspect="auto", interpolation="nearest",
                           gid=f"heatmap:{backend}")
         for (i, j), share in np.ndenumerate(matrix):
-            if _finite(share) and share > 0:
+            if is_finite(share) and share > 0:
                 ax.text(j, i, f"{100 * share:.0f}", ha="center", va="center", fontsize=7.5,
                         color="white" if share < 0.55 else "black")
         ax.set_xticks(range(len(columns)), columns, fontsize=7.5)
@@ -433,25 +467,25 @@ def sd_ratio_chart(ratios: pd.DataFrame) -> Figure:
     Rows flagged ``collapsed`` are drawn hollow and labelled."""
     title = "Cohort SD relative to the human norm SD (95 % CI)"
     if ratios is None or ratios.empty:
-        return _message_figure("no norms: no SD ratios to show", title)
-    keys = _unique(ratios[["instrument", "subscale", "norm_group"]].apply(tuple, axis=1))
-    backends = _unique(ratios["backend_id"])
+        return message_figure("no norms: no SD ratios to show", title)
+    keys = in_order(ratios[["instrument", "subscale", "norm_group"]].apply(tuple, axis=1))
+    backends = in_order(ratios["backend_id"])
     offsets = (np.linspace(-0.2, 0.2, len(backends)) if len(backends) > 1 else np.zeros(1))
-    fig = _figure(7, max(2.8, 0.42 * len(keys) * max(1, len(backends) ** 0.5) + 1.8))
+    fig = new_figure(7, max(2.8, 0.42 * len(keys) * max(1, len(backends) ** 0.5) + 1.8))
     ax = fig.add_subplot()
     top = []
     any_collapsed = False
     for b, backend in enumerate(backends):
-        style = _style(b)
+        style = series_style(b)
         for y, (inst, sub, group) in enumerate(keys):
             cell = ratios[(ratios["backend_id"] == backend) & (ratios["instrument"] == inst)
                           & (ratios["subscale"] == sub) & (ratios["norm_group"] == group)]
             if cell.empty:
                 continue
-            if not _finite(cell["sd_ratio"].iloc[0]):
+            if not is_finite(cell["sd_ratio"].iloc[0]):
                 # Said on the row, not left blank: e.g. one respondent has no SD.
                 n = cell["n"].iloc[0] if "n" in cell.columns else None
-                why = f" (n = {int(n)})" if _finite(n) else ""
+                why = f" (n = {int(n)})" if is_finite(n) else ""
                 ax.annotate(f"{backend}: not estimable{why}", (0, y + offsets[b]), xytext=(6, 0),
                             textcoords="offset points", va="center", fontsize=8, color=style["color"],
                             bbox={"facecolor": "white", "edgecolor": "none", "pad": 1}, zorder=4,
@@ -459,7 +493,7 @@ def sd_ratio_chart(ratios: pd.DataFrame) -> Figure:
                 continue
             r = cell.iloc[0]
             ratio = float(r["sd_ratio"])
-            has_ci = _finite(r["ci_low"]) and _finite(r["ci_high"])
+            has_ci = is_finite(r["ci_low"]) and is_finite(r["ci_high"])
             xerr = [[ratio - r["ci_low"]], [r["ci_high"] - ratio]] if has_ci else None
             collapsed = _truthy(r["collapsed"])
             any_collapsed |= collapsed
@@ -482,14 +516,14 @@ def sd_ratio_chart(ratios: pd.DataFrame) -> Figure:
     ax.set_ylabel("Instrument subscale · norm group")
     ax.grid(axis="x", color="#E5E5E5", lw=0.8, zorder=0)
     ax.set_axisbelow(True)
-    handles = [Line2D([], [], ls="none", markersize=7, label=backend, **_style(b)) for b, backend in enumerate(backends)]
+    handles = [Line2D([], [], ls="none", markersize=7, label=backend, **series_style(b)) for b, backend in enumerate(backends)]
     handles += [Line2D([], [], color=NORM_COLOUR, lw=1.3, label="1 = human-like spread"),
                 Line2D([], [], color=NORM_COLOUR, lw=1.1, ls="--", label="0.5 = half the human SD")]
     if any_collapsed:
         handles.append(Line2D([], [], ls="none", marker="o", color=NORM_COLOUR, markerfacecolor="white",
                               label="collapsed (hollow)"))
     fig.legend(handles=handles, loc="outside lower center", frameon=False, fontsize=9,
-               ncol=_legend_columns([h.get_label() for h in handles], 7, 9, 4))
+               ncol=legend_columns([h.get_label() for h in handles], 7, 9, 4))
     fig.suptitle(wrap_to_width(title, 7, 12), fontsize=12)
     return fig
 
@@ -542,8 +576,8 @@ def item_distance_chart(distances: pd.DataFrame, instrument_id: str) -> Figure:
     rows = distances[(distances["instrument"] == instrument_id) & (distances["group_by"] == "all")]
     drawn = rows[rows["estimable"].astype(bool)]
     if drawn.empty:
-        return _message_figure("no item could be compared (no answers on one side)", title)
-    fig = _figure(7, max(2.8, 0.26 * len(drawn) + 1.8))
+        return message_figure("no item could be compared (no answers on one side)", title)
+    fig = new_figure(7, max(2.8, 0.26 * len(drawn) + 1.8))
     ax = fig.add_subplot()
     y = np.arange(len(drawn))
     ax.barh(y, drawn["tv"].to_numpy(dtype=float), color=COLOURS[0], height=0.7, zorder=2, gid="tv-bars",
@@ -571,10 +605,10 @@ def correlation_heatmaps(correlations: pd.DataFrame, instrument_id: str) -> Figu
     title = f"{instrument_id}: subscale intercorrelations (Pearson r)"
     rows = correlations[(correlations["instrument"] == instrument_id) & (correlations["subscale_b"] != "")]
     if rows.empty:
-        return _message_figure("fewer than 2 subscales: no intercorrelations", title)
-    subs = _unique(pd.concat([rows["subscale_a"], rows["subscale_b"]]))
+        return message_figure("fewer than 2 subscales: no intercorrelations", title)
+    subs = in_order(pd.concat([rows["subscale_a"], rows["subscale_b"]]))
     index = {s: i for i, s in enumerate(subs)}
-    fig = _figure(4 + 2.2 * len(subs), 1.6 + 0.75 * len(subs))
+    fig = new_figure(4 + 2.2 * len(subs), 1.6 + 0.75 * len(subs))
     axes = fig.subplots(1, 3)
     image = None
     for ax, (column, name) in zip(axes, (("r_cohort", "cohort"), ("r_human", "humans"),
@@ -612,9 +646,9 @@ def congruence_chart(congruence: pd.DataFrame) -> Figure:
     drawn = congruence[congruence["estimable"].astype(bool)]
     if drawn.empty:
         reason = congruence["note"].iloc[0] if len(congruence) else "no instrument to compare"
-        return _message_figure("\n".join(textwrap.wrap(f"not estimable: {reason}", 70)), title)
+        return message_figure("\n".join(textwrap.wrap(f"not estimable: {reason}", 70)), title)
     labels = [f"{r.instrument} {r.factor}" for r in drawn.itertuples()]
-    fig = _figure(7, max(2.6, 0.35 * len(drawn) + 1.8))
+    fig = new_figure(7, max(2.6, 0.35 * len(drawn) + 1.8))
     ax = fig.add_subplot()
     y = np.arange(len(drawn))
     ax.barh(y, drawn["phi"].to_numpy(dtype=float), color=COLOURS[2], height=0.6, zorder=2, gid="phi-bars")
@@ -650,13 +684,13 @@ def information_curves(curves: pd.DataFrame, title: str) -> Figure:
         rows = rows[rows["item"] == "test"]
     rows = rows.dropna(subset=["information"]) if "information" in rows.columns else rows.iloc[0:0]
     if rows.empty:
-        return _message_figure("no information curve: no estimable model", title)
+        return message_figure("no information curve: no estimable model", title)
     rows = rows.assign(subscale=rows["subscale"] if "subscale" in rows.columns else "",
                        group=rows["group"] if "group" in rows.columns else "")
-    subscales, groups = _unique(rows["subscale"]), _unique(rows["group"])
+    subscales, groups = in_order(rows["subscale"]), in_order(rows["group"])
     n_cols = min(len(subscales), PANELS_PER_ROW)
     n_rows = math.ceil(len(subscales) / n_cols)
-    fig = _figure(max(4.8, 3.6 * n_cols), 3.2 * n_rows + 0.9)
+    fig = new_figure(max(4.8, 3.6 * n_cols), 3.2 * n_rows + 0.9)
     grid = fig.subplots(n_rows, n_cols, sharex=True, squeeze=False)
     axes = list(grid.ravel())
     for unused in axes[len(subscales):]:
@@ -684,6 +718,6 @@ def information_curves(curves: pd.DataFrame, title: str) -> Figure:
                       label=str(group)) for g, group in enumerate(groups)]
     handles.append(Line2D([], [], color=BAND_COLOUR, ls=":", label="I = 4 (SE of θ = 0.5)"))
     fig.legend(handles=handles, loc="outside lower center", frameon=False, fontsize=9,
-               ncol=_legend_columns([h.get_label() for h in handles], 3.6 * n_cols, 9, 4))
+               ncol=legend_columns([h.get_label() for h in handles], 3.6 * n_cols, 9, 4))
     fig.suptitle(wrap_to_width(title, 3.6 * n_cols, 11), fontsize=11)
     return fig

@@ -15,6 +15,7 @@ Example:
     >>> human_data({"iri": "people.csv"}, codebooks={"bes": "bes.codebook.yaml"})
     Traceback (most recent call last):
     psyq.engine.files.errors.InputError: people.csv: --human: no such file
+    bes.codebook.yaml: --codebook: no such file
     bes: --codebook INSTRUMENT=FILE describes the --human file of that instrument; no --human file is given for it (given: iri)
 """
 
@@ -40,7 +41,14 @@ PEOPLE_OPTIONS = ("--human", "--retest")
 
 @dataclass(frozen=True)
 class HumanData:
-    """One instrument's data of people: where the answers are and how to read them."""
+    """One instrument's data of people: where the answers are and how to read them.
+
+    Example:
+        >>> from psyq import load_instrument
+        >>> data = HumanData("iri", locate("iri_briganti2018_keyed", "human data"), keyed=True)
+        >>> data.answers(load_instrument("iri")).shape
+        (1973, 29)
+    """
 
     instrument: str
     file: Path
@@ -98,6 +106,11 @@ def human_data(human: Mapping[str, str | Path], *, codebooks: Mapping[str, str |
     Everything is checked here, and every problem is said at once (one :class:`InputError`): each
     file exists (:func:`input_file`), and a codebook or retest belongs to an instrument that has a
     people's file.
+
+    Example:
+        >>> people = human_data({"iri": "iri_briganti2018_keyed:keyed"}, retests={"iri": "iri_briganti2018_keyed:keyed"})
+        >>> people["iri"].keyed, people["iri"].retest.name, people["iri"].retest_keyed
+        (True, 'iri_briganti2018_keyed.csv', True)
     """
     problems: list[Problem] = []
 

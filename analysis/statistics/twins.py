@@ -174,6 +174,16 @@ def twin_agreement(cohort_items: pd.DataFrame, human_items: pd.DataFrame, instru
     (twin ÷ retest per person; missing, with the reason, when the retest agreement is 0, or r ≤ 0,
     or the person has no retest) are added. The frame's ``attrs`` hold the :class:`TwinMatch`
     (``match``) and the number of matched persons with a retest (``retest_n``).
+
+    Example (two people and their twins; r2's twin answers item d one point higher):
+        >>> from psyq import load_instrument
+        >>> mini = load_instrument("tests/data/mini_1to7.yaml")
+        >>> people = pd.DataFrame({"a": [1, 7], "b": [2, 6], "c": [3, 5], "d": [4, 4]}, index=["r1", "r2"])
+        >>> agreement = twin_agreement(people.assign(d=[4, 5]), people, mini)
+        >>> agreement.query("comparison == 'twin'")[["respondent_id", "n_items", "exact", "within_one"]]
+          respondent_id  n_items  exact  within_one
+        0            r1        4   1.00         1.0
+        3            r2        4   0.75         1.0
     """
     items = [i.id for i in instrument.rating_items]
     subscales = [s.id for s in instrument.rating_subscales]

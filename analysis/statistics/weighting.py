@@ -24,7 +24,15 @@ def twin_weights(cohort: pd.DataFrame, humans: pd.DataFrame) -> pd.Series | None
     (the baseline aside) is a respondent of the weighted human file, i.e. the cohort is made of their
     twins (persona id = respondent id); else None. A cohort drawn from the file in proportion to its
     weights is self-weighting: its persona ids must not be the respondents' ids, or it would be
-    weighted twice."""
+    weighted twice.
+
+    Example:
+        >>> humans = pd.DataFrame({"1": [1.0, 2.0], WEIGHT_COLUMN: [1.0, 3.0]}, index=["h1", "h2"])
+        >>> twin_weights(pd.DataFrame({"1": [2.0]}, index=["h2"]), humans).tolist()     # twins: weighted
+        [1.0, 3.0]
+        >>> twin_weights(pd.DataFrame({"1": [2.0]}, index=["p07"]), humans) is None       # drawn: not
+        True
+    """
     if WEIGHT_COLUMN not in humans.columns:
         return None
     ids = {str(r) for r in cohort.index} - {"baseline"}

@@ -53,7 +53,12 @@ assert len(_BY_NAME) == len(ORDER), "two report sections share a name"
 
 
 def report_sections() -> tuple[ReportSection, ...]:
-    """The registered section builders, in the order of the report."""
+    """The registered section builders, in the order of the report.
+
+    Example:
+        >>> [part.name for part in report_sections()][-2:]
+        ['same_construct', 'twins']
+    """
     return ORDER
 
 

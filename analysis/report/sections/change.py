@@ -27,8 +27,8 @@ from psyq.analysis.statistics.change import (EB_ALPHA, OVERALL, change_scores, c
     emotionbench_comparison, human_paired_change, paired_change, per_person)
 from psyq.analysis.report.context import ReportContext
 from psyq.analysis.report.section import ReportSection, Section
-from psyq.analysis.report.plots import (NORM_COLOUR, _figure, _finite, _legend_columns, _message_figure, _style,
-    _unique, wrap_to_width)
+from psyq.analysis.report.plots import (NORM_COLOUR, new_figure, is_finite, legend_columns, message_figure, series_style,
+    in_order, wrap_to_width)
 
 TITLE = "Change after the evoked situations"
 HUMAN_STYLE = {"color": NORM_COLOUR, "marker": "s"}
@@ -59,17 +59,17 @@ def paired_reading(row: pd.Series, by: Sequence[str], human: pd.Series | None = 
     what = " ".join(groups) + " situations" if groups else "any situation (all pooled)"
     who = f"{row['backend_id']}: " if several_backends else ""
     change = row["mean_change"]
-    if not _finite(change):
+    if not is_finite(change):
         return f"{who}After imagining {what}, {row['subscale']}: no change score (n = {int(row['n'])})."
     text = f"{who}After imagining {what}, {row['subscale']} {_direction(change)}"
     text += f" by {_points(change)} points" if change != 0 else ""
-    if _finite(row["dz"]):
+    if is_finite(row["dz"]):
         text += (f" (dz = {apa.fmt_num(row['dz'])} {apa.fmt_ci(row['dz_low'], row['dz_high'])}, "
                  f"p(Holm) {apa.p_clause(row['p_holm'])}, n = {int(row['n'])})")
     else:
         text += f" (n = {int(row['n'])}; dz and t not estimable: {row['note']})"
     if human is not None:
-        if _finite(human["change_human"]):
+        if is_finite(human["change_human"]):
             text += f"; humans: {apa.fmt_num(human['change_human'])} (n = {int(human['n_human'])})"
         else:
             text += "; no humans in this group"
@@ -95,7 +95,7 @@ def before_after_reading(who: str, row: pd.Series) -> str:
     """
     text = (f"{who}, {row['subscale']} (n = {int(row['n'])}): before {apa.fmt_num(row['mean_before'])}, "
             f"after {apa.fmt_num(row['mean_after'])}")
-    if _finite(row["t"]):
+    if is_finite(row["t"]):
         return text + f", paired t({int(row['df'])}) = {apa.fmt_num(row['t'])}, p {apa.p_clause(row['p'])}."
     return text + f"; paired t not estimable: {row['note'] or 'fewer than 2 respondents'}."
 
@@ -123,10 +123,10 @@ def before_after_plot(changes: pd.DataFrame, human_changes: pd.DataFrame | None 
     emotion's situations first)."""
     title = "Mean score before (hollow) and after (filled) imagining the situation, per emotion"
     if changes.empty:
-        return _message_figure("no change scores: nothing to plot", title)
-    panels = _unique(changes[["instrument", "subscale"]].apply(tuple, axis=1))
-    emotions = sorted(_unique(changes["emotion"].astype(str)))
-    backends = _unique(changes["backend_id"])
+        return message_figure("no change scores: nothing to plot", title)
+    panels = in_order(changes[["instrument", "subscale"]].apply(tuple, axis=1))
+    emotions = sorted(in_order(changes["emotion"].astype(str)))
+    backends = in_order(changes["backend_id"])
     series = [("backend", b) for b in backends] + ([("human", "humans")] if human_changes is not None else [])
     offsets = np.linspace(-0.25, 0.25, len(series)) if len(series) > 1 else np.zeros(1)
     # Panels side by side only while two fit a page (about 9 inches); many emotions or series
@@ -135,7 +135,7 @@ def before_after_plot(changes: pd.DataFrame, human_changes: pd.DataFrame | None 
     n_cols = min(len(panels), 2 if panel_width <= 4.5 else 1)
     n_rows = math.ceil(len(panels) / n_cols)
     width = panel_width * n_cols
-    fig = _figure(width, 3.9 * n_rows + 0.9)
+    fig = new_figure(width, 3.9 * n_rows + 0.9)
     grid = fig.subplots(n_rows, n_cols, squeeze=False)
     axes = list(grid.ravel())
     for unused in axes[len(panels):]:
@@ -143,7 +143,7 @@ def before_after_plot(changes: pd.DataFrame, human_changes: pd.DataFrame | None 
     for ax, (inst, sub) in zip(axes, panels):
         rows = changes[(changes["instrument"] == inst) & (changes["subscale"] == sub)]
         for s, (kind, name) in enumerate(series):
-            style = HUMAN_STYLE if kind == "human" else _style(s)
+            style = HUMAN_STYLE if kind == "human" else series_style(s)
             for x, emotion in enumerate(emotions):
                 if kind == "human":
                     before, after, n = _human_means(human_changes, sub, emotion)
@@ -152,7 +152,7 @@ def before_after_plot(changes: pd.DataFrame, human_changes: pd.DataFrame | None 
                     people = per_person(cell, ["before", "after"]) if len(cell) else cell
                     before = float(people["before"].mean()) if len(cell) else math.nan
                     after = float(people["after"].mean()) if len(cell) else math.nan
-                if not (_finite(before) and _finite(after)):
+                if not (is_finite(before) and is_finite(after)):
                     continue
                 xx = x + offsets[s]
                 ax.annotate("", (xx, after), (xx, before), zorder=2,
@@ -173,10 +173,10 @@ def before_after_plot(changes: pd.DataFrame, human_changes: pd.DataFrame | None 
     for row in grid:
         row[0].set_ylabel("Mean score")
     handles = [Line2D([], [], ls="none", markersize=7, label=f"{name}: before → after",
-                      **(HUMAN_STYLE if kind == "human" else _style(s)))
+                      **(HUMAN_STYLE if kind == "human" else series_style(s)))
                for s, (kind, name) in enumerate(series)]
     fig.legend(handles=handles, loc="outside lower center", frameon=False, fontsize=9,
-               ncol=_legend_columns([h.get_label() for h in handles], width, 9, 4))
+               ncol=legend_columns([h.get_label() for h in handles], width, 9, 4))
     fig.suptitle(wrap_to_width(title, width, 12), fontsize=12)
     return fig
 
@@ -282,7 +282,7 @@ def emotionbench_part(manifest: dict[str, Any], scores: pd.DataFrame) -> tuple[l
                 "psyq's paired change differs because its before scores are a subset of the Default."]
     overall = table[table["level"] == "overall"]
     for row in overall.itertuples():
-        if not _finite(row.t):
+        if not is_finite(row.t):
             readings.append(f"EmotionBench's comparison, {row.backend_id} {row.subscale}: not estimable ({row.note}).")
             continue
         readings.append(

@@ -17,6 +17,7 @@ def score_range(instrument: Instrument, subscale_id: str) -> tuple[float, float]
     scale's ends; a mean: the scale's ends); None for a score of another kind.
 
     Example:
+        >>> from psyq import load_instrument
         >>> score_range(load_instrument("iri"), "PT")
         (0, 28)
     """

@@ -7,8 +7,8 @@ The ratings come from the run's store (:func:`psyq.engine.store.ratings.read_rat
 nobody has rated yet gets a section saying how to rate them.
 
 Example:
-    >>> from psyq.analysis.report.sections import report_kinds
-    >>> "response" in [part.name for part in report_kinds()]
+    >>> from psyq.analysis.report.sections import report_sections
+    >>> "response" in [part.name for part in report_sections()]
     True
 """
 
@@ -32,7 +32,7 @@ from psyq.engine.store.run_store import RunStore
 from psyq.engine.files.yamlfile import load_yaml
 
 from psyq.analysis.report import apa
-from psyq.analysis.report.plots import _figure, _message_figure, _style
+from psyq.analysis.report.plots import new_figure, message_figure, series_style
 from psyq.analysis.report.sections.robustness import robustness_sections
 from psyq.analysis.statistics.rater_agreement import alpha_table, icc_table, judge_vs_human
 from psyq.analysis.statistics.response_comparison import (attribute_effects, compare_sources, descriptives,
@@ -308,9 +308,9 @@ def source_means_plot(desc: pd.DataFrame) -> Figure:
     """Mean score per dimension of persona and reference replies with 95 % CIs, one panel per
     rubric × rater kind (:func:`psyq.analysis.statistics.response_comparison.descriptives` output)."""
     if desc.empty:
-        return _message_figure("no rated replies")
+        return message_figure("no rated replies")
     panels = list(desc.groupby(["rubric_id", "rater_kind"], sort=True))
-    fig = _figure(min(4.2 * len(panels), 12.5), 3.8)
+    fig = new_figure(min(4.2 * len(panels), 12.5), 3.8)
     axes = fig.subplots(1, len(panels), squeeze=False)[0]
     for ax, ((rubric, kind), rows) in zip(axes, panels):
         dims = list(dict.fromkeys(rows["dimension"]))
@@ -321,7 +321,7 @@ def source_means_plot(desc: pd.DataFrame) -> Figure:
             err = np.vstack([mean - part["mean_ci_low"].to_numpy(dtype=float),
                              part["mean_ci_high"].to_numpy(dtype=float) - mean])
             ax.errorbar(x + (i - 0.5) * 0.22, mean, yerr=np.nan_to_num(err), linestyle="none", capsize=3,
-                        label=source, **_style(i))
+                        label=source, **series_style(i))
         ax.set_xticks(x, dims, rotation=20)
         ax.set_xlim(-0.6, len(dims) - 0.4)
         # Levels are whole numbers, so every mean lies within [floor(min), ceil(max)] of the means:
@@ -346,10 +346,10 @@ def agreement_plot(icc: pd.DataFrame, alpha: pd.DataFrame) -> Figure:
     """ICC(2,1), ICC(2,k) (with 95 % CIs) and ordinal α per dimension, one marker per rater set;
     not-estimable values are left out (the tables say why)."""
     if icc.empty and alpha.empty:
-        return _message_figure("no ratings to compare")
+        return message_figure("no ratings to compare")
     stats_ = [("ICC(2,1)", icc[icc["type"] == "ICC(2,1)"], "icc"), ("ICC(2,k)", icc[icc["type"] == "ICC(2,k)"], "icc"),
               ("Krippendorff's α", alpha, "alpha")]
-    fig = _figure(11, 4.0)
+    fig = new_figure(11, 4.0)
     axes = fig.subplots(1, 3, sharey=True)
     sets = ["all", "judges", "humans"]
     several = pd.concat([icc["rubric_id"], alpha["rubric_id"]]).nunique() > 1
@@ -368,10 +368,10 @@ def agreement_plot(icc: pd.DataFrame, alpha: pd.DataFrame) -> Figure:
             if col == "icc":
                 kwargs["yerr"] = np.nan_to_num(np.vstack([value - part["ci_low"].to_numpy(dtype=float),
                                                           part["ci_high"].to_numpy(dtype=float) - value]))
-            ax.errorbar(x + (i - 1) * 0.2, value, linestyle="none", capsize=3, label=name, **_style(i), **kwargs)
+            ax.errorbar(x + (i - 1) * 0.2, value, linestyle="none", capsize=3, label=name, **series_style(i), **kwargs)
             for xi in x[np.isnan(value) & rated_here]:         # said on the figure too, not only by a missing point
                 ax.text(xi + (i - 1) * 0.2, 0, "n.e.", rotation=90, ha="center", va="bottom", fontsize=7,
-                        color=_style(i)["color"])
+                        color=series_style(i)["color"])
         ax.axhline(0, color="#999999", linewidth=0.8)
         ax.set_xticks(x, [lab.replace(" ", "\n", 1) if several else lab.split(" ", 1)[-1] for lab in labels],
                       rotation=20, fontsize=8)

@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 
 from psyq.analysis.report.apa import say_num, say_pct
 from psyq.analysis.report.section import Section
-from psyq.analysis.report.plots import _figure, _finite, _message_figure, _style, _unique, wrap_to_width
+from psyq.analysis.report.plots import new_figure, is_finite, message_figure, series_style, in_order, wrap_to_width
 from psyq.analysis.statistics.robustness import CI_METHOD, TABLE_COLUMNS, robustness_table
 
 
@@ -22,23 +22,23 @@ def robustness_chart(table: pd.DataFrame) -> Figure:
     there are several) and dimension (one marker set each); a line at 0 (no change)."""
     title = "Change in rating under each perturbation (perturbed − original, 95 % CI)"
     if table is None or table.empty:
-        return _message_figure("no perturbed texts rated: no changes to show", title)
+        return message_figure("no perturbed texts rated: no changes to show", title)
     several = table[["rater_kind", "rater_id"]].drop_duplicates().shape[0] > 1
     table = table.assign(row=table["perturbation"] + (" · " + table["rater_id"] if several else ""),
                          dim=table["rubric_id"] + ": " + table["dimension"])
-    rows, dims = _unique(table["row"]), _unique(table["dim"])
-    fig = _figure(7, max(2.8, 0.38 * len(rows) * max(1, len(dims) ** 0.5) + 1.8))
+    rows, dims = in_order(table["row"]), in_order(table["dim"])
+    fig = new_figure(7, max(2.8, 0.38 * len(rows) * max(1, len(dims) ** 0.5) + 1.8))
     ax = fig.add_subplot()
     offsets = np.linspace(-0.25, 0.25, len(dims)) if len(dims) > 1 else np.zeros(1)
     for d, dim in enumerate(dims):
-        style = _style(d)
+        style = series_style(d)
         labelled = False
         for y, row in enumerate(rows):
             cell = table[(table["row"] == row) & (table["dim"] == dim)]
             if cell.empty:
                 continue
             r = cell.iloc[0]
-            if not _finite(r["mean_change"]):
+            if not is_finite(r["mean_change"]):
                 # Said on the row (the reason is in the table): a blank row would read as "no change".
                 # From the left edge of the axes, so the note stays inside the figure however wide.
                 note = ax.annotate(f"{dim}: not estimable (n = {int(r['n_pairs'])})", (0.01, y + offsets[d]),
@@ -46,7 +46,7 @@ def robustness_chart(table: pd.DataFrame) -> Figure:
                                    color=style["color"], gid=f"robustness-missing:{row}:{dim}")
                 note.set_in_layout(False)
                 continue
-            has_ci = _finite(r["ci_low"]) and _finite(r["ci_high"])
+            has_ci = is_finite(r["ci_low"]) and is_finite(r["ci_high"])
             xerr = [[r["mean_change"] - r["ci_low"]], [r["ci_high"] - r["mean_change"]]] if has_ci else None
             ax.errorbar([r["mean_change"]], [y + offsets[d]], xerr=xerr, fmt=style["marker"], color=style["color"],
                         capsize=3, markersize=6, label=None if labelled else dim, gid=f"robustness:{row}:{dim}")
@@ -81,17 +81,17 @@ def robustness_sections(ratings: pd.DataFrame, log: pd.DataFrame | None = None) 
         "of a reply rather than its surface shows changes near 0 for the character-level perturbations.")
     for r in table.itertuples():
         where = f"{r.perturbation}, {r.rubric_id} {r.dimension} ({r.rater_kind} {r.rater_id})"
-        if not _finite(r.mean_change):
+        if not is_finite(r.mean_change):
             section.readings.append(f"{where}: change not estimable ({r.reason}).")
             continue
-        ci = f"95 % CI {say_num(r.ci_low)} to {say_num(r.ci_high)}" if _finite(r.ci_low) else "no CI"
+        ci = f"95 % CI {say_num(r.ci_low)} to {say_num(r.ci_high)}" if is_finite(r.ci_low) else "no CI"
         moved = ""
-        if _finite(r.ci_low) and (r.ci_low > 0 or r.ci_high < 0):
+        if is_finite(r.ci_low) and (r.ci_low > 0 or r.ci_high < 0):
             moved = " The interval excludes 0: this rater's scores move under this perturbation."
         section.readings.append(
             f"{where}: mean change {say_num(r.mean_change)} ({ci}) over {r.n_pairs} pair(s); the level changed for "
             f"{say_pct(r.share_changed)} (up {say_pct(r.share_up)}, down {say_pct(r.share_down)}).{moved}"
-            + (f" Note: {r.reason}." if isinstance(r.reason, str) and _finite(r.ci_low) else ""))
+            + (f" Note: {r.reason}." if isinstance(r.reason, str) and is_finite(r.ci_low) else ""))
     if log is not None and not log.empty:
         for p, rows in log.groupby("perturbation", sort=False):
             unusable, unchanged = int((rows["status"] == "unusable").sum()), int((rows["status"] == "unchanged").sum())

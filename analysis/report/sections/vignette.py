@@ -17,7 +17,7 @@ from psyq.analysis.statistics import human_comparison as human
 from psyq.analysis.statistics.empathic_accuracy import (cohort_accuracy, group_summary,
                                                         inference_levels, judged_percent, score_perceivers,
                                                         vignette_summary)
-from psyq.analysis.report.plots import _figure, _message_figure, _style, _unique
+from psyq.analysis.report.plots import new_figure, message_figure, series_style, in_order
 from psyq.analysis.report.apa import say_num, say_p, say_pct
 from psyq.analysis.report.context import ReportContext
 from psyq.analysis.report.section import ReportSection, Section
@@ -106,18 +106,18 @@ def vignette_accuracy_chart(summary: pd.DataFrame, label: str = "profile r") -> 
     ``group``), from :func:`vignette_summary` output; a line at 0."""
     title = f"Accuracy per vignette ({label}; Fisher-z mean over perceivers)"
     if summary is None or summary.empty:
-        return _message_figure("no vignette answers to show", title)
+        return message_figure("no vignette answers to show", title)
     if not np.isfinite(pd.to_numeric(summary["r"], errors="coerce")).any():
         # An empty frame of axes would read as "nothing happened"; say why there are no points.
-        return _message_figure(f"{label} not computable for any vignette (flat profiles: no variance to correlate)",
+        return message_figure(f"{label} not computable for any vignette (flat profiles: no variance to correlate)",
                                title)
-    vignettes = _unique(summary["vignette"])
-    groups = _unique(summary["group"])
-    fig = _figure(7, max(2.8, 0.32 * len(vignettes) + 1.6))
+    vignettes = in_order(summary["vignette"])
+    groups = in_order(summary["group"])
+    fig = new_figure(7, max(2.8, 0.32 * len(vignettes) + 1.6))
     ax = fig.add_subplot()
     offsets = np.linspace(-0.15, 0.15, len(groups)) if len(groups) > 1 else np.zeros(1)
     for g, group in enumerate(groups):
-        style = _style(g)
+        style = series_style(g)
         rows = summary[summary["group"] == group].set_index("vignette").reindex(vignettes)
         ax.plot(rows["r"].to_numpy(dtype=float), np.arange(len(vignettes)) + offsets[g], linestyle="none",
                 marker=style["marker"], color=style["color"], label=str(group), gid=f"vignette-r:{group}")
