@@ -75,3 +75,18 @@ def test_import_psyq_shows_the_whole_method_each_with_an_example():
         # several functions at work, e.g. the invariance sequence).
         docs = (inspect.getdoc(function) or "") + (sys.modules[function.__module__].__doc__ or "")
         assert ">>>" in docs, name
+
+
+def test_every_path_contributing_names_exists():
+    import re
+
+    text = (ROOT / "CONTRIBUTING.md").read_text()
+    tops = ("engine/", "analysis/", "tests/", "docs/", "instruments/", "personas/", "studies/", "bench/",
+            "notebooks/", ".ci/")
+    named = {m for m in re.findall(r"`([^`\s]+)`", text) + re.findall(r"\]\(([^)\s#]+)", text)
+             if m.startswith(tops) and not re.search(r"[<>*{}]", m)}
+    # Paths relative to a room, as the recipes write them after naming it (`anthropic.py` of engine/backends/)
+    # are not checked; every path from the root is.
+    assert len(named) > 40, sorted(named)          # the recipes do name files: the search finds them
+    missing = sorted(p for p in named if not (ROOT / p).exists())
+    assert not missing, missing
