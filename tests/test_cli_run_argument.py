@@ -213,11 +213,11 @@ def test_report_checks_every_input_file_before_any_analysis(folder, tmp_path, mo
     assert err.splitlines()[1] == f"error: {tmp_path / 'people.csv'}: --human: no such file"
 
 
-def test_report_input_returns_the_file_the_analysis_reads(tmp_path):
-    from psyq.engine.cli.results import report_input
+def test_input_file_returns_the_file_the_analysis_reads(tmp_path):
+    from psyq.analysis.scoring.human_data import input_file
 
     (tmp_path / "people.csv").write_text("respondent_id\n")
-    assert report_input(str(tmp_path / "people.csv"), "--human") == tmp_path / "people.csv"
+    assert input_file(str(tmp_path / "people.csv"), "--human") == tmp_path / "people.csv"
 
 
 def test_a_closed_standard_output_ends_quietly():

@@ -190,17 +190,17 @@ def test_init_refuses_to_overwrite_and_changes_nothing(tmp_path, capsys):
 
 
 def test_report_takes_the_shipped_human_data_by_name_and_lists_names_for_an_unknown_one(tmp_path, monkeypatch):
-    from psyq.engine.cli.results import report_input
+    from psyq.analysis.scoring.human_data import input_file
 
     monkeypatch.chdir(tmp_path)
-    assert report_input("iri_briganti2018_keyed", "--retest") == ROOT / "instruments" / "data" / \
+    assert input_file("iri_briganti2018_keyed", "--retest") == ROOT / "instruments" / "data" / \
         "iri_briganti2018_keyed.csv"
     with pytest.raises(InputError) as caught:
-        report_input("briganti", "--human")
+        input_file("briganti", "--human")
     assert str(caught.value) == ("briganti: --human: no such file here, and psyq ships no human data of this name; "
                                  "its human-data: iri_briganti2018_keyed (psyq list human-data)")
     with pytest.raises(InputError):   # --targets are the user's own targets' reports: never a shipped name
-        report_input("iri_briganti2018_keyed", "--targets")
+        input_file("iri_briganti2018_keyed", "--targets")
 
 
 def test_a_folder_named_like_a_shipped_study_does_not_hide_it(tmp_path, monkeypatch):
