@@ -12,7 +12,8 @@ import pytest
 from runs_helper import make_mini_run
 
 ROOT = Path(__file__).resolve().parents[1]
-MODULES = ["analysis", "psyq.engine.files.codebook", "psyq.engine.design.instrument", "psyq.analysis.scores", "psyq.analysis.score_table", "psyq.analysis.validity", "psyq.analysis.human_comparison",
+MODULES = ["analysis", "psyq.engine.registry", "psyq.engine.backends.registry", "psyq.engine.trials.answer_mode",
+           "psyq.engine.judging.asking", "psyq.engine.results.runs", "psyq.engine.files.codebook", "psyq.engine.design.instrument", "psyq.analysis.scores", "psyq.analysis.score_table", "psyq.analysis.validity", "psyq.analysis.human_comparison",
            "psyq.analysis.invariance", "psyq.analysis.report_twins", "psyq.analysis.irt", "psyq.analysis.sections", "psyq.analysis.apa", "psyq.analysis.twins",
            "psyq.analysis.reliability", "psyq.analysis.effects", "psyq.engine.results.human_answers", "psyq.engine.trials.scoring",
            "psyq.engine.kinds", "psyq.engine.trials.scale", "psyq.engine.design.prices", "psyq.engine.administer.overrides", "psyq.engine.results.usage", "psyq.engine.administer.plan",

@@ -336,3 +336,40 @@ def test_the_direction_check_sees_an_upward_import():
              {"psyq.engine.administer.run"}, "psyq.engine.design.study": {"psyq.engine.files.errors"}}
     assert _upward(graph) == [("psyq.analysis.report", "psyq.engine.administer.run"),
                               ("psyq.engine.files.errors", "psyq.engine.design.study")]
+
+
+# --- backends are plug-ins too (engine/backends/registry.py) ----------------------------------
+
+def test_no_branch_on_a_backend_kind_outside_the_backends():
+    # What differs by backend kind is said by the backend class (needs_model, starts_server,
+    # batch_client ...): a test of a kind's name anywhere else would be a kind the registry
+    # does not describe.
+    import re
+
+    from psyq.engine.backends import backend_kinds
+
+    names = "|".join(backend_kinds())
+    branch = re.compile(rf"""kind\s*(?:==|!=)\s*["'](?:{names})["']|kind\s+(?:not\s+)?in\s+\(["'](?:{names})["']""")
+    found = [f"{p.relative_to(ROOT)}:{n}" for package in ("engine", "analysis") for p in (ROOT / package).rglob("*.py")
+             if not p.is_relative_to(ROOT / "engine" / "backends")
+             for n, line in enumerate(p.read_text().splitlines(), 1) if branch.search(line)]
+    assert found == []
+    assert branch.search('if backend.kind == "local":') and branch.search("kind in ('openai', 'anthropic')")
+
+
+def test_a_backend_kind_is_checked_against_the_registry_and_the_message_lists_it(monkeypatch):
+    from pydantic import ValidationError
+
+    from psyq.engine.backends import BACKENDS, BackendConfig, OpenAIBackend
+
+    class Echo(OpenAIBackend):
+        kind = "echo"
+
+    with pytest.raises(ValidationError, match="'openai', 'anthropic' or 'local'"):
+        BackendConfig(id="e", kind="echo")
+    monkeypatch.setattr(BACKENDS, "_plugins", dict(BACKENDS._plugins))   # registered for this test only
+    BACKENDS.register(Echo)
+    assert BackendConfig(id="e", kind="echo").kind == "echo"
+    assert BackendConfig.model_json_schema()["properties"]["kind"]["enum"] == ["openai", "anthropic", "local", "echo"]
+    with pytest.raises(ValidationError, match="'openai', 'anthropic', 'local' or 'echo'"):
+        BackendConfig(id="e", kind="ollama")
