@@ -15,6 +15,9 @@ Instrument + Cohort + Backend -> administer -> Responses -> score -> compare wit
 - ``importers/``  psyq import: other tools' files into psyq's formats
 - ``cli/``        the psyq command, one module per command group
 
+A set of plug-ins (the backend kinds, the item kinds, the importers) is a ``Registry`` of
+``registry.py``, filled by its room's ``__init__.py``.
+
 Imports point one way, down this list: a room may import the rooms above it here and never the
 ones below (tests/test_kinds.py checks it). ``psyq.analysis`` reads files, store, trials, kinds,
 design, results and judging; nothing here imports it except the command line. The curated API

@@ -108,11 +108,6 @@ def test_no_import_cycles_and_engine_never_imports_analysis():
     for room, never in (("psyq.analysis.scoring", ("psyq.analysis.statistics", "psyq.analysis.report")),
                         ("psyq.analysis.statistics", ("psyq.analysis.report",))):
         assert not [(m, d) for m, deps in graph.items() if m.startswith(room) for d in deps if d.startswith(never)]
-    # Score, then compare, then report: a statistic never imports the report, scoring neither.
-    assert "psyq.analysis.statistics.norms" in graph and "psyq.analysis.scoring.scores" in graph
-    for room, never in (("psyq.analysis.scoring", ("psyq.analysis.statistics", "psyq.analysis.report")),
-                        ("psyq.analysis.statistics", ("psyq.analysis.report",))):
-        assert not [(m, d) for m, deps in graph.items() if m.startswith(room) for d in deps if d.startswith(never)]
 
 
 def test_the_cycle_finder_finds_a_cycle():
@@ -251,8 +246,8 @@ def test_a_kind_added_in_one_module_and_registered_is_validated_administered_and
         init.write("\nfrom . import note  # noqa: E402\nregister(note.Note())\n")
     (src / "analysis" / "report" / "sections" / "note.py").write_text(note_section_module())
     with open(src / "analysis" / "report" / "sections" / "__init__.py", "a") as init:
-        # "add note.NoteSection() to ORDER", here after the last section
-        init.write("\nfrom . import note  # noqa: E402\nORDER = (*ORDER, note.NoteSection())\n")
+        # "register note.NoteSection() in SECTIONS", here after the last section
+        init.write("\nfrom . import note  # noqa: E402\nSECTIONS.register(note.NoteSection())\n")
     (tmp_path / "notes.yaml").write_text(INSTRUMENT_WITH_NOTES)
     (tmp_path / "cohort.yaml").write_text(yaml.safe_dump({"psyq": "cohort/1", "id": "c", "include_baseline": False,
                                                           "personas": [{"id": "p1"}, {"id": "p2"}]}))
@@ -349,3 +344,40 @@ def test_the_direction_check_sees_an_upward_import():
              {"psyq.engine.administer.run"}, "psyq.engine.design.study": {"psyq.engine.files.errors"}}
     assert _upward(graph) == [("psyq.analysis.report", "psyq.engine.administer.run"),
                               ("psyq.engine.files.errors", "psyq.engine.design.study")]
+
+
+# --- backends are plug-ins too (engine/backends/registry.py) ----------------------------------
+
+def test_no_branch_on_a_backend_kind_outside_the_backends():
+    # What differs by backend kind is said by the backend class (needs_model, starts_server,
+    # batch_client ...): a test of a kind's name anywhere else would be a kind the registry
+    # does not describe.
+    import re
+
+    from psyq.engine.backends import backend_kinds
+
+    names = "|".join(backend_kinds())
+    branch = re.compile(rf"""kind\s*(?:==|!=)\s*["'](?:{names})["']|kind\s+(?:not\s+)?in\s+\(["'](?:{names})["']""")
+    found = [f"{p.relative_to(ROOT)}:{n}" for package in ("engine", "analysis") for p in (ROOT / package).rglob("*.py")
+             if not p.is_relative_to(ROOT / "engine" / "backends")
+             for n, line in enumerate(p.read_text().splitlines(), 1) if branch.search(line)]
+    assert found == []
+    assert branch.search('if backend.kind == "local":') and branch.search("kind in ('openai', 'anthropic')")
+
+
+def test_a_backend_kind_is_checked_against_the_registry_and_the_message_lists_it(monkeypatch):
+    from pydantic import ValidationError
+
+    from psyq.engine.backends import BACKENDS, BackendConfig, OpenAIBackend
+
+    class Echo(OpenAIBackend):
+        kind = "echo"
+
+    with pytest.raises(ValidationError, match="'openai', 'anthropic' or 'local'"):
+        BackendConfig(id="e", kind="echo")
+    monkeypatch.setattr(BACKENDS, "_plugins", dict(BACKENDS._plugins))   # registered for this test only
+    BACKENDS.register(Echo)
+    assert BackendConfig(id="e", kind="echo").kind == "echo"
+    assert BackendConfig.model_json_schema()["properties"]["kind"]["enum"] == ["openai", "anthropic", "local", "echo"]
+    with pytest.raises(ValidationError, match="'openai', 'anthropic', 'local' or 'echo'"):
+        BackendConfig(id="e", kind="ollama")

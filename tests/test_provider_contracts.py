@@ -839,7 +839,8 @@ def batch_lines(backend: HttpBackend, requests: list[tuple[str, dict]], monkeypa
     monkeypatch.setattr(openai_batch, "call", recorder)
     monkeypatch.setattr(openai_batch, "jsonl", jsonl)
     monkeypatch.setattr(anthropic_batch, "call", recorder)
-    client = OpenAIBatchClient(backend) if backend.config.kind == "openai" else AnthropicBatchClient(backend)
+    client = backend.batch_client(backend)   # the client the backend kind declares
+    assert type(client) is {"openai": OpenAIBatchClient, "anthropic": AnthropicBatchClient}[backend.config.kind]
 
     async def submit() -> None:
         file_id = await client.upload(requests)

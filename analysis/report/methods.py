@@ -21,6 +21,7 @@ from typing import Any, Mapping
 
 from psyq.engine.files.errors import InputError
 from psyq.engine.results.export import export_table, run_instruments
+from psyq.engine.results.runs import served_by_psyq
 from psyq.engine.design.instrument import Instrument
 from psyq.engine.store.run_dir import RunDir, manifest_file_paths
 from psyq.engine.files.yamlfile import load_yaml
@@ -171,7 +172,7 @@ def backends_sentence(manifest: Mapping[str, Any]) -> str:
         caps = entry.get("capabilities") or {}
         if identity.get("sha256"):   # a local GGUF: named by its hash, served by a pinned llama.cpp build
             model += f" (GGUF file SHA-256 {identity['sha256']}" + (f", {identity['server']}" if identity.get("server") else "") + ")"
-        serving = local_serving_clause(identity, config) if kind == "local" else ""
+        serving = local_serving_clause(identity, config) if served_by_psyq(kind) else ""
         settings = []
         for key, label in (("temperature", "temperature"), ("top_p", "top-p"), ("max_tokens", "maximum tokens")):
             value = config.get(key)

@@ -32,10 +32,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Callable
 
-from psyq.engine.backends.anthropic_batch import AnthropicBatchClient
 from psyq.engine.backends.base import BackendError, ChatRequest, ChatResult, HttpBackend, kept_body
 from psyq.engine.backends.batch_api import BatchApiError, BatchLine, BatchState
-from psyq.engine.backends.openai_batch import OpenAIBatchClient
 from psyq.engine.administer.runner import ProgressCallback, run_trial_conversation
 from psyq.engine.store.run_store import RunStore, TrialRecord
 from psyq.engine.design.study import Protocol
@@ -80,16 +78,16 @@ def ensure_tables(store: RunStore) -> None:
     store.db.executescript(SCHEMA)
 
 
-def client_for(backend: HttpBackend) -> OpenAIBatchClient | AnthropicBatchClient:
-    """The batch client of a backend's provider.
+def client_for(backend: HttpBackend) -> Any:
+    """The batch client of a backend's provider (the class the backend declares, ``batch_client``).
 
     Example:
         >>> client_for(make_backend(BackendConfig(id="a", kind="anthropic", model="m"))).provider  # doctest: +SKIP
         'anthropic'
     """
-    if backend.config.kind == "anthropic":
-        return AnthropicBatchClient(backend)
-    return OpenAIBatchClient(backend)
+    if backend.batch_client is None:   # refused when the study is loaded; said plainly if reached anyway
+        raise BackendError(f"backend '{backend.config.id}': kind {backend.config.kind} has no batch API", fatal=True)
+    return backend.batch_client(backend)
 
 
 class NeedsRequest(Exception):

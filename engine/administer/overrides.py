@@ -32,6 +32,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from psyq.engine.backends.base import BackendConfig
+from psyq.engine.backends.registry import URL_KIND, backend_class
 from psyq.engine.files.errors import InputError, Problem
 
 # Settings shown with their origin when overrides are given (the ones that decide answers or pace).
@@ -179,7 +180,7 @@ def _new_url(backends: list[BackendConfig], flags: CliOverrides, overrides: list
              study: str) -> tuple[BackendConfig, dict[str, str]]:
     """The one backend that --base-url puts in place of the study's (see the module docstring)."""
     only = backends[0] if len(backends) == 1 else None
-    model = flags.model or (only.model if only is not None and only.kind == "openai" else None)
+    model = flags.model or (only.model if only is not None and only.kind == URL_KIND else None)
     if not model:
         what = (f"the study's backend '{only.id}' is kind {only.kind}" if only is not None
                 else f"the study has {len(backends)} backends")
@@ -195,7 +196,7 @@ def _new_url(backends: list[BackendConfig], flags: CliOverrides, overrides: list
         origin = {f: "psyq default" for f in SHOWN}
         before = {"id": [b.id for b in backends]}
         overrides.append(Override("--base-url", new_id, "backends", [b.id for b in backends], [new_id]))
-    values.update(id=new_id, kind="openai", base_url=flags.base_url, model=model, api_key_env=flags.api_key_env)
+    values.update(id=new_id, kind=URL_KIND, base_url=flags.base_url, model=model, api_key_env=flags.api_key_env)
     origin.update(base_url="--base-url", api_key_env="--api-key-env" if flags.api_key_env else "not set")
     if flags.model:
         origin["model"] = "--model"
@@ -219,7 +220,6 @@ def _origin_line(config: BackendConfig, origin: dict[str, str]) -> str:
 
     parts = [f"{f} {shown(getattr(config, f))} ({origin.get(f, 'psyq default')})" for f in SHOWN]
     if config.top_logprobs is None:   # the kind's own default applies: say which, it decides answers
-        from psyq.engine.backends import KINDS
         index = SHOWN.index("top_logprobs")
-        parts[index] += f" -> {KINDS[config.kind].default_top_logprobs}, the {config.kind} backend's default"
+        parts[index] += f" -> {backend_class(config.kind).default_top_logprobs}, the {config.kind} backend's default"
     return f"backend '{config.id}' ({config.kind}): " + "; ".join(parts)

@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Mapping
 
 from psyq.engine.backends.base import BackendError, HttpBackend
-from psyq.engine.backends.base import _token_cost as limiter_token_cost  # the tpm pacer's own count, so the estimate follows it
+from psyq.engine.backends.base import token_cost   # the tpm pacer's own count, so the estimate follows it
 from psyq.engine.design.prices import Cost, PriceTable, cost_of
 from psyq.engine.administer.tokenizer import ApproximateCounter, TokenCounter, TokenizerFailed, request_chars
 from psyq.engine.trials.trial import Trial
@@ -192,7 +192,7 @@ def wall_time(trials: list[Trial], backend: HttpBackend, latency_s: float) -> tu
     if config.requests_per_minute:
         paces.append((60.0 * n / config.requests_per_minute, f"{n:,} requests at {config.requests_per_minute:g} rpm"))
     if config.tokens_per_minute:
-        budget = sum(limiter_token_cost(t.request) for t in trials)
+        budget = sum(token_cost(t.request) for t in trials)
         paces.append((60.0 * budget / config.tokens_per_minute,
                       f"~{budget:,.0f} tokens at {config.tokens_per_minute:g} tpm (the pacer counts characters/4 "
                       f"+ max_tokens per request)"))
@@ -214,12 +214,6 @@ def _headers(backend: HttpBackend) -> tuple[dict[str, str], str | None]:
         headers = {h: (v.replace(key, hidden) if len(key) >= 8 else hidden) if key in v else v
                    for h, v in headers.items()}
     return headers, None
-
-
-def _url(backend: HttpBackend) -> str:
-    if backend.config.kind == "local":
-        return "http://127.0.0.1:<port>/v1/chat/completions (llama-server's port is chosen when it starts)"
-    return backend.endpoint()
 
 
 def build_plan(study_id: str, run_dir: str, backends: Mapping[str, HttpBackend], trials: Iterable[Trial],
@@ -283,7 +277,7 @@ def build_plan(study_id: str, run_dir: str, backends: Mapping[str, HttpBackend],
             [t for t in shown_first if t.backend_id == backend_id and t.trial_id not in finished]
         for trial in chosen[:preview]:
             shown.append(PreviewRequest(backend_id, trial.instrument.id, trial.kind, trial.respondent_id,
-                                        _url(backend), headers, backend.payload(trial.request)))
+                                        backend.shown_endpoint(), headers, backend.payload(trial.request)))
     return Plan(study_id, run_dir, latency_s, rows, plans, shown, prices.origin if prices else None, notes)
 
 

@@ -72,8 +72,9 @@ _NOT_IDENTITY = {"concurrency", "requests_per_minute", "tokens_per_minute", "tim
                  "serving"}
 
 
-# Backend settings added with reasoning models (issue 24): absent from the id while unset.
-_SINCE_REASONING = ("reasoning_effort", "reasoning_budget", "capabilities")
+# Backend settings for reasoning models: in the id only when set, so a study that does not use them
+# has the same id whichever psyq computes it.
+_ONLY_WHEN_SET = ("reasoning_effort", "reasoning_budget", "capabilities")
 
 
 def run_id_for(study: Study, backends: dict[str, HttpBackend]) -> str:
@@ -87,7 +88,7 @@ def run_id_for(study: Study, backends: dict[str, HttpBackend]) -> str:
     """
     def config_key(backend: HttpBackend) -> dict[str, Any]:
         config = backend.config.model_dump(exclude=_NOT_IDENTITY)
-        for name in _SINCE_REASONING:   # settings added later: in the id only when set, so older ids stay
+        for name in _ONLY_WHEN_SET:
             if config.get(name) is None:
                 config.pop(name, None)
         config["api_key_env"] = None
@@ -102,7 +103,7 @@ def run_id_for(study: Study, backends: dict[str, HttpBackend]) -> str:
     key: dict[str, Any] = {"files": sorted(h for p, h in hashes.items() if p != study_file),
                            "study": study.spec.model_dump(include={"psyq", "id", "protocol"}), "format": 2}
     key["backends"] = {b: (backend.identity(), config_key(backend)) for b, backend in backends.items()}
-    if study.prompt_perturbation is not None:   # perturbed prompts: another run (absent: ids as before)
+    if study.prompt_perturbation is not None:   # perturbed prompts: another run (absent: not in the key)
         key["prompt_perturbation"] = study.prompt_perturbation
     return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:12]
 

@@ -26,6 +26,7 @@ from psyq.engine.trials.parsing import (ParsedAnswer, expected_value, most_likel
 from psyq.engine.design.persona import render_system_prompt
 from psyq.engine.store.run_store import REPLY_SEPARATOR, AnswerRecord, RunStore, TrialRecord
 from psyq.engine.design.study import Protocol, Study
+from psyq.engine.trials.answer_mode import reply_problem
 from psyq.engine.trials.trial import Trial, TrialContext, stable_int
 
 
@@ -47,7 +48,7 @@ def plan_trials(study: Study, backends: dict[str, HttpBackend]) -> Iterator[Tria
                 order = option_order_for(protocol, index)
                 ctx = TrialContext(study, backend_id, backend, persona, system_prompt, repeat, order)
                 for instrument in study.instruments:
-                    # Each kind plans its own items' trials (engine/kinds/); free text first, as before.
+                    # Each kind plans its own items' trials (engine/kinds/), in the order of their plan_rank.
                     for kind in sorted(all_kinds(), key=lambda k: k.plan_rank):
                         yield from kind.plan_trials(ctx, instrument)
 
@@ -140,19 +141,16 @@ async def run_trial_conversation(trial: Trial, backend: HttpBackend,
             if result.reasoning_tokens is not None:
                 reasoning = (reasoning or 0) + result.reasoning_tokens
             texts.append(result.text)
-            # Content that is not text does not matter when the answer is read from logprobs.
-            if result.problem and not (result.problem == "unreadable_response" and _reads_logprobs(trial, protocol)):
+            reads_logprobs = _reads_logprobs(trial, protocol)
+            if (problem := reply_problem(result, reads_logprobs)) is not None:
                 # The reply came but holds no readable answer: stored as missing, with why (an
-                # answer read from an earlier reply of this trial stays).
+                # answer read from an earlier reply of this trial stays; a trial read from
+                # logprobs has none, as it is asked once).
                 for i in answer_ids(trial):
                     if i not in answers or answers[i].status != "answered":
-                        answers[i] = ParsedAnswer(None, result.problem, result.problem_reason)
+                        answers[i] = problem
                 break
-            if _reads_logprobs(trial, protocol):
-                if result.logprobs_problem:
-                    answers = {i: ParsedAnswer(None, "unreadable_response", result.logprobs_problem)
-                               for i in answer_ids(trial)}
-                    break
+            if reads_logprobs:
                 try:
                     answers, extra = _logprob_answer(trial, result.first_token_logprobs, result.text, protocol)
                 except Exception as exc:   # noqa: BLE001 - as in read_reply

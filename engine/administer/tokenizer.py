@@ -137,15 +137,14 @@ def token_counter(backend: HttpBackend, mode: str = "auto") -> Iterator[TokenCou
         >>> with token_counter(backend, "approximate") as counter:   # doctest: +SKIP
         ...     counter.count(trial.request)
     """
-    kind = backend.config.kind
     if mode == "approximate":
         yield ApproximateCounter("--tokenizer approximate")
         return
-    if kind == "anthropic":
-        yield ApproximateCounter("Anthropic's tokenizer is not public (counting needs the API key)")
+    if backend.tokenizer_unavailable is not None:
+        yield ApproximateCounter(backend.tokenizer_unavailable)
         return
     with httpx.Client(timeout=PROBE_TIMEOUT_S, trust_env=False) as client:
-        if kind == "local":
+        if backend.starts_server:
             if mode != "server":
                 yield ApproximateCounter("the local model's server is not started for a plan "
                                          "(--tokenizer server starts it to count exactly)")

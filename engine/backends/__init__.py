@@ -4,6 +4,11 @@
 - ``anthropic``: the Anthropic Messages API;
 - ``local``: the zero-configuration default, llama.cpp with a small model on 127.0.0.1.
 
+Each is a subclass of :class:`HttpBackend` registered below under its `kind`
+(:mod:`psyq.engine.backends.registry`); what differs between kinds (what a study's entry must
+give, the batch client, how tokens are counted, how a judge answers, how a plan shows it) is
+said by the class, and the rest of psyq asks the class, never the kind's name.
+
 May import: files (the rooms below it; engine/__init__.py lists the order). Never: the rooms above it, or psyq.analysis.
 """
 
@@ -17,12 +22,12 @@ from psyq.engine.backends.base import (BackendConfig, BackendError, BackendStats
     HttpBackend)
 from psyq.engine.backends.local import LocalBackend
 from psyq.engine.backends.openai import OpenAIBackend
+from psyq.engine.backends.registry import (BACKENDS, DEFAULT_KIND, URL_KIND, backend_class, backend_kinds,
+    kinds_where, register)
 
-KINDS: dict[str, type[HttpBackend]] = {
-    "openai": OpenAIBackend,
-    "anthropic": AnthropicBackend,
-    "local": LocalBackend,
-}
+register(OpenAIBackend)
+register(AnthropicBackend)
+register(LocalBackend)
 
 
 def make_backend(config: BackendConfig, *, log_dir: Path | None = None,
@@ -34,12 +39,9 @@ def make_backend(config: BackendConfig, *, log_dir: Path | None = None,
         >>> b.endpoint()
         'http://127.0.0.1:1/v1/chat/completions'
     """
-    if config.kind == "local":
-        return LocalBackend(config, log_dir=log_dir, log=log)
-    backend = KINDS[config.kind](config)
-    backend.log = log   # where a refusal the user must see at once is said
-    return backend
+    return backend_class(config.kind).create(config, log_dir=log_dir, log=log)
 
 
-__all__ = ["BackendConfig", "BackendError", "BackendStats", "ChatRequest", "ChatResult",
-           "HttpBackend", "KINDS", "make_backend"]
+__all__ = ["BackendConfig", "BackendError", "BackendStats", "ChatRequest", "ChatResult", "HttpBackend",
+           "BACKENDS", "DEFAULT_KIND", "URL_KIND", "backend_class", "backend_kinds", "kinds_where", "register",
+           "make_backend"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from psyq.engine.backends.anthropic_batch import AnthropicBatchClient
 from psyq.engine.backends.base import BackendConfig, ChatRequest, ChatResult, HttpBackend
 from psyq.engine.backends.openai import content_text, usage_count
 
@@ -27,6 +28,8 @@ class AnthropicBackend(HttpBackend):
     """Claude models through the Messages API; the key comes from `api_key_env`."""
 
     kind = "anthropic"
+    batch_client = AnthropicBatchClient
+    tokenizer_unavailable = "Anthropic's tokenizer is not public (counting needs the API key)"
 
     def __init__(self, config, *, base_url: str | None = None):
         default = None if config.base_urls else DEFAULT_BASE_URL   # an endpoint pool names its own URLs

@@ -19,16 +19,18 @@ import sys
 import time
 import urllib.request
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import aiohttp
-from pydantic import Field
+from pydantic import Field, field_validator
+from pydantic_core import PydanticCustomError
 
 from psyq.engine.backends.endpoint import normalise_endpoint
 from psyq.engine.backends.capabilities import (Capabilities, CapabilityOverride, capabilities_for,
     reasoning_allowance)
 from psyq.engine.backends.pool import EndpointPool
 from psyq.engine.backends.provider_errors import STOP_AFTER, STOP_AT_ONCE, ProviderRefusal, read_refusal
+from psyq.engine.backends.registry import BACKENDS, quoted_kinds
 from psyq.engine.files.errors import PsyqError
 from psyq.engine.files.fields import Id, StrictModel
 
@@ -46,7 +48,8 @@ class BackendConfig(StrictModel):
     """How to reach one model, as written under `backends:` in a study file."""
 
     id: Id
-    kind: Literal["openai", "anthropic", "local"]
+    # One of the registered backend kinds (engine/backends/registry.py), as the schema lists them.
+    kind: str = Field(json_schema_extra=lambda schema: schema.update(enum=list(BACKENDS.names())))
     model: str | None = None
     base_url: str | None = None
     api_key_env: str | None = None          # the NAME of an environment variable, never the key
@@ -81,6 +84,15 @@ class BackendConfig(StrictModel):
     # kind: local only: how psyq's own llama-server serves the requests (engine/backends/local.py,
     # SERVING): "reproducible" (the default: the same study gives the same answers) or "fast".
     serving: Literal["reproducible", "fast"] | None = None
+
+    @field_validator("kind", mode="before")
+    @classmethod
+    def _registered_kind(cls, kind: Any) -> Any:
+        # Worded as pydantic words a wrong literal, so that the message lists the known kinds.
+        if not isinstance(kind, str) or kind not in BACKENDS:
+            raise PydanticCustomError("literal_error", "Input should be {expected}",
+                                      {"expected": quoted_kinds(BACKENDS.names())})
+        return kind
 
 
 @dataclass(frozen=True)
@@ -255,6 +267,18 @@ class HttpBackend:
 
     kind = "http"
     default_top_logprobs = 20  # the most OpenAI's API returns
+    # What a kind of backend is, as the study's checks, the plan and the commands ask it:
+    needs_model: ClassVar[bool] = True        # a study's entry must name its `model`
+    needs_base_url: ClassVar[bool] = False    # ... and its server (`base_url` or `base_urls`)
+    # psyq serves the model itself (a catalogue model or a GGUF file on its own llama-server):
+    # no `base_url`, a `serving:` setting, the server's start counted in a plan.
+    starts_server: ClassVar[bool] = False
+    # The client of the provider's batch API (`mode: batch`); None: the kind has none.
+    batch_client: ClassVar[type | None] = None
+    # How a judge on this kind answers unless told (`psyq judge --answer`).
+    judge_answer: ClassVar[str] = "json"
+    # Why psyq cannot count this provider's tokens exactly (None: it asks the server's tokenizer).
+    tokenizer_unavailable: ClassVar[str | None] = None
 
     def __init__(self, config: BackendConfig, *, base_url: str | None = None):
         self.config = config
@@ -277,6 +301,39 @@ class HttpBackend:
         self._session: aiohttp.ClientSession | None = None
         self._rng = random.Random()
         self._unreachable_in_a_row = 0
+
+    @classmethod
+    def create(cls, config: BackendConfig, *, log_dir: Any = None, log: Any = print) -> "HttpBackend":
+        """The backend for `config` (not started); `log` is where a refusal the user must see at once
+        is said, `log_dir` where a server psyq starts writes its log (unused here)."""
+        backend = cls(config)
+        backend.log = log
+        return backend
+
+    @classmethod
+    def helper_config(cls, backend_id: str, *, base_url: str | None = None, model: str | None = None,
+                      api_key_env: str | None = None) -> BackendConfig:
+        """The configuration of a judge or rewriter on this kind of backend: the server at
+        `base_url` serving `model`, at temperature 0 (the same text gets the same level or rewrite)
+        unless the model takes only its default temperature.
+
+        Example:
+            >>> from psyq.engine.backends import backend_class
+            >>> backend_class("openai").helper_config("judge", base_url="http://127.0.0.1:1/v1", model="o3").temperature is None
+            True
+        """
+        caps = capabilities_for(cls.kind, base_url, model)
+        return BackendConfig(id=backend_id, kind=cls.kind, base_url=base_url, model=model, api_key_env=api_key_env,
+                             temperature=None if caps.temperature == "default_only" else 0.0)
+
+    def start_time(self) -> tuple[float, str] | None:
+        """Seconds this backend needs before its first request and why, as a plan counts them
+        (None: it sends at once)."""
+        return None
+
+    def shown_endpoint(self) -> str:
+        """The endpoint as a plan shows it before the run (:meth:`endpoint` where it is known)."""
+        return self.endpoint()
 
     # --- what subclasses say -------------------------------------------------------------
     def endpoint(self) -> str:
@@ -371,7 +428,7 @@ class HttpBackend:
         assert self._session is not None, "call start() first"
         # Encoded once, whatever the retries.
         data = json.dumps(self.payload(request), ensure_ascii=False, separators=(",", ":")).encode()
-        cost = _token_cost(request)
+        cost = token_cost(request)
         attempt = 0
         began = time.monotonic()
         while True:
@@ -536,7 +593,13 @@ def _transport_reason(exc: BaseException) -> str:
     return f"connection error ({type(exc).__name__})"
 
 
-def _token_cost(request: ChatRequest) -> float:
-    # A rough count (4 characters a token) is enough to pace a tokens-per-minute budget.
+def token_cost(request: ChatRequest) -> float:
+    """What a request costs the tokens-per-minute pacer: a rough count (4 characters a token,
+    enough to pace a budget) of its messages, plus its answer budget.
+
+    Example:
+        >>> token_cost(ChatRequest(messages=({"role": "user", "content": "12345678"},), max_tokens=10))
+        12.0
+    """
     chars = sum(len(m.get("content", "")) for m in request.messages)
     return chars / 4 + request.max_tokens

@@ -644,6 +644,11 @@ class LocalBackend(OpenAIBackend):
 
     kind = "local"
     default_top_logprobs = DEFAULT_TOP_LOGPROBS
+    needs_model = False          # without `model:`, the catalogue's default for the study's answers
+    needs_base_url = False
+    starts_server = True
+    batch_client = None
+    judge_answer = "logprobs"    # a small model follows no instruction to write a level: read its digit
 
     def __init__(self, config: BackendConfig, *, log_dir: Path | None = None,
                  log: Callable[[str], None] = print):
@@ -656,6 +661,40 @@ class LocalBackend(OpenAIBackend):
         self.log_dir, self.log = log_dir, log
         self.server: LlamaServer | None = None
         self._identity: dict[str, Any] | None = None
+
+    @classmethod
+    def create(cls, config: BackendConfig, *, log_dir: Path | None = None,
+               log: Callable[[str], None] = print) -> "LocalBackend":
+        """The local backend for `config` (not started): the server's log goes in `log_dir`."""
+        return cls(config, log_dir=log_dir, log=log)
+
+    @classmethod
+    def helper_config(cls, backend_id: str, *, base_url: str | None = None, model: str | None = None,
+                      api_key_env: str | None = None) -> BackendConfig:
+        """A judge or rewriter on the local model: `model`, else the instruct model of the
+        catalogue, at temperature 0 (psyq starts the server: `base_url` and `api_key_env` are unused).
+
+        Example:
+            >>> LocalBackend.helper_config("judge").model
+            'smollm2-135m-instruct-q4_1'
+        """
+        return BackendConfig(id=backend_id, kind=cls.kind, model=model or INSTRUCT_DEFAULT, temperature=0.0)
+
+    def start_time(self) -> tuple[float, str]:
+        """Seconds before the first request: llama-server's start, or its one build when it is not
+        built yet.
+
+        Example:
+            >>> LocalBackend(BackendConfig(id="l", kind="local")).start_time()[1]   # doctest: +SKIP
+            '~3 s to start llama-server'
+        """
+        if llama_server_path().exists():
+            return 3.0, "~3 s to start llama-server"
+        return 600.0, "about 10 min on two cores to build llama-server once (then cached)"
+
+    def shown_endpoint(self) -> str:
+        """The endpoint before the run: llama-server's port is chosen when it starts."""
+        return "http://127.0.0.1:<port>/v1/chat/completions (llama-server's port is chosen when it starts)"
 
     @property
     def serving(self) -> Serving:

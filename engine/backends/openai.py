@@ -10,6 +10,7 @@ import math
 from typing import Any
 
 from psyq.engine.backends.base import BackendConfig, ChatRequest, ChatResult, HttpBackend
+from psyq.engine.backends.openai_batch import OpenAIBatchClient
 
 
 class OpenAIBackend(HttpBackend):
@@ -21,6 +22,8 @@ class OpenAIBackend(HttpBackend):
     """
 
     kind = "openai"
+    needs_base_url = True
+    batch_client = OpenAIBatchClient
 
     def endpoint(self) -> str:
         return f"{self.base_url}/chat/completions"

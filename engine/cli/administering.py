@@ -110,7 +110,6 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from contextlib import ExitStack
 
     from psyq.engine.backends import make_backend
-    from psyq.engine.backends.local import llama_server_path
     from psyq.engine.administer.plan import build_plan, plan_lines
     from psyq.engine.store.run_dir import DATABASE
     from psyq.engine.administer.run import run_id_for
@@ -133,10 +132,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         trials, shown_first = preview_trials(chains), first_conversations(chains)
     else:
         trials, shown_first = list(plan_trials(study, backends)), None
-    built = llama_server_path().exists()
-    start = {b: (3.0, "~3 s to start llama-server") if built else
-             (600.0, "about 10 min on two cores to build llama-server once (then cached)")
-             for b, x in backends.items() if x.config.kind == "local"}
+    start = {b: seconds for b, x in backends.items() if (seconds := x.start_time()) is not None}
     with ExitStack() as stack:
         counters = {b: stack.enter_context(token_counter(x, args.tokenizer)) for b, x in backends.items()}
         # A staged study's preview shows at least one whole conversation (every stage of the first chain).

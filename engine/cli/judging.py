@@ -26,7 +26,8 @@ def cmd_judge(args: argparse.Namespace) -> int:
     else:
         rubric = load_rubric(rubric_path)
     config = _helper_backend(args, args.judge_id)
-    answer = args.answer or ("logprobs" if config.kind == "local" else "json")
+    from psyq.engine.backends import backend_class
+    answer = args.answer or backend_class(config.kind).judge_answer
     from psyq.engine.backends.capabilities import require_capable
     require_capable([config], answer, "--answer" if args.answer else "--model")
     args.run = str(chosen_run(args.run))
@@ -65,27 +66,27 @@ def _helper_backend(args: argparse.Namespace, backend_id: str):
     """The backend a judge or a rewriter uses: --base-url/--model/--api-key-env, else the local
     instruct model (engine/backends/catalogue.py); temperature 0 (the same text gets the same
     level or rewrite)."""
-    from psyq.engine.backends import BackendConfig
-    from psyq.engine.backends.catalogue import INSTRUCT_DEFAULT
+    from psyq.engine.backends import DEFAULT_KIND, URL_KIND, backend_class
 
     if bool(args.base_url) != bool(args.model):
         raise InputError.single(args.run, "--base-url and --model go together")
     if not args.base_url:
-        print(f"note: {backend_id}: the local model {INSTRUCT_DEFAULT} (instruction-tuned; --base-url URL "
+        config = backend_class(DEFAULT_KIND).helper_config(backend_id)
+        print(f"note: {backend_id}: the local model {config.model} (instruction-tuned; --base-url URL "
               "--model NAME for another server)", file=sys.stderr)
-        return BackendConfig(id=backend_id, kind="local", model=INSTRUCT_DEFAULT, temperature=0.0)
+        return config
     from psyq.engine.administer.run import check_command_line_backend
 
     check_command_line_backend(args.base_url, args.api_key_env)
     from psyq.engine.backends.capabilities import capabilities_for
 
-    caps = capabilities_for("openai", args.base_url, args.model)
+    config = backend_class(URL_KIND).helper_config(backend_id, base_url=args.base_url, model=args.model,
+                                                   api_key_env=args.api_key_env)
+    caps = capabilities_for(config.kind, args.base_url, args.model)
     if caps.temperature == "default_only":   # e.g. a reasoning model: temperature 0 would be refused
         print(f"note: {args.model} ({caps.title}) takes only its default temperature: the {backend_id} asks at "
               f"temperature 1, not 0, so the same text may get another answer when asked again", file=sys.stderr)
-    return BackendConfig(id=backend_id, kind="openai", base_url=args.base_url, model=args.model,
-                         api_key_env=args.api_key_env,
-                         temperature=None if caps.temperature == "default_only" else 0.0)
+    return config
 
 
 def _add_perturb_args(p: argparse.ArgumentParser) -> None:

@@ -37,7 +37,7 @@ def _item_kind(value: Any) -> str:
     return getattr(value, "kind", "rating")
 
 
-# An item is told apart by `kind`; files without `kind` hold rating items, as before. The union
+# An item is told apart by `kind`; files without `kind` hold rating items (the first kind). The union
 # holds one model per registered kind (engine/kinds/), in registration order.
 AnyItem = Annotated[
     Union[tuple(Annotated[kind.model, Tag(kind.name)] for kind in all_kinds())],   # type: ignore[misc]

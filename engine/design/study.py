@@ -18,6 +18,8 @@ from pydantic import Field
 from psyq.engine.backends.base import BackendConfig
 from psyq.engine.backends.capabilities import design_problems
 from psyq.engine.backends.endpoint import base_url_problem, key_env_problem, normalise_endpoint
+from psyq.engine.backends.registry import backend_class, kinds_where, quoted_kinds
+from psyq.engine.trials.answer_mode import AnswerMode
 from psyq.engine.files.errors import InputError, Problem
 from psyq.engine.files.fields import Id, StrictModel, Text
 from psyq.engine.design.instrument import Instrument, item_texts_path, load_instrument, missing_texts_message
@@ -44,7 +46,7 @@ class Protocol(StrictModel):
     # Upper bounds: a typo (repeats: 1000000000) must not plan a billion trials, and the values
     # are stored as 64-bit SQLite integers.
     repeats: int = Field(default=1, ge=1, le=MAX_REPEATS)
-    answer: Literal["text", "json", "logprobs"] = "text"
+    answer: AnswerMode = "text"
     logprob_answer: Literal["sample", "most_likely"] = "sample"
     reask_limit: int = Field(default=2, ge=0, le=MAX_REASKS)
     seed: int = Field(default=0, ge=-(2**63) + 1, le=2**63 - 1)
@@ -144,9 +146,10 @@ def _pool_problems(doc: YamlDocument, i: int, backend: BackendConfig) -> list[Pr
     if backend.base_url is not None:
         problems.append(doc.problem(("backends", i, "base_urls"), "give `base_url` (one server) or `base_urls` "
                                     "(replicas of the same model), not both"))
-    if backend.kind == "local":
-        problems.append(doc.problem(("backends", i, "base_urls"), "a 'local' backend starts its own server; "
-                                    "list replicas under a 'openai' backend"))
+    if backend_class(backend.kind).starts_server:
+        problems.append(doc.problem(("backends", i, "base_urls"), f"a '{backend.kind}' backend starts its own "
+                                    f"server; list replicas under a {quoted_kinds(kinds_where('needs_base_url'))} "
+                                    "backend"))
     seen: dict[str, int] = {}
     for k, url in enumerate(backend.base_urls):
         if (why := base_url_problem(url)) is not None:
@@ -162,24 +165,27 @@ def check_study(spec: StudySpec, doc: YamlDocument, instruments: list[Instrument
     problems: list[Problem] = []
     ids = Counter(b.id for b in spec.backends)   # counted once: a count per backend is quadratic
     for i, backend in enumerate(spec.backends):
+        speaks = backend_class(backend.kind)   # what this kind of backend needs and offers
         if ids[backend.id] > 1:
             problems.append(doc.problem(("backends", i, "id"), f"backend id '{backend.id}' is used more than once"))
-        if backend.kind in ("openai", "anthropic") and not backend.model:
+        if speaks.needs_model and not backend.model:
             problems.append(doc.problem(("backends", i), f"a '{backend.kind}' backend needs `model`"))
         problems.extend(_pool_problems(doc, i, backend))
-        if backend.kind == "openai" and not backend.base_url and not backend.base_urls:
-            problems.append(doc.problem(("backends", i), "an 'openai' backend needs `base_url` "
+        if speaks.needs_base_url and not backend.base_url and not backend.base_urls:
+            problems.append(doc.problem(("backends", i), f"an '{backend.kind}' backend needs `base_url` "
                                         "(e.g. http://127.0.0.1:8080/v1)"))
         if backend.base_url is not None and (why := base_url_problem(backend.base_url)):
             problems.append(doc.problem(("backends", i, "base_url"), why))
         if backend.api_key_env is not None and (why := key_env_problem(backend.api_key_env)):
             problems.append(doc.problem(("backends", i, "api_key_env"), why))
-        if backend.serving is not None and backend.kind != "local":
+        if backend.serving is not None and not speaks.starts_server:
             problems.append(doc.problem(("backends", i, "serving"), "`serving` says how psyq's own llama-server "
-                                        "serves requests: only a 'local' backend has one"))
-        if backend.mode == "batch" and backend.kind == "local":
+                                        f"serves requests: only a {quoted_kinds(kinds_where('starts_server'))} "
+                                        "backend has one"))
+        if backend.mode == "batch" and speaks.batch_client is None:
             problems.append(doc.problem(("backends", i, "mode"), "mode: batch needs a provider batch API "
-                                        "(kind: openai or anthropic); the local server has none"))
+                                        f"(kind: {' or '.join(kinds_where('batch_client'))}); the {backend.kind} "
+                                        "server has none"))
         if backend.mode == "batch" and backend.base_urls:
             problems.append(doc.problem(("backends", i, "base_urls"), "mode: batch sends to one provider's batch "
                                         "API; replicas (`base_urls`) are for online requests: give one `base_url`"))
@@ -387,7 +393,7 @@ def local_models(spec: StudySpec, doc: YamlDocument, instruments: list[Instrumen
     backends, notes, problems = [], [], []
     kinds = {item.kind for inst in instruments for item in inst.items}
     for i, backend in enumerate(spec.backends):
-        if backend.kind != "local":
+        if not backend_class(backend.kind).starts_server:   # a model psyq does not serve is the server's
             backends.append(backend)
             continue
         if backend.model is None:

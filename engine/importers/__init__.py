@@ -15,8 +15,8 @@ each draft as YAML with the notes as comments and checks that the result validat
 How to add a format
 -------------------
 Write one module with a subclass of :class:`Importer` (its `name`, `help`, the options it
-takes in :meth:`Importer.add_arguments`, and :meth:`Importer.read`), and register an instance
-at the end of this file; ``psyq import NAME`` then exists, with its own ``--help``.
+takes in :meth:`Importer.add_arguments`, and :meth:`Importer.read`; :mod:`~psyq.engine.importers.base`),
+and register an instance at the end of this file; ``psyq import NAME`` then exists, with its own ``--help``.
 
 An importer that produces something other than an instrument (EmotionBench's situations and
 crowd data, model results, :mod:`~psyq.engine.importers.emotionbench`) sets `produces` and implements
@@ -33,67 +33,10 @@ May import: every room but cli (engine/__init__.py lists the order). Never: cli,
 
 from __future__ import annotations
 
-import argparse
-from typing import Any
-
+from psyq.engine.importers import emotionbench, psych_keys, qsf, redcap, replies   # the built-in formats
+from psyq.engine.importers.base import Importer
 from psyq.engine.importers.draft import Draft
-
-
-class Importer:
-    """One file format psyq can import an instrument from."""
-
-    name: str = ""
-    help: str = ""
-    file_help: str = "the file to import"
-    # What the importer writes: "instrument" (read() returns drafts), or another kind of file
-    # ("situations": a situation set; "human-change": the human change CSV) made by convert(), or
-    # "imported-run": a directory of scores psyq did not collect, made by import_run().
-    produces: str = "instrument"
-    # For an importer that produces neither instruments nor rows of a run: what `--out` writes,
-    # and what `--id` names (None: the format takes no --id).
-    out_help: str = "write the result here (default: standard output)"
-    id_help: str | None = None
-
-    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        """Options of this format beyond the file and the output options of its `produces`
-        (none by default)."""
-
-    def read(self, path: str, options: dict[str, Any]) -> list[Draft]:
-        """The instrument(s) in the file at `path`; raises InputError for a malformed file.
-
-        `options` are the parsed command-line options (as a dict, so a library caller can give
-        them without argparse).
-        """
-        raise NotImplementedError
-
-    def convert(self, path: str, options: dict[str, Any]) -> Any:
-        """For an importer whose `produces` is not "instrument": the converted file, as an
-        :class:`~psyq.engine.importers.emotionbench.Converted` (text, summary, notes)."""
-        raise NotImplementedError
-
-
-_REGISTRY: dict[str, Importer] = {}
-
-
-def register(importer: Importer) -> Importer:
-    """Make `importer` available as ``psyq import <importer.name>``; returns it."""
-    if importer.name in _REGISTRY and _REGISTRY[importer.name] is not importer:
-        raise ValueError(f"importer '{importer.name}' is registered already")
-    _REGISTRY[importer.name] = importer
-    return importer
-
-
-def get_importer(name: str) -> Importer:
-    """The importer registered as `name` (KeyError if none)."""
-    return _REGISTRY[name]
-
-
-def importer_names() -> tuple[str, ...]:
-    """Names of the registered importers, in registration order."""
-    return tuple(_REGISTRY)
-
-
-from psyq.engine.importers import emotionbench, psych_keys, qsf, redcap, replies  # noqa: E402  (the built-in formats)
+from psyq.engine.importers.registry import get_importer, importer_names, register
 
 register(redcap.RedcapImporter())
 register(psych_keys.PsychKeysImporter())

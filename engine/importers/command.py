@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from psyq.engine.files.errors import InputError, PsyqError
-from psyq.engine.importers import get_importer, importer_names
+from psyq.engine.importers.registry import get_importer, importer_names
 from psyq.engine.importers.draft import TO_FINISH, Draft, is_id
 from psyq.engine.importers.writer import render
 

@@ -41,7 +41,7 @@ import yaml
 
 from psyq.engine.files.errors import InputError, Problem
 from psyq.engine.files.inputfile import decode_text, read_input_bytes
-from psyq.engine.importers import Importer
+from psyq.engine.importers.base import Importer
 
 CITATION = ("Huang, J., Lam, M. H., Li, E. J., Ren, S., Wang, W., Jiao, W., Tu, Z., & Lyu, M. R. (2024). "
             "Apathetic or empathetic? Evaluating LLMs' emotional alignments with humans. Advances in Neural "

@@ -27,7 +27,7 @@ from typing import Any
 from psyq.engine.files.csvfile import read_csv_table
 from psyq.engine.files.errors import InputError, Problem
 from psyq.engine.files.inputfile import read_input_text
-from psyq.engine.importers import Importer
+from psyq.engine.importers.base import Importer
 from psyq.engine.importers.draft import Draft, DraftItem, DraftSubscale, is_id, make_id
 
 TOKEN = re.compile(r"""

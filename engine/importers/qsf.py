@@ -27,7 +27,7 @@ from typing import Any
 
 from psyq.engine.files.errors import InputError
 from psyq.engine.files.inputfile import line_column, read_input_bytes, decode_text
-from psyq.engine.importers import Importer
+from psyq.engine.importers.base import Importer
 from psyq.engine.importers.draft import (Draft, DraftItem, Options, describe, is_id, make_id, relation,
     scale_data, scale_problem, strip_html)
 

@@ -31,7 +31,7 @@ from typing import Any
 
 from psyq.engine.files.csvfile import CsvTable, read_csv_table
 from psyq.engine.files.errors import InputError, Problem
-from psyq.engine.importers import Importer
+from psyq.engine.importers.base import Importer
 from psyq.engine.importers.draft import (Draft, DraftItem, DraftSubscale, Options, describe, is_id, make_id,
     relation, scale_data, scale_problem, strip_html)
 

@@ -35,7 +35,7 @@ from psyq.engine.design.instrument import Instrument
 from psyq.engine.kinds.response import response_items
 from psyq.engine.store.ratings import Rating, RatingTarget, put_ratings, put_targets, read_targets
 from psyq.engine.kinds.response.rubrics import MultiRubric
-from psyq.engine.importers import Importer
+from psyq.engine.importers.base import Importer
 from psyq.engine.importers.draft import is_id
 from psyq.engine.importers.emotionbench import Converted
 

@@ -40,15 +40,13 @@ from psyq.engine.files.shipped import locate
 from psyq.engine.design.instrument import Instrument
 from psyq.engine.trials.scale import Option
 from psyq.engine.kinds import JudgeTask, all_kinds, get_kind  # noqa: F401  (JudgeTask: kept importable from here)
-from psyq.engine.trials.parsing import (ParsedAnswer, most_likely, option_distribution, parse_json_rating,
-    parse_rating, too_long)
+from psyq.engine.judging.asking import level_request
+from psyq.engine.trials.answer_mode import AnswerMode, read_level
 from psyq.engine.store.run_dir import open_run_dir
 from psyq.engine.store.runlock import RunLock
 from psyq.engine.store.run_store import RunStore
 from psyq.engine.files.validation import parse_document, raise_problems
 from psyq.engine.files.yamlfile import load_yaml
-
-AnswerMode = Literal["logprobs", "json", "text"]
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS judgements (
@@ -152,29 +150,7 @@ def judge_tasks(rubric: Rubric, answers: pd.DataFrame, instruments: dict[str, In
 def judge_request(rubric: Rubric, task: JudgeTask, answer: AnswerMode, top_logprobs: int) -> ChatRequest:
     """The request for one task: the rubric's system text and filled-in prompt."""
     user = rubric.spec.prompt.format(levels=rubric.levels_text(), **task.fields)
-    schema = None
-    if answer == "json":
-        user += '\nReply with JSON only: {"level": <digit>}.'
-        schema = {"type": "object", "properties": {"level": {"enum": [o.value for o in rubric.scale]}},
-                  "required": ["level"]}
-    elif answer == "logprobs":
-        user += "\nLevel:"
-    messages = ({"role": "system", "content": rubric.spec.system}, {"role": "user", "content": user})
-    return ChatRequest(messages=messages, max_tokens=1 if answer == "logprobs" else 64, temperature=0.0,
-                       seed=0, top_logprobs=top_logprobs if answer == "logprobs" else None, json_schema=schema)
-
-
-def read_level(rubric: Rubric, answer: AnswerMode, text: str,
-               logprobs: dict[str, float] | None) -> tuple[ParsedAnswer, dict[int, float] | None]:
-    """The judge's level from its reply (and the level distribution in mode `logprobs`)."""
-    if answer == "logprobs":
-        dist = option_distribution(logprobs or {}, rubric.scale) if logprobs else None
-        if dist is None:
-            return ParsedAnswer(None, "unparseable", "no level digit among the most likely first tokens"), None
-        return ParsedAnswer(most_likely(dist), "answered"), dist
-    if answer == "json":
-        return parse_json_rating(text, rubric.scale, key="level"), None
-    return parse_rating(text, rubric.scale), None
+    return level_request(rubric.spec.system, user, [o.value for o in rubric.scale], answer, top_logprobs)
 
 
 @dataclass
@@ -198,14 +174,7 @@ async def judge_one(rubric: Rubric, task: JudgeTask, backend: HttpBackend, answe
         if exc.fatal:
             raise
         return Judgement(task, None, "failed", str(exc), None, backend.payload(request), None, exc.attempts)
-    if result.problem and not (result.problem == "unreadable_response" and answer == "logprobs"):
-        parsed, dist = ParsedAnswer(None, result.problem, result.problem_reason), None
-    elif answer == "logprobs" and result.logprobs_problem:
-        parsed, dist = ParsedAnswer(None, "unreadable_response", result.logprobs_problem), None
-    elif (long := too_long(result.text)) is not None and answer != "logprobs":
-        parsed, dist = long, None
-    else:
-        parsed, dist = read_level(rubric, answer, result.text, result.first_token_logprobs)
+    parsed, dist = read_level(result, answer, rubric.scale)
     return Judgement(task, parsed.value, parsed.status, parsed.reason, dist, backend.payload(request),
                      result.text, result.attempts)
 

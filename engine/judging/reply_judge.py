@@ -28,7 +28,7 @@ import random
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Literal, Mapping
+from typing import Callable, Mapping
 
 import pandas as pd
 
@@ -37,15 +37,13 @@ from psyq.engine.results.export import run_instruments
 from psyq.engine.design.instrument import Instrument
 from psyq.engine.trials.scale import Option
 from psyq.engine.kinds.response import ResponseItem, rating_targets, response_items
-from psyq.engine.trials.parsing import (ParsedAnswer, most_likely, option_distribution, parse_json_rating,
-    parse_rating, too_long)
+from psyq.engine.judging.asking import level_request
+from psyq.engine.trials.answer_mode import AnswerMode, read_level
 from psyq.engine.store.ratings import Rating, put_ratings, put_targets, rated_keys, read_targets
 from psyq.engine.kinds.response.rubrics import Dimension, MultiRubric, levels_text
 from psyq.engine.store.run_dir import open_run_dir
 from psyq.engine.store.runlock import RunLock
 from psyq.engine.store.run_store import RunStore
-
-AnswerMode = Literal["logprobs", "json", "text"]
 
 ANSWERS_QUERY = """
 SELECT a.trial_id, t.instrument_id AS instrument, a.item_id, a.text
@@ -98,15 +96,7 @@ def target_request(rubric: MultiRubric, dimension: Dimension, task: TargetTask, 
     user = rubric.spec.prompt.format(message=task.message, context=task.context, reply=task.reply,
                                      dimension=dimension.name.lower(), definition=dimension.description.strip(),
                                      levels=levels_text(dimension))
-    schema = None
-    if answer == "json":
-        user += '\nReply with JSON only: {"level": <digit>}.'
-        schema = {"type": "object", "properties": {"level": {"enum": sorted(dimension.levels)}}, "required": ["level"]}
-    elif answer == "logprobs":
-        user += "\nLevel:"
-    messages = ({"role": "system", "content": rubric.spec.system}, {"role": "user", "content": user})
-    return ChatRequest(messages=messages, max_tokens=1 if answer == "logprobs" else 64, temperature=0.0,
-                       seed=0, top_logprobs=top_logprobs if answer == "logprobs" else None, json_schema=schema)
+    return level_request(rubric.spec.system, user, sorted(dimension.levels), answer, top_logprobs)
 
 
 def dimension_scale(dimension: Dimension) -> list[Option]:
@@ -129,21 +119,7 @@ async def rate_one(rubric: MultiRubric, task: TargetTask, backend: HttpBackend, 
         if exc.fatal:
             raise
         return Rating(level=None, status="failed", reason=str(exc), attempts=exc.attempts, **common)
-    dist = None
-    if result.problem and not (result.problem == "unreadable_response" and answer == "logprobs"):
-        parsed = ParsedAnswer(None, result.problem, result.problem_reason)
-    elif answer == "logprobs" and result.logprobs_problem:
-        parsed = ParsedAnswer(None, "unreadable_response", result.logprobs_problem)
-    elif answer != "logprobs" and (long := too_long(result.text)) is not None:
-        parsed = long
-    elif answer == "logprobs":
-        dist = option_distribution(result.first_token_logprobs or {}, scale) if result.first_token_logprobs else None
-        parsed = (ParsedAnswer(most_likely(dist), "answered") if dist is not None else
-                  ParsedAnswer(None, "unparseable", "no level digit among the most likely first tokens"))
-    elif answer == "json":
-        parsed = parse_json_rating(result.text, scale, key="level")
-    else:
-        parsed = parse_rating(result.text, scale)
+    parsed, dist = read_level(result, answer, scale)
     return Rating(level=None if parsed.value is None else float(parsed.value), status=parsed.status,
                   reason=parsed.reason, raw_text=result.text, attempts=result.attempts,
                   distribution=None if dist is None else {str(k): v for k, v in dist.items()}, **common)

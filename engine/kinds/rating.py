@@ -48,7 +48,7 @@ class Rating(ItemKind):
     name = "rating"
     model = Item
     scores = RATING_SCORES
-    plan_rank = 1     # after an instrument's free-text items, as before kinds were plug-ins
+    plan_rank = 1     # after the instrument's items of rank 0, before those of the response kind (3)
 
     def check_instrument(self, inst: "Instrument", doc: YamlDocument) -> list[Problem]:
         if not inst.scale:

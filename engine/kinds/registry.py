@@ -9,12 +9,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Mapping
 
 from psyq.engine.files.validation import UNION_TAGS
+from psyq.engine.registry import Registry
 
 if TYPE_CHECKING:
     from psyq.engine.design.instrument import Instrument
     from psyq.engine.kinds.base import ItemKind
 
-_REGISTRY: dict[str, "ItemKind"] = {}
+KINDS: Registry["ItemKind"] = Registry("item kind")
 
 
 def register(kind: "ItemKind") -> "ItemKind":
@@ -23,31 +24,30 @@ def register(kind: "ItemKind") -> "ItemKind":
     Register at the end of engine/kinds/__init__.py: the instrument model is built from the kinds registered
     when :mod:`psyq.engine.design.instrument` is first imported (which ``import engine`` does).
     """
-    if kind.name in _REGISTRY and _REGISTRY[kind.name] is not kind:
-        raise ValueError(f"item kind '{kind.name}' is registered already")
-    _REGISTRY[kind.name] = kind
+    KINDS.register(kind)
     UNION_TAGS.add(kind.name)   # error locations name the item's fields, not its kind's tag
     return kind
 
 
 def get_kind(name: str) -> "ItemKind":
-    """The registered kind called `name` (KeyError if none)."""
-    return _REGISTRY[name]
+    """The registered kind called `name` (:class:`~psyq.engine.registry.UnknownName`, a KeyError
+    naming the known kinds, if none)."""
+    return KINDS.get(name)
 
 
 def item_kinds() -> tuple[str, ...]:
     """Names of the registered kinds, in registration order."""
-    return tuple(_REGISTRY)
+    return KINDS.names()
 
 
 def all_kinds() -> tuple["ItemKind", ...]:
     """The registered kinds, in registration order."""
-    return tuple(_REGISTRY.values())
+    return KINDS.values()
 
 
 def score_kinds() -> dict[str, str]:
     """Each subscale `score:` rule and the kind of item it scores."""
-    return {score: kind.name for kind in _REGISTRY.values() for score in kind.scores}
+    return {score: kind.name for kind in KINDS.values() for score in kind.scores}
 
 
 def instruments_with(name: str, instruments: Mapping[str, "Instrument"]) -> list[str]:

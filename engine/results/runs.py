@@ -51,6 +51,20 @@ class RunSummary:
         return bool(self.counts.get("answered") or self.counts.get("missing"))
 
 
+def served_by_psyq(kind: Any) -> bool:
+    """Whether a run's backend of `kind` (as its manifest says) was a model psyq served on its own
+    llama-server, whose `serving:` decides whether its answers come out the same again; False for
+    a kind psyq no longer knows.
+
+    Example:
+        >>> served_by_psyq("local"), served_by_psyq("openai"), served_by_psyq("gone"), served_by_psyq(None)
+        (True, False, False, False)
+    """
+    from psyq.engine.backends.registry import BACKENDS
+
+    return isinstance(kind, str) and kind in BACKENDS and BACKENDS.get(kind).starts_server
+
+
 def is_run_dir(path: Path) -> bool:
     """A run directory holds a manifest and a store.
 

@@ -87,7 +87,14 @@ _CHAR_MAP = str.maketrans({
 })
 
 
-def _normalise(text: str) -> str:
+def normalise(text: str) -> str:
+    """`text` with typographic quotes, dashes and spaces made plain, one character for one (so
+    positions found in it hold in the original).
+
+    Example:
+        >>> normalise("I don\u2019t \u2013 no")
+        "I don't - no"
+    """
     return text.translate(_CHAR_MAP)
 
 
@@ -201,7 +208,7 @@ def is_refusal(text: str) -> bool:
         >>> is_refusal("I cannot stand seeing people suffer, so 4.")
         False
     """
-    t = re.sub(r"\s+", " ", _normalise(text))
+    t = re.sub(r"\s+", " ", normalise(text))
     return bool(_REFUSAL_RE.search(t) or _REFUSAL_WHOLE_RE.match(t))
 
 
@@ -315,7 +322,7 @@ def _find_codes(text: str, scale: Sequence[Option]) -> tuple[str, list[tuple[str
 
 def _parse_text(text: str, scale: Sequence[Option]) -> ParsedAnswer:
     """Free-text answer → ParsedAnswer (no JSON handling)."""
-    t = _normalise(text)
+    t = normalise(text)
     if not t.strip():
         return _EMPTY
     refusal = is_refusal(t)
@@ -396,11 +403,15 @@ def _balanced_object(text: str, start: int) -> str | None:
     return None
 
 
-def _find_json_object(text: str) -> dict[str, Any] | None:
+def find_json_object(text: str) -> dict[str, Any] | None:
     """The first JSON object in the text: the whole text, a ``` fence, or embedded in prose.
 
     Python-style dicts with single quotes are accepted as a fallback. Text nested deeper than
     MAX_JSON_DEPTH holds no object (see there).
+
+    Example:
+        >>> find_json_object('Sure! {"answer": 3} Hope that helps.'), find_json_object("no object")
+        ({'answer': 3}, None)
     """
     if _nesting_depth(text) > MAX_JSON_DEPTH:
         return None
@@ -431,7 +442,13 @@ def _find_json_object(text: str) -> dict[str, Any] | None:
     return None
 
 
-def _lookup(obj: Mapping[Any, Any], key: str) -> tuple[bool, Any]:
+def lookup(obj: Mapping[Any, Any], key: str) -> tuple[bool, Any]:
+    """Whether `obj` has `key` (else the same key in other case or with spaces around it), and its value.
+
+    Example:
+        >>> lookup({" Answer ": 2}, "answer"), lookup({}, "answer")
+        ((True, 2), (False, None))
+    """
     if key in obj:
         return True, obj[key]
     for k, v in obj.items():
@@ -482,14 +499,14 @@ def parse_json_rating(text: str, scale: Sequence[Option], key: str = "answer") -
         >>> parse_json_rating('{"answer": 7}', scale).status
         'out_of_range'
     """
-    t = _normalise(text)
+    t = normalise(text)
     if not t.strip():
         return _EMPTY
     refusal = is_refusal(t)
-    obj = _find_json_object(t)
+    obj = find_json_object(t)
     if obj is None:
         return _REFUSAL if refusal else ParsedAnswer(None, "unparseable", "no JSON object found in the answer")
-    present, value = _lookup(obj, key)
+    present, value = lookup(obj, key)
     if not present:
         if refusal:
             return _REFUSAL
@@ -513,14 +530,14 @@ def parse_rating(text: str, scale: Sequence[Option]) -> ParsedAnswer:
         >>> parse_rating("1 or 2", scale).status
         'unparseable'
     """
-    t = _normalise(text)
+    t = normalise(text)
     if not t.strip():
         return _EMPTY
     if "{" in t:
-        obj = _find_json_object(t)
+        obj = find_json_object(t)
         if obj is not None:
             for key in _ANSWER_KEYS:
-                present, _ = _lookup(obj, key)
+                present, _ = lookup(obj, key)
                 if present:
                     return parse_json_rating(t, scale, key)
     return _parse_text(t, scale)
@@ -573,14 +590,14 @@ def parse_ratings_block(text: str, item_ids: Sequence[str], scale: Sequence[Opti
         >>> {k: (v.value, v.status) for k, v in got.items()}
         {'1': (3, 'answered'), '2': (5, 'answered'), '3': (None, 'unparseable')}
     """
-    t = _normalise(text)
+    t = normalise(text)
     if not t.strip():
         return {i: _EMPTY for i in item_ids}
     refusal = is_refusal(t)
     per_item: dict[str, list[ParsedAnswer]] = {i: [] for i in item_ids}
 
     if as_json:
-        obj = _find_json_object(t)
+        obj = find_json_object(t)
         if obj is None:
             missing = _REFUSAL if refusal else ParsedAnswer(None, "unparseable", "no JSON object found in the answer")
             return {i: missing for i in item_ids}

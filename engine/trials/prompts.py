@@ -51,10 +51,18 @@ def answer_tokens(instrument: Instrument) -> list[str]:
 
 def options_block(instrument: Instrument, order: str) -> str:
     """One line per option, e.g. ``A = Does not describe me well`` then ``B`` …"""
-    return _option_lines(ordered_options(instrument, order), uses_codes(instrument))
+    return option_lines(ordered_options(instrument, order), uses_codes(instrument))
 
 
-def _option_lines(options: Sequence[Option], use_codes: bool) -> str:
+def option_lines(options: Sequence[Option], use_codes: bool) -> str:
+    """The options as a prompt lists them, one a line: ``value = label`` (``code = label`` with
+    `use_codes`), the token alone for an option without a label.
+
+    Example:
+        >>> from psyq.engine.trials.scale import Option
+        >>> option_lines([Option(value=1, label="never"), Option(value=2)], use_codes=False)
+        '1 = never\\n2'
+    """
     tokens = [(_token(o, use_codes), o.label) for o in options]
     return "\n".join(f"{token} = {label}" if label else token for token, label in tokens)
 
@@ -80,7 +88,7 @@ def item_messages(instrument: Instrument, item: Item, *, system_prompt: str | No
     user = (f"{instrument.instructions.strip()}\n\n"
             f"Statement: {item.text}\n\n"
             f"Options:\n{options_block(instrument, option_order)}\n\n{how}")
-    return _with_system(system_prompt, user)
+    return with_system(system_prompt, user)
 
 
 def instrument_messages(instrument: Instrument, items: Sequence[Item], *, system_prompt: str | None,
@@ -98,7 +106,7 @@ def instrument_messages(instrument: Instrument, items: Sequence[Item], *, system
     user = (f"{instrument.instructions.strip()}\n\n"
             f"Options:\n{options_block(instrument, option_order)}\n\n"
             f"Statements:\n{statements}\n\n{how}")
-    return _with_system(system_prompt, user)
+    return with_system(system_prompt, user)
 
 
 def reask_message(instrument: Instrument, reason: str, missing_items: Sequence[str] | None = None) -> str:
@@ -121,6 +129,12 @@ def answer_json_schema(instrument: Instrument, item_ids: Sequence[str] | None = 
             "required": list(item_ids)}
 
 
-def _with_system(system_prompt: str | None, user: str) -> list[dict[str, str]]:
+def with_system(system_prompt: str | None, user: str) -> list[dict[str, str]]:
+    """The chat messages of one question: the system prompt (when there is one), then `user`.
+
+    Example:
+        >>> with_system(None, "Hi"), len(with_system("You are Ana.", "Hi"))
+        ([{'role': 'user', 'content': 'Hi'}], 2)
+    """
     messages = [{"role": "system", "content": system_prompt}] if system_prompt else []
     return messages + [{"role": "user", "content": user}]

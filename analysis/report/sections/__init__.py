@@ -24,7 +24,7 @@ How to add a section (say a count of answered notes, for the worked example item
             rows = report.table[report.table["item_id"].isin(notes)]
             return [Section("Notes", readings=[f"{(rows['status'] == 'answered').sum()} notes were answered."])]
 
-and add ``note.NoteSection()`` to :data:`ORDER` below where the report should show it.
+and register ``note.NoteSection()`` in :data:`SECTIONS` below where the report should show it.
 
 Example:
     >>> [part.name for part in report_sections()][:4]
@@ -35,21 +35,21 @@ Example:
 
 from __future__ import annotations
 
+from psyq.engine.registry import Registry
+
 from psyq.analysis.report.section import ReportSection
 from psyq.analysis.report.sections import (change, instrument, norms, people, response, same_construct, scene, study,
                                            twins, vignette)
 
-ORDER: tuple[ReportSection, ...] = (
-    study.StudySection(), study.MissingSection(), change.ChangeSection(), norms.NormSection(),
-    scene.SceneSection(), vignette.VignetteSection(), response.ResponseSection(),
-    instrument.ReliabilitySection(), instrument.FidelitySection(), instrument.EffectsSection(),
-    instrument.ItemResponsesSection(), people.PeopleSection(), people.ConstructValiditySection(),
-    same_construct.SameConstructSection(), twins.TwinsSection(),
-)
-"""The report's sections, in the order it shows them."""
+SECTIONS: Registry[ReportSection] = Registry("report section")
+"""The report's section builders, registered in the order the report shows them."""
 
-_BY_NAME = {part.name: part for part in ORDER}
-assert len(_BY_NAME) == len(ORDER), "two report sections share a name"
+for part in (study.StudySection(), study.MissingSection(), change.ChangeSection(), norms.NormSection(),
+             scene.SceneSection(), vignette.VignetteSection(), response.ResponseSection(),
+             instrument.ReliabilitySection(), instrument.FidelitySection(), instrument.EffectsSection(),
+             instrument.ItemResponsesSection(), people.PeopleSection(), people.ConstructValiditySection(),
+             same_construct.SameConstructSection(), twins.TwinsSection()):
+    SECTIONS.register(part)
 
 
 def report_sections() -> tuple[ReportSection, ...]:
@@ -59,15 +59,12 @@ def report_sections() -> tuple[ReportSection, ...]:
         >>> [part.name for part in report_sections()][-2:]
         ['same_construct', 'twins']
     """
-    return ORDER
+    return SECTIONS.values()
 
 
 def report_section(name: str) -> ReportSection:
-    """The section builder registered as `name` (KeyError naming the registered ones otherwise)."""
-    try:
-        return _BY_NAME[name]
-    except KeyError:
-        raise KeyError(f"no report section '{name}'; registered: {', '.join(_BY_NAME)}") from None
+    """The section builder registered as `name` (a KeyError naming the registered ones otherwise)."""
+    return SECTIONS.get(name)
 
 
-__all__ = ["ORDER", "report_section", "report_sections"]
+__all__ = ["SECTIONS", "report_section", "report_sections"]

@@ -27,7 +27,7 @@ from pydantic import Field
 
 from psyq.engine.files.fields import Id, StrictModel, Text
 from psyq.engine.trials.parsing import ParsedAnswer, has_text, parse_free_text
-from psyq.engine.trials.prompts import _with_system
+from psyq.engine.trials.prompts import with_system
 from psyq.engine.trials.trial import Trial, TrialContext, make_trial
 from psyq.engine.kinds.base import ItemKind, JudgeTask
 
@@ -66,7 +66,7 @@ def response_messages(instrument: "Instrument", item: ResponseItem, *, system_pr
     parts += ["Their message:", f'"""{item.message.strip()}"""', "",
               "Write your reply to this person, as yourself, in your own words. Reply with the text of your "
               "message only, with no title, notes or explanation around it."]
-    return _with_system(system_prompt, "\n".join(parts))
+    return with_system(system_prompt, "\n".join(parts))
 
 
 def answer_mode_problem(answer: str) -> str | None:

@@ -17,9 +17,9 @@ import pandas as pd
 from pydantic import Field
 
 from psyq.engine.files.fields import Id, StrictModel, Text
-from psyq.engine.trials.parsing import (ParsedAnswer, ParsedText, _find_json_object, _lookup, has_text,
+from psyq.engine.trials.parsing import (ParsedAnswer, ParsedText, find_json_object, lookup, has_text,
     is_refusal, text_part)
-from psyq.engine.trials.prompts import _with_system
+from psyq.engine.trials.prompts import with_system
 from psyq.engine.trials.trial import Trial, TrialContext, make_trial
 from psyq.engine.kinds.base import SCORE_COLUMNS, ItemKind, JudgeTask
 
@@ -56,7 +56,7 @@ def scene_messages(instrument: "Instrument", item: SceneItem, *, system_prompt: 
         how = f'Answer both questions, starting the first answer with "You:" and the second with "Other:".'
     user = (f"{instrument.instructions.strip()}\n\nScene: {item.text}\n\n"
             f"How would you feel? How would {item.other} feel?\n\n{how}")
-    return _with_system(system_prompt, user)
+    return with_system(system_prompt, user)
 
 
 def scene_reask_message(reason: str) -> str:
@@ -87,11 +87,11 @@ def parse_scene(text: str, other: str, as_json: bool) -> dict[str, ParsedText]:
         'embarrassed.'
     """
     if as_json:
-        obj = _find_json_object(text or "")
+        obj = find_json_object(text or "")
         if obj is None:
             return {r: ParsedText(None, "unparseable", "the reply is not a JSON object") for r in SCENE_ROLES}
-        found_self, you = _lookup(obj, "you")
-        found_other, them = _lookup(obj, "other")
+        found_self, you = lookup(obj, "you")
+        found_other, them = lookup(obj, "other")
         return {"self": text_part(you if found_self else None), "other": text_part(them if found_other else None)}
     if not (text or "").strip():
         return {r: ParsedText(None, "empty", "the answer is empty") for r in SCENE_ROLES}

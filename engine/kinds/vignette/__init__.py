@@ -18,9 +18,9 @@ from pydantic import Field
 
 from psyq.engine.files.errors import Problem
 from psyq.engine.files.fields import Id, StrictModel, Text
-from psyq.engine.trials.parsing import (ParsedAnswer, _find_json_object, _lookup, _normalise, has_text,
+from psyq.engine.trials.parsing import (ParsedAnswer, find_json_object, lookup, normalise, has_text,
     parse_free_text, parse_ratings_block)
-from psyq.engine.trials.prompts import _option_lines, _with_system
+from psyq.engine.trials.prompts import option_lines, with_system
 from psyq.engine.trials.scale import Option, check_scale
 from psyq.engine.trials.trial import Trial, TrialContext, make_trial
 from psyq.engine.files.yamlfile import YamlDocument
@@ -65,7 +65,7 @@ def story_so_far(item: VignetteItem, stop: int) -> str:
 
 
 def _emotion_options(instrument: "Instrument") -> str:
-    return _option_lines(instrument.emotion_scale, use_codes=False)
+    return option_lines(instrument.emotion_scale, use_codes=False)
 
 
 def _story_intro(instrument: "Instrument", item: VignetteItem, stop: int) -> str:
@@ -93,7 +93,7 @@ def stop_messages(instrument: "Instrument", item: VignetteItem, stop: int, *, sy
     user = (_story_intro(instrument, item, stop)
             + f"How strongly does {item.target} feel each of these emotions right now: {', '.join(emotions)}?\n\n"
             f"Options:\n{_emotion_options(instrument)}\n\n{how}")
-    return _with_system(system_prompt, user)
+    return with_system(system_prompt, user)
 
 
 def stop_emotion_messages(instrument: "Instrument", item: VignetteItem, stop: int, emotion: str, *,
@@ -102,7 +102,7 @@ def stop_emotion_messages(instrument: "Instrument", item: VignetteItem, stop: in
     user = (_story_intro(instrument, item, stop)
             + f"How strongly does {item.target} feel {emotion} right now?\n\n"
             f"Options:\n{_emotion_options(instrument)}\n\nAnswer with the number of one option only.")
-    return _with_system(system_prompt, user)
+    return with_system(system_prompt, user)
 
 
 def stop_thoughts_messages(instrument: "Instrument", item: VignetteItem, stop: int, *,
@@ -111,7 +111,7 @@ def stop_thoughts_messages(instrument: "Instrument", item: VignetteItem, stop: i
     ratings are read from token probabilities in separate requests)."""
     user = (_story_intro(instrument, item, stop)
             + f"In a sentence or two: what is {item.target} thinking and feeling right now?")
-    return _with_system(system_prompt, user)
+    return with_system(system_prompt, user)
 
 
 def stop_json_schema(instrument: "Instrument") -> dict[str, Any]:
@@ -150,8 +150,8 @@ def parse_stop(text: str, emotions: Sequence[str], scale: Sequence[Option],
     """
     ratings = parse_ratings_block(text, list(emotions), scale, as_json=as_json)
     if as_json:
-        obj = _find_json_object(_normalise(text or "")) or {}
-        found, value = _lookup(obj, THOUGHTS)
+        obj = find_json_object(normalise(text or "")) or {}
+        found, value = lookup(obj, THOUGHTS)
         return {**ratings, THOUGHTS: parse_free_text(value if found else None)}
     match = _THOUGHTS_LINE.search(text or "")
     return {**ratings, THOUGHTS: parse_free_text(match.group("rest").strip() if match else None)}
