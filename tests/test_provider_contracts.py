@@ -766,7 +766,7 @@ def test_judge_requests_conform(workdir: Path, rubric_id: str, answer: str, back
                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """`psyq judge` with a rubric/1 rubric (engine/judging/answer_judge.py), on answers of the study it applies to.
 
-    The CLI builds judges of kind local or openai only (engine/cli/ `_helper_backend`); an
+    The CLI builds judges of kind local or openai only (engine/cli/ `helper_backend`); an
     Anthropic judge is what :func:`psyq.engine.judging.answer_judge.judge_run` would send with such a config.
     `judge_run` itself does not refuse `logprobs` for Anthropic (only study loading does): that
     combination is skipped here as psyq's study validation would refuse it."""

@@ -25,7 +25,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
         rubric = load_multi_rubric(rubric_path)
     else:
         rubric = load_rubric(rubric_path)
-    config = _helper_backend(args, args.judge_id)
+    config = helper_backend(args, args.judge_id)
     from psyq.engine.backends import backend_class
     answer = args.answer or backend_class(config.kind).judge_answer
     from psyq.engine.backends.capabilities import require_capable
@@ -62,10 +62,16 @@ def _every_fifty(word: str) -> Callable[[object], None]:
     return tick
 
 
-def _helper_backend(args: argparse.Namespace, backend_id: str):
+def helper_backend(args: argparse.Namespace, backend_id: str):
     """The backend a judge or a rewriter uses: --base-url/--model/--api-key-env, else the local
     instruct model (engine/backends/catalogue.py); temperature 0 (the same text gets the same
-    level or rewrite)."""
+    level or rewrite).
+
+    Example:
+        >>> helper_backend(argparse.Namespace(base_url="http://127.0.0.1:8000/v1", model="qwen", api_key_env=None,
+        ...                                   run="r"), "judge").kind
+        'openai'
+    """
     from psyq.engine.backends import DEFAULT_KIND, URL_KIND, backend_class
 
     if bool(args.base_url) != bool(args.model):
@@ -110,7 +116,7 @@ def cmd_perturb(args: argparse.Namespace) -> int:
     pset = load_perturbations(args.set_file)
     args.run = str(chosen_run(args.run))
     only = [o.strip() for o in args.only.split(",") if o.strip()] if args.only else None
-    config = _helper_backend(args, args.rewriter_id)
+    config = helper_backend(args, args.rewriter_id)
     try:
         result = asyncio.run(perturb_run(args.run, pset, config, only=only, log=lambda m: print(m, file=sys.stderr)))
     except KeyboardInterrupt:
