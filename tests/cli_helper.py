@@ -19,6 +19,7 @@ import io
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 from typing import Iterator, Mapping
 
@@ -48,7 +49,10 @@ def psyq_in_process(*args: object, cwd: Path | str = ROOT, env: Mapping[str, str
     """`psyq ARGS...` run by psyq's own main() in this process: returncode, stdout, stderr."""
     argv = [str(a) for a in args]
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.chdir(cwd), _environment(env), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    # warnings.catch_warnings: what the command sets up for itself (its notices printed as "note: ...")
+    # is undone when it returns, as when its process ends.
+    with contextlib.chdir(cwd), _environment(env), warnings.catch_warnings(), \
+            contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
             code = main(argv)
         except SystemExit as exc:   # argparse: a usage error (2), --help or --version (0)

@@ -24,6 +24,7 @@ from psyq.engine.files.errors import InputError
 from psyq.engine.importers import get_importer
 from psyq.engine.importers.emotionbench import read_crowd, read_situations
 from psyq.engine.design.instrument import load_instrument
+from cli_helper import psyq_in_process
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "tests" / "fixtures" / "import"
@@ -31,7 +32,8 @@ PA_POSITIONS = {1, 3, 5, 9, 10, 12, 14, 16, 17, 19}   # Watson et al. (1988) key
 
 
 def psyq(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "psyq.engine.cli", *args], cwd=ROOT, capture_output=True, text=True)
+    """`psyq ARGS` run in this process (tests/cli_helper.py)."""
+    return psyq_in_process(*args)
 
 
 def check_situation_set(doc: dict) -> None:
