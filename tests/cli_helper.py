@@ -44,9 +44,10 @@ def _environment(env: Mapping[str, str] | None) -> Iterator[None]:
         os.environ.update(saved)
 
 
-def psyq_in_process(*args: object, cwd: Path | str = ROOT, env: Mapping[str, str] | None = None
-                    ) -> subprocess.CompletedProcess:
-    """`psyq ARGS...` run by psyq's own main() in this process: returncode, stdout, stderr."""
+def psyq_in_process(*args: object, cwd: Path | str = ROOT, env: Mapping[str, str] | None = None,
+                    check: bool = False) -> subprocess.CompletedProcess:
+    """`psyq ARGS...` run by psyq's own main() in this process: returncode, stdout, stderr (with
+    `check`, a non-zero exit code raises CalledProcessError, as subprocess.run's check=True)."""
     argv = [str(a) for a in args]
     out, err = io.StringIO(), io.StringIO()
     # warnings.catch_warnings: what the command sets up for itself (its notices printed as "note: ...")
@@ -57,7 +58,10 @@ def psyq_in_process(*args: object, cwd: Path | str = ROOT, env: Mapping[str, str
             code = main(argv)
         except SystemExit as exc:   # argparse: a usage error (2), --help or --version (0)
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    return subprocess.CompletedProcess(["psyq", *argv], code, out.getvalue(), err.getvalue())
+    done = subprocess.CompletedProcess(["psyq", *argv], code, out.getvalue(), err.getvalue())
+    if check:
+        done.check_returncode()
+    return done
 
 
 def psyq_subprocess(*args: object, cwd: Path | str = ROOT, env: Mapping[str, str] | None = None
