@@ -7,9 +7,10 @@ environment, and returns what ``subprocess.run(..., capture_output=True, text=Tr
 It saves the start of a Python process and psyq's imports (seconds on two shared cores) per call.
 An exception psyq does not catch is raised here, so a test that checked for no traceback in the
 error output fails on it all the same. Tests of what only a process shows (signals, a killed run,
-the installed entry point, the memory a command takes) keep starting one: tests/test_administer.py,
-tests/test_run_safety.py, tests/test_batch.py, tests/test_malformed.py, tests/test_wheel.py, and
-:func:`psyq_subprocess` here.
+the installed entry point, the memory a command takes, everything a process prints) keep starting
+one: e.g. tests/test_administer.py, tests/test_run_safety.py, tests/test_batch.py,
+tests/test_stages.py, tests/test_malformed.py, tests/test_wheel.py, and one test each in
+tests/test_report.py and tests/test_validate.py.
 """
 
 from __future__ import annotations
@@ -63,9 +64,3 @@ def psyq_in_process(*args: object, cwd: Path | str = ROOT, env: Mapping[str, str
         done.check_returncode()
     return done
 
-
-def psyq_subprocess(*args: object, cwd: Path | str = ROOT, env: Mapping[str, str] | None = None
-                    ) -> subprocess.CompletedProcess:
-    """`python -m psyq.engine.cli ARGS...` in a process of its own (for what only a process shows)."""
-    return subprocess.run([sys.executable, "-m", "psyq.engine.cli", *(str(a) for a in args)], cwd=cwd,
-                          capture_output=True, text=True, env=None if env is None else dict(env))
