@@ -26,6 +26,7 @@ import yaml
 from psyq.engine.results.export import export_table
 from psyq.engine.administer.run import administer
 from psyq.engine.design.study import load_study
+from cli_helper import psyq_in_process
 from stub_server import StubServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -320,9 +321,8 @@ def _lines(path: Path) -> list[dict]:
 
 def test_base_url_override_runs_the_quickstart_on_any_openai_server(tmp_path):
     with StubServer() as stub:
-        out = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "run", "studies/quickstart.yaml",
-                              "--base-url", stub.url, "--model", "stub-model", "--runs-dir", str(tmp_path)],
-                             cwd=ROOT, capture_output=True, text=True)
+        out = psyq_in_process("run", "studies/quickstart.yaml", "--base-url", stub.url, "--model", "stub-model",
+                              "--runs-dir", tmp_path)
         sent = len(chat_requests(stub))
     assert out.returncode == 0, out.stderr
     # quickstart: 12 sampled adults + baseline = 13 respondents × 28 IRI items = 364.

@@ -1,5 +1,6 @@
 """Batch mode (engine/administer/batch.py) against the batch-API stub (tests/batch_stub.py): real HTTP over
-loopback, real SQLite, `psyq` in a subprocess where a kill is the point.
+loopback, real SQLite, `psyq` in a subprocess where a kill is the point (else run in this process,
+tests/cli_helper.py).
 
 Expected answers come from the stub's own rule (``stub_server.default_answer``: a digit hashed
 from the request's messages), applied here to the request each stored trial records; expected
@@ -21,6 +22,7 @@ import pytest
 import yaml
 
 from batch_stub import BatchStub
+from cli_helper import psyq_in_process
 from stub_server import default_answer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,7 +44,8 @@ def write_study(tmp: Path, url: str, *, n_personas: int = 3, backend: dict | Non
 
 
 def psyq(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "psyq.engine.cli", *args], cwd=ROOT, capture_output=True, text=True)
+    """`psyq ARGS` run in this process (tests/cli_helper.py); a run to be killed is started as a process."""
+    return psyq_in_process(*args)
 
 
 def stored(tmp: Path) -> list[tuple]:

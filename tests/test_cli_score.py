@@ -6,14 +6,15 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from cli_helper import psyq_in_process
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
 
 
 def psyq(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "psyq.engine.cli", *args], cwd=ROOT,
-                          capture_output=True, text=True)
+    """`psyq ARGS` run in this process (tests/cli_helper.py)."""
+    return psyq_in_process(*args)
 
 
 def test_score_writes_one_column_per_subscale(tmp_path):

@@ -20,6 +20,7 @@ import pytest
 from psyq import load_instrument
 from psyq.engine.files.errors import InputError
 from psyq.engine.results.human_answers import keying_check, keying_warning, read_answers_csv
+from cli_helper import psyq_in_process
 
 ROOT = Path(__file__).resolve().parents[1]
 BRIGANTI = ROOT / "instruments" / "data" / "iri_briganti2018_keyed.csv"
@@ -28,7 +29,8 @@ REVERSE = ["3", "15", "7", "12", "4", "14", "18", "13", "19"]   # IRI reverse it
 
 
 def psyq(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "psyq.engine.cli", *args], cwd=ROOT, capture_output=True, text=True)
+    """`psyq ARGS` run in this process (tests/cli_helper.py)."""
+    return psyq_in_process(*args)
 
 
 def copy_briganti(folder: Path, codebook: str | None) -> Path:

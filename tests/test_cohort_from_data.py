@@ -13,8 +13,6 @@ import asyncio
 import csv
 import json
 import math
-import subprocess
-import sys
 import textwrap
 import warnings
 from pathlib import Path
@@ -30,6 +28,7 @@ from psyq.engine.files.errors import InputError
 from psyq.engine.files.notices import InputNotice
 from stub_server import StubServer
 from test_malformed import Child, _stop_runner  # noqa: F401  (the runner's fixture stops it after this module)
+from cli_helper import psyq_in_process
 
 ROOT = Path(__file__).resolve().parents[1]
 BRIGANTI = ROOT / "instruments" / "data" / "iri_briganti2018_keyed.csv"
@@ -100,8 +99,7 @@ def test_all_twins_are_every_row_in_order_and_the_shipped_cohort_is_200_of_them(
 
 
 def test_plan_counts_one_respondent_per_twin():
-    out = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "plan", "studies/iri_twins.yaml", "--json",
-                          "--preview", "0"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    out = psyq_in_process("plan", "studies/iri_twins.yaml", "--json", "--preview", "0")
     assert out.returncode == 0, out.stderr
     plan = json.loads(out.stdout)
     assert [(r["instrument"], r["requests"]) for r in plan["rows"]] == [("iri", 200 * 28)]   # 200 twins × 28 items
@@ -232,8 +230,7 @@ def test_rows_with_an_empty_attribute_or_weight_are_skipped_counted_and_said(tmp
     drawn = [p["respondent_id"] for p in cohort.provenance["personas"]]
     assert len(drawn) == 3 and set(drawn) <= {"a1", "a7"}     # three personas, none from a skipped row
     # `psyq validate` says it too.
-    out = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "validate", str(path)], cwd=ROOT,
-                         capture_output=True, text=True, timeout=60)
+    out = psyq_in_process("validate", path)
     assert out.returncode == 0, out.stderr
     assert "note: " in out.stderr and "5 of 7 rows skipped" in out.stderr
 
@@ -504,8 +501,7 @@ def test_the_modules_examples_run():
 def test_a_command_that_reads_the_data_file_several_times_says_its_notice_once():
     """`psyq validate` of a study and its cohort loads the cohort twice; the codebook notice of its
     data file is one line, not one per reading."""
-    done = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "validate", str(ROOT / "studies" / "iri_twins.yaml"),
-                           str(ROOT / "personas" / "briganti_twins.yaml")], cwd=ROOT, capture_output=True, text=True)
+    done = psyq_in_process("validate", ROOT / "studies" / "iri_twins.yaml", ROOT / "personas" / "briganti_twins.yaml")
     assert done.returncode == 0, done.stderr
     notes = [line for line in done.stderr.splitlines() if line.startswith("note:") and "codebook" in line]
     assert len(notes) == 1, done.stderr

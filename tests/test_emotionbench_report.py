@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_helper import psyq_in_process
 
 ROOT = Path(__file__).resolve().parents[1]
 PA = {1, 3, 5, 9, 10, 12, 14, 16, 17, 19}     # Watson et al. (1988) key, as in instruments/panas.yaml
@@ -27,7 +28,8 @@ MINUS = "\u2212"
 
 
 def psyq(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "psyq.engine.cli", *args], cwd=ROOT, capture_output=True, text=True)
+    """`psyq ARGS` run in this process (tests/cli_helper.py)."""
+    return psyq_in_process(*args)
 
 
 def block(pa: int, na: int) -> list[int]:

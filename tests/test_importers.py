@@ -22,13 +22,15 @@ from psyq.engine.importers import get_importer, importer_names
 from psyq.engine.importers.command import import_instruments
 from psyq.engine.importers.psych_keys import parse_key_list
 from psyq.engine.design.instrument import load_instrument
+from cli_helper import psyq_in_process
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "tests" / "fixtures" / "import"
 
 
 def psyq(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "psyq.engine.cli", *args], cwd=ROOT, capture_output=True, text=True)
+    """`psyq ARGS` run in this process (tests/cli_helper.py)."""
+    return psyq_in_process(*args)
 
 
 def scores_of(instrument, csv: Path) -> pd.DataFrame:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -19,6 +18,7 @@ import yaml
 from psyq import load_instrument
 from psyq.engine.files.errors import InputError
 from psyq.engine.trials.scoring import score
+from cli_helper import psyq_in_process
 from stub_server import StubServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,8 +35,8 @@ def write_texts(home: Path, rows: list[tuple[str, str]] | None = None) -> Path:
 
 
 def cli(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "psyq.engine.cli", *args], cwd=ROOT, capture_output=True, text=True,
-                          env={**os.environ, "HOME": str(home)}, timeout=120)
+    """`psyq ARGS` with HOME at `home`, run in this process (tests/cli_helper.py)."""
+    return psyq_in_process(*args, env={**os.environ, "HOME": str(home)})
 
 
 def test_bes_ships_without_texts(tmp_path, monkeypatch):

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from psyq.engine.backends.capabilities import capability_table_markdown
+from cli_helper import psyq_in_process
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "models.md"
@@ -22,8 +23,8 @@ PROVIDERS = ["openai-chat", "openai-reasoning", "anthropic-thinking", "gemini", 
 
 
 def psyq(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "psyq.engine.cli", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120)
+    """`psyq ARGS` run in this process (tests/cli_helper.py)."""
+    return psyq_in_process(*args)
 
 
 def test_the_docs_table_is_generated_from_the_capability_data():

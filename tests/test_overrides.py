@@ -18,14 +18,15 @@ from psyq.engine.administer.overrides import CliOverrides, apply_overrides, back
 from psyq.engine.administer.run import run_id_for
 from psyq.engine.design.study import load_study
 from stub_server import CHAT_PATH, StubServer
+from cli_helper import psyq_in_process
 
 ROOT = Path(__file__).resolve().parents[1]
 MINI = ROOT / "tests" / "data" / "mini_1to7.yaml"
 
 
 def psyq(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "psyq.engine.cli", *args], cwd=ROOT, capture_output=True, text=True,
-                          env=dict(os.environ))
+    """`psyq ARGS` run in this process (tests/cli_helper.py)."""
+    return psyq_in_process(*args)
 
 
 def write_study(tmp: Path, url: str, **backend) -> Path:

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from stub_server import CHAT_PATH, StubServer, toy_template, toy_tokens
+from cli_helper import psyq_in_process
 
 ROOT = Path(__file__).resolve().parents[1]
 MINI = ROOT / "tests" / "data" / "mini_1to7.yaml"
@@ -23,8 +24,8 @@ PRICE_IN, PRICE_OUT = 0.5, 2.0   # USD per 1M tokens, a made-up table
 
 
 def psyq(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "psyq.engine.cli", *args], cwd=ROOT, capture_output=True, text=True,
-                          env={**os.environ, **(env or {})})
+    """`psyq ARGS` run in this process (tests/cli_helper.py), `env` added to the environment."""
+    return psyq_in_process(*args, env={**os.environ, **(env or {})})
 
 
 def chat_bodies(stub: StubServer) -> list[dict]:

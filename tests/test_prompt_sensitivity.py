@@ -2,14 +2,14 @@
 instructions and item texts, and `psyq sensitivity` pairs its scores with the unperturbed run's.
 
 Real HTTP to the stub server (its answer is a digit hashed from the request, so perturbed prompts
-get other answers), real SQLite, the CLI as a user calls it."""
+get other answers), real SQLite, the CLI's commands as a user gives them (run by psyq's main() in this
+process, tests/cli_helper.py)."""
 
 from __future__ import annotations
 
 import json
 import math
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +20,7 @@ from scipy import stats
 
 from psyq.analysis.statistics.prompt_sensitivity import paired_score_changes
 from psyq.analysis.scoring.scores import load_run_scores
+from cli_helper import psyq_in_process
 from stub_server import StubServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,8 +28,8 @@ MINI = ROOT / "tests" / "data" / "mini_1to7.yaml"
 
 
 def psyq(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "psyq.engine.cli", *args], capture_output=True, text=True, cwd=cwd,
-                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    """`psyq ARGS` in folder `cwd` with a bare environment, run in this process (tests/cli_helper.py)."""
+    return psyq_in_process(*args, cwd=cwd, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
 
 
 def test_paired_changes_by_hand():

@@ -8,7 +8,9 @@ and rewrite requests come from :mod:`psyq.engine.judging.answer_judge`, :mod:`ps
 :mod:`psyq.engine.judging.perturbed_replies`; batch lines from the batch clients (:mod:`psyq.engine.backends.openai_batch`,
 :mod:`psyq.engine.backends.anthropic_batch`) with their HTTP calls replaced by a recorder. A combination
 psyq's validation refuses (e.g. ``answer: logprobs`` on Anthropic, batch mode with ``stages:``) is
-skipped with psyq's own reason. Nothing is sent and no server is started, but for the error bodies
+not generated: :data:`REFUSAL_RULES` says which combinations psyq refuses and why, one test per rule
+checks that psyq refuses every combination of it with that reason, and a combination no rule names
+must load. Nothing is sent and no server is started, but for the error bodies
 at the end of the file: what servers send with a 4xx (:data:`REFUSALS`) is read by ``read_refusal``, and
 through a backend from a loopback server, to check that the user sees the provider's own words.
 
@@ -470,6 +472,37 @@ STUDIES: dict[str, tuple[str, dict[str, Any]]] = {
 }
 ANSWERS = ("logprobs", "text", "json")
 
+# The backends of BACKENDS without log probabilities in psyq's capability table (checked by
+# test_the_backends_without_logprobs_are_those_of_the_capability_table).
+NO_LOGPROBS = frozenset({"openai_reasoning", "openai_reasoning_budget", "anthropic", "anthropic_tuned",
+                         "anthropic_batch", "anthropic_thinking", "anthropic_thinking_batch",
+                         "anthropic_sonnet5", "anthropic_opus47_thinking"})
+# The combinations (study, answer, backend) psyq refuses when the study loads: rule -> (which
+# combinations, words of psyq's refusal). Only the other combinations are generated for the
+# conformance tests; test_psyq_refuses_what_a_rule_names checks every combination of each rule.
+REFUSAL_RULES: dict[str, tuple[Callable[[str, str, str], bool], str]] = {
+    "no_logprobs": (lambda study, answer, backend: answer == "logprobs" and backend in NO_LOGPROBS,
+                    "returns no log probabilities; use answer: text or json"),
+    "sampling_removed_no_reasoning": (lambda study, answer, backend: backend == "anthropic_opus47_thinking",
+                                      "does not reason; remove reasoning_budget"),
+    "batch_with_stages": (lambda study, answer, backend: study in ("staged", "staged_fixture")
+                          and CASES[backend].config.get("mode") == "batch",
+                          "mode: batch is not available for a study with `stages:`"),
+    "logprobs_whole_instrument": (lambda study, answer, backend: study == "rating_whole" and answer == "logprobs",
+                                  "answer: logprobs reads one answer token, so it needs presentation: per_item"),
+    "response_items_free_text": (lambda study, answer, backend: study == "response" and answer != "text",
+                                 "response items are answered in free text, so answer: "),
+}
+
+
+def refusals(study_key: str, answer: str, backend_id: str) -> list[str]:
+    """The rules of REFUSAL_RULES that name this combination (none: psyq loads it)."""
+    return [rule for rule, (applies, _) in REFUSAL_RULES.items() if applies(study_key, answer, backend_id)]
+
+
+GRID = [(study_key, answer, case.id) for study_key in STUDIES for answer in ANSWERS for case in BACKENDS]
+LOADED = [pytest.param(*combination, id="-".join(combination)) for combination in GRID if not refusals(*combination)]
+
 
 def _guard(case: BackendCase) -> None:
     if case.missing:
@@ -684,17 +717,14 @@ def _case_problems(case: BackendCase, backend: HttpBackend, bodies: list[tuple[s
     return problems
 
 
-@pytest.mark.parametrize("backend_id", [case.id for case in BACKENDS])
-@pytest.mark.parametrize("answer", ANSWERS)
-@pytest.mark.parametrize("study_key", list(STUDIES))
+@pytest.mark.parametrize("study_key, answer, backend_id", LOADED)
 def test_study_requests_conform(workdir: Path, study_key: str, answer: str, backend_id: str,
                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """Every request shape a study plans (re-asks included) conforms to the provider's schema."""
     case = CASES[backend_id]
     _guard(case)
     study = study_for(workdir, study_key, answer, backend_id)
-    if isinstance(study, str):
-        pytest.skip(f"psyq refuses it: {study}")
+    assert isinstance(study, Study), f"psyq refuses a combination no rule of REFUSAL_RULES names: {study}"
     trials, study = _study_requests(workdir, study_key, answer, backend_id)
     backend = _backend(study, backend_id)
     bodies = _bodies(backend, trials)
@@ -716,14 +746,40 @@ def test_perturbed_prompt_requests_conform(workdir: Path, study_key: str, backen
     case = CASES[backend_id]
     _guard(case)
     answer = "logprobs" if study_key == "rating" and case.config["kind"] != "anthropic" else "text"
+    assert not refusals(study_key, answer, backend_id)
     study = study_for(workdir, study_key, answer, backend_id)
-    if isinstance(study, str):
-        pytest.skip(f"psyq refuses it: {study}")
+    assert isinstance(study, Study), f"psyq refuses a combination no rule of REFUSAL_RULES names: {study}"
     variant = perturb_study_prompts(study, PROMPT_NOISE, perturbation)
     backend = _backend(variant, backend_id)
     bodies = _bodies(backend, distinct_requests(_planned(variant, backend)))
     problems = _check_case(case, backend, bodies, f"{study_key}/{perturbation}", monkeypatch)
     assert not problems, "\n".join(sorted(set(problems))[:20])
+
+
+# --- what psyq refuses ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("rule", list(REFUSAL_RULES))
+def test_psyq_refuses_what_a_rule_names(workdir: Path, rule: str) -> None:
+    """Every combination of the grid a rule names (those left out of the conformance tests) is
+    refused when the study loads, in psyq's words for that rule; so a combination psyq starts to
+    accept fails here instead of going untested."""
+    applies, words = REFUSAL_RULES[rule]
+    named = [combination for combination in GRID if applies(*combination)]
+    assert named, f"rule {rule} names no combination of the grid"
+    for combination in named:
+        _guard(CASES[combination[2]])
+        refused = _load(workdir, combination[0], combination[1], (combination[2],))
+        assert isinstance(refused, str), f"{'/'.join(combination)}: psyq loads it, but rule {rule} says it is refused"
+        if refusals(*combination) == [rule]:
+            assert words in refused, f"{'/'.join(combination)}: {refused}"
+        else:   # several rules apply: psyq names at least one of them
+            assert any(REFUSAL_RULES[r][1] in refused for r in refusals(*combination)), f"{'/'.join(combination)}: {refused}"
+
+
+def test_the_backends_without_logprobs_are_those_of_the_capability_table() -> None:
+    """NO_LOGPROBS (which judge and study combinations are not generated) is what psyq's
+    capability table says of each backend."""
+    assert {case.id for case in BACKENDS if not _has_logprobs(_online_backend(case))} == NO_LOGPROBS
 
 
 # --- judges and rewrites ------------------------------------------------------------------------
@@ -759,8 +815,13 @@ def _judged(workdir: Path, rubric_id: str) -> tuple:
     return rubric, judge_tasks(rubric, answers, {inst.id: inst for inst in study.instruments})[:20]
 
 
-@pytest.mark.parametrize("backend_id", ONLINE)
-@pytest.mark.parametrize("answer", ANSWERS)
+# Judge requests with answer: logprobs are generated only for backends with log probabilities: a
+# study refuses the others (rule no_logprobs); judge_run and judge_targets do not check.
+JUDGES = [pytest.param(answer, backend_id, id=f"{answer}-{backend_id}") for answer in ANSWERS for backend_id in ONLINE
+          if not (answer == "logprobs" and backend_id in NO_LOGPROBS)]
+
+
+@pytest.mark.parametrize("answer, backend_id", JUDGES)
 @pytest.mark.parametrize("rubric_id", list(SINGLE_RUBRICS))
 def test_judge_requests_conform(workdir: Path, rubric_id: str, answer: str, backend_id: str,
                                 monkeypatch: pytest.MonkeyPatch) -> None:
@@ -769,12 +830,11 @@ def test_judge_requests_conform(workdir: Path, rubric_id: str, answer: str, back
     The CLI builds judges of kind local or openai only (engine/cli/ `helper_backend`); an
     Anthropic judge is what :func:`psyq.engine.judging.answer_judge.judge_run` would send with such a config.
     `judge_run` itself does not refuse `logprobs` for Anthropic (only study loading does): that
-    combination is skipped here as psyq's study validation would refuse it."""
+    combination is not generated (JUDGES), as psyq's study validation would refuse it."""
     case = CASES[backend_id]
     _guard(case)
     backend = _online_backend(case)
-    if answer == "logprobs" and not _has_logprobs(backend):
-        pytest.skip(f"{backend_id}: no log probabilities (refused for studies; judge_run does not check)")
+    assert answer != "logprobs" or _has_logprobs(backend)
     rubric, tasks = _judged(workdir, rubric_id)
     assert tasks, f"{rubric_id}: no answers to judge"
     bodies = [(t.trial_id, backend.payload(judge_request(rubric, t, answer, backend.top_logprobs))) for t in tasks]
@@ -782,8 +842,7 @@ def test_judge_requests_conform(workdir: Path, rubric_id: str, answer: str, back
     assert not problems, "\n".join(sorted(set(problems))[:20])
 
 
-@pytest.mark.parametrize("backend_id", ONLINE)
-@pytest.mark.parametrize("answer", ANSWERS)
+@pytest.mark.parametrize("answer, backend_id", JUDGES)
 @pytest.mark.parametrize("rubric_id", MULTI_RUBRICS)
 def test_target_judge_requests_conform(rubric_id: str, answer: str, backend_id: str,
                                        monkeypatch: pytest.MonkeyPatch) -> None:
@@ -791,8 +850,7 @@ def test_target_judge_requests_conform(rubric_id: str, answer: str, backend_id: 
     case = CASES[backend_id]
     _guard(case)
     backend = _online_backend(case)
-    if answer == "logprobs" and not _has_logprobs(backend):
-        pytest.skip(f"{backend_id}: no log probabilities (refused for studies; judge_targets does not check)")
+    assert answer != "logprobs" or _has_logprobs(backend)
     rubric = load_multi_rubric(RUBRICS / f"{rubric_id}.yaml")
     instrument = load_study(ROOT / "studies" / "rated_replies.yaml").instruments[0]
     bodies = []

@@ -20,14 +20,15 @@ from psyq.engine.backends.base import ChatRequest
 from psyq.engine.administer.run import administer
 from psyq.engine.design.study import load_study
 from stub_server import StubServer
+from cli_helper import psyq_in_process
 
 ROOT = Path(__file__).resolve().parents[1]
 MINI = ROOT / "tests" / "data" / "mini_1to7.yaml"   # 4 items, scale 1–7
 
 
 def psyq(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "psyq.engine.cli", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300)
+    """`psyq ARGS` run in this process (tests/cli_helper.py)."""
+    return psyq_in_process(*args)
 
 
 def posts(stub: StubServer) -> list:

@@ -1,4 +1,5 @@
-"""`psyq report` end to end: a run produced over real HTTP (stub server), then the CLI report.
+"""`psyq report` end to end: a run produced over real HTTP (stub server), then the CLI report (run
+by psyq's main() in this process, tests/cli_helper.py; one test starts the command as a process).
 
 What the report says is computed by the analysis modules (tested against independent
 computations in their own test files); here we check that every section is there, that the
@@ -20,14 +21,15 @@ import pandas as pd
 import pytest
 import yaml
 
-from psyq.analysis.report.readings import norm_readings
-from psyq.analysis.statistics.norms import compare_with_norms
 from psyq.analysis.report import Section, build_sections, render_html
+from psyq.analysis.report.readings import norm_readings
 from psyq.analysis.report.sections.instrument import fidelity_readings
 from psyq.analysis.scoring.human_data import human_data
 from psyq.analysis.scoring.scores import score_answers
+from psyq.analysis.statistics.norms import compare_with_norms
 from psyq import administer, export_table, load_study, open_run_dir
 from psyq.engine.results.export import run_instruments
+from cli_helper import psyq_in_process
 from stub_server import StubServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,8 +62,7 @@ def test_report_has_every_section_and_embedded_figures(run_dir, tmp_path):
     humans = pd.DataFrame({str(i): [(r * i + r // 3) % 5 for r in range(30)] for i in range(1, 29)})
     humans.insert(0, "respondent_id", [f"h{r}" for r in range(30)])
     humans.to_csv(tmp_path / "humans.csv", index=False)
-    out = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "report", str(run_dir), "--out", str(tmp_path),
-                          "--human", f"iri={tmp_path / 'humans.csv'}"], cwd=ROOT, capture_output=True, text=True)
+    out = psyq_in_process("report", run_dir, "--out", tmp_path, "--human", f"iri={tmp_path / 'humans.csv'}")
     assert out.returncode == 0, out.stderr
     html = (tmp_path / "report.html").read_text()
     md = (tmp_path / "report.md").read_text()
@@ -89,8 +90,7 @@ def test_report_has_every_section_and_embedded_figures(run_dir, tmp_path):
     keyed = humans.copy()
     keyed[reversed_items] = 4 - keyed[reversed_items]
     keyed.to_csv(tmp_path / "keyed.csv", index=False)
-    out = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "report", str(run_dir), "--out", str(tmp_path / "k"),
-                          "--human", f"iri={tmp_path / 'keyed.csv'}:keyed"], cwd=ROOT, capture_output=True, text=True)
+    out = psyq_in_process("report", run_dir, "--out", tmp_path / "k", "--human", f"iri={tmp_path / 'keyed.csv'}:keyed")
     assert out.returncode == 0, out.stderr
     md_keyed = (tmp_path / "k" / "report.md").read_text()
     section = lambda text: text[text.index("*Cohort against human respondents*"):text.index("## Construct validity")]
@@ -106,10 +106,23 @@ def _pattern_humans(path: Path) -> Path:
     return path
 
 
-def test_a_small_cohort_gets_sentences_not_tables_of_dashes(run_dir, tmp_path):
+@pytest.fixture(scope="module")
+def human_sections(run_dir, tmp_path_factory) -> list[Section]:
+    """The report's sections of the run against the 30 pattern people, built once for the module."""
+    humans = _pattern_humans(tmp_path_factory.mktemp("humans") / "humans.csv")
+    return build_sections(run_dir, people=human_data({"iri": humans}))[1]
+
+
+@pytest.fixture(scope="module")
+def plain_sections(run_dir) -> list[Section]:
+    """The report's sections of the run alone, built once for the module."""
+    return build_sections(run_dir)[1]
+
+
+def test_a_small_cohort_gets_sentences_not_tables_of_dashes(human_sections):
     """17 respondents and 30 people: what cannot be estimated is one sentence with its reason, never
     a table or a chart without a value."""
-    _, sections = build_sections(run_dir, people=human_data({"iri": _pattern_humans(tmp_path / "humans.csv")}))
+    sections = human_sections
     by_title = {s.title: s for s in sections}
     validity = by_title["Construct validity against human data"]
     assert [c for c, _ in validity.tables + validity.figures if "congruence" in c.lower()] == []
@@ -128,8 +141,8 @@ def test_a_small_cohort_gets_sentences_not_tables_of_dashes(run_dir, tmp_path):
         "(at least 30 per group needed)."]
 
 
-def test_report_captions_begin_with_a_capital_and_numbers_carry_a_true_minus(run_dir, tmp_path):
-    _, sections = build_sections(run_dir, people=human_data({"iri": _pattern_humans(tmp_path / "humans.csv")}))
+def test_report_captions_begin_with_a_capital_and_numbers_carry_a_true_minus(human_sections):
+    sections = human_sections
     captions = [c for s in sections for c, _ in s.tables + s.figures]
     assert len(captions) > 20 and [c for c in captions if not c[:1].isupper()] == []
     readings = [r for s in sections for r in s.readings]
@@ -140,8 +153,8 @@ def test_report_captions_begin_with_a_capital_and_numbers_carry_a_true_minus(run
             "ratio 0.28 (Brown–Forsythe p .012). φ not estimable: no proper one-factor solution.") in readings
 
 
-def test_norm_curves_of_the_report_stay_within_the_subscales_possible_scores(run_dir):
-    _, sections = build_sections(run_dir)
+def test_norm_curves_of_the_report_stay_within_the_subscales_possible_scores(plain_sections):
+    sections = plain_sections
     figures = [f for s in sections for c, f in s.figures if c.startswith("Cohort scores over the norm distribution")]
     assert len(figures) == 4                  # PT, FS, EC, PD: 7 items of 0–4 each
     for fig in figures:
@@ -163,8 +176,8 @@ def test_full_tables_print_negative_numbers_with_a_true_minus():
     assert "\u22120.25" in full and "-0.25" not in full
 
 
-def test_reliability_says_a_negative_alpha_means_the_subscale_does_not_hang_together(run_dir):
-    _, sections = build_sections(run_dir)
+def test_reliability_says_a_negative_alpha_means_the_subscale_does_not_hang_together(plain_sections):
+    sections = plain_sections
     readings = next(s for s in sections if s.title == "Reliability").readings
     alphas = {r.split(":")[0]: r.split("Cronbach's α = ")[1].split(" ")[0] for r in readings if "Cronbach's α = " in r}
     # The stub's answers are hashed digits, unrelated across items: α scatters around 0.
@@ -177,14 +190,14 @@ def test_reliability_says_a_negative_alpha_means_the_subscale_does_not_hang_toge
 def test_report_reads_human_data_through_a_codebook_and_warns_of_keying(run_dir, tmp_path):
     # The Briganti file as it comes (davi1 ... davi28, gender F/M, stored keyed), with a codebook that
     # names the columns and maps the labels but does not declare it keyed: read, and warned about.
-    import shutil
-
-    shutil.copy(ROOT / "instruments" / "data" / "iri_briganti2018_keyed.csv", tmp_path / "people.csv")
+    # Its first 300 people (the lines as written): what is checked is the reading and the warning,
+    # and the report's models are fitted to 300 people rather than 1,973.
+    lines = (ROOT / "instruments" / "data" / "iri_briganti2018_keyed.csv").read_text().splitlines(keepends=True)
+    (tmp_path / "people.csv").write_text("".join(lines[:301]))
     (tmp_path / "book.yaml").write_text("psyq: codebook/1\ncolumns:\n  items: \"davi{id}\"\n"
                                         "values:\n  gender: {F: female, M: male}\n")
-    out = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "report", str(run_dir), "--out", str(tmp_path / "r"),
-                          "--human", f"iri={tmp_path / 'people.csv'}", "--codebook", f"iri={tmp_path / 'book.yaml'}"],
-                         cwd=ROOT, capture_output=True, text=True)
+    out = psyq_in_process("report", run_dir, "--out", tmp_path / "r", "--human", f"iri={tmp_path / 'people.csv'}",
+                          "--codebook", f"iri={tmp_path / 'book.yaml'}")
     assert out.returncode == 0, out.stderr
     assert "warning: human data: " in out.stderr and "look ALREADY KEYED" in out.stderr
     md = (tmp_path / "r" / "report.md").read_text()
@@ -193,14 +206,14 @@ def test_report_reads_human_data_through_a_codebook_and_warns_of_keying(run_dir,
 
 
 def test_report_on_a_non_run_is_a_clean_error(tmp_path):
+    # The command as a process of its own: exit code 2 and no traceback.
     out = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "report", str(tmp_path)], cwd=ROOT,
                          capture_output=True, text=True)
     assert out.returncode == 2 and "not a run directory" in out.stderr and "Traceback" not in out.stderr
 
 
 def test_report_compares_every_norm_sample_and_says_who_matched(run_dir, tmp_path):
-    out = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "report", str(run_dir), "--out", str(tmp_path)],
-                         cwd=ROOT, capture_output=True, text=True)
+    out = psyq_in_process("report", run_dir, "--out", tmp_path)
     assert out.returncode == 0, out.stderr
     md = (tmp_path / "report.md").read_text()
     # 16 personas with a gender + the baseline without one: the baseline matches no group.
@@ -218,14 +231,12 @@ def test_report_compares_every_norm_sample_and_says_who_matched(run_dir, tmp_pat
 
 
 def test_report_norms_option_restricts_and_says_what_was_left_out(run_dir, tmp_path):
-    out = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "report", str(run_dir), "--out", str(tmp_path),
-                          "--norms", "briganti2018"], cwd=ROOT, capture_output=True, text=True)
+    out = psyq_in_process("report", run_dir, "--out", tmp_path, "--norms", "briganti2018")
     assert out.returncode == 0, out.stderr
     md = (tmp_path / "report.md").read_text()
     assert "the briganti2018 norm for women" in md and "the davis1980 norm" not in md
     assert "NOT COMPARED: left out by the choice of norm samples" in md
-    bad = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "report", str(run_dir), "--out", str(tmp_path),
-                          "--norms", "davis1981"], cwd=ROOT, capture_output=True, text=True)
+    bad = psyq_in_process("report", run_dir, "--out", tmp_path, "--norms", "davis1981")
     assert bad.returncode == 2 and "no such norm sample: davis1981" in bad.stderr and "Traceback" not in bad.stderr
 
 

@@ -1,7 +1,8 @@
 """Nothing a server, a file or a second process does can crash a run, lose an answer or cost twice.
 
-Real HTTP over loopback against tests/stub_server.py, real SQLite, `psyq` in subprocesses where
-the exit code or the printed text is what is checked. Expected statuses are derived by hand
+Real HTTP over loopback against tests/stub_server.py, real SQLite, `psyq` run by its main() in
+this process (tests/cli_helper.py) where the exit code or the printed text is what is checked, in
+subprocesses where two processes or everything a process prints (a secret never echoed) is. Expected statuses are derived by hand
 from what each pathological reply kind is (see the table in the first test), and expected
 values from the stub's own answer rule (``stub_server.default_answer``), not from the code
 under test.
@@ -27,6 +28,7 @@ from psyq.engine.backends.endpoint import base_url_problem, key_env_problem, nor
 from psyq.engine.trials.parsing import parse_json_rating, parse_rating
 from psyq.engine.administer.run import administer
 from psyq.engine.design.study import load_study
+from cli_helper import psyq_in_process
 from stub_server import PATHOLOGICAL_KINDS, StubServer, default_answer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,8 +55,13 @@ def write_study(tmp: Path, url: str, *, n_personas: int = 2, protocol: dict | No
 
 
 def psyq(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "psyq.engine.cli", *args], cwd=ROOT, capture_output=True, text=True,
-                          env=env)
+    """`psyq ARGS` run in this process (tests/cli_helper.py): its exit code and printed text."""
+    return psyq_in_process(*args, env=env)
+
+
+def psyq_process(*args: str) -> subprocess.CompletedProcess:
+    """`psyq ARGS` as a process of its own: everything it prints, wherever from."""
+    return subprocess.run([sys.executable, "-m", "psyq.engine.cli", *args], cwd=ROOT, capture_output=True, text=True)
 
 
 def chat_posts(stub: StubServer) -> list:
@@ -245,7 +252,8 @@ def test_a_secret_in_the_wrong_place_is_refused_and_never_echoed(tmp_path, where
     else:
         study = write_study(tmp_path, url)
         extra = ["--base-url", url, "--model", "m", "--api-key-env", SECRET]
-    outputs = [psyq("validate", str(study)), psyq("run", str(study), "--runs-dir", str(tmp_path / "runs"), *extra)]
+    outputs = [psyq_process("validate", str(study)),
+               psyq_process("run", str(study), "--runs-dir", str(tmp_path / "runs"), *extra)]
     for out in outputs[1:] if where == "cli" else outputs:
         assert out.returncode == EXIT_BAD_INPUT, out.stderr
         assert SECRET not in out.stdout + out.stderr and "Traceback" not in out.stderr

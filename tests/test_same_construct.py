@@ -2,7 +2,7 @@
 
 End to end: 120 sampled personas answer the IRI over real HTTP (the stub server, answering as a
 simulated respondent with one latent trait per IRI subscale), then `psyq report --human
-iri=<shipped Briganti file>:keyed` against the 1,973 people. The section's numbers must be those
+iri=<shipped Briganti file>:keyed` (run in this process, tests/cli_helper.py) against the 1,973 people. The section's numbers must be those
 of the analysis functions called here directly on the exported answers and the CSV (an
 independent path through the data: export table + pandas, not the report's own readers). The
 statistics themselves are checked against lavaan's published figures and by parameter recovery
@@ -15,8 +15,6 @@ import asyncio
 import hashlib
 import math
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +27,7 @@ from psyq.analysis.statistics.invariance import measurement_invariance
 from psyq.analysis.report.sections.same_construct import construct_section, factor_structure
 from psyq.engine.design.instrument import load_instrument
 from psyq.engine.trials.scoring import keyed_answers
+from cli_helper import psyq_in_process
 from stub_server import StubServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -95,8 +94,7 @@ def _answers_by_hand(run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def test_report_shows_invariance_irt_and_dif_against_the_briganti_people(run_dir, tmp_path):
-    out = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "report", str(run_dir), "--out", str(tmp_path),
-                          "--human", f"iri={BRIGANTI}:keyed"], cwd=ROOT, capture_output=True, text=True)
+    out = psyq_in_process("report", run_dir, "--out", tmp_path, "--human", f"iri={BRIGANTI}:keyed")
     assert out.returncode == 0, out.stderr
     md = (tmp_path / "report.md").read_text()
     html = (tmp_path / "report.html").read_text()

@@ -1,13 +1,12 @@
 """The JSON Schema that editors use must match the loader, and accept what the loader accepts."""
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import jsonschema
 import pytest
 import yaml
+from cli_helper import psyq_in_process
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA_FILE = ROOT / "instruments" / "instrument.schema.json"
@@ -15,8 +14,7 @@ SHIPPED = sorted((ROOT / "instruments").glob("*.yaml")) + [ROOT / "tests" / "dat
 
 
 def test_committed_schema_is_what_psyq_schema_prints():
-    printed = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "schema"], cwd=ROOT,
-                             capture_output=True, text=True, check=True).stdout
+    printed = psyq_in_process("schema", check=True).stdout
     assert json.loads(printed) == json.loads(SCHEMA_FILE.read_text()), \
         "instruments/instrument.schema.json is stale: regenerate with `psyq schema > instruments/instrument.schema.json`"
 
@@ -40,8 +38,7 @@ STUDY_SCHEMA = ROOT / "studies" / "study.schema.json"
 
 
 def test_committed_study_schema_is_what_psyq_schema_study_prints():
-    printed = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "schema", "study"], cwd=ROOT,
-                             capture_output=True, text=True, check=True).stdout
+    printed = psyq_in_process("schema", "study", check=True).stdout
     assert json.loads(printed) == json.loads(STUDY_SCHEMA.read_text()), \
         "studies/study.schema.json is stale: regenerate with `psyq schema study > studies/study.schema.json`"
 
@@ -55,8 +52,7 @@ COHORT_SCHEMA = ROOT / "personas" / "cohort.schema.json"
 
 
 def test_committed_cohort_schema_is_what_psyq_schema_cohort_prints():
-    printed = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "schema", "cohort"], cwd=ROOT,
-                             capture_output=True, text=True, check=True).stdout
+    printed = psyq_in_process("schema", "cohort", check=True).stdout
     assert json.loads(printed) == json.loads(COHORT_SCHEMA.read_text()), \
         "personas/cohort.schema.json is stale: regenerate with `psyq schema cohort > personas/cohort.schema.json`"
 

@@ -19,13 +19,15 @@ import pytest
 from psyq.analysis.scoring.score_table import spss_names
 from psyq import export_table
 from runs_helper import make_mini_run
+from cli_helper import psyq_in_process
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
 
 
 def psyq(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "psyq.engine.cli", *args], cwd=ROOT, capture_output=True, text=True)
+    """`psyq ARGS` run in this process (tests/cli_helper.py)."""
+    return psyq_in_process(*args)
 
 
 @pytest.fixture(scope="module")

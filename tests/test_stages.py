@@ -29,6 +29,7 @@ from psyq.engine.design.situations import load_situations
 from psyq.engine.administer.stages import PLACEHOLDER, evoke_text, plan_chains, preview_trials
 from psyq.engine.design.study import load_study
 from stub_server import StubServer
+from cli_helper import psyq_in_process
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "stages"
@@ -180,9 +181,7 @@ def test_plan_preview_shows_history_with_placeholders(tmp_path):
     assert [m["role"] for m in last] == ["system", "user", "assistant", "user", "assistant", "user"]
     assert last[2]["content"] == PLACEHOLDER.format(k=0) and last[4]["content"] == PLACEHOLDER.format(k=1)
     assert last[3]["content"] == evoke_text(situation)
-    out = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "plan", str(tmp_path / "study.yaml"), "--tokenizer",
-                          "approximate", "--runs-dir", str(tmp_path / "runs")], cwd=ROOT, capture_output=True,
-                         text=True)
+    out = psyq_in_process("plan", tmp_path / "study.yaml", "--tokenizer", "approximate", "--runs-dir", tmp_path / "runs")
     assert out.returncode == 0, out.stderr
     assert "<reply of stage 1>" in out.stdout and "placeholders" in out.stdout
 
@@ -226,8 +225,7 @@ def test_stage_checks_name_the_line(tmp_path):
 
 def test_cli_validate_exit_2_with_file_line_column(tmp_path):
     path = write_study(tmp_path, "http://127.0.0.1:9/v1", stages=[{"measure": "mini"}, {"measure": "mini"}])
-    out = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "validate", str(path)], cwd=ROOT, capture_output=True,
-                         text=True)
+    out = psyq_in_process("validate", path)
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert f"{path}:" in out.stderr and "evoke" in out.stderr
 
@@ -254,13 +252,11 @@ def test_situation_set_loader_and_errors(tmp_path):
     found = {(p.line, p.message.split(" (")[0]) for p in err.value.problems}
     # Line 8 (the third situation) lacks text; the duplicate id is found only once the file parses.
     assert any(line == 8 for line, _ in found), found
-    out = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "schema", "situations"], cwd=ROOT, capture_output=True,
-                         text=True)
+    out = psyq_in_process("schema", "situations")
     assert out.returncode == 0 and json.loads(out.stdout)["title"] == "psyq situation set (format situations/1)"
     bad.write_text("psyq: situations/1\nid: x\ncontent_source: psyq\nsource: us\nsituations:\n"
                    "  - {id: a, emotion: joy, text: One}\n  - {id: a, emotion: joy, text: Two}\n")
-    out = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "validate", str(bad)], cwd=ROOT, capture_output=True,
-                         text=True)
+    out = psyq_in_process("validate", bad)
     assert out.returncode == 2 and f"{bad}:7:" in out.stderr and "used more than once" in out.stderr
 
 
@@ -349,8 +345,7 @@ def test_psyq_scores_of_a_staged_run_writes_the_scores_per_stage(tmp_path):
         study = load_study(write_study(tmp_path, stub.url))
         run_dir = asyncio.run(administer(study, tmp_path / "runs", log=lambda m: None)).run_dir.path
     out = tmp_path / "stage_scores.csv"
-    done = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "scores", str(run_dir), "--out", str(out)],
-                          cwd=ROOT, capture_output=True, text=True)
+    done = psyq_in_process("scores", run_dir, "--out", out)
     assert done.returncode == 0, done.stderr
     assert "one row per backend x respondent x repeat x situation x stage x subscale" in done.stderr
     with out.open() as handle:

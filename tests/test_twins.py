@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +22,7 @@ from psyq.analysis.report.readings import twin_match_reading
 from psyq.analysis.report.sections.twins import NO_RETEST, TITLE, twins_section
 from psyq.analysis.statistics.twins import match_twins, twin_agreement, twin_summary
 from psyq.engine.design.instrument import Instrument, load_instrument
+from cli_helper import psyq_in_process
 from stub_server import StubServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -324,8 +323,8 @@ def run_dir(tmp_path_factory) -> Path:
 
 
 def report(run_dir: Path, out: Path, *extra: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "report", str(run_dir), "--out", str(out), *extra],
-                          cwd=ROOT, capture_output=True, text=True)
+    """`psyq report` (run in this process, tests/cli_helper.py); the Markdown report."""
+    done = psyq_in_process("report", run_dir, "--out", out, *extra)
     assert done.returncode == 0, done.stderr
     return (out / "report.md").read_text()
 
@@ -377,9 +376,8 @@ def test_a_run_whose_personas_match_no_person_gets_no_twin_section(run_dir, tmp_
 
 def test_retest_without_its_human_file_is_an_error(run_dir, tmp_path):
     retest = write_answers(tmp_path / "retest.csv", RETESTS)
-    done = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "report", str(run_dir), "--out", str(tmp_path),
-                           "--retest", f"mini={retest}"], cwd=ROOT, capture_output=True, text=True)
-    assert done.returncode != 0 and "no --human file is given for it" in done.stderr
+    done = psyq_in_process("report", run_dir, "--out", tmp_path, "--retest", f"mini={retest}")
+    assert done.returncode == 2 and "no --human file is given for it" in done.stderr
 
 
 def test_twins_drawn_from_the_briganti_file_are_set_beside_their_people(tmp_path):
@@ -393,15 +391,14 @@ def test_twins_drawn_from_the_briganti_file_are_set_beside_their_people(tmp_path
     cohort = {"psyq": "cohort/1", "id": "twins", "from_data": {
         "file": str(BRIGANTI), "attributes": ["gender"], "twins": {"rows": 60, "seed": 4}}}
     (tmp_path / "cohort.yaml").write_text(yaml.safe_dump(cohort))
-    cli = [sys.executable, "-m", "psyq.engine.cli"]
-    assert subprocess.run([*cli, "validate", str(tmp_path / "cohort.yaml")], cwd=ROOT).returncode == 0
+    assert psyq_in_process("validate", tmp_path / "cohort.yaml").returncode == 0
     with StubServer(answer=simulated_respondent) as stub:
         (tmp_path / "study.yaml").write_text(yaml.safe_dump({
             "psyq": "study/1", "id": "twins_of_people", "instruments": [str(ROOT / "instruments" / "iri.yaml")],
             "cohort": "cohort.yaml",
             "backends": [{"id": "stub", "kind": "openai", "base_url": stub.url, "model": "stub-model", "concurrency": 8}],
             "protocol": {"answer": "text", "option_order": "as_written", "seed": 1}}))
-        plan = subprocess.run([*cli, "plan", str(tmp_path / "study.yaml")], cwd=ROOT, capture_output=True, text=True)
+        plan = psyq_in_process("plan", tmp_path / "study.yaml")
         assert plan.returncode == 0 and "1,680 requests to send" in plan.stdout      # 60 twins × 28 items
         result = asyncio.run(administer(load_study(tmp_path / "study.yaml"), tmp_path / "runs", log=lambda m: None))
     run = result.run_dir.path

@@ -3,7 +3,8 @@
 Each file in ``tests/fixtures/bad_instruments/`` breaks one thing and starts with one
 ``# expect: LINE:COL: field.path: message`` comment per problem it must produce, in order
 (without the ``error: FILE:`` prefix; a problem with no position is written ``# expect: message``).
-The test runs the real command line in a subprocess and compares standard error line by line.
+The tests run the command's main() in this process (tests/cli_helper.py) and compare standard error
+line by line; one bad file and the valid instrument are also checked with the command as a process.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from cli_helper import psyq_in_process
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "bad_instruments"
@@ -25,6 +28,12 @@ def expected_lines(path: Path) -> list[str]:
 
 
 def run_validate(*paths: Path) -> subprocess.CompletedProcess[str]:
+    """`psyq validate PATHS` run in this process (tests/cli_helper.py)."""
+    return psyq_in_process("validate", *paths)
+
+
+def run_validate_process(*paths: Path) -> subprocess.CompletedProcess[str]:
+    """`psyq validate PATHS` as a process of its own: what the user sees, imports included."""
     return subprocess.run([sys.executable, "-m", "psyq.engine.cli", "validate", *map(str, paths)],
                           cwd=ROOT, capture_output=True, text=True, timeout=60)
 
@@ -49,9 +58,17 @@ def test_bad_instrument_is_reported(path: Path) -> None:
     assert result.stderr.splitlines() == expected_lines(path)
 
 
+def test_bad_instrument_is_reported_by_the_command_as_a_process() -> None:
+    path = sorted(FIXTURES.glob("*.yaml"))[0]
+    result = run_validate_process(path)
+    assert "Traceback" not in result.stderr, result.stderr
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.splitlines() == expected_lines(path)
+
+
 def test_valid_instrument_passes() -> None:
     path = ROOT / "tests" / "data" / "mini_1to7.yaml"
-    result = run_validate(path)
+    result = run_validate_process(path)     # a process: nothing else on stderr, imports included
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
     assert result.stdout.splitlines() == [f"ok  {path}"]

@@ -33,6 +33,7 @@ from psyq.engine.files.codebook import WEIGHT_COLUMN, codebook_json_schema
 from psyq.engine.results.human_answers import read_answers_csv
 from psyq.engine.trials.scoring import score_wide
 from stub_server import StubServer
+from cli_helper import psyq_in_process
 
 ROOT = Path(__file__).resolve().parents[1]
 MINI = ROOT / "tests" / "data" / "mini_1to7.yaml"
@@ -46,7 +47,8 @@ REAL_WEIGHTS = RNG.lognormal(0.0, 0.6, HUMAN.size)
 
 
 def psyq(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "psyq.engine.cli", *args], cwd=ROOT, capture_output=True, text=True)
+    """`psyq ARGS` run in this process (tests/cli_helper.py)."""
+    return psyq_in_process(*args)
 
 
 def hand_welch_g(mc: float, vc: float, nc: float, mh: float, vh: float, nh: float) -> dict:
