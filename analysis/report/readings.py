@@ -14,7 +14,7 @@ import pandas as pd
 from psyq.engine.design.instrument import Instrument
 from psyq.engine.files.codebook import WEIGHT_COLUMN
 
-from psyq.analysis.report.apa import MINUS, fmt_r, p_clause
+from psyq.analysis.report.apa import fmt_num, fmt_r, p_clause
 from psyq.analysis.statistics.human_comparison import kish_n_eff
 from psyq.analysis.statistics.norms import CORRECTIONS, POOLED, verification_flag
 from psyq.analysis.statistics.twins import TwinMatch
@@ -83,19 +83,6 @@ def invariance_verdicts(frame: pd.DataFrame) -> list[str]:
     return sentences
 
 
-def _norm_p(p: float) -> str:
-    # As the norm table has always written it: "= .012" or "< .001" (no dash: p is finite here).
-    if p < 0.001:
-        return "< .001"
-    text = f"{p:.3f}"
-    return "= " + (text[1:] if text.startswith("0") else text)
-
-
-def _signed(x: float, digits: int) -> str:
-    text = f"{x:.{digits}f}"
-    return text.replace("-", MINUS) if float(text) != 0 else f"{0:.{digits}f}"
-
-
 def norm_reading(subscale: str, group: str, n: int, g: float, g_low: float, g_high: float,
             p_adj: float, tost_p: float, equivalent: bool | None, *, bound: float,
             correction: str = "holm", confidence: float = 0.95, sample: str | None = None,
@@ -132,12 +119,12 @@ def norm_reading(subscale: str, group: str, n: int, g: float, g_low: float, g_hi
     else:
         head = f"{subscale} is {size} SD {'above' if g > 0 else 'below'} {norm}"
     level = f"{confidence * 100:g} %"
-    stats_text = (f"g = {_signed(g, 2)}, {level} CI {_signed(g_low, 2)} to {_signed(g_high, 2)}, "
-                  f"{CORRECTIONS[correction]} p {_norm_p(p_adj)}")
+    stats_text = (f"g = {fmt_num(g)}, {level} CI {fmt_num(g_low)} to {fmt_num(g_high)}, "
+                  f"{CORRECTIONS[correction]} p {p_clause(p_adj)}")
     verdict = "equivalent" if equivalent else "equivalence"
     outcome = "" if equivalent else " not shown"
     return (f"{head} ({stats_text}); {verdict} within ±{bound:g} SD{outcome} "
-            f"(TOST p {_norm_p(tost_p)}){tail}.")
+            f"(TOST p {p_clause(tost_p)}){tail}.")
 
 
 def norm_readings(comparison: pd.DataFrame, *, bound: float, correction: str = "holm") -> list[str]:

@@ -101,7 +101,7 @@ STEPS = ("configural", "metric", "scalar")
 COLUMNS = ["step", "chi2", "df", "p", "cfi", "tli", "rmsea", "rmsea_low", "rmsea_high", "srmr", "n", "groups",
            "delta_chi2", "delta_df", "delta_p", "delta_cfi", "delta_rmsea", "delta_srmr", "estimable", "note"]
 METHOD = ("Multi-group CFA, normal-theory maximum likelihood with mean structure (lavaan's defaults: "
-          "likelihood 'normal', marker-variable identification), fitted by psyq.analysis.statistics.invariance "
+          "likelihood 'normal', marker-variable identification), fitted by psyq.measurement_invariance "
           "(numpy/scipy L-BFGS-B, analytic gradient); CFI/TLI against the independence model with free "
           "means and variances per group; RMSEA × sqrt(G) with 90 % CI; SRMR = lavaan's srmr_bentler "
           "(mean residuals included, groups weighted by N_g/N)")

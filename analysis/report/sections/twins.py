@@ -96,7 +96,7 @@ def twins_section(pairs: Mapping[str, tuple[Instrument, pd.DataFrame, pd.DataFra
             section.tables.append((f"Agreement per person: {inst_id}", _per_person(agreement)))
         else:
             section.readings.append(f"{inst_id}: the {len(match.matched)} persons' own values are not tabled here; "
-                                    "psyq.analysis.statistics.twins.twin_agreement gives them.")
+                                    "psyq.twin_agreement gives them.")
     return section
 
 
