@@ -93,7 +93,7 @@ def _commands(folder: dict, out: Path) -> dict[str, tuple[list, str | None]]:
         "report": (["report", folder["folder"]], "report.md"),
         "judge": (["judge", folder["folder"], "--rubric", "leas_level", *stub], None),
         "perturb": (["perturb", folder["folder"], "--set", "haleas7", *stub], None),
-        "rating-sheet": (["rating-sheet", folder["folder"], out / "sheet.csv", "--rubric", "empathy_ceb"], None),
+        "rating-sheet": (["rating-sheet", folder["folder"], out / "sheet.xlsx", "--rubric", "empathy_ceb"], None),
     }
 
 

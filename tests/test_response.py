@@ -9,7 +9,6 @@ test to the stored target texts), never from the code under test.
 from __future__ import annotations
 
 import asyncio
-import csv
 import json
 import signal
 import sqlite3
@@ -18,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+import openpyxl
 import pandas as pd
 import pytest
 
@@ -305,32 +305,36 @@ def test_a_bad_ratings_file_exits_2_and_writes_nothing(tmp_path, capsys, row, pr
 def test_the_rating_sheet_is_blind_shuffled_and_imports_back_filled_in(tmp_path, capsys):
     run_dir = replies_run(tmp_path)
     assert main(["import", "replies", str(REFERENCE_CSV), "--run", str(run_dir)]) == 0
-    sheet = tmp_path / "sheet.csv"
+    sheet = tmp_path / "sheet.xlsx"
     assert main(["rating-sheet", str(run_dir), str(sheet), "--rubric", "empathy_ceb", "--seed", "3"]) == 0
-    with sheet.open(newline="") as f:
-        rows = list(csv.DictReader(f))
+    rows = sheet_dicts(sheet)
     assert list(rows[0]) == ["rater_id", "response_id", "message", "reply"] + DIMENSIONS
     assert len(rows) == 19 and all(r["cognitive"] == "" and r["rater_id"] == "" for r in rows)
-    text = sheet.read_text().lower()
+    text = " ".join(v for r in rows for v in r.values()).lower()
     assert "clinician" not in text and "ottoline" not in text and "reference" not in text
     with RunStore(run_dir / "run.sqlite") as store:
         targets = read_targets(store)
     source = dict(zip(targets["response_id"], targets["source"]))
     ref_rows = [k for k, r in enumerate(rows) if source[r["response_id"]] == "reference"]
     assert ref_rows != [0, 1, 2] and ref_rows != [16, 17, 18]   # not grouped at either end
-    # Filled in by a made-up rater (levels by a rule of ours), it imports as it is.
-    for k, r in enumerate(rows):
-        r.update(rater_id="h9", cognitive=str(1 + k % 3), emotional="2", behavioural="3")
-    with sheet.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    # Filled in by a made-up rater (levels by a rule of ours, typed as numbers), it imports as it is.
+    book = openpyxl.load_workbook(sheet)
+    for k, row in enumerate(book["ratings"].iter_rows(min_row=2)):
+        row[0].value, row[4].value, row[5].value, row[6].value = "h9", 1 + k % 3, 2, 3
+    book.save(sheet)
     assert main(["import", "ratings", str(sheet), "--run", str(run_dir), "--rubric", "empathy_ceb"]) == 0
     with RunStore(run_dir / "run.sqlite") as store:
         ratings = read_ratings(store, "empathy_ceb")
     assert len(ratings) == 19 * 3
     got = ratings[ratings["dimension"] == "cognitive"].set_index("response_id")["level"]
     assert all(got[r["response_id"]] == 1 + k % 3 for k, r in enumerate(rows))
+
+
+def sheet_dicts(sheet: Path) -> list[dict[str, str]]:
+    """The rows of a rating sheet (.xlsx) as dicts of text, empty cells as ''."""
+    ws = openpyxl.load_workbook(sheet)["ratings"]
+    header, *rows = [[c.value for c in row] for row in ws.iter_rows()]
+    return [{h: "" if v is None else v for h, v in zip(header, row)} for row in rows]
 
 
 def test_sigkill_mid_judge_then_rerun_never_asks_a_stored_rating_again(tmp_path):
@@ -404,7 +408,7 @@ def test_a_perturbed_copy_of_a_reference_reply_does_not_block_its_reimport(tmp_p
 def test_the_rating_sheet_leaves_perturbed_texts_out_unless_asked(tmp_path, capsys):
     # 16 persona replies; one perturbed copy of the first added by hand: 16 rows by default, 17 with the flag.
     run_dir = replies_run(tmp_path)
-    sheet = tmp_path / "sheet.csv"
+    sheet = tmp_path / "sheet.xlsx"
     assert main(["rating-sheet", str(run_dir), str(sheet), "--rubric", "empathy_ceb"]) == 0
     with RunStore(run_dir / "run.sqlite") as store:
         first = read_targets(store).iloc[0]
@@ -412,7 +416,7 @@ def test_the_rating_sheet_leaves_perturbed_texts_out_unless_asked(tmp_path, caps
                                         text=first["text"])
         put_targets(store, [original.perturbed("shout", first["text"].upper())])
     assert main(["rating-sheet", str(run_dir), str(sheet), "--rubric", "empathy_ceb"]) == 0
-    assert len(list(csv.DictReader(sheet.open(newline="")))) == len(PERSONAS) * N_MESSAGES
+    assert len(sheet_dicts(sheet)) == len(PERSONAS) * N_MESSAGES
     assert main(["rating-sheet", str(run_dir), str(sheet), "--rubric", "empathy_ceb", "--with-perturbed"]) == 0
-    rows = list(csv.DictReader(sheet.open(newline="")))
+    rows = sheet_dicts(sheet)
     assert len(rows) == len(PERSONAS) * N_MESSAGES + 1 and first["text"].upper() in {r["reply"] for r in rows}

@@ -212,7 +212,7 @@ def _arguments_perturb(p: argparse.ArgumentParser) -> None:
 
 def _arguments_rating_sheet(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", help=RUN_HELP)
-    p.add_argument("out", help="the CSV sheet to write")
+    p.add_argument("out", help="the sheet to write, an .xlsx whose every cell is text (never a formula)")
     p.add_argument("--rubric", required=True, help="rubric/2 file or shipped name whose dimensions are rated "
                                                    "(e.g. empathy_ceb)")
     p.add_argument("--seed", type=int, default=0, help="seed of the shuffled row order (default: 0)")
@@ -224,5 +224,5 @@ def _arguments_rating_sheet(p: argparse.ArgumentParser) -> None:
 COMMANDS = {
     "judge": (cmd_judge, "score a run's free-text answers with a judge model and a rubric", _arguments_judge),
     "perturb": (cmd_perturb, "add perturbed versions of a run's rating targets (typos, leetspeak, rewrites ...)", _arguments_perturb),
-    "rating-sheet": (cmd_rating_sheet, "write a blind CSV sheet of a run's replies for people to rate on a rubric", _arguments_rating_sheet),
+    "rating-sheet": (cmd_rating_sheet, "write a blind .xlsx sheet of a run's replies for people to rate on a rubric", _arguments_rating_sheet),
 }

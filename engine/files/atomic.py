@@ -21,11 +21,20 @@ def write_text_atomic(path: str | Path, text: str) -> None:
     Example:
         >>> write_text_atomic("runs/x/manifest.json", "{}")  # doctest: +SKIP
     """
+    write_bytes_atomic(path, text.replace("\n", os.linesep).encode("utf-8"))   # as a file opened in text mode
+
+
+def write_bytes_atomic(path: str | Path, data: bytes) -> None:
+    """Write `data` to `path` atomically (see the module docstring), e.g. a workbook.
+
+    Example:
+        >>> write_bytes_atomic("sheet.xlsx", b"PK")  # doctest: +SKIP
+    """
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)

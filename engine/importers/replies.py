@@ -8,14 +8,18 @@ store (:mod:`psyq.engine.store.ratings`), under the run's lock:
   rates blind beside the persona replies. Columns: ``reply_id``, ``item_id``, ``text``, optional
   ``instrument`` (needed only when two response instruments share an item id), ``source`` and
   ``author`` (kept in the target's detail, never shown to a judge).
-- ``psyq import ratings FILE.csv --run RUN --rubric ID``: people's ratings of targets, long
+- ``psyq import ratings FILE --run RUN --rubric ID``: people's ratings of targets, long
   (columns ``rater_id``, ``response_id``, ``dimension``, ``score``) or as the filled-in rating
-  sheet of ``psyq rating-sheet`` (``rater_id``, ``response_id`` and one column per dimension).
+  sheet of ``psyq rating-sheet`` (``rater_id``, ``response_id`` and one column per dimension),
+  in a CSV or in the sheet's own .xlsx (:func:`psyq.engine.judging.rating_sheet.read_rating_workbook`).
   Each score must be a level of its dimension; an empty score is stored as ``missing`` (level
-  NULL), never guessed.
+  NULL), never guessed. Where the file has the sheet's ``reply`` column, each reply must still be
+  the text psyq stored for its ``response_id`` (exactly in a workbook but for line ends; up to
+  surrounding spaces in a CSV, whose cells are stripped): a rating belongs to the text that was
+  rated. The ratings are stored by ``response_id``, so they join the stored text, never the sheet's.
 
-Every problem of a file is reported as ``file:line:column: field: what`` (exit 2) and then
-nothing at all is written.
+Every problem of a file is reported as ``file:line:column: field: what`` (in a workbook the
+cell's address: ``sheet.xlsx:ratings!C7: field: what``; exit 2) and then nothing at all is written.
 
 Example:
     >>> ReferenceRepliesImporter().produces, HumanRatingsImporter().name
@@ -25,6 +29,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import re
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping
@@ -38,10 +43,12 @@ from psyq.engine.kinds.response.rubrics import MultiRubric
 from psyq.engine.importers.base import Importer
 from psyq.engine.importers.draft import is_id
 from psyq.engine.importers.emotionbench import Converted
+from psyq.engine.judging.rating_sheet import SheetTable, read_rating_workbook
 
 REPLY_COLUMNS = ("reply_id", "item_id", "text")
 REPLY_OPTIONAL = ("instrument", "source", "author")
 RATING_COLUMNS = ("rater_id", "response_id", "dimension", "score")
+_LINE_END = re.compile(r"\r\n?")
 
 
 def _where(table: CsvTable, row: int, column: str) -> tuple[str, int, int]:
@@ -50,8 +57,28 @@ def _where(table: CsvTable, row: int, column: str) -> tuple[str, int, int]:
 
 
 def _cell_problem(table: CsvTable, row: int, column: str, message: str) -> Problem:
+    if isinstance(table, SheetTable):
+        return Problem(table.address(row, column), None, None, column, message)
     file, line, col = _where(table, row, column)
     return Problem(file, line, col, column, message)
+
+
+def _header_problem(table: CsvTable, message: str) -> InputError:
+    """An error of the header row: line 1 of a CSV, row 1 of a sheet."""
+    if isinstance(table, SheetTable):
+        return InputError.single(table.address(None), message)
+    return InputError.single(table.file, message, line=1)
+
+
+def read_ratings_table(path: str | Path, required: tuple[str, ...]) -> CsvTable:
+    """A ratings file as a table: the rating sheet's .xlsx, else a CSV."""
+    suffix = Path(path).suffix.lower()
+    if suffix == ".xlsx":
+        return read_rating_workbook(path, required)
+    if suffix in (".xls", ".ods", ".xlsm", ".numbers"):
+        raise InputError.single(path, f"psyq reads a ratings sheet as .xlsx or CSV, not {suffix}; save it as "
+                                      "Excel workbook (.xlsx)")
+    return read_csv_table(path, required=required)
 
 
 def read_reference_replies(path: str | Path, instruments: Mapping[str, Instrument],
@@ -124,10 +151,11 @@ def _levels_message(levels: list[int]) -> str:
     return f"must be one of the levels {', '.join(map(str, levels))}"
 
 
-def read_human_ratings(path: str | Path, rubric: MultiRubric, known: set[str]) -> list[Rating]:
-    """People's ratings in a CSV (long, or the filled-in rating sheet: see the module doc) as
-    ``ratings`` rows, every score checked against its dimension's levels and every response_id
-    against the run's targets (`known`).
+def read_human_ratings(path: str | Path, rubric: MultiRubric, known: set[str] | Mapping[str, str]) -> list[Rating]:
+    """People's ratings in a CSV or the sheet's .xlsx (long, or the filled-in rating sheet: see the
+    module doc) as ``ratings`` rows, every score checked against its dimension's levels and every
+    response_id against the run's targets (`known`: their ids, or id -> stored text, which a
+    ``reply`` column is then checked against).
 
     Example:
         >>> r = load_multi_rubric("empathy_ceb")                 # doctest: +SKIP
@@ -135,20 +163,22 @@ def read_human_ratings(path: str | Path, rubric: MultiRubric, known: set[str]) -
         'human'
     """
     dims = rubric.dimension_ids
-    table = read_csv_table(path, required=("rater_id", "response_id"))
+    table = read_ratings_table(path, required=("rater_id", "response_id"))
     long = "dimension" in table.header or "score" in table.header
     if long:
         missing = [c for c in RATING_COLUMNS if c not in table.header]
         if missing:
-            raise InputError.single(path, f"missing column(s) {', '.join(missing)}; a ratings file has columns "
-                                          f"{', '.join(RATING_COLUMNS)} (or rater_id, response_id and one column per "
-                                          f"dimension: {', '.join(dims)})", line=1)
+            raise _header_problem(table, f"missing column(s) {', '.join(missing)}; a ratings file has columns "
+                                         f"{', '.join(RATING_COLUMNS)} (or rater_id, response_id and one column per "
+                                         f"dimension: {', '.join(dims)})")
     else:
         absent = [d for d in dims if d not in table.header]
         if absent:
-            raise InputError.single(path, f"no column dimension/score, and no column for dimension(s) "
-                                          f"{', '.join(absent)}; give columns {', '.join(RATING_COLUMNS)} or rater_id, "
-                                          f"response_id, {', '.join(dims)}", line=1)
+            raise _header_problem(table, f"no column dimension/score, and no column for dimension(s) "
+                                         f"{', '.join(absent)}; give columns {', '.join(RATING_COLUMNS)} or rater_id, "
+                                         f"response_id, {', '.join(dims)}")
+    texts = known if isinstance(known, Mapping) and "reply" in table.header else {}
+    exact = isinstance(table, SheetTable)
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
     problems: list[Problem] = []
     out: list[Rating] = []
@@ -162,6 +192,10 @@ def read_human_ratings(path: str | Path, rubric: MultiRubric, known: set[str]) -
         if rid not in known:
             problems.append(_cell_problem(table, k, "response_id", f"'{rid}' is not a rating target of this run "
                                                                    "(ids as in psyq rating-sheet)" if rid else "is empty"))
+        elif rid in texts and not _same_text(cell["reply"], texts[rid], exact):
+            problems.append(_cell_problem(table, k, "reply", f"is not the text psyq wrote for '{rid}': a rating "
+                                                             "belongs to the text that was rated; put the reply back "
+                                                             "as it was, or rate it again on a new sheet"))
         cells = [(cell["dimension"], cell["score"], "score")] if long else [(d, cell[d], d) for d in dims]
         for dim, score, column in cells:
             if dim not in dims:
@@ -197,6 +231,20 @@ def read_human_ratings(path: str | Path, rubric: MultiRubric, known: set[str]) -
     return out
 
 
+def _same_text(cell: str, stored: str, exact: bool) -> bool:
+    """Whether a sheet's reply is the stored text: exactly in a workbook, up to surrounding spaces
+    in a CSV (whose cells are read stripped); in both up to line ends (CR LF, CR or LF), which
+    are not what a rater edits: psyq writes a CR so that it survives, but a program that saves
+    the workbook again may write it raw, and XML then reads it back as LF (openpyxl does so).
+
+    Example:
+        >>> _same_text("a\\nb", "a\\r\\nb", exact=True), _same_text(" a ", "a", exact=True)
+        (True, False)
+    """
+    cell, stored = _LINE_END.sub("\n", cell), _LINE_END.sub("\n", stored)
+    return cell == stored if exact else cell.strip() == stored.strip()
+
+
 class ReferenceRepliesImporter(Importer):
     """``psyq import replies FILE.csv --run RUN``."""
 
@@ -228,11 +276,12 @@ class ReferenceRepliesImporter(Importer):
 
 
 class HumanRatingsImporter(Importer):
-    """``psyq import ratings FILE.csv --run RUN --rubric ID``."""
+    """``psyq import ratings FILE.xlsx|FILE.csv --run RUN --rubric ID``."""
 
     name = "ratings"
-    help = "people's ratings of a run's replies (CSV: rater_id, response_id, dimension, score) into a run"
-    file_help = "CSV of ratings (long, or a filled-in psyq rating-sheet)"
+    help = "people's ratings of a run's replies (the filled-in psyq rating-sheet .xlsx, or CSV) into a run"
+    file_help = "the filled-in .xlsx of psyq rating-sheet, or a CSV of ratings (long: rater_id, response_id, " \
+                "dimension, score)"
     produces = "run"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
@@ -250,7 +299,8 @@ class HumanRatingsImporter(Importer):
         rubric = load_multi_rubric(options["rubric"])
         run = open_run_dir(options["run"])
         with RunLock(run.path), RunStore(run.database) as store:
-            known = set(read_targets(store)["response_id"])
+            targets = read_targets(store)
+            known = dict(zip(targets["response_id"], targets["text"]))
             ratings = read_human_ratings(path, rubric, known)
             put_ratings(store, ratings)
         raters = sorted({r.rater_id for r in ratings})
