@@ -297,5 +297,7 @@ def create_app(root: str | Path, *, host: str = "127.0.0.1", allowed_hosts: list
         Route(rel + "/", viewer.run_page, methods=get),
     ]
     hosts = sorted({host.lower(), *LOOPBACK_NAMES, *(h.lower() for h in allowed_hosts or [])})
-    return Starlette(routes=routes, middleware=[Middleware(SecurityHeaders),
-                                                Middleware(TrustedHostMiddleware, allowed_hosts=hosts)])
+    app = Starlette(routes=routes, middleware=[Middleware(SecurityHeaders),
+                                               Middleware(TrustedHostMiddleware, allowed_hosts=hosts)])
+    app.router.redirect_slashes = False   # a path that matches nothing is 404, never redirected to a guess
+    return app
