@@ -119,6 +119,13 @@ def _json(text: str | None, default: Any) -> Any:
         return default
 
 
+def _row(db: sqlite3.Connection, sql: str, key: str) -> dict[str, Any] | None:
+    """The one row `sql` selects for `key`, by column name (None: none); later reads get named rows too."""
+    db.row_factory = sqlite3.Row
+    row = db.execute(sql, (key,)).fetchone()
+    return dict(row) if row is not None else None
+
+
 def _has_table(db: sqlite3.Connection, name: str) -> bool:
     return db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
 
@@ -166,11 +173,9 @@ def replies_of(raw_text: str | None) -> list[dict[str, Any]]:
 
 def trial_detail(db: sqlite3.Connection, trial_id: str) -> dict[str, Any] | None:
     """Everything stored about one trial: the row, its answers, respondent, stage chain and ratings."""
-    db.row_factory = sqlite3.Row
-    row = db.execute("SELECT * FROM trials WHERE trial_id = ?", (trial_id,)).fetchone()
-    if row is None:
+    trial = _row(db, "SELECT * FROM trials WHERE trial_id = ?", trial_id)
+    if trial is None:
         return None
-    trial = dict(row)
     request = _json(trial["request"], None)
     trial["messages"] = messages_of(request)
     trial["request_options"] = {k: v for k, v in (request or {}).items() if k not in ("messages", "system")}
@@ -224,11 +229,9 @@ def ratings_of(db: sqlite3.Connection, trial_id: str) -> list[dict[str, Any]]:
 
 def respondent_row(db: sqlite3.Connection, respondent_id: str) -> dict[str, Any] | None:
     """One respondent: attributes (a dict), backstory and system prompt."""
-    db.row_factory = sqlite3.Row
-    row = db.execute("SELECT * FROM respondents WHERE respondent_id = ?", (respondent_id,)).fetchone()
-    if row is None:
+    respondent = _row(db, "SELECT * FROM respondents WHERE respondent_id = ?", respondent_id)
+    if respondent is None:
         return None
-    respondent = dict(row)
     attributes = _json(respondent["attributes"], {})
     respondent["attributes"] = attributes if isinstance(attributes, dict) else {"attributes": attributes}
     return respondent
