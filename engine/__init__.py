@@ -13,6 +13,7 @@ Instrument + Cohort + Backend -> administer -> Responses -> score -> compare wit
 - ``administer/`` psyq run and psyq plan: sending, re-asking, stages, batches, progress
 - ``judging/``    judge models, human rating sheets, perturbed replies
 - ``importers/``  psyq import: other tools' files into psyq's formats
+- ``view/``       psyq view: a read-only local web viewer of runs, their trials and conversations
 - ``cli/``        the psyq command, one module per command group
 
 A set of plug-ins (the backend kinds, the item kinds, the importers) is a ``Registry`` of

@@ -17,7 +17,7 @@ an evoke stage asks no items (its reply is in the store's ``stage_trials`` table
 from __future__ import annotations
 
 import json
-import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +27,8 @@ import yaml
 from psyq.engine.design.instrument import Instrument, load_instrument
 from psyq.engine.store.run_dir import RunDir, open_run_dir
 from psyq.engine.trials.scoring import reverse_key
-from psyq.engine.store.run_store import RunStore
+from psyq.engine.store.readonly import connect_readonly
+from psyq.engine.store.run_store import RunStore, store_is_current
 
 QUERY = """
 SELECT t.backend_id, t.model, t.respondent_id, t.instrument_id AS instrument, a.item_id, a.position,
@@ -75,9 +76,10 @@ def export_table(run_path: str | Path) -> pd.DataFrame:
     """
     run = open_run_dir(run_path)
     manifest = run.read_manifest()
-    RunStore(run.database).close()   # brings a run stored by an older psyq up to the current schema
+    if not store_is_current(run.database):
+        RunStore(run.database).close()   # brings a run stored by an older psyq up to the current schema
     staged = run_has_stages(run)
-    with sqlite3.connect(f"file:{run.database}?mode=ro", uri=True) as db:
+    with closing(connect_readonly(run.database)) as db:
         table = pd.read_sql_query(STAGED_QUERY if staged else QUERY, db)
     attributes = pd.DataFrame([json.loads(a) if a else {} for a in table.pop("attributes")], index=table.index)
     attributes = attributes.convert_dtypes()  # ages stay whole numbers although the baseline has none

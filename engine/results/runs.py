@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from psyq.engine.files.errors import InputError, PsyqError
+from psyq.engine.store.readonly import connect_readonly
 from psyq.engine.store.runlock import lock_holder
 
 MANIFEST, DATABASE = "manifest.json", "run.sqlite"   # the names engine/administer/run.py gives them
@@ -98,8 +99,8 @@ def find_run_dirs(root: str | Path) -> list[Path]:
 
 
 def _connect(database: Path) -> sqlite3.Connection:
-    """The run store, read-only (never creating or altering anything)."""
-    return sqlite3.connect(f"file:{database.resolve()}?mode=ro", uri=True)
+    """The run store, read-only (never creating or altering anything: engine/store/readonly.py)."""
+    return connect_readonly(database)
 
 
 def _read_manifest(path: Path, notes: list[str]) -> dict[str, Any]:
@@ -193,7 +194,8 @@ def _completion(run: RunSummary) -> str:
     return f"{done}/{planned} done ({', '.join(parts)})"
 
 
-def _state(run: RunSummary) -> str:
+def run_state(run: RunSummary) -> str:
+    """What a run's STATE column says: running (process N), complete, incomplete (and what to do) ..."""
     if run.locked_by:
         return f"running (process {run.locked_by})"
     if run.not_sent == 0 and not run.counts.get("failed"):
@@ -219,7 +221,7 @@ def format_runs(runs: list[RunSummary]) -> str:
     rows = [("RUN", "STUDY", "STARTED (UTC)", "LAST ACTIVITY", "BACKENDS", "TRIALS", "STATE")]
     for run in runs:
         rows.append((str(run.path), run.study, _when(run.started_at), _when(run.last_activity),
-                     ", ".join(run.backends) or "?", _completion(run), _state(run)))
+                     ", ".join(run.backends) or "?", _completion(run), run_state(run)))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[-1] for row in rows]
     for run in runs:

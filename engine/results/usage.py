@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from psyq.engine.design.prices import Cost, PriceTable, cost_of
+from psyq.engine.store.readonly import connect_readonly
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,7 @@ class EndpointUsage:
 
 
 def _connect_readonly(path: Path) -> sqlite3.Connection:
-    return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    return connect_readonly(path)
 
 
 def token_usage(db: sqlite3.Connection) -> list[Usage]:

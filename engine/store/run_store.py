@@ -80,6 +80,11 @@ CREATE TABLE IF NOT EXISTS stage_trials (   -- only in runs of studies with `sta
     messages TEXT NOT NULL,            -- JSON: every message of the stage's last request, exactly as sent
     reply TEXT                         -- the last reply's text (what the next stage carries as history)
 );
+-- What `psyq view` filters and looks up by (engine/view/); a run stored before them has none, and the
+-- viewer, which never writes, reads it without (more slowly).
+CREATE INDEX IF NOT EXISTS trials_by_respondent ON trials (respondent_id);
+CREATE INDEX IF NOT EXISTS answers_by_item ON answers (item_id, status);
+CREATE INDEX IF NOT EXISTS stage_trials_by_chain ON stage_trials (chain_id, stage);
 """
 
 REPLY_SEPARATOR = "\n<<<psyq re-ask>>>\n"
@@ -319,6 +324,20 @@ class RunStore:
         """Number of item answers per status (answered, refusal, unparseable …)."""
         self.flush()
         return dict(self.db.execute("SELECT status, COUNT(*) FROM answers GROUP BY status").fetchall())
+
+
+def store_is_current(database: str | Path) -> bool:
+    """Whether the store at `database` has every column this psyq writes (read-only: a store of an older
+    psyq is brought up to date by opening it as a :class:`RunStore`)."""
+    from psyq.engine.store.readonly import connect_readonly
+
+    db = connect_readonly(database)
+    try:
+        answers = {row[1] for row in db.execute("PRAGMA table_info(answers)")}
+        trials = {row[1] for row in db.execute("PRAGMA table_info(trials)")}
+    finally:
+        db.close()
+    return "text" in answers and set(TRIAL_COLUMNS) <= trials
 
 
 def _trial_row(trial: TrialRecord) -> tuple:
