@@ -133,6 +133,9 @@ def test_the_trials_filters_select_in_sql(viewer, runs):
     assert count("q=__pwned") == 4 and count("q=%25") == 0   # % is searched as itself
     assert count("status=failed") == 0 and count("stage=0") == 0
     assert count("reason=refusal") == 0 and count("status=answered&item=b") == 4
+    # Each row names its trial's items (the cell once showed a method of the row's dict instead).
+    page = raw_get(viewer.url, f"/run/{rel}/trials?item=b")[2]
+    assert re.findall(r"<td>(\w+)</td><td>stub", page) == ["b"] * 4
 
 
 def test_no_path_outside_the_runs_folder_can_be_read(viewer, runs, tmp_path):
