@@ -123,7 +123,7 @@ def test_01_analyse_a_run(runs, monkeypatch):
     for stale in ("report.html", "report.md"):
         (run / stale).unlink(missing_ok=True)
     probe = ("import json; print(json.dumps({'run': str(RUN), 'norm_rows': len(comparison), "
-             "'readings': int(comparison['reading'].str.len().gt(0).sum()), "
+             "'readings': sum(bool(r) for r in norm_readings(comparison, bound=0.3)), "
              "'groups': sorted(comparison['norm_group'].unique()), "
              "'icc_types': sorted(icc['type'].unique()), 'icc_rows': len(icc), "
              "'reliability_subscales': sorted(reliability_table(items, instruments)['subscale']), "
