@@ -32,7 +32,8 @@ viewer. *Watched*: ``psyq view`` on that folder (started and ready before the ru
 store appears, the benchmark opens the run page and then GETs ``/run/<study>/<id>/progress.json``
 every second (as the page's script does) until the run ends. Runs go in ``--order`` (default A B
 B A, A alone, B watched) so a change of load on the shared machine falls on both; every figure is
-from this one invocation. Reports each duration, the ratio of the mean watched to the mean alone
+from this one invocation. Reports each duration, the viewer's CPU time while the run went (a figure
+the load from elsewhere does not move much), the ratio of the mean watched to the mean alone
 duration (target: < 1.05), and whether every planned trial was stored (answered + missing =
 planned, none failed) in every run.
 
@@ -105,6 +106,12 @@ def get(url: str) -> tuple[float, int, int]:
         body = response.read()
         status = response.status
     return (time.perf_counter() - began) * 1000, status, len(body)
+
+
+def cpu_s(pid: int) -> float:
+    """A process's CPU time so far (user + system, /proc/PID/stat), seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def peak_rss_mb(pid: int) -> float:
@@ -323,6 +330,7 @@ def one_write(study: Path, watched: bool) -> dict[str, Any]:
                 url, process = stack.enter_context(viewer(runs))
                 viewer_pid = process.pid
                 poller = Poller(url, runs)
+                viewer_cpu_before = cpu_s(viewer_pid)
                 poller.start()
             load_before = os.getloadavg()[0]
             result = run_json([PYTHON, str(BENCH / "psyq_driver.py"), str(study), str(runs)], timeout=1800)
@@ -331,7 +339,8 @@ def one_write(study: Path, watched: bool) -> dict[str, Any]:
                 poller.join(timeout=30)
                 result.update(polls=len(poller.polls), poll_median_ms=median(poller.polls),
                               poll_max_ms=max(poller.polls, default=float("nan")), run_page_ms=poller.run_page_ms,
-                              poll_errors=poller.errors[:5], viewer_peak_rss_mb=peak_rss_mb(viewer_pid))
+                              poll_errors=poller.errors[:5], viewer_peak_rss_mb=peak_rss_mb(viewer_pid),
+                              viewer_cpu_s=cpu_s(viewer_pid) - viewer_cpu_before)
         db = sqlite3.connect(next(runs.rglob("run.sqlite")))
         counts = dict(db.execute("SELECT status, COUNT(*) FROM trials GROUP BY status").fetchall())
         answers = db.execute("SELECT COUNT(*) FROM answers").fetchone()[0]
@@ -358,7 +367,8 @@ def write_part(personas: int, order: str) -> dict[str, Any]:
             r = one_write(folder / "study.yaml", watched=letter == "B")
             runs.append(r)
             extra = (f"; {r['polls']} polls, median {r['poll_median_ms']:.0f} ms, max {r['poll_max_ms']:.0f} ms, "
-                     f"run page {r['run_page_ms'] or float('nan'):.0f} ms, viewer peak RSS {r['viewer_peak_rss_mb']:.0f} MB"
+                     f"run page {r['run_page_ms'] or float('nan'):.0f} ms, viewer CPU {r['viewer_cpu_s']:.2f} s, "
+                     f"viewer peak RSS {r['viewer_peak_rss_mb']:.0f} MB"
                      + (f"; errors: {r['poll_errors']}" if r["poll_errors"] else "")
                      if r["watched"] else "")
             print(f"{letter} ({'watched' if r['watched'] else 'alone'}): {r['seconds']:.2f} s, {r['rate']:.0f} trials/s, "
