@@ -66,7 +66,8 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import BENCH, IRI, PYTHON, ROOT, fast_stub, median, run_json, save_results, table  # noqa: E402
+from common import (BENCH, IRI, PYTHON, ROOT, fast_stub, median, run_json, save_results, stop_process,  # noqa: E402
+                    table)
 
 MINI = ROOT / "tests" / "data" / "mini_1to7.yaml"
 REPLIES = {"gpt": "D", "claude": "As an AI, I don't have feelings or personal experiences, so I can't rate this.",
@@ -91,12 +92,7 @@ def viewer(runs: Path) -> Iterator[tuple[str, subprocess.Popen]]:
             raise RuntimeError(f"psyq view did not start: {line!r} {process.stderr.read() if process.stderr else ''}")
         yield found.group(0), process
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process)
 
 
 def get(url: str) -> tuple[float, int, int]:
