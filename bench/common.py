@@ -85,12 +85,17 @@ def server_process(command: list[str], *, env: dict[str, str] | None = None) -> 
             raise RuntimeError(f"{command[1]} did not start: {line!r}")
         yield line.split()[1], process
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process)
+
+
+def stop_process(process: subprocess.Popen) -> None:
+    """SIGTERM `process`, SIGKILL it if it has not ended within 10 s; wait for it."""
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def fast_stub(content: str = "D") -> Any:

@@ -187,6 +187,40 @@ def test_viewing_changes_nothing_in_the_run_folder(runs):
     assert snapshot(runs / rel) == before
 
 
+def test_a_running_runs_progress_is_recounted_at_most_once_per_twenty_times_its_cost(runs, monkeypatch):
+    """Counting a run's progress scans its store: while the run is written, a poll within 20 × the
+    last count's time gets the last count; a poll after that, or once the lock is released, counts."""
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from psyq.engine.view import app as view_app
+
+    clock, counted, holder = [1000.0], [], ["4242"]
+    real = view_app.summarise_run
+
+    def summarise(path):
+        counted.append(clock[0])
+        clock[0] += 0.1                      # this count "took" 0.1 s: fresh for the next 2 s
+        return replace(real(path), locked_by=holder[0])
+
+    monkeypatch.setattr(view_app, "summarise_run", summarise)
+    monkeypatch.setattr(view_app, "lock_holder", lambda path: holder[0])
+    monkeypatch.setattr(view_app, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    viewer = view_app.Viewer(runs)
+    run = runs / _rel(runs)
+    assert viewer.progress(run)["running"] and len(counted) == 1
+    clock[0] += 1.0
+    viewer.progress(run)
+    assert len(counted) == 1                 # 1.1 s after a 0.1 s count: the last count
+    clock[0] += 1.5
+    viewer.progress(run)
+    assert len(counted) == 2                 # 2.6 s after: counted again
+    holder[0] = None                         # the writer let go of the lock: counted at once
+    assert not viewer.progress(run)["running"] and len(counted) == 3
+    viewer.progress(run)
+    assert len(counted) == 3                 # a finished run, unchanged: never counted again
+
+
 def test_the_command_refuses_a_public_host_without_expose(capsys, runs):
     assert main(["view", str(runs), "--host", "0.0.0.0"]) == 2
     assert "--expose" in capsys.readouterr().err
