@@ -32,13 +32,13 @@ import csv
 import io
 import json
 import re
-import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from psyq.engine.files import workbook
 from psyq.engine.files.errors import InputError, Problem
 from psyq.engine.files.inputfile import decode_text, read_input_bytes
 from psyq.engine.importers.base import Importer
@@ -251,86 +251,18 @@ class EmotionBenchSituationsImporter(Importer):
 # ---------------------------------------------------------------- crowd workbook
 
 
-# What psyq agrees to unpack of a crowd workbook. EmotionBench's crowd.xlsx is 0.25 MB on disk,
-# 2.1 MB unzipped, and its sheet Raw spans A1:AVT54 (68,472 cells); the limits leave room for a
-# re-saved copy with more sheets while refusing a zip bomb (a small file that unzips to a sheet of
-# millions of cells, on which openpyxl would spend minutes) before openpyxl parses any of it.
-# Both bound the parsing time: openpyxl took 15 s here on 31 MB of tiny shared strings and 3.5 s on
-# a sheet of 500,000 cells.
-MAX_XLSX_UNZIPPED_BYTES = 16 * 1024 * 1024
-MAX_SHEET_CELLS = 500_000
-
-
-def check_xlsx_unzipped_size(path: str, raw: bytes, limit: int = MAX_XLSX_UNZIPPED_BYTES) -> None:
-    """Refuse a workbook (its bytes `raw`) whose zip members add up to more than `limit` bytes.
-
-    The sizes are the ones the zip directory declares; Python's zipfile, which openpyxl reads
-    through, never unpacks more of a member than its declared size, so the sum bounds what is read.
-
-    Example:
-        >>> import io, zipfile
-        >>> buffer = io.BytesIO()
-        >>> with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as z:
-        ...     z.writestr("xl/worksheets/sheet1.xml", b" " * 5000)
-        >>> check_xlsx_unzipped_size("crowd.xlsx", buffer.getvalue(), limit=1000)
-        Traceback (most recent call last):
-        psyq.engine.files.errors.InputError: crowd.xlsx: the workbook unzips to 5,000 bytes (xl/worksheets/sheet1.xml: 5,000); psyq opens workbooks of at most 1,000 bytes unzipped (EmotionBench's crowd.xlsx is about 2 MB)
-    """
-    try:
-        members = zipfile.ZipFile(io.BytesIO(raw)).infolist()
-    except (zipfile.BadZipFile, ValueError) as exc:   # ValueError: a corrupt directory entry
-        raise InputError.single(path, f"not a readable .xlsx workbook: {exc}") from None
-    total = sum(m.file_size for m in members)
-    if total > limit:
-        largest = max(members, key=lambda m: m.file_size)
-        raise InputError.single(path, f"the workbook unzips to {total:,} bytes ({largest.filename}: "
-                                      f"{largest.file_size:,}); psyq opens workbooks of at most {limit:,} bytes "
-                                      "unzipped (EmotionBench's crowd.xlsx is about 2 MB)")
-
-
-def _bounded_sheet_rows(path: str, sheet: Any, limit: int) -> list[list[Any]]:
-    """The rows of a read-only openpyxl `sheet`, refused past `limit` cells.
-
-    The sheet's own <dimension> is checked first (openpyxl pads every row to it); rows are then
-    counted while streaming, since a dimension may be missing or wrong. A row counts as at
-    least one cell, so that millions of empty rows are bounded too.
-    """
-    where = f"sheet {sheet.title!r}"
-    if sheet.max_row is not None and sheet.max_column is not None:
-        declared = (sheet.max_row - sheet.min_row + 1) * (sheet.max_column - sheet.min_column + 1)
-        if declared > limit:
-            raise InputError.single(path, f"{where} declares the range {sheet.calculate_dimension()} "
-                                          f"({declared:,} cells); psyq reads sheets of at most {limit:,} cells "
-                                          "(EmotionBench's sheet Raw has 68,472)", field="dimension")
-    rows, cells = [], 0
-    for row in sheet.iter_rows(values_only=True):
-        cells += max(len(row), 1)
-        if cells > limit:
-            raise InputError.single(path, f"{where} holds more than {limit:,} cells (stopped reading at row "
-                                          f"{len(rows) + 1:,}); psyq reads sheets of at most {limit:,} cells "
-                                          "(EmotionBench's sheet Raw has 68,472)", line=len(rows) + 1)
-        rows.append(list(row))
-    return rows
+# EmotionBench's crowd.xlsx is 2.1 MB unzipped and its sheet Raw spans A1:AVT54 (68,472 cells):
+# the workbook limits of psyq.engine.files.workbook leave room for a re-saved copy with more sheets.
+MAX_SHEET_CELLS = workbook.MAX_SHEET_CELLS
+ABOUT_SIZE = "EmotionBench's crowd.xlsx is about 2 MB"
+ABOUT_CELLS = "EmotionBench's sheet Raw has 68,472"
 
 
 def _sheet_rows(path: str) -> list[list[Any]]:
     """The cells of the crowd sheet (``Raw``, else the first) or of its CSV export; row k is line k."""
     if path.lower().endswith((".xlsx", ".xlsm")):
-        try:
-            import openpyxl
-        except ImportError:  # pragma: no cover - a declared dependency
-            raise InputError.single(path, "reading .xlsx needs the package openpyxl (pip install openpyxl), "
-                                          "or save the sheet Raw as CSV") from None
-        raw = read_input_bytes(path, max_bytes=50 * 1024 * 1024)   # a regular file of sane size, else a plain error
-        check_xlsx_unzipped_size(path, raw)
-        try:
-            book = openpyxl.load_workbook(io.BytesIO(raw), read_only=True, data_only=True)
-            sheet = book["Raw"] if "Raw" in book.sheetnames else book.worksheets[0]
-            return _bounded_sheet_rows(path, sheet, MAX_SHEET_CELLS)
-        except InputError:
-            raise
-        except Exception as exc:   # openpyxl raises many kinds (zip, XML, key errors) for a broken file
-            raise InputError.single(path, f"not a readable .xlsx workbook: {exc}") from None
+        return workbook.read_sheet_rows(path, "Raw", max_cells=MAX_SHEET_CELLS, about_size=ABOUT_SIZE,
+                                        about_cells=ABOUT_CELLS)[1]
     text = decode_text(path, read_input_bytes(path, max_bytes=50 * 1024 * 1024))
     return [cells for _, cells in _csv_rows(path, text)]
 

@@ -59,6 +59,7 @@ import pandas as pd
 from psyq.engine.files.atomic import write_bytes_atomic
 from psyq.engine.files.csvfile import CsvTable
 from psyq.engine.files.errors import InputError, Problem
+from psyq.engine.files.workbook import read_sheet_rows
 from psyq.engine.design.instrument import Instrument
 from psyq.engine.kinds.response import response_items
 from psyq.engine.kinds.response.rubrics import MultiRubric
@@ -219,25 +220,11 @@ def read_rating_workbook(path: str | Path, required: Sequence[str] = ()) -> Shee
     `required` ones present, no value in a column without a name; blank rows skipped. The cells of
     :data:`EXACT_COLUMNS` are kept exactly (:func:`sheet_text`), the others stripped.
 
-    The workbook is bounded before openpyxl parses it (the limits of the crowd-workbook reader).
+    The workbook is bounded before openpyxl parses it (:mod:`psyq.engine.files.workbook`).
     """
-    from psyq.engine.files.inputfile import read_input_bytes
-    from psyq.engine.importers.emotionbench import MAX_SHEET_CELLS, _bounded_sheet_rows, check_xlsx_unzipped_size
-
-    import openpyxl
-
     path = str(path)
-    raw = read_input_bytes(path, max_bytes=50 * 1024 * 1024)
-    check_xlsx_unzipped_size(path, raw)
-    try:
-        book = openpyxl.load_workbook(io.BytesIO(raw), read_only=True, data_only=True)
-        sheet = book[SHEET_TITLE] if SHEET_TITLE in book.sheetnames else book.worksheets[0]
-        cells = _bounded_sheet_rows(path, sheet, MAX_SHEET_CELLS)
-    except InputError:
-        raise
-    except Exception as exc:   # openpyxl raises many kinds (zip, XML, key errors) for a broken file
-        raise InputError.single(path, f"not a readable .xlsx workbook: {exc}") from None
-    table = SheetTable(path, [], [], [], sheet=sheet.title)
+    title, cells = read_sheet_rows(path, SHEET_TITLE)
+    table = SheetTable(path, [], [], [], sheet=title)
     if not cells:
         raise InputError.single(table.address(None), "the sheet is empty; expected a header row")
     header = [sheet_text(v).strip() for v in cells[0]]
