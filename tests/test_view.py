@@ -25,7 +25,7 @@ import yaml
 
 from psyq import administer, load_study
 from psyq.engine.cli import main
-from psyq.engine.cli.viewing import _methods
+from psyq.analysis.report import methods_text
 from psyq.engine.view.server import ViewServer
 from runs_helper import MINI, ROOT
 from stub_server import StubServer, default_answer
@@ -73,7 +73,7 @@ def runs(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def viewer(runs):
-    with ViewServer(runs, methods=_methods) as server:
+    with ViewServer(runs, methods=methods_text) as server:
         yield server
 
 
@@ -177,7 +177,7 @@ def test_viewing_changes_nothing_in_the_run_folder(runs):
     rel = _rel(runs)
     before = snapshot(runs / rel)
     time.sleep(0.05)
-    with ViewServer(runs, methods=_methods) as server:
+    with ViewServer(runs, methods=methods_text) as server:
         body = raw_get(server.url, f"/run/{rel}/trials")[2]
         trial_ids = set(re.findall(r"/trial/([0-9a-f]+)", body))
         for path in ["/", f"/run/{rel}/", f"/run/{rel}/progress.json", f"/run/{rel}/methods",

@@ -9,15 +9,10 @@ from pathlib import Path
 from psyq.engine.cli.common import EXIT_BAD_INPUT, EXIT_OK
 
 
-def _methods(run_path: Path) -> str:
-    """The methods paragraph of a run, written by psyq.analysis (which the view room may not import):
-    the command line, which may import both, hands this function to the viewer."""
-    from psyq.analysis.report.build import methods_text
-
-    return methods_text(run_path)
-
-
 def cmd_view(args: argparse.Namespace) -> int:
+    # The methods paragraph is written by psyq.analysis, which the view room may not import: the
+    # command line, which may import both, hands the viewer the function that writes it.
+    from psyq.analysis.report import methods_text
     from psyq.engine.results.runs import find_run_dirs
     from psyq.engine.view.server import ViewServer, is_loopback
 
@@ -26,7 +21,7 @@ def cmd_view(args: argparse.Namespace) -> int:
               "psyq view serves 127.0.0.1 unless you also give --expose", file=sys.stderr)
         return EXIT_BAD_INPUT
     find_run_dirs(args.dir)   # a folder that does not exist is said now (exit 2), not as an empty page
-    server = ViewServer(args.dir, args.host, args.port, allowed_hosts=args.allow_host, methods=_methods)
+    server = ViewServer(args.dir, args.host, args.port, allowed_hosts=args.allow_host, methods=methods_text)
     if not is_loopback(args.host):
         print(f"warning: serving {Path(args.dir).resolve()} on {args.host}: anyone who can reach this address can "
               "read every run, reply and prompt in it (no password)", file=sys.stderr)
