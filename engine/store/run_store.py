@@ -80,12 +80,16 @@ CREATE TABLE IF NOT EXISTS stage_trials (   -- only in runs of studies with `sta
     messages TEXT NOT NULL,            -- JSON: every message of the stage's last request, exactly as sent
     reply TEXT                         -- the last reply's text (what the next stage carries as history)
 );
--- What `psyq view` filters and looks up by (engine/view/); a run stored before them has none, and the
--- viewer, which never writes, reads it without (more slowly).
-CREATE INDEX IF NOT EXISTS trials_by_respondent ON trials (respondent_id);
-CREATE INDEX IF NOT EXISTS answers_by_item ON answers (item_id, status);
-CREATE INDEX IF NOT EXISTS stage_trials_by_chain ON stage_trials (chain_id, stage);
 """
+
+INDEXES = {   # name: (table, columns)
+    "trials_by_respondent": ("trials", ("respondent_id",)),
+    "answers_by_item": ("answers", ("item_id", "status")),
+    "stage_trials_by_chain": ("stage_trials", ("chain_id", "stage")),
+}
+"""What `psyq view` filters and looks up by (engine/view/). A run stored before them gets them when
+psyq next opens it to write; the viewer, which never writes, reads an older run without them (more
+slowly). An index is made only when its table has the columns (a store older than them has not)."""
 
 REPLY_SEPARATOR = "\n<<<psyq re-ask>>>\n"
 # The columns of a trials row as written (named: a run from an older psyq had them added at the end).
@@ -181,6 +185,9 @@ class RunStore:
                              ("budget_reasks", "INTEGER")):
             if column not in trial_columns:
                 self.db.execute(f"ALTER TABLE trials ADD COLUMN {column} {kind}")
+        for name, (table, columns) in INDEXES.items():
+            if set(columns) <= {row[1] for row in self.db.execute(f"PRAGMA table_info({table})")}:
+                self.db.execute(f"CREATE INDEX IF NOT EXISTS {name} ON {table} ({', '.join(columns)})")
         self._pending: list[TrialRecord] = []
         self._flush_scheduled = False
         self._flush_error: BaseException | None = None
