@@ -14,8 +14,9 @@ import pytest
 from scipy import stats
 
 from psyq.analysis.report import apa
+from psyq.analysis.scoring.human_data import read_human_change_csv
 from psyq.analysis.statistics.change import (change_flag, change_scores, compare_change_with_humans, dz_ci, holm,
-    paired_change, read_human_change_csv)
+    paired_change)
 from psyq.analysis.report.sections.change import before_after_plot, change_section
 from psyq.engine.files.errors import InputError
 

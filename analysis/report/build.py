@@ -37,7 +37,7 @@ def _imported_sections(run_path: Path, human_change: str | Path | None) -> tuple
     e.g. ``psyq import emotionbench-results``): what was imported, then the change section."""
     from psyq.engine.results.imported_run import read_imported_run
 
-    from psyq.analysis.statistics.change import read_human_change_csv
+    from psyq.analysis.scoring.human_data import read_human_change_csv
 
     manifest, scores = read_imported_run(run_path)
     files = ", ".join(manifest.get("imported_from") or []) or "unknown file(s)"
@@ -106,7 +106,7 @@ def build_sections(run_path: str | Path, *, people: Mapping[str, HumanData] | No
     margin in norm SDs and `correction` the multiplicity correction; `warn` receives every warning
     the report also shows (e.g. respondents matching no norm group). A run with `stages:` is
     reported by its change scores, compared with `human_change` (people's before and after,
-    :func:`psyq.analysis.statistics.change.read_human_change_csv`) when given.
+    :func:`psyq.analysis.scoring.human_data.read_human_change_csv`) when given.
     """
     if is_imported_run(run_path):   # scores psyq did not collect (engine/results/imported_run.py)
         return _imported_sections(Path(run_path), human_change)

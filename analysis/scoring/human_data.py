@@ -6,7 +6,8 @@ A record holds the file of people's answers, whether it is stored already keyed 
 reversed), its codebook (default: ``<csv name>.codebook.yaml`` beside it, as
 :func:`psyq.engine.results.human_answers.read_answers_csv` finds it) and a second administration of
 the same people (retest) with its own keying. Survey weights and the groups the people fall in come
-from the file through its codebook.
+from the file through its codebook. People's before and after scores of a staged design
+(``psyq report --human-change``) are read by :func:`read_human_change_csv`.
 
 Example:
     >>> people = human_data({"iri": "iri_briganti2018_keyed:keyed"})     # a shipped file, by name
@@ -21,6 +22,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,12 +30,16 @@ from pathlib import Path
 import pandas as pd
 
 from psyq.engine.design.instrument import Instrument
+from psyq.engine.files.csvfile import read_csv_table
 from psyq.engine.files.errors import InputError, Problem
 from psyq.engine.files.shipped import locate
 from psyq.engine.results.human_answers import read_answers_csv
 
 KEYED_SUFFIX = ":keyed"
 """Written after a file (``iri=people.csv:keyed``): its reverse-keyed items are stored reversed already."""
+
+HUMAN_CHANGE_COLUMNS = ["respondent_id", "emotion", "situation_id", "subscale", "before", "after"]
+"""The columns of people's before and after scores (``psyq report --human-change``)."""
 
 PEOPLE_OPTIONS = ("--human", "--retest")
 """The options whose files are people's answers, which may name the human data psyq ships."""
@@ -138,3 +144,49 @@ def human_data(human: Mapping[str, str | Path], *, codebooks: Mapping[str, str |
         raise InputError(problems)
     return {i: HumanData(i, file, keyed, books.get(i), again.get(i, (None, False))[0], again.get(i, (None, False))[1])
             for i, (file, keyed) in files.items()}
+
+
+def read_human_change_csv(path: str | Path) -> pd.DataFrame:
+    """Humans' before and after scores: a CSV with columns ``respondent_id, emotion, situation_id
+    (may be empty), subscale, before, after``, one row per person × situation × subscale.
+
+    Every problem is reported as ``file:line:column: field: what is wrong`` in one
+    :class:`~psyq.engine.files.errors.InputError` (the command line exits with code 2). Returns the columns
+    above with ``before``, ``after`` as floats and ``change = after − before``.
+
+    Example
+    -------
+    >>> humans = read_human_change_csv("tests/data/human_change.csv")
+    >>> humans[["respondent_id", "subscale", "change"]].head(2).to_dict("records")
+    [{'respondent_id': 'h1', 'subscale': 'PA', 'change': -3.0}, {'respondent_id': 'h1', 'subscale': 'NA', 'change': 5.0}]
+    """
+    table = read_csv_table(path, required=HUMAN_CHANGE_COLUMNS)
+    where = {name: table.header.index(name) for name in HUMAN_CHANGE_COLUMNS}
+    problems, records = [], []
+    for line, cells in zip(table.lines, table.rows):
+        record: dict = {}
+        for name in HUMAN_CHANGE_COLUMNS:
+            text = cells[where[name]]
+            column = where[name] + 1
+            if name in ("before", "after"):
+                try:
+                    value = float(text)
+                    if not math.isfinite(value):
+                        raise ValueError
+                except ValueError:
+                    problems.append(Problem(table.file, line, column, name,
+                                            f"must be a number, not {text!r}" if text else "is empty; a number is needed"))
+                    value = math.nan
+                record[name] = value
+            else:
+                if not text and name != "situation_id":
+                    problems.append(Problem(table.file, line, column, name, "is empty"))
+                record[name] = text
+        records.append(record)
+    if problems:
+        raise InputError(problems)
+    if not records:
+        raise InputError.single(table.file, "no data rows (only the header)", line=1)
+    frame = pd.DataFrame(records, columns=HUMAN_CHANGE_COLUMNS)
+    frame["change"] = frame["after"] - frame["before"]
+    return frame

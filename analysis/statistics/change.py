@@ -6,7 +6,7 @@ situation. The engine writes tidy scores with a ``stage`` and a ``phase`` ("befo
 this module turns them into one change score per respondent × repeat × situation × subscale
 (:func:`change_scores`), tests the change within the cohort (:func:`paired_change`) and compares
 it with humans who did the same (:func:`compare_change_with_humans`, humans read by
-:func:`read_human_change_csv`).
+:func:`psyq.analysis.scoring.human_data.read_human_change_csv`).
 
 Every function is pure: tidy frames in, tidy frames out. A statistic that cannot be estimated
 is NaN in its numeric column and the ``note`` column says why; nothing is made up.
@@ -27,16 +27,12 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
-from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 from scipy import optimize, stats
 from statsmodels.stats.multitest import multipletests
-
-from psyq.engine.files.csvfile import read_csv_table
-from psyq.engine.files.errors import InputError, Problem
 
 from psyq.analysis.statistics.human_comparison import compare_samples
 
@@ -52,7 +48,6 @@ PAIRED_STATS = ["n", "mean_before", "mean_after", "mean_change", "sd_change", "t
 HUMAN_STATS = ["n_cohort", "n_human", "change_cohort", "change_human", "sd_cohort", "sd_human", "diff",
                "diff_low", "diff_high", "t", "df", "p", "g", "g_low", "g_high", "wasserstein", "p_holm",
                "flag", "note"]
-HUMAN_CHANGE_COLUMNS = ["respondent_id", "emotion", "situation_id", "subscale", "before", "after"]
 
 
 class ChangeScores(NamedTuple):
@@ -301,55 +296,9 @@ def paired_change(changes: pd.DataFrame, by: Sequence[str] = ("emotion",)) -> pd
 # Humans' change
 
 
-def read_human_change_csv(path: str | Path) -> pd.DataFrame:
-    """Humans' before and after scores: a CSV with columns ``respondent_id, emotion, situation_id
-    (may be empty), subscale, before, after``, one row per person × situation × subscale.
-
-    Every problem is reported as ``file:line:column: field: what is wrong`` in one
-    :class:`~psyq.engine.files.errors.InputError` (the command line exits with code 2). Returns the columns
-    above with ``before``, ``after`` as floats and ``change = after − before``.
-
-    Example
-    -------
-    >>> humans = read_human_change_csv("tests/data/human_change.csv")
-    >>> humans[["respondent_id", "subscale", "change"]].head(2).to_dict("records")
-    [{'respondent_id': 'h1', 'subscale': 'PA', 'change': -3.0}, {'respondent_id': 'h1', 'subscale': 'NA', 'change': 5.0}]
-    """
-    table = read_csv_table(path, required=HUMAN_CHANGE_COLUMNS)
-    where = {name: table.header.index(name) for name in HUMAN_CHANGE_COLUMNS}
-    problems, records = [], []
-    for line, cells in zip(table.lines, table.rows):
-        record: dict = {}
-        for name in HUMAN_CHANGE_COLUMNS:
-            text = cells[where[name]]
-            column = where[name] + 1
-            if name in ("before", "after"):
-                try:
-                    value = float(text)
-                    if not math.isfinite(value):
-                        raise ValueError
-                except ValueError:
-                    problems.append(Problem(table.file, line, column, name,
-                                            f"must be a number, not {text!r}" if text else "is empty; a number is needed"))
-                    value = math.nan
-                record[name] = value
-            else:
-                if not text and name != "situation_id":
-                    problems.append(Problem(table.file, line, column, name, "is empty"))
-                record[name] = text
-        records.append(record)
-    if problems:
-        raise InputError(problems)
-    if not records:
-        raise InputError.single(table.file, "no data rows (only the header)", line=1)
-    frame = pd.DataFrame(records, columns=HUMAN_CHANGE_COLUMNS)
-    frame["change"] = frame["after"] - frame["before"]
-    return frame
-
-
 def human_paired_change(human_changes: pd.DataFrame, by: Sequence[str] = ("emotion",)) -> pd.DataFrame:
     """Humans' own before → after: the paired statistics of :func:`paired_change` per subscale ×
-    `by` group and pooled ("overall"), from :func:`read_human_change_csv`.
+    `by` group and pooled ("overall"), from :func:`psyq.analysis.scoring.human_data.read_human_change_csv`.
 
     Each person counts once per group (their rows averaged first, as for the cohort), so the
     overall paired t of a crowd where each person saw one situation is the t over all of them,
@@ -452,7 +401,7 @@ def compare_change_with_humans(changes: pd.DataFrame, human_changes: pd.DataFram
     changes : pandas.DataFrame
         The ``changes`` of :func:`change_scores`.
     human_changes : pandas.DataFrame
-        From :func:`read_human_change_csv`.
+        From :func:`psyq.analysis.scoring.human_data.read_human_change_csv`.
     by : sequence of str
         Grouping columns present in both frames; a row with "overall" pools all groups.
 

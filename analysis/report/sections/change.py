@@ -185,7 +185,7 @@ def change_section(scores: pd.DataFrame, human_changes: pd.DataFrame | None = No
                    by: Sequence[str] = ("emotion",)) -> Section:
     """The report section on change: readings (one sentence per group, then pooled), the paired
     table, the comparison with humans (when `human_changes` is given, from
-    :func:`psyq.analysis.statistics.change.read_human_change_csv`) and the before/after figure.
+    :func:`psyq.analysis.scoring.human_data.read_human_change_csv`) and the before/after figure.
 
     Example
     -------
@@ -307,7 +307,7 @@ class ChangeSection(ReportSection):
 
     def sections(self, report: ReportContext) -> list[Section]:
         from psyq.analysis.scoring.stage_scores import load_stage_scores
-        from psyq.analysis.statistics.change import read_human_change_csv
+        from psyq.analysis.scoring.human_data import read_human_change_csv
 
         humans = read_human_change_csv(report.human_change) if report.human_change is not None else None
         section = change_section(load_stage_scores(report.run_path), humans)
