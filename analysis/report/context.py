@@ -39,22 +39,25 @@ from psyq.analysis.statistics.weighting import twin_weights
 def items_by_instrument(table: pd.DataFrame, instruments: Mapping[str, Instrument]) -> dict[str, pd.DataFrame]:
     """Raw answers as respondent × item tables per instrument (first repeat, first backend only
     when there are several: reliability is a property of one set of respondents)."""
-    out = {}
-    for inst_id, rows in table.groupby("instrument"):
-        first = rows[(rows["repeat"] == rows["repeat"].min()) & (rows["backend_id"] == rows["backend_id"].iloc[0])]
-        wide = first.pivot_table(index="respondent_id", columns="item_id", values="value", aggfunc="first",
-                                 dropna=False)
-        out[inst_id] = wide.reindex(columns=[i.id for i in instruments[inst_id].rating_items])
-    return out
+    return {inst_id: _item_table(_first_set(rows), instruments[inst_id]) for inst_id, rows in table.groupby("instrument")}
+
+
+def _first_set(rows: pd.DataFrame) -> pd.DataFrame:
+    """The answers of the first repeat of the first backend among `rows`."""
+    return rows[(rows["repeat"] == rows["repeat"].min()) & (rows["backend_id"] == rows["backend_id"].iloc[0])]
+
+
+def _item_table(rows: pd.DataFrame, instrument: Instrument) -> pd.DataFrame:
+    """`rows` of one instrument as respondent × item values, the instrument's rating items in order."""
+    wide = rows.pivot_table(index="respondent_id", columns="item_id", values="value", aggfunc="first", dropna=False)
+    return wide.reindex(columns=[i.id for i in instrument.rating_items])
 
 
 def cohort_items(table: pd.DataFrame, instrument: Instrument) -> pd.DataFrame:
     """Raw answers of one instrument as respondent × item with the persona attributes (first
     repeat of the first backend, as :func:`items_by_instrument`)."""
-    rows = table[table["instrument"] == instrument.id]
-    first = rows[(rows["repeat"] == rows["repeat"].min()) & (rows["backend_id"] == rows["backend_id"].iloc[0])]
-    wide = first.pivot_table(index="respondent_id", columns="item_id", values="value", aggfunc="first", dropna=False)
-    wide = wide.reindex(columns=[i.id for i in instrument.rating_items])
+    first = _first_set(table[table["instrument"] == instrument.id])
+    wide = _item_table(first, instrument)
     attributes = persona_columns(table)
     people = first.drop_duplicates("respondent_id").set_index("respondent_id")[attributes]
     return wide.join(people)
