@@ -27,53 +27,80 @@ def invariance_verdicts(frame: pd.DataFrame) -> list[str]:
 
     The configural row is judged on its own fit (acceptable: CFI ≥ .90 and RMSEA ≤ .10); a later
     row by Chen's (2007) rule: equality is rejected when ΔCFI ≤ −.010 together with ΔRMSEA ≥ .015
-    or ΔSRMR ≥ .030 (loadings) / .010 (intercepts), kept when ΔCFI > −.010 and neither of the
-    others crosses its cut-off, and called doubtful when the indices disagree.
+    or ΔSRMR ≥ .030 (loadings) / .010 (thresholds, intercepts), kept when ΔCFI > −.010 and neither of
+    the others crosses its cut-off, and called doubtful when the indices disagree. The CFI and RMSEA
+    are the estimator's own (``attrs["deciding"]``: robust for MLR, scaled for WLSMV). A partial step
+    names what it released and whether the rest holds.
 
     Example (rows as :func:`psyq.analysis.statistics.invariance.measurement_invariance` returns them):
         >>> nan = float("nan")
-        >>> fit = pd.DataFrame({"step": ["configural", "metric", "scalar"], "estimable": True, "note": "",
-        ...                     "groups": 2, "cfi": [.995, .994, .952], "rmsea": [.031, .028, .071],
-        ...                     "delta_cfi": [nan, -.001, -.042], "delta_rmsea": [nan, -.003, .043],
-        ...                     "delta_srmr": [nan, .004, .021], "delta_df": pd.array([None, 4, 4], dtype="Int64"),
-        ...                     "delta_chi2": [nan, 3.1, 61.7], "delta_p": [nan, .54, 1e-12]})
+        >>> fit = pd.DataFrame({"step": ["configural", "metric", "scalar", "partial scalar"], "estimable": True,
+        ...                     "note": ["", "", "", "partial invariance holds"], "groups": 2,
+        ...                     "released": ["", "", "", "a2~1"], "cfi": [.995, .994, .952, .990],
+        ...                     "rmsea": [.031, .028, .071, .030], "delta_cfi": [nan, -.001, -.042, -.004],
+        ...                     "delta_rmsea": [nan, -.003, .043, .002], "delta_srmr": [nan, .004, .021, .003],
+        ...                     "delta_df": pd.array([None, 4, 4, 3], dtype="Int64"),
+        ...                     "delta_chi2": [nan, 3.1, 61.7, 9.0], "delta_p": [nan, .54, 1e-12, .03]})
         >>> for sentence in invariance_verdicts(fit):
         ...     print(sentence)
         configural: the same items load on the same factors in both groups (CFI .995, RMSEA .031)
         metric: the loadings are equal in the groups (ΔCFI −.001, ΔRMSEA −.003, ΔSRMR .004; Δχ²(4) = 3.10, p = .540)
-        scalar: the intercepts are not equal in the groups (ΔCFI −.042, ΔRMSEA .043, ΔSRMR .021; Δχ²(4) = 61.70, p < .001): compare means with care
+        scalar: the intercepts are not equal in the groups (ΔCFI −.042, ΔRMSEA .043, ΔSRMR .021; Δχ²(4) = 61.70, p < .001)
+        partial scalar: with a2~1 free in each group, the other intercepts are equal in the groups (ΔCFI −.004, ΔRMSEA .002, ΔSRMR .003; Δχ²(3) = 9.00, p = .030): latent means compare on the same scale
     """
     n_groups = int(frame["groups"].iloc[0]) if len(frame) else 0
     in_groups = "both groups" if n_groups == 2 else f"all {n_groups} groups"
-    what = {"metric": "loadings", "scalar": "intercepts"}
+    cfi_column, rmsea_column = frame.attrs.get("deciding", ("cfi", "rmsea"))
+    what = {"thresholds": "thresholds", "metric": "loadings", "scalar": "intercepts"}
+    tails = {"scalar": ": compare means with care", "metric": ": compare relations with care",
+             "thresholds": ": compare answers with care"}
+    steps = list(frame["step"])
     sentences = []
-    for row in frame.itertuples(index=False):
-        if not row.estimable:
-            reason = row.note.split("; ")[0].removeprefix("not estimable: ")
-            sentences.append(f"{row.step}: not estimable: {reason}")
+    for k, row in enumerate(frame.to_dict("records")):
+        step = row["step"]
+        base = step.removeprefix("partial ")
+        if not row["estimable"]:
+            reason = row["note"].split("; ")[0].removeprefix("not estimable: ")
+            sentences.append(f"{step}: not estimable: {reason}")
             continue
-        fit = f"CFI {fmt_r(row.cfi, 3)}, RMSEA {fmt_r(row.rmsea, 3)}"
-        if row.step == "configural":
-            if row.cfi >= ACCEPTABLE_CFI and row.rmsea <= ACCEPTABLE_RMSEA:
+        fit = f"CFI {fmt_r(row[cfi_column], 3)}, RMSEA {fmt_r(row[rmsea_column], 3)}"
+        if step == "configural":
+            if row[cfi_column] >= ACCEPTABLE_CFI and row[rmsea_column] <= ACCEPTABLE_RMSEA:
                 sentences.append(f"configural: the same items load on the same factors in {in_groups} ({fit})")
             else:
                 sentences.append(f"configural: the factor model fits poorly ({fit}, {in_groups} together), "
                                  "so the later steps have no sound base")
             continue
-        if pd.isna(row.delta_cfi):
-            sentences.append(f"{row.step}: no comparison with the step before, which is not estimable ({fit})")
+        if pd.isna(row["delta_cfi"]):
+            sentences.append(f"{step}: no comparison with the step before, which is not estimable or does not "
+                             f"hold ({fit})")
             continue
-        deltas = (f"ΔCFI {fmt_r(row.delta_cfi, 3)}, ΔRMSEA {fmt_r(row.delta_rmsea, 3)}, "
-                  f"ΔSRMR {fmt_r(row.delta_srmr, 3)}; Δχ²({row.delta_df}) = {row.delta_chi2:.2f}, p {p_clause(row.delta_p)}")
-        cfi_drop = row.delta_cfi <= CHEN_DELTA_CFI
-        other_rise = row.delta_rmsea >= CHEN_DELTA_RMSEA or row.delta_srmr >= CHEN_DELTA_SRMR[row.step]
+        delta_chi2 = "not estimable" if pd.isna(row["delta_chi2"]) else f"{row['delta_chi2']:.2f}"
+        deltas = (f"ΔCFI {fmt_r(row['delta_cfi'], 3)}, ΔRMSEA {fmt_r(row['delta_rmsea'], 3)}, "
+                  f"ΔSRMR {fmt_r(row['delta_srmr'], 3)}; Δχ²({row['delta_df']}) = {delta_chi2}"
+                  + ("" if pd.isna(row["delta_p"]) else f", p {p_clause(row['delta_p'])}"))
+        outcome = next((part for part in row["note"].split("; ") if part.startswith("not invariant")), "")
+        if step.startswith("partial "):
+            freed = f"with {row['released']} free in each group"
+            if "partial invariance holds" in row["note"]:
+                later = {"scalar": "latent means compare on the same scale", "metric": "relations compare",
+                         "thresholds": "the loadings can be tested next"}[base]
+                sentences.append(f"{step}: {freed}, the other {what[base]} are equal in the groups ({deltas}): "
+                                 f"{later}")
+            else:
+                sentences.append(f"{step}: {freed}, the {what[base]} are still not equal ({deltas}); "
+                                 f"{outcome or 'no further release is supported'}")
+            continue
+        cfi_drop = row["delta_cfi"] <= CHEN_DELTA_CFI
+        other_rise = row["delta_rmsea"] >= CHEN_DELTA_RMSEA or row["delta_srmr"] >= CHEN_DELTA_SRMR[base]
+        followed = k + 1 < len(steps) and steps[k + 1] == f"partial {step}"
         if cfi_drop and other_rise:
-            tail = ": compare means with care" if row.step == "scalar" else ": compare relations with care"
-            sentences.append(f"{row.step}: the {what[row.step]} are not equal in the groups ({deltas}){tail}")
+            tail = "" if followed else (f"; {outcome}" if outcome else "") + tails[base]
+            sentences.append(f"{step}: the {what[base]} are not equal in the groups ({deltas}){tail}")
         elif not cfi_drop and not other_rise:
-            sentences.append(f"{row.step}: the {what[row.step]} are equal in the groups ({deltas})")
+            sentences.append(f"{step}: the {what[base]} are equal in the groups ({deltas})")
         else:
-            sentences.append(f"{row.step}: equality of the {what[row.step]} is doubtful, the fit indices "
+            sentences.append(f"{step}: equality of the {what[base]} is doubtful, the fit indices "
                              f"disagree ({deltas})")
     return sentences
 

@@ -1,0 +1,468 @@
+"""The factor model for items treated as continuous: normal-theory ML with a mean structure, and MLR.
+
+Per group g: x = ν + Λη + ε, Σ = ΛΦΛ' + Θ (Θ diagonal), μ = ν + Λα. The parameter kinds of
+:class:`~.layout.Layout` are ``loadings`` (the first item of each factor is its marker, fixed at 1),
+``residuals`` (diag Θ), ``factor_cov`` (the lower triangle of Φ, row by row), ``intercepts`` (ν) and
+``factor_means`` (α; fixed at 0 unless intercepts are held equal, and then fixed in group 1 only).
+
+ML (lavaan's ``likelihood = "normal"``): F_g = log|Σ| + tr(SΣ⁻¹) − log|S| − p + (ȳ − μ)'Σ⁻¹(ȳ − μ)
+with S of divisor N_g, F = Σ_g (N_g/N)·F_g and χ² = N·F. MLR (lavaan's ``estimator = "MLR"``) keeps
+those estimates and corrects the test by the Yuan–Bentler scaling factor as Mplus computes it
+(lavaan's ``test = "yuan.bentler.mplus"``): c = Σ_g [tr(A₁⁻¹B₁)_g − (N_g/N)·tr(B₀_g E⁻¹)] / df, with A₁
+and B₁ the expected and first-order (case-wise) information of the saturated model at the sample
+moments, B₀_g the first-order information of the model in group g and E the model's observed
+information; its standard errors are the sandwich E⁻¹B₀E⁻¹/N (Huber–White).
+
+May import numpy, scipy and the sibling :mod:`.layout`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import linalg, optimize
+
+from psyq.analysis.statistics.invariance.layout import Layout
+
+try:   # installed with scikit-learn, which pingouin requires
+    from threadpoolctl import threadpool_limits
+except ImportError:  # pragma: no cover
+    def threadpool_limits(limits: int) -> contextlib.AbstractContextManager:
+        return contextlib.nullcontext()
+
+# A variance is bounded below by this share of its item's (marker's) sample variance: the bound keeps
+# Σ positive definite; an estimate within BOUND_TOLERANCE of it is reported as a Heywood case.
+VARIANCE_FLOOR = 1e-6
+BOUND_TOLERANCE = 1e-4
+# The optimizer's answer is accepted when the largest projected gradient of F = χ²/N is below this.
+GRADIENT_TOLERANCE = 1e-5
+KINDS = ("loadings", "residuals", "factor_cov", "intercepts", "factor_means")
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One group's answers (complete cases) and their moments: mean and covariance with divisor N."""
+    label: str
+    values: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+    @property
+    def mean(self) -> np.ndarray:
+        return self.values.mean(axis=0)
+
+    @property
+    def cov(self) -> np.ndarray:
+        centred = self.values - self.mean
+        return centred.T @ centred / self.n
+
+
+@dataclass(frozen=True)
+class Structure:
+    """Which factor each item loads on and which items are markers."""
+    factor_of: np.ndarray
+    marker: np.ndarray
+
+    @property
+    def p(self) -> int:
+        return len(self.factor_of)
+
+    @property
+    def m(self) -> int:
+        return int(self.factor_of.max()) + 1
+
+
+def free_parameters(structure: Structure, n_groups: int, equal: Sequence[str]) -> dict[str, np.ndarray]:
+    """The free flags of every kind in every group for a level that holds the `equal` kinds equal."""
+    p, m = structure.p, structure.m
+    means_free = np.zeros((n_groups, m), dtype=bool)
+    if "intercepts" in equal:
+        # Factor means are identified once intercepts are equal, and then relative to group 1.
+        means_free[1:] = True
+    return {"loadings": np.tile(~structure.marker, (n_groups, 1)),
+            "residuals": np.ones((n_groups, p), dtype=bool),
+            "factor_cov": np.ones((n_groups, m * (m + 1) // 2), dtype=bool),
+            "intercepts": np.ones((n_groups, p), dtype=bool),
+            "factor_means": means_free}
+
+
+def values(theta: np.ndarray, places: np.ndarray, default: float) -> np.ndarray:
+    """A kind's values in every group from a parameter vector and its places (−1: the default)."""
+    return np.where(places >= 0, theta[np.maximum(places, 0)], default)
+
+
+def matrices(theta_split: np.ndarray, layout: Layout, structure: Structure, g: int
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Group g's Λ, Φ, α, diag Θ and ν from the split vector."""
+    p, m = structure.p, structure.m
+    lam = np.zeros((p, m))
+    lam[np.arange(p), structure.factor_of] = values(theta_split, layout.split["loadings"][g], 1.0)
+    phi = np.zeros((m, m))
+    rows, cols = np.tril_indices(m)
+    phi[rows, cols] = values(theta_split, layout.split["factor_cov"][g], 0.0)
+    phi[cols, rows] = phi[rows, cols]
+    alpha = values(theta_split, layout.split["factor_means"][g], 0.0)
+    residuals = values(theta_split, layout.split["residuals"][g], 0.0)
+    nu = values(theta_split, layout.split["intercepts"][g], 0.0)
+    return lam, phi, alpha, residuals, nu
+
+
+def implied(theta_split: np.ndarray, layout: Layout, structure: Structure, g: int) -> tuple[np.ndarray, np.ndarray]:
+    """Group g's implied covariance Σ = ΛΦΛ' + Θ and mean μ = ν + Λα."""
+    lam, phi, alpha, residuals, nu = matrices(theta_split, layout, structure, g)
+    return lam @ phi @ lam.T + np.diag(residuals), nu + lam @ alpha
+
+
+def discrepancy(theta: np.ndarray, layout: Layout, samples: Sequence[Sample], structure: Structure,
+                per_group: list[float] | None = None, split: bool = False) -> tuple[float, np.ndarray]:
+    """F = Σ_g (N_g/N)·F_g (so χ² = N·F) and its gradient (over the reduced vector, or the split one
+    when `split`); each F_g is appended to `per_group` when given.
+
+    With d = ȳ − μ, W = Σ⁻¹(Σ − S − dd')Σ⁻¹ and b = Σ⁻¹d: ∂F_g/∂Λ = 2WΛΦ − 2bα', ∂F_g/∂Φ = Λ'WΛ,
+    ∂F_g/∂θᵢ = Wᵢᵢ, ∂F_g/∂ν = −2b, ∂F_g/∂α = −2Λ'b.
+    """
+    theta_split = theta if split else layout.expand(theta)
+    n_total = sum(s.n for s in samples)
+    value, grad = 0.0, np.zeros(layout.n_split)
+    p, m = structure.p, structure.m
+    rows, cols = np.tril_indices(m)
+    for g, sample in enumerate(samples):
+        lam, phi, alpha, residuals, nu = matrices(theta_split, layout, structure, g)
+        sigma, mu = lam @ phi @ lam.T + np.diag(residuals), nu + lam @ alpha
+        try:
+            chol = linalg.cho_factor(sigma, lower=True)
+        except linalg.LinAlgError:
+            # Not positive definite: an impossible point, which the line search backs away from.
+            return 1e10, np.zeros(layout.n_split if split else layout.n_reduced)
+        sigma_inv = linalg.cho_solve(chol, np.eye(p))
+        cov = sample.cov
+        d = sample.mean - mu
+        b = sigma_inv @ d
+        log_det = 2.0 * np.sum(np.log(np.diag(chol[0])))
+        f_g = log_det + np.trace(cov @ sigma_inv) - np.linalg.slogdet(cov)[1] - p + d @ b
+        weight = sample.n / n_total
+        value += weight * f_g
+        if per_group is not None:
+            per_group.append(float(f_g))
+
+        w = sigma_inv @ (sigma - cov - np.outer(d, d)) @ sigma_inv
+        d_lam = (2.0 * w @ lam @ phi - 2.0 * np.outer(b, alpha))[np.arange(p), structure.factor_of]
+        d_phi = lam.T @ w @ lam
+        d_phi = np.where(rows == cols, d_phi[rows, cols], 2.0 * d_phi[rows, cols])   # Φ is symmetric
+        for kind, derivative in (("loadings", d_lam), ("factor_cov", d_phi), ("residuals", np.diag(w)),
+                                 ("intercepts", -2.0 * b), ("factor_means", -2.0 * lam.T @ b)):
+            places = layout.split[kind][g]
+            grad[places[places >= 0]] += weight * derivative[places >= 0]
+    return value, (grad if split else layout.fold(grad))
+
+
+def start_values(layout: Layout, samples: Sequence[Sample], structure: Structure) -> np.ndarray:
+    """Start values (reduced vector): per group and factor, the first principal component of the
+    factor's items gives the loadings relative to the marker and the factor variance; residual
+    variances half the item variances, factor covariances 0. Shared parameters take the N-weighted
+    average of the groups'. Intercepts start at the group's means (group 1's where they are held
+    equal) and factor means at the groups' differences on the markers."""
+    theta = np.zeros(layout.n_reduced)
+    weight = np.zeros(layout.n_reduced)
+    m = structure.m
+    markers = np.flatnonzero(structure.marker)
+    first = samples[0]
+    diagonal = np.flatnonzero(np.equal(*np.tril_indices(m)))
+    for g, sample in enumerate(samples):
+        cov, mean = sample.cov, sample.mean
+        lam = np.ones(structure.p)
+        phi = np.zeros(m * (m + 1) // 2)
+        for f in range(m):
+            items = np.flatnonzero(structure.factor_of == f)
+            eigenvalues, vectors = np.linalg.eigh(cov[np.ix_(items, items)])
+            axis = vectors[:, -1] * np.sqrt(max(eigenvalues[-1], 0.0))
+            marker_loading = axis[items == markers[f]][0]
+            if abs(marker_loading) > 1e-8:
+                lam[items] = np.clip(axis / marker_loading, -10, 10)
+            phi[diagonal[f]] = max(marker_loading ** 2, cov[markers[f], markers[f]] * 0.05)
+        held = layout.reduced("intercepts")
+        intercepts = np.where(held[g] == held[0], first.mean, mean)
+        means = mean[markers] - first.mean[markers]
+        for kind, start in (("loadings", lam), ("residuals", np.diag(cov) / 2), ("intercepts", intercepts),
+                            ("factor_means", means), ("factor_cov", phi)):
+            places = layout.reduced(kind)[g]
+            np.add.at(theta, places[places >= 0], sample.n * start[places >= 0])
+            np.add.at(weight, places[places >= 0], sample.n)
+    filled = weight > 0
+    theta[filled] /= weight[filled]
+    return theta
+
+
+def lower_bounds(layout: Layout, samples: Sequence[Sample], structure: Structure) -> tuple[np.ndarray, np.ndarray]:
+    """Residual and factor variances stay above VARIANCE_FLOOR times their item's (marker's) variance.
+
+    Returns the lower bound of every reduced parameter (−inf when free) and the variance it was
+    scaled by (NaN when free).
+    """
+    scale = np.full(layout.n_reduced, np.nan)
+    markers = np.flatnonzero(structure.marker)
+    diagonal = np.flatnonzero(np.equal(*np.tril_indices(structure.m)))
+    for g, sample in enumerate(samples):
+        variances = np.diag(sample.cov)
+        residuals = layout.reduced("residuals")[g]
+        scale[residuals[residuals >= 0]] = variances[residuals >= 0]
+        factor_variances = layout.reduced("factor_cov")[g][diagonal]
+        scale[factor_variances] = variances[markers]
+    return np.where(np.isnan(scale), -np.inf, VARIANCE_FLOOR * scale), scale
+
+
+@dataclass
+class Fit:
+    """One fitted level: the reduced estimates, χ² = N·F and each group's share, and what went wrong."""
+    layout: Layout
+    theta: np.ndarray
+    chi2: float
+    group_chi2: list[float]
+    heywood: list[str]
+    converged: bool
+    message: str
+
+    @property
+    def theta_split(self) -> np.ndarray:
+        return self.layout.expand(self.theta)
+
+
+def fit(layout: Layout, samples: Sequence[Sample], structure: Structure, items: Sequence[str],
+        factor_names: Sequence[str]) -> Fit:
+    """Minimise the multi-group ML discrepancy of one layout (L-BFGS-B, analytic gradient)."""
+    lower, scale = lower_bounds(layout, samples, structure)
+    # The matrices are small: a threaded BLAS only adds waiting (ten times slower on a busy 2-core machine).
+    with threadpool_limits(1):
+        result = optimize.minimize(discrepancy, start_values(layout, samples, structure),
+                                   args=(layout, samples, structure), jac=True, method="L-BFGS-B",
+                                   bounds=optimize.Bounds(lower, np.inf),
+                                   options={"maxiter": 20000, "maxfun": 40000, "ftol": 1e-15, "gtol": 1e-9})
+    theta = result.x
+    group_f: list[float] = []
+    _, grad = discrepancy(theta, layout, samples, structure, group_f)
+    at_bound = np.zeros(len(theta), dtype=bool)
+    bounded = np.isfinite(lower)
+    at_bound[bounded] = theta[bounded] <= lower[bounded] + BOUND_TOLERANCE * scale[bounded]
+    # At a lower bound only a gradient pushing further down is allowed (the KKT condition).
+    projected = np.where(at_bound, np.minimum(grad, 0.0), grad)
+    converged = bool(np.all(np.isfinite(theta))) and float(np.max(np.abs(projected))) < GRADIENT_TOLERANCE
+    heywood = []
+    diagonal = np.flatnonzero(np.equal(*np.tril_indices(structure.m)))
+    for g, sample in enumerate(samples):
+        for i, index in enumerate(layout.reduced("residuals")[g]):
+            if index >= 0 and at_bound[index]:
+                heywood.append(f"residual variance of {items[i]} in group '{sample.label}'")
+        for f, index in enumerate(layout.reduced("factor_cov")[g][diagonal]):
+            if at_bound[index]:
+                heywood.append(f"variance of factor {factor_names[f]} in group '{sample.label}'")
+    n_total = sum(s.n for s in samples)
+    return Fit(layout, theta, n_total * float(result.fun), [s.n * f for s, f in zip(samples, group_f)], heywood,
+               converged, str(result.message))
+
+
+# --- moments, information and case-wise scores (score tests, MLR) ---------------------------------
+
+def _vech_indices(p: int) -> tuple[np.ndarray, np.ndarray]:
+    """lavaan's vech order: the lower triangle column by column."""
+    cols, rows = np.triu_indices(p)
+    return rows, cols
+
+
+def moments(theta_split: np.ndarray, layout: Layout, structure: Structure, g: int) -> np.ndarray:
+    """Group g's implied moments (μ, vech Σ)."""
+    sigma, mu = implied(theta_split, layout, structure, g)
+    rows, cols = _vech_indices(structure.p)
+    return np.concatenate([mu, sigma[rows, cols]])
+
+
+def jacobian(theta_split: np.ndarray, layout: Layout, structure: Structure, g: int) -> np.ndarray:
+    """Δ_g = ∂(μ, vech Σ)/∂θ over the split vector, by central differences (the moments are low-order
+    polynomials in θ, so a step of 1e-5 leaves an error far below the figures compared)."""
+    step = 1e-5
+    columns = []
+    for k in range(layout.n_split):
+        shift = np.zeros(layout.n_split)
+        shift[k] = step
+        columns.append((moments(theta_split + shift, layout, structure, g)
+                        - moments(theta_split - shift, layout, structure, g)) / (2 * step))
+    return np.array(columns).T
+
+
+def normal_weight(sigma: np.ndarray) -> np.ndarray:
+    """The expected information of one case about (μ, vech Σ) of a multivariate normal:
+    blockdiag(Σ⁻¹, ½·D'(Σ⁻¹ ⊗ Σ⁻¹)D), D the duplication matrix; written out over vech, the
+    (ij, kl) entry is c_ij·c_kl·¼(a_ik·a_jl + a_il·a_jk) with A = Σ⁻¹ and c = 2 off the diagonal."""
+    a = np.linalg.inv(sigma)
+    rows, cols = _vech_indices(len(sigma))
+    c = np.where(rows == cols, 1.0, 2.0)
+    block = np.outer(c, c) * 0.25 * (a[np.ix_(rows, rows)] * a[np.ix_(cols, cols)]
+                                     + a[np.ix_(rows, cols)] * a[np.ix_(cols, rows)])
+    return linalg.block_diag(a, block)
+
+
+def casewise_scores(values: np.ndarray, sigma: np.ndarray, mu: np.ndarray) -> np.ndarray:
+    """Each case's derivative of its normal log-likelihood with respect to (μ, vech Σ) at (μ, Σ)."""
+    p = len(mu)
+    sigma_inv = np.linalg.inv(sigma)
+    centred = (values - mu) @ sigma_inv              # Σ⁻¹(y − μ), one row per case
+    rows, cols = _vech_indices(p)
+    outer = centred[:, rows] * centred[:, cols] - sigma_inv[rows, cols]
+    # ∂ℓ/∂σ_ij = ½(Σ⁻¹(y−μ)(y−μ)'Σ⁻¹ − Σ⁻¹)_ij, counted twice off the diagonal (σ_ij = σ_ji).
+    return np.hstack([centred, np.where(rows == cols, 0.5, 1.0) * outer])
+
+
+class ContinuousModel:
+    """The groups' complete answers and the factor structure, fitted by ML or MLR.
+
+    Every method works on a :class:`~.layout.Layout` made from :meth:`free` (which kinds are held
+    equal, which are released) and on the :class:`Fit` that :meth:`fit` returns.
+    """
+
+    moment_name = "means and covariances"
+
+    def __init__(self, samples: Sequence[Sample], structure: Structure, items: Sequence[str],
+                 factor_names: Sequence[str], estimator: str):
+        self.samples, self.structure = list(samples), structure
+        self.items, self.factor_names, self.estimator = list(items), list(factor_names), estimator
+        self.n = sum(s.n for s in samples)
+        self.weights = np.array([s.n / self.n for s in samples])
+
+    def free(self, equal: Sequence[str]) -> dict[str, np.ndarray]:
+        return free_parameters(self.structure, len(self.samples), equal)
+
+    def n_moments(self) -> int:
+        p = self.structure.p
+        return len(self.samples) * (p * (p + 1) // 2 + p)
+
+    def fit(self, layout: Layout) -> Fit:
+        return fit(layout, self.samples, self.structure, self.items, self.factor_names)
+
+    # -- information ------------------------------------------------------------------------------
+    def _deltas(self, result: Fit) -> list[np.ndarray]:
+        return [jacobian(result.theta_split, result.layout, self.structure, g) for g in range(len(self.samples))]
+
+    def expected_information(self, result: Fit, deltas: list[np.ndarray] | None = None) -> np.ndarray:
+        """Σ_g (N_g/N)·Δ_g'W_gΔ_g over the split vector: the information of one case."""
+        deltas = deltas or self._deltas(result)
+        total = np.zeros((result.layout.n_split, result.layout.n_split))
+        for g, delta in enumerate(deltas):
+            sigma, _ = implied(result.theta_split, result.layout, self.structure, g)
+            total += self.weights[g] * delta.T @ normal_weight(sigma) @ delta
+        return total
+
+    def observed_information(self, result: Fit) -> np.ndarray:
+        """½ the Hessian of F over the reduced vector (F = −2/N·log-likelihood + constant), by central
+        differences of the analytic gradient."""
+        step = 1e-6
+        k = result.layout.n_reduced
+        hessian = np.empty((k, k))
+        for j in range(k):
+            shift = np.zeros(k)
+            shift[j] = step
+            hessian[:, j] = (discrepancy(result.theta + shift, result.layout, self.samples, self.structure)[1]
+                             - discrepancy(result.theta - shift, result.layout, self.samples, self.structure)[1]) / (2 * step)
+        return 0.25 * (hessian + hessian.T)
+
+    def _first_order(self, result: Fit, deltas: list[np.ndarray]) -> list[np.ndarray]:
+        """B₀_g: the mean outer product of the cases' scores over the split vector, per group."""
+        blocks = []
+        for g, (sample, delta) in enumerate(zip(self.samples, deltas)):
+            sigma, mu = implied(result.theta_split, result.layout, self.structure, g)
+            scores = casewise_scores(sample.values, sigma, mu) @ delta
+            blocks.append(scores.T @ scores / sample.n)
+        return blocks
+
+    def information(self, result: Fit) -> np.ndarray:
+        """The information of the reduced vector the estimator's standard errors rest on: expected for
+        ML (lavaan's default), observed for MLR (lavaan's default for MLR)."""
+        if self.estimator == "MLR":
+            return self.observed_information(result)
+        expected = self.expected_information(result)
+        fold = _fold_matrix(result.layout)
+        return fold.T @ expected @ fold
+
+    def vcov(self, result: Fit) -> np.ndarray:
+        """The covariance of the reduced estimates: E⁻¹/N (ML) or the sandwich E⁻¹B₀E⁻¹/N (MLR)."""
+        information_inv = np.linalg.pinv(self.information(result))
+        if self.estimator != "MLR":
+            return information_inv / self.n
+        fold = _fold_matrix(result.layout)
+        meat = sum(w * fold.T @ b @ fold for w, b in zip(self.weights, self._first_order(result, self._deltas(result))))
+        return information_inv @ meat @ information_inv / self.n
+
+    # -- tests ------------------------------------------------------------------------------------
+    def scaling(self, result: Fit, df: int) -> tuple[float, float]:
+        """The Yuan–Bentler scaling factor c (Mplus' variant, lavaan's ``yuan.bentler.mplus``) and the shift
+        (0: the scaled statistic is χ²/c)."""
+        deltas = self._deltas(result)
+        fold = _fold_matrix(result.layout)
+        information_inv = np.linalg.pinv(self.information(result))
+        trace = 0.0
+        for g, (sample, b0) in enumerate(zip(self.samples, self._first_order(result, deltas))):
+            trace += _saturated_trace(sample) - self.weights[g] * np.sum((fold.T @ b0 @ fold) * information_inv.T)
+        return float(trace / df), 0.0
+
+    def baseline(self) -> dict[str, float]:
+        """The independence model (free means and variances, zero covariances, per group): at its optimum
+        Σ = diag(S) and μ = ȳ, so F_g = Σᵢ log sᵢᵢ − log|S|; with MLR also its scaling factor."""
+        p = self.structure.p
+        chi2 = sum(s.n * (np.sum(np.log(np.diag(s.cov))) - np.linalg.slogdet(s.cov)[1]) for s in self.samples)
+        df = len(self.samples) * p * (p - 1) // 2
+        out = {"chi2": float(chi2), "df": df, "scaling": float("nan"), "shift": 0.0}
+        if self.estimator == "MLR":
+            rows, cols = _vech_indices(p)
+            select = np.zeros((p + len(rows), 2 * p))
+            select[np.arange(p), np.arange(p)] = 1.0
+            select[p + np.flatnonzero(rows == cols), p + np.arange(p)] = 1.0
+            trace = 0.0
+            for sample, weight in zip(self.samples, self.weights):
+                sigma = np.diag(np.diag(sample.cov))
+                information = select.T @ normal_weight(sigma) @ select   # this group's own parameters only
+                scores = casewise_scores(sample.values, sigma, sample.mean) @ select
+                b0 = scores.T @ scores / sample.n
+                trace += _saturated_trace(sample) - np.sum(b0 * np.linalg.inv(information).T)
+            out["scaling"] = float(trace / df)
+        return out
+
+    def srmr(self, result: Fit) -> float:
+        """lavaan's srmr_bentler: residuals standardised by the sample SDs, means included, N_g/N-weighted."""
+        total = 0.0
+        for g, sample in enumerate(self.samples):
+            sigma, mu = implied(result.theta_split, result.layout, self.structure, g)
+            cov = sample.cov
+            sd = np.sqrt(np.diag(cov))
+            cov_residuals = ((cov - sigma) / np.outer(sd, sd))[np.tril_indices(len(sd))]
+            mean_residuals = (sample.mean - mu) / sd
+            elements = len(cov_residuals) + len(mean_residuals)
+            total += self.weights[g] * np.sqrt((np.sum(cov_residuals ** 2) + np.sum(mean_residuals ** 2)) / elements)
+        return float(total)
+
+    def score_and_information(self, result: Fit) -> tuple[np.ndarray, np.ndarray]:
+        """The score of one case (−½ ∂F/∂θ) and the expected information, over the split vector: what
+        lavaan's ``lavTestScore`` uses (its default ``information = "expected"``)."""
+        _, gradient = discrepancy(result.theta_split, result.layout, self.samples, self.structure, split=True)
+        return -0.5 * gradient, self.expected_information(result)
+
+    def factor_variance(self, result: Fit, g: int, f: int) -> float:
+        """Factor f's latent variance in group g."""
+        return float(matrices(result.theta_split, result.layout, self.structure, g)[1][f, f])
+
+
+def _fold_matrix(layout: Layout) -> np.ndarray:
+    """K (split × reduced): split = K·reduced."""
+    fold = np.zeros((layout.n_split, layout.n_reduced))
+    fold[np.arange(layout.n_split), layout.reduced_of] = 1.0
+    return fold
+
+
+def _saturated_trace(sample: Sample) -> float:
+    """tr(A₁⁻¹B₁) of the saturated model at the sample moments: A₁ its expected information, B₁ the mean
+    outer product of the cases' scores."""
+    scores = casewise_scores(sample.values, sample.cov, sample.mean)
+    b1 = scores.T @ scores / sample.n
+    return float(np.sum(np.linalg.inv(normal_weight(sample.cov)) * b1.T))

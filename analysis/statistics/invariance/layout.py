@@ -1,0 +1,114 @@
+"""Where each group's parameters sit in the parameter vector, and which are held equal across groups.
+
+A multi-group model has, per group, arrays of parameters of a few kinds (loadings, intercepts,
+thresholds, …). :class:`Layout` gives every free parameter of every group its own place in the
+*split* vector — the model with nothing held equal — and maps the split vector onto the *reduced*
+vector the optimizer moves, where a parameter held equal across groups (lavaan's ``group.equal``)
+has one place for all groups. A parameter released from an equality (lavaan's ``group.partial``)
+keeps a place per group. The split vector and the equality rows between its places are what a score
+test needs (lavaan's ``lavTestScore``: ``R θ = 0``).
+
+May import numpy only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Per kind, a (groups, elements) array of split-vector places (−1: fixed at the kind's default).
+
+    ``reduced_of[k]`` is the reduced-vector place of split place k; ``origin[k]`` is its
+    (kind, group, element).
+
+    Example (two groups, two loadings, the first fixed, the second held equal):
+        >>> free = {"loadings": np.array([[False, True], [False, True]])}
+        >>> layout = Layout.build(free, equal={"loadings"})
+        >>> layout.split["loadings"].tolist(), layout.reduced_of.tolist()
+        ([[-1, 0], [-1, 1]], [0, 0])
+        >>> layout.constraints()
+        [('loadings', 1, 1)]
+    """
+    split: Mapping[str, np.ndarray]
+    reduced_of: np.ndarray
+    origin: tuple[tuple[str, int, int], ...]
+
+    @classmethod
+    def build(cls, free: Mapping[str, np.ndarray], equal: Collection[str] = (),
+              released: Collection[tuple[str, int]] = ()) -> Layout:
+        """Number the free parameters group by group, kind by kind; a parameter of an `equal` kind that
+        is free in every group and not `released` ((kind, element) pairs) shares group 1's reduced place."""
+        split, origin, reduced_of = {}, [], []
+        shared: dict[tuple[str, int], int] = {}
+        n_reduced = 0
+        n_groups = len(next(iter(free.values())))
+        for kind in free:
+            split[kind] = np.full(free[kind].shape, -1, dtype=int)
+        for g in range(n_groups):
+            for kind, flags in free.items():
+                for element in np.flatnonzero(flags[g]):
+                    split[kind][g, element] = len(origin)
+                    origin.append((kind, g, int(element)))
+                    key = (kind, int(element))
+                    held = kind in equal and key not in released and bool(flags[:, element].all())
+                    if held and key in shared:
+                        reduced_of.append(shared[key])
+                        continue
+                    if held:
+                        shared[key] = n_reduced
+                    reduced_of.append(n_reduced)
+                    n_reduced += 1
+        return cls(split, np.array(reduced_of, dtype=int), tuple(origin))
+
+    @property
+    def n_split(self) -> int:
+        return len(self.reduced_of)
+
+    @property
+    def n_reduced(self) -> int:
+        return int(self.reduced_of.max()) + 1 if len(self.reduced_of) else 0
+
+    def reduced(self, kind: str) -> np.ndarray:
+        """The kind's (groups, elements) array of reduced-vector places (−1: fixed)."""
+        places = self.split[kind]
+        return np.where(places >= 0, self.reduced_of[np.maximum(places, 0)], -1)
+
+    def expand(self, theta: np.ndarray) -> np.ndarray:
+        """The split vector of a reduced one."""
+        return theta[self.reduced_of]
+
+    def fold(self, gradient: np.ndarray) -> np.ndarray:
+        """A gradient over the split vector summed onto the reduced vector (the chain rule of sharing)."""
+        return np.bincount(self.reduced_of, weights=gradient, minlength=self.n_reduced)
+
+    def constraints(self) -> list[tuple[str, int, int]]:
+        """Every equality in force, as (kind, element, group): group g's parameter equals group 1's."""
+        rows = []
+        first: dict[int, int] = {}
+        for place, (kind, g, element) in enumerate(self.origin):
+            reduced = int(self.reduced_of[place])
+            if reduced in first:
+                rows.append((kind, element, g))
+            else:
+                first[reduced] = place
+        return rows
+
+    def constraint_matrix(self) -> np.ndarray:
+        """R (constraints × split places): row r is +1 at group 1's place and −1 at group g's, so R θ = 0
+        holds the equalities of :meth:`constraints`, in that order."""
+        first: dict[int, int] = {}
+        rows = []
+        for place in range(self.n_split):
+            reduced = int(self.reduced_of[place])
+            if reduced in first:
+                row = np.zeros(self.n_split)
+                row[first[reduced]], row[place] = 1.0, -1.0
+                rows.append(row)
+            else:
+                first[reduced] = place
+        return np.array(rows).reshape(len(rows), self.n_split)
