@@ -38,10 +38,10 @@ from psyq.engine.trials.scoring import keyed_answers, reverse_key, score, score_
 from psyq.analysis import (HumanData, build_sections, compare_samples, compare_with_humans, compare_with_norms,
                            differential_item_functioning, factor_congruence, graded_response_model, group_matching,
                            human_data, human_scores, invariance_verdicts, item_distributions, load_run_scores,
-                           match_twins, matching_warnings, measurement_invariance, model_effects, reliability_table,
-                           respondent_z, score_answers, score_humans, spss_names, subscale_correlations,
-                           target_loadings, test_information, test_retest_icc, tucker_phi, twin_agreement,
-                           twin_summary, twin_weights, wide_scores, write_report, write_scores)
+                           match_twins, matching_warnings, measurement_invariance, model_effects, polychoric,
+                           reliability_table, respondent_z, score_answers, score_humans, spss_names,
+                           subscale_correlations, target_loadings, test_information, test_retest_icc, tucker_phi,
+                           twin_agreement, twin_summary, twin_weights, wide_scores, write_report, write_scores)
 
 __all__ = [
     # design and administration
@@ -55,7 +55,7 @@ __all__ = [
     # comparing with people
     "compare_samples", "compare_with_humans", "compare_with_norms", "differential_item_functioning",
     "factor_congruence", "graded_response_model", "group_matching", "invariance_verdicts", "item_distributions",
-    "match_twins", "matching_warnings", "measurement_invariance", "model_effects", "reliability_table",
+    "match_twins", "matching_warnings", "measurement_invariance", "model_effects", "polychoric", "reliability_table",
     "respondent_z", "subscale_correlations", "target_loadings", "test_information", "test_retest_icc",
     "tucker_phi", "twin_agreement", "twin_summary", "twin_weights",
     # the report

@@ -53,6 +53,7 @@ from psyq.analysis.statistics.human_comparison import compare_samples, compare_w
 from psyq.analysis.statistics.invariance import measurement_invariance
 from psyq.analysis.statistics.irt import differential_item_functioning, graded_response_model, test_information
 from psyq.analysis.statistics.norms import compare_with_norms, group_matching, respondent_z
+from psyq.analysis.statistics.polychoric import polychoric
 from psyq.analysis.statistics.reliability import reliability_table, test_retest_icc
 from psyq.analysis.statistics.twins import match_twins, twin_agreement, twin_summary
 from psyq.analysis.statistics.validity import (factor_congruence, item_distributions, subscale_correlations,
@@ -65,7 +66,7 @@ __all__ = [
     "HumanData", "build_sections", "compare_samples", "compare_with_humans", "compare_with_norms",
     "differential_item_functioning", "factor_congruence", "graded_response_model", "group_matching", "human_data",
     "human_scores", "invariance_verdicts", "item_distributions", "load_run_scores", "match_twins",
-    "matching_warnings", "measurement_invariance", "model_effects", "reliability_table", "respondent_z",
+    "matching_warnings", "measurement_invariance", "model_effects", "polychoric", "reliability_table", "respondent_z",
     "score_answers", "score_humans", "spss_names", "subscale_correlations", "target_loadings", "test_information",
     "test_retest_icc", "tucker_phi", "twin_agreement", "twin_summary", "twin_weights", "wide_scores",
     "write_report", "write_scores",

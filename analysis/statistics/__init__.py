@@ -3,10 +3,12 @@
 One function per statistic, each returning a DataFrame (or a number) and naming in its docstring
 the R function or published result it is checked against; none writes report text. Comparing with
 people: norms (:mod:`.norms`), people's own data (:mod:`.human_comparison`, :mod:`.validity`,
-:mod:`.weighting`, :mod:`.twins`), the same construct (:mod:`.invariance`, :mod:`.irt`); the
-instrument in the cohort (:mod:`.reliability`, :mod:`.fidelity`, :mod:`.effects`); change after
-situations (:mod:`.change`); ratings and their raters (:mod:`.agreement`, :mod:`.rater_agreement`,
-:mod:`.response_comparison`, :mod:`.robustness`, :mod:`.prompt_sensitivity`).
+:mod:`.weighting`, :mod:`.twins`), the same construct (:mod:`.invariance`, :mod:`.irt`; ordinal
+items' thresholds, polychoric correlations and their asymptotic covariance, the first step of
+ordinal factor analysis: :mod:`.polychoric`); the instrument in the cohort (:mod:`.reliability`,
+:mod:`.fidelity`, :mod:`.effects`); change after situations (:mod:`.change`); ratings and their
+raters (:mod:`.agreement`, :mod:`.rater_agreement`, :mod:`.response_comparison`, :mod:`.robustness`,
+:mod:`.prompt_sensitivity`).
 
 May import: psyq.analysis.scoring and the psyq.engine rooms that read runs and files (files,
 store, trials, kinds, design, results, judging); never psyq.analysis.report.
