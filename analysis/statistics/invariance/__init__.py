@@ -107,6 +107,8 @@ import numpy as np
 import pandas as pd
 
 from psyq.analysis.statistics.invariance.continuous import ContinuousModel, Sample, Structure
+from psyq.analysis.statistics.invariance.ordinal import OrdinalModel
+from psyq.analysis.statistics.polychoric import NotEstimable
 from psyq.analysis.statistics.invariance.sequence import (ACCEPTABLE_CFI, ACCEPTABLE_RMSEA, CHEN_DELTA_CFI,
                                                           CHEN_DELTA_RMSEA, CHEN_DELTA_SRMR, COLUMNS,
                                                           CONTINUOUS_STEPS, DECIDING, ESTIMATORS, METHOD,
@@ -204,10 +206,10 @@ def measurement_invariance(data: pd.DataFrame, factors: Mapping[str, Sequence[st
     model = None
     if problem is None:
         if ordinal:
-            from psyq.analysis.statistics.invariance.ordinal import OrdinalModel, ordinal_problem
-            problem = ordinal_problem(samples, items)
-            if problem is None:
+            try:
                 model = OrdinalModel(samples, structure, items, factor_names)
+            except NotEstimable as error:
+                problem = str(error)
         else:
             model = ContinuousModel(samples, structure, items, factor_names, estimator)
     n_total, n_groups = sum(s.n for s in samples), len(samples)

@@ -335,6 +335,9 @@ class ContinuousModel:
     def free(self, equal: Sequence[str]) -> dict[str, np.ndarray]:
         return free_parameters(self.structure, len(self.samples), equal)
 
+    def pinned(self, equal: Sequence[str]) -> tuple[str, ...]:
+        return ()
+
     def n_moments(self) -> int:
         p = self.structure.p
         return len(self.samples) * (p * (p + 1) // 2 + p)
@@ -383,7 +386,7 @@ class ContinuousModel:
         if self.estimator == "MLR":
             return self.observed_information(result)
         expected = self.expected_information(result)
-        fold = _fold_matrix(result.layout)
+        fold = result.layout.fold_matrix()
         return fold.T @ expected @ fold
 
     def vcov(self, result: Fit) -> np.ndarray:
@@ -391,7 +394,7 @@ class ContinuousModel:
         information_inv = np.linalg.pinv(self.information(result))
         if self.estimator != "MLR":
             return information_inv / self.n
-        fold = _fold_matrix(result.layout)
+        fold = result.layout.fold_matrix()
         meat = sum(w * fold.T @ b @ fold for w, b in zip(self.weights, self._first_order(result, self._deltas(result))))
         return information_inv @ meat @ information_inv / self.n
 
@@ -400,7 +403,7 @@ class ContinuousModel:
         """The Yuan–Bentler scaling factor c (Mplus' variant, lavaan's ``yuan.bentler.mplus``) and the shift
         (0: the scaled statistic is χ²/c)."""
         deltas = self._deltas(result)
-        fold = _fold_matrix(result.layout)
+        fold = result.layout.fold_matrix()
         information_inv = np.linalg.pinv(self.information(result))
         trace = 0.0
         for g, (sample, b0) in enumerate(zip(self.samples, self._first_order(result, deltas))):
@@ -451,13 +454,6 @@ class ContinuousModel:
     def factor_variance(self, result: Fit, g: int, f: int) -> float:
         """Factor f's latent variance in group g."""
         return float(matrices(result.theta_split, result.layout, self.structure, g)[1][f, f])
-
-
-def _fold_matrix(layout: Layout) -> np.ndarray:
-    """K (split × reduced): split = K·reduced."""
-    fold = np.zeros((layout.n_split, layout.n_reduced))
-    fold[np.arange(layout.n_split), layout.reduced_of] = 1.0
-    return fold
 
 
 def _saturated_trace(sample: Sample) -> float:

@@ -5,8 +5,11 @@ thresholds, …). :class:`Layout` gives every free parameter of every group its 
 *split* vector — the model with nothing held equal — and maps the split vector onto the *reduced*
 vector the optimizer moves, where a parameter held equal across groups (lavaan's ``group.equal``)
 has one place for all groups. A parameter released from an equality (lavaan's ``group.partial``)
-keeps a place per group. The split vector and the equality rows between its places are what a score
-test needs (lavaan's ``lavTestScore``: ``R θ = 0``).
+keeps a place per group. A *pinned* kind is held at its default (0) in every group where it is free
+and not released: it has a split place, which a score test may release, but no reduced one (the
+ordinal model's intercepts once thresholds and intercepts are equal: Wu & Estabrook, 2016). The
+split vector and the constraints between its places are what a score test needs (lavaan's
+``lavTestScore``).
 
 May import numpy only.
 """
@@ -23,8 +26,8 @@ import numpy as np
 class Layout:
     """Per kind, a (groups, elements) array of split-vector places (−1: fixed at the kind's default).
 
-    ``reduced_of[k]`` is the reduced-vector place of split place k; ``origin[k]`` is its
-    (kind, group, element).
+    ``reduced_of[k]`` is the reduced-vector place of split place k (−1: pinned at 0); ``origin[k]`` is
+    its (kind, group, element).
 
     Example (two groups, two loadings, the first fixed, the second held equal):
         >>> free = {"loadings": np.array([[False, True], [False, True]])}
@@ -40,9 +43,10 @@ class Layout:
 
     @classmethod
     def build(cls, free: Mapping[str, np.ndarray], equal: Collection[str] = (),
-              released: Collection[tuple[str, int]] = ()) -> Layout:
+              released: Collection[tuple[str, int]] = (), pinned: Collection[str] = ()) -> Layout:
         """Number the free parameters group by group, kind by kind; a parameter of an `equal` kind that
-        is free in every group and not `released` ((kind, element) pairs) shares group 1's reduced place."""
+        is free in every group and not `released` ((kind, element) pairs) shares group 1's reduced place;
+        one of a `pinned` kind that is not released has none."""
         split, origin, reduced_of = {}, [], []
         shared: dict[tuple[str, int], int] = {}
         n_reduced = 0
@@ -55,6 +59,9 @@ class Layout:
                     split[kind][g, element] = len(origin)
                     origin.append((kind, g, int(element)))
                     key = (kind, int(element))
+                    if kind in pinned and key not in released:
+                        reduced_of.append(-1)
+                        continue
                     held = kind in equal and key not in released and bool(flags[:, element].all())
                     if held and key in shared:
                         reduced_of.append(shared[key])
@@ -74,41 +81,35 @@ class Layout:
         return int(self.reduced_of.max()) + 1 if len(self.reduced_of) else 0
 
     def reduced(self, kind: str) -> np.ndarray:
-        """The kind's (groups, elements) array of reduced-vector places (−1: fixed)."""
+        """The kind's (groups, elements) array of reduced-vector places (−1: fixed or pinned)."""
         places = self.split[kind]
         return np.where(places >= 0, self.reduced_of[np.maximum(places, 0)], -1)
 
     def expand(self, theta: np.ndarray) -> np.ndarray:
-        """The split vector of a reduced one."""
-        return theta[self.reduced_of]
+        """The split vector of a reduced one (pinned places 0)."""
+        return np.where(self.reduced_of >= 0, theta[np.maximum(self.reduced_of, 0)], 0.0)
 
     def fold(self, gradient: np.ndarray) -> np.ndarray:
         """A gradient over the split vector summed onto the reduced vector (the chain rule of sharing)."""
-        return np.bincount(self.reduced_of, weights=gradient, minlength=self.n_reduced)
+        kept = self.reduced_of >= 0
+        return np.bincount(self.reduced_of[kept], weights=gradient[kept], minlength=self.n_reduced)
+
+    def fold_matrix(self) -> np.ndarray:
+        """K (split × reduced): split = K·reduced; a pinned place's row is 0."""
+        fold = np.zeros((self.n_split, self.n_reduced))
+        kept = np.flatnonzero(self.reduced_of >= 0)
+        fold[kept, self.reduced_of[kept]] = 1.0
+        return fold
 
     def constraints(self) -> list[tuple[str, int, int]]:
-        """Every equality in force, as (kind, element, group): group g's parameter equals group 1's."""
+        """Every equality in force, as (kind, element, group): group g's parameter equals group 1's (or,
+        pinned, its default)."""
         rows = []
         first: dict[int, int] = {}
         for place, (kind, g, element) in enumerate(self.origin):
             reduced = int(self.reduced_of[place])
-            if reduced in first:
+            if reduced < 0 or reduced in first:
                 rows.append((kind, element, g))
             else:
                 first[reduced] = place
         return rows
-
-    def constraint_matrix(self) -> np.ndarray:
-        """R (constraints × split places): row r is +1 at group 1's place and −1 at group g's, so R θ = 0
-        holds the equalities of :meth:`constraints`, in that order."""
-        first: dict[int, int] = {}
-        rows = []
-        for place in range(self.n_split):
-            reduced = int(self.reduced_of[place])
-            if reduced in first:
-                row = np.zeros(self.n_split)
-                row[first[reduced]], row[place] = 1.0, -1.0
-                rows.append(row)
-            else:
-                first[reduced] = place
-        return np.array(rows).reshape(len(rows), self.n_split)

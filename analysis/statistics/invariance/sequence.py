@@ -11,7 +11,7 @@ import pandas as pd
 from scipy import stats
 
 from psyq.analysis.statistics.invariance import fit_measures
-from psyq.analysis.statistics.invariance.continuous import ContinuousModel, Fit, Sample, Structure, _fold_matrix
+from psyq.analysis.statistics.invariance.continuous import Fit
 from psyq.analysis.statistics.invariance.layout import Layout
 from psyq.analysis.statistics.invariance.score_tests import univariate_score_tests
 
@@ -84,7 +84,7 @@ def _fails(row: Mapping, before: Mapping, step: str, deciding: tuple[str, str]) 
 
 def _evaluate(model, step: _Step, baseline: Mapping) -> None:
     """Fit one step's layout and fill its row (or its reason for having no number)."""
-    layout = Layout.build(model.free(step.equal), step.equal, step.released)
+    layout = Layout.build(model.free(step.equal), step.equal, step.released, model.pinned(step.equal))
     row = dict.fromkeys(COLUMNS, float("nan"))
     row.update(step=step.name, equal=", ".join(step.equal), released=", ".join(
         _name(k, e, model.items, model.factor_names, model) for k, e in step.released), n=model.n,
@@ -152,7 +152,7 @@ def score_tests(model, result: Fit) -> pd.DataFrame:
     score, information = model.score_and_information(result)
     constraints = layout.constraints()
     places = [layout.split[kind][g, element] for kind, element, g in constraints]
-    x2 = univariate_score_tests(score, information, _fold_matrix(layout), places, model.n)
+    x2 = univariate_score_tests(score, information, layout.fold_matrix(), places, model.n)
     labels = [s.label for s in model.samples]
     return pd.DataFrame({
         "kind": [k for k, _, _ in constraints], "element": [e for _, e, _ in constraints],
