@@ -106,11 +106,21 @@ def test_report_shows_invariance_irt_and_dif_against_the_briganti_people(run_dir
     data = pd.concat([cohort.assign(sample="personas"), people.assign(sample="people")], ignore_index=True)
     factors, problem = factor_structure(IRI)
     assert problem == "" and list(factors) == ["PT", "FS", "EC", "PD"]
-    expected = measurement_invariance(data, factors, "sample")
+    # Five-point Likert items: ordinal by default (WLSMV), the people the reference group.
+    data["sample"] = pd.Categorical(data["sample"], categories=["people", "personas"])
+    expected = measurement_invariance(data, factors, "sample", estimator="WLSMV")
     assert expected["estimable"].all()
+    assert "estimator WLSMV" in section
     for row in expected.itertuples():
-        assert re.search(rf"\| {row.step} \| {row.chi2:.2f} \| {int(row.df)} \|", section), row.step
+        released = f" {row.released} \\|" if row.released else ""
+        assert re.search(rf"\| {row.step} \|{released}[^\n]*? {row.chi2_scaled:.2f} \| {int(row.df)} \|", section), row.step
         assert f"iri {row.step}:" in section       # one plain sentence per step
+    # The latent means: one sentence per factor, and their table.
+    means = expected.attrs["latent_means"]
+    assert len(means) == 4 and set(means["group"]) == {"personas"} and set(means["reference"]) == {"people"}
+    for row in means.itertuples():
+        assert f"iri {row.factor}: the latent mean of the personas is d = " in section
+    assert "Latent means, personas against people: iri (estimator WLSMV)" in section
     # GRM rows for both samples of every item, DIF rows for every item, the information plot.
     assert section.count("| personas |") >= 28 and section.count("| people |") >= 28
     assert "items work differently for personas than for people" in section
@@ -118,6 +128,7 @@ def test_report_shows_invariance_irt_and_dif_against_the_briganti_people(run_dir
     # The methods paragraph names the estimator and the software.
     methods = (tmp_path / "methods.md").read_text()
     assert "two-group confirmatory factor analysis" in methods and "graded response model" in methods
+    assert "WLSMV" in methods and "Wu and Estabrook (2016)" in methods and "lavTestScore" in methods
 
 
 def test_too_few_personas_is_not_estimable_with_the_reason():
@@ -163,7 +174,7 @@ def test_people_against_people_are_invariant_and_both_curves_are_drawn():
     assert steps["estimable"].all() and (steps["delta_cfi"].dropna() > -0.01).all()
     assert "iri metric: the loadings are equal in the groups" in " ".join(section.readings)
     # A curve per subscale and sample whose model was estimable in every item; the others are said.
-    grm = section.tables[1][1]
+    grm = next(table for caption, table in section.tables if caption.startswith("Graded response model"))
     fitted = grm.groupby(["subscale", "sample"])["estimable"].all()
     assert fitted.sum() >= 6
     (caption, figure), = section.figures
@@ -172,3 +183,34 @@ def test_people_against_people_are_invariant_and_both_curves_are_drawn():
     for (sub, sample), ok in fitted.items():
         said = f"iri {sub}: graded response model of the {sample} not estimable: "
         assert (said in " ".join(section.readings)) == (not ok)
+
+
+def test_ordinal_fit_the_answers_do_not_allow_is_refitted_continuous_and_said():
+    """The 'personas' never chose the top answer of item 1: no threshold there, so the default ordinal
+    fit (WLSMV) is not estimable; the section says why and fits the items as continuous (ML)."""
+    people = pd.read_csv(BRIGANTI, index_col="respondent_id").rename(columns=lambda c: c.removeprefix("davi"))
+    reverse = [i.id for i in IRI.rating_items if i.reverse]
+    people[reverse] = 4 - people[reverse]
+    personas = people.sample(300, random_state=4)
+    personas.loc[personas["1"] == 4, "1"] = 3
+    section = construct_section({"iri": (IRI, personas, people)})
+    said = [r for r in section.readings if "the ordinal fit (WLSMV) is not estimable" in r]
+    assert len(said) == 1 and "item 1: nobody in group 'personas' answered 4, which others did" in said[0]
+    assert said[0].endswith("the items were fitted as continuous (ML) instead, which a scale with few used "
+                            "categories strains.")
+    caption, steps = section.tables[0]
+    assert caption.endswith("estimator ML)") and steps.attrs["estimator"] == "ML" and steps["estimable"].all()
+
+
+def test_the_estimator_chosen_is_used_and_never_swapped():
+    people = pd.read_csv(BRIGANTI, index_col="respondent_id").rename(columns=lambda c: c.removeprefix("davi"))
+    reverse = [i.id for i in IRI.rating_items if i.reverse]
+    people[reverse] = 4 - people[reverse]
+    personas = people.sample(300, random_state=4)
+    section = construct_section({"iri": (IRI, personas, people)}, estimator="MLR")
+    caption, steps = section.tables[0]
+    assert caption.endswith("estimator MLR)") and steps["chi2_scaled"].notna().all()
+    personas.loc[personas["1"] == 4, "1"] = 3
+    section = construct_section({"iri": (IRI, personas, people)}, estimator="WLSMV")
+    assert not any("instead" in r for r in section.readings)
+    assert "iri: measurement invariance not estimable: item 1: nobody in group 'personas' answered 4" in " ".join(section.readings)

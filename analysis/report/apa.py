@@ -490,20 +490,55 @@ def invariance_steps(fit: pd.DataFrame) -> ApaTable:
         if not fit["estimable"].map(_truthy).all() else []
     method = fit.attrs.get("method")
     baseline = fit.attrs.get("baseline")
-    if baseline:
+    estimator = fit.attrs.get("estimator", "ML")
+    # The estimator's own statistic and indices (lavaan's chisq.scaled, cfi.robust …), named in the note.
+    chi2, cfi, tli, rmsea = {"ML": ("chi2", "cfi", "tli", "rmsea"),
+                             "MLR": ("chi2_scaled", "cfi_robust", "tli_robust", "rmsea_robust"),
+                             "WLSMV": ("chi2_scaled", "cfi_scaled", "tli_scaled", "rmsea_scaled")}[estimator]
+    if baseline and estimator == "ML":
         notes.append(f"CFI and TLI against the independence model (χ² = {fmt_num(baseline['chi2'])}, "
                      f"df = {fmt_int(baseline['df'])}).")
+    if estimator != "ML":
+        notes.append(f"Estimator {estimator}: χ² is the {'mean- and variance-adjusted' if estimator == 'WLSMV' else 'Yuan–Bentler scaled'} "
+                     f"statistic, CFI, TLI and RMSEA are the {'scaled' if estimator == 'WLSMV' else 'robust'} ones, and "
+                     f"Δχ² is {'Satorra’s (2000)' if estimator == 'WLSMV' else 'the Satorra–Bentler (2001)'} scaled difference.")
+    if "released" in fit.columns and fit["released"].fillna("").astype(bool).any():
+        notes.append("Released: parameters freed in each group by partial invariance (largest univariate score "
+                     "test first), in lavaan's syntax (item~1 an intercept, item|t2 a threshold, factor=~item a loading).")
     if method:
         notes.append(str(method).rstrip(".") + ".")
-    return _assemble(fit, {
+    rmsea_header = "RMSEA [90 % CI]" if estimator == "ML" else "RMSEA"   # the interval is the ML statistic's
+    columns = {
         "Step": lambda r: str(r["step"]),
-        "χ²": ok(lambda r: fmt_num(r["chi2"])), "df": ok(lambda r: fmt_int(r["df"])),
-        "p": ok(lambda r: fmt_p(r["p"])), "CFI": ok(lambda r: _fit3(r["cfi"])), "TLI": ok(lambda r: _fit3(r["tli"])),
-        "RMSEA [90 % CI]": ok(lambda r: f"{_fit3(r['rmsea'])} {fmt_ci(r['rmsea_low'], r['rmsea_high'], _fit3)}"),
+        "Released": lambda r: str(r.get("released") or ""),
+        "χ²": ok(lambda r: fmt_num(r[chi2])), "df": ok(lambda r: fmt_int(r["df"])),
+        "p": ok(lambda r: fmt_p(r["p_scaled"] if chi2 == "chi2_scaled" else r["p"])),
+        "CFI": ok(lambda r: _fit3(r[cfi])), "TLI": ok(lambda r: _fit3(r[tli])),
+        rmsea_header: ok(lambda r: f"{_fit3(r[rmsea])} {fmt_ci(r['rmsea_low'], r['rmsea_high'], _fit3)}"
+                         if estimator == "ML" else _fit3(r[rmsea])),
         "SRMR": ok(lambda r: _fit3(r["srmr"])),
         "Δχ² (Δdf)": lambda r: "" if _missing(r["delta_chi2"]) else f"{fmt_num(r['delta_chi2'])} ({fmt_int(r['delta_df'])})",
         "p (Δχ²)": lambda r: "" if _missing(r["delta_p"]) else fmt_p(r["delta_p"]),
         "ΔCFI": delta("delta_cfi"), "ΔRMSEA": delta("delta_rmsea"), "ΔSRMR": delta("delta_srmr"),
+    }
+    if "released" not in fit.columns or not fit["released"].fillna("").astype(bool).any():
+        del columns["Released"]
+    return _assemble(fit, columns, {}, notes)
+
+
+def latent_means(frame: pd.DataFrame) -> ApaTable:
+    """Latent mean differences (``attrs["latent_means"]`` of
+    :func:`psyq.analysis.statistics.invariance.measurement_invariance`): estimate (SE), 95 % CI, z, p and d [CI]."""
+    notes = ["Each group's factor mean minus the reference group's, in the marker item's metric, under the "
+             "(partial) scalar model named in Step; d divides it by the groups' N-weighted pooled latent SD "
+             "(95 % CI by the delta method)."]
+    return _assemble(frame, {
+        "Factor": lambda r: str(r["factor"]), "Group": lambda r: str(r["group"]),
+        "Reference": lambda r: str(r["reference"]), "Step": lambda r: str(r["step"]),
+        "Difference (SE)": lambda r: f"{fmt_num(r['estimate'])} ({fmt_num(r['se'])})",
+        "95 % CI": lambda r: fmt_ci(r["ci_low"], r["ci_high"], fmt_num),
+        "z": lambda r: fmt_num(r["z"]), "p": lambda r: fmt_p(r["p"]),
+        "d [95 % CI]": lambda r: f"{fmt_num(r['d'])} {fmt_ci(r['d_ci_low'], r['d_ci_high'], fmt_num)}",
     }, {}, notes)
 
 
@@ -656,6 +691,7 @@ VIEWS: list[tuple[frozenset[str], Callable[[pd.DataFrame], ApaTable]]] = [
     (frozenset({"dz", "dz_low", "p_wilcoxon_holm", "mean_change"}), paired_change),
     (frozenset({"change_cohort", "change_human", "diff_low", "flag"}), change_vs_humans),
     (frozenset({"step", "cfi", "rmsea_low", "delta_cfi"}), invariance_steps),
+    (frozenset({"factor", "reference", "d_ci_low", "estimate"}), latent_means),
     (frozenset({"discrimination", "se_discrimination", "threshold_1"}), graded_response),
     (frozenset({"chi2_dif", "p_holm", "delta_r2"}), item_functioning),
     (frozenset({"metric", "comparison", "not_estimable", "ci_low"}), twin_agreement),

@@ -95,6 +95,7 @@ def _context(run_path: str | Path, people: Mapping[str, HumanData], targets: Map
 def build_sections(run_path: str | Path, *, people: Mapping[str, HumanData] | None = None,
                    targets: Mapping[str, str | Path] | None = None, human_change: str | Path | None = None,
                    norm_samples: list[str] | None = None, bound: float = 0.3, correction: str = "holm",
+                   estimator: str | None = None,
                    warn: Callable[[str], None] | None = None) -> tuple[dict[str, Any], list[Section]]:
     """Compute everything the report shows; returns (facts about the run, sections).
 
@@ -103,7 +104,9 @@ def build_sections(run_path: str | Path, *, people: Mapping[str, HumanData] | No
     questionnaire, or what a kind's section reads (e.g. perceiver ratings); `targets`
     maps an instrument whose kind takes them to its targets' self-reports. `norm_samples` restricts
     the norm samples compared (default: the study's `norms`, else all); `bound` is the equivalence
-    margin in norm SDs and `correction` the multiplicity correction; `warn` receives every warning
+    margin in norm SDs and `correction` the multiplicity correction; `estimator` the measurement
+    invariance estimator ("ML", "MLR", "WLSMV"; default: WLSMV for items of ≤ 7 answer categories,
+    else ML); `warn` receives every warning
     the report also shows (e.g. respondents matching no norm group). A run with `stages:` is
     reported by its change scores, compared with `human_change` (people's before and after,
     :func:`psyq.analysis.scoring.human_data.read_human_change_csv`) when given.
@@ -111,7 +114,8 @@ def build_sections(run_path: str | Path, *, people: Mapping[str, HumanData] | No
     if is_imported_run(run_path):   # scores psyq did not collect (engine/results/imported_run.py)
         return _imported_sections(Path(run_path), human_change)
     report = _context(run_path, people or {}, targets or {}, human_change,
-                      {"norm_samples": norm_samples, "bound": bound, "correction": correction, "warn": warn})
+                      {"norm_samples": norm_samples, "bound": bound, "correction": correction,
+                       "estimator": estimator, "warn": warn})
     sections = [s for part in report_sections() if part.applies(report) for s in part.sections(report)]
     return report.manifest, sections
 

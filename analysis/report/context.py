@@ -94,6 +94,8 @@ class ReportContext:
     norm_samples: list[str] | None = None
     bound: float = 0.3
     correction: str = "holm"
+    # The invariance estimator: None chooses by the items (ordinal WLSMV for ≤ 7 answer categories).
+    estimator: str | None = None
     warn: Callable[[str], None] | None = None
 
     @classmethod

@@ -201,7 +201,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise InputError(problems)
     html_path, md_path = write_report(run, args.out, people=people, targets=targets, human_change=human_change,
                                       norm_samples=norm_samples, bound=args.bound, correction=args.correction,
-                                      warn=lambda m: print(f"warning: {m}", file=sys.stderr))
+                                      estimator=args.estimator, warn=lambda m: print(f"warning: {m}", file=sys.stderr))
     print(f"report -> {html_path}\nsummary -> {md_path}")
     return EXIT_OK
 
@@ -263,6 +263,9 @@ def _arguments_report(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bound", type=float, default=0.3, help="equivalence bound in norm SD units (default 0.3)")
     p.add_argument("--correction", choices=["holm", "fdr_bh"], default="holm",
                    help="multiple-comparison correction across the family (default holm)")
+    p.add_argument("--estimator", choices=["ML", "MLR", "WLSMV"], default=None,
+                   help="measurement invariance estimator, as lavaan's (default: WLSMV, items ordinal, when "
+                        "every item has 7 answer categories or fewer; else ML, items continuous)")
     p.add_argument("--out", help="output folder (default: the run directory)")
 
 

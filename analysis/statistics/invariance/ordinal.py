@@ -74,7 +74,15 @@ class OrdinalModel:
             try:
                 self.moments.append(ordinal_moments(codes.astype(int), self.n_categories, items))
             except NotEstimable as error:
-                raise NotEstimable(f"{error} (group '{sample.label}')") from error
+                where = f"in group '{sample.label}'"
+                if error.category is not None:     # the answer itself, not its position among the categories
+                    j = list(items).index(error.item)
+                    answer = f"{levels[j][error.category]:g}"
+                    reason = (f"item {error.item}: nobody {where} answered {answer}, which others did (no "
+                              f"threshold can be placed)")
+                else:
+                    reason = str(error).replace("in this group", where)
+                raise NotEstimable(reason if where in reason else f"{reason} ({where})") from error
         self._threshold_item = np.repeat(np.arange(structure.p), [k - 1 for k in self.n_categories])
         self._threshold_rank = np.concatenate([np.arange(k - 1) for k in self.n_categories])
         self.pairs = np.array(self.moments[0].pairs, dtype=int).reshape(-1, 2)
@@ -137,17 +145,51 @@ class OrdinalModel:
                                for g, (s, weight, w) in enumerate(zip(self.observed, self.weight_diag,
                                                                       self.fit_weights))])
 
+    def _jacobian(self, theta_split: np.ndarray, layout: Layout, g: int) -> np.ndarray:
+        """Δ_g = ∂σ_g/∂θ over the split vector, analytically. With C = ΛΦΛ', m = ν + Λα and simple
+        structure (item i on factor f_i): ∂τ*_ik/∂τ_ik = δ_i, ∂τ*_ik/∂ν_i = −δ_i, ∂τ*_ik/∂δ_i = τ_ik − m_i,
+        ∂τ*_ik/∂λ_i = −δ_iα_{f_i}, ∂τ*_ik/∂α_{f_i} = −δ_iλ_i; ∂ρ_ij/∂δ_i = δ_jC_ij,
+        ∂ρ_ij/∂λ_i = δ_iδ_jφ_{f_i f_j}λ_j, ∂ρ_ij/∂φ_{f_i f_j} = δ_iδ_jλ_iλ_j."""
+        lam, phi, alpha, nu, scales, tau = self._parts(theta_split, layout, g)
+        factor_of = self.structure.factor_of
+        loading = lam[np.arange(self.structure.p), factor_of]
+        location = nu + lam @ alpha
+        item = self._threshold_item
+        n_thresholds = len(item)
+        i, j = self.pairs[:, 0], self.pairs[:, 1]
+        rows_t = np.arange(n_thresholds)
+        rows_r = n_thresholds + np.arange(len(i))
+        jac = np.zeros((n_thresholds + len(i), layout.n_split))
+
+        def put(kind: str, rows: np.ndarray, elements: np.ndarray, values: np.ndarray) -> None:
+            places = layout.split[kind][g][elements]
+            keep = places >= 0
+            np.add.at(jac, (rows[keep], places[keep]), values[keep])
+
+        put("thresholds", rows_t, np.arange(n_thresholds), scales[item])
+        put("intercepts", rows_t, item, -scales[item])
+        put("scales", rows_t, item, tau - location[item])
+        put("loadings", rows_t, item, -scales[item] * alpha[factor_of[item]])
+        put("factor_means", rows_t, factor_of[item], -scales[item] * loading[item])
+        common = lam @ phi @ lam.T
+        put("scales", rows_r, i, scales[j] * common[i, j])
+        put("scales", rows_r, j, scales[i] * common[i, j])
+        both = scales[i] * scales[j]
+        phi_ij = phi[factor_of[i], factor_of[j]]
+        put("loadings", rows_r, i, both * phi_ij * loading[j])
+        put("loadings", rows_r, j, both * phi_ij * loading[i])
+        high, low = np.maximum(factor_of[i], factor_of[j]), np.minimum(factor_of[i], factor_of[j])
+        put("factor_cov", rows_r, high * (high + 1) // 2 + low, both * loading[i] * loading[j])
+        return jac
+
     def _jacobians(self, theta_split: np.ndarray, layout: Layout) -> list[np.ndarray]:
-        """Δ_g over the split vector, by central differences (the moments are polynomials of degree ≤ 4)."""
-        step = 1e-6
-        columns: list[list[np.ndarray]] = [[] for _ in self.samples]
-        for k in range(layout.n_split):
-            shift = np.zeros(layout.n_split)
-            shift[k] = step
-            for g in range(len(self.samples)):
-                columns[g].append((self.implied(theta_split + shift, layout, g)
-                                   - self.implied(theta_split - shift, layout, g)) / (2 * step))
-        return [np.array(c).T for c in columns]
+        return [self._jacobian(theta_split, layout, g) for g in range(len(self.samples))]
+
+    def _residual_jacobian(self, theta: np.ndarray, layout: Layout) -> np.ndarray:
+        theta_split = layout.expand(theta)
+        fold = layout.fold_matrix()
+        return np.vstack([-np.sqrt(w * weight)[:, None] * (self._jacobian(theta_split, layout, g) @ fold)
+                          for g, (weight, w) in enumerate(zip(self.weight_diag, self.fit_weights))])
 
     def _start(self, layout: Layout) -> np.ndarray:
         theta = np.zeros(layout.n_reduced)
@@ -186,9 +228,9 @@ class OrdinalModel:
                 lower[places[places >= 0]] = POSITIVE_FLOOR
         start = np.maximum(self._start(layout), lower + 1e-3)
         with threadpool_limits(1):
-            result = optimize.least_squares(self._residuals, start, args=(layout,), bounds=(lower, np.inf),
-                                            method="trf", x_scale="jac", xtol=1e-15, ftol=1e-15, gtol=1e-12,
-                                            max_nfev=2000)
+            result = optimize.least_squares(self._residuals, start, jac=self._residual_jacobian, args=(layout,),
+                                            bounds=(lower, np.inf), method="trf", x_scale="jac", xtol=1e-15,
+                                            ftol=1e-15, gtol=1e-12, max_nfev=2000)
         theta = result.x
         residuals = self._residuals(theta, layout)
         gradient = -2.0 * result.jac.T @ residuals
