@@ -506,7 +506,7 @@ def invariance_steps(fit: pd.DataFrame) -> ApaTable:
         notes.append("Released: parameters freed in each group by partial invariance (largest univariate score "
                      "test first), in lavaan's syntax (item~1 an intercept, item|t2 a threshold, factor=~item a loading).")
     if method:
-        notes.append(str(method).rstrip(".") + ".")
+        notes.append(sentence_case(str(method).rstrip(".")) + ".")
     rmsea_header = "RMSEA [90 % CI]" if estimator == "ML" else "RMSEA"   # the interval is the ML statistic's
     columns = {
         "Step": lambda r: str(r["step"]),

@@ -78,8 +78,8 @@ class OrdinalModel:
                 if error.category is not None:     # the answer itself, not its position among the categories
                     j = list(items).index(error.item)
                     answer = f"{levels[j][error.category]:g}"
-                    reason = (f"item {error.item}: nobody {where} answered {answer}, which others did (no "
-                              f"threshold can be placed)")
+                    reason = (f"item {error.item}: nobody {where} answered {answer}, which others did, so no "
+                              f"threshold can be placed there")
                 else:
                     reason = str(error).replace("in this group", where)
                 raise NotEstimable(reason if where in reason else f"{reason} ({where})") from error

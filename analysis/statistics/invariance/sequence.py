@@ -37,13 +37,17 @@ COLUMNS = ["step", "equal", "released", "chi2", "df", "p", "chi2_scaled", "scali
 # Which CFI and RMSEA the decisions read, per estimator (lavaan's names).
 DECIDING = {"ML": ("cfi", "rmsea"), "MLR": ("cfi_robust", "rmsea_robust"), "WLSMV": ("cfi_scaled", "rmsea_scaled")}
 METHOD = {
-    "ML": "normal-theory maximum likelihood with mean structure (lavaan's estimator 'ML', likelihood 'normal')",
-    "MLR": ("maximum likelihood with Yuan–Bentler scaled χ² (Mplus' variant, lavaan's 'yuan.bentler.mplus'), "
-            "Huber–White standard errors, robust CFI/RMSEA (Brosseau-Liard & Savalei) and Satorra–Bentler (2001) "
-            "scaled Δχ² (lavaan's estimator 'MLR')"),
-    "WLSMV": ("diagonally weighted least squares on thresholds and polychoric correlations with robust standard "
+    "ML": ("Multi-group CFA by psyq.measurement_invariance (checked against lavaan 0.6.14): normal-theory maximum "
+           "likelihood with mean structure (lavaan's estimator 'ML', likelihood 'normal'), marker-variable "
+           "identification; RMSEA × sqrt(G) with 90 % CI; SRMR as lavaan's srmr_bentler"),
+    "MLR": ("Multi-group CFA by psyq.measurement_invariance (checked against lavaan 0.6.14): maximum likelihood with "
+            "the Yuan–Bentler scaled χ² (Mplus' variant, lavaan's 'yuan.bentler.mplus'), Huber–White standard "
+            "errors, robust CFI/TLI/RMSEA (Brosseau-Liard & Savalei) and Satorra–Bentler (2001) scaled Δχ² "
+            "(lavaan's estimator 'MLR')"),
+    "WLSMV": ("Multi-group CFA by psyq.measurement_invariance (checked against lavaan 0.6.14 and semTools 0.5.6): "
+              "diagonally weighted least squares on thresholds and polychoric correlations with robust standard "
               "errors and the mean- and variance-adjusted χ² (lavaan's estimator 'WLSMV', test 'scaled.shifted', "
-              "delta parameterisation), scaled CFI/RMSEA and Satorra (2000) scaled Δχ²; the steps of Wu & "
+              "delta parameterisation), scaled CFI/TLI/RMSEA and Satorra (2000) scaled Δχ²; the steps of Wu & "
               "Estabrook (2016) as semTools' measEq.syntax"),
 }
 
