@@ -398,3 +398,35 @@ def test_docstring_example_runs():
     """tests/test_doctests.py lists its modules by name; this module's example runs here."""
     result = doctest.testmod(invariance, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_a_release_needs_a_significant_score_test(monkeypatch):
+    """The planted intercepts fail the scalar step; with no score test counted significant, nothing is
+    released and the step is said not invariant, with the largest statistic."""
+    import psyq.analysis.statistics.invariance.sequence as sequence
+    rng = np.random.default_rng(12)
+    shifted = SIM_INTERCEPTS + np.array([0, 0.5, 0, 0, 0, 0, -0.5, 0])
+    data = pd.concat([simulate(rng, 500, "cohort"), simulate(rng, 500, "human", intercepts=shifted)])
+    assert measurement_invariance(data, SIM_FACTORS, "group")["released"].tolist()[-1] == "g3~1, f2~1"
+    monkeypatch.setattr(sequence, "RELEASE_ALPHA", 1e-300)
+    fit = measurement_invariance(data, SIM_FACTORS, "group")
+    assert list(fit["step"]) == ["configural", "metric", "scalar"]
+    assert "not invariant: no remaining equality's score test is significant at 1e-300 (largest " in fit.loc[2, "note"]
+    assert invariance_verdicts(fit)[2].endswith("significant at 1e-300 (largest g3~1, χ²(1) = "
+                                                f"{fit.attrs['score_tests']['x2'].max():.2f}): compare means with care")
+    assert fit.attrs["latent_means"].empty
+
+
+def test_most_intercepts_unequal_is_not_invariant_not_partial():
+    """Factor F's four intercepts all differ from one another (0, +1, −1, +2): whichever two are
+    released, the two left still differ; a third release would leave fewer than half of F's items
+    equal, so the search stops and says the step is not invariant."""
+    rng = np.random.default_rng(13)
+    shifted = SIM_INTERCEPTS + np.array([0, 1.0, -1.0, 2.0, 0, 0, 0, 0])
+    data = pd.concat([simulate(rng, 600, "cohort"), simulate(rng, 600, "human", intercepts=shifted)])
+    fit = measurement_invariance(data, SIM_FACTORS, "group")
+    print("\n" + fit[["step", "released", "delta_cfi", "delta_rmsea", "note"]].to_string())
+    last = fit.iloc[-1]
+    assert last["step"] == "partial scalar" and len(last["released"].split(", ")) == 2
+    assert "not invariant: releasing f" in last["note"] and "would leave fewer than half of factor F's items" in last["note"]
+    assert "partial invariance holds" not in last["note"] and fit.attrs["latent_means"].empty
