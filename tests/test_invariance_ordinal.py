@@ -138,3 +138,22 @@ def test_wlsmv_refuses_what_it_does_not_fit():
         measurement_invariance(data, FACTOR, "group", estimator="ML", ordered=True)
     with pytest.raises(ValueError, match="leading part"):
         measurement_invariance(data, FACTOR, "group", estimator="WLSMV", steps=("configural", "metric"))
+
+
+def test_analytic_jacobian_is_the_derivative_of_the_implied_moments():
+    """Δ of the delta parameterisation (ordinal.py) against central differences of the implied
+    thresholds and correlations, two factors, every kind free somewhere (a released intercept too)."""
+    from psyq.analysis.statistics.invariance.continuous import Sample, Structure
+    from psyq.analysis.statistics.invariance.layout import Layout
+    from psyq.analysis.statistics.invariance.ordinal import OrdinalModel
+    items = [f"davi{i}" for i in (1, 5, 7, 12, 3, 8, 11, 15)]
+    samples = [Sample(g, rows[items].to_numpy(float)) for g, rows in PEOPLE.groupby("gender", sort=False)]
+    model = OrdinalModel(samples, Structure(np.repeat([0, 1], 4), np.array([1, 0, 0, 0] * 2, bool)), items, ["A", "B"])
+    rng = np.random.default_rng(0)
+    for equal in ((), ("thresholds",), ("thresholds", "loadings", "intercepts")):
+        layout = Layout.build(model.free(equal), equal, released=[("intercepts", 2)], pinned=model.pinned(equal))
+        theta = rng.normal(0.5, 0.3, layout.n_split)
+        for g in range(2):
+            numeric = np.array([(model.implied(theta + 1e-6 * e, layout, g) - model.implied(theta - 1e-6 * e, layout, g))
+                                / 2e-6 for e in np.eye(layout.n_split)]).T
+            assert np.abs(model._jacobian(theta, layout, g) - numeric).max() < 1e-8
