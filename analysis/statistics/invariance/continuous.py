@@ -161,41 +161,42 @@ def discrepancy(theta: np.ndarray, layout: Layout, samples: Sequence[Sample], st
     return value, (grad if split else layout.fold(grad))
 
 
-def start_values(layout: Layout, samples: Sequence[Sample], structure: Structure) -> np.ndarray:
-    """Start values (reduced vector): per group and factor, the first principal component of the
-    factor's items gives the loadings relative to the marker and the factor variance; residual
-    variances half the item variances, factor covariances 0. Shared parameters take the N-weighted
-    average of the groups'. Intercepts start at the group's means (group 1's where they are held
-    equal) and factor means at the groups' differences on the markers."""
-    theta = np.zeros(layout.n_reduced)
-    weight = np.zeros(layout.n_reduced)
+def marker_start(matrix: np.ndarray, structure: Structure, floors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Loadings and factor variances to start from: per factor, the first principal component of its
+    items' block of `matrix` (a covariance or correlation matrix), relative to the marker's loading;
+    each variance at least its `floors` entry. Returns (loadings, Φ's lower triangle)."""
     m = structure.m
     markers = np.flatnonzero(structure.marker)
-    first = samples[0]
     diagonal = np.flatnonzero(np.equal(*np.tril_indices(m)))
+    lam = np.ones(structure.p)
+    phi = np.zeros(m * (m + 1) // 2)
+    for f in range(m):
+        items = np.flatnonzero(structure.factor_of == f)
+        eigenvalues, vectors = np.linalg.eigh(matrix[np.ix_(items, items)])
+        axis = vectors[:, -1] * np.sqrt(max(eigenvalues[-1], 0.0))
+        marker_loading = axis[items == markers[f]][0]
+        if abs(marker_loading) > 1e-8:
+            lam[items] = np.clip(axis / marker_loading, -10, 10)
+        phi[diagonal[f]] = max(marker_loading ** 2, floors[f])
+    return lam, phi
+
+
+def start_values(layout: Layout, samples: Sequence[Sample], structure: Structure) -> np.ndarray:
+    """Start values (reduced vector): loadings and factor variances from :func:`marker_start` on each
+    group's covariance, residual variances half the item variances, factor covariances 0; intercepts
+    at the group's means (group 1's where they are held equal), factor means at the groups'
+    differences on the markers. Shared parameters take the N-weighted average of the groups'."""
+    markers = np.flatnonzero(structure.marker)
+    first = samples[0]
+    held = layout.reduced("intercepts")
+    starts = []
     for g, sample in enumerate(samples):
         cov, mean = sample.cov, sample.mean
-        lam = np.ones(structure.p)
-        phi = np.zeros(m * (m + 1) // 2)
-        for f in range(m):
-            items = np.flatnonzero(structure.factor_of == f)
-            eigenvalues, vectors = np.linalg.eigh(cov[np.ix_(items, items)])
-            axis = vectors[:, -1] * np.sqrt(max(eigenvalues[-1], 0.0))
-            marker_loading = axis[items == markers[f]][0]
-            if abs(marker_loading) > 1e-8:
-                lam[items] = np.clip(axis / marker_loading, -10, 10)
-            phi[diagonal[f]] = max(marker_loading ** 2, cov[markers[f], markers[f]] * 0.05)
-        held = layout.reduced("intercepts")
-        intercepts = np.where(held[g] == held[0], first.mean, mean)
-        means = mean[markers] - first.mean[markers]
-        for kind, start in (("loadings", lam), ("residuals", np.diag(cov) / 2), ("intercepts", intercepts),
-                            ("factor_means", means), ("factor_cov", phi)):
-            places = layout.reduced(kind)[g]
-            np.add.at(theta, places[places >= 0], sample.n * start[places >= 0])
-            np.add.at(weight, places[places >= 0], sample.n)
-    filled = weight > 0
-    theta[filled] /= weight[filled]
-    return theta
+        lam, phi = marker_start(cov, structure, 0.05 * np.diag(cov)[markers])
+        starts.append({"loadings": lam, "residuals": np.diag(cov) / 2, "factor_cov": phi,
+                       "intercepts": np.where(held[g] == held[0], first.mean, mean),
+                       "factor_means": mean[markers] - first.mean[markers]})
+    return layout.average(starts, [s.n for s in samples])
 
 
 def lower_bounds(layout: Layout, samples: Sequence[Sample], structure: Structure) -> tuple[np.ndarray, np.ndarray]:

@@ -16,7 +16,7 @@ May import numpy only.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -113,3 +113,17 @@ class Layout:
             else:
                 first[reduced] = place
         return rows
+
+    def average(self, starts: Sequence[Mapping[str, np.ndarray]], sizes: Sequence[int]) -> np.ndarray:
+        """A reduced vector from each group's values of every kind: a place shared by groups takes their
+        size-weighted average (start values)."""
+        theta = np.zeros(self.n_reduced)
+        weight = np.zeros(self.n_reduced)
+        for g, (values, size) in enumerate(zip(starts, sizes)):
+            for kind, start in values.items():
+                places = self.reduced(kind)[g]
+                np.add.at(theta, places[places >= 0], size * np.asarray(start, dtype=float)[places >= 0])
+                np.add.at(weight, places[places >= 0], size)
+        filled = weight > 0
+        theta[filled] /= weight[filled]
+        return theta

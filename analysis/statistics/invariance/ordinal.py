@@ -33,7 +33,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import linalg, optimize
 
-from psyq.analysis.statistics.invariance.continuous import Fit, Sample, Structure, threadpool_limits
+from psyq.analysis.statistics.invariance.continuous import Fit, Sample, Structure, marker_start, threadpool_limits
 from psyq.analysis.statistics.invariance.layout import Layout
 from psyq.analysis.statistics.polychoric import NotEstimable, ordinal_moments
 
@@ -192,32 +192,15 @@ class OrdinalModel:
                           for g, (weight, w) in enumerate(zip(self.weight_diag, self.fit_weights))])
 
     def _start(self, layout: Layout) -> np.ndarray:
-        theta = np.zeros(layout.n_reduced)
-        weight = np.zeros(layout.n_reduced)
-        m = self.structure.m
-        diagonal = np.flatnonzero(np.equal(*np.tril_indices(m)))
-        markers = np.flatnonzero(self.structure.marker)
-        for g, (sample, moments) in enumerate(zip(self.samples, self.moments)):
-            lam = np.ones(self.structure.p)
-            phi = np.zeros(m * (m + 1) // 2)
-            for f in range(m):
-                items = np.flatnonzero(self.structure.factor_of == f)
-                eigenvalues, vectors = np.linalg.eigh(moments.correlations[np.ix_(items, items)])
-                axis = vectors[:, -1] * np.sqrt(max(eigenvalues[-1], 0.0))
-                marker_loading = axis[items == markers[f]][0]
-                if abs(marker_loading) > 1e-8:
-                    lam[items] = np.clip(axis / marker_loading, -10, 10)
-                phi[diagonal[f]] = max(marker_loading ** 2, 0.05)
-            starts = {"thresholds": np.concatenate(moments.thresholds), "loadings": lam, "factor_cov": phi,
-                      "intercepts": np.zeros(self.structure.p), "scales": np.ones(self.structure.p),
-                      "factor_means": np.zeros(m)}
-            for kind, start in starts.items():
-                places = layout.reduced(kind)[g]
-                np.add.at(theta, places[places >= 0], sample.n * start[places >= 0])
-                np.add.at(weight, places[places >= 0], sample.n)
-        filled = weight > 0
-        theta[filled] /= weight[filled]
-        return theta
+        """Start values: each group's sample thresholds, loadings and factor variances from its polychoric
+        correlations (:func:`~.continuous.marker_start`), intercepts 0, scales 1, factor means 0."""
+        m, p = self.structure.m, self.structure.p
+        starts = []
+        for moments in self.moments:
+            lam, phi = marker_start(moments.correlations, self.structure, np.full(m, 0.05))
+            starts.append({"thresholds": np.concatenate(moments.thresholds), "loadings": lam, "factor_cov": phi,
+                           "intercepts": np.zeros(p), "scales": np.ones(p), "factor_means": np.zeros(m)})
+        return layout.average(starts, [s.n for s in self.samples])
 
     def fit(self, layout: Layout) -> Fit:
         """Minimise the DWLS discrepancy of one layout."""
