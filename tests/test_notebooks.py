@@ -196,6 +196,7 @@ def construct_run(tmp_path_factory) -> Path:
 
 def test_03_same_construct(construct_run, monkeypatch):
     probe = ("import json; print(json.dumps({'gender_steps': by_gender['step'].tolist(), "
+             "'ordinal_steps': ordinal['step'].tolist(), 'ordinal_means': len(ordinal.attrs['latent_means']), "
              "'gender_estimable': bool(by_gender['estimable'].all()), 'grm_rows': len(grm), "
              "'dif_items': len(dif), 'section_tables': [c.split(':')[0].split(',')[0] for c, _ in section.tables], "
              "'readings': len(section.readings)}))")
@@ -205,6 +206,12 @@ def test_03_same_construct(construct_run, monkeypatch):
     # Part 1: women and men of the Briganti file, every step fitted; 28 items × 2 genders; 28 DIF rows.
     assert facts["gender_steps"] == ["configural", "metric", "scalar"] and facts["gender_estimable"]
     assert facts["grm_rows"] == 56 and facts["dif_items"] == 28
-    # Part 2: the report's section on the run against the people: invariance, GRM and DIF tables.
-    assert facts["section_tables"] == ["Measurement invariance", "Graded response model per subscale", "Differential item functioning"]
+    # The same people as ordinal answers (WLSMV): Wu & Estabrook's four steps, the men's four latent means.
+    assert facts["ordinal_steps"] == ["configural", "thresholds", "metric", "scalar"] and facts["ordinal_means"] == 4
+    # Part 2: the report's section on the run against the people: invariance (and the latent means when
+    # scalar invariance holds at least partly), GRM and DIF tables.
+    tables = facts["section_tables"]
+    assert tables in (["Measurement invariance", "Latent means", "Graded response model per subscale",
+                       "Differential item functioning"],
+                      ["Measurement invariance", "Graded response model per subscale", "Differential item functioning"])
     assert n_images(nb) >= 2     # information curves: women and men; personas and people

@@ -15,6 +15,7 @@ import asyncio
 import hashlib
 import math
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -121,6 +122,8 @@ def test_report_shows_invariance_irt_and_dif_against_the_briganti_people(run_dir
     for row in means.itertuples():
         assert f"iri {row.factor}: the latent mean of the personas is d = " in section
     assert "Latent means, personas against people: iri (estimator WLSMV)" in section
+    assert ("iri: no equality was released: no step failed by Chen's rule" in section) == \
+        (not expected["step"].str.startswith("partial").any())
     # GRM rows for both samples of every item, DIF rows for every item, the information plot.
     assert section.count("| personas |") >= 28 and section.count("| people |") >= 28
     assert "items work differently for personas than for people" in section
@@ -214,3 +217,42 @@ def test_the_estimator_chosen_is_used_and_never_swapped():
     section = construct_section({"iri": (IRI, personas, people)}, estimator="WLSMV")
     assert not any("instead" in r for r in section.readings)
     assert "iri: measurement invariance not estimable: item 1: nobody in group 'personas' answered 4" in " ".join(section.readings)
+
+
+def test_the_study_chooses_the_estimator_and_the_command_line_overrides(run_dir, tmp_path):
+    """`report: {estimator: MLR}` in the study is what `psyq report` fits; `--estimator` wins over it."""
+    from psyq.analysis.report.context import estimator_choice
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    study = yaml.safe_load((copy / "study.yaml").read_text())
+    (copy / "study.yaml").write_text(yaml.safe_dump({**study, "report": {"estimator": "MLR"}}))
+    assert estimator_choice(copy, None) == "MLR" and estimator_choice(copy, "ML") == "ML"
+    assert estimator_choice(run_dir, None) is None
+    out = psyq_in_process("report", copy, "--out", tmp_path / "out", "--human", f"iri={BRIGANTI}:keyed")
+    assert out.returncode == 0, out.stderr
+    md = (tmp_path / "out" / "report.md").read_text()
+    assert "Measurement invariance, personas against people: iri (PT, FS, EC, PD; estimator MLR)" in md
+    assert "Estimator MLR: χ² is the Yuan–Bentler scaled statistic" in md
+
+
+def test_released_intercepts_are_tabled_and_the_latent_means_read_under_partial_invariance():
+    """1,500 of the people as 'personas' with three items answered two points higher or lower: the
+    scalar step fails, the score tests release exactly those three intercepts, and the latent means
+    (the same people: d near 0) are read under partial scalar invariance. The shifted answers leave
+    answer categories empty among the 'personas', so the fit is continuous (ML) and says why."""
+    people = pd.read_csv(BRIGANTI, index_col="respondent_id").rename(columns=lambda c: c.removeprefix("davi"))
+    reverse = [i.id for i in IRI.rating_items if i.reverse]
+    people[reverse] = 4 - people[reverse]
+    personas = people.sample(1500, random_state=5).copy()
+    for item, by in (("5", 2), ("16", -2), ("20", 2)):
+        personas[item] = np.clip(personas[item] + by, 0, 4)
+    section = construct_section({"iri": (IRI, personas, people)})
+    caption, steps = section.tables[0]
+    assert steps.attrs["estimator"] == "ML"
+    partial = steps.set_index("step").loc["partial scalar"]
+    assert set(partial["released"].split(", ")) == {"5~1", "16~1", "20~1"}
+    text = " ".join(section.readings)
+    assert f"iri partial scalar: with {partial['released']} free in each group, the other intercepts are equal" in text
+    means = next(table for caption, table in section.tables if caption.startswith("Latent means"))
+    assert (means["step"] == "partial scalar").all() and (means["d"].abs() < 0.1).all()
+    assert f"on the same scale (partial scalar invariance, {partial['released']} free)" in text

@@ -77,6 +77,19 @@ def norm_choice(run_path: Path, norm_samples: list[str] | None) -> norms.SampleC
     return None
 
 
+def estimator_choice(run_path: Path, estimator: str | None) -> str | None:
+    """The invariance estimator: `estimator` (``--estimator``) if given, else the study's
+    ``report: estimator``, else None (chosen by the items)."""
+    if estimator:
+        return estimator
+    study_file = Path(run_path) / "study.yaml"
+    if study_file.exists():
+        spec = load_yaml(study_file).data
+        chosen = (spec.get("report") or {}).get("estimator")
+        return str(chosen) if chosen else None
+    return None
+
+
 @dataclass
 class ReportContext:
     """One run's report in the making: what the user handed over, and what the sections compute

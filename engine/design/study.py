@@ -78,6 +78,14 @@ class SituationsSpec(StrictModel):
     per_respondent: Literal["all"] | SampleSituations = "all"
 
 
+class ReportOptions(StrictModel):
+    """How `psyq report` analyses the run (its command-line options override these)."""
+
+    # The measurement-invariance estimator, as lavaan's; absent: WLSMV (items ordinal) for scales of
+    # seven answer categories or fewer, else ML (continuous).
+    estimator: Literal["ML", "MLR", "WLSMV"] | None = None
+
+
 class StudySpec(StrictModel):
     """The study file as written."""
 
@@ -90,6 +98,8 @@ class StudySpec(StrictModel):
     protocol: Protocol = Protocol()
     # instrument id -> the norm samples `psyq report` compares (default: every sample)
     norms: dict[Id, list[Id]] = Field(default_factory=dict)
+    # how `psyq report` analyses the run; not part of the run id (it decides no answer)
+    report: ReportOptions = ReportOptions()
     # model name -> USD per 1M input/output tokens, for `psyq plan` and a run's cost (engine/design/prices.py);
     # not part of the run id: a price decides no answer
     prices: dict[Text, ModelPrice] = Field(default_factory=dict)

@@ -37,7 +37,7 @@ from psyq.analysis.report.apa import fmt_num
 from psyq.analysis.statistics.invariance import measurement_invariance
 from psyq.analysis.report.readings import invariance_verdicts
 from psyq.analysis.statistics.irt import differential_item_functioning, graded_response_model, test_information
-from psyq.analysis.report.context import ReportContext
+from psyq.analysis.report.context import ReportContext, estimator_choice
 from psyq.analysis.report.section import ReportSection, Section
 
 TITLE = "Is it the same construct?"
@@ -185,6 +185,9 @@ def construct_section(pairs: Mapping[str, tuple[Instrument, pd.DataFrame, pd.Dat
         else:
             section.readings.extend(f"{inst_id} {v}." for v in verdicts)
             section.readings.extend(_who_moved(inst_id, mi))
+            if mi["estimable"].all() and not mi["step"].str.startswith("partial").any():
+                section.readings.append(f"{inst_id}: no equality was released: no step failed by Chen's rule (score "
+                                        "tests are run for a step that fails, to find what differs).")
             section.readings.extend(_latent_mean_readings(inst_id, mi))
             means = mi.attrs.get("latent_means")
             if means is not None and len(means):
@@ -350,4 +353,5 @@ class SameConstructSection(ReportSection):
 
     def sections(self, report: ReportContext) -> list[Section]:
         return [construct_section({i: (report.rated[i], cohort, report.human_items[i])
-                                   for i, cohort in report.cohort_answers.items()}, report.estimator)]
+                                   for i, cohort in report.cohort_answers.items()},
+                                  estimator_choice(report.run_path, report.estimator))]
