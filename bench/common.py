@@ -103,6 +103,12 @@ def fast_stub(content: str = "D") -> Any:
     return server_process([PYTHON, str(BENCH / "fast_stub.py"), "--port", "0", "--content", content])
 
 
+def random_stub(choices: str = "A,B,C,D,E", seed: int = 1) -> Any:
+    """The fast stub answering one of `choices` at random per request (noise-like answers)."""
+    return server_process([PYTHON, str(BENCH / "fast_stub.py"), "--port", "0", "--choices", choices,
+                           "--seed", str(seed)])
+
+
 def fault_stub(*args: str) -> Any:
     """The project's fault-injecting stub (tests/stub_server.py) in its own process."""
     return server_process([PYTHON, str(ROOT / "tests" / "stub_server.py"), "--port", "0", *args])

@@ -11,14 +11,20 @@ Usage::
 
     python bench/fast_stub.py [--port 0] [--content D]
 
+    python bench/fast_stub.py --choices A,B,C,D,E [--seed 1]
+
 prints ``READY http://127.0.0.1:PORT/v1`` (flushed) once listening; serves until SIGTERM/SIGINT.
+With ``--choices`` every POST gets one of the answers drawn at random (seeded, in arrival order):
+noise-like answers, as a small model gives, for the statistics at scale (bench/report_scale.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
+import random
 import signal
 import sys
 
@@ -43,10 +49,10 @@ def http_response(body: bytes) -> bytes:
 
 
 class StubProtocol(asyncio.Protocol):
-    """One connection: read request heads (and skip bodies), answer each with a fixed response."""
+    """One connection: read request heads (and skip bodies), answer each with the next POST response."""
 
-    def __init__(self, post_reply: bytes, get_reply: bytes):
-        self.post_reply, self.get_reply = post_reply, get_reply
+    def __init__(self, post_replies: itertools.cycle, get_reply: bytes):
+        self.post_replies, self.get_reply = post_replies, get_reply
         self.buffer = bytearray()
         self.transport: asyncio.Transport | None = None
 
@@ -66,7 +72,7 @@ class StubProtocol(asyncio.Protocol):
                 return
             del self.buffer[:total]
             assert self.transport is not None
-            self.transport.write(self.get_reply if head.startswith(b"get") else self.post_reply)
+            self.transport.write(self.get_reply if head.startswith(b"get") else next(self.post_replies))
 
 
 def _content_length(head: bytes) -> int:
@@ -79,12 +85,18 @@ def _content_length(head: bytes) -> int:
     return int(head[start:stop if stop >= 0 else None].strip())
 
 
-async def serve(port: int, content: str) -> None:
-    """Listen on 127.0.0.1:`port` until SIGTERM or SIGINT."""
-    post_reply = http_response(completion_body(content))
+async def serve(port: int, content: str, choices: list[str] | None = None, seed: int = 1) -> None:
+    """Listen on 127.0.0.1:`port` until SIGTERM or SIGINT; POSTs get `content`, or one of `choices` at random."""
+    if choices:
+        rng = random.Random(seed)
+        replies = {c: http_response(completion_body(c)) for c in choices}
+        # 2^20 seeded draws, cycled: the same sequence in every run, no per-request random call.
+        post_replies = itertools.cycle([replies[rng.choice(choices)] for _ in range(1 << 20)])
+    else:
+        post_replies = itertools.cycle([http_response(completion_body(content))])
     get_reply = http_response(b'{"status": "ok"}')
     loop = asyncio.get_running_loop()
-    server = await loop.create_server(lambda: StubProtocol(post_reply, get_reply), "127.0.0.1", port,
+    server = await loop.create_server(lambda: StubProtocol(post_replies, get_reply), "127.0.0.1", port,
                                       backlog=1024)
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -98,8 +110,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="fast fixed-answer OpenAI-compatible stub")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--content", default="D", help="the assistant's answer text (default D)")
+    parser.add_argument("--choices", help="comma-separated answers, one drawn at random per POST (seeded)")
+    parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
-    asyncio.run(serve(args.port, args.content))
+    asyncio.run(serve(args.port, args.content, args.choices.split(",") if args.choices else None, args.seed))
     return 0
 
 

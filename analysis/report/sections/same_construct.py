@@ -128,8 +128,8 @@ def _fit_invariance(inst_id: str, data: pd.DataFrame, factors: Mapping[str, list
     # The people are the reference group: the latent means are the personas' difference from them.
     data = data.assign(**{SAMPLE: pd.Categorical(data[SAMPLE], categories=[PEOPLE, PERSONAS])})
     mi = measurement_invariance(data, factors, SAMPLE, estimator=estimator)
-    if estimator == "WLSMV" and not chosen and not mi["estimable"].any():
-        reason = mi.loc[0, "note"].split("; ")[0].removeprefix("not estimable: ")
+    if estimator == "WLSMV" and not chosen and mi.attrs["problem"]:
+        reason = mi.attrs["problem"]
         continuous = measurement_invariance(data, factors, SAMPLE, estimator="ML")
         if continuous["estimable"].any():
             readings.append(f"{inst_id}: the ordinal fit (WLSMV) is not estimable ({reason}); the items were "

@@ -163,7 +163,8 @@ def measurement_invariance(data: pd.DataFrame, factors: Mapping[str, Sequence[st
     their ``_scaled`` / ``_robust`` versions (NaN where the estimator has none), ``srmr``, ``n``,
     ``groups``, the change from the step it builds on (``delta_chi2, delta_df, delta_p, delta_cfi,
     delta_rmsea, delta_srmr``; the estimator's Δχ² and deciding indices), ``estimable`` and ``note``.
-    ``attrs``: ``estimator``, ``deciding`` (the CFI and RMSEA columns the decisions read),
+    ``attrs``: ``estimator``, ``deciding`` (the CFI and RMSEA columns the decisions read), ``problem``
+    (why the data allow no fit at all — too few respondents, an empty category … — or None),
     ``baseline``, ``group_sizes``, ``group_chi2``, ``dropped``, ``method``, ``score_tests`` (every
     univariate score test computed, one row per constraint and iteration, ``released`` marking the
     one freed) and ``latent_means``. The package docstring gives the models, rules and an example.
@@ -219,6 +220,7 @@ def measurement_invariance(data: pd.DataFrame, factors: Mapping[str, Sequence[st
     base: _Step | None = None       # the step the next one builds on (its partial version when one holds)
     carried: tuple = ()
     final_scalar: _Step | None = None
+    previous = None                 # the last fit: the next step starts from its estimates
     deciding = DECIDING[estimator]
     for name in steps:
         step = _Step(name, sequence[name], carried)
@@ -228,7 +230,8 @@ def measurement_invariance(data: pd.DataFrame, factors: Mapping[str, Sequence[st
                        estimable=False, note=f"not estimable: {problem}")
             step.row = row
         else:
-            _evaluate(model, step, baseline)
+            _evaluate(model, step, baseline, previous)
+            previous = step.fit or previous
         rows.append(step.row)
         if step.row["estimable"]:
             group_chi2[name] = dict(zip((s.label for s in samples), step.fit.group_chi2))
@@ -260,7 +263,7 @@ def measurement_invariance(data: pd.DataFrame, factors: Mapping[str, Sequence[st
     for column in ("df", "delta_df"):
         frame[column] = frame[column].astype("Int64")
     frame["estimable"] = frame["estimable"].astype(bool)
-    frame.attrs.update(estimator=estimator, deciding=deciding, baseline={k: baseline[k] for k in ("chi2", "df")},
+    frame.attrs.update(estimator=estimator, deciding=deciding, problem=problem, baseline={k: baseline[k] for k in ("chi2", "df")},
                        group_sizes={s.label: s.n for s in samples}, group_chi2=group_chi2, dropped=dropped,
                        method=METHOD[estimator],
                        score_tests=pd.concat(tests, ignore_index=True) if tests else pd.DataFrame(),

@@ -21,10 +21,12 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
-from scipy import linalg, optimize
+from scipy import linalg
 
+from psyq.analysis.statistics.invariance import fisher
 from psyq.analysis.statistics.invariance.layout import Layout
 
 try:   # installed with scikit-learn, which pingouin requires
@@ -37,8 +39,9 @@ except ImportError:  # pragma: no cover
 # Σ positive definite; an estimate within BOUND_TOLERANCE of it is reported as a Heywood case.
 VARIANCE_FLOOR = 1e-6
 BOUND_TOLERANCE = 1e-4
-# The optimizer's answer is accepted when the largest projected gradient of F = χ²/N is below this.
-GRADIENT_TOLERANCE = 1e-5
+# The optimizer's answer is accepted when the largest projected gradient of F = χ²/N is below this
+# (it aims a thousand times lower).
+GRADIENT_TOLERANCE = 1e-6
 KINDS = ("loadings", "residuals", "factor_cov", "intercepts", "factor_means")
 
 
@@ -52,14 +55,18 @@ class Sample:
     def n(self) -> int:
         return len(self.values)
 
-    @property
+    @cached_property
     def mean(self) -> np.ndarray:
         return self.values.mean(axis=0)
 
-    @property
+    @cached_property
     def cov(self) -> np.ndarray:
         centred = self.values - self.mean
         return centred.T @ centred / self.n
+
+    @cached_property
+    def log_det_cov(self) -> float:
+        return float(np.linalg.slogdet(self.cov)[1])
 
 
 @dataclass(frozen=True)
@@ -144,7 +151,7 @@ def discrepancy(theta: np.ndarray, layout: Layout, samples: Sequence[Sample], st
         d = sample.mean - mu
         b = sigma_inv @ d
         log_det = 2.0 * np.sum(np.log(np.diag(chol[0])))
-        f_g = log_det + np.trace(cov @ sigma_inv) - np.linalg.slogdet(cov)[1] - p + d @ b
+        f_g = log_det + np.trace(cov @ sigma_inv) - sample.log_det_cov - p + d @ b
         weight = sample.n / n_total
         value += weight * f_g
         if per_group is not None:
@@ -233,24 +240,55 @@ class Fit:
         return self.layout.expand(self.theta)
 
 
+DEFAULTS = {"loadings": 1.0, "residuals": 0.0, "factor_cov": 0.0, "intercepts": 0.0, "factor_means": 0.0}
+
+
 def fit(layout: Layout, samples: Sequence[Sample], structure: Structure, items: Sequence[str],
-        factor_names: Sequence[str]) -> Fit:
-    """Minimise the multi-group ML discrepancy of one layout (L-BFGS-B, analytic gradient)."""
+        factor_names: Sequence[str], start: Fit | None = None) -> Fit:
+    """Minimise the multi-group ML discrepancy of one layout by Newton steps (:mod:`.fisher`), from
+    the estimates of `start` (a fit of a neighbouring layout) when given."""
     lower, scale = lower_bounds(layout, samples, structure)
+    weights = np.array([s.n for s in samples], dtype=float) / sum(s.n for s in samples)
+    fold = layout.fold_matrix()
+
+    def expected(theta: np.ndarray) -> np.ndarray:
+        theta_split = layout.expand(theta)
+        total = np.zeros((layout.n_split, layout.n_split))
+        for g, weight in enumerate(weights):
+            delta = jacobian(theta_split, layout, structure, g)
+            sigma, _ = implied(theta_split, layout, structure, g)
+            total += weight * delta.T @ normal_weight(sigma) @ delta
+        return 2.0 * fold.T @ total @ fold        # F's expected Hessian: F_g ≈ −2/N_g · log-likelihood
+
+    def information(theta: np.ndarray) -> np.ndarray:
+        """F's Hessian by central differences of the analytic gradient (Newton converges fast however
+        badly the model fits, where the expected information's rate falls with the misfit); the
+        expected information where that Hessian is not positive definite (far from the optimum)."""
+        step = 1e-6
+        columns = []
+        for k in range(len(theta)):
+            shift = np.zeros(len(theta))
+            shift[k] = step
+            columns.append((discrepancy(theta + shift, layout, samples, structure)[1]
+                            - discrepancy(theta - shift, layout, samples, structure)[1]) / (2 * step))
+        hessian = np.array(columns)
+        hessian = (hessian + hessian.T) / 2
+        try:
+            np.linalg.cholesky(hessian)
+        except np.linalg.LinAlgError:
+            return expected(theta)
+        return hessian
+
     # The matrices are small: a threaded BLAS only adds waiting (ten times slower on a busy 2-core machine).
     with threadpool_limits(1):
-        result = optimize.minimize(discrepancy, start_values(layout, samples, structure),
-                                   args=(layout, samples, structure), jac=True, method="L-BFGS-B",
-                                   bounds=optimize.Bounds(lower, np.inf),
-                                   options={"maxiter": 20000, "maxfun": 40000, "ftol": 1e-15, "gtol": 1e-9})
-    theta = result.x
+        result = fisher.minimise(lambda t: discrepancy(t, layout, samples, structure), information,
+                                 start_values(layout, samples, structure) if start is None else
+                                 layout.carried(start.layout, start.theta_split, DEFAULTS), lower,
+                                 slack=np.nan_to_num(BOUND_TOLERANCE * scale), tolerance=GRADIENT_TOLERANCE * 1e-3)
+    theta = result.theta
     group_f: list[float] = []
     _, grad = discrepancy(theta, layout, samples, structure, group_f)
-    at_bound = np.zeros(len(theta), dtype=bool)
-    bounded = np.isfinite(lower)
-    at_bound[bounded] = theta[bounded] <= lower[bounded] + BOUND_TOLERANCE * scale[bounded]
-    # At a lower bound only a gradient pushing further down is allowed (the KKT condition).
-    projected = np.where(at_bound, np.minimum(grad, 0.0), grad)
+    projected, at_bound = fisher.projected(grad, theta, lower, np.nan_to_num(BOUND_TOLERANCE * scale))
     converged = bool(np.all(np.isfinite(theta))) and float(np.max(np.abs(projected))) < GRADIENT_TOLERANCE
     heywood = []
     diagonal = np.flatnonzero(np.equal(*np.tril_indices(structure.m)))
@@ -262,8 +300,8 @@ def fit(layout: Layout, samples: Sequence[Sample], structure: Structure, items: 
             if at_bound[index]:
                 heywood.append(f"variance of factor {factor_names[f]} in group '{sample.label}'")
     n_total = sum(s.n for s in samples)
-    return Fit(layout, theta, n_total * float(result.fun), [s.n * f for s, f in zip(samples, group_f)], heywood,
-               converged, str(result.message))
+    return Fit(layout, theta, n_total * float(result.value), [s.n * f for s, f in zip(samples, group_f)], heywood,
+               converged, f"{result.message} after {result.iterations} Fisher-scoring steps")
 
 
 # --- moments, information and case-wise scores (score tests, MLR) ---------------------------------
@@ -343,8 +381,8 @@ class ContinuousModel:
         p = self.structure.p
         return len(self.samples) * (p * (p + 1) // 2 + p)
 
-    def fit(self, layout: Layout) -> Fit:
-        return fit(layout, self.samples, self.structure, self.items, self.factor_names)
+    def fit(self, layout: Layout, start: Fit | None = None) -> Fit:
+        return fit(layout, self.samples, self.structure, self.items, self.factor_names, start)
 
     # -- information ------------------------------------------------------------------------------
     def _deltas(self, result: Fit) -> list[np.ndarray]:

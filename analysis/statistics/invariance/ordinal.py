@@ -202,14 +202,17 @@ class OrdinalModel:
                            "intercepts": np.zeros(p), "scales": np.ones(p), "factor_means": np.zeros(m)})
         return layout.average(starts, [s.n for s in self.samples])
 
-    def fit(self, layout: Layout) -> Fit:
+    def fit(self, layout: Layout, start: Fit | None = None) -> Fit:
         """Minimise the DWLS discrepancy of one layout."""
         lower = np.full(layout.n_reduced, -np.inf)
         diagonal = np.flatnonzero(np.equal(*np.tril_indices(self.structure.m)))
         for g in range(len(self.samples)):
             for places in (layout.reduced("factor_cov")[g][diagonal], layout.reduced("scales")[g]):
                 lower[places[places >= 0]] = POSITIVE_FLOOR
-        start = np.maximum(self._start(layout), lower + 1e-3)
+        defaults = {"thresholds": 0.0, "loadings": 1.0, "factor_cov": 0.0, "intercepts": 0.0, "factor_means": 0.0,
+                    "scales": 1.0}
+        start = np.maximum(self._start(layout) if start is None else
+                           layout.carried(start.layout, start.theta_split, defaults), lower + 1e-3)
         with threadpool_limits(1):
             result = optimize.least_squares(self._residuals, start, jac=self._residual_jacobian, args=(layout,),
                                             bounds=(lower, np.inf), method="trf", x_scale="jac", xtol=1e-15,

@@ -86,8 +86,9 @@ def _fails(row: Mapping, before: Mapping, step: str, deciding: tuple[str, str]) 
     return delta_cfi <= CHEN_DELTA_CFI and (delta_rmsea >= CHEN_DELTA_RMSEA or delta_srmr >= CHEN_DELTA_SRMR[step])
 
 
-def _evaluate(model, step: _Step, baseline: Mapping) -> None:
-    """Fit one step's layout and fill its row (or its reason for having no number)."""
+def _evaluate(model, step: _Step, baseline: Mapping, start: Fit | None = None) -> None:
+    """Fit one step's layout (from the estimates of `start`, a neighbouring step's fit, when given) and
+    fill its row (or its reason for having no number)."""
     layout = Layout.build(model.free(step.equal), step.equal, step.released, model.pinned(step.equal))
     row = dict.fromkeys(COLUMNS, float("nan"))
     row.update(step=step.name, equal=", ".join(step.equal), released=", ".join(
@@ -99,7 +100,7 @@ def _evaluate(model, step: _Step, baseline: Mapping) -> None:
         row["note"] = f"not estimable: df {df}: the model has as many parameters as moments or more, nothing to test"
         step.row = row
         return
-    result = model.fit(layout)
+    result = model.fit(layout, start)
     if not result.converged:
         row["note"] = f"not estimable: the optimizer did not converge ({result.message})"
         step.row = row
@@ -193,7 +194,7 @@ def _release(model, failed: _Step, before: _Step, baseline: Mapping, tests: list
                              f"{model.factor_names[factor]}'s items with equal {kind}")
         tests[-1].loc[best.name, "released"] = True
         step = _Step(f"partial {failed.name}", failed.equal, released)
-        _evaluate(model, step, baseline)
+        _evaluate(model, step, baseline, current.fit)
         if not step.row["estimable"]:
             return step, "the model with the equality released is not estimable"
         current = step
