@@ -6,7 +6,8 @@ rows with integer codes. Both are checked here against an independent computatio
 this file with a straightforward pandas melt / group-by (and, for the norm groups, the
 documented per-respondent rule: `match_group` on each respondent's own attributes, else the
 pooled norm), on random tables with missing answers, reverse-keyed items, prorated and
-unscorable subscales, repeats, missing scores and two backends.
+unscorable subscales, repeats, missing scores and two backends. The wide entry of the comparison
+(the frame of `score_wide` with attribute columns) is checked the same way, and against the long one.
 """
 
 from pathlib import Path
@@ -15,8 +16,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from psyq.analysis.scoring.score_table import wide_scores
 from psyq.analysis.statistics.norms import compare_with_norms, match_group, norm_stats
-from psyq import load_instrument, score
+from psyq import load_instrument, score, score_wide
 
 ROOT = Path(__file__).resolve().parents[1]
 IRI = load_instrument(ROOT / "instruments" / "iri.yaml")
@@ -96,20 +98,20 @@ def scored_table(seed: int) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def reference_comparison(scores: pd.DataFrame) -> pd.DataFrame:
+def reference_comparison(scores: pd.DataFrame, attributes: tuple[str, ...] = ("gender",)) -> pd.DataFrame:
     """n, mean, sd per backend × subscale × norm sample × label, computed row by row: each
     respondent's mean over its answered repeats, its group by match_group on its own attributes,
     the pooled norm when it matches none or the group has no norm for the subscale."""
     means = (scores.dropna(subset=["score"])
              .groupby(["backend_id", "respondent_id", "subscale"], dropna=False)
-             .agg(score=("score", "mean"), gender=("gender", "first")).reset_index())
+             .agg(score=("score", "mean"), **{a: (a, "first") for a in attributes}).reset_index())
     rows = []
     for sample in IRI.norms:
         labels = []
-        for rec in means.itertuples(index=False):
-            group = match_group(sample, {"gender": rec.gender})
-            norm = norm_stats(IRI, sample, rec.subscale, group) if group else None
-            norm = norm or norm_stats(IRI, sample, rec.subscale, None)
+        for rec in means.to_dict("records"):
+            group = match_group(sample, {a: rec[a] for a in attributes})
+            norm = norm_stats(IRI, sample, rec["subscale"], group) if group else None
+            norm = norm or norm_stats(IRI, sample, rec["subscale"], None)
             labels.append(None if norm is None else norm.group_id)
         part = means.assign(norm_sample=sample.id, norm_group=labels).dropna(subset=["norm_group"])
         rows.append(part.groupby(["backend_id", "subscale", "norm_sample", "norm_group"])["score"]
@@ -131,3 +133,55 @@ def test_compare_with_norms_equals_a_row_by_row_grouping(repeats):
     np.testing.assert_allclose(merged["sd"], merged["sd_ref"], rtol=1e-12)
     assert got["backend_id"].tolist() == sorted(got["backend_id"])            # blocks in sorted order
     assert {"pooled", "women", "men"} <= set(got["norm_group"])
+
+
+def test_compare_with_norms_on_a_wide_table_equals_a_row_by_row_computation():
+    """The wide entry (score_wide's frame, attribute columns added) against the reference computed
+    from reference_scores (melt, row by row) and match_group per respondent: a few thousand
+    respondents, missing answers (so missing and prorated scores), genders written several ways,
+    missing, or matching no group (pooled), and a second attribute no norm uses."""
+    n = 3000
+    rng = np.random.default_rng(7)
+    answers = random_answers(n, 0.2, seed=5)
+    gender = rng.choice(np.array(["female", "Woman", "F", "male", " M ", "other", None], dtype=object), size=n)
+    age = rng.choice(np.array([19.0, 34.0, 61.0, np.nan]), size=n)
+    wide = score_wide(IRI, answers).assign(gender=gender, age=age)
+    got = compare_with_norms(wide, {"iri": IRI})
+
+    long = reference_scores(answers)       # rows subscale by subscale: attributes joined on the id
+    long.insert(0, "backend_id", "human")
+    people = pd.DataFrame({"gender": gender, "age": age}, index=answers.index)
+    long = long.join(people, on="respondent_id")
+    expected = reference_comparison(long, attributes=("gender", "age"))
+    keys = ["backend_id", "subscale", "norm_sample", "norm_group"]
+    merged = got.merge(expected, on=keys, how="outer", suffixes=("", "_ref"), indicator=True)
+    assert (merged["_merge"] == "both").all(), merged.loc[merged["_merge"] != "both", keys]
+    assert merged["n"].tolist() == merged["n_ref"].tolist()
+    np.testing.assert_allclose(merged["mean"], merged["mean_ref"], rtol=1e-12)
+    np.testing.assert_allclose(merged["sd"], merged["sd_ref"], rtol=1e-12)
+    assert {"pooled", "all", "women", "men"} <= set(got["norm_group"])
+    assert wide[[s.id for s in IRI.rating_subscales]].isna().any().all()    # every subscale has missing scores
+
+    # The long table of the same answers gives the same table, to the last digit.
+    scored = score(IRI, answers)
+    scored["gender"] = np.repeat(gender, len(IRI.rating_subscales))
+    scored["age"] = np.repeat(age, len(IRI.rating_subscales))
+    pd.testing.assert_frame_equal(got, compare_with_norms(scored, {"iri": IRI}), check_exact=True)
+
+
+def test_compare_with_norms_on_a_wide_table_with_repeats_and_backends():
+    """wide_scores(prefix=False) of a long table (two backends, two repeats, `_n` and `_prorated`
+    columns, keys as columns) compares as the long table itself."""
+    long = scored_table(seed=9)
+    got = compare_with_norms(wide_scores(long, prefix=False), {"iri": IRI})
+    expected = compare_with_norms(long, {"iri": IRI})
+    assert len(got) and got["backend_id"].nunique() == 2
+    pd.testing.assert_frame_equal(got, expected, check_exact=False, rtol=1e-10)   # means over repeats: last digits
+
+
+def test_a_wide_table_is_of_one_instrument():
+    wide = score_wide(IRI, random_answers(10, 0.0, seed=1)).assign(gender="female")
+    with pytest.raises(ValueError, match="exactly one"):
+        compare_with_norms(wide, {"iri": IRI, "other": IRI})
+    with pytest.raises(KeyError, match="neither a `subscale` column"):
+        compare_with_norms(wide.rename(columns=lambda c: c.lower()), {"iri": IRI})

@@ -16,12 +16,13 @@ Example
 >>> scores = score_answers(table, instruments)                         # doctest: +SKIP
 >>> compare_with_norms(scores, instruments)[["norm_sample", "subscale", "norm_group", "g"]]  # doctest: +SKIP
 >>> compare_with_norms(score(iri, humans), {"iri": iri})                # doctest: +SKIP
+>>> compare_with_norms(score_wide(iri, humans).assign(gender=humans["gender"]), {"iri": iri})  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from numbers import Real
 from typing import Any
@@ -415,9 +416,15 @@ SampleChoice = Iterable[str] | Mapping[str, Iterable[str]] | None
 samples with these ids), or instrument id -> sample ids (other instruments keep all)."""
 
 
-def _attribute_columns(scores: pd.DataFrame) -> list[str]:
-    """Persona attributes of a scores table: not the keys, the scores, nor survey weights (human data)."""
-    return [c for c in scores.columns if c not in RESPONDENT_KEYS and c not in SCORE_COLUMNS and c != WEIGHT_COLUMN]
+def _attribute_columns(scores: pd.DataFrame, subscales: Iterable[str] = ()) -> list[str]:
+    """Persona attributes of a scores table: not the keys, the scores, nor survey weights (human data).
+
+    `subscales`: the score columns of a wide table (with their ``_n`` and ``_prorated`` columns
+    when it has them, as :func:`psyq.analysis.scoring.score_table.wide_scores` writes them).
+    """
+    wide = {f"{s}{suffix}" for s in subscales for suffix in ("", "_n", "_prorated")}
+    return [c for c in scores.columns if c not in RESPONDENT_KEYS and c not in SCORE_COLUMNS
+            and c != WEIGHT_COLUMN and c not in wide]
 
 
 def as_norm_scores(scores: pd.DataFrame, instruments: Mapping[str, Instrument]) -> pd.DataFrame:
@@ -483,10 +490,12 @@ def chosen_samples(instruments: Mapping[str, Instrument], choice: SampleChoice =
     return {inst_id: _wanted(inst, choice) for inst_id, inst in instruments.items()}
 
 
-def _samples(scores: pd.DataFrame, instruments: Mapping[str, Instrument],
+def _samples(scores: pd.DataFrame | None, instruments: Mapping[str, Instrument],
              choice: SampleChoice) -> dict[str, list[NormSample]]:
-    """The norm samples used for each instrument in `scores` ([]: no norms, skipped)."""
-    named = set(scores["instrument"].unique())      # unique() first: millions of rows, few instruments
+    """The norm samples used for each instrument in `scores` ([]: no norms, skipped); None for
+    scores without an ``instrument`` column (a wide table of the one instrument given)."""
+    # unique() first: millions of rows, few instruments
+    named = set(instruments) if scores is None else set(scores["instrument"].unique())
     missing = sorted(named - set(instruments))
     if missing:
         raise KeyError(f"scores name instruments that were not given: {', '.join(missing)}")
@@ -671,14 +680,15 @@ def _small(codes: np.ndarray) -> np.ndarray:
     return codes.astype(np.int16) if codes.size and int(codes.max()) < np.iinfo(np.int16).max else codes
 
 
-def _blocks(people: pd.DataFrame) -> list[tuple[tuple[Any, Any], np.ndarray | slice]]:
+def _blocks(backend_ids: pd.Series, instrument_ids: pd.Series) -> list[tuple[tuple[Any, Any], np.ndarray | slice]]:
     """(backend_id, instrument) -> its rows, in the order of ``groupby(..., sort=True)`` (rows with
-    a missing key left out), found with integer codes: a group-by over millions of strings is slow."""
-    backends, insts = people["backend_id"].unique(), people["instrument"].unique()
+    a missing key left out), found with integer codes: a group-by over millions of strings is slow.
+    `backend_ids` and `instrument_ids` are the rows' two keys."""
+    backends, insts = backend_ids.unique(), instrument_ids.unique()
     if len(backends) == 1 and len(insts) == 1 and not pd.isna(backends[0]) and not pd.isna(insts[0]):
         return [((backends[0], insts[0]), slice(None))]   # the usual case: no codes, no copy of the rows
-    backend_codes, backends = pd.factorize(people["backend_id"])
-    inst_codes, insts = pd.factorize(people["instrument"])
+    backend_codes, backends = pd.factorize(backend_ids)
+    inst_codes, insts = pd.factorize(instrument_ids)
     keyed = (backend_codes >= 0) & (inst_codes >= 0)
     pair = backend_codes * len(insts) + inst_codes
     codes = pd.unique(pair[keyed])
@@ -702,6 +712,118 @@ def _respondent_means(scores: pd.DataFrame) -> pd.DataFrame:
     answered = scores.dropna(subset=["score"])
     aggregations = {"score": ("score", "mean")} | {a: (a, "first") for a in attributes}
     return answered.groupby(keys, sort=False, dropna=False).agg(**aggregations).reset_index()
+
+
+Columns = Iterator[tuple[str, np.ndarray, np.ndarray]]
+"""Each subscale scored (in the instrument's order), its answered scores (averaged over repeats)
+and each score's attribute-combination code; one subscale at a time, so that a million
+respondents' selections are not all held at once."""
+Blocks = Iterator[tuple[tuple[Any, str], Columns]]
+"""(backend_id, instrument id) and its :data:`Columns`: what :func:`_block_rows` compares."""
+
+
+def _long_columns(scores: pd.DataFrame, instruments: Mapping[str, Instrument], choice: SampleChoice
+                  ) -> tuple[dict[str, list[NormSample]], list[dict[str, Any]], Blocks]:
+    """The long table (one row per respondent × subscale) as the norm samples to compare, the
+    distinct attribute combinations, and each block's scores by subscale (found with integer codes)."""
+    scores = as_norm_scores(scores, instruments)
+    chosen = _samples(scores, instruments, choice)
+    people = _respondent_means(scores)
+    combination_codes, combinations = _attribute_combinations(people, _attribute_columns(scores))
+    sub_codes, sub_ids = pd.factorize(people["subscale"])
+    sub_codes = _small(sub_codes)
+    sub_index = {sub_id: k for k, sub_id in enumerate(sub_ids)}
+    values = people["score"].to_numpy(dtype=float)
+
+    def columns(inst_id: str, rows_at: np.ndarray | slice) -> Columns:
+        block_subs, block_values, block_codes = sub_codes[rows_at], values[rows_at], combination_codes[rows_at]
+        answered = ~np.isnan(block_values)   # missing scores (one repeat) are left out
+        for subscale in instruments[inst_id].subscales:
+            if subscale.id in sub_index:
+                keep = (block_subs == sub_index[subscale.id]) & answered
+                yield subscale.id, block_values[keep], block_codes[keep]
+    blocks = _blocks(people["backend_id"], people["instrument"])
+    return chosen, combinations, ((key, columns(key[1], rows_at)) for key, rows_at in blocks)
+
+
+def _wide_columns(scores: pd.DataFrame, instruments: Mapping[str, Instrument], choice: SampleChoice
+                  ) -> tuple[dict[str, list[NormSample]], list[dict[str, Any]], Blocks]:
+    """The same for a wide table of one instrument (one row per respondent, a column per subscale
+    id, as :func:`psyq.engine.trials.scoring.score_wide` returns it, with attribute columns): no
+    string keys to factorize, each subscale's scores are a column."""
+    if len(instruments) != 1:
+        raise ValueError("scores without a `subscale` column are a wide table (a column per subscale) of one "
+                         f"instrument: give exactly one (got {len(instruments)}: {', '.join(instruments) or 'none'})")
+    (inst_id, instrument), = instruments.items()
+    subscales = [s.id for s in instrument.subscales if s.id in scores.columns]
+    if not subscales:
+        raise KeyError(f"the scores have neither a `subscale` column (a long table) nor a column named after a "
+                       f"subscale of '{inst_id}' (a wide table)")
+    chosen = _samples(None, instruments, choice)
+    attributes = _attribute_columns(scores, subscales)
+    people = _wide_means(scores, subscales, attributes)
+    combination_codes, combinations = _attribute_combinations(people, attributes)
+    if "backend_id" in people.columns:
+        found = _blocks(people["backend_id"], pd.Series(inst_id, index=people.index, dtype=object))
+    else:
+        found = [((HUMAN, inst_id), slice(None))]
+
+    def columns(rows_at: np.ndarray | slice) -> Columns:
+        codes = combination_codes[rows_at]
+        for sub in subscales:
+            values = people[sub].to_numpy(dtype=float)[rows_at]
+            answered = ~np.isnan(values)
+            yield sub, values[answered], codes[answered]
+    return chosen, combinations, ((key, columns(rows_at)) for key, rows_at in found)
+
+
+def _wide_means(scores: pd.DataFrame, subscales: list[str], attributes: list[str]) -> pd.DataFrame:
+    """A wide table with one row per respondent: each subscale's score averaged over repeats
+    (missing scores left out), the respondent being ``backend_id``, ``model`` and ``respondent_id``
+    (or the index) as far as the table has them. Without repeats, the table itself."""
+    if "repeat" not in scores.columns or scores["repeat"].nunique() <= 1:
+        return scores
+    keys = [scores[k] for k in ("backend_id", "model") if k in scores.columns]
+    keys.append(scores["respondent_id"] if "respondent_id" in scores.columns
+                else scores.index.to_series().rename(scores.index.name or "respondent_id"))
+    aggregations = {s: "mean" for s in subscales} | {a: "first" for a in attributes}
+    return scores.groupby(keys, sort=False, dropna=False).agg(aggregations).reset_index()
+
+
+def _block_rows(key: tuple[Any, str], instrument: Instrument, samples: list[NormSample], columns: Columns,
+                combinations: list[dict[str, Any]], bound: float, alpha: float, cache: dict) -> list[dict[str, Any]]:
+    """The comparison rows of one backend × instrument, sample by sample and subscale by subscale:
+    each subscale's answered scores split by the norm group their attribute combination is matched
+    to (the pooled norm when none, or when the group has no norm for the subscale), each part
+    compared with its norm."""
+    backend, inst_id = key
+    # Integer codes for matched groups: comparing millions of strings is slow.
+    group_ids = [[match_group(sample, rec) for rec in combinations] for sample in samples]
+    orders = [{g.id: i for i, g in enumerate(sample.groups)} | {POOLED: len(sample.groups)} for sample in samples]
+    rows: list[tuple[int, int, dict[str, Any]]] = []    # (sample, subscale, row): sorted at the end
+    for position, (subscale_id, sub_values, sub_groups) in enumerate(columns):
+        present = np.flatnonzero(np.bincount(sub_groups, minlength=len(combinations)))
+        for s, sample in enumerate(samples):
+            # Each combination present -> its row label (None: no norm); rows keep their order.
+            labels: list[str] = []
+            norms: dict[str, NormStats] = {}
+            label_of = np.full(len(combinations), -1, dtype=np.intp)
+            for code in present:
+                hit = _assign(instrument, sample, subscale_id, group_ids[s][code], cache)
+                if hit is not None:
+                    if hit[0] not in norms:
+                        norms[hit[0]] = hit[1]
+                        labels.append(hit[0])
+                    label_of[code] = labels.index(hit[0])
+            row_labels = label_of[sub_groups]
+            for label in sorted(labels, key=orders[s].__getitem__):
+                rows.append((s, position, {
+                    "backend_id": backend, "instrument": inst_id, "subscale": subscale_id,
+                    "norm_sample": sample.id, "norm_group": label, "norm_derived": norms[label].derived,
+                    "norm_verified": sample.verified}
+                    | _compare(sub_values[row_labels == labels.index(label)], norms[label], bound, alpha)))
+    rows.sort(key=lambda row: row[:2])     # stable: sample by sample, subscales in order, groups in order
+    return [row for _, _, row in rows]
 
 
 def _compare(values: np.ndarray, norm: NormStats, bound: float, alpha: float) -> dict[str, Any]:
@@ -755,9 +877,16 @@ def compare_with_norms(scores: pd.DataFrame, instruments: Mapping[str, Instrumen
     scores : DataFrame
         The long table of :func:`psyq.analysis.scoring.scores.score_answers`, or the table of
         :func:`psyq.engine.trials.scoring.score` for human data with the attribute columns added (see
-        :func:`as_norm_scores` for the columns filled in).
+        :func:`as_norm_scores` for the columns filled in). Or, for one instrument, a wide table
+        (no ``subscale`` column): the frame of :func:`psyq.engine.trials.scoring.score_wide`, one
+        row per respondent and a column per subscale id, with the attribute columns added (the
+        same numbers; the fast way for a million respondents: no string key columns). Its
+        ``backend_id`` (``"human"`` when absent), ``model``, ``respondent_id`` (else the index)
+        and ``repeat`` columns are keys as in the long table; ``<subscale>_n`` and
+        ``<subscale>_prorated`` columns are ignored.
     instruments : mapping of instrument id to Instrument
-        Every instrument named in `scores`; instruments without norms are skipped.
+        Every instrument named in `scores` (exactly one for a wide table); instruments without
+        norms are skipped.
     sample_id : str, optional
         Compare only the norm sample with this id (the same as ``samples=[sample_id]``).
     samples : list of sample ids, or mapping of instrument id to sample ids, optional
@@ -781,6 +910,21 @@ def compare_with_norms(scores: pd.DataFrame, instruments: Mapping[str, Instrumen
     >>> table = compare_with_norms(scores, {"iri": iri}, correction="fdr_bh")   # doctest: +SKIP
     >>> table.loc[table["subscale"] == "EC", ["norm_group", "n", "g", "p_adj"]]  # doctest: +SKIP
 
+    Human answers in a wide table (items and a ``gender`` column), scored wide:
+
+    >>> from psyq.engine.design.instrument import load_instrument
+    >>> from psyq.engine.trials.scoring import score_wide
+    >>> iri = load_instrument("iri")
+    >>> items = [item.id for item in iri.rating_items]
+    >>> answers = pd.DataFrame([[k % 5] * 28 for k in range(6)], columns=items)
+    >>> wide = score_wide(iri, answers).assign(gender=["female", "male", "female", "male", "F", "other"])
+    >>> table = compare_with_norms(wide, {"iri": iri}, samples=["davis1980"])
+    >>> table.loc[table["subscale"] == "PT", ["norm_group", "n", "mean"]]
+      norm_group  n  mean
+    0        men  2  14.0
+    1      women  3  14.0
+    2     pooled  1   8.0
+
     References
     ----------
     Welch (1947) and Satterthwaite (1946) for the test, Borenstein et al. (2009, ch. 4) for g,
@@ -792,45 +936,12 @@ def compare_with_norms(scores: pd.DataFrame, instruments: Mapping[str, Instrumen
     """
     if correction not in CORRECTIONS:
         raise ValueError(f"correction must be one of {', '.join(CORRECTIONS)}, not {correction!r}")
-    scores = as_norm_scores(scores, instruments)
-    chosen = _samples(scores, instruments, _choice(samples, sample_id))
-    people = _respondent_means(scores)
-    attributes = _attribute_columns(scores)
+    columns_of = _long_columns if "subscale" in scores.columns else _wide_columns
+    chosen, combinations, blocks = columns_of(scores, instruments, _choice(samples, sample_id))
     rows: list[dict[str, Any]] = []
     cache: dict = {}
-    combination_codes, combinations = _attribute_combinations(people, attributes)
-    all_sub_codes, all_sub_ids = pd.factorize(people["subscale"])
-    all_sub_codes = _small(all_sub_codes)
-    all_values = people["score"].to_numpy(dtype=float)
-    for (backend, inst_id), rows_at in _blocks(people):
-        instrument = instruments[inst_id]
-        sub_codes, values, block_codes = all_sub_codes[rows_at], all_values[rows_at], combination_codes[rows_at]
-        sub_index = {sub_id: k for k, sub_id in enumerate(all_sub_ids)}
-        answered = ~np.isnan(values)   # missing scores (one repeat) are left out
-        for sample in chosen[inst_id]:
-            # Integer codes for subscales and matched groups: comparing millions of strings is slow.
-            group_ids = [match_group(sample, rec) for rec in combinations]
-            order = {g.id: i for i, g in enumerate(sample.groups)} | {POOLED: len(sample.groups)}
-            for subscale in instrument.subscales:
-                in_subscale = (sub_codes == sub_index.get(subscale.id, -2)) & answered
-                sub_values, sub_groups = values[in_subscale], block_codes[in_subscale]
-                # Each combination present -> its row label (None: no norm); rows keep their order.
-                labels: list[str] = []
-                norms: dict[str, NormStats] = {}
-                label_of = np.full(len(combinations), -1, dtype=np.intp)
-                for code in np.flatnonzero(np.bincount(sub_groups, minlength=len(combinations))):
-                    hit = _assign(instrument, sample, subscale.id, group_ids[code], cache)
-                    if hit is not None:
-                        if hit[0] not in norms:
-                            norms[hit[0]] = hit[1]
-                            labels.append(hit[0])
-                        label_of[code] = labels.index(hit[0])
-                row_labels = label_of[sub_groups]
-                for label in sorted(labels, key=order.__getitem__):
-                    rows.append({"backend_id": backend, "instrument": inst_id, "subscale": subscale.id,
-                                 "norm_sample": sample.id, "norm_group": label,
-                                 "norm_derived": norms[label].derived, "norm_verified": sample.verified}
-                                | _compare(sub_values[row_labels == labels.index(label)], norms[label], bound, alpha))
+    for key, columns in blocks:
+        rows += _block_rows(key, instruments[key[1]], chosen[key[1]], columns, combinations, bound, alpha, cache)
     table = pd.DataFrame(rows, columns=[c for c in COLUMNS if c != "p_adj"])
     p = table["p"].to_numpy(dtype=float)
     tested = np.isfinite(p)

@@ -97,7 +97,21 @@ def _tile(labels: list[str], times: int) -> pd.api.extensions.ExtensionArray:
 
 
 def score_wide(instrument: Instrument, answers: pd.DataFrame) -> pd.DataFrame:
-    """Subscale scores per respondent, one column per subscale id (index: respondents)."""
+    """Subscale scores per respondent, one column per subscale id (index: respondents).
+
+    The same scores as :func:`score` (missing, prorated), without its long table's string
+    columns: with attribute columns added, the input of
+    :func:`psyq.analysis.statistics.norms.compare_with_norms` for a million respondents.
+
+    Example:
+        >>> from psyq.engine.design.instrument import load_instrument
+        >>> iri = load_instrument("iri")
+        >>> answers = pd.DataFrame([[4] * 28, [0] * 28], columns=[i.id for i in iri.items], index=["r1", "r2"])
+        >>> score_wide(iri, answers)
+              PT    FS    EC    PD
+        r1  20.0  20.0  16.0  20.0
+        r2   8.0   8.0  12.0   8.0
+    """
     wide, _ = _score_arrays(instrument, answers)
     return pd.DataFrame(wide, index=answers.index, columns=[s.id for s in instrument.rating_subscales])
 
