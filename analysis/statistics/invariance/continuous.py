@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import numpy as np
 from scipy import linalg
@@ -41,7 +41,7 @@ VARIANCE_FLOOR = 1e-6
 BOUND_TOLERANCE = 1e-4
 # The optimizer's answer is accepted when the largest projected gradient of F = χ²/N is below this
 # (it aims a thousand times lower).
-GRADIENT_TOLERANCE = 1e-6
+GRADIENT_TOLERANCE = 1e-5
 KINDS = ("loadings", "residuals", "factor_cov", "intercepts", "factor_means")
 
 
@@ -110,7 +110,7 @@ def matrices(theta_split: np.ndarray, layout: Layout, structure: Structure, g: i
     lam = np.zeros((p, m))
     lam[np.arange(p), structure.factor_of] = values(theta_split, layout.split["loadings"][g], 1.0)
     phi = np.zeros((m, m))
-    rows, cols = np.tril_indices(m)
+    rows, cols = _tril(m)
     phi[rows, cols] = values(theta_split, layout.split["factor_cov"][g], 0.0)
     phi[cols, rows] = phi[rows, cols]
     alpha = values(theta_split, layout.split["factor_means"][g], 0.0)
@@ -137,7 +137,7 @@ def discrepancy(theta: np.ndarray, layout: Layout, samples: Sequence[Sample], st
     n_total = sum(s.n for s in samples)
     value, grad = 0.0, np.zeros(layout.n_split)
     p, m = structure.p, structure.m
-    rows, cols = np.tril_indices(m)
+    rows, cols = _tril(m)
     for g, sample in enumerate(samples):
         lam, phi, alpha, residuals, nu = matrices(theta_split, layout, structure, g)
         sigma, mu = lam @ phi @ lam.T + np.diag(residuals), nu + lam @ alpha
@@ -174,7 +174,7 @@ def marker_start(matrix: np.ndarray, structure: Structure, floors: np.ndarray) -
     each variance at least its `floors` entry. Returns (loadings, Φ's lower triangle)."""
     m = structure.m
     markers = np.flatnonzero(structure.marker)
-    diagonal = np.flatnonzero(np.equal(*np.tril_indices(m)))
+    diagonal = np.flatnonzero(np.equal(*_tril(m)))
     lam = np.ones(structure.p)
     phi = np.zeros(m * (m + 1) // 2)
     for f in range(m):
@@ -214,7 +214,7 @@ def lower_bounds(layout: Layout, samples: Sequence[Sample], structure: Structure
     """
     scale = np.full(layout.n_reduced, np.nan)
     markers = np.flatnonzero(structure.marker)
-    diagonal = np.flatnonzero(np.equal(*np.tril_indices(structure.m)))
+    diagonal = np.flatnonzero(np.equal(*_tril(structure.m)))
     for g, sample in enumerate(samples):
         variances = np.diag(sample.cov)
         residuals = layout.reduced("residuals")[g]
@@ -261,9 +261,12 @@ def fit(layout: Layout, samples: Sequence[Sample], structure: Structure, items: 
         return 2.0 * fold.T @ total @ fold        # F's expected Hessian: F_g ≈ −2/N_g · log-likelihood
 
     def information(theta: np.ndarray) -> np.ndarray:
-        """F's Hessian by central differences of the analytic gradient (Newton converges fast however
-        badly the model fits, where the expected information's rate falls with the misfit); the
-        expected information where that Hessian is not positive definite (far from the optimum)."""
+        """Far from the optimum (gradient above 1e-3) the expected information, cheap and positive
+        definite; near it F's Hessian by central differences of the analytic gradient (Newton converges
+        fast however badly the model fits, where the expected information's rate falls with the
+        misfit), or the expected information where that Hessian is not positive definite."""
+        if float(np.max(np.abs(discrepancy(theta, layout, samples, structure)[1]))) > 1e-3:
+            return expected(theta)
         step = 1e-6
         columns = []
         for k in range(len(theta)):
@@ -289,9 +292,9 @@ def fit(layout: Layout, samples: Sequence[Sample], structure: Structure, items: 
     group_f: list[float] = []
     _, grad = discrepancy(theta, layout, samples, structure, group_f)
     projected, at_bound = fisher.projected(grad, theta, lower, np.nan_to_num(BOUND_TOLERANCE * scale))
-    converged = bool(np.all(np.isfinite(theta))) and float(np.max(np.abs(projected))) < GRADIENT_TOLERANCE
+    converged = fisher.accepted(result, projected, GRADIENT_TOLERANCE)
     heywood = []
-    diagonal = np.flatnonzero(np.equal(*np.tril_indices(structure.m)))
+    diagonal = np.flatnonzero(np.equal(*_tril(structure.m)))
     for g, sample in enumerate(samples):
         for i, index in enumerate(layout.reduced("residuals")[g]):
             if index >= 0 and at_bound[index]:
@@ -306,10 +309,17 @@ def fit(layout: Layout, samples: Sequence[Sample], structure: Structure, items: 
 
 # --- moments, information and case-wise scores (score tests, MLR) ---------------------------------
 
+@lru_cache(maxsize=64)
 def _vech_indices(p: int) -> tuple[np.ndarray, np.ndarray]:
-    """lavaan's vech order: the lower triangle column by column."""
+    """lavaan's vech order: the lower triangle column by column (cached: the fits ask thousands of times)."""
     cols, rows = np.triu_indices(p)
     return rows, cols
+
+
+@lru_cache(maxsize=64)
+def _tril(m: int) -> tuple[np.ndarray, np.ndarray]:
+    """Φ's lower triangle, row by row (cached)."""
+    return np.tril_indices(m)
 
 
 def moments(theta_split: np.ndarray, layout: Layout, structure: Structure, g: int) -> np.ndarray:

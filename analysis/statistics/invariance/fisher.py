@@ -11,7 +11,10 @@ until one does. H is computed afresh only when the set of free parameters change
 that needed more damping, or every REFRESH steps: in the slow tail of a fit at a boundary each
 step then costs one evaluation of F instead of a new H. A parameter at its lower bound with the gradient pushing it further down stays
 there (a Heywood case, which the estimators name). It stops when the largest such projected
-gradient is below the tolerance, or reports that it did not converge — never silently.
+gradient is below the tolerance, or when F has fallen by less than STALL (relative) over the last
+REFRESH steps — on the ridge a factor whose variance runs to 0 leaves, Newton converges only
+linearly, and the estimator then judges the gradient it reached — or reports that it did not
+converge; never silently.
 
 May import numpy only.
 """
@@ -24,6 +27,18 @@ from dataclasses import dataclass
 import numpy as np
 
 REFRESH = 8
+STALL = 1e-10
+# A fit whose discrepancy stalled is accepted when its largest projected gradient is below this:
+# lavaan's own check of a converged fit (optim.dx.tol, on its objective F/2).
+STALLED_GRADIENT = 2e-3
+
+
+def accepted(result: Result, gradient: np.ndarray, tolerance: float) -> bool:
+    """Whether an estimator takes a fit as converged: its projected `gradient` below `tolerance`, or,
+    when F stalled on a ridge, below lavaan's STALLED_GRADIENT."""
+    largest = float(np.max(np.abs(gradient), initial=0.0))
+    return bool(np.all(np.isfinite(result.theta))) and (largest < tolerance or
+                                                         (result.stalled and largest < STALLED_GRADIENT))
 
 
 @dataclass
@@ -35,6 +50,7 @@ class Result:
     converged: bool
     iterations: int
     message: str
+    stalled: bool = False      # F stopped falling (see STALL) before the gradient reached the tolerance
 
 
 def projected(gradient: np.ndarray, theta: np.ndarray, lower: np.ndarray, slack: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -46,7 +62,7 @@ def projected(gradient: np.ndarray, theta: np.ndarray, lower: np.ndarray, slack:
 
 def minimise(value_gradient: Callable[[np.ndarray], tuple[float, np.ndarray]],
              information: Callable[[np.ndarray], np.ndarray], start: np.ndarray, lower: np.ndarray, *,
-             slack: np.ndarray, tolerance: float, max_iterations: int = 300) -> Result:
+             slack: np.ndarray, tolerance: float, max_iterations: int = 1000) -> Result:
     """Minimise F from `start` subject to θ ≥ `lower` (−inf: free); `slack` is how close to its bound
     a parameter counts as held there.
 
@@ -62,6 +78,7 @@ def minimise(value_gradient: Callable[[np.ndarray], tuple[float, np.ndarray]],
     damping = 1e-3
     kept: tuple[np.ndarray, np.ndarray] | None = None       # (free set, its H) while H is reused
     age = 0
+    history = [value]
     for iteration in range(1, max_iterations + 1):
         step_gradient, at_bound = projected(gradient, theta, lower, slack)
         if float(np.max(np.abs(step_gradient), initial=0.0)) < tolerance:
@@ -93,11 +110,14 @@ def minimise(value_gradient: Callable[[np.ndarray], tuple[float, np.ndarray]],
             if damping > 1e12:
                 return Result(theta, value, gradient, at_bound, False, iteration,
                               "no step lowers the discrepancy (the damping ran out)")
-        if unchanged:
+        history.append(value)
+        stalled = len(history) > REFRESH and history[-REFRESH - 1] - value <= STALL * max(1.0, abs(value))
+        if unchanged or stalled:
             step_gradient, at_bound = projected(gradient, theta, lower, slack)
             converged = float(np.max(np.abs(step_gradient), initial=0.0)) < tolerance
             return Result(theta, value, gradient, at_bound, converged, iteration,
-                          "converged" if converged else "the discrepancy stopped falling before the gradient vanished")
+                          "converged" if converged else "the discrepancy stopped falling before the gradient vanished",
+                          stalled=not converged)
     step_gradient, at_bound = projected(gradient, theta, lower, slack)
     return Result(theta, value, gradient, at_bound, False, max_iterations,
                   f"the iteration limit ({max_iterations}) was reached")

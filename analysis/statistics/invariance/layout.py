@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -93,6 +94,19 @@ class Layout:
         """A gradient over the split vector summed onto the reduced vector (the chain rule of sharing)."""
         kept = self.reduced_of >= 0
         return np.bincount(self.reduced_of[kept], weights=gradient[kept], minlength=self.n_reduced)
+
+    @cached_property
+    def _folding(self) -> tuple[np.ndarray, np.ndarray]:
+        kept = np.flatnonzero(self.reduced_of >= 0)
+        order = kept[np.argsort(self.reduced_of[kept], kind="stable")]
+        targets = self.reduced_of[order]
+        return order, np.flatnonzero(np.r_[True, targets[1:] != targets[:-1]])
+
+    def fold_columns(self, matrix: np.ndarray) -> np.ndarray:
+        """``matrix @ K`` without K: the columns of a (rows × split) matrix summed onto the reduced places
+        (pinned places dropped)."""
+        order, starts = self._folding
+        return np.add.reduceat(matrix[:, order], starts, axis=1)
 
     def fold_matrix(self) -> np.ndarray:
         """K (split × reduced): split = K·reduced; a pinned place's row is 0."""

@@ -15,7 +15,7 @@ so that a score test can release one — and α free in the other groups). Marke
 (first loading 1, factor variances free) gives the same fits as semTools' std.lv.
 
 DWLS (lavaan's ``estimator = "WLSMV"``): F = Σ_g (N_g/N)(s_g − σ_g)'W_g(s_g − σ_g), W_g = diag(Γ_g)⁻¹,
-χ² = N·F, minimised by Gauss–Newton (scipy's trust-region least squares). With Δ_g the Jacobian of
+χ² = N·F, minimised by Gauss–Newton steps (:mod:`.fisher`). With Δ_g the Jacobian of
 σ_g, V = blockdiag((N_g/N)W_g), E = Δ'VΔ, U = V − VΔE⁻¹Δ'V and Ω = blockdiag(Γ_g·N/N_g): the
 mean- and variance-adjusted statistic (Asparouhov & Muthén, 2010; lavaan's ``scaled.shifted``) is
 a·χ² + b with a = sqrt(df/tr(UΩUΩ)), b = df − a·tr(UΩ); robust standard errors E⁻¹(Δ'VΩVΔ)E⁻¹/N; the
@@ -31,16 +31,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import linalg, optimize
+from scipy import linalg
 
 from psyq.analysis.statistics.invariance.continuous import Fit, Sample, Structure, marker_start, threadpool_limits
+from psyq.analysis.statistics.invariance import fisher
 from psyq.analysis.statistics.invariance.layout import Layout
 from psyq.analysis.statistics.polychoric import NotEstimable, ordinal_moments
 
 # Factor variances and scales stay above this (a scale of 0 would remove the item).
 POSITIVE_FLOOR = 1e-6
 # The optimizer's answer is accepted when the largest gradient of F is below this.
-GRADIENT_TOLERANCE = 1e-6
+GRADIENT_TOLERANCE = 1e-5
 
 
 class OrdinalModel:
@@ -187,8 +188,7 @@ class OrdinalModel:
 
     def _residual_jacobian(self, theta: np.ndarray, layout: Layout) -> np.ndarray:
         theta_split = layout.expand(theta)
-        fold = layout.fold_matrix()
-        return np.vstack([-np.sqrt(w * weight)[:, None] * (self._jacobian(theta_split, layout, g) @ fold)
+        return np.vstack([-np.sqrt(w * weight)[:, None] * layout.fold_columns(self._jacobian(theta_split, layout, g))
                           for g, (weight, w) in enumerate(zip(self.weight_diag, self.fit_weights))])
 
     def _start(self, layout: Layout) -> np.ndarray:
@@ -213,16 +213,21 @@ class OrdinalModel:
                     "scales": 1.0}
         start = np.maximum(self._start(layout) if start is None else
                            layout.carried(start.layout, start.theta_split, defaults), lower + 1e-3)
+        def value_gradient(theta: np.ndarray) -> tuple[float, np.ndarray]:
+            residuals = self._residuals(theta, layout)
+            return float(residuals @ residuals), 2.0 * self._residual_jacobian(theta, layout).T @ residuals
+
+        def information(theta: np.ndarray) -> np.ndarray:      # Gauss–Newton: F's Hessian but for e's curvature
+            jac = self._residual_jacobian(theta, layout)
+            return 2.0 * jac.T @ jac
+
+        slack = np.where(np.isfinite(lower), 1e-6, 0.0)
         with threadpool_limits(1):
-            result = optimize.least_squares(self._residuals, start, jac=self._residual_jacobian, args=(layout,),
-                                            bounds=(lower, np.inf), method="trf", x_scale="jac", xtol=1e-15,
-                                            ftol=1e-15, gtol=1e-12, max_nfev=2000)
-        theta = result.x
-        residuals = self._residuals(theta, layout)
-        gradient = -2.0 * result.jac.T @ residuals
-        at_bound = theta <= lower + 1e-6
-        projected = np.where(at_bound, np.minimum(gradient, 0.0), gradient)
-        converged = result.status > 0 and float(np.max(np.abs(projected), initial=0.0)) < GRADIENT_TOLERANCE
+            result = fisher.minimise(value_gradient, information, start, lower, slack=slack,
+                                     tolerance=GRADIENT_TOLERANCE * 1e-3)
+        theta = result.theta
+        projected, at_bound = fisher.projected(result.gradient, theta, lower, slack)
+        converged = fisher.accepted(result, projected, GRADIENT_TOLERANCE)
         theta_split = layout.expand(theta)
         group_f = []
         for g, (s, weight) in enumerate(zip(self.observed, self.weight_diag)):
@@ -238,13 +243,12 @@ class OrdinalModel:
                         for f in range(self.structure.m) if at_bound[layout.reduced("factor_cov")[g][diagonal[f]]]]
         group_chi2 = [(s.n - 1) * f for s, f in zip(self.samples, group_f)]
         return Fit(layout, theta, float(sum(group_chi2)), group_chi2, heywood, converged,
-                   str(result.message))
+                   f"{result.message} after {result.iterations} Gauss–Newton steps")
 
     # -- robust statistics ------------------------------------------------------------------------
     def _stacked(self, result: Fit) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Δ (stacked, over the reduced vector), V and Ω (block-diagonal) at a fit."""
-        fold = result.layout.fold_matrix()
-        delta = np.vstack([d @ fold for d in self._jacobians(result.theta_split, result.layout)])
+        delta = np.vstack([result.layout.fold_columns(d) for d in self._jacobians(result.theta_split, result.layout)])
         v = linalg.block_diag(*[w * np.diag(weight) for w, weight in zip(self.weights, self.weight_diag)])
         omega = linalg.block_diag(*[m.gamma / w for m, w in zip(self.moments, self.weights)])
         return delta, v, omega
