@@ -357,7 +357,9 @@ def test_groups_keep_the_order_of_the_data():
 
 
 def test_optimizer_that_does_not_converge_gives_no_number(monkeypatch):
-    monkeypatch.setattr(continuous, "GRADIENT_TOLERANCE", 0.0)   # no gradient is ever small enough
+    from psyq.analysis.statistics.invariance import fisher
+    monkeypatch.setattr(continuous, "GRADIENT_TOLERANCE", 0.0)   # no gradient is ever small enough,
+    monkeypatch.setattr(fisher, "STALLED_GRADIENT", 0.0)         # not even on a ridge
     rng = np.random.default_rng(15)
     fit = measurement_invariance(pd.concat([simulate(rng, 100, "cohort"), simulate(rng, 100, "human")]),
                                  SIM_FACTORS, "group")
