@@ -287,11 +287,13 @@ def fit(layout: Layout, samples: Sequence[Sample], structure: Structure, items: 
         result = fisher.minimise(lambda t: discrepancy(t, layout, samples, structure), information,
                                  start_values(layout, samples, structure) if start is None else
                                  layout.carried(start.layout, start.theta_split, DEFAULTS), lower,
-                                 slack=np.nan_to_num(BOUND_TOLERANCE * scale), tolerance=GRADIENT_TOLERANCE * 1e-3)
+                                 slack=np.nan_to_num(BOUND_TOLERANCE * scale), tolerance=GRADIENT_TOLERANCE * 1e-3,
+                                 ties=layout.variance_ties(structure.m))
     theta = result.theta
     group_f: list[float] = []
     _, grad = discrepancy(theta, layout, samples, structure, group_f)
-    projected, at_bound = fisher.projected(grad, theta, lower, np.nan_to_num(BOUND_TOLERANCE * scale))
+    projected, at_bound = fisher.projected(grad, theta, lower, np.nan_to_num(BOUND_TOLERANCE * scale),
+                                           layout.variance_ties(structure.m))
     converged = fisher.accepted(result, projected, GRADIENT_TOLERANCE)
     heywood = []
     diagonal = np.flatnonzero(np.equal(*_tril(structure.m)))

@@ -21,7 +21,7 @@ May import numpy only.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,18 +53,26 @@ class Result:
     stalled: bool = False      # F stopped falling (see STALL) before the gradient reached the tolerance
 
 
-def projected(gradient: np.ndarray, theta: np.ndarray, lower: np.ndarray, slack: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The gradient with the parameters held at their bound removed (KKT), and which those are."""
+def projected(gradient: np.ndarray, theta: np.ndarray, lower: np.ndarray, slack: np.ndarray,
+              ties: Sequence[tuple[int, np.ndarray]] = ()) -> tuple[np.ndarray, np.ndarray]:
+    """The gradient with the parameters held at their bound removed (KKT), and which those are; a
+    variance at its bound also holds its `ties` (its factor's covariances) at 0."""
     at_bound = theta <= lower + slack
     held = at_bound & (gradient > 0)
+    for variance, covariances in ties:
+        if at_bound[variance]:
+            held[covariances] = True
     return np.where(held, 0.0, gradient), at_bound
 
 
 def minimise(value_gradient: Callable[[np.ndarray], tuple[float, np.ndarray]],
              information: Callable[[np.ndarray], np.ndarray], start: np.ndarray, lower: np.ndarray, *,
-             slack: np.ndarray, tolerance: float, max_iterations: int = 1000) -> Result:
+             slack: np.ndarray, tolerance: float, max_iterations: int = 1000,
+             ties: Sequence[tuple[int, np.ndarray]] = ()) -> Result:
     """Minimise F from `start` subject to θ ≥ `lower` (−inf: free); `slack` is how close to its bound
-    a parameter counts as held there.
+    a parameter counts as held there. `ties` pairs a factor variance with its covariances: while the
+    variance is at its bound (≈ 0) they are held at 0, as a factor without variance covaries with
+    nothing (otherwise Φ is not positive semi-definite and the fit crawls along that impossible ridge).
 
     Example (a quadratic with its minimum below the bound of its first parameter):
         >>> f = lambda t: (float((t[0] + 1) ** 2 + (t[1] - 2) ** 2), np.array([2 * (t[0] + 1), 2 * (t[1] - 2)]))
@@ -80,10 +88,20 @@ def minimise(value_gradient: Callable[[np.ndarray], tuple[float, np.ndarray]],
     age = 0
     history = [value]
     for iteration in range(1, max_iterations + 1):
-        step_gradient, at_bound = projected(gradient, theta, lower, slack)
+        step_gradient, at_bound = projected(gradient, theta, lower, slack, ties)
         if float(np.max(np.abs(step_gradient), initial=0.0)) < tolerance:
             return Result(theta, value, gradient, at_bound, True, iteration - 1, "converged")
-        free = ~(at_bound & (gradient > 0))
+        held = at_bound & (gradient > 0)
+        for variance, covariances in ties:
+            if at_bound[variance]:
+                held[covariances] = True
+        free = ~held
+        for variance, covariances in ties:
+            if at_bound[variance] and np.any(theta[covariances] != 0):
+                theta = theta.copy()
+                theta[covariances] = 0.0
+                value, gradient = value_gradient(theta)
+                kept = None                       # the free set changed: a fresh H
         if kept is None or not np.array_equal(kept[0], free) or age >= REFRESH:
             kept, age = (free, information(theta)[np.ix_(free, free)]), 0
         hessian = kept[1]
@@ -113,11 +131,11 @@ def minimise(value_gradient: Callable[[np.ndarray], tuple[float, np.ndarray]],
         history.append(value)
         stalled = len(history) > REFRESH and history[-REFRESH - 1] - value <= STALL * max(1.0, abs(value))
         if unchanged or stalled:
-            step_gradient, at_bound = projected(gradient, theta, lower, slack)
+            step_gradient, at_bound = projected(gradient, theta, lower, slack, ties)
             converged = float(np.max(np.abs(step_gradient), initial=0.0)) < tolerance
             return Result(theta, value, gradient, at_bound, converged, iteration,
                           "converged" if converged else "the discrepancy stopped falling before the gradient vanished",
                           stalled=not converged)
-    step_gradient, at_bound = projected(gradient, theta, lower, slack)
+    step_gradient, at_bound = projected(gradient, theta, lower, slack, ties)
     return Result(theta, value, gradient, at_bound, False, max_iterations,
                   f"the iteration limit ({max_iterations}) was reached")

@@ -152,3 +152,17 @@ class Layout:
                                           theta_split[np.maximum(previous.split[kind][g], 0)], defaults[kind])
                            for kind in self.split})
         return self.average(starts, [1] * len(starts))
+
+    def variance_ties(self, m: int) -> list[tuple[int, np.ndarray]]:
+        """Per group and factor: the reduced place of the factor's variance and those of its covariances
+        (``factor_cov`` holds Φ's lower triangle row by row) — :func:`.fisher.minimise`'s ties."""
+        rows, cols = np.tril_indices(m)
+        places = self.reduced("factor_cov")
+        ties = []
+        for g in range(len(places)):
+            for f in range(m):
+                variance = int(places[g][(rows == f) & (cols == f)][0])
+                covariances = places[g][((rows == f) | (cols == f)) & (rows != cols)]
+                if variance >= 0:
+                    ties.append((variance, covariances[covariances >= 0]))
+        return ties

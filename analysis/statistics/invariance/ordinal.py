@@ -224,9 +224,10 @@ class OrdinalModel:
         slack = np.where(np.isfinite(lower), 1e-6, 0.0)
         with threadpool_limits(1):
             result = fisher.minimise(value_gradient, information, start, lower, slack=slack,
-                                     tolerance=GRADIENT_TOLERANCE * 1e-3)
+                                     tolerance=GRADIENT_TOLERANCE * 1e-3, ties=layout.variance_ties(self.structure.m))
         theta = result.theta
-        projected, at_bound = fisher.projected(result.gradient, theta, lower, slack)
+        projected, at_bound = fisher.projected(result.gradient, theta, lower, slack,
+                                               layout.variance_ties(self.structure.m))
         converged = fisher.accepted(result, projected, GRADIENT_TOLERANCE)
         theta_split = layout.expand(theta)
         group_f = []
