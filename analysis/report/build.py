@@ -111,13 +111,22 @@ def build_sections(run_path: str | Path, *, people: Mapping[str, HumanData] | No
     reported by its change scores, compared with `human_change` (people's before and after,
     :func:`psyq.analysis.scoring.human_data.read_human_change_csv`) when given.
     """
+    manifest, sections, _ = _build(run_path, people=people, targets=targets, human_change=human_change,
+                                   norm_samples=norm_samples, bound=bound, correction=correction,
+                                   estimator=estimator, warn=warn)
+    return manifest, sections
+
+
+def _build(run_path: str | Path, *, people: Mapping[str, HumanData] | None = None,
+           targets: Mapping[str, str | Path] | None = None, human_change: str | Path | None = None,
+           **options: Any) -> tuple[dict[str, Any], list[Section], pd.DataFrame | None]:
+    """:func:`build_sections`, and the run's answer table it read (None for imported scores), which
+    the methods paragraph reads too rather than export it again."""
     if is_imported_run(run_path):   # scores psyq did not collect (engine/results/imported_run.py)
-        return _imported_sections(Path(run_path), human_change)
-    report = _context(run_path, people or {}, targets or {}, human_change,
-                      {"norm_samples": norm_samples, "bound": bound, "correction": correction,
-                       "estimator": estimator, "warn": warn})
+        return (*_imported_sections(Path(run_path), human_change), None)
+    report = _context(run_path, people or {}, targets or {}, human_change, options)
     sections = [s for part in report_sections() if part.applies(report) for s in part.sections(report)]
-    return report.manifest, sections
+    return report.manifest, sections, report.table
 
 
 def write_report(run_path: str | Path, out_dir: str | Path | None = None, **options: Any) -> tuple[Path, Path]:
@@ -130,10 +139,10 @@ def write_report(run_path: str | Path, out_dir: str | Path | None = None, **opti
         >>> html_path.name, (html_path.parent / "methods.md").exists()
         ('report.html', True)
     """
-    manifest, sections = build_sections(run_path, **options)
+    manifest, sections, table = _build(run_path, **options)
     out = Path(out_dir or run_path)
     out.mkdir(parents=True, exist_ok=True)
-    text = " ".join([methods_text(run_path), *(s.methods for s in sections if s.methods)])
+    text = " ".join([methods_text(run_path, table), *(s.methods for s in sections if s.methods)])
     (out / TABLE_DIR).mkdir(exist_ok=True)
     for name, (_, frame) in zip(table_files(sections), (t for s in sections for t in s.tables)):
         full_frame(frame).to_csv(out / name, index=False)
@@ -144,12 +153,12 @@ def write_report(run_path: str | Path, out_dir: str | Path | None = None, **opti
     return html_path, md_path
 
 
-def methods_text(run_path: str | Path) -> str:
+def methods_text(run_path: str | Path, table: pd.DataFrame | None = None) -> str:
     """The methods paragraph of a run (:func:`psyq.analysis.report.methods.methods_paragraph`), from its
     manifest, copied study and instruments, cohort file (when it is still where the run read it,
-    unchanged) and answers."""
+    unchanged) and answers (`table`: the run's exported answers when already read)."""
     if is_imported_run(run_path):
         return ("The scores were imported, not collected by psyq (no request was made); see the Study section for "
                 "the file(s) they were read from and how.")
     run = open_run_dir(run_path)
-    return methods.methods_paragraph(methods.run_facts(run))
+    return methods.methods_paragraph(methods.run_facts(run, table))

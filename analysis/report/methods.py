@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+import pandas as pd
 
 from psyq.engine.files.errors import InputError
 from psyq.engine.results.export import export_table, run_instruments
@@ -80,15 +81,16 @@ def _cohort_file(run: RunDir, manifest: Mapping[str, Any]) -> Mapping[str, Any] 
     return None
 
 
-def run_facts(run: RunDir) -> RunFacts:
-    """Gather the facts of a run for :func:`methods_paragraph` (reads the run directory).
+def run_facts(run: RunDir, table: pd.DataFrame | None = None) -> RunFacts:
+    """Gather the facts of a run for :func:`methods_paragraph` (reads the run directory; `table`, the
+    run's exported answers, when the caller has read them already).
 
     Example:
         >>> run_facts(open_run_dir("runs/quickstart/b6d972dd3d0f")).respondents  # doctest: +SKIP
         13
     """
     manifest = run.read_manifest()
-    table = export_table(run.path)
+    table = export_table(run.path) if table is None else table
     instruments = run_instruments(run)
     if "stage" in table.columns and table["stage"].notna().any():
         from psyq.analysis.scoring.stage_scores import load_stage_scores  # one score per measure stage and situation
