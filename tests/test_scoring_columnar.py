@@ -119,18 +119,23 @@ def reference_comparison(scores: pd.DataFrame, attributes: tuple[str, ...] = ("g
     return pd.concat(rows, ignore_index=True)
 
 
-@pytest.mark.parametrize("repeats", [1, 2])
-def test_compare_with_norms_equals_a_row_by_row_grouping(repeats):
-    scores = scored_table(seed=3)
-    scores = scores[scores["repeat"] < repeats].sample(frac=1.0, random_state=4)   # rows in any order
-    got = compare_with_norms(scores, {"iri": IRI})
-    expected = reference_comparison(scores)
+def assert_same_groups(got: pd.DataFrame, expected: pd.DataFrame) -> None:
+    """Every (backend, subscale, norm sample, group) row in both, with the same n, mean and SD."""
     keys = ["backend_id", "subscale", "norm_sample", "norm_group"]
     merged = got.merge(expected, on=keys, how="outer", suffixes=("", "_ref"), indicator=True)
     assert (merged["_merge"] == "both").all(), merged.loc[merged["_merge"] != "both", keys]
     assert merged["n"].tolist() == merged["n_ref"].tolist()
     np.testing.assert_allclose(merged["mean"], merged["mean_ref"], rtol=1e-12)
     np.testing.assert_allclose(merged["sd"], merged["sd_ref"], rtol=1e-12)
+
+
+@pytest.mark.parametrize("repeats", [1, 2])
+def test_compare_with_norms_equals_a_row_by_row_grouping(repeats):
+    scores = scored_table(seed=3)
+    scores = scores[scores["repeat"] < repeats].sample(frac=1.0, random_state=4)   # rows in any order
+    got = compare_with_norms(scores, {"iri": IRI})
+    expected = reference_comparison(scores)
+    assert_same_groups(got, expected)
     assert got["backend_id"].tolist() == sorted(got["backend_id"])            # blocks in sorted order
     assert {"pooled", "women", "men"} <= set(got["norm_group"])
 
@@ -153,12 +158,7 @@ def test_compare_with_norms_on_a_wide_table_equals_a_row_by_row_computation():
     people = pd.DataFrame({"gender": gender, "age": age}, index=answers.index)
     long = long.join(people, on="respondent_id")
     expected = reference_comparison(long, attributes=("gender", "age"))
-    keys = ["backend_id", "subscale", "norm_sample", "norm_group"]
-    merged = got.merge(expected, on=keys, how="outer", suffixes=("", "_ref"), indicator=True)
-    assert (merged["_merge"] == "both").all(), merged.loc[merged["_merge"] != "both", keys]
-    assert merged["n"].tolist() == merged["n_ref"].tolist()
-    np.testing.assert_allclose(merged["mean"], merged["mean_ref"], rtol=1e-12)
-    np.testing.assert_allclose(merged["sd"], merged["sd_ref"], rtol=1e-12)
+    assert_same_groups(got, expected)
     assert {"pooled", "all", "women", "men"} <= set(got["norm_group"])
     assert wide[[s.id for s in IRI.rating_subscales]].isna().any().all()    # every subscale has missing scores
 
