@@ -240,6 +240,19 @@ class Fit:
         return self.layout.expand(self.theta)
 
 
+def hessian(theta: np.ndarray, layout: Layout, samples: Sequence[Sample], structure: Structure) -> np.ndarray:
+    """F's Hessian over the reduced vector by central differences of the analytic gradient, symmetrised."""
+    step = 1e-6
+    columns = []
+    for k in range(len(theta)):
+        shift = np.zeros(len(theta))
+        shift[k] = step
+        columns.append((discrepancy(theta + shift, layout, samples, structure)[1]
+                        - discrepancy(theta - shift, layout, samples, structure)[1]) / (2 * step))
+    second = np.array(columns)
+    return (second + second.T) / 2
+
+
 DEFAULTS = {"loadings": 1.0, "residuals": 0.0, "factor_cov": 0.0, "intercepts": 0.0, "factor_means": 0.0}
 
 
@@ -267,20 +280,12 @@ def fit(layout: Layout, samples: Sequence[Sample], structure: Structure, items: 
         misfit), or the expected information where that Hessian is not positive definite."""
         if float(np.max(np.abs(discrepancy(theta, layout, samples, structure)[1]))) > 1e-3:
             return expected(theta)
-        step = 1e-6
-        columns = []
-        for k in range(len(theta)):
-            shift = np.zeros(len(theta))
-            shift[k] = step
-            columns.append((discrepancy(theta + shift, layout, samples, structure)[1]
-                            - discrepancy(theta - shift, layout, samples, structure)[1]) / (2 * step))
-        hessian = np.array(columns)
-        hessian = (hessian + hessian.T) / 2
+        second = hessian(theta, layout, samples, structure)
         try:
-            np.linalg.cholesky(hessian)
+            np.linalg.cholesky(second)
         except np.linalg.LinAlgError:
             return expected(theta)
-        return hessian
+        return second
 
     # The matrices are small: a threaded BLAS only adds waiting (ten times slower on a busy 2-core machine).
     with threadpool_limits(1):
@@ -410,17 +415,8 @@ class ContinuousModel:
         return total
 
     def observed_information(self, result: Fit) -> np.ndarray:
-        """½ the Hessian of F over the reduced vector (F = −2/N·log-likelihood + constant), by central
-        differences of the analytic gradient."""
-        step = 1e-6
-        k = result.layout.n_reduced
-        hessian = np.empty((k, k))
-        for j in range(k):
-            shift = np.zeros(k)
-            shift[j] = step
-            hessian[:, j] = (discrepancy(result.theta + shift, result.layout, self.samples, self.structure)[1]
-                             - discrepancy(result.theta - shift, result.layout, self.samples, self.structure)[1]) / (2 * step)
-        return 0.25 * (hessian + hessian.T)
+        """½ the Hessian of F over the reduced vector (F = −2/N·log-likelihood + constant)."""
+        return 0.5 * hessian(result.theta, result.layout, self.samples, self.structure)
 
     def _first_order(self, result: Fit, deltas: list[np.ndarray]) -> list[np.ndarray]:
         """B₀_g: the mean outer product of the cases' scores over the split vector, per group."""
