@@ -432,3 +432,23 @@ def test_most_intercepts_unequal_is_not_invariant_not_partial():
     assert last["step"] == "partial scalar" and len(last["released"].split(", ")) == 2
     assert "not invariant: releasing f" in last["note"] and "would leave fewer than half of factor F's items" in last["note"]
     assert "partial invariance holds" not in last["note"] and fit.attrs["latent_means"].empty
+
+
+def test_a_partial_step_that_holds_only_by_rmsea_and_srmr_is_called_doubtful():
+    """Chen's rule stops the release once ΔRMSEA and ΔSRMR stay under their cut-offs, but a CFI drop of
+    .113 left alone is not 'equal': the sentence says the indices disagree (as the 3,000-persona
+    report of bench/report_scale.py showed)."""
+    nan = float("nan")
+    fit = pd.DataFrame({"step": ["configural", "metric", "scalar", "partial scalar"], "estimable": True,
+                        "note": ["", "", "", "partial invariance holds"], "groups": 2,
+                        "released": ["", "", "", "27~1, 10~1"], "cfi": [.95, .95, .79, .84],
+                        "rmsea": [.05, .048, .067, .062], "delta_cfi": [nan, 0, -.166, -.113],
+                        "delta_rmsea": [nan, -.001, .019, .013], "delta_srmr": [nan, .001, .001, .001],
+                        "delta_df": pd.array([None, 24, 24, 22], dtype="Int64"),
+                        "delta_chi2": [nan, 58.4, 2540.6, 1743.7], "delta_p": [nan, 1e-4, 1e-12, 1e-12]})
+    partial = invariance_verdicts(fit)[3]
+    assert partial.startswith("partial scalar: with 27~1, 10~1 free in each group, equality of the other intercepts "
+                              "is doubtful, the fit indices disagree (ΔCFI −.113")
+    assert partial.endswith("latent means compare on the same scale with care")
+    fit.loc[3, ["delta_cfi"]] = -0.004
+    assert "the other intercepts are equal in the groups" in invariance_verdicts(fit)[3]

@@ -80,19 +80,21 @@ def invariance_verdicts(frame: pd.DataFrame) -> list[str]:
                   f"ΔSRMR {fmt_r(row['delta_srmr'], 3)}; Δχ²({row['delta_df']}) = {delta_chi2}"
                   + ("" if pd.isna(row["delta_p"]) else f", p {p_clause(row['delta_p'])}"))
         outcome = next((part for part in row["note"].split("; ") if part.startswith("not invariant")), "")
+        cfi_drop = row["delta_cfi"] <= CHEN_DELTA_CFI
+        other_rise = row["delta_rmsea"] >= CHEN_DELTA_RMSEA or row["delta_srmr"] >= CHEN_DELTA_SRMR[base]
         if step.startswith("partial "):
             freed = f"with {row['released']} free in each group"
             if "partial invariance holds" in row["note"]:
                 later = {"scalar": "latent means compare on the same scale", "metric": "relations compare",
                          "thresholds": "the loadings can be tested next"}[base]
-                sentences.append(f"{step}: {freed}, the other {what[base]} are equal in the groups ({deltas}): "
-                                 f"{later}")
+                equal = (f"equality of the other {what[base]} is doubtful, the fit indices disagree" if cfi_drop
+                         else f"the other {what[base]} are equal in the groups")
+                sentences.append(f"{step}: {freed}, {equal} ({deltas}): {later}"
+                                 + (" with care" if cfi_drop else ""))
             else:
                 sentences.append(f"{step}: {freed}, the {what[base]} are still not equal ({deltas}); "
                                  f"{outcome or 'no further release is supported'}")
             continue
-        cfi_drop = row["delta_cfi"] <= CHEN_DELTA_CFI
-        other_rise = row["delta_rmsea"] >= CHEN_DELTA_RMSEA or row["delta_srmr"] >= CHEN_DELTA_SRMR[base]
         followed = k + 1 < len(steps) and steps[k + 1] == f"partial {step}"
         if cfi_drop and other_rise:
             tail = "" if followed else (f"; {outcome}" if outcome else "") + tails[base]
