@@ -240,6 +240,18 @@ class Fit:
         return self.layout.expand(self.theta)
 
 
+def expected_information(theta_split: np.ndarray, layout: Layout, samples: Sequence[Sample],
+                         structure: Structure) -> np.ndarray:
+    """Σ_g (N_g/N)·Δ_g'W_gΔ_g over the split vector: the expected information of one case."""
+    n_total = sum(s.n for s in samples)
+    total = np.zeros((layout.n_split, layout.n_split))
+    for g, sample in enumerate(samples):
+        delta = jacobian(theta_split, layout, structure, g)
+        sigma, _ = implied(theta_split, layout, structure, g)
+        total += sample.n / n_total * delta.T @ normal_weight(sigma) @ delta
+    return total
+
+
 def hessian(theta: np.ndarray, layout: Layout, samples: Sequence[Sample], structure: Structure) -> np.ndarray:
     """F's Hessian over the reduced vector by central differences of the analytic gradient, symmetrised."""
     step = 1e-6
@@ -261,17 +273,11 @@ def fit(layout: Layout, samples: Sequence[Sample], structure: Structure, items: 
     """Minimise the multi-group ML discrepancy of one layout by Newton steps (:mod:`.fisher`), from
     the estimates of `start` (a fit of a neighbouring layout) when given."""
     lower, scale = lower_bounds(layout, samples, structure)
-    weights = np.array([s.n for s in samples], dtype=float) / sum(s.n for s in samples)
     fold = layout.fold_matrix()
 
     def expected(theta: np.ndarray) -> np.ndarray:
-        theta_split = layout.expand(theta)
-        total = np.zeros((layout.n_split, layout.n_split))
-        for g, weight in enumerate(weights):
-            delta = jacobian(theta_split, layout, structure, g)
-            sigma, _ = implied(theta_split, layout, structure, g)
-            total += weight * delta.T @ normal_weight(sigma) @ delta
-        return 2.0 * fold.T @ total @ fold        # F's expected Hessian: F_g ≈ −2/N_g · log-likelihood
+        # F's expected Hessian: F_g ≈ −2/N_g · log-likelihood
+        return 2.0 * fold.T @ expected_information(layout.expand(theta), layout, samples, structure) @ fold
 
     def information(theta: np.ndarray) -> np.ndarray:
         """Far from the optimum (gradient above 1e-3) the expected information, cheap and positive
@@ -405,14 +411,9 @@ class ContinuousModel:
     def _deltas(self, result: Fit) -> list[np.ndarray]:
         return [jacobian(result.theta_split, result.layout, self.structure, g) for g in range(len(self.samples))]
 
-    def expected_information(self, result: Fit, deltas: list[np.ndarray] | None = None) -> np.ndarray:
+    def expected_information(self, result: Fit) -> np.ndarray:
         """Σ_g (N_g/N)·Δ_g'W_gΔ_g over the split vector: the information of one case."""
-        deltas = deltas or self._deltas(result)
-        total = np.zeros((result.layout.n_split, result.layout.n_split))
-        for g, delta in enumerate(deltas):
-            sigma, _ = implied(result.theta_split, result.layout, self.structure, g)
-            total += self.weights[g] * delta.T @ normal_weight(sigma) @ delta
-        return total
+        return expected_information(result.theta_split, result.layout, self.samples, self.structure)
 
     def observed_information(self, result: Fit) -> np.ndarray:
         """½ the Hessian of F over the reduced vector (F = −2/N·log-likelihood + constant)."""

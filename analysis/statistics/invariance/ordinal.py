@@ -29,6 +29,7 @@ May import numpy, scipy, psyq.analysis.statistics.polychoric and the siblings :m
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cached_property
 
 import numpy as np
 from scipy import linalg
@@ -250,9 +251,17 @@ class OrdinalModel:
     def _stacked(self, result: Fit) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Δ (stacked, over the reduced vector), V and Ω (block-diagonal) at a fit."""
         delta = np.vstack([result.layout.fold_columns(d) for d in self._jacobians(result.theta_split, result.layout)])
-        v = linalg.block_diag(*[w * np.diag(weight) for w, weight in zip(self.weights, self.weight_diag)])
-        omega = linalg.block_diag(*[m.gamma / w for m, w in zip(self.moments, self.weights)])
-        return delta, v, omega
+        return delta, self._v, self._omega
+
+    @cached_property
+    def _v(self) -> np.ndarray:
+        """blockdiag((N_g/N)·W_g): the groups' weights in F."""
+        return linalg.block_diag(*[w * np.diag(weight) for w, weight in zip(self.weights, self.weight_diag)])
+
+    @cached_property
+    def _omega(self) -> np.ndarray:
+        """blockdiag(Γ_g·N/N_g): the asymptotic covariance of the stacked sample statistics, times N."""
+        return linalg.block_diag(*[m.gamma / w for m, w in zip(self.moments, self.weights)])
 
     @staticmethod
     def _adjust(delta: np.ndarray, v: np.ndarray, omega: np.ndarray, df: int) -> tuple[float, float]:
@@ -279,10 +288,8 @@ class OrdinalModel:
             select[np.arange(n_thresholds), np.arange(n_thresholds)] = 1.0
             blocks.append(select)
         delta = linalg.block_diag(*blocks)
-        v = linalg.block_diag(*[w * np.diag(weight) for w, weight in zip(self.weights, self.weight_diag)])
-        omega = linalg.block_diag(*[m.gamma / w for m, w in zip(self.moments, self.weights)])
         df = len(self.samples) * len(self.pairs)
-        scaling, shift = self._adjust(delta, v, omega, df)
+        scaling, shift = self._adjust(delta, self._v, self._omega, df)
         return {"chi2": chi2, "df": df, "scaling": scaling, "shift": shift}
 
     def difference_test(self, less: Fit, more: Fit, m: int) -> float:
