@@ -145,7 +145,7 @@ def test_report_captions_begin_with_a_capital_and_numbers_carry_a_true_minus(hum
     sections = human_sections
     captions = [c for s in sections for c, _ in s.tables + s.figures]
     assert len(captions) > 20 and [c for c in captions if not c[:1].isupper()] == []
-    readings = [r for s in sections for r in s.readings]
+    readings = [r for s in sections for r in s.readings + s.details]      # shown, or folded under <details>
     assert [r for r in readings if re.search(r"(?<![\w.])-\d", r)] == []       # "−0.55", never "-0.55"
     assert any("\u2212" in r for r in readings)
     # A row's note is appended as a sentence; φ stays φ (capitalised it would be Φ, another symbol).

@@ -23,6 +23,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
+import numpy as np
 import pandas as pd
 
 MINUS = "\u2212"
@@ -680,7 +681,72 @@ def twin_agreement(summary: pd.DataFrame) -> ApaTable:
     }, {"instrument": "Instrument"}, notes)
 
 
+SCORECARD_HEADERS = {"level": "Level (g)", "spread": "Spread (SD ratio)", "reliability": "Reliability (α)",
+                     "structure": "Structure", "latent_mean": "Latent means (d)",
+                     "distinguishable": "Distinguishable (AUC)", "style": "Style (points)",
+                     "relations": "Relations (same sign)", "individuals": "Individuals (twin − others r)",
+                     "worth": "Worth (people per person)"}
+MARK_SIGNS = {"meets": "✓", "falls short": "✗"}
+
+
+def _worst(criterion: str, rows: pd.DataFrame) -> pd.Series:
+    """The row of a subscale criterion furthest from what people show."""
+    value = rows["value"].astype(float)
+    with np.errstate(divide="ignore", invalid="ignore"):     # an SD ratio of 0: infinitely far
+        log_ratio = np.log(value).abs()
+    far = {"spread": log_ratio, "reliability": (value - rows["people"].astype(float)).abs(),
+           "worth": -value}.get(criterion, value.abs())
+    return rows.loc[far.idxmax()]
+
+
+def _scorecard_cell(criterion: str, rows: pd.DataFrame) -> str:
+    """One criterion of one backend: its mark, the deciding figure and, for subscales, how many meet."""
+    estimated = rows[rows["mark"] != "not estimable"]
+    if estimated.empty:
+        return "not estimable"
+    bounded = criterion in ("reliability", "distinguishable", "relations")
+    worst = _worst(criterion, estimated)
+    figure = fmt_r(worst["value"]) if bounded else fmt_num(worst["value"])
+    if criterion == "structure":
+        figure = f"{worst['level'] or 'none'}, CFI {fmt_r(worst['value'], 3)}"
+    elif criterion == "relations":
+        figure = f"{figure} of {int(worst['people'])}"
+    elif criterion == "reliability":
+        figure = f"{figure} vs {fmt_r(worst['people'])}"
+    if worst["subscale"]:
+        figure += f" ({worst['subscale']})"
+    meets = int((estimated["mark"] == "meets").sum())
+    all_meet = meets == len(estimated)
+    count = f", {meets}/{len(estimated)} meet" if len(rows) > 1 else ""
+    return f"{MARK_SIGNS['meets' if all_meet else 'falls short']} {figure}{count}"
+
+
+def scorecard_view(frame: pd.DataFrame) -> ApaTable:
+    """The scorecard (:func:`psyq.analysis.statistics.scorecard.scorecard`) as one row per backend and
+    instrument, one column per criterion: ✓ when every subscale meets its cut-off, ✗ otherwise, with
+    the figure furthest from people's (and its subscale) and how many subscales meet.
+
+    Example
+    -------
+    >>> card = pd.DataFrame({"group": "m", "instrument": "iri", "criterion": "level", "subscale": ["PT", "EC"],
+    ...                      "value": [0.1, -0.5], "low": [0.0, -0.6], "high": [0.2, -0.4], "people": float("nan"),
+    ...                      "mark": ["meets", "falls short"], "level": "", "note": ""})
+    >>> scorecard_view(card).frame.to_dict("records")
+    [{'Model': 'm', 'Instrument': 'iri', 'Level (g)': '✗ −0.50 (EC), 1/2 meet'}]
+    """
+    cells = []
+    for (group, inst), part in frame.groupby(["group", "instrument"], sort=False):
+        row = {"Model": str(group), "Instrument": str(inst)}
+        for criterion, rows in part.groupby("criterion", sort=False):
+            row[SCORECARD_HEADERS.get(criterion, criterion)] = _scorecard_cell(criterion, rows)
+        cells.append(row)
+    notes = ["✓ every subscale meets the cut-off; ✗ at least one falls short; the figure is the one furthest "
+             "from people's, with its subscale; not estimable: see the full table's note column."]
+    return ApaTable(pd.DataFrame(cells).fillna(""), notes)
+
+
 VIEWS: list[tuple[frozenset[str], Callable[[pd.DataFrame], ApaTable]]] = [
+    (frozenset({"criterion", "mark", "level", "people"}), scorecard_view),
     (frozenset({"norm_mean", "g_low", "tost_p", "p_adj"}), norm_comparison),
     (frozenset({"n_answers", "answered_n", "answered_rate"}), answers_by_status),
     (frozenset({"alpha", "alpha_low", "omega"}), internal_consistency),

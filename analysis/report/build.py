@@ -126,6 +126,8 @@ def _build(run_path: str | Path, *, people: Mapping[str, HumanData] | None = Non
         return (*_imported_sections(Path(run_path), human_change), None)
     report = _context(run_path, people or {}, targets or {}, human_change, options)
     sections = [s for part in report_sections() if part.applies(report) for s in part.sections(report)]
+    # A lead section (the verdict) is built last, from what the others computed, and shown first.
+    sections = [s for s in sections if s.lead] + [s for s in sections if not s.lead]
     return report.manifest, sections, report.table
 
 

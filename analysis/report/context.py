@@ -63,6 +63,22 @@ def cohort_items(table: pd.DataFrame, instrument: Instrument) -> pd.DataFrame:
     return wide.join(people)
 
 
+def backend_items(table: pd.DataFrame, instrument: Instrument) -> pd.DataFrame:
+    """Raw answers of one instrument as respondent × item with the persona attributes and
+    ``backend_id``: the first repeat of every backend (one administration per persona, as each person
+    answered once), a row per backend and persona (index: respondent_id)."""
+    rows = table[table["instrument"] == instrument.id]
+    first = rows[rows["repeat"] == rows.groupby("backend_id")["repeat"].transform("min")]
+    wide = first.pivot_table(index=["backend_id", "respondent_id"], columns="item_id", values="value",
+                             aggfunc="first", dropna=False)
+    wide = wide.reindex(columns=[i.id for i in instrument.rating_items]).reset_index(level="backend_id")
+    attributes = persona_columns(table)
+    people = first.drop_duplicates("respondent_id").set_index("respondent_id")[attributes]
+    order = list(dict.fromkeys(rows["backend_id"]))      # backends in the order the run lists them
+    wide = wide.join(people).assign(_order=lambda w: w["backend_id"].map({b: k for k, b in enumerate(order)}))
+    return wide.sort_values("_order", kind="stable").drop(columns="_order")
+
+
 def norm_choice(run_path: Path, norm_samples: list[str] | None) -> norms.SampleChoice:
     """The norm samples to compare: `norm_samples` (``--norms``) if given, else the study's `norms`,
     else all."""
@@ -110,6 +126,9 @@ class ReportContext:
     # The invariance estimator: None chooses by the items (ordinal WLSMV for ≤ 7 answer categories).
     estimator: str | None = None
     warn: Callable[[str], None] | None = None
+    # Invariance fits shared by the sections that need them: (instrument id, backend id) -> the frame of
+    # measurement_invariance (the same-construct section fits the first backend; the verdict reuses it).
+    invariance_fits: dict[tuple[str, str], pd.DataFrame] = field(default_factory=dict)
 
     @classmethod
     def of_run(cls, run_path: str | Path, **options: Any) -> ReportContext:
@@ -194,6 +213,19 @@ class ReportContext:
         present = set(self.rated_table["instrument"])
         return {i: cohort_items(self.rated_table, self.rated[i]) for i in self.human_items
                 if i in self.rated and i in present}
+
+    @cached_property
+    def backend_answers(self) -> dict[str, pd.DataFrame]:
+        """Every backend's answers (first repeat) with persona attributes and ``backend_id``, per rating
+        instrument with people's data (:func:`backend_items`): each model compared with people."""
+        present = set(self.rated_table["instrument"])
+        return {i: backend_items(self.rated_table, self.rated[i]) for i in self.human_items
+                if i in self.rated and i in present}
+
+    @cached_property
+    def first_backend(self) -> str:
+        """The backend the single-sample sections (reliability, same construct, twins) report."""
+        return str(self.table["backend_id"].iloc[0]) if len(self.table) else ""
 
     def kind_instruments(self, kind: str) -> list[str]:
         """The run's instruments with items of `kind`."""

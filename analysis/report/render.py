@@ -108,10 +108,11 @@ def _html_table(number: int, caption: str, frame: pd.DataFrame, csv_name: str) -
             f"<div class='wide'>{wide}</div></details></div>")
 
 
-def _methods_html(methods: str) -> str:
+def _methods_html(methods: str, first: bool = True) -> str:
     """The generated methods paragraph in a box the researcher can copy and edit."""
     text = html.escape(methods)
-    return ("<section class='methods' id='methods'><h2 class='first'>Methods (generated: paste and edit)</h2>"
+    heading = "<h2 class='first'>" if first else "<h2>"
+    return ("<section class='methods' id='methods'>" + heading + "Methods (generated: paste and edit)</h2>"
             "<p class='note no-print'>Written from the run's manifest, study, instruments and answers; "
             "[fill in] marks what the run does not record. Also saved as methods.md.</p>"
             f"<textarea id='methods-text' readonly aria-label='Methods paragraph'>{text}</textarea>"
@@ -128,16 +129,22 @@ def render_html(manifest: Mapping[str, Any], sections: list[Section], *, methods
              f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>psyq report: "
              f"{html.escape(manifest['study'])}</title><style>{CSS}</style></head><body>",
              f"<h1>psyq report: {html.escape(manifest['study'])} <small>(run {html.escape(manifest['run_id'])})</small></h1>",
-             "<nav>" + ("<a href='#methods'>Methods</a>" if methods else "")
-             + "".join(f"<a href='#s{i}'>{html.escape(s.title)}</a>" for i, s in enumerate(sections)) + "</nav>"]
-    if methods:
-        parts.append(_methods_html(methods))
+             "<nav>" + "".join(f"<a href='#s{i}'>{html.escape(s.title)}</a>" for i, s in enumerate(sections) if s.lead)
+             + ("<a href='#methods'>Methods</a>" if methods else "")
+             + "".join(f"<a href='#s{i}'>{html.escape(s.title)}</a>" for i, s in enumerate(sections) if not s.lead)
+             + "</nav>"]
     files = iter(table_files(sections))
     number = 0
     for i, section in enumerate(sections):
-        first = " class='first'" if i == 0 and not methods else ""
+        if methods and not section.lead and (i == 0 or sections[i - 1].lead):
+            parts.append(_methods_html(methods, first=i == 0))
+        first = " class='first'" if i == 0 else ""
         parts.append(f"<h2 id='s{i}'{first}>{html.escape(section.title)}</h2>")
         parts.extend(f"<p class='reading'>{html.escape(r)}</p>" for r in section.readings)
+        if section.details:
+            parts.append(f"<details class='full'><summary>{len(section.details)} more reading(s)</summary>"
+                         + "".join(f"<p class='reading'>{html.escape(r)}</p>" for r in section.details)
+                         + "</details>")
         for caption, frame in section.tables:
             number += 1
             parts.append(_html_table(number, caption, frame, next(files)))
@@ -146,6 +153,8 @@ def render_html(manifest: Mapping[str, Any], sections: list[Section], *, methods
                          f"<figcaption>{html.escape(caption)}</figcaption></figure>")
         if section.note:
             parts.append(f"<p class='note'>{html.escape(section.note)}</p>")
+    if methods and (not sections or sections[-1].lead):
+        parts.append(_methods_html(methods, first=not sections))
     parts.append("</body></html>")
     return "\n".join(parts)
 
@@ -162,13 +171,17 @@ def render_markdown(manifest: Mapping[str, Any], sections: list[Section], *, met
     """A Markdown summary: the methods paragraph (when given), the readings and the numbered
     tables in APA style with their notes and the CSV file of the full table (no figures)."""
     out = [f"# psyq report: {manifest['study']} (run {manifest['run_id']})", ""]
-    if methods:
-        out += ["## Methods (generated: paste and edit)", "", methods, ""]
     files = iter(table_files(sections))
     number = 0
-    for section in sections:
+    methods_part = ["## Methods (generated: paste and edit)", "", methods, ""] if methods else []
+    for i, section in enumerate(sections):
+        if not section.lead and (i == 0 or sections[i - 1].lead):
+            out += methods_part
         out += [f"## {section.title}", ""]
         out += [f"- {r}" for r in section.readings] + [""]
+        if section.details:
+            out += ["<details><summary>More readings</summary>", ""] + [f"- {r}" for r in section.details]
+            out += ["", "</details>", ""]
         for caption, frame in section.tables:
             number += 1
             view = apa.apa_table(frame)
@@ -178,4 +191,6 @@ def render_markdown(manifest: Mapping[str, Any], sections: list[Section], *, met
             out += [f"Full table: [{(name := next(files))}]({name})", ""]
         if section.note:
             out += [f"_{section.note}_", ""]
+    if not sections or sections[-1].lead:
+        out += methods_part
     return "\n".join(out)

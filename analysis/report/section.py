@@ -31,6 +31,8 @@ class Section:
     figures: list[tuple[str, Any]] = field(default_factory=list)   # (caption, matplotlib Figure)
     note: str | None = None
     methods: str | None = None    # a sentence the methods paragraph adds (estimator, software)
+    details: list[str] = field(default_factory=list)   # readings folded away (under <details> in HTML)
+    lead: bool = False            # shown first, before the methods paragraph (the verdict)
 
 
 class ReportSection:

@@ -39,7 +39,7 @@ from psyq.engine.registry import Registry
 
 from psyq.analysis.report.section import ReportSection
 from psyq.analysis.report.sections import (change, instrument, norms, people, response, same_construct, scene, study,
-                                           twins, vignette)
+                                           twins, verdict, vignette)
 
 SECTIONS: Registry[ReportSection] = Registry("report section")
 """The report's section builders, registered in the order the report shows them."""
@@ -48,7 +48,9 @@ for part in (study.StudySection(), study.MissingSection(), change.ChangeSection(
              scene.SceneSection(), vignette.VignetteSection(), response.ResponseSection(),
              instrument.ReliabilitySection(), instrument.FidelitySection(), instrument.EffectsSection(),
              instrument.ItemResponsesSection(), people.PeopleSection(), people.ConstructValiditySection(),
-             same_construct.SameConstructSection(), twins.TwinsSection()):
+             same_construct.SameConstructSection(), twins.TwinsSection(),
+             # built last, from what the others computed; shown first (Section.lead)
+             verdict.VerdictSection()):
     SECTIONS.register(part)
 
 
@@ -56,8 +58,8 @@ def report_sections() -> tuple[ReportSection, ...]:
     """The registered section builders, in the order of the report.
 
     Example:
-        >>> [part.name for part in report_sections()][-2:]
-        ['same_construct', 'twins']
+        >>> [part.name for part in report_sections()][-3:]
+        ['same_construct', 'twins', 'verdict']
     """
     return SECTIONS.values()
 

@@ -51,7 +51,8 @@ class NormSection(ReportSection):
             section.readings.append("No comparison with norms was made: no respondent has a score on a normed "
                                     "subscale.")
         else:
-            section.readings.extend(norm_readings(comp, bound=report.bound, correction=report.correction))
+            # One sentence per norm group and subscale: the table's rows in words, folded away.
+            section.details.extend(norm_readings(comp, bound=report.bound, correction=report.correction))
             section.tables.append(("Cohort against norms (Welch t, Hedges g with 95 % CI, "
                                    f"{report.correction} correction over all rows of all norm samples, TOST within "
                                    f"±{report.bound} SD; norm_verified: how the norm numbers were checked)", comp))

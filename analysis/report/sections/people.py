@@ -39,16 +39,26 @@ class PeopleSection(ReportSection):
         cohort_weights = report.cohort_weights
         weighting = {i: weighting_text(i, human_items[i], cohort_weights.get(i), items.get(i)) for i in human_items}
         hum.readings.extend(text for text in weighting.values() if text)
-        cmp = pd.concat([human.compare_with_humans({i: items[i]}, {i: human_items[i]}, instruments,
-                                                   cohort_weights=cohort_weights[i]) for i in cohort_weights]
-                        or [pd.DataFrame(columns=human.COMPARISON_COLUMNS)], ignore_index=True)
+        # Every model against the people (each backend's first repeat: one administration per persona).
+        frames = []
+        for i in cohort_weights:
+            answers = report.backend_answers.get(i)
+            groups = (answers.groupby("backend_id", sort=False) if answers is not None
+                      else [(report.first_backend, items[i])])
+            for backend, part in groups:
+                frame = human.compare_with_humans({i: part.drop(columns="backend_id", errors="ignore")},
+                                                  {i: human_items[i]}, instruments, cohort_weights=cohort_weights[i])
+                frames.append(frame.assign(model=str(backend)))
+        cmp = pd.concat(frames or [pd.DataFrame(columns=[*human.COMPARISON_COLUMNS, "model"])], ignore_index=True)
+        several = cmp["model"].nunique() > 1
+        cmp = cmp[["model", *human.COMPARISON_COLUMNS]] if several else cmp.drop(columns="model")
         weighted_any = bool((cmp["weighted"] != "").any())
         hum.tables.append(("Cohort against human respondents" + (
             f" ({WEIGHTED_CAPTION})" if weighted_any else ""), cmp if weighted_any else cmp.drop(
                 columns=human.WEIGHTED_ONLY)))
-        for row in cmp.itertuples():
-            hum.readings.append(
-                f"{row.instrument} {row.subscale}: cohort mean {say_num(row.mean_cohort)} vs human "
+        for row in cmp.itertuples():   # the table's rows in words: folded away, the table says them
+            hum.details.append(
+                (f"{row.model}: " if several else "") + f"{row.instrument} {row.subscale}: cohort mean {say_num(row.mean_cohort)} vs human "
                 f"{say_num(row.mean_human)} (g = {say_num(row.g)}, 95 % CI {say_num(row.g_low)} to "
                 f"{say_num(row.g_high)}; Welch p {say_p(row.p)}); variance ratio {say_num(row.variance_ratio)}"
                 + (f" (Brown–Forsythe p {say_p(row.p_bf)})." if not row.weighted else
@@ -68,8 +78,9 @@ class PeopleSection(ReportSection):
             hum.tables.append(("Human respondents against the same norms (scored and matched to norm groups "
                                "like the cohort" + ("; unweighted: each respondent counts once" if weighted_any else "")
                                + ")", human_norms))
-            hum.readings.extend(f"Human data: {r}" for r in
-                                norm_readings(human_norms, bound=report.bound, correction=report.correction))
+            # The people against norms: a check of the people's file, not of the personas; the table holds it.
+            hum.details.extend(f"Human data: {r}" for r in
+                               norm_readings(human_norms, bound=report.bound, correction=report.correction))
         return [hum]
 
 

@@ -139,12 +139,13 @@ def _fit_invariance(inst_id: str, data: pd.DataFrame, factors: Mapping[str, list
 
 
 def construct_section(pairs: Mapping[str, tuple[Instrument, pd.DataFrame, pd.DataFrame]],
-                      estimator: str | None = None) -> Section:
+                      estimator: str | None = None, fits: dict[str, pd.DataFrame] | None = None) -> Section:
     """The section for every instrument id -> (instrument, cohort's raw answers, humans' raw answers).
 
     Answers are raw (as answered: reverse items not yet reversed), one row per respondent, one
     column per item id; other columns are ignored. `estimator` overrides the choice of
-    :func:`invariance_estimator`.
+    :func:`invariance_estimator`; `fits`, when given, receives each instrument's invariance frame
+    (the verdict reads them rather than fit them again).
     """
     section = Section(TITLE, methods=METHODS)
     section.readings.append(
@@ -166,6 +167,8 @@ def construct_section(pairs: Mapping[str, tuple[Instrument, pd.DataFrame, pd.Dat
             continue
         mi = _fit_invariance(inst_id, data, factors, invariance_estimator(instrument, estimator), bool(estimator),
                              section.readings)
+        if fits is not None:
+            fits[inst_id] = mi
         if mi["estimable"].any():       # a table of dashes says nothing the reading below does not
             section.note = chen             # how to read the steps' fit indices
             section.tables.append((f"Measurement invariance, personas against people: {inst_id} "
@@ -352,6 +355,9 @@ class SameConstructSection(ReportSection):
         return not report.staged and bool(report.cohort_answers)
 
     def sections(self, report: ReportContext) -> list[Section]:
-        return [construct_section({i: (report.rated[i], cohort, report.human_items[i])
-                                   for i, cohort in report.cohort_answers.items()},
-                                  estimator_choice(report.run_path, report.estimator))]
+        fits: dict[str, pd.DataFrame] = {}
+        section = construct_section({i: (report.rated[i], cohort, report.human_items[i])
+                                     for i, cohort in report.cohort_answers.items()},
+                                    estimator_choice(report.run_path, report.estimator), fits)
+        report.invariance_fits.update({(i, report.first_backend): mi for i, mi in fits.items()})
+        return [section]

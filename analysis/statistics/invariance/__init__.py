@@ -113,10 +113,10 @@ from psyq.analysis.statistics.invariance.sequence import (ACCEPTABLE_CFI, ACCEPT
                                                           CHEN_DELTA_RMSEA, CHEN_DELTA_SRMR, COLUMNS,
                                                           CONTINUOUS_STEPS, DECIDING, ESTIMATORS, METHOD,
                                                           ORDINAL_STEPS, _difference, _evaluate, _fails, _release,
-                                                          _Step, latent_means)
+                                                          _Step, latent_means, level_reached)
 
 __all__ = ["ACCEPTABLE_CFI", "ACCEPTABLE_RMSEA", "CHEN_DELTA_CFI", "CHEN_DELTA_RMSEA", "CHEN_DELTA_SRMR",
-           "measurement_invariance"]
+           "level_reached", "measurement_invariance"]
 
 
 def _data_problem(samples: Sequence[Sample], items: Sequence[str], factors: Mapping[str, Sequence[str]]) -> str | None:

@@ -86,6 +86,43 @@ def _fails(row: Mapping, before: Mapping, step: str, deciding: tuple[str, str]) 
     return delta_cfi <= CHEN_DELTA_CFI and (delta_rmsea >= CHEN_DELTA_RMSEA or delta_srmr >= CHEN_DELTA_SRMR[step])
 
 
+def level_reached(frame: pd.DataFrame, *, require_fit: bool = True) -> str:
+    """The highest step of a :func:`~psyq.analysis.statistics.invariance.measurement_invariance` frame
+    that holds, with every step before it: "none" (the configural model is not estimable or fits
+    poorly: CFI < .90 or RMSEA > .10 on the estimator's deciding indices), "configural", then each later
+    step (or its "partial" form) while Chen's (2007) rule keeps it, as the report's readings judge them.
+    With `require_fit` False the configural model need only be estimable: the levels then say whether
+    the groups differ, whatever the model's fit in both (an instrument may fit people poorly too).
+
+    Example:
+        >>> nan = float("nan")
+        >>> fit = pd.DataFrame({"step": ["configural", "metric", "scalar", "partial scalar"],
+        ...                     "estimable": True, "cfi": [.995, .994, .952, .990], "rmsea": [.031, .028, .071, .030],
+        ...                     "srmr": [.030, .034, .055, .036]})
+        >>> level_reached(fit)
+        'partial scalar'
+        >>> level_reached(fit.iloc[:3])
+        'metric'
+        >>> level_reached(fit.assign(cfi=fit["cfi"] - .1)), level_reached(fit.assign(cfi=fit["cfi"] - .1), require_fit=False)
+        ('none', 'partial scalar')
+    """
+    deciding = frame.attrs.get("deciding", ("cfi", "rmsea"))
+    rows = {row["step"]: row for row in frame.to_dict("records")}
+    first = rows.get("configural")
+    if first is None or not first["estimable"]:
+        return "none"
+    if require_fit and not (first[deciding[0]] >= ACCEPTABLE_CFI and first[deciding[1]] <= ACCEPTABLE_RMSEA):
+        return "none"
+    reached, before = "configural", first
+    for step in (s for s in ORDINAL_STEPS if s != "configural" and s in rows):
+        candidates = [rows[step]] + ([rows[f"partial {step}"]] if f"partial {step}" in rows else [])
+        held = next((row for row in candidates if row["estimable"] and not _fails(row, before, step, deciding)), None)
+        if held is None:
+            return reached
+        reached, before = held["step"], held
+    return reached
+
+
 def _evaluate(model, step: _Step, baseline: Mapping, start: Fit | None = None) -> None:
     """Fit one step's layout (from the estimates of `start`, a neighbouring step's fit, when given) and
     fill its row (or its reason for having no number)."""
