@@ -14,6 +14,7 @@ The API for scripts and notebooks, in one namespace that reads as the method (``
     psyq.measurement_invariance(data, {"PT": [...]}, "sample")           # the same construct?
     psyq.graded_response_model(...); psyq.differential_item_functioning(...)
     psyq.twin_agreement(twins, persons, iri)                             # twins against their persons
+    psyq.scorecard(cohort_items, people_items, iri)                      # can they stand in for people?
     psyq.write_report(result.run_dir.path, people=people)                # report
 
 Instruments, cohorts, studies, rubrics and human data that psyq ships are found by name from any
@@ -36,12 +37,14 @@ from psyq.engine.store.run_dir import open_run_dir
 from psyq.engine.store.run_store import RunStore
 from psyq.engine.trials.scoring import keyed_answers, reverse_key, score, score_wide
 from psyq.analysis import (HumanData, build_sections, compare_samples, compare_with_humans, compare_with_norms,
-                           differential_item_functioning, factor_congruence, graded_response_model, group_matching,
-                           human_data, human_scores, invariance_verdicts, item_distributions, load_run_scores,
-                           match_twins, matching_warnings, measurement_invariance, model_effects, polychoric,
-                           reliability_table, respondent_z, score_answers, score_humans, spss_names,
-                           subscale_correlations, target_loadings, test_information, test_retest_icc, tucker_phi,
-                           twin_agreement, twin_summary, twin_weights, wide_scores, write_report, write_scores)
+                           differential_item_functioning, distinguishability, factor_congruence,
+                           graded_response_model, group_matching, human_data, human_scores, invariance_verdicts,
+                           item_distributions, load_run_scores, match_twins, matching_warnings,
+                           measurement_invariance, model_effects, people_needed, polychoric, prediction_powered,
+                           relations, reliability_table, respondent_z, score_answers, score_humans, scorecard,
+                           spss_names, style_and_trait, subscale_correlations, target_loadings, test_information,
+                           test_retest_icc, tucker_phi, twin_agreement, twin_summary, twin_weights, wide_scores,
+                           write_report, write_scores)
 
 __all__ = [
     # design and administration
@@ -58,6 +61,8 @@ __all__ = [
     "match_twins", "matching_warnings", "measurement_invariance", "model_effects", "polychoric", "reliability_table",
     "respondent_z", "subscale_correlations", "target_loadings", "test_information", "test_retest_icc",
     "tucker_phi", "twin_agreement", "twin_summary", "twin_weights",
+    # can the personas stand in for people?
+    "distinguishability", "people_needed", "prediction_powered", "relations", "scorecard", "style_and_trait",
     # the report
     "build_sections", "write_report",
     # errors and the version

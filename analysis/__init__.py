@@ -48,13 +48,18 @@ runs, never sending: not administer, cli, backends or importers).
 from psyq.analysis.scoring.human_data import HumanData, human_data
 from psyq.analysis.scoring.score_table import spss_names, wide_scores, write_scores
 from psyq.analysis.scoring.scores import human_scores, load_run_scores, score_answers, score_humans
+from psyq.analysis.statistics.distinguishability import distinguishability
 from psyq.analysis.statistics.effects import model_effects
 from psyq.analysis.statistics.human_comparison import compare_samples, compare_with_humans, tucker_phi
 from psyq.analysis.statistics.invariance import measurement_invariance
 from psyq.analysis.statistics.irt import differential_item_functioning, graded_response_model, test_information
 from psyq.analysis.statistics.norms import compare_with_norms, group_matching, respondent_z
 from psyq.analysis.statistics.polychoric import polychoric
+from psyq.analysis.statistics.prediction_powered import people_needed, prediction_powered
+from psyq.analysis.statistics.relations import relations
 from psyq.analysis.statistics.reliability import reliability_table, test_retest_icc
+from psyq.analysis.statistics.scorecard import scorecard
+from psyq.analysis.statistics.style_trait import style_and_trait
 from psyq.analysis.statistics.twins import match_twins, twin_agreement, twin_summary
 from psyq.analysis.statistics.validity import (factor_congruence, item_distributions, subscale_correlations,
                                                target_loadings)
@@ -64,10 +69,11 @@ from psyq.analysis.report.readings import invariance_verdicts, matching_warnings
 
 __all__ = [
     "HumanData", "build_sections", "compare_samples", "compare_with_humans", "compare_with_norms",
-    "differential_item_functioning", "factor_congruence", "graded_response_model", "group_matching", "human_data",
+    "differential_item_functioning", "distinguishability", "factor_congruence", "graded_response_model", "group_matching", "human_data",
     "human_scores", "invariance_verdicts", "item_distributions", "load_run_scores", "match_twins",
-    "matching_warnings", "measurement_invariance", "model_effects", "polychoric", "reliability_table", "respondent_z",
-    "score_answers", "score_humans", "spss_names", "subscale_correlations", "target_loadings", "test_information",
+    "matching_warnings", "measurement_invariance", "model_effects", "people_needed", "polychoric",
+    "prediction_powered", "relations", "reliability_table", "respondent_z", "score_answers", "score_humans",
+    "scorecard", "spss_names", "style_and_trait", "subscale_correlations", "target_loadings", "test_information",
     "test_retest_icc", "tucker_phi", "twin_agreement", "twin_summary", "twin_weights", "wide_scores",
     "write_report", "write_scores",
 ]

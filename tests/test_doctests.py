@@ -35,7 +35,11 @@ MODULES = ["analysis", "psyq.engine.registry", "psyq.engine.backends.registry", 
            "psyq.engine.trials.prompts", "psyq.analysis.report.sections.same_construct", "psyq.analysis.report.readings", "psyq.analysis.report.build",
            "psyq.analysis.report.context", "psyq.analysis.report.render", "psyq.analysis.report.sections.study",
            "psyq.analysis.report.sections.norms", "psyq.analysis.report.sections.instrument",
-           "psyq.analysis.scoring.human_data", "psyq.analysis.statistics.lexicon_agreement"]
+           "psyq.analysis.scoring.human_data", "psyq.analysis.statistics.lexicon_agreement",
+           "psyq.analysis.statistics.distinguishability", "psyq.analysis.statistics.style_trait",
+           "psyq.analysis.statistics.relations", "psyq.analysis.statistics.prediction_powered",
+           "psyq.analysis.statistics.scorecard", "psyq.analysis.statistics.invariance.sequence",
+           "psyq.analysis.report.sections.verdict"]
 # Their examples name psyq's shipped files by name only, so they run from any folder (psyq installed,
 # no clone in sight): run here from an empty one.
 BY_NAME = ["psyq.engine.files.shipped", "psyq.engine.cli.starting", "psyq.engine.design.study",
