@@ -223,9 +223,11 @@ def test_tables_are_numbered_with_csv_downloads_and_print_css(mini_run, tmp_path
     status_csv = next(link for link in links if "answers_by_status" in link)
     full = pd.read_csv(tmp_path / status_csv)
     assert full.shape == (1, 28) and "token_budget_exhausted_rate" in full.columns
-    # The methods paragraph: at the top of the report, in methods.md, in the Markdown summary.
+    # The methods paragraph: right after the verdict (the first section), in methods.md, in the Markdown summary.
     text = (tmp_path / "methods.md").read_text().strip()
-    assert html.index("id='methods'") < html.index("<h2 id='s0'")
+    assert "Can the personas stand in for people?" in html[html.index("<h2 id='s0'"):html.index("id='methods'")]
+    assert html.index("id='methods'") < html.index("<h2 id='s1'")
+    assert md.index("## Can the personas stand in for people?") < md.index("## Methods") < md.index("## Study")
     assert text in md and "Responses were generated with stub-model" in text
     assert f"**Table {len(numbers)}**" in md
 

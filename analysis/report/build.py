@@ -7,8 +7,8 @@ over (people's data, targets, people's change scores) against the run, then asks
 
 Example:
     >>> facts, sections = build_sections(run_dir)
-    >>> [s.title for s in sections][:3]
-    ['Study', 'Missing answers and refusals', 'Comparison with human norms']
+    >>> [s.title for s in sections][:4]      # the verdict first, though built last
+    ['Can the personas stand in for people?', 'Study', 'Missing answers and refusals', 'Comparison with human norms']
 """
 
 from __future__ import annotations

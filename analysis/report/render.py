@@ -142,7 +142,7 @@ def render_html(manifest: Mapping[str, Any], sections: list[Section], *, methods
         parts.append(f"<h2 id='s{i}'{first}>{html.escape(section.title)}</h2>")
         parts.extend(f"<p class='reading'>{html.escape(r)}</p>" for r in section.readings)
         if section.details:
-            parts.append(f"<details class='full'><summary>{len(section.details)} more reading(s)</summary>"
+            parts.append(f"<details class='full more'><summary>{len(section.details)} more reading(s)</summary>"
                          + "".join(f"<p class='reading'>{html.escape(r)}</p>" for r in section.details)
                          + "</details>")
         for caption, frame in section.tables:

@@ -94,7 +94,7 @@ def _held_out_scores(x: np.ndarray, y: np.ndarray, holdout: float, seed: int) ->
     `holdout` share, the same number per side: the scores (2 × n_test; the log-odds of "cohort")
     and the test rows' labels."""
     per_side = min(max(1, round(holdout * len(y) / 2)), len(y) // 2 - 1)
-    train, test = train_test_split(np.arange(len(y)), test_size=2 * per_side, stratify=y, random_state=seed)
+    train, test = train_test_split(np.arange(len(y)), test_size=2 * per_side, stratify=y, random_state=None)
     scores = np.empty((len(CLASSIFIERS), len(test)))
     # One thread: on data this small threads only add overhead (and contend on a shared machine).
     with _threads().limit(limits=1), warnings.catch_warnings():
@@ -159,8 +159,9 @@ def _listed(ids: Sequence[str]) -> str:
 
 
 def _compare(cohort: np.ndarray, people: np.ndarray, items: list[str], holdout: float, permutations: int,
-             seed: int) -> dict:
-    """One row: the cohort's answer matrix against the people's (rows with at least one answer)."""
+             seed: int) -> tuple[dict, pd.DataFrame | None]:
+    """One row: the cohort's answer matrix against the people's (rows with at least one answer),
+    and the test respondents' scores (None when not estimable)."""
     n_c, n_p = len(cohort), len(people)
     row = {c: np.nan for c in COLUMNS} | {"classifier": "", "n_cohort": n_c, "n_people": n_p, "n_used": 0,
                                           "n_test": 0, "n_missing_cohort": 0, "n_missing_people": 0,
@@ -168,7 +169,7 @@ def _compare(cohort: np.ndarray, people: np.ndarray, items: list[str], holdout: 
     if min(n_c, n_p) < MIN_PER_SIDE:
         short = [f"{side} {n}" for side, n in (("cohort", n_c), ("people", n_p)) if n < MIN_PER_SIDE]
         row["note"] = f"not estimable: fewer than {MIN_PER_SIDE} respondents with answers on a side ({', '.join(short)})"
-        return row
+        return row, None
     separate = _item_aucs(cohort, people)           # everyone with answers, before balancing
     rng = np.random.default_rng(seed)
     n = min(n_c, n_p)
@@ -195,7 +196,7 @@ def _compare(cohort: np.ndarray, people: np.ndarray, items: list[str], holdout: 
     y = np.r_[np.ones(n), np.zeros(n)]
     if _patterns(x) == 1:
         row["note"] = "; ".join(notes + ["not estimable: every respondent on both sides gave the same answers"])
-        return row
+        return row, None
 
     scores, y_test = _held_out_scores(x, y, holdout, seed)
     auc, cov = _delong(scores, y_test)
@@ -217,7 +218,7 @@ def _compare(cohort: np.ndarray, people: np.ndarray, items: list[str], holdout: 
         if _patterns(block[:, kept]) == 1:
             notes.append(f"every {side} respondent used gave the same answers")
     row["note"] = "; ".join(notes)
-    return row
+    return row, pd.DataFrame({"cohort": y_test.astype(int), **dict(zip(CLASSIFIERS, scores))})
 
 
 def distinguishability(cohort_items: pd.DataFrame, human_items: pd.DataFrame, items: Instrument | Sequence[str],
@@ -276,6 +277,10 @@ def distinguishability(cohort_items: pd.DataFrame, human_items: pd.DataFrame, it
           ``"12 (.71), 3 (.38)"``; above .5 means the cohort answers higher.
         * ``note``: why a value is missing; items no one on a side answered (missingness alone
           then separates the samples); a side whose respondents all gave the same answers.
+
+        ``attrs["held_out"]`` holds, per row, the test respondents' scores (a frame with the
+        columns ``cohort`` (1 or 0), ``linear`` and ``nonlinear``: each classifier's log-odds of
+        "cohort"; None when not estimable), e.g. for an ROC curve.
 
     Method
     ------
@@ -340,14 +345,17 @@ def distinguishability(cohort_items: pd.DataFrame, human_items: pd.DataFrame, it
         unlabelled = len(cohort_items) - len(labelled)
         groups = [(level, labelled[labelled[by] == level]) for level in sorted(labelled[by].unique(), key=str)]
 
-    rows = []
+    rows, held_out = [], []
     for level, frame in groups:
         cohort, silent_cohort = answers(frame)
-        row = _compare(cohort, people, ids, holdout, permutations, seed)
+        row, scores = _compare(cohort, people, ids, holdout, permutations, seed)
+        held_out.append(scores)
         left_out = [f"{k} {side} respondent(s) without any answer left out"
                     for k, side in ((silent_cohort, "cohort"), (silent_people, "people")) if k]
         if unlabelled:
             left_out.append(f"{unlabelled} cohort respondent(s) without a {by} left out")
         row["note"] = "; ".join(left_out + [row["note"]] if row["note"] else left_out)
         rows.append(({by: level} if by is not None else {}) | row)
-    return pd.DataFrame(rows, columns=([by] if by is not None else []) + COLUMNS)
+    out = pd.DataFrame(rows, columns=([by] if by is not None else []) + COLUMNS)
+    out.attrs["held_out"] = held_out
+    return out

@@ -100,8 +100,11 @@ def use_sentences(card: pd.DataFrame) -> list[str]:
     style = card[card["criterion"] == "style"]
     for group in groups:
         mine, level = style[style["group"] == group], card[(card["group"] == group) & (card["criterion"] == "level")]
-        if (level["mark"] == "falls short").any() and (mine["mark"] == "falls short").any():
-            worst = mine.loc[mine["value"].astype(float).abs().idxmax()]
+        short = mine[mine["mark"] == "falls short"]
+        # "Largely style" only where style outweighs the keyed shift (style_abs_share, in `people`, ≥ .5)
+        # on the subscales whose style falls short.
+        if (level["mark"] == "falls short").any() and len(short) and (short["people"] >= 0.5).all():
+            worst = short.loc[short["value"].astype(float).abs().idxmax()]
             sentences.append(f"{group}: the gap is largely a response style, a shift of every raw answer whatever "
                              f"the item's keying ({_figure(worst)}), not a keyed, trait-like difference.")
     return sentences
