@@ -94,7 +94,7 @@ def _held_out_scores(x: np.ndarray, y: np.ndarray, holdout: float, seed: int) ->
     `holdout` share, the same number per side: the scores (2 × n_test; the log-odds of "cohort")
     and the test rows' labels."""
     per_side = min(max(1, round(holdout * len(y) / 2)), len(y) // 2 - 1)
-    train, test = train_test_split(np.arange(len(y)), test_size=2 * per_side, stratify=y, random_state=None)
+    train, test = train_test_split(np.arange(len(y)), test_size=2 * per_side, stratify=y, random_state=seed)
     scores = np.empty((len(CLASSIFIERS), len(test)))
     # One thread: on data this small threads only add overhead (and contend on a shared machine).
     with _threads().limit(limits=1), warnings.catch_warnings():
@@ -187,6 +187,10 @@ def _compare(cohort: np.ndarray, people: np.ndarray, items: list[str], holdout: 
     both = none_c & none_p
     if both.any():
         notes.append(f"item(s) {_listed(np.array(items)[both])} unanswered on both sides: left out")
+    for side, mine, theirs in (("cohort", row["n_missing_cohort"], row["n_missing_people"]),
+                               ("people", row["n_missing_people"], row["n_missing_cohort"])):
+        if mine and not theirs:
+            notes.append(f"only the {side} has missing answers ({mine}): missingness alone can separate the samples")
     for side, none in (("cohort", none_c & ~none_p), ("people", none_p & ~none_c)):
         if none.any():
             notes.append(f"item(s) {_listed(np.array(items)[none])} unanswered by every {side} respondent used: "
@@ -275,8 +279,9 @@ def distinguishability(cohort_items: pd.DataFrame, human_items: pd.DataFrame, it
         * ``top_items``: the three items whose own AUC (the answer itself as the score, over all
           respondents with answers, no fitting) is furthest from .5, with it, e.g.
           ``"12 (.71), 3 (.38)"``; above .5 means the cohort answers higher.
-        * ``note``: why a value is missing; items no one on a side answered (missingness alone
-          then separates the samples); a side whose respondents all gave the same answers.
+        * ``note``: why a value is missing; missing answers on one side only, and items no one
+          on a side answered (missingness alone then separates the samples); a side whose
+          respondents all gave the same answers.
 
         ``attrs["held_out"]`` holds, per row, the test respondents' scores (a frame with the
         columns ``cohort`` (1 or 0), ``linear`` and ``nonlinear``: each classifier's log-odds of
