@@ -226,8 +226,6 @@ def test_the_verdict_comes_first_with_a_scorecard_of_every_backend(verdict_run, 
     assert set(card["mark"]) <= {sc.MEETS, sc.FALLS_SHORT, sc.NOT_ESTIMABLE}
 
 
-@pytest.mark.xfail(strict=True, reason="context.py backend_items orders the backends as the answer table does, "
-                                       "sorted by backend id (export.py's ORDER BY), not as the run lists them")
 def test_the_scorecard_lists_the_backends_in_the_order_of_the_study(card):
     # The study lists people-like, style, random (backend_items: "in the order the run lists them").
     assert list(dict.fromkeys(card["group"])) == list(BACKENDS)

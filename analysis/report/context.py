@@ -63,10 +63,20 @@ def cohort_items(table: pd.DataFrame, instrument: Instrument) -> pd.DataFrame:
     return wide.join(people)
 
 
+def in_study_order(table: pd.DataFrame, manifest: Mapping[str, Any]) -> pd.DataFrame:
+    """`table` with its backends in the order the study lists them (the manifest's ``backends``), not
+    by id as the export sorts them: the first backend is the study's first, and every per-backend
+    table lists the models as the study does. Backends the manifest does not name come last."""
+    listed = [b for b in (manifest.get("backends") or {}) if isinstance(b, str)]
+    rank = {b: k for k, b in enumerate(dict.fromkeys([*listed, *sorted(table["backend_id"].unique(), key=str)]))}
+    return table.iloc[table["backend_id"].map(rank).argsort(kind="stable")].reset_index(drop=True)
+
+
 def backend_items(table: pd.DataFrame, instrument: Instrument) -> pd.DataFrame:
     """Raw answers of one instrument as respondent × item with the persona attributes and
     ``backend_id``: the first repeat of every backend (one administration per persona, as each person
-    answered once), a row per backend and persona (index: respondent_id)."""
+    answered once), a row per backend and persona (index: respondent_id), the backends in the
+    table's order (:func:`in_study_order`)."""
     rows = table[table["instrument"] == instrument.id]
     first = rows[rows["repeat"] == rows.groupby("backend_id")["repeat"].transform("min")]
     wide = first.pivot_table(index=["backend_id", "respondent_id"], columns="item_id", values="value",
@@ -74,7 +84,7 @@ def backend_items(table: pd.DataFrame, instrument: Instrument) -> pd.DataFrame:
     wide = wide.reindex(columns=[i.id for i in instrument.rating_items]).reset_index(level="backend_id")
     attributes = persona_columns(table)
     people = first.drop_duplicates("respondent_id").set_index("respondent_id")[attributes]
-    order = list(dict.fromkeys(rows["backend_id"]))      # backends in the order the run lists them
+    order = list(dict.fromkeys(rows["backend_id"]))
     wide = wide.join(people).assign(_order=lambda w: w["backend_id"].map({b: k for k, b in enumerate(order)}))
     return wide.sort_values("_order", kind="stable").drop(columns="_order")
 
@@ -113,7 +123,7 @@ class ReportContext:
 
     run_path: Path
     manifest: dict[str, Any]
-    table: pd.DataFrame                                  # the exported answers (export_table)
+    table: pd.DataFrame                                  # the exported answers (export_table, in_study_order)
     instruments: Mapping[str, Instrument]
     judgements: pd.DataFrame                             # read_judgements
     people: Mapping[str, HumanData] = field(default_factory=dict)   # questionnaires' people's data
@@ -134,7 +144,8 @@ class ReportContext:
     def of_run(cls, run_path: str | Path, **options: Any) -> ReportContext:
         """The context of the run at `run_path`; `options` are the fields after `judgements`."""
         run = open_run_dir(run_path)
-        return cls(Path(run.path), run.read_manifest(), export_table(run.path), run_instruments(run),
+        manifest = run.read_manifest()
+        return cls(Path(run.path), manifest, in_study_order(export_table(run.path), manifest), run_instruments(run),
                    read_judgements(run.path), **options)
 
     def say(self, message: str) -> None:
@@ -224,7 +235,8 @@ class ReportContext:
 
     @cached_property
     def first_backend(self) -> str:
-        """The backend the single-sample sections (reliability, same construct, twins) report."""
+        """The backend the single-sample sections (reliability, same construct, twins) report: the
+        study's first (:func:`in_study_order`)."""
         return str(self.table["backend_id"].iloc[0]) if len(self.table) else ""
 
     def kind_instruments(self, kind: str) -> list[str]:
