@@ -182,11 +182,13 @@ def test_sign_flags():
     up = pd.DataFrame({"S": s[:3] + [11.0, 12, 13], "gender": ["f"] * 3 + ["m"] * 3})      # g ≫ 0, CI excludes 0
     down = pd.DataFrame({"S": s[:3] + [-9.0, -8, -7], "gender": ["f"] * 3 + ["m"] * 3})
     noisy = pd.DataFrame({"S": [1.0, 5, 9, 2, 6, 9], "gender": ["f"] * 3 + ["m"] * 3})   # CI includes 0
-    flags = lambda c, h: relations(c, h).loc[0, ["same_sign", "agree"]].tolist()   # noqa: E731
-    assert flags(up, up) == [True, True]
-    assert flags(down, up) == [False, False]
-    assert flags(equal, up)[0] is pd.NA and flags(equal, up)[1] is False
-    assert flags(up, noisy)[0] is True and flags(up, noisy)[1] is pd.NA
+    flags = lambda c, h: relations(c, h).loc[0, ["same_sign", "agree", "replicated"]].tolist()   # noqa: E731
+    assert flags(up, up) == [True, True, True]
+    assert flags(down, up) == [False, False, False]
+    assert flags(equal, up)[0] is pd.NA and flags(equal, up)[1:] == [False, False]
+    assert flags(up, noisy)[0] is True and flags(up, noisy)[1] is pd.NA and flags(up, noisy)[2] is pd.NA
+    # The right sign without a CI that excludes 0 agrees but does not replicate.
+    assert flags(noisy, up) == [True, True, False]
 
 
 def test_subscale_pairs_are_subscale_correlations_folded_in_with_the_part_whole_note():
@@ -253,3 +255,21 @@ def test_two_random_halves_of_the_people_agree(briganti):
         covered += int(((out["difference_low"] <= 0) & (out["difference_high"] >= 0)).sum())
         total += len(out)
     assert 0.92 <= covered / total <= 0.98
+
+
+def test_a_cohort_without_the_relations_agrees_in_sign_by_chance_and_replicates_none(briganti):
+    # The people's scores with every column shuffled on its own: no relation is left among these
+    # "personas". Their signs agree with the people's about half the time (chance), which is why the
+    # scorecard counts an effect only when the cohort's own CI excludes 0 on the people's side: that
+    # happens in about 2.5 % of the effects (one tail of a 95 % CI).
+    agree, replicated = [], []
+    for seed in range(40):
+        rng = np.random.default_rng(seed)
+        shuffled = briganti.apply(lambda column: column.sample(frac=1, random_state=rng).to_numpy())
+        out = relations(shuffled.iloc[:600], briganti, ["gender"])
+        found = out[out["agree"].notna()]
+        assert len(found) >= 8                      # the people show most of their 10 relations
+        agree.extend(found["agree"].astype(bool))
+        replicated.extend(found["replicated"].astype(bool))
+    assert 0.35 <= np.mean(agree) <= 0.65
+    assert np.mean(replicated) <= 0.06

@@ -69,6 +69,11 @@ def test_figures_are_the_statistics_own(card, iri, people):
     st = style_and_trait(style_part, people, iri)
     got = table[(table["group"] == "style") & (table["criterion"] == "style")]
     np.testing.assert_allclose(got["value"], st["style"])
+    scores = lambda items: psyq.score_wide(iri, items).join(items[["gender"]])   # noqa: E731
+    rel = psyq.relations(scores(style_part), scores(people), ["gender"])
+    got = table[(table["group"] == "style") & (table["criterion"] == "relations")]
+    assert got["value"].item() == rel["replicated"].dropna().astype(bool).mean()
+    assert got["people"].item() == rel["replicated"].notna().sum()
     auc = psyq.distinguishability(style_part, people, iri, permutations=100)
     got = table[(table["group"] == "style") & (table["criterion"] == "distinguishable")]
     np.testing.assert_allclose(got[["value", "low", "high"]].to_numpy(), auc[["auc", "auc_low", "auc_high"]].to_numpy())

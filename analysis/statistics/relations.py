@@ -47,7 +47,7 @@ MIN_PER_LEVEL = 2
 RELATION_COLUMNS = ["attribute", "subscale", "kind", "contrast", "measure", "n_cohort", "n_people",
                     "effect_cohort", "effect_cohort_low", "effect_cohort_high",
                     "effect_people", "effect_people_low", "effect_people_high",
-                    "difference", "difference_low", "difference_high", "same_sign", "agree", "note"]
+                    "difference", "difference_low", "difference_high", "same_sign", "agree", "replicated", "note"]
 
 
 @dataclass
@@ -145,16 +145,18 @@ def _correlation(x: pd.Series, y: pd.Series) -> _Effect:
     return _Effect(value=r, low=low, high=high, n=n, why=why)
 
 
-def _sign_agreement(cohort: _Effect, people: _Effect) -> tuple[object, object]:
-    """same_sign (NA unless both are numbers other than 0) and agree (NA unless the people's CI
-    excludes 0 and the cohort has a number)."""
-    same = agree = pd.NA
+def _sign_agreement(cohort: _Effect, people: _Effect) -> tuple[object, object, object]:
+    """same_sign (NA unless both are numbers other than 0); agree and replicated (NA unless the
+    people's CI excludes 0 and the cohort has a number)."""
+    same = agree = replicated = pd.NA
     if np.isfinite(cohort.value) and np.isfinite(people.value):
         if cohort.value != 0 and people.value != 0:
             same = bool(np.sign(cohort.value) == np.sign(people.value))
         if people.low > 0 or people.high < 0:
             agree = bool(np.sign(cohort.value) == np.sign(people.value))
-    return same, agree
+            # A sign alone agrees half the time by chance; the cohort's own CI must exclude 0 on that side.
+            replicated = bool(cohort.low > 0 if people.low > 0 else cohort.high < 0)
+    return same, agree, replicated
 
 
 def _row(attribute: str, subscale: str, kind: str, contrast: str, measure: str, cohort: _Effect, people: _Effect,
@@ -165,14 +167,14 @@ def _row(attribute: str, subscale: str, kind: str, contrast: str, measure: str, 
         low, high = difference - half, difference + half
     else:
         low, high = correlation_difference_ci(cohort.value, cohort.n, people.value, people.n)
-    same, agree = _sign_agreement(cohort, people)
+    same, agree, replicated = _sign_agreement(cohort, people)
     notes = [f"{side}: {e.why}" for side, e in (("cohort", cohort), ("people", people)) if e.why]
     return {"attribute": attribute, "subscale": subscale, "kind": kind, "contrast": contrast, "measure": measure,
             "n_cohort": int(cohort.n), "n_people": int(people.n),
             "effect_cohort": cohort.value, "effect_cohort_low": cohort.low, "effect_cohort_high": cohort.high,
             "effect_people": people.value, "effect_people_low": people.low, "effect_people_high": people.high,
             "difference": difference, "difference_low": low, "difference_high": high,
-            "same_sign": same, "agree": agree, "note": "; ".join([*notes, *extra])}
+            "same_sign": same, "agree": agree, "replicated": replicated, "note": "; ".join([*notes, *extra])}
 
 
 def _categorical_rows(attribute: str, cohort: pd.DataFrame, people: pd.DataFrame, subs: list[str]) -> list[dict]:
@@ -295,7 +297,10 @@ def relations(cohort_scores: pd.DataFrame, human_scores: pd.DataFrame, attribute
         cohort's effect has the people's sign (False also for a cohort effect of exactly 0); NA
         where the people show no direction to reproduce (CI includes 0) or either effect is not
         estimable — so ``agree.mean()`` is the share of the people's established relations
-        whose direction the cohort reproduces. ``note``: why a value is missing ("cohort: …",
+        whose direction the cohort reproduces. ``replicated``: where ``agree`` is defined,
+        whether the cohort's own CI excludes 0 on the people's side — the effect is shown among
+        the personas, not only its sign, which a cohort without the relation gets right half the
+        time. ``note``: why a value is missing ("cohort: …",
         "people: …", or the levels of each side), and the part–whole remark. A missing value
         is NaN, never a number.
 
@@ -347,6 +352,6 @@ def relations(cohort_scores: pd.DataFrame, human_scores: pd.DataFrame, attribute
             rows.append(_row(b, a, SUBSCALE, "", R, _correlation(cohort_scores[a], cohort_scores[b]),
                              _correlation(human_scores[a], human_scores[b]), [whole] if whole else []))
     out = pd.DataFrame(rows, columns=RELATION_COLUMNS)
-    for flag in ("same_sign", "agree"):
+    for flag in ("same_sign", "agree", "replicated"):
         out[flag] = out[flag].astype("boolean")
     return out.astype({"n_cohort": int, "n_people": int})

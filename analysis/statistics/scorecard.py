@@ -26,8 +26,8 @@ style            subscale   style shift in scale points                     |sty
                             (:func:`.style_and_trait`)                      includes 0 … or |style| ≤ 0.10 (psyq's
                                                                             convention)
 relations        instrument share of the people's effects (CI excluding 0)  ≥ .80 (psyq's convention; Bisbee et
-                            the personas show with the same sign            al. 2024 found 32 % of signs flipped)
-                            (:func:`.relations`)
+                            the personas replicate: their own CI excludes   al. 2024 found 32 % of signs flipped)
+                            0 on the same side (:func:`.relations`)
 individuals      instrument twin − other twins, mean per-person r of        the CI lies above 0
                             answers (twins only; :func:`.twin_agreement`)
 worth            subscale   people each measured person is worth with       ≥ 1.10 (psyq's convention)
@@ -93,8 +93,8 @@ CUTOFFS = {
     "distinguishable": "classifier AUC ≤ .60 (psyq's convention; .70 is acceptable discrimination, Hosmer & "
                        "Lemeshow 2000)",
     "style": "|style| ≤ 0.20 scale points with its CI including 0, or |style| ≤ 0.10 (psyq's convention)",
-    "relations": "≥ 80 % of the people's effects (CI excluding 0) with the same sign among personas (psyq's "
-                 "convention; Bisbee et al. 2024)",
+    "relations": "≥ 80 % of the people's effects (CI excluding 0) replicated among personas, their CI excluding 0 "
+                 "on the same side (psyq's convention; Bisbee et al. 2024)",
     "individuals": "twin − other twins (per-person r of answers) with its 95 % CI above 0",
     "worth": "each person measured worth ≥ 1.10 people with twins (psyq's convention)",
 }
@@ -174,11 +174,11 @@ def _relation_rows(group: str, inst: Instrument, cohort: pd.DataFrame, people: p
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         frame = relations(cohort_scores, people_scores, shared, subscales=subscales)
-    # `agree` is defined where the people's CI excludes 0: does the cohort show the effect's sign?
-    found = frame[frame["agree"].notna() & frame["effect_cohort"].notna()]
+    # `replicated` is defined where the people's CI excludes 0: does the cohort's CI exclude 0 on that side?
+    found = frame[frame["replicated"].notna()]
     if found.empty:
         return [_row(group, inst.id, "relations", note="no effect among people with a CI excluding 0 to replicate")]
-    share = float(found["agree"].astype(bool).mean())
+    share = float(found["replicated"].astype(bool).mean())
     worst = frame.loc[frame["difference"].abs().idxmax()] if frame["difference"].notna().any() else None
     said = "" if worst is None else (f"largest difference {worst['attribute']}–{worst['subscale']}: "
                                      f"{worst['difference']:+.2f}")

@@ -50,7 +50,7 @@ def _figure(row: pd.Series) -> str:
     ci = (f", 95 % CI {say_num(row['low'])} to {say_num(row['high'])}"
           if pd.notna(row["low"]) and pd.notna(row["high"]) else "")
     named = {"level": "g", "spread": "SD ratio", "reliability": "α", "distinguishable": "AUC", "style": "style shift",
-             "relations": "share of people's effects with the same sign", "individuals": "twin − others r",
+             "relations": "share of people's effects replicated", "individuals": "twin − others r",
              "latent_mean": "latent d", "worth": "people per person"}
     if row["criterion"] == "structure":
         return f"invariance reached: {row['level'] or 'none'} (configural CFI {say_num(row['value'])})"
