@@ -199,7 +199,8 @@ def test_03_same_construct(construct_run, monkeypatch):
              "'ordinal_steps': ordinal['step'].tolist(), 'ordinal_means': len(ordinal.attrs['latent_means']), "
              "'gender_estimable': bool(by_gender['estimable'].all()), 'grm_rows': len(grm), "
              "'dif_items': len(dif), 'section_tables': [c.split(':')[0].split(',')[0] for c, _ in section.tables], "
-             "'readings': len(section.readings)}))")
+             "'readings': len(section.readings), 'card_groups': sorted(set(card['group'])), "
+             "'card_criteria': sorted(set(card['criterion'])), 'card_marks': sorted(set(card['mark']))}))")
     nb, out = execute("03_same_construct.ipynb", {"PSYQ_RUN": str(construct_run)}, monkeypatch, probe)
     assert not errors(nb)
     facts = json.loads(out)
@@ -215,3 +216,9 @@ def test_03_same_construct(construct_run, monkeypatch):
                        "Differential item functioning"],
                       ["Measurement invariance", "Graded response model per subscale", "Differential item functioning"])
     assert n_images(nb) >= 2     # information curves: women and men; personas and people
+    # Part 3: the scorecard, the report's opening table, for the run's one backend (no twins: no
+    # individuals or worth rows); every mark one of the three.
+    assert facts["card_groups"] == ["stub"]
+    assert facts["card_criteria"] == sorted(["level", "spread", "reliability", "structure", "latent_mean",
+                                             "distinguishable", "style", "relations"])
+    assert set(facts["card_marks"]) <= {"meets", "falls short", "not estimable"}
