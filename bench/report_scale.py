@@ -34,8 +34,8 @@ from pathlib import Path
 from common import PYTHON, BENCH, machine, random_stub, save_results, table, write_study
 
 REPORT_SECTIONS = ("study", "missing", "norms", "reliability", "fidelity", "effects", "items", "people",
-                   "construct_validity", "same_construct")
-STATISTICS = ("measurement_invariance", "graded_response_model", "differential_item_functioning",
+                   "construct_validity", "same_construct", "verdict")
+STATISTICS = ("measurement_invariance", "scorecard", "distinguishability", "style_and_trait", "relations", "graded_response_model", "differential_item_functioning",
               "information_curves", "polychoric", "compare_with_norms")
 
 

@@ -684,7 +684,7 @@ def twin_agreement(summary: pd.DataFrame) -> ApaTable:
 SCORECARD_HEADERS = {"level": "Level (g)", "spread": "Spread (SD ratio)", "reliability": "Reliability (α)",
                      "structure": "Structure", "latent_mean": "Latent means (d)",
                      "distinguishable": "Distinguishable (AUC)", "style": "Style (points)",
-                     "relations": "Relations (same sign)", "individuals": "Individuals (twin − others r)",
+                     "relations": "Relations (replicated)", "individuals": "Individuals (twin − others r)",
                      "worth": "Worth (people per person)"}
 MARK_SIGNS = {"meets": "✓", "falls short": "✗"}
 

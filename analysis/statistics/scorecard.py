@@ -87,8 +87,10 @@ CUTOFFS = {
     "level": "95 % CI of g inside ±{bound} SD (equivalence, Lakens 2017; bound: psyq's default)",
     "spread": "SD ratio 0.80–1.25 (psyq's convention; stricter than Rubin's, 2001, variance ratio 0.5–2)",
     "reliability": "α within .10 of the people's (psyq's convention)",
-    "structure": "scalar invariance reached, full or partial (Putnick & Bornstein 2016), Chen's (2007) rule per "
-                 "step; the configural CFI is shown, not judged (an instrument may fit people poorly too)",
+    "structure": "scalar invariance reached, full or partial (Putnick & Bornstein 2016), each step holding by "
+                 "Chen's (2007) cut-offs (ΔCFI > −.010, ΔRMSEA < .015, ΔSRMR below the step's; a step on which "
+                 "they disagree is not reached); the configural CFI is shown, not judged (an instrument may fit "
+                 "people poorly too)",
     "latent_mean": "95 % CI of the latent mean d inside ±{bound}",
     "distinguishable": "classifier AUC ≤ .60 (psyq's convention; .70 is acceptable discrimination, Hosmer & "
                        "Lemeshow 2000)",
@@ -142,6 +144,20 @@ def fit_structure(instrument: Instrument, cohort: pd.DataFrame, people: pd.DataF
     return measurement_invariance(_samples(instrument, cohort, people), factors, "sample", estimator=chosen)
 
 
+def _stopped_at(fit: pd.DataFrame, reached: str) -> str:
+    """The step after `reached` (and its partial form) that did not hold or was doubtful, with its changes
+    in fit."""
+    steps = fit["step"].tolist()
+    after = fit.iloc[steps.index(reached) + 1:] if reached in steps else fit.iloc[0:0]
+    if len(after):
+        stopped = after["step"].iloc[0].removeprefix("partial ")
+        after = after[after["step"].str.removeprefix("partial ") == stopped]
+    said = [f"{r.step}: not estimable" if not r.estimable else
+            f"{r.step}: ΔCFI {r.delta_cfi:+.3f}, ΔRMSEA {r.delta_rmsea:+.3f}, ΔSRMR {r.delta_srmr:+.3f}"
+            for r in after.itertuples()]
+    return ("not held or doubtful (Chen 2007): " + "; ".join(said)) if said else ""
+
+
 def _structure_rows(group: str, inst: Instrument, fit: pd.DataFrame | None, bound: float) -> list[dict]:
     if fit is None:
         return [_row(group, inst.id, "structure", note="not fitted")]
@@ -154,7 +170,7 @@ def _structure_rows(group: str, inst: Instrument, fit: pd.DataFrame | None, boun
     # people poorly too (the IRI's four factors: CFI about .82 among the 1,973 people, WLSMV).
     reached = level_reached(fit, require_fit=False)
     rows = [_row(group, inst.id, "structure", value=float(first[cfi_column].iloc[0]), level=reached,
-                 mark=_mark(reached.endswith("scalar")))]
+                 mark=_mark(reached.endswith("scalar")), note=_stopped_at(fit, reached))]
     means = fit.attrs.get("latent_means")
     if reached.endswith("scalar") and means is not None and len(means):
         for m in means.itertuples():

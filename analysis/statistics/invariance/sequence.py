@@ -86,13 +86,24 @@ def _fails(row: Mapping, before: Mapping, step: str, deciding: tuple[str, str]) 
     return delta_cfi <= CHEN_DELTA_CFI and (delta_rmsea >= CHEN_DELTA_RMSEA or delta_srmr >= CHEN_DELTA_SRMR[step])
 
 
+def _holds(row: Mapping, before: Mapping, step: str, deciding: tuple[str, str]) -> bool:
+    """Chen (2007), as the report's readings call a step's parameters equal: CFI drops by less than .010
+    and neither RMSEA nor SRMR rises by its cut-off. Where the indices disagree (the readings' "doubtful")
+    the step is not taken as holding."""
+    cfi, rmsea = deciding
+    return (row[cfi] - before[cfi] > CHEN_DELTA_CFI and row[rmsea] - before[rmsea] < CHEN_DELTA_RMSEA
+            and row["srmr"] - before["srmr"] < CHEN_DELTA_SRMR[step])
+
+
 def level_reached(frame: pd.DataFrame, *, require_fit: bool = True) -> str:
     """The highest step of a :func:`~psyq.analysis.statistics.invariance.measurement_invariance` frame
     that holds, with every step before it: "none" (the configural model is not estimable or fits
     poorly: CFI < .90 or RMSEA > .10 on the estimator's deciding indices), "configural", then each later
-    step (or its "partial" form) while Chen's (2007) rule keeps it, as the report's readings judge them.
-    With `require_fit` False the configural model need only be estimable: the levels then say whether
-    the groups differ, whatever the model's fit in both (an instrument may fit people poorly too).
+    step (or its "partial" form) while it holds by Chen's (2007) cut-offs: ΔCFI > −.010 and neither
+    ΔRMSEA ≥ .015 nor ΔSRMR ≥ its step's cut-off. A step on which the indices disagree (the report's
+    readings call it doubtful) is not reached: a verdict built on the level claims no more than the
+    readings. With `require_fit` False the configural model need only be estimable: the levels then say
+    whether the groups differ, whatever the model's fit in both (an instrument may fit people poorly too).
 
     Example:
         >>> nan = float("nan")
@@ -105,6 +116,10 @@ def level_reached(frame: pd.DataFrame, *, require_fit: bool = True) -> str:
         'metric'
         >>> level_reached(fit.assign(cfi=fit["cfi"] - .1)), level_reached(fit.assign(cfi=fit["cfi"] - .1), require_fit=False)
         ('none', 'partial scalar')
+
+        A partial scalar step whose CFI drops by .020 while RMSEA rises by only .012 is doubtful:
+        >>> level_reached(fit.assign(cfi=[.995, .994, .952, .974], rmsea=[.031, .028, .071, .040]))
+        'metric'
     """
     deciding = frame.attrs.get("deciding", ("cfi", "rmsea"))
     rows = {row["step"]: row for row in frame.to_dict("records")}
@@ -116,7 +131,7 @@ def level_reached(frame: pd.DataFrame, *, require_fit: bool = True) -> str:
     reached, before = "configural", first
     for step in (s for s in ORDINAL_STEPS if s != "configural" and s in rows):
         candidates = [rows[step]] + ([rows[f"partial {step}"]] if f"partial {step}" in rows else [])
-        held = next((row for row in candidates if row["estimable"] and not _fails(row, before, step, deciding)), None)
+        held = next((row for row in candidates if row["estimable"] and _holds(row, before, step, deciding)), None)
         if held is None:
             return reached
         reached, before = held["step"], held
