@@ -15,7 +15,6 @@ Independent checks:
 from __future__ import annotations
 
 import itertools
-import warnings
 
 import numpy as np
 import pandas as pd
@@ -28,21 +27,11 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
-import psyq
 from psyq.analysis.statistics.distinguishability import (COLUMNS, _delong, _permuted_max_auc,
                                                           distinguishability)
 
 
-@pytest.fixture(scope="module")
-def iri():
-    return psyq.load_instrument("iri")
-
-
-@pytest.fixture(scope="module")
-def people(iri):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")        # the notice that the codebook beside the CSV was used
-        return psyq.human_data({"iri": "iri_briganti2018_keyed"})["iri"].answers(iri)
+# iri and people (the 1,973 Briganti people's raw answers): tests/conftest.py
 
 
 def _shifted(frame: pd.DataFrame, item: str, by: int = 1) -> pd.DataFrame:

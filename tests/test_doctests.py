@@ -32,20 +32,20 @@ MODULES = ["analysis", "psyq.engine.registry", "psyq.engine.backends.registry", 
            "psyq.engine.trials.parsing", "psyq.engine.backends.catalogue", "psyq.engine.backends.local",
            "psyq.engine.files.shipped", "psyq.engine.cli.starting", "psyq.engine.design.study",
            "psyq.engine.design.persona", "psyq.engine.design.situations", "psyq.engine.judging.answer_judge",
-           "psyq.engine.trials.prompts", "psyq.analysis.report.sections.same_construct", "psyq.analysis.report.readings", "psyq.analysis.report.build",
+           "psyq.engine.trials.prompts", "psyq.analysis.report.readings", "psyq.analysis.report.build",
            "psyq.analysis.report.context", "psyq.analysis.report.render", "psyq.analysis.report.sections.study",
            "psyq.analysis.report.sections.norms", "psyq.analysis.report.sections.instrument",
            "psyq.analysis.scoring.human_data", "psyq.analysis.statistics.lexicon_agreement",
            "psyq.analysis.statistics.distinguishability", "psyq.analysis.statistics.style_trait",
            "psyq.analysis.statistics.relations", "psyq.analysis.statistics.prediction_powered",
-           "psyq.analysis.statistics.scorecard", "psyq.analysis.statistics.invariance.sequence",
+           "psyq.analysis.statistics.scorecard", "psyq.analysis.statistics.invariance.sequence", "psyq.analysis.statistics.invariance.against_people",
            "psyq.analysis.report.sections.verdict"]
 # Their examples name psyq's shipped files by name only, so they run from any folder (psyq installed,
 # no clone in sight): run here from an empty one.
 BY_NAME = ["psyq.engine.files.shipped", "psyq.engine.cli.starting", "psyq.engine.design.study",
            "psyq.engine.design.persona", "psyq.engine.judging.answer_judge", "psyq.engine.trials.prompts",
            "psyq.engine.trials.scoring", "psyq.engine.kinds.response.rubrics", "psyq.engine.administer.run",
-           "psyq.engine.kinds.vignette.accuracy", "psyq.analysis.report.sections.same_construct"]
+           "psyq.engine.kinds.vignette.accuracy", "psyq.analysis.statistics.invariance.against_people"]
 
 
 @pytest.fixture(scope="module")

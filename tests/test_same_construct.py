@@ -25,7 +25,8 @@ import yaml
 
 from psyq import administer, export_table, load_study
 from psyq.analysis.statistics.invariance import measurement_invariance
-from psyq.analysis.report.sections.same_construct import construct_section, factor_structure
+from psyq.analysis.report.sections.same_construct import construct_section
+from psyq.analysis.statistics.invariance.against_people import factor_structure
 from psyq.engine.design.instrument import load_instrument
 from psyq.engine.trials.scoring import keyed_answers
 from cli_helper import psyq_in_process

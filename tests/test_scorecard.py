@@ -22,16 +22,7 @@ from psyq.analysis.statistics.style_trait import style_and_trait
 FALLS_SHORT = "falls short"
 
 
-@pytest.fixture(scope="module")
-def iri():
-    return psyq.load_instrument("iri")
-
-
-@pytest.fixture(scope="module")
-def people(iri):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return psyq.human_data({"iri": "iri_briganti2018_keyed"})["iri"].answers(iri)
+# iri and people (the 1,973 Briganti people's raw answers): tests/conftest.py
 
 
 @pytest.fixture(scope="module")

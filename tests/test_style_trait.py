@@ -11,7 +11,6 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-import psyq
 from psyq.analysis.statistics.style_trait import COLUMNS, style_and_trait
 from psyq.engine.design.instrument import Instrument
 from psyq.engine.trials.scoring import keyed_answers
@@ -21,14 +20,18 @@ REQUIRED = ["subscale", "style", "style_low", "style_high", "trait", "trait_low"
             "extreme_high", "midpoint", "midpoint_low", "midpoint_high"]
 
 
-@pytest.fixture(scope="module")
-def iri():
-    return psyq.load_instrument("iri")
+# iri and people (the 1,973 Briganti people's raw answers): tests/conftest.py
 
 
-@pytest.fixture(scope="module")
-def people(iri):
-    return psyq.human_data({"iri": "iri_briganti2018_keyed"})["iri"].answers(iri)
+def _matching_item_means(shifted: pd.DataFrame, people: pd.DataFrame, iri: Instrument) -> pd.DataFrame:
+    """style_and_trait(shifted, people) by subscale, its style and trait checked against the values
+    computed here from the item means (:func:`_expected_from_item_means`)."""
+    out = style_and_trait(shifted, people, iri).set_index("subscale")
+    for sub in out.index:
+        style, trait = _expected_from_item_means(shifted, people, iri, sub)
+        assert out.loc[sub, "style"] == pytest.approx(style, abs=1e-12)
+        assert out.loc[sub, "trait"] == pytest.approx(trait, abs=1e-12)
+    return out
 
 
 def _sides(iri, sub):
@@ -62,11 +65,8 @@ def test_raw_shift_is_style_and_keyed_shift_is_trait(people, iri):
     items = [i.id for i in iri.rating_items]
     raw_up = people.copy()
     raw_up[items] = (people[items] + 1).clip(upper=iri.scale_max)
-    out = style_and_trait(raw_up, people, iri).set_index("subscale")
+    out = _matching_item_means(raw_up, people, iri)
     for sub in out.index:
-        style, trait = _expected_from_item_means(raw_up, people, iri, sub)
-        assert out.loc[sub, "style"] == pytest.approx(style, abs=1e-12)
-        assert out.loc[sub, "trait"] == pytest.approx(trait, abs=1e-12)
         assert 0.7 < out.loc[sub, "style"] < 1 and abs(out.loc[sub, "trait"]) < 0.1
         assert out.loc[sub, "style_abs_share"] > 0.85   # clipping at 4 leaks a little into trait
         assert out.loc[sub, "style_low"] < out.loc[sub, "style"] < out.loc[sub, "style_high"]
@@ -75,11 +75,8 @@ def test_raw_shift_is_style_and_keyed_shift_is_trait(people, iri):
     for item in iri.rating_items:
         step = -1 if item.reverse else 1
         keyed_up[item.id] = (people[item.id] + step).clip(iri.scale_min, iri.scale_max)
-    out = style_and_trait(keyed_up, people, iri).set_index("subscale")
+    out = _matching_item_means(keyed_up, people, iri)
     for sub in out.index:
-        style, trait = _expected_from_item_means(keyed_up, people, iri, sub)
-        assert out.loc[sub, "style"] == pytest.approx(style, abs=1e-12)
-        assert out.loc[sub, "trait"] == pytest.approx(trait, abs=1e-12)
         assert 0.7 < out.loc[sub, "trait"] < 1 and abs(out.loc[sub, "style"]) < 0.1
         assert out.loc[sub, "trait_share"] > 0.9 and out.loc[sub, "style_abs_share"] < 0.15
 

@@ -69,11 +69,12 @@ import numpy as np
 import pandas as pd
 
 from psyq.engine.design.instrument import Instrument
-from psyq.engine.trials.scoring import keyed_answers, score_wide
+from psyq.engine.trials.scoring import score_wide
 
 from psyq.analysis.statistics.distinguishability import distinguishability
 from psyq.analysis.statistics.human_comparison import compare_with_humans
-from psyq.analysis.statistics.invariance import level_reached, measurement_invariance
+from psyq.analysis.statistics.invariance import level_reached
+from psyq.analysis.statistics.invariance.against_people import invariance_against_people
 from psyq.analysis.statistics.prediction_powered import people_needed, prediction_powered
 from psyq.analysis.statistics.relations import relations
 from psyq.analysis.statistics.style_trait import style_and_trait
@@ -108,7 +109,6 @@ SIGN_SHARE = 0.80
 WORTH_MIN = 1.10
 MIN_TWINS = 3
 COLUMNS = ["group", "instrument", "criterion", "subscale", "value", "low", "high", "people", "mark", "level", "note"]
-ORDINAL_CATEGORIES = 7
 
 
 def _row(group, instrument, criterion, subscale="", value=np.nan, low=np.nan, high=np.nan, people=np.nan, mark=None,
@@ -125,23 +125,6 @@ def _mark(ok: bool) -> str:
 
 def _inside(low: float, high: float, bound: float) -> bool:
     return -bound < low and high < bound
-
-
-def _samples(instrument: Instrument, cohort: pd.DataFrame, people: pd.DataFrame) -> pd.DataFrame:
-    """Keyed answers of both samples, with the column ``sample`` (people first: the reference group)."""
-    parts = [keyed_answers(instrument, frame).reset_index(drop=True).assign(sample=label)
-             for label, frame in (("people", people), ("personas", cohort))]
-    data = pd.concat(parts, ignore_index=True)
-    return data.assign(sample=pd.Categorical(data["sample"], categories=["people", "personas"]))
-
-
-def fit_structure(instrument: Instrument, cohort: pd.DataFrame, people: pd.DataFrame,
-                  estimator: str | None = None) -> pd.DataFrame:
-    """The invariance sequence personas against people on the instrument's first-order subscales
-    (WLSMV for ≤ 7 answer categories, else ML, unless `estimator`), people the reference group."""
-    factors = {s.id: [i.id for i in instrument.subscale_items(s.id)] for s in instrument.first_order_subscales}
-    chosen = estimator or ("WLSMV" if len(instrument.scale) <= ORDINAL_CATEGORIES else "ML")
-    return measurement_invariance(_samples(instrument, cohort, people), factors, "sample", estimator=chosen)
 
 
 def _stopped_at(fit: pd.DataFrame, reached: str) -> str:
@@ -303,7 +286,7 @@ def scorecard(cohort_items: pd.DataFrame, human_items: pd.DataFrame, instrument:
             rows.extend(_structure_rows(group, instrument, None, bound))
         else:
             given = structure.get(group) if isinstance(structure, Mapping) else None
-            fit = given if given is not None else fit_structure(instrument, part, human_items)
+            fit = given if given is not None else invariance_against_people(instrument, part, human_items)
             rows.extend(_structure_rows(group, instrument, fit, bound))
         a = auc[auc[by] == group].iloc[0]
         rows.append(_row(group, instrument.id, "distinguishable", value=a["auc"], low=a["auc_low"], high=a["auc_high"],

@@ -30,22 +30,17 @@ import numpy as np
 import pandas as pd
 
 from psyq.engine.design.instrument import Instrument
-from psyq.engine.trials.scoring import keyed_answers
 
 from psyq.analysis.report import plots
 from psyq.analysis.report.apa import fmt_num
-from psyq.analysis.statistics.invariance import measurement_invariance
+from psyq.analysis.statistics.invariance.against_people import (PEOPLE, PERSONAS, SAMPLE, factor_structure,
+                                                                 invariance_against_people, keyed_samples)
 from psyq.analysis.report.readings import invariance_verdicts
 from psyq.analysis.statistics.irt import differential_item_functioning, graded_response_model, test_information
 from psyq.analysis.report.context import ReportContext, estimator_choice
 from psyq.analysis.report.section import ReportSection, Section
 
 TITLE = "Is it the same construct?"
-PERSONAS, PEOPLE = "personas", "people"
-# Likert items with this many answer categories or fewer are analysed as ordinal (Rhemtulla, Brosseau-Liard
-# & Savalei, 2012: with fewer than five categories continuous ML misleads; WLSMV serves up to seven).
-ORDINAL_CATEGORIES = 7
-SAMPLE = "sample"
 THETA = np.linspace(-4, 4, 81)
 
 METHODS = ("Measurement invariance between personas and people was examined by two-group confirmatory factor "
@@ -67,41 +62,6 @@ METHODS = ("Measurement invariance between personas and people was examined by t
            "1999; French & Maller, 2007), Holm-corrected, flagged when Nagelkerke ΔR² ≥ .035 (Jodoin & Gierl, 2001).")
 
 
-def factor_structure(instrument: Instrument) -> tuple[dict[str, list[str]], str]:
-    """The items of each first-order rating subscale, and why the structure cannot be a simple-structure
-    factor model ("" when it can: every item on exactly one subscale, every subscale with 2+ items).
-
-    Example:
-        >>> from psyq.engine.design.instrument import load_instrument
-        >>> factor_structure(load_instrument("iri"))[0]["PT"][:3]
-        ['3', '8', '11']
-    """
-    subscales = instrument.first_order_subscales
-    factors = {s.id: [i.id for i in instrument.subscale_items(s.id)] for s in subscales}
-    counted: dict[str, list[str]] = {}
-    for sub, items in factors.items():
-        for item in items:
-            counted.setdefault(item, []).append(sub)
-    shared = sorted(item for item, subs in counted.items() if len(subs) > 1)
-    if shared:
-        return factors, (f"item(s) {', '.join(shared)} count towards more than one first-order subscale; the factor "
-                         "model here lets each item load on one factor only")
-    small = sorted(sub for sub, items in factors.items() if len(items) < 2)
-    if small:
-        return factors, f"subscale(s) {', '.join(small)} have fewer than 2 items"
-    return factors, ""
-
-
-def _sample_frame(instrument: Instrument, cohort: pd.DataFrame, humans: pd.DataFrame) -> pd.DataFrame:
-    """Keyed answers of both samples in one frame, with the column ``sample``."""
-    parts = []
-    for label, frame in ((PERSONAS, cohort), (PEOPLE, humans)):
-        keyed = keyed_answers(instrument, frame).reset_index(drop=True)
-        keyed[SAMPLE] = label
-        parts.append(keyed)
-    return pd.concat(parts, ignore_index=True)
-
-
 def _grm_side_by_side(fits: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     """One row per item and sample (items in the fitted order, the samples of each item together):
     discrimination and thresholds with their SEs."""
@@ -112,39 +72,13 @@ def _grm_side_by_side(fits: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     return table[front + [c for c in table.columns if c not in front]].reset_index(drop=True)
 
 
-def invariance_estimator(instrument: Instrument, chosen: str | None) -> str:
-    """The estimator a report uses: the one `chosen` (``--estimator``), else WLSMV (items ordinal) for a
-    scale of seven answer categories or fewer, else ML (items continuous)."""
-    if chosen:
-        return chosen
-    return "WLSMV" if len(instrument.scale) <= ORDINAL_CATEGORIES else "ML"
-
-
-def _fit_invariance(inst_id: str, data: pd.DataFrame, factors: Mapping[str, list[str]], estimator: str,
-                    chosen: bool, readings: list[str]) -> pd.DataFrame:
-    """The invariance sequence; an ordinal fit that the answers do not allow (an answer category nobody in
-    one sample chose, so no threshold there) is refitted with the items continuous, and the reading
-    says so — unless the user chose the estimator."""
-    # The people are the reference group: the latent means are the personas' difference from them.
-    data = data.assign(**{SAMPLE: pd.Categorical(data[SAMPLE], categories=[PEOPLE, PERSONAS])})
-    mi = measurement_invariance(data, factors, SAMPLE, estimator=estimator)
-    if estimator == "WLSMV" and not chosen and mi.attrs["problem"]:
-        reason = mi.attrs["problem"]
-        continuous = measurement_invariance(data, factors, SAMPLE, estimator="ML")
-        if continuous["estimable"].any():
-            readings.append(f"{inst_id}: the ordinal fit (WLSMV) is not estimable ({reason}); the items were "
-                            "fitted as continuous (ML) instead, which a scale with few used categories strains.")
-            return continuous
-    return mi
-
-
 def construct_section(pairs: Mapping[str, tuple[Instrument, pd.DataFrame, pd.DataFrame]],
                       estimator: str | None = None, fits: dict[str, pd.DataFrame] | None = None) -> Section:
     """The section for every instrument id -> (instrument, cohort's raw answers, humans' raw answers).
 
     Answers are raw (as answered: reverse items not yet reversed), one row per respondent, one
     column per item id; other columns are ignored. `estimator` overrides the choice of
-    :func:`invariance_estimator`; `fits`, when given, receives each instrument's invariance frame
+    :func:`~psyq.analysis.statistics.invariance.against_people.default_estimator`; `fits`, when given, receives each instrument's invariance frame
     (the verdict reads them rather than fit them again).
     """
     section = Section(TITLE, methods=METHODS)
@@ -161,12 +95,15 @@ def construct_section(pairs: Mapping[str, tuple[Instrument, pd.DataFrame, pd.Dat
             "small differences.")
     for inst_id, (instrument, cohort, humans) in pairs.items():
         factors, problem = factor_structure(instrument)
-        data = _sample_frame(instrument, cohort, humans)
+        data = keyed_samples(instrument, cohort, humans).astype({SAMPLE: str})     # for the GRM and DIF
         if problem:
             section.readings.append(f"{inst_id}: measurement invariance and IRT not estimable: {problem}.")
             continue
-        mi = _fit_invariance(inst_id, data, factors, invariance_estimator(instrument, estimator), bool(estimator),
-                             section.readings)
+        mi = invariance_against_people(instrument, cohort, humans, estimator=estimator, factors=factors)
+        if mi.attrs["fallback"]:
+            section.readings.append(f"{inst_id}: the ordinal fit (WLSMV) is not estimable ({mi.attrs['fallback']}); "
+                                    "the items were fitted as continuous (ML) instead, which a scale with few used "
+                                    "categories strains.")
         if fits is not None:
             fits[inst_id] = mi
         if mi["estimable"].any():       # a table of dashes says nothing the reading below does not

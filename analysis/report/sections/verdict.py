@@ -21,8 +21,7 @@ import pandas as pd
 from psyq.analysis.report.apa import say_num
 from psyq.analysis.report.context import ReportContext, estimator_choice
 from psyq.analysis.report.section import ReportSection, Section
-from psyq.analysis.report.sections.same_construct import _fit_invariance, _sample_frame, factor_structure, \
-    invariance_estimator
+from psyq.analysis.statistics.invariance.against_people import factor_structure, invariance_against_people
 from psyq.analysis.statistics.scorecard import CUTOFFS, NOT_ESTIMABLE, norm_scorecard, scorecard
 
 TITLE = "Can the personas stand in for people?"
@@ -129,8 +128,7 @@ class VerdictSection(ReportSection):
                 for backend, part in answers.groupby("backend_id", sort=False):
                     fit = report.invariance_fits.get((inst_id, str(backend)))
                     if fit is None and not problem:
-                        fit = _fit_invariance(inst_id, _sample_frame(instrument, part, people), factors,
-                                              invariance_estimator(instrument, chosen), bool(chosen), [])
+                        fit = invariance_against_people(instrument, part, people, estimator=chosen, factors=factors)
                     if fit is not None:
                         fits[backend] = fit
                 card = scorecard(answers, people, instrument, by="backend_id", bound=report.bound,
