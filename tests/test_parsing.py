@@ -177,6 +177,19 @@ def test_letter_i_is_a_code_only_as_the_whole_answer():
     assert parse_rating("I think so.", nine).status == UNPARSEABLE
 
 
+def test_markup_in_a_reply_is_not_read_as_an_answer():
+    # A reply seen in a study (a model, or a persona text, echoing markup): the "1" of alert(1) sat
+    # inside a tag's attributes and was stored as the rating 1. Script blocks and tags with
+    # attributes are not answers; a bare tag around an answer still is.
+    attack = "<script>document.title='PWNED'</script><img src=x onerror=alert(1)> =HYPERLINK(\"x\")"
+    assert parse_rating(attack, IRI).status == UNPARSEABLE
+    assert parse_rating("<script>x = 3</script>", IRI).status == UNPARSEABLE
+    assert parse_rating("<img src=2.png> C", IRI).value == 2
+    assert parse_rating("<answer>D</answer>", IRI).value == 3
+    assert parse_rating("<b>2</b>", IRI).value == 2
+    assert parse_rating("I'd say 3 <3", IRI).value == 3
+
+
 # --- JSON ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("text", "scale", "value", "status"), [

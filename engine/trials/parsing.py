@@ -10,7 +10,9 @@ range, unparseable). The parser would rather leave an answer missing than guess:
   where "agree" is 4) make it ambiguous, hence unparseable;
 * a label preceded by a negation ("I don't agree") is not read as that label;
 * a code letter counts only as a standalone token: never inside a word, "I" only when it is the
-  whole answer, and "A"/"a" not when it reads as the article ("A lot of the time ...").
+  whole answer, and "A"/"a" not when it reads as the article ("A lot of the time ...");
+* markup is not an answer: a script or style block and a tag with attributes are read as blank
+  (a bare tag around an answer, "<b>3</b>", is read).
 
 Words and phrases that only describe the scale are not answers: a range spanning the whole scale
 ("on a scale from 1 to 5", "A to E"), a denominator ("4/5", "4 out of 5"), an item reference
@@ -225,6 +227,11 @@ _ITEM_REF_RE = re.compile(r"\b(?:item|statement|question|q)\s*#?\s*\d+[a-z]?\b",
 # "4/5", "4 out of 5": the part after the numerator is a denominator, not an answer.
 _DENOMINATOR_RE = re.compile(r"(?:(?<=\d)\s*/\s*|\bout\s+of\s+)-?\d+(?:\.\d+)?(?![\w.]?\d)",
                              re.IGNORECASE)
+# Markup is not an answer: a script or style block with its content, and a tag with attributes
+# (`<img src=x onerror=alert(1)>`), are blanked before reading, so that the "1" of alert(1) is not
+# taken for a rating. A bare tag such as <b> or <answer> is left: its content may be the answer.
+_MARKUP_RE = re.compile(r"<(script|style)\b[^>]{0,200}>.*?(?:</\1\s*>|$)|<[A-Za-z][\w-]{0,30}\s[^<>]{0,500}>",
+                        re.IGNORECASE | re.DOTALL)
 _NUMBER_RE = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w])(?!\.\d)")
 _NEGATION_RE = re.compile(r"(?:\bnot|n't|\bnever|\bno)\s+(?:\w+\s+)?$", re.IGNORECASE)
 # Words after which even a lowercase letter is read as a code ("option d", "answer: b").
@@ -322,9 +329,10 @@ def _find_codes(text: str, scale: Sequence[Option]) -> tuple[str, list[tuple[str
 
 def _parse_text(text: str, scale: Sequence[Option]) -> ParsedAnswer:
     """Free-text answer → ParsedAnswer (no JSON handling)."""
-    t = normalise(text)
+    t = _mask_all(normalise(text), _MARKUP_RE)
     if not t.strip():
-        return _EMPTY
+        return _EMPTY if not text.strip() else ParsedAnswer(
+            None, "unparseable", "the reply holds only markup (a script block or tags with attributes), no answer")
     refusal = is_refusal(t)
     codes = {o.code.lower(): o.value for o in scale if o.code}
 
