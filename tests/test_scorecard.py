@@ -86,8 +86,10 @@ def test_marks_say_what_each_cohort_was_built_to_do(card):
     # Uniform random answers: nothing a person shows.
     for criterion in ("level", "spread", "reliability", "distinguishable", "relations"):
         assert FALLS_SHORT in marks(table, "random", criterion), criterion
-    # Structure was not fitted here: not estimable, never a mark.
-    assert set(table[table["criterion"] == "structure"]["mark"]) == {NOT_ESTIMABLE}
+    # Structure was not fitted here: not estimable, never a mark; nor are latent means, each group a row.
+    for criterion in ("structure", "latent_mean"):
+        part = table[table["criterion"] == criterion]
+        assert set(part["mark"]) == {NOT_ESTIMABLE} and sorted(part["group"]) == ["like", "random", "style"]
 
 
 def test_a_not_estimable_figure_carries_no_mark_but_a_note():
