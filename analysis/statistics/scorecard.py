@@ -142,14 +142,16 @@ def _stopped_at(fit: pd.DataFrame, reached: str) -> str:
 
 
 def _structure_rows(group: str, inst: Instrument, fit: pd.DataFrame | None, bound: float) -> list[dict]:
-    no_means = _row(group, inst.id, "latent_mean", note="latent means need scalar invariance; no structure fitted")
+    def no_means(why: str) -> dict:
+        return _row(group, inst.id, "latent_mean", note=f"latent means need scalar invariance; {why}")
     if fit is None:
-        return [_row(group, inst.id, "structure", note="not fitted"), no_means]
+        return [_row(group, inst.id, "structure", note="not fitted"), no_means("structure not fitted")]
     first = fit[fit["step"] == "configural"]
     cfi_column = fit.attrs.get("deciding", ("cfi", "rmsea"))[0]
     if first.empty or not bool(first["estimable"].iloc[0]):
         why = str(first["note"].iloc[0]) if len(first) else fit.attrs.get("problem") or "no configural model"
-        return [_row(group, inst.id, "structure", note=why.removeprefix("not estimable: ")), no_means]
+        return [_row(group, inst.id, "structure", note=why.removeprefix("not estimable: ")),
+                no_means("the configural model is not estimable")]
     # Whether personas and people differ, not whether the model fits either: an instrument may fit
     # people poorly too (the IRI's four factors: CFI about .82 among the 1,973 people, WLSMV).
     reached = level_reached(fit, require_fit=False)
