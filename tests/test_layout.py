@@ -59,6 +59,15 @@ def test_the_generic_names_are_not_installed(tmp_path):
         assert done.returncode != 0 and "ModuleNotFoundError" in done.stderr, name
 
 
+def test_python_m_psyq_runs_the_command(tmp_path):
+    # `python -m psyq` is the psyq command (the root __main__.py), from any folder.
+    from psyq.engine import __version__
+
+    done = subprocess.run([sys.executable, "-m", "psyq", "--version"], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"psyq {__version__}"
+
+
 def test_import_psyq_shows_the_whole_method_each_with_an_example():
     import inspect
     import sys
@@ -90,3 +99,34 @@ def test_every_path_contributing_names_exists():
     assert len(named) > 40, sorted(named)          # the recipes do name files: the search finds them
     missing = sorted(p for p in named if not (ROOT / p).exists())
     assert not missing, missing
+
+
+def _private_imports(root: Path) -> list[str]:
+    """Every `from psyq.x import _name` and `module._name` (module imported from psyq) in psyq's own
+    modules: a name with a leading underscore belongs to its module."""
+    import ast
+    found = []
+    package = [p for p in root.rglob("*.py")
+               if p.relative_to(root).parts[0] not in (".venv", "tests", "bench", "notebooks", "build", ".git")]
+    for path in package:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        modules = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("psyq"):
+                for alias in node.names:
+                    modules.add(alias.asname or alias.name)
+                    if alias.name.startswith("_") and not alias.name.startswith("__"):
+                        found.append(f"{path.relative_to(root)}:{node.lineno}: {node.module}.{alias.name}")
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules
+                    and node.attr.startswith("_") and not node.attr.startswith("__")):
+                found.append(f"{path.relative_to(root)}:{node.lineno}: {node.value.id}.{node.attr}")
+    return found
+
+
+def test_no_module_reaches_into_another_modules_private_names(tmp_path):
+    assert _private_imports(ROOT) == []
+    # The check sees both forms (a planted module, so that it cannot pass by finding nothing).
+    (tmp_path / "a.py").write_text("from psyq.analysis.statistics.validity import _hidden\n"
+                                   "from psyq.analysis.statistics import validity\nvalidity._other()\n")
+    assert len(_private_imports(tmp_path)) == 2

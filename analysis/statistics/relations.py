@@ -38,7 +38,7 @@ from scipy import stats
 from psyq.engine.design.instrument import Instrument
 from psyq.engine.files.codebook import WEIGHT_COLUMN
 
-from psyq.analysis.statistics.validity import _level_text, _pearson, label_mismatch, part_whole
+from psyq.analysis.statistics.validity import level_text, pearson_pairwise, label_mismatch, part_whole
 
 CONFIDENCE = 0.95
 CATEGORICAL, NUMERIC, SUBSCALE = "categorical", "numeric", "subscale"
@@ -78,7 +78,7 @@ def _is_numeric(column: pd.Series) -> bool:
 
 def _levels(column: pd.Series) -> pd.Series:
     """An attribute's values as stripped text (case kept; 1.0 written 1), None where missing or blank."""
-    return _level_text(column).map(lambda v: (v.strip() or None) if isinstance(v, str) else None)
+    return level_text(column).map(lambda v: (v.strip() or None) if isinstance(v, str) else None)
 
 
 def fisher_ci(r: float, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
@@ -140,7 +140,7 @@ def _hedges_g(x: np.ndarray, y: np.ndarray, level: str, reference: str, subscale
 
 
 def _correlation(x: pd.Series, y: pd.Series) -> _Effect:
-    r, n, why = _pearson(x, y)
+    r, n, why = pearson_pairwise(x, y)
     low, high = fisher_ci(r, n)
     return _Effect(value=r, low=low, high=high, n=n, why=why)
 

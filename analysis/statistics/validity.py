@@ -93,8 +93,13 @@ def total_variation(p: np.ndarray, q: np.ndarray) -> float:
     return float(0.5 * np.abs(np.asarray(p, dtype=float) - np.asarray(q, dtype=float)).sum())
 
 
-def _level_text(values: pd.Series) -> pd.Series:
-    """Attribute values as text, whole numbers without ".0" (a human CSV's 1.0 is a cohort's 1)."""
+def level_text(values: pd.Series) -> pd.Series:
+    """Attribute values as text, whole numbers without ".0" (a human CSV's 1.0 is a cohort's 1).
+
+    Example:
+        >>> level_text(pd.Series([1.0, "female", None])).tolist()
+        ['1', 'female', nan]
+    """
     def one(v):
         if v is None or (not isinstance(v, str) and pd.isna(v)):
             return None
@@ -204,7 +209,7 @@ def item_distributions(cohort: pd.DataFrame, human: pd.DataFrame, instrument: In
     groups: list[tuple[str, str, pd.DataFrame, pd.DataFrame]] = [(ALL, ALL, cohort, human)]
     why_empty: dict[tuple[str, str], str] = {}    # (attribute, level) -> why one side has nobody
     for attribute in _attribute_groups(cohort, human, set(items), group_by):
-        c_text, h_text = _level_text(cohort[attribute]), _level_text(human[attribute])
+        c_text, h_text = level_text(cohort[attribute]), level_text(human[attribute])
         levels = sorted(set(c_text.dropna()) | set(h_text.dropna()))
         why_empty.update(label_mismatch(attribute, set(c_text.dropna()), set(h_text.dropna())))
         for level in levels:
@@ -242,8 +247,14 @@ def item_distributions(cohort: pd.DataFrame, human: pd.DataFrame, instrument: In
     return pd.DataFrame(rows, columns=DISTRIBUTION_COLUMNS)
 
 
-def _pearson(x: pd.Series, y: pd.Series) -> tuple[float, int, str]:
-    """Pearson r over the rows where both are present, its n, and why it is missing (or "")."""
+def pearson_pairwise(x: pd.Series, y: pd.Series) -> tuple[float, int, str]:
+    """Pearson r over the rows where both are present, its n, and why it is missing (or "").
+
+    Example:
+        >>> r, n, why = pearson_pairwise(pd.Series([1.0, 2, 3, None]), pd.Series([2.0, 4, 7, 1]))
+        >>> round(r, 3), n, why
+        (0.993, 3, '')
+    """
     both = pd.concat([x, y], axis=1).dropna()
     n = len(both)
     if n < 3:
@@ -303,8 +314,8 @@ def subscale_correlations(cohort: pd.DataFrame, human: pd.DataFrame, instrument:
     rows = []
     for i, a in enumerate(subs):
         for b in subs[i + 1:]:
-            rc, nc, why_c = _pearson(sc[a], sc[b])
-            rh, nh, why_h = _pearson(sh[a], sh[b])
+            rc, nc, why_c = pearson_pairwise(sc[a], sc[b])
+            rh, nh, why_h = pearson_pairwise(sh[a], sh[b])
             notes = [f"{side}: {why}" for side, why in (("cohort", why_c), ("human", why_h)) if why]
             whole = part_whole(instrument, a, b)
             rows.append({"instrument": instrument.id, "subscale_a": a, "subscale_b": b, "n_cohort": nc,

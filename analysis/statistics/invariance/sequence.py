@@ -11,9 +11,11 @@ import pandas as pd
 from scipy import stats
 
 from psyq.analysis.statistics.invariance import fit_measures
-from psyq.analysis.statistics.invariance.continuous import Fit
+from psyq.analysis.statistics.invariance.continuous import ContinuousModel, Fit, Sample, Structure
 from psyq.analysis.statistics.invariance.layout import Layout
+from psyq.analysis.statistics.invariance.ordinal import OrdinalModel
 from psyq.analysis.statistics.invariance.score_tests import univariate_score_tests
+from psyq.analysis.statistics.polychoric import NotEstimable
 
 ESTIMATORS = ("ML", "MLR", "WLSMV")
 # What each step holds equal, as lavaan's group.equal; the continuous and the ordinal sequence.
@@ -288,3 +290,159 @@ def latent_means(model, step: _Step) -> pd.DataFrame:
                          "ci_high": estimate + 1.959963984540054 * se, "z": z, "p": float(2 * stats.norm.sf(abs(z))),
                          "d": d, "d_ci_low": d - 1.959963984540054 * d_se, "d_ci_high": d + 1.959963984540054 * d_se})
     return pd.DataFrame(rows)
+
+
+def _data_problem(samples: Sequence[Sample], items: Sequence[str], factors: Mapping[str, Sequence[str]]) -> str | None:
+    """Why no level can be estimated from these groups and this model, or None."""
+    if len(samples) < 2:
+        return f"{len(samples)} group{'s' if len(samples) != 1 else ''} with complete answers: invariance needs two or more"
+    for name, members in factors.items():
+        if len(members) < 2:
+            return f"factor {name} has {len(members)} item: a factor needs two or more to be identified"
+    if len(factors) == 1 and len(items) < 3:
+        return f"a single factor with {len(items)} items is not identified: it needs three or more"
+    p = len(items)
+    for sample in samples:
+        if sample.n <= p:
+            return f"group '{sample.label}' has {sample.n} respondents for {p} items"
+    for sample in samples:
+        constant = [item for item, variance in zip(items, np.diag(sample.cov)) if variance <= 0]
+        if constant:
+            return f"item{'s' if len(constant) > 1 else ''} {', '.join(constant)} constant in group '{sample.label}'"
+    for sample in samples:
+        sd = np.sqrt(np.diag(sample.cov))
+        eigenvalues = np.linalg.eigvalsh(sample.cov / np.outer(sd, sd))
+        if eigenvalues[0] < 1e-10:
+            return f"the sample covariance of group '{sample.label}' is singular (items linearly dependent)"
+    return None
+
+
+def measurement_invariance(data: pd.DataFrame, factors: Mapping[str, Sequence[str]], group: str,
+                           steps: Sequence[str] | None = None, *, estimator: str = "ML",
+                           ordered: bool | Sequence[str] | None = None, partial: bool = True) -> pd.DataFrame:
+    """The invariance sequence of a factor model across the groups of `data`, with partial invariance.
+
+    `data` has one row per respondent, the items of `factors` (factor name -> its item columns;
+    simple structure, the first item of each factor is its marker) and the `group` column (two or
+    more groups; the first group is the first category of a categorical column, else the first in
+    the data: the reference of the latent means). `estimator` is "ML", "MLR" (items continuous) or
+    "WLSMV" (items ordinal: `ordered` True or the item list, as lavaan; WLSMV implies every item
+    ordered). `steps` is a leading part of the estimator's sequence (default: all of it); `partial`
+    False skips the search for partial invariance.
+
+    Returns one row per step (and per partial step): ``step``, ``equal`` (what it holds equal),
+    ``released`` (parameters freed by partial invariance, lavaan's syntax), ``chi2, df, p``, for MLR and
+    WLSMV ``chi2_scaled, scaling, shift, p_scaled``, ``cfi, tli, rmsea, rmsea_low, rmsea_high`` and
+    their ``_scaled`` / ``_robust`` versions (NaN where the estimator has none), ``srmr``, ``n``,
+    ``groups``, the change from the step it builds on (``delta_chi2, delta_df, delta_p, delta_cfi,
+    delta_rmsea, delta_srmr``; the estimator's Δχ² and deciding indices), ``estimable`` and ``note``.
+    ``attrs``: ``estimator``, ``deciding`` (the CFI and RMSEA columns the decisions read), ``problem``
+    (why the data allow no fit at all — too few respondents, an empty category … — or None),
+    ``baseline``, ``group_sizes``, ``group_chi2``, ``dropped``, ``method``, ``score_tests`` (every
+    univariate score test computed, one row per constraint and iteration, ``released`` marking the
+    one freed) and ``latent_means``. The package docstring gives the models, rules and an example.
+    """
+    if estimator not in ESTIMATORS:
+        raise ValueError(f"estimator must be one of {', '.join(ESTIMATORS)}, not {estimator!r}")
+    items = [item for members in factors.values() for item in members]
+    ordinal = estimator == "WLSMV" or bool(ordered)
+    if ordinal and estimator != "WLSMV":
+        raise ValueError(f"ordered items are fitted by WLSMV, not {estimator}")
+    if isinstance(ordered, Sequence) and not isinstance(ordered, str) and set(ordered) != set(items):
+        raise ValueError("ordered must be True or list every item: psyq fits all items ordinal or none")
+    sequence = ORDINAL_STEPS if ordinal else CONTINUOUS_STEPS
+    steps = tuple(sequence) if steps is None else tuple(steps)
+    if not steps or steps != tuple(sequence)[:len(steps)]:
+        raise ValueError(f"steps must be a leading part of {tuple(sequence)}, not {steps}")
+    if len(set(items)) != len(items):
+        raise ValueError("an item is listed under two factors: the model is simple structure, one factor per item")
+    missing_columns = [c for c in [*items, group] if c not in data.columns]
+    if missing_columns:
+        raise ValueError(f"columns not in the data: {', '.join(missing_columns)}")
+    if not factors:
+        raise ValueError("no factors given")
+
+    answers = data[items].apply(pd.to_numeric)
+    complete = answers.notna().all(axis=1) & data[group].notna()
+    dropped = int((~complete).sum())
+    labels = data.loc[complete, group]
+    order = ([c for c in labels.cat.categories if (labels == c).any()] if isinstance(labels.dtype, pd.CategoricalDtype)
+             else list(pd.unique(labels)))
+    samples = [Sample(str(label), answers.loc[complete & (data[group] == label)].to_numpy(dtype=float))
+               for label in order]
+    factor_names = list(factors)
+    structure = Structure(np.array([f for f, members in enumerate(factors.values()) for _ in members]),
+                          np.array([j == 0 for members in factors.values() for j in range(len(members))]))
+    dropped_note = (f"{dropped} respondent{'s' if dropped != 1 else ''} with a missing item answer or group "
+                    f"dropped (listwise)") if dropped else None
+
+    problem = _data_problem(samples, items, factors)
+    model = None
+    if problem is None:
+        if ordinal:
+            try:
+                model = OrdinalModel(samples, structure, items, factor_names)
+            except NotEstimable as error:
+                problem = str(error)
+        else:
+            model = ContinuousModel(samples, structure, items, factor_names, estimator)
+    n_total, n_groups = sum(s.n for s in samples), len(samples)
+    baseline = model.baseline() if model is not None else {"chi2": float("nan"), "df": 0}
+
+    rows, group_chi2, tests = [], {}, []
+    base: _Step | None = None       # the step the next one builds on (its partial version when one holds)
+    carried: tuple = ()
+    final_scalar: _Step | None = None
+    previous = None                 # the last fit: the next step starts from its estimates
+    deciding = DECIDING[estimator]
+    for name in steps:
+        step = _Step(name, sequence[name], carried)
+        if model is None:
+            row = dict.fromkeys(COLUMNS, float("nan"))
+            row.update(step=name, equal=", ".join(step.equal), released="", n=n_total, groups=n_groups,
+                       estimable=False, note=f"not estimable: {problem}")
+            step.row = row
+        else:
+            _evaluate(model, step, baseline, previous)
+            previous = step.fit or previous
+        rows.append(step.row)
+        if step.row["estimable"]:
+            group_chi2[name] = dict(zip((s.label for s in samples), step.fit.group_chi2))
+        if base is not None and base.row["estimable"] and step.row["estimable"]:
+            step.row.update(_difference(model, base, step))
+            if partial and _fails(step.row, base.row, name, deciding):
+                released_step, outcome = _release(model, step, base, baseline, tests)
+                if released_step is not step:
+                    released_step.row.update(_difference(model, base, released_step))
+                    rows.append(released_step.row)
+                if outcome == "holds":
+                    released_step.row["note"] = _join(released_step.row["note"], "partial invariance holds")
+                    step = released_step
+                    carried = step.released
+                else:
+                    target = released_step.row if released_step is not step else step.row
+                    target["note"] = _join(target["note"], outcome)
+                    step = None
+        if step is not None and name == "scalar" and step.row["estimable"]:
+            final_scalar = step
+        base = step if step is not None else _Step(name, (), ())   # a failed step: nothing builds on it
+        if step is None:
+            base.row = {"estimable": False}
+
+    for row in rows:
+        if dropped_note:
+            row["note"] = _join(row["note"], dropped_note)
+    frame = pd.DataFrame(rows, columns=COLUMNS)
+    for column in ("df", "delta_df"):
+        frame[column] = frame[column].astype("Int64")
+    frame["estimable"] = frame["estimable"].astype(bool)
+    frame.attrs.update(estimator=estimator, deciding=deciding, problem=problem, baseline={k: baseline[k] for k in ("chi2", "df")},
+                       group_sizes={s.label: s.n for s in samples}, group_chi2=group_chi2, dropped=dropped,
+                       method=METHOD[estimator],
+                       score_tests=pd.concat(tests, ignore_index=True) if tests else pd.DataFrame(),
+                       latent_means=latent_means(model, final_scalar) if final_scalar is not None else pd.DataFrame())
+    return frame
+
+
+def _join(*parts: str) -> str:
+    return "; ".join(p for p in parts if p)
