@@ -32,7 +32,7 @@ from psyq.engine.design.persona import BASELINE, Cohort, Persona, load_cohort, r
 from psyq.engine.design.study import Study, load_study
 from psyq.engine.files.errors import InputError, Problem, PsyqError
 from psyq.engine.results.export import export_table, wide_answers
-from psyq.engine.results.human_answers import read_answers_csv
+from psyq.analysis.scoring.human_answers import read_answers_csv
 from psyq.engine.store.run_dir import open_run_dir
 from psyq.engine.store.run_store import RunStore
 from psyq.engine.trials.scoring import keyed_answers, reverse_key, score, score_wide

@@ -36,7 +36,7 @@ Example (run from the repository root; `run_dir` is any run directory):
 Raw item answers of a cohort and of humans compare item by item and structurally
 (:mod:`psyq.analysis.statistics.validity`; item response theory and DIF in :mod:`psyq.analysis.statistics.irt`):
     >>> import pandas as pd
-    >>> from psyq.engine.results.human_answers import read_answers_csv
+    >>> from psyq.analysis.scoring.human_answers import read_answers_csv
     >>> people = read_answers_csv("tests/data/mini_answers.csv", mini)
     >>> item_distributions(people, people, mini).query("group_by == 'all'")["tv"].tolist()
     [0.0, 0.0, 0.0, 0.0]

@@ -19,7 +19,7 @@ import pytest
 
 from psyq import load_instrument
 from psyq.engine.files.errors import InputError
-from psyq.engine.results.human_answers import keying_check, keying_warning, read_answers_csv
+from psyq.analysis.scoring.human_answers import keying_check, keying_warning, read_answers_csv
 from cli_helper import psyq_in_process
 
 ROOT = Path(__file__).resolve().parents[1]

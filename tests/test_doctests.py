@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MODULES = ["analysis", "psyq.engine.registry", "psyq.engine.backends.registry", "psyq.engine.trials.answer_mode",
            "psyq.engine.judging.asking", "psyq.engine.results.runs", "psyq.engine.cli.judging", "psyq.engine.files.codebook", "psyq.engine.files.workbook", "psyq.engine.design.instrument", "psyq.analysis.scoring.scores", "psyq.analysis.scoring.score_table", "psyq.analysis.statistics.validity", "psyq.analysis.statistics.human_comparison",
            "psyq.analysis.statistics.invariance", "psyq.analysis.statistics.polychoric", "psyq.analysis.report.sections.twins", "psyq.analysis.statistics.irt", "psyq.analysis.report.section", "psyq.analysis.report.apa", "psyq.analysis.statistics.twins",
-           "psyq.analysis.statistics.reliability", "psyq.analysis.statistics.effects", "psyq.engine.results.human_answers", "psyq.engine.trials.scoring",
+           "psyq.analysis.statistics.reliability", "psyq.analysis.statistics.effects", "psyq.analysis.scoring.human_answers", "psyq.engine.trials.scoring",
            "psyq.engine.kinds", "psyq.engine.trials.scale", "psyq.engine.design.prices", "psyq.engine.administer.overrides", "psyq.engine.results.usage", "psyq.engine.administer.plan",
            "psyq.engine.administer.tokenizer", "psyq.engine.kinds.scene", "psyq.engine.kinds.scene.leas", "psyq.engine.kinds.vignette",
            "psyq.engine.kinds.vignette.accuracy", "psyq.analysis.report.sections",

@@ -17,7 +17,7 @@ import pytest
 
 from psyq.analysis.scoring.scores import human_scores
 from psyq.engine.files.errors import InputError
-from psyq.engine.results.human_answers import read_answers_csv
+from psyq.analysis.scoring.human_answers import read_answers_csv
 from psyq.engine.importers import get_importer, importer_names
 from psyq.engine.importers.command import import_instruments
 from psyq.engine.importers.psych_keys import parse_key_list

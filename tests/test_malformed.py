@@ -266,7 +266,7 @@ def test_csv_read_otherwise_is_said_and_scored_right(tmp_path: Path, name: str, 
 
 
 def test_notices_reach_library_users_as_warnings(tmp_path: Path) -> None:
-    from psyq.engine.results.human_answers import read_answers_csv
+    from psyq.analysis.scoring.human_answers import read_answers_csv
     from psyq.engine.design.instrument import load_instrument
     from psyq.engine.files.notices import InputNotice
 

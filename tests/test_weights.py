@@ -30,7 +30,7 @@ from psyq.analysis.statistics.human_comparison import (compare_samples, compare_
 from psyq.analysis.scoring.scores import human_scores
 from psyq.analysis.statistics.validity import item_distributions, option_shares
 from psyq.engine.files.codebook import WEIGHT_COLUMN, codebook_json_schema
-from psyq.engine.results.human_answers import read_answers_csv
+from psyq.analysis.scoring.human_answers import read_answers_csv
 from psyq.engine.trials.scoring import score_wide
 from stub_server import StubServer
 from cli_helper import psyq_in_process

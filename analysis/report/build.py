@@ -19,7 +19,10 @@ from typing import Any
 
 import pandas as pd
 
+from psyq.engine.design.instrument import Instrument
 from psyq.engine.files.errors import InputError
+from psyq.engine.kinds import instruments_with
+from psyq.engine.results.export import run_instruments
 from psyq.engine.results.imported_run import is_imported_run
 from psyq.engine.store.run_dir import open_run_dir
 
@@ -63,33 +66,59 @@ def _imported_sections(run_path: Path, human_change: str | Path | None) -> tuple
 
 
 def _context(run_path: str | Path, people: Mapping[str, HumanData], targets: Mapping[str, str | Path],
-             human_change: str | Path | None, options: dict[str, Any]) -> ReportContext:
-    """The run's report context, with the people's files routed and checked against the run: a
-    kind's section that reads the ``--human`` files of its instruments itself (e.g. perceiver
-    ratings) takes them out of the questionnaires' people's data."""
-    report = ReportContext.of_run(run_path, human_change=Path(human_change) if human_change is not None else None,
-                                  targets={i: Path(p) for i, p in targets.items()}, **options)
-    if human_change is not None and not report.staged:
-        raise InputError.single(str(human_change), "--human-change applies to runs with stages "
-                                "(measure, evoke, measure); this run has none")
+             human_change: str | Path | None, *, norm_samples: list[str] | None, bound: float, correction: str,
+             estimator: str | None, warn: Callable[[str], None] | None) -> ReportContext:
+    """The run's report context. Before the run's answers are exported (the long part of opening a large
+    run), the people's files are routed and read: a kind's section that reads the ``--human`` files of its
+    instruments itself (e.g. perceiver ratings) takes them out of the questionnaires' people's data, and
+    every questionnaire's people's answers and retests are read and checked, every problem said at once."""
+    run = open_run_dir(run_path)
+    instruments = run_instruments(run)
     people = dict(people)
     parts = [p for p in report_sections() if p.kind is not None]
-    data_ids = {p.kind: report.kind_instruments(p.kind) for p in parts if p.human_data}
+    data_ids = {p.kind: instruments_with(p.kind, instruments) for p in parts if p.human_data}
     kind_people = {kind: {i: people.pop(i) for i in ids if i in people} for kind, ids in data_ids.items()}
     for part in (p for p in parts if p.human_data):
         if keyed_kind := sorted(i for i, data in kind_people[part.kind].items() if data.keyed):
             raise InputError.single(", ".join(keyed_kind), "':keyed' applies to item answers of a questionnaire, "
                                     f"not to {part.human_data}")
-    target_ids = {i for p in parts if p.takes_targets for i in report.kind_instruments(p.kind)}
-    unknown = sorted(set(people) - set(report.instruments)) + sorted(set(targets) - target_ids)
+    target_ids = {i for p in parts if p.takes_targets for i in instruments_with(p.kind, instruments)}
+    unknown = sorted(set(people) - set(instruments)) + sorted(set(targets) - target_ids)
     if unknown:
         claimed = {i for ids in data_ids.values() for i in ids}
         takers = "".join(f"; {p.data_label}: {', '.join(data_ids[p.kind]) or 'none'}" for p in parts if p.human_data)
         raise InputError.single(", ".join(unknown), "not an instrument of this run that takes this kind of data "
-                                f"(questionnaires: {', '.join(sorted(set(report.instruments) - claimed)) or 'none'}"
+                                f"(questionnaires: {', '.join(sorted(set(instruments) - claimed)) or 'none'}"
                                 f"{takers})")
-    report.people, report.kind_people = people, kind_people
+    human_items, retests = _read_people(people, instruments)
+    report = ReportContext.of_run(run, instruments, people=people, human_items=human_items, retests=retests,
+                                  kind_people=kind_people, targets={i: Path(p) for i, p in targets.items()},
+                                  human_change=Path(human_change) if human_change is not None else None,
+                                  norm_samples=norm_samples, bound=bound, correction=correction, estimator=estimator,
+                                  warn=warn)
+    if human_change is not None and not report.staged:
+        raise InputError.single(str(human_change), "--human-change applies to runs with stages "
+                                "(measure, evoke, measure); this run has none")
     return report
+
+
+def _read_people(people: Mapping[str, HumanData], instruments: Mapping[str, Instrument]
+                 ) -> tuple[dict[str, pd.DataFrame], dict[str, pd.DataFrame]]:
+    """Every questionnaire's people's answers and retest answers, read and checked (one InputError with
+    every file's problems)."""
+    problems, answers, retests = [], {}, {}
+    for inst_id, data in people.items():
+        for read, into in ((data.answers, answers), (data.retest_answers, retests)):
+            try:
+                frame = read(instruments[inst_id])
+            except InputError as exc:
+                problems.extend(exc.problems)
+                continue
+            if frame is not None:
+                into[inst_id] = frame
+    if problems:
+        raise InputError(problems)
+    return answers, retests
 
 
 def build_sections(run_path: str | Path, *, people: Mapping[str, HumanData] | None = None,
@@ -119,29 +148,38 @@ def build_sections(run_path: str | Path, *, people: Mapping[str, HumanData] | No
 
 def _build(run_path: str | Path, *, people: Mapping[str, HumanData] | None = None,
            targets: Mapping[str, str | Path] | None = None, human_change: str | Path | None = None,
-           **options: Any) -> tuple[dict[str, Any], list[Section], pd.DataFrame | None]:
+           norm_samples: list[str] | None = None, bound: float = 0.3, correction: str = "holm",
+           estimator: str | None = None, warn: Callable[[str], None] | None = None,
+           ) -> tuple[dict[str, Any], list[Section], pd.DataFrame | None]:
     """:func:`build_sections`, and the run's answer table it read (None for imported scores), which
     the methods paragraph reads too rather than export it again."""
     if is_imported_run(run_path):   # scores psyq did not collect (engine/results/imported_run.py)
         return (*_imported_sections(Path(run_path), human_change), None)
-    report = _context(run_path, people or {}, targets or {}, human_change, options)
+    report = _context(run_path, people or {}, targets or {}, human_change, norm_samples=norm_samples, bound=bound,
+                      correction=correction, estimator=estimator, warn=warn)
     sections = [s for part in report_sections() if part.applies(report) for s in part.sections(report)]
     # A lead section (the verdict) is built last, from what the others computed, and shown first.
     sections = [s for s in sections if s.lead] + [s for s in sections if not s.lead]
     return report.manifest, sections, report.table
 
 
-def write_report(run_path: str | Path, out_dir: str | Path | None = None, **options: Any) -> tuple[Path, Path]:
+def write_report(run_path: str | Path, out_dir: str | Path | None = None, *,
+                 people: Mapping[str, HumanData] | None = None, targets: Mapping[str, str | Path] | None = None,
+                 human_change: str | Path | None = None, norm_samples: list[str] | None = None, bound: float = 0.3,
+                 correction: str = "holm", estimator: str | None = None,
+                 warn: Callable[[str], None] | None = None) -> tuple[Path, Path]:
     """Write report.html, report.md, methods.md and every table as CSV (into the run directory
-    unless `out_dir`); return the paths of the first two. `options` are those of
-    :func:`build_sections`.
+    unless `out_dir`); return the paths of the first two. The options are those of
+    :func:`build_sections`; a people's file is read and checked before the run's answers are.
 
     Example:
         >>> html_path, md_path = write_report(run_dir)
         >>> html_path.name, (html_path.parent / "methods.md").exists()
         ('report.html', True)
     """
-    manifest, sections, table = _build(run_path, **options)
+    manifest, sections, table = _build(run_path, people=people, targets=targets, human_change=human_change,
+                                       norm_samples=norm_samples, bound=bound, correction=correction,
+                                       estimator=estimator, warn=warn)
     out = Path(out_dir or run_path)
     out.mkdir(parents=True, exist_ok=True)
     text = " ".join([methods_text(run_path, table), *(s.methods for s in sections if s.methods)])

@@ -3,11 +3,14 @@ quantity computed once, when a section first asks for it.
 
 The sections (:mod:`psyq.analysis.report.sections`) read what they need from one
 :class:`ReportContext`: the run's answers, instruments and scores; the norm comparison (which the
-fidelity section reuses); the people's answers per instrument (:class:`HumanData`, read once for
-the comparison, construct-validity, same-construct and twins sections).
+fidelity section reuses); the people's answers per instrument (:class:`HumanData`), read and
+checked before the run's answers are exported (:mod:`psyq.analysis.report.build`), for the
+comparison, construct-validity, same-construct, twins and verdict sections. Nothing is set on a
+context after it is built.
 
 Example:
-    >>> report = ReportContext.of_run(run_dir)
+    >>> from psyq.engine.store.run_dir import open_run_dir
+    >>> report = ReportContext.of_run(open_run_dir(run_dir))
     >>> sorted(report.instruments), report.staged
     (['mini'], False)
 """
@@ -28,7 +31,7 @@ from psyq.engine.files.yamlfile import load_yaml
 from psyq.engine.judging.answer_judge import read_judgements
 from psyq.engine.kinds import instruments_with
 from psyq.engine.results.export import export_table, run_instruments
-from psyq.engine.store.run_dir import open_run_dir
+from psyq.engine.store.run_dir import RunDir
 
 from psyq.analysis.scoring.human_data import HumanData
 from psyq.analysis.scoring.scores import human_scores, persona_columns, score_all_kinds
@@ -127,6 +130,10 @@ class ReportContext:
     instruments: Mapping[str, Instrument]
     judgements: pd.DataFrame                             # read_judgements
     people: Mapping[str, HumanData] = field(default_factory=dict)   # questionnaires' people's data
+    # The people's item answers and retest answers per questionnaire, read (and checked) before the
+    # run's answers are exported, so that a bad people's file stops the report first (build.py).
+    human_items: Mapping[str, pd.DataFrame] = field(default_factory=dict)
+    retests: Mapping[str, pd.DataFrame] = field(default_factory=dict)
     kind_people: Mapping[str, Mapping[str, HumanData]] = field(default_factory=dict)   # kind -> its --human files
     targets: Mapping[str, Path] = field(default_factory=dict)      # --targets: targets' own reports
     human_change: Path | None = None                     # --human-change: people's before/after scores
@@ -141,12 +148,23 @@ class ReportContext:
     invariance_fits: dict[tuple[str, str], pd.DataFrame] = field(default_factory=dict)
 
     @classmethod
-    def of_run(cls, run_path: str | Path, **options: Any) -> ReportContext:
-        """The context of the run at `run_path`; `options` are the fields after `judgements`."""
-        run = open_run_dir(run_path)
+    def of_run(cls, run: RunDir, instruments: Mapping[str, Instrument] | None = None, *,
+               people: Mapping[str, HumanData] | None = None, human_items: Mapping[str, pd.DataFrame] | None = None,
+               retests: Mapping[str, pd.DataFrame] | None = None,
+               kind_people: Mapping[str, Mapping[str, HumanData]] | None = None,
+               targets: Mapping[str, Path] | None = None, human_change: Path | None = None,
+               norm_samples: list[str] | None = None, bound: float = 0.3, correction: str = "holm",
+               estimator: str | None = None, warn: Callable[[str], None] | None = None) -> ReportContext:
+        """The context of `run` (its `instruments` when read already), its answers exported in the
+        study's order of backends; the people's data as :mod:`psyq.analysis.report.build` read them."""
         manifest = run.read_manifest()
-        return cls(Path(run.path), manifest, in_study_order(export_table(run.path), manifest), run_instruments(run),
-                   read_judgements(run.path), **options)
+        instruments = run_instruments(run) if instruments is None else instruments
+        people, kind_people, targets = people or {}, kind_people or {}, targets or {}
+        human_items, retests = human_items or {}, retests or {}
+        return cls(Path(run.path), manifest, in_study_order(export_table(run.path), manifest), instruments,
+                   read_judgements(run.path), people=people, human_items=human_items, retests=retests,
+                   kind_people=kind_people, targets=targets, human_change=human_change, norm_samples=norm_samples,
+                   bound=bound, correction=correction, estimator=estimator, warn=warn)
 
     def say(self, message: str) -> None:
         """Pass a warning the report shows to the caller's `warn` as well (e.g. stderr)."""
@@ -196,21 +214,10 @@ class ReportContext:
             raise InputError.single("--norms", str(exc).strip("'\"")) from None
 
     @cached_property
-    def human_items(self) -> dict[str, pd.DataFrame]:
-        """The people's item answers per instrument with people's data."""
-        return {i: data.answers(self.instruments[i]) for i, data in self.people.items()}
-
-    @cached_property
     def human_long(self) -> pd.DataFrame:
         """The people's subscale scores, long format, as the cohort's."""
         return pd.concat([human_scores(self.human_items[i], self.instruments[i]) for i in self.human_items],
                          ignore_index=True)
-
-    @cached_property
-    def retests(self) -> dict[str, pd.DataFrame]:
-        """The second administration's answers per instrument that has one."""
-        return {i: answers for i, data in self.people.items()
-                if (answers := data.retest_answers(self.instruments[i])) is not None}
 
     @cached_property
     def cohort_weights(self) -> dict[str, pd.Series | None]:

@@ -284,22 +284,22 @@ def reading_notes(instrument: Instrument, answers: pd.DataFrame, file: str) -> t
     """What the report says about how one human data file was read: (readings, warnings).
 
     Readings: the codebook used (``answers.attrs``, as
-    :func:`psyq.engine.results.human_answers.read_answers_csv` sets them), a declared keying and
+    :func:`psyq.analysis.scoring.human_answers.read_answers_csv` sets them), a declared keying and
     the column of survey weights (with Kish's n_eff of the file).
     Warnings (also readings, and on stderr): reverse-keyed items that look keyed the wrong way
-    (:func:`psyq.engine.results.human_answers.keying_warning`).
+    (:func:`psyq.analysis.scoring.human_answers.keying_warning`).
 
     Example
     -------
     >>> from psyq.engine.design.instrument import load_instrument
-    >>> from psyq.engine.results.human_answers import read_answers_csv
+    >>> from psyq.analysis.scoring.human_answers import read_answers_csv
     >>> iri = load_instrument("iri")
     >>> file = "instruments/data/iri_briganti2018_keyed.csv"
     >>> readings, warnings = reading_notes(iri, read_answers_csv(file, iri), file)   # doctest: +SKIP
     >>> warnings                                                                     # doctest: +SKIP
     []
     """
-    from psyq.engine.results.human_answers import keying_check, keying_warning
+    from psyq.analysis.scoring.human_answers import keying_check, keying_warning
 
     readings, warnings_ = [], []
     if answers.attrs.get("codebook"):

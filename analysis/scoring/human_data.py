@@ -4,7 +4,7 @@ instrument, built and checked once where the command line (``psyq report --human
 
 A record holds the file of people's answers, whether it is stored already keyed (reverse items
 reversed), its codebook (default: ``<csv name>.codebook.yaml`` beside it, as
-:func:`psyq.engine.results.human_answers.read_answers_csv` finds it) and a second administration of
+:func:`psyq.analysis.scoring.human_answers.read_answers_csv` finds it) and a second administration of
 the same people (retest) with its own keying. Survey weights and the groups the people fall in come
 from the file through its codebook. People's before and after scores of a staged design
 (``psyq report --human-change``) are read by :func:`read_human_change_csv`.
@@ -33,7 +33,7 @@ from psyq.engine.design.instrument import Instrument
 from psyq.engine.files.csvfile import read_csv_table
 from psyq.engine.files.errors import InputError, Problem
 from psyq.engine.files.shipped import locate
-from psyq.engine.results.human_answers import read_answers_csv
+from psyq.analysis.scoring.human_answers import read_answers_csv
 
 KEYED_SUFFIX = ":keyed"
 """Written after a file (``iri=people.csv:keyed``): its reverse-keyed items are stored reversed already."""

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from psyq.engine.results.human_answers import read_answers_csv
+from psyq.analysis.scoring.human_answers import read_answers_csv
 from psyq.engine.design.instrument import Instrument
 from psyq.engine.kinds import all_kinds, get_kind
 
@@ -97,7 +97,7 @@ def human_scores(answers: pd.DataFrame, instrument: Instrument) -> pd.DataFrame:
     """Human respondents' subscale scores in the long format of :func:`score_answers`.
 
     `answers` holds raw answers indexed by respondent id, one column per item id; every other
-    column is an attribute (as :func:`psyq.engine.results.human_answers.read_answers_csv` returns them).
+    column is an attribute (as :func:`psyq.analysis.scoring.human_answers.read_answers_csv` returns them).
     ``backend_id`` is ``"human"``, ``model`` is empty and ``repeat`` is 0 (runs count repeats
     from 0), so the result goes through :func:`psyq.analysis.statistics.norms.compare_with_norms` (group matching included) like a cohort.
 
@@ -130,7 +130,7 @@ def score_humans(csv: str | Path, instrument: Instrument, keyed: bool | None = N
 
     `keyed=True` declares that the file's reverse-keyed items are already reversed, `codebook`
     names a codebook of the file (else one beside it is used; see
-    :func:`psyq.engine.results.human_answers.read_answers_csv`). Bad cells raise
+    :func:`psyq.analysis.scoring.human_answers.read_answers_csv`). Bad cells raise
     :class:`psyq.engine.files.errors.InputError` with file, line and column.
 
     Example:

@@ -18,7 +18,7 @@ everyone; see each function for which statistic survives which case.
 
 Example:
     >>> from psyq import load_instrument                                     # doctest: +SKIP
-    >>> from psyq.engine.results.human_answers import read_answers_csv                         # doctest: +SKIP
+    >>> from psyq.analysis.scoring.human_answers import read_answers_csv                         # doctest: +SKIP
     >>> iri = load_instrument("iri")                          # doctest: +SKIP
     >>> humans = read_answers_csv("humans.csv", iri)                           # doctest: +SKIP
     >>> compare_with_humans({"iri": cohort_answers}, {"iri": humans}, {"iri": iri})  # doctest: +SKIP
@@ -376,7 +376,7 @@ def compare_with_humans(cohort_items: Mapping[str, pd.DataFrame], human_items: M
     ----------
     cohort_items, human_items : Mapping[str, pandas.DataFrame]
         Raw (unkeyed) answers per instrument id, one row per respondent, one column per item id
-        (e.g. from :func:`psyq.engine.results.human_answers.read_answers_csv`; other columns are ignored).
+        (e.g. from :func:`psyq.analysis.scoring.human_answers.read_answers_csv`; other columns are ignored).
     instruments : Mapping[str, Instrument]
         Instruments by id.
     cohort_weights : pandas.Series, optional
@@ -385,7 +385,7 @@ def compare_with_humans(cohort_items: Mapping[str, pd.DataFrame], human_items: M
         baseline) are left out of the weighted comparison, and the note says how many.
 
     Human answers with a ``survey_weight`` column (:data:`psyq.engine.files.codebook.WEIGHT_COLUMN`,
-    as :func:`~psyq.engine.results.human_answers.read_answers_csv` keeps a codebook's ``weight:``)
+    as :func:`~psyq.analysis.scoring.human_answers.read_answers_csv` keeps a codebook's ``weight:``)
     weight the human side. The subscale scores are compared weighted as :func:`compare_samples`
     says; α and φ stay unweighted (properties of the sample as answered; no simple weighted form).
 

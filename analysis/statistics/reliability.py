@@ -417,7 +417,7 @@ def reliability_table(answers_wide_by_instrument: Mapping[str, pd.DataFrame],
     ----------
     answers_wide_by_instrument : Mapping[str, pandas.DataFrame]
         Raw (unkeyed) answers per instrument id: one row per respondent, one column per item id
-        (as from :func:`psyq.engine.results.human_answers.read_answers_csv`; other columns are ignored).
+        (as from :func:`psyq.analysis.scoring.human_answers.read_answers_csv`; other columns are ignored).
     instruments : Mapping[str, Instrument]
         Instruments by id; every key of `answers_wide_by_instrument` must be present.
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from psyq.engine.cli.common import EXIT_OK, prorated_summary
 from psyq.engine.files.errors import InputError
-from psyq.engine.results.human_answers import read_answers_csv
+from psyq.analysis.scoring.human_answers import read_answers_csv
 from psyq.engine.design.instrument import instrument_json_schema, load_instrument
 from psyq.engine.files.shipped import locate
 from psyq.engine.files.yamlfile import load_yaml
@@ -133,7 +133,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     from psyq.analysis.scoring.score_table import wide_scores, write_scores
     from psyq.analysis.scoring.scores import human_scores
 
-    from psyq.engine.results.human_answers import keying_check, keying_warning
+    from psyq.analysis.scoring.human_answers import keying_check, keying_warning
 
     instrument = load_instrument(args.instrument)
     answers = read_answers_csv(args.responses, instrument, keyed=True if args.keyed else None,

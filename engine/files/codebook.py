@@ -278,7 +278,7 @@ def read_table_through_codebook(csv_path: str | Path, codebook: str | Path | Non
     cohort drawn from the file, ``from_data:`` in docs/cohorts.md): the codebook's
     ``columns.respondent_id`` becomes ``respondent_id``, its ``columns.attributes`` take their
     attribute names, and the ``values:`` of each attribute are relabelled (codes the map leaves out
-    are kept, with a notice, as :func:`~psyq.engine.results.human_answers.read_answers_csv` does).
+    are kept, with a notice, as :func:`~psyq.analysis.scoring.human_answers.read_answers_csv` does).
     Item columns keep their names (no instrument says which they are) and ``instrument:`` and
     ``keyed:`` are not used.
 
