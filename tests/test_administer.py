@@ -93,6 +93,24 @@ def test_rerun_sends_nothing_again(tmp_path):
     assert second.already_finished == 8
 
 
+def test_already_finished_counts_only_the_plans_trials(tmp_path):
+    """A finished trial in the store whose id is not one the study plans (here inserted by hand, a copy of
+    a stored row under another id) is not one of the plan's trials done: the rerun counts the 8 of the
+    plan, not the 9 finished rows of the store, and sends nothing."""
+    with StubServer() as stub:
+        study = write_study(tmp_path, stub.url)
+        first = run(study, tmp_path / "runs")
+        with sqlite3.connect(first.run_dir.database) as db:
+            columns = [r[1] for r in db.execute("PRAGMA table_info(trials)")]
+            db.execute(f"INSERT INTO trials ({', '.join(columns)}) SELECT 'not-in-the-plan', "
+                       f"{', '.join(columns[1:])} FROM trials LIMIT 1")
+            assert db.execute("SELECT COUNT(*) FROM trials WHERE status IN ('answered', 'missing')").fetchone()[0] == 9
+        second = run(study, tmp_path / "runs")
+        assert len(chat_requests(stub)) == 8
+    assert second.run_dir == first.run_dir
+    assert second.planned == 8 and second.already_finished == 8
+
+
 def test_rerun_sends_no_trial_stored_as_missing_again(tmp_path):
     # A refusal (not re-asked) and a reply that holds no rating on the scale (re-asked once, then
     # given up) are missing answers, not failures: the trial is finished and a rerun must not

@@ -454,3 +454,151 @@ def test_a_partial_step_that_holds_only_by_rmsea_and_srmr_is_called_doubtful():
     assert partial.endswith("latent means compare on the same scale with care")
     fit.loc[3, ["delta_cfi"]] = -0.004
     assert "the other intercepts are equal in the groups" in invariance_verdicts(fit)[3]
+
+
+# --- issue 41: fit measures, the release rules and the latent d, each against an independent check ------------
+
+def test_cfi_of_a_model_that_fits_worse_than_its_baseline_is_zero():
+    """CFI = 1 − max(χ² − df, 0) / max(χ² − df, χ²_B − df_B, 0) (Bentler, 1990; lavaan's fitMeasures, lav_fit_cfi):
+    the model's own excess is in the denominator too, so a model whose excess (190) exceeds its baseline's (30)
+    gets CFI 0, never a negative number. The formula is written out here, not read from psyq."""
+    from psyq.analysis.statistics.invariance.fit_measures import cfi_tli
+
+    def bentler(chi2, df, base_chi2, base_df):
+        denominator = max(chi2 - df, base_chi2 - base_df, 0.0)
+        return 1.0 if denominator == 0 else 1.0 - max(chi2 - df, 0.0) / denominator
+
+    assert cfi_tli(200, 10, 50, 20)[0] == 0.0 == bentler(200, 10, 50, 20)
+    for case in [(200, 10, 50, 20), (60, 20, 500, 30), (15, 20, 500, 30), (45, 20, 40, 10), (5, 10, 8, 10)]:
+        assert cfi_tli(*case)[0] == pytest.approx(bentler(*case), abs=1e-15), case
+        assert 0.0 <= cfi_tli(*case)[0] <= 1.0
+
+
+def test_rmsea_interval_is_the_90_percent_noncentral_chi2_interval():
+    """Browne & Cudeck (1993), as lavaan's rmsea.ci.lower/upper: λ_L and λ_U solve F_ncx2(χ²; df, λ) = .95 and
+    .05, the bounds sqrt(λ/(N·df))·sqrt(G). Solved here with scipy's ncx2 and brentq on a grid of its own; a
+    95 % interval (.975/.025) is wider by about .002 at these sizes."""
+    from psyq.analysis.statistics.invariance.fit_measures import rmsea_interval
+
+    def independent(chi2, df, n, groups, quantile):
+        ncp = optimize.brentq(lambda lam: stats.ncx2.cdf(chi2, df, lam) - quantile, 1e-9, 10 * chi2)
+        return np.sqrt(ncp / (n * df)) * np.sqrt(groups)
+
+    for chi2, df, n, groups in [(115.85, 48, 301, 2), (164.10, 60, 301, 2), (412.3, 104, 1973, 2), (95.0, 24, 800, 3)]:
+        low, high = rmsea_interval(chi2, df, n, groups)
+        assert low == pytest.approx(independent(chi2, df, n, groups, 0.95), abs=1e-7)
+        assert high == pytest.approx(independent(chi2, df, n, groups, 0.05), abs=1e-7)
+        assert independent(chi2, df, n, groups, 0.975) < low - 5e-4
+        assert high < independent(chi2, df, n, groups, 0.025) - 5e-4
+
+
+def test_a_release_keeps_the_equality_of_at_least_half_of_a_factors_items_rounded_up():
+    """Factor A has 3 items, two of whose intercepts are shifted (+.8, −.8) in the second group. At least
+    ⌈3/2⌉ = 2 of A's items must keep equal intercepts (the package docstring; math.ceil here), so one
+    release is allowed and the second is refused: the step is not invariant rather than partial with
+    two of three intercepts free (⌊3/2⌋ = 1 would allow it)."""
+    import math
+
+    factors = {"A": ["a1", "a2", "a3"], "B": ["b1", "b2", "b3", "b4"]}
+    loadings = np.array([[1, .8, .9, 0, 0, 0, 0], [0, 0, 0, 1, .6, .8, .9]])
+    intercepts = np.array([3, 2.5, 3.2, 4, 3.6, 3.9, 3.1])
+    rng = np.random.default_rng(21)
+
+    def sample(n, group, shift=0.0):
+        eta = rng.multivariate_normal([0, 0], [[1, .3], [.3, 1]], n)
+        x = intercepts + shift + eta @ loadings + rng.normal(0, .6, (n, 7))
+        return pd.DataFrame(x, columns=[i for items in factors.values() for i in items]).assign(group=group)
+
+    data = pd.concat([sample(400, "cohort"), sample(400, "human", np.array([0, .8, -.8, 0, 0, 0, 0]))])
+    fit = measurement_invariance(data, factors, "group")
+    keep = math.ceil(len(factors["A"]) / 2)
+    for released in fit["released"]:
+        freed_in_a = [p for p in released.split(", ") if p.removesuffix("~1") in factors["A"]]
+        assert len(factors["A"]) - len(freed_in_a) >= keep, released
+    last = fit.iloc[-1]
+    assert last["step"] == "partial scalar" and len(last["released"].split(", ")) == 1
+    assert "would leave fewer than half of factor A's items with equal intercepts" in last["note"]
+    assert fit.attrs["latent_means"].empty
+
+
+def test_a_score_test_significant_at_05_but_not_at_01_is_released_at_the_default_alpha():
+    """The documented release level is .05 (the package docstring). 100 respondents a group, a2's intercept
+    shifted by .5: the scalar step fails Chen's rule and a2~1 has the largest score statistic, χ²(1) ≈ 4.9,
+    p between .01 and .05 (p recomputed here from χ²(1) with scipy). It is released at the default level,
+    and with it free the step holds."""
+    factors = {"A": ["a1", "a2", "a3", "a4"], "B": ["b1", "b2", "b3", "b4"]}
+    loadings = np.array([[1, .8, .9, .7, 0, 0, 0, 0], [0, 0, 0, 0, 1, .6, .8, .9]]) * 0.8
+    rng = np.random.default_rng(3)
+
+    def sample(n, group, shift=0.0):
+        eta = rng.multivariate_normal([0, 0], [[1, .3], [.3, 1]], n)
+        x = SIM_INTERCEPTS + shift + eta @ loadings + rng.normal(0, 1, (n, 8))
+        return pd.DataFrame(x, columns=[i for items in factors.values() for i in items]).assign(group=group)
+
+    data = pd.concat([sample(100, "cohort"), sample(100, "human", np.array([0, .5, 0, 0, 0, 0, 0, 0]))])
+    fit = measurement_invariance(data, factors, "group")
+    assert list(fit["step"]) == ["configural", "metric", "scalar", "partial scalar"]
+    assert fit.loc[3, "released"] == "a2~1" and "partial invariance holds" in fit.loc[3, "note"]
+    released = fit.attrs["score_tests"].query("released").iloc[0]
+    p = stats.chi2.sf(released["x2"], 1)
+    assert released["p"] == pytest.approx(p, rel=1e-12)
+    assert 0.01 < p < 0.05
+
+
+@pytest.mark.parametrize("estimator", ["ML", "MLR"])
+def test_the_se_of_the_latent_d_is_the_numerical_delta_method_on_the_same_fit(estimator):
+    """d = κ₂ / sqrt(w₁φ₁ + w₂φ₂) (N-weighted pooled latent variance). Its SE is checked against the delta
+    method with a central-difference gradient of that formula, computed here on the fit's own estimates
+    and covariance: sqrt(g'Vg). A latent mean of 1 and a variance of 2 in the second group make the
+    variances' term matter; skewed factors under MLR give the mean and the variances a sizeable
+    covariance, so a wrong sign of the variances' term changes the SE by a third (ML: by 4 %)."""
+    import dataclasses
+
+    from psyq.analysis.statistics.invariance.sequence import CONTINUOUS_STEPS, _Step, latent_means
+
+    rng = np.random.default_rng(3)
+    loadings = np.array([[1.0, 0.8, 0.9, 0.7]])
+
+    def values(n, mean, variance):
+        eta = (mean + np.sqrt(variance) * (rng.exponential(1, (n, 1)) - 1) if estimator == "MLR"
+               else rng.normal(mean, np.sqrt(variance), (n, 1)))
+        return eta @ loadings + rng.normal(0, .6, (n, 4)) + np.array([3, 2.5, 3.2, 2.8])
+
+    samples = [continuous.Sample("a", values(200, 0.0, 1.0)), continuous.Sample("b", values(300, 1.0, 2.0))]
+    structure = continuous.Structure(np.zeros(4, dtype=int), np.arange(4) == 0)
+    model = continuous.ContinuousModel(samples, structure, ["i1", "i2", "i3", "i4"], ["F"], estimator)
+    equal = CONTINUOUS_STEPS["scalar"]
+    result = model.fit(Layout.build(model.free(equal), equal, (), model.pinned(equal)))
+    row = latent_means(model, _Step("scalar", equal, (), result)).iloc[0]
+
+    place = result.layout.reduced("factor_means")[1, 0]
+    weights = np.array([200, 300]) / 500
+
+    def d_of(theta):
+        moved = dataclasses.replace(result, theta=theta)
+        return theta[place] / np.sqrt(sum(w * model.factor_variance(moved, g, 0) for g, w in enumerate(weights)))
+
+    step = 1e-6
+    gradient = np.array([(d_of(result.theta + step * e) - d_of(result.theta - step * e)) / (2 * step)
+                         for e in np.eye(len(result.theta))])
+    assert row["d"] == pytest.approx(d_of(result.theta), rel=1e-12) and row["d"] > 0.5
+    se = np.sqrt(gradient @ model.vcov(result) @ gradient)
+    z = 1.959963984540054
+    assert (row["d_ci_high"] - row["d"]) / z == pytest.approx(se, rel=1e-6)
+    assert (row["d"] - row["d_ci_low"]) / z == pytest.approx(se, rel=1e-6)
+
+
+def test_thresholds_srmr_cut_off_is_010():
+    """The package docstring (Chen, 2007, as applied to the ordinal sequence): SRMR rising by .010 or more
+    signals non-invariance for thresholds, as for intercepts (.030 is for loadings only). With ΔCFI beyond
+    −.010 and ΔRMSEA flat, a ΔSRMR of .010 makes the thresholds not equal; with ΔCFI within −.010, a ΔSRMR
+    of .015 alone keeps the step from holding in level_reached."""
+    assert invariance_verdicts(verdict_frame(-0.012, 0.0, 0.010, "thresholds"))[1].startswith(
+        "thresholds: the thresholds are not equal in the groups (")
+    assert invariance_verdicts(verdict_frame(-0.012, 0.0, 0.0099, "thresholds"))[1].startswith(
+        "thresholds: equality of the thresholds is doubtful")
+    fit = pd.DataFrame({"step": ["configural", "thresholds", "metric", "scalar"], "estimable": True,
+                        "cfi": [.990, .985, .985, .985], "rmsea": [.030, .030, .030, .030],
+                        "srmr": [.030, .045, .045, .045]})
+    assert invariance.level_reached(fit) == "configural"
+    assert invariance.level_reached(fit.assign(srmr=[.030, .039, .039, .039])) == "scalar"

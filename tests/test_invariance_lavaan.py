@@ -133,6 +133,36 @@ def test_mlr_latent_mean_and_robust_se_equal_lavaan():
     assert means["se"] == pytest.approx(theirs["se"], abs=1e-4)
 
 
+
+@pytest.mark.parametrize("subscale", list(SUBSCALES))
+def test_robust_rmsea_interval_equals_lavaan(subscale):
+    """lavaan's rmsea.ci.lower.robust / rmsea.ci.upper.robust of every MLR step (its 90 % interval): from
+    the stored ML χ², df and scaling factor c, fit_measures.rmsea_interval(χ²/c, df, N, G, c) at its default
+    level. A 95 % interval differs from lavaan's by about .002."""
+    from psyq.analysis.statistics.invariance.fit_measures import rmsea_interval
+
+    n = LAVAAN["data"]["n"]
+    assert n == len(PEOPLE)
+    for step in LAVAAN["mlr"][subscale]["steps"]:
+        theirs = step["fit"]
+        c = theirs["chisq.scaling.factor"]
+        low, high = rmsea_interval(theirs["chisq"] / c, int(theirs["df"]), n, 2, c)
+        assert low == pytest.approx(theirs["rmsea.ci.lower.robust"], abs=1e-6), step["step"]
+        assert high == pytest.approx(theirs["rmsea.ci.upper.robust"], abs=1e-6), step["step"]
+
+
+def test_mlr_latent_mean_z_p_and_ci_equal_lavaan():
+    """The men's PT latent mean relative to the women's under full scalar invariance (MLR): lavaan's
+    parameterEstimates z, two-sided p (.0114; one-sided would be .0057) and 95 % CI."""
+    means = _fit("PT", "MLR", partial=False).attrs["latent_means"].iloc[0]
+    theirs = LAVAAN["mlr"]["PT"]["scalar_latent_mean_group2"]
+    assert means["estimate"] == pytest.approx(theirs["est"], abs=1e-4)
+    assert means["se"] == pytest.approx(theirs["se"], abs=1e-4)
+    assert means["z"] == pytest.approx(theirs["z"], abs=1e-2)
+    assert means["p"] == pytest.approx(theirs["pvalue"], rel=1e-2)
+    assert (means["ci_low"], means["ci_high"]) == pytest.approx((theirs["ci.lower"], theirs["ci.upper"]), abs=1e-4)
+
+
 @pytest.mark.slow
 def test_stored_lavaan_output_is_what_lavaan_prints(tmp_path):
     if shutil.which("Rscript") is None:

@@ -258,6 +258,61 @@ def test_polychoric_frame_in_frame_out():
         polychoric(pd.DataFrame({"a": pd.Categorical(["x", "y", "x"]), "b": [1, 2, 1]}))
 
 
+
+@pytest.mark.parametrize(("table", "adjusted"), [
+    ([[5, 3], [4, 0]], [[5.5, 2.5], [3.5, 0.5]]),    # the empty cell on the diagonal
+    ([[5, 0], [4, 3]], [[4.5, 0.5], [4.5, 2.5]]),    # and off it
+])
+def test_a_two_by_two_table_with_an_empty_cell_gets_lavaans_zero_cell_rule(table, adjusted):
+    """A 2 × 2 table (x down, y across) with one empty cell, on the diagonal or off it. The documented rule
+    (lavaan's zero.add = 0.5 with zero.keep.margins): 0.5 added to the empty cell and the diagonally opposite
+    one, 0.5 taken from the other two (the adjusted tables written out by hand); the thresholds from the
+    unchanged margins. The tetrachoric ρ is computed here independently: Φ₂ by quadrature of
+    φ(u)·Φ((k − ρu)/√(1 − ρ²)) with scipy, the likelihood Σ f·log π maximised by scipy's bounded minimiser."""
+    from scipy import integrate, optimize, stats
+
+    table, adjusted = np.array(table), np.array(adjusted)
+    x = np.repeat([0, 0, 1, 1], table.ravel())
+    y = np.repeat([0, 1, 0, 1], table.ravel())
+    result = polychoric(pd.DataFrame({"x": x, "y": y}))
+    rho = result.loc["x", "y"]
+    assert np.isfinite(rho) and result.loc["y", "x"] == rho
+
+    assert (adjusted.sum(axis=0) == table.sum(axis=0)).all() and (adjusted.sum(axis=1) == table.sum(axis=1)).all()
+    tau_x, tau_y = stats.norm.ppf(table[0].sum() / 12), stats.norm.ppf(table[:, 0].sum() / 12)
+
+    def phi2(h, k, r):
+        integrand = lambda u: stats.norm.pdf(u) * stats.norm.cdf((k - r * u) / np.sqrt(1 - r * r))  # noqa: E731
+        return integrate.quad(integrand, -np.inf, h, epsabs=1e-14, epsrel=1e-12)[0]
+
+    def minus_loglik(r):
+        p00, px, py = phi2(tau_x, tau_y, r), stats.norm.cdf(tau_x), stats.norm.cdf(tau_y)
+        return -(adjusted * np.log([[p00, px - p00], [py - p00, 1 - px - py + p00]])).sum()
+
+    independent = optimize.minimize_scalar(minus_loglik, bounds=(-0.999, 0.999), method="bounded",
+                                           options={"xatol": 1e-10}).x
+    assert rho == pytest.approx(independent, abs=1e-6)
+    assert np.sign(rho) == (-1 if table[1, 1] == 0 else 1)   # an empty (1, 1) cell: never high together
+    thresholds = result.attrs["thresholds"].set_index("item")["value"]
+    assert thresholds.to_dict() == pytest.approx({"x": tau_x, "y": tau_y}, abs=1e-12)
+
+
+def test_an_ordered_categorical_with_an_unused_category_equals_its_integer_codes():
+    """The docstring: an item's categories are its distinct answers (an ordered categorical's in its
+    order). A category nobody chose ("rarely") is therefore no category of the item: the result is that of
+    the integer codes of the answers given (0, 2, 3, 4), and nothing is raised."""
+    names = ["never", "rarely", "sometimes", "often", "always"]
+    codes = DATA["davi1"].replace({1: 0})   # nobody answers 1 ("rarely") any more
+    assert 1 not in set(codes)
+    labels = pd.Categorical.from_codes(codes, names, ordered=True)
+    assert "rarely" in labels.categories
+    as_labels = polychoric(pd.DataFrame({"a": labels, "b": DATA["davi5"]}))
+    as_codes = polychoric(pd.DataFrame({"a": codes, "b": DATA["davi5"]}))
+    assert np.allclose(as_labels.to_numpy(), as_codes.to_numpy(), atol=1e-15)
+    assert as_labels.attrs["thresholds"].equals(as_codes.attrs["thresholds"])
+    assert (as_labels.attrs["thresholds"]["item"] == "a").sum() == 3   # four categories answered
+
+
 def test_28_items_of_5000_respondents_take_well_under_a_second():
     rng = np.random.default_rng(3)
     latent = rng.normal(size=(5000, 1)) @ rng.uniform(0.4, 0.8, (1, 28)) + 0.7 * rng.normal(size=(5000, 28))

@@ -219,3 +219,42 @@ def test_a_csv_copy_of_the_filled_in_sheet_still_imports(tmp_path):
     assert main(["import", "ratings", str(copy), "--run", str(run_dir), "--rubric", "empathy_ceb"]) == 0
     with RunStore(run_dir / "run.sqlite") as store:
         assert len(read_ratings(store, "empathy_ceb")) == len(texts) * len(DIMENSIONS)
+
+
+def test_vertical_tab_and_form_feed_are_written_escaped_and_read_back_exactly(tmp_path, capsys):
+    """XML 1.0 allows no U+000B (vertical tab) or U+000C (form feed) in text (its Char production admits
+    only tab, LF and CR below U+0020); openpyxl refuses such a cell. Written in the workbook's escape
+    (_x000B_, _x000C_), they read back exactly, through openpyxl and through psyq's import."""
+    run_dir = hostile_run(tmp_path)
+    texts = ["a vertical\x0btab", "a form\x0cfeed", "both\x0b\x0c at once"]
+    targets = [RatingTarget.reference(f"ctl_{k}", item_id="m01_stress", instrument="help_messages_psyq", text=text)
+               for k, text in enumerate(texts)]
+    with RunStore(run_dir / "run.sqlite") as store:
+        put_targets(store, targets)
+    sheet = tmp_path / "sheet.xlsx"
+    stored = write_sheet(run_dir, sheet)
+    assert "Traceback" not in capsys.readouterr().err
+    cells = {row[1].value: row[3].value for row in openpyxl.load_workbook(sheet)["ratings"].iter_rows(min_row=2)}
+    for target, text in zip(targets, texts):
+        assert cells[target.response_id] == text.replace("\x0b", "_x000B_").replace("\x0c", "_x000C_")
+        assert sheet_text(cells[target.response_id]) == text
+    assert _replies(sheet) == stored
+
+
+def test_a_reply_that_escaping_makes_longer_than_a_cell_exits_2_with_its_id(tmp_path, capsys):
+    """32,000 characters fit a cell (32,767, Excel's limit), but not once each of the reply's 320 bell
+    characters is written _x0007_ (7 characters for 1): 33,920. The check is on the text as written, so
+    psyq refuses with its reason and the reply's id (exit 2, no traceback, no sheet)."""
+    run_dir = hostile_run(tmp_path)
+    reply = ("x" * 99 + "\x07") * 320
+    assert len(reply) == 32_000 < 32_767 < len(reply.replace("\x07", "_x0007_")) == 33_920
+    target = RatingTarget.reference("long", item_id="m01_stress", instrument="help_messages_psyq", text=reply)
+    with RunStore(run_dir / "run.sqlite") as store:
+        put_targets(store, [target])
+    sheet = tmp_path / "sheet.xlsx"
+    capsys.readouterr()
+    assert main(["rating-sheet", str(run_dir), str(sheet), "--rubric", "empathy_ceb"]) == 2
+    err = capsys.readouterr().err
+    assert f"{sheet}: 1 repl(ies) longer than a spreadsheet cell holds (32,767 characters" in err
+    assert target.response_id in err and "Traceback" not in err
+    assert not sheet.exists()

@@ -9,6 +9,7 @@ import subprocess
 import warnings
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -189,6 +190,23 @@ def test_init_refuses_to_overwrite_and_changes_nothing(tmp_path, capsys):
     assert "this is a file, not a folder" in capsys.readouterr().err
 
 
+
+def test_init_writes_nothing_through_a_dangling_symlink_named_like_one_of_its_files(tmp_path, capsys):
+    """mine/README.md is a symlink to a file that does not exist yet, outside the folder. Path.exists()
+    follows the link and says False, but writing README.md would create the file at the far end: init
+    refuses, names the link, and nothing is created on either side of it."""
+    folder, outside = tmp_path / "mine", tmp_path / "outside"
+    folder.mkdir()
+    outside.mkdir()
+    (folder / "README.md").symlink_to(outside / "planted.md")
+    assert not (folder / "README.md").exists()   # dangling
+    assert main(["init", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert f"{folder / 'README.md'}: exists already; psyq init changed nothing" in err and "Traceback" not in err
+    assert list(outside.iterdir()) == []
+    assert sorted(p.name for p in folder.iterdir()) == ["README.md"] and (folder / "README.md").is_symlink()
+
+
 def test_report_takes_the_shipped_human_data_by_name_and_lists_names_for_an_unknown_one(tmp_path, monkeypatch):
     from psyq.analysis.scoring.human_data import input_file
 
@@ -201,6 +219,32 @@ def test_report_takes_the_shipped_human_data_by_name_and_lists_names_for_an_unkn
                                  "its human-data: iri_briganti2018_keyed (psyq list human-data)")
     with pytest.raises(InputError):   # --targets are the user's own targets' reports: never a shipped name
         input_file("iri_briganti2018_keyed", "--targets")
+
+
+
+def test_a_retest_file_is_keyed_by_its_own_flag_not_by_the_human_files(tmp_path):
+    """`--human iri=FILE:keyed --retest iri=FILE`: the retest's answers are read as stored (raw), the
+    people's as keyed; and the other way round. tests/data/mini_1to7.yaml reverses items a and c on 1–7,
+    so a keyed file's answer x is the raw answer 8 − x (written out here, not taken from psyq)."""
+    from psyq.analysis.scoring.human_data import human_data
+    from psyq.engine.design.instrument import load_instrument
+
+    mini = load_instrument(REPO / "tests" / "data" / "mini_1to7.yaml")
+    stored = pd.DataFrame({"respondent_id": ["h1", "h2"], "a": [2, 7], "b": [3, 5], "c": [1, 6], "d": [4, 4]})
+    stored.to_csv(tmp_path / "first.csv", index=False)
+    stored.to_csv(tmp_path / "second.csv", index=False)
+    as_written = stored.set_index("respondent_id").astype(float)
+    unkeyed = as_written.assign(a=8 - as_written["a"], c=8 - as_written["c"])
+
+    people = human_data({"mini": f"{tmp_path / 'first.csv'}:keyed"}, retests={"mini": tmp_path / "second.csv"})["mini"]
+    assert (people.keyed, people.retest_keyed) == (True, False)
+    assert people.answers(mini)[["a", "b", "c", "d"]].equals(unkeyed)
+    assert people.retest_answers(mini)[["a", "b", "c", "d"]].equals(as_written)
+
+    people = human_data({"mini": tmp_path / "first.csv"}, retests={"mini": f"{tmp_path / 'second.csv'}:keyed"})["mini"]
+    assert (people.keyed, people.retest_keyed) == (False, True)
+    assert people.answers(mini)[["a", "b", "c", "d"]].equals(as_written)
+    assert people.retest_answers(mini)[["a", "b", "c", "d"]].equals(unkeyed)
 
 
 def test_a_folder_named_like_a_shipped_study_does_not_hide_it(tmp_path, monkeypatch):

@@ -160,6 +160,47 @@ def test_no_path_outside_the_runs_folder_can_be_read(viewer, runs, tmp_path):
         (runs / rel / "report.html").unlink()
 
 
+
+def test_a_run_folder_linked_from_inside_to_outside_the_runs_folder_is_refused(viewer, runs, tmp_path):
+    """runs/study/escape is a symlink to a run folder outside the runs folder. The link's own path lies
+    inside, so only the resolved path (the link followed) shows that it leads out: the viewer neither
+    lists nor serves it (the copy outside is a real run, so a viewer that checked the unresolved path would)."""
+    rel = _rel(runs)
+    outside = tmp_path / "elsewhere"
+    shutil.copytree(runs / rel, outside / "hidden_run")
+    study = runs / "study"
+    study.mkdir()
+    (study / "escape").symlink_to(outside / "hidden_run", target_is_directory=True)
+    try:
+        assert (runs / "study" / "escape" / "manifest.json").is_file()   # the link works: a run behind it
+        for path in ("/run/study/escape/", "/run/study/escape/trials", "/run/study/escape/progress.json",
+                     "/run/study/escape/methods"):
+            assert raw_get(viewer.url, path)[0] == 404, path
+        assert "study/escape" not in raw_get(viewer.url, "/")[2]
+        assert raw_get(viewer.url, f"/run/{rel}/")[0] == 200   # the real run is still served
+    finally:
+        (study / "escape").unlink()
+        study.rmdir()
+
+
+def test_the_served_report_may_run_no_script(viewer, runs):
+    """A report is self-contained and runs no script (app.py's REPORT_CSP): the page's Content-Security-Policy
+    allows no inline script, neither by a script-src nor by the default-src it falls back to."""
+    rel = _rel(runs)
+    report = runs / rel / "report.html"
+    report.write_text("<!doctype html><title>r</title><style>p{color:red}</style><p>report</p>", encoding="utf-8")
+    try:
+        status, headers, body = raw_get(viewer.url, f"/run/{rel}/report.html")
+        assert status == 200 and "<p>report</p>" in body
+        directives = (x.split() for x in headers["content-security-policy"].split(";"))
+        policy = {d[0]: d[1:] for d in directives if d}
+        script_sources = policy.get("script-src", policy.get("default-src", []))
+        assert "'unsafe-inline'" not in script_sources and "'unsafe-eval'" not in script_sources
+        assert policy["default-src"] == ["'none'"] and policy.get("script-src") in (None, ["'none'"])
+    finally:
+        report.unlink()
+
+
 def test_only_get_and_the_hosts_it_serves(viewer, runs):
     rel = _rel(runs)
     assert raw_get(viewer.url, "/", method="HEAD")[0] == 200
