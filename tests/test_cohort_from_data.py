@@ -490,14 +490,6 @@ def test_a_codebook_naming_a_column_the_file_lacks_is_an_error_at_the_codebooks_
     assert [(p.id, p.attributes["gender"]) for p in twins.personas] == [("a1", "female"), ("a2", "male")]
 
 
-def test_the_modules_examples_run():
-    import doctest
-
-    from psyq.engine.design import cohort_data
-    result = doctest.testmod(cohort_data)
-    assert result.attempted > 0 and result.failed == 0
-
-
 def test_a_command_that_reads_the_data_file_several_times_says_its_notice_once():
     """`psyq validate` of a study and its cohort loads the cohort twice; the codebook notice of its
     data file is one line, not one per reading."""

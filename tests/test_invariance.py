@@ -4,7 +4,6 @@ non-invariant groups, and the cases that must give no number."""
 
 from __future__ import annotations
 
-import doctest
 from pathlib import Path
 
 import numpy as np
@@ -396,12 +395,6 @@ def test_holzinger_swineford_verdicts():
     assert verdicts[3].endswith("latent means compare on the same scale with care")
     unreleased = invariance_verdicts(measurement_invariance(holzinger_swineford(), HS_FACTORS, "school", partial=False))
     assert unreleased[2].endswith("compare means with care")
-
-
-def test_docstring_example_runs():
-    """tests/test_doctests.py lists its modules by name; this module's example runs here."""
-    result = doctest.testmod(invariance, optionflags=doctest.NORMALIZE_WHITESPACE)
-    assert result.attempted > 0 and result.failed == 0
 
 
 def test_a_release_needs_a_significant_score_test(monkeypatch):

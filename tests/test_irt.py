@@ -4,7 +4,6 @@ information and the DIF tests, and the cases that are not estimable."""
 
 from __future__ import annotations
 
-import doctest
 
 import numpy as np
 import pandas as pd
@@ -420,11 +419,6 @@ def test_information_curves_plot_one_panel_per_subscale_one_line_per_group(recov
     np.testing.assert_allclose(line.get_ydata(), curves.query("item == 'test'")["information"].iloc[:25])
     empty = plots.information_curves(curves.iloc[0:0], "information")
     assert "no information curve" in " ".join(t.get_text() for t in empty.findobj(lambda a: hasattr(a, "get_text")))
-
-
-def test_docstring_examples_run():
-    result = doctest.testmod(irt, optionflags=doctest.NORMALIZE_WHITESPACE)
-    assert result.attempted > 0 and result.failed == 0
 
 
 def test_information_of_a_negatively_discriminating_item_mirrors_the_positive_one():

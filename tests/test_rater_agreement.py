@@ -180,12 +180,3 @@ def test_judge_against_human_not_estimable_cases():
     assert flat["bias"] == pytest.approx(2 - np.mean([1, 2, 3, 3]))     # the judge always says 2
     assert math.isnan(flat["pearson_r"]) and "r not estimable: the judge gave every target the same level" in flat["note"]
     assert judge_vs_human(tidy([[1], [2], [3]], ["judge"])).empty    # no people: no rows
-
-
-@pytest.mark.parametrize("name", ["psyq.analysis.statistics.rater_agreement", "psyq.analysis.statistics.response_comparison",
-                                  "psyq.analysis.report.sections.response"])
-def test_docstring_examples_run(name):
-    import doctest
-    import importlib
-    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.NORMALIZE_WHITESPACE)
-    assert result.attempted > 0 and result.failed == 0
