@@ -1,10 +1,15 @@
 """From a run's tidy answers to subscale scores per respondent: the table every analysis reads.
 
-Example:
-    >>> from psyq import export_table
+Example (`run_dir`: a run of the toy instrument tests/data/mini_1to7.yaml, 4 personas):
+    >>> from psyq import export_table, open_run_dir
     >>> from psyq.engine.results.export import run_instruments
-    >>> table = export_table(run_dir)                                         # doctest: +SKIP
-    >>> scores = score_answers(table, run_instruments(open_run_dir(run_dir)))  # doctest: +SKIP
+    >>> table = export_table(run_dir)
+    >>> scores = score_answers(table, run_instruments(open_run_dir(run_dir)))
+    >>> scores.loc[scores["respondent_id"] == "p03", ["subscale", "score", "n_answered", "prorated"]]
+       subscale      score  n_answered  prorated
+    9         X   8.000000           2     False
+    10        Y   4.500000           2      True
+    11        Z  18.666667           3      True
 """
 
 from __future__ import annotations

@@ -6,6 +6,9 @@ subscale, with the score and how it was reached (n_answered, n_items, prorated).
 stage and "after" for one after it. Each measure stage of each situation is scored on its own
 with the rating kind's rules (engine/kinds/rating.py: reverse keying, prorating, `min_answered`).
 
+Not run: needs a run with stages (`run_dir` here has none); :func:`stage_scores` shows the frame on a
+staged table made from one.
+
 Example:
     >>> frame = load_stage_scores(run_dir)                                 # doctest: +SKIP
     >>> frame.groupby(["emotion", "phase", "subscale"])["score"].mean()    # doctest: +SKIP
@@ -47,8 +50,17 @@ def stage_scores(table: pd.DataFrame, instruments: Mapping[str, Instrument], sit
     index of the evoke stage (:func:`evoke_stage_of`). A situation id not in the set is an error,
     never a guessed emotion.
 
-    Example:
-        >>> frame = stage_scores(export_table(run_dir), run_instruments(run), load_situations(path), 1)  # doctest: +SKIP
+    Example (`run_dir`'s answers as if measured twice, before and after the situation anger_01):
+        >>> from psyq import export_table, load_instrument
+        >>> from psyq.engine.design.situations import load_situations
+        >>> answers = export_table(run_dir)
+        >>> table = pd.concat([answers.assign(situation_id="anger_01", stage=stage) for stage in (0, 2)])
+        >>> situations = load_situations("tests/fixtures/stages/situations_two.yaml")
+        >>> frame = stage_scores(table, {"mini": load_instrument("tests/data/mini_1to7.yaml")}, situations, 1)
+        >>> frame.loc[frame["subscale"] == "X", ["respondent_id", "emotion", "stage", "phase", "score"]].head(2)
+          respondent_id emotion  stage   phase  score
+        0           p00   anger      0  before    9.0
+        3           p00   anger      2   after    9.0
     """
     if "stage" not in table.columns:
         raise ValueError("this table has no `stage` column: it is not the export of a run with stages")
@@ -76,6 +88,8 @@ def stage_scores(table: pd.DataFrame, instruments: Mapping[str, Instrument], sit
 def load_stage_scores(run_dir: str | Path) -> pd.DataFrame:
     """:func:`stage_scores` of a run directory, from its own copies of the study, instruments and
     situation set.
+
+    Not run: needs a run with stages (`run_dir` here has none).
 
     Example:
         >>> load_stage_scores("runs/staged_mini/ab12cd34ef56").columns[:3].tolist()   # doctest: +SKIP

@@ -1,8 +1,13 @@
 """Which model and which persona attributes move the scores: regression on subscale scores.
 
-Example:
-    >>> scores = score_answers(table, instruments)                      # doctest: +SKIP
-    >>> model_effects(scores, ["gender", "age"])                        # doctest: +SKIP
+Example (`run_dir`: a run of the toy instrument tests/data/mini_1to7.yaml, 4 personas, one answer set each):
+    >>> from psyq import load_run_scores
+    >>> scores = load_run_scores(run_dir)
+    >>> model_effects(scores, ["gender", "age"])[["subscale", "model", "term", "estimate"]].head(3).round(2)
+      subscale model               term  estimate
+    0        X   ols          Intercept     17.17
+    1        X   ols  C(gender)[T.male]     -2.00
+    2        X   ols                age     -0.33
 """
 
 from __future__ import annotations
@@ -136,9 +141,15 @@ def model_effects(scores: pd.DataFrame, predictors: Sequence[str]) -> pd.DataFra
 
     Example
     -------
-    >>> model_effects(scores, ["gender", "age"]).query("term == 'age'")  # doctest: +SKIP
-      instrument subscale model term  estimate     se  ci_low  ci_high      p   n
-    0        iri       PT   ols  age     0.012  0.031  -0.051    0.075  0.701  12
+    `run_dir`: a run of the toy instrument tests/data/mini_1to7.yaml, 4 personas.
+
+    >>> from psyq import load_run_scores
+    >>> effects = model_effects(load_run_scores(run_dir), ["gender", "age"])
+    >>> effects.query("term == 'age'")[["subscale", "model", "estimate", "se", "ci_low", "ci_high", "p", "n"]].round(3)
+      subscale model  estimate     se  ci_low  ci_high      p  n
+    2        X   ols    -0.333  0.167  -2.451    1.784  0.295  4
+    5        Y   ols     0.097  0.014  -0.079    0.274  0.090  4
+    8        Z   ols    -0.028  0.028  -0.381    0.325  0.500  4
 
     References
     ----------

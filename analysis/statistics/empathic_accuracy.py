@@ -6,6 +6,8 @@ run and summarises them per vignette and per perceiver group, so that a cohort a
 perceivers scored against the same targets sit side by side (the report's section:
 :mod:`psyq.analysis.report.sections.vignette`).
 
+Not run: needs a run of a vignette instrument such as ea_vignettes_psyq (`run_dir` holds rating items only).
+
 Example:
     >>> table = export_table("runs/ea_vignettes/ab12")                       # doctest: +SKIP
     >>> acc = cohort_accuracy(table, instruments["ea_vignettes_psyq"])      # doctest: +SKIP

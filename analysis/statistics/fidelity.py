@@ -21,13 +21,15 @@ respondents, so those intervals are too narrow when respondents differ in style.
 statistics (acquiescence, option-order effect) and the cluster-robust item-order slope do not
 have that problem.
 
-Example:
+Example (`run_dir`: a run of the toy instrument tests/data/mini_1to7.yaml, 4 personas, one refusal):
     >>> from psyq import export_table
     >>> from psyq.engine.results.export import run_instruments
     >>> from psyq.engine.store.run_dir import open_run_dir
-    >>> table = export_table(run_dir)                                         # doctest: +SKIP
-    >>> report = fidelity_summary(table, run_instruments(open_run_dir(run_dir)))  # doctest: +SKIP
-    >>> report["straightlining"]                                               # doctest: +SKIP
+    >>> table = export_table(run_dir)
+    >>> report = fidelity_summary(table, run_instruments(open_run_dir(run_dir)))
+    >>> report["missingness"][["instrument", "n_answers", "answered_rate", "refusal_rate"]]
+      instrument  n_answers  answered_rate  refusal_rate
+    0       mini         16         0.9375        0.0625
 """
 
 from __future__ import annotations
@@ -192,9 +194,11 @@ def straightlining(table: pd.DataFrame) -> pd.DataFrame:
 
     Example
     -------
-    >>> straightlining(table)  # doctest: +SKIP
+    >>> table = pd.DataFrame({"backend_id": "b", "instrument": "bes", "respondent_id": ["r1"] * 5 + ["r2"] * 5,
+    ...                       "repeat": 0, "status": "answered", "value": [3, 3, 3, 3, 3, 1, 2, 3, 4, 5]})
+    >>> straightlining(table).round(3)
       backend_id instrument  n_sets  n_excluded  n_straight  share  ci_low  ci_high
-    0      local        bes      13           0           0    0.0     0.0    0.228
+    0          b        bes       2           0           1    0.5   0.095    0.905
 
     References
     ----------
@@ -246,7 +250,15 @@ def acquiescence(table: pd.DataFrame, instruments: dict[str, Instrument]) -> pd.
 
     Example
     -------
-    >>> acquiescence(table, instruments)  # doctest: +SKIP
+    `run_dir`: a run of the toy instrument tests/data/mini_1to7.yaml (items a and c reversed, scale 1–7).
+
+    >>> from psyq import export_table, open_run_dir
+    >>> from psyq.engine.results.export import run_instruments
+    >>> table, instruments = export_table(run_dir), run_instruments(open_run_dir(run_dir))
+    >>> columns = ["n_respondents", "midpoint", "mean_forward", "mean_reversed", "acquiescence", "balanced"]
+    >>> acquiescence(table, instruments)[columns].round(3)
+       n_respondents  midpoint  mean_forward  mean_reversed  acquiescence  balanced
+    0              4       4.0         2.875          2.375        -1.396    -1.375
 
     References
     ----------
@@ -301,7 +313,14 @@ def response_styles(table: pd.DataFrame, instruments: dict[str, Instrument]) -> 
 
     Example
     -------
-    >>> response_styles(table, instruments)[["instrument", "extreme", "midpoint"]]  # doctest: +SKIP
+    `run_dir`: a run of the toy instrument tests/data/mini_1to7.yaml (scale 1–7, midpoint 4).
+
+    >>> from psyq import export_table, open_run_dir
+    >>> from psyq.engine.results.export import run_instruments
+    >>> table, instruments = export_table(run_dir), run_instruments(open_run_dir(run_dir))
+    >>> response_styles(table, instruments)[["instrument", "n_answers", "extreme", "midpoint"]].round(3)
+      instrument  n_answers  extreme  midpoint
+    0       mini         15    0.067       0.2
 
     References
     ----------
@@ -352,7 +371,12 @@ def missingness(table: pd.DataFrame) -> pd.DataFrame:
 
     Example
     -------
-    >>> missingness(table)[["instrument", "answered_rate", "refusal_rate"]]  # doctest: +SKIP
+    `run_dir`: a run of the toy instrument tests/data/mini_1to7.yaml; one of its 16 answers is a refusal.
+
+    >>> from psyq import export_table
+    >>> missingness(export_table(run_dir))[["instrument", "answered_rate", "refusal_rate"]]
+      instrument  answered_rate  refusal_rate
+    0       mini         0.9375        0.0625
 
     References
     ----------
@@ -404,7 +428,18 @@ def option_order_effect(table: pd.DataFrame, instruments: dict[str, Instrument])
 
     Example
     -------
-    >>> option_order_effect(table, instruments)  # doctest: +SKIP
+    Four respondents answer item b of the toy instrument (forward-keyed, so keyed = raw), in turn as
+    written (1 first) and reversed (7 first); the lower answers under ``as_written`` are primacy:
+
+    >>> from psyq import load_instrument
+    >>> table = pd.DataFrame({"backend_id": "b", "instrument": "mini", "respondent_id": ["r1", "r2", "r3", "r4"],
+    ...                       "option_order": ["as_written", "reversed"] * 2, "item_id": "b",
+    ...                       "status": "answered", "value": [2, 5, 3, 6]}).assign(keyed_value=lambda t: t["value"])
+    >>> effect = option_order_effect(table, {"mini": load_instrument("tests/data/mini_1to7.yaml")})
+    >>> effect[["answer", "n_as_written", "n_reversed", "mean_as_written", "mean_reversed", "difference"]]
+      answer  n_as_written  n_reversed  mean_as_written  mean_reversed  difference
+    0  keyed             2           2              2.5            5.5        -3.0
+    1    raw             2           2              2.5            5.5        -3.0
 
     References
     ----------
@@ -452,7 +487,15 @@ def item_order_effect(table: pd.DataFrame) -> pd.DataFrame:
 
     Example
     -------
-    >>> item_order_effect(table)  # doctest: +SKIP
+    Three respondents answer items b and d in shuffled orders (positions 1 and 2):
+
+    >>> table = pd.DataFrame({"backend_id": "b", "instrument": "mini", "status": "answered",
+    ...                       "respondent_id": ["r1", "r1", "r2", "r2", "r3", "r3"],
+    ...                       "item_id": ["b", "d"] * 3, "position": [1, 2, 2, 1, 1, 2],
+    ...                       "value": [5, 4, 4, 6, 6, 4]}).assign(keyed_value=lambda t: t["value"])
+    >>> item_order_effect(table)[["n_answers", "n_respondents", "n_positions", "slope", "se", "p"]].round(3)
+       n_answers  n_respondents  n_positions  slope    se      p
+    0          6              3            2  -1.75  0.28  0.025
 
     References
     ----------
@@ -504,7 +547,13 @@ def answer_entropy(table: pd.DataFrame) -> pd.DataFrame:
 
     Example
     -------
-    >>> answer_entropy(table)[["instrument", "entropy_bits", "option_mass"]]  # doctest: +SKIP
+    Two answers in answer mode ``logprobs``: one split evenly over two options (1 bit), one certain (0 bits):
+
+    >>> table = pd.DataFrame({"backend_id": "b", "instrument": "iri", "option_mass": [0.9, 1.0],
+    ...                       "distribution": ['{"1": 0.5, "2": 0.5}', '{"1": 1.0, "2": 0.0}']})
+    >>> answer_entropy(table)[["instrument", "n_answers", "entropy_bits", "normalised_entropy", "option_mass"]]
+      instrument  n_answers  entropy_bits  normalised_entropy  option_mass
+    0        iri          2           0.5                 0.5         0.95
 
     References
     ----------
@@ -539,8 +588,13 @@ def fidelity_summary(table: pd.DataFrame, instruments: dict[str, Instrument],
 
     Example
     -------
-    >>> sorted(fidelity_summary(table, instruments))  # doctest: +SKIP
-    ['acquiescence', 'answer_entropy', 'missingness', 'option_order_effect', 'response_styles', 'straightlining']
+    `run_dir`: a run of the toy instrument tests/data/mini_1to7.yaml, options as written, items in
+    their order, answers as text (so no option-order, item-order or entropy diagnostic).
+
+    >>> from psyq import export_table, open_run_dir
+    >>> from psyq.engine.results.export import run_instruments
+    >>> sorted(fidelity_summary(export_table(run_dir), run_instruments(open_run_dir(run_dir))))
+    ['acquiescence', 'missingness', 'response_styles', 'straightlining']
     """
     results = {
         "sd_ratio": sd_ratio(comparison) if comparison is not None else None,

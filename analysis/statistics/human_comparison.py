@@ -16,12 +16,17 @@ comparison weighted: :func:`compare_samples` says which statistics are weighted 
 Degenerate data give NaN, never an exception or a warning. LLM cohorts often give one answer to
 everyone; see each function for which statistic survives which case.
 
-Example:
-    >>> from psyq import load_instrument                                     # doctest: +SKIP
-    >>> from psyq.analysis.scoring.human_answers import read_answers_csv                         # doctest: +SKIP
-    >>> iri = load_instrument("iri")                          # doctest: +SKIP
-    >>> humans = read_answers_csv("humans.csv", iri)                           # doctest: +SKIP
-    >>> compare_with_humans({"iri": cohort_answers}, {"iri": humans}, {"iri": iri})  # doctest: +SKIP
+Example (the IRI data psyq ships, Briganti et al. 2018; its odd rows stand in for a cohort):
+    >>> from psyq import human_data, load_instrument
+    >>> iri = load_instrument("iri")
+    >>> humans = human_data({"iri": "iri_briganti2018_keyed:keyed"})["iri"].answers(iri)
+    >>> table = compare_with_humans({"iri": humans.iloc[::2]}, {"iri": humans.iloc[1::2]}, {"iri": iri})
+    >>> table[["subscale", "n_cohort", "n_human", "g", "alpha_cohort", "alpha_human"]].round(2)
+      subscale  n_cohort  n_human     g  alpha_cohort  alpha_human
+    0       PT       987      986 -0.09          0.66         0.64
+    1       FS       987      986  0.04          0.75         0.73
+    2       EC       987      986  0.01          0.75         0.75
+    3       PD       987      986  0.01          0.72         0.73
 """
 
 from __future__ import annotations
@@ -356,7 +361,18 @@ def one_factor_loadings(items: pd.DataFrame) -> pd.Series:
 
     Example
     -------
-    >>> one_factor_loadings(keyed[["1", "2", "3", "4"]]).round(2)              # doctest: +SKIP
+    Four Empathic Concern items of the IRI data psyq ships (Briganti et al., 2018):
+
+    >>> from psyq import human_data, keyed_answers, load_instrument
+    >>> iri = load_instrument("iri")
+    >>> keyed = keyed_answers(iri, human_data({"iri": "iri_briganti2018_keyed:keyed"})["iri"].answers(iri))
+    >>> one_factor_loadings(keyed[["2", "4", "9", "14"]]).round(2)
+    item_id
+    2     0.54
+    4     0.61
+    9     0.43
+    14    0.73
+    Name: loading, dtype: float64
 
     References
     ----------
@@ -404,7 +420,15 @@ def compare_with_humans(cohort_items: Mapping[str, pd.DataFrame], human_items: M
 
     Example
     -------
-    >>> compare_with_humans({"iri": cohort}, {"iri": humans}, {"iri": iri})   # doctest: +SKIP
+    Two halves of the IRI data psyq ships (Briganti et al., 2018), the odd rows as the cohort:
+
+    >>> from psyq import human_data, load_instrument
+    >>> iri = load_instrument("iri")
+    >>> humans = human_data({"iri": "iri_briganti2018_keyed:keyed"})["iri"].answers(iri)
+    >>> table = compare_with_humans({"iri": humans.iloc[::2]}, {"iri": humans.iloc[1::2]}, {"iri": iri})
+    >>> table.loc[table["subscale"] == "EC", ["mean_cohort", "mean_human", "g", "p", "phi"]].round(2)
+       mean_cohort  mean_human     g     p   phi
+    2        19.34        19.3  0.01  0.83  0.99
 
     References
     ----------

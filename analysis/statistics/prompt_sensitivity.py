@@ -72,8 +72,15 @@ def sensitivity_of_runs(original: str | Path, perturbed: Sequence[str | Path]) -
     """Read the runs and pair their scores (:func:`paired_score_changes`), with notes on anything
     that makes the comparison weaker (another study, another backend identity, a run not perturbed).
 
-    Example:
-        >>> table, notes = sensitivity_of_runs("runs/quickstart/ab12", ["runs/quickstart/cd34"])  # doctest: +SKIP
+    Example (`run_dir` against itself, as a run not perturbed: nothing changes, and the notes say so):
+        >>> table, notes = sensitivity_of_runs(run_dir, [run_dir])
+        >>> table[["variant", "subscale", "n_pairs", "mean_original", "mean_change"]].round(2)
+               variant subscale  n_pairs  mean_original  mean_change
+        0  unperturbed        X        4           8.00          0.0
+        1  unperturbed        Y        4           3.96          0.0
+        2  unperturbed        Z        4          17.42          0.0
+        >>> notes[1].endswith("was not run with --perturb-prompts: compared as variant 'unperturbed'")
+        True
     """
     base = open_run_dir(original).read_manifest()
     notes = [f"intervals: {CI_METHOD.replace('original reply', 'respondent × repeat')}"]

@@ -145,8 +145,18 @@ def icc_table(ratings: pd.DataFrame, sets: Sequence[str] = tuple(RATER_SETS)) ->
     ``humans`` rows); one with a single rater gets rows that say it is not estimable.
 
     Example:
-        >>> icc_table(rows).columns.tolist() == ICC_COLUMNS      # doctest: +SKIP
+        >>> rows = pd.DataFrame({"response_id": list("aabbccdd"), "rubric_id": "r", "dimension": "d",
+        ...                      "rater_kind": "judge", "rater_id": ["x", "y"] * 4,
+        ...                      "level": [1, 1, 2, 2, 3, 2, 3, 3]})
+        >>> table = icc_table(rows)
+        >>> table.columns.tolist() == ICC_COLUMNS
         True
+        >>> table[["raters", "type", "icc", "n_targets", "n_raters"]].round(3)
+           raters      type    icc  n_targets  n_raters
+        0     all  ICC(2,1)  0.842          4         2
+        1     all  ICC(2,k)  0.914          4         2
+        2  judges  ICC(2,1)  0.842          4         2
+        3  judges  ICC(2,k)  0.914          4         2
     """
     rows = []
     for rubric, dimension, name, matrix in rater_set_matrices(ratings, sets):
@@ -198,7 +208,12 @@ def alpha_table(ratings: pd.DataFrame, sets: Sequence[str] = tuple(RATER_SETS),
     :data:`ALPHA_COLUMNS`).
 
     Example:
-        >>> alpha_table(rows, sets=("judges",))["alpha"]      # doctest: +SKIP
+        >>> rows = pd.DataFrame({"response_id": list("aabbccdd"), "rubric_id": "r", "dimension": "d",
+        ...                      "rater_kind": "judge", "rater_id": ["x", "y"] * 4,
+        ...                      "level": [1, 1, 2, 2, 3, 2, 3, 3]})
+        >>> alpha_table(rows, sets=("judges",))[["raters", "alpha", "n_targets", "n_ratings"]].round(3)
+           raters  alpha  n_targets  n_ratings
+        0  judges   0.79          4          8
     """
     rows = [{"rubric_id": rubric, "dimension": dimension, "raters": name,
              "level_of_measurement": level_of_measurement, **alpha_of(matrix, level_of_measurement)}
@@ -216,8 +231,15 @@ def judge_vs_human(ratings: pd.DataFrame) -> pd.DataFrame:
     vary, give NaN for what cannot be estimated and say so in ``note``.
 
     Example:
-        >>> judge_vs_human(rows).columns.tolist() == JUDGE_HUMAN_COLUMNS      # doctest: +SKIP
+        >>> rows = pd.DataFrame({"response_id": list("aabbccdd"), "rubric_id": "r", "dimension": "d",
+        ...                      "rater_kind": ["judge", "human"] * 4, "rater_id": ["x", "h1"] * 4,
+        ...                      "level": [1, 1, 2, 2, 3, 2, 3, 3]})
+        >>> table = judge_vs_human(rows)
+        >>> table.columns.tolist() == JUDGE_HUMAN_COLUMNS
         True
+        >>> table[["judge_id", "n", "n_humans", "mean_judge", "mean_human", "bias", "pearson_r"]].round(3)
+          judge_id  n  n_humans  mean_judge  mean_human  bias  pearson_r
+        0        x  4         1        2.25         2.0  0.25      0.853
     """
     out = []
     for (rubric, dimension), group in rated(ratings).groupby(KEYS, sort=True):

@@ -19,11 +19,17 @@ identically, so this is the ordinary case, not an edge case:
 * A corrected item–total correlation is NaN for a constant item or a constant rest score.
 * ICCs are NaN when all scores are equal or fewer than 2 respondents have every repeat.
 
-Example:
-    >>> from psyq import load_instrument                                    # doctest: +SKIP
-    >>> iri = load_instrument("iri")                         # doctest: +SKIP
-    >>> reliability_table({"iri": answers}, {"iri": iri})                     # doctest: +SKIP
-      instrument subscale    n  k  alpha  alpha_low  alpha_high  omega
+Example (the IRI data psyq ships, Briganti et al. 2018):
+    >>> from psyq import human_data, load_instrument
+    >>> iri = load_instrument("iri")
+    >>> answers = human_data({"iri": "iri_briganti2018_keyed:keyed"})["iri"].answers(iri)
+    >>> table = reliability_table({"iri": answers}, {"iri": iri})
+    >>> table[["instrument", "subscale", "n", "k", "alpha", "alpha_low", "alpha_high", "omega"]].round(3)
+      instrument subscale     n  k  alpha  alpha_low  alpha_high  omega
+    0        iri       PT  1973  7  0.651      0.627       0.674  0.662
+    1        iri       FS  1973  7  0.743      0.725       0.760  0.746
+    2        iri       EC  1973  7  0.752      0.735       0.768  0.754
+    3        iri       PD  1973  7  0.725      0.706       0.743  0.727
 """
 
 from __future__ import annotations
@@ -173,9 +179,16 @@ def one_factor(items: pd.DataFrame) -> pd.DataFrame:
 
     Example
     -------
-    >>> one_factor(keyed[["1", "2", "3"]])                                    # doctest: +SKIP
+    Three Empathic Concern items of the IRI data psyq ships (Briganti et al., 2018):
+
+    >>> from psyq import human_data, keyed_answers, load_instrument
+    >>> iri = load_instrument("iri")
+    >>> keyed = keyed_answers(iri, human_data({"iri": "iri_briganti2018_keyed:keyed"})["iri"].answers(iri))
+    >>> one_factor(keyed[["2", "4", "9"]]).round(3)
       item_id  loading  uniqueness method
-    0       1    0.712       0.493     ml
+    0       2    0.655       0.571     ml
+    1       4    0.458       0.790     ml
+    2       9    0.507       0.743     ml
 
     References
     ----------
@@ -235,8 +248,13 @@ def mcdonald_omega(items: pd.DataFrame) -> float:
 
     Example
     -------
-    >>> mcdonald_omega(keyed[["1", "2", "3", "4", "5", "6"]])                 # doctest: +SKIP
-    0.852
+    Six Empathic Concern items of the IRI data psyq ships (Briganti et al., 2018):
+
+    >>> from psyq import human_data, keyed_answers, load_instrument
+    >>> iri = load_instrument("iri")
+    >>> keyed = keyed_answers(iri, human_data({"iri": "iri_briganti2018_keyed:keyed"})["iri"].answers(iri))
+    >>> round(mcdonald_omega(keyed[["2", "4", "9", "14", "18", "20"]]), 3)
+    0.728
 
     References
     ----------
@@ -433,7 +451,19 @@ def reliability_table(answers_wide_by_instrument: Mapping[str, pd.DataFrame],
 
     Example
     -------
-    >>> reliability_table({"mini": answers}, {"mini": load_instrument(MINI)})  # doctest: +SKIP
+    `run_dir`: 4 personas' answers to the toy instrument tests/data/mini_1to7.yaml (one refused
+    item d); too few respondents for ω, and the note says why:
+
+    >>> from psyq import export_table, load_instrument, wide_answers
+    >>> answers = wide_answers(export_table(run_dir), "mini")
+    >>> table = reliability_table({"mini": answers}, {"mini": load_instrument("tests/data/mini_1to7.yaml")})
+    >>> table[["subscale", "n", "k", "alpha", "omega"]].round(2)
+      subscale  n  k  alpha  omega
+    0        X  4  2   0.00    NaN
+    1        Y  3  3  -0.75    NaN
+    2        Z  3  4  -0.59    NaN
+    >>> table.loc[1, "note"]
+    'ω not estimable: 3 respondent(s) with every item answered: fewer than items + 1 (4)'
 
     References
     ----------

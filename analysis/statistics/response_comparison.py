@@ -13,9 +13,17 @@ MixedLM fitted by REML; the coefficient is persona − reference in rubric level
 model cannot be used (fewer than 3 messages, no convergence, a random-effect variance of 0) the
 fallback is OLS with the message as a fixed effect, or plain OLS, and ``model``/``note`` say so.
 
-Example:
-    >>> scores = target_scores(ratings, "judge")                     # doctest: +SKIP
-    >>> compare_sources(scores)[["dimension", "b", "p", "model"]]   # doctest: +SKIP
+Example (four help-seeker messages, each answered by a persona and by a reference, one judge):
+    >>> ratings = pd.DataFrame({"response_id": ["p1", "c1", "p2", "c2", "p3", "c3", "p4", "c4"],
+    ...                         "source": ["persona", "reference"] * 4,
+    ...                         "item_id": [f"m{k}" for k in (1, 1, 2, 2, 3, 3, 4, 4)],
+    ...                         "trial_id": ["t1", None, "t2", None, "t3", None, "t4", None], "perturbation": None,
+    ...                         "rubric_id": "r", "dimension": "warmth", "rater_kind": "judge", "rater_id": "j1",
+    ...                         "level": [4, 2, 4, 3, 3, 2, 3, 1]})
+    >>> scores = target_scores(ratings, "judge")
+    >>> compare_sources(scores)[["dimension", "b", "n", "n_messages", "model"]]
+      dimension    b  n  n_messages                                       model
+    0    warmth  1.5  8           4  mixed model (random intercept per message)
 """
 
 from __future__ import annotations
@@ -115,8 +123,17 @@ def descriptives(scores: pd.DataFrame) -> pd.DataFrame:
     """Mean (SD) and the mean's 95 % CI (t) of target scores per rubric × dimension × rater
     kind × source (columns :data:`DESCRIPTIVE_COLUMNS`); n = replies (targets).
 
-    Example:
-        >>> descriptives(target_scores(ratings, "judge"))       # doctest: +SKIP
+    Example (four messages, each answered by a persona and by a reference; judges' mean levels):
+        >>> scores = pd.DataFrame({"rubric_id": "r", "dimension": "warmth", "rater_kind": "judge",
+        ...                        "response_id": ["p1", "c1", "p2", "c2", "p3", "c3", "p4", "c4"],
+        ...                        "source": ["persona", "reference"] * 4,
+        ...                        "item_id": [f"m{k}" for k in (1, 1, 2, 2, 3, 3, 4, 4)],
+        ...                        "trial_id": ["t1", None, "t2", None, "t3", None, "t4", None],
+        ...                        "score": [3.5, 2.0, 4.0, 3.0, 2.5, 2.0, 3.0, 1.0], "n_raters": 2.0})
+        >>> descriptives(scores)[["dimension", "source", "n", "mean", "sd", "mean_ci_low", "mean_ci_high"]].round(3)
+          dimension     source  n  mean     sd  mean_ci_low  mean_ci_high
+        0    warmth    persona  4  3.25  0.645        2.223         4.277
+        1    warmth  reference  4  2.00  0.816        0.701         3.299
     """
     rows = []
     for key, group in scores.groupby(["rubric_id", "dimension", "rater_kind", "source"], sort=True):
@@ -139,8 +156,20 @@ def fit_with_fallback(data: pd.DataFrame, predictors: Sequence[str]) -> tuple[pd
     intercept: ``term, b, b_ci_low, b_ci_high, b_se, p``), the model used, and notes on why a
     fallback was needed. Empty coefficients when not even OLS has residual degrees of freedom.
 
-    Example:
-        >>> coef, model, notes = fit_with_fallback(data, ["persona"])       # doctest: +SKIP
+    Example (four messages, each answered by a persona and by a reference; judges' mean levels):
+        >>> scores = pd.DataFrame({"rubric_id": "r", "dimension": "warmth", "rater_kind": "judge",
+        ...                        "response_id": ["p1", "c1", "p2", "c2", "p3", "c3", "p4", "c4"],
+        ...                        "source": ["persona", "reference"] * 4,
+        ...                        "item_id": [f"m{k}" for k in (1, 1, 2, 2, 3, 3, 4, 4)],
+        ...                        "trial_id": ["t1", None, "t2", None, "t3", None, "t4", None],
+        ...                        "score": [3.5, 2.0, 4.0, 3.0, 2.5, 2.0, 3.0, 1.0], "n_raters": 2.0})
+        >>> data = scores.assign(persona=(scores["source"] == "persona").astype(float))
+        >>> coef, model, notes = fit_with_fallback(data, ["persona"])
+        >>> coef[["term", "b", "b_se"]].round(3)
+              term     b   b_se
+        0  persona  1.25  0.323
+        >>> model, notes
+        ('mixed model (random intercept per message)', [])
     """
     import statsmodels.formula.api as smf
     from statsmodels.tools.sm_exceptions import ConvergenceWarning
@@ -197,8 +226,16 @@ def compare_sources(scores: pd.DataFrame) -> pd.DataFrame:
     :data:`COMPARISON_COLUMNS`; ``term`` = "persona − reference"). Without replies of both
     sources the row says "not estimable" and why.
 
-    Example:
-        >>> compare_sources(target_scores(ratings, "judge"))       # doctest: +SKIP
+    Example (four messages, each answered by a persona and by a reference; judges' mean levels):
+        >>> scores = pd.DataFrame({"rubric_id": "r", "dimension": "warmth", "rater_kind": "judge",
+        ...                        "response_id": ["p1", "c1", "p2", "c2", "p3", "c3", "p4", "c4"],
+        ...                        "source": ["persona", "reference"] * 4,
+        ...                        "item_id": [f"m{k}" for k in (1, 1, 2, 2, 3, 3, 4, 4)],
+        ...                        "trial_id": ["t1", None, "t2", None, "t3", None, "t4", None],
+        ...                        "score": [3.5, 2.0, 4.0, 3.0, 2.5, 2.0, 3.0, 1.0], "n_raters": 2.0})
+        >>> compare_sources(scores)[["term", "b", "b_ci_low", "b_ci_high", "n", "n_messages"]].round(3)
+                          term     b  b_ci_low  b_ci_high  n  n_messages
+        0  persona − reference  1.25     0.617      1.883  8           4
     """
     rows = []
     for (rubric, dimension, kind), group in scores.groupby(["rubric_id", "dimension", "rater_kind"], sort=True):
@@ -223,8 +260,18 @@ def attribute_effects(scores: pd.DataFrame, attributes: pd.DataFrame, predictors
     message, same fallbacks as :func:`compare_sources`), per rubric × dimension × rater kind.
     `attributes` is indexed by ``trial_id``; predictors that do not vary are left out and said.
 
-    Example:
-        >>> attribute_effects(scores, attrs.set_index("trial_id"), ["age", "gender"])     # doctest: +SKIP
+    Example (four messages, each answered by a persona and by a reference; judges' mean levels):
+        >>> scores = pd.DataFrame({"rubric_id": "r", "dimension": "warmth", "rater_kind": "judge",
+        ...                        "response_id": ["p1", "c1", "p2", "c2", "p3", "c3", "p4", "c4"],
+        ...                        "source": ["persona", "reference"] * 4,
+        ...                        "item_id": [f"m{k}" for k in (1, 1, 2, 2, 3, 3, 4, 4)],
+        ...                        "trial_id": ["t1", None, "t2", None, "t3", None, "t4", None],
+        ...                        "score": [3.5, 2.0, 4.0, 3.0, 2.5, 2.0, 3.0, 1.0], "n_raters": 2.0})
+        >>> attrs = pd.DataFrame({"age": [20, 35, 50, 65], "gender": "female"},
+        ...                      index=pd.Index(["t1", "t2", "t3", "t4"], name="trial_id"))
+        >>> attribute_effects(scores, attrs, ["age", "gender"])[["term", "b", "n", "note"]].round(3)
+          term     b  n                             note
+        0  age -0.02  4  left out (no variation): gender
     """
     rows = []
     persona = scores[scores["source"] == "persona"].join(attributes[list(predictors)], on="trial_id")

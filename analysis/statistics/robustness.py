@@ -9,6 +9,9 @@ pairs treated as independent: one per original reply), and the share of pairs wh
 went up and went down. A cell with no pair, or one pair (no SD, so no interval), has NaN with the
 reason in column ``reason``; nothing is left out without a word.
 
+Not run: needs the store of a run with rated and perturbed replies (`run_dir` has no ratings);
+:func:`robustness_table` shows the table on ratings written out by hand.
+
 Example:
     >>> ratings = read_ratings(store, "empathy_ceb")        # doctest: +SKIP
     >>> robustness_table(ratings)                          # doctest: +SKIP

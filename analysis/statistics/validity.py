@@ -461,6 +461,9 @@ def factor_congruence(cohort: pd.DataFrame, human: pd.DataFrame, instrument: Ins
 
     Example
     -------
+    Not run: four factors fitted to the IRI's 28 items in each sample take several seconds (two
+    halves of the IRI data psyq ships give φ .96–.99).
+
     >>> factor_congruence(cohort, humans, iri)                                    # doctest: +SKIP
 
     References

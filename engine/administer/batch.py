@@ -82,7 +82,9 @@ def client_for(backend: HttpBackend) -> Any:
     """The batch client of a backend's provider (the class the backend declares, ``batch_client``).
 
     Example:
-        >>> client_for(make_backend(BackendConfig(id="a", kind="anthropic", model="m"))).provider  # doctest: +SKIP
+        >>> from psyq.engine.backends import make_backend
+        >>> from psyq.engine.design.study import BackendConfig
+        >>> client_for(make_backend(BackendConfig(id="a", kind="anthropic", model="m"))).provider
         'anthropic'
     """
     if backend.batch_client is None:   # refused when the study is loaded; said plainly if reached anyway
@@ -143,7 +145,10 @@ def read_body(backend: HttpBackend, body: dict[str, Any]) -> ChatResult:
     a chat reply at all is an unreadable response (it cannot be retried like an online one).
 
     Example:
-        >>> read_body(backend, {"choices": [{"message": {"content": "3"}}]}).text   # doctest: +SKIP
+        >>> from psyq.engine.backends import make_backend
+        >>> from psyq.engine.design.study import BackendConfig
+        >>> backend = make_backend(BackendConfig(id="b", kind="openai", model="m", base_url="http://127.0.0.1:9/v1"))
+        >>> read_body(backend, {"choices": [{"message": {"content": "3"}}]}).text
         '3'
     """
     try:
@@ -169,7 +174,7 @@ async def run_batches(trials: list[Trial], backends: dict[str, HttpBackend], sto
     """Administer `trials` of the batch-mode `backends` through their providers' batch APIs.
 
     Example:
-        >>> report = asyncio.run(run_batches(trials, {"b": backend}, store, study.protocol))  # doctest: +SKIP
+        >>> report = asyncio.run(run_batches(trials, {"b": backend}, store, study.protocol))  # sends batches  # doctest: +SKIP
     """
     ensure_tables(store)
     report = BatchReport(notes=[])
@@ -377,8 +382,9 @@ def open_batch_count(store: RunStore) -> int:
     """Batches recorded and not yet collected (0 when the run has no batch table).
 
     Example:
-        >>> open_batch_count(store)   # doctest: +SKIP
-        1
+        >>> with RunStore(run_dir / "run.sqlite") as store:   # `run_dir` was not run in batch mode
+        ...     open_batch_count(store)
+        0
     """
     if not store.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'batches'").fetchone():
         return 0
@@ -389,7 +395,10 @@ def batch_status_lines(store: RunStore) -> list[str]:
     """What `psyq status` says about a run's batches: each open one, and a count of the collected.
 
     Example:
-        >>> batch_status_lines(store)   # doctest: +SKIP
+        >>> with RunStore(run_dir / "run.sqlite") as store:   # `run_dir` was not run in batch mode
+        ...     batch_status_lines(store)
+        []
+        >>> batch_status_lines(store)   # a run in batch mode, one batch still open  # doctest: +SKIP
         ['batches    1 collected; open: batch_abc (stub) in_progress, 100 trials, submitted 2026-11-23T11:00:00+00:00']
     """
     if not store.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'batches'").fetchone():

@@ -137,9 +137,15 @@ def estimate_prompt_tokens(trials: list[Trial], counter: TokenCounter,
     Up to `limit` requests, evenly spread over the group, are counted; when that is not all of
     them, the total is scaled by characters (counted tokens / counted characters × all characters).
 
-    Example:
-        >>> estimate_prompt_tokens(trials, ApproximateCounter("why"))   # doctest: +SKIP
-        (1234.5, 28)
+    Example (the shipped study quickstart planned for an OpenAI-compatible backend; nothing is sent):
+        >>> from psyq import load_study
+        >>> from psyq.engine.administer.runner import plan_trials
+        >>> from psyq.engine.backends import make_backend
+        >>> from psyq.engine.design.study import BackendConfig
+        >>> backend = make_backend(BackendConfig(id="b", kind="openai", model="m", base_url="http://127.0.0.1:9/v1"))
+        >>> trials = list(plan_trials(load_study("quickstart"), {"b": backend}))   # IRI: 28 items × 13 respondents
+        >>> estimate_prompt_tokens(trials, ApproximateCounter("no tokenizer asked"))
+        (84220.75, 364)
     """
     if not trials:
         return 0.0, 0
@@ -160,7 +166,9 @@ def _reasoning_how(backend: HttpBackend) -> str:
     """How a backend's reasoning allowance was sized, for the plan ('' when it has none).
 
     Example:
-        >>> _reasoning_how(make_backend(BackendConfig(id="o", kind="openai", model="o3", base_url="http://x/v1")))  # doctest: +SKIP
+        >>> from psyq.engine.backends import make_backend
+        >>> from psyq.engine.design.study import BackendConfig
+        >>> _reasoning_how(make_backend(BackendConfig(id="o", kind="openai", model="o3", base_url="http://x/v1")))
         'reasoning_effort medium (the provider default): 8,192 tokens per request on top of the answer'
     """
     from psyq.engine.backends.capabilities import reasoning_allowance
@@ -180,9 +188,15 @@ def _reasoning_how(backend: HttpBackend) -> str:
 def wall_time(trials: list[Trial], backend: HttpBackend, latency_s: float) -> tuple[float, str]:
     """Seconds to send `trials` on `backend` and which pace decides it (retries and re-asks not counted).
 
-    Example:
-        >>> wall_time(trials, backend, 1.0)   # doctest: +SKIP
-        (91.0, '364 requests at concurrency 4 × 1.0 s per request (assumed, --latency)')
+    Example (the shipped study quickstart planned for an OpenAI-compatible backend; nothing is sent):
+        >>> from psyq import load_study
+        >>> from psyq.engine.administer.runner import plan_trials
+        >>> from psyq.engine.backends import make_backend
+        >>> from psyq.engine.design.study import BackendConfig
+        >>> backend = make_backend(BackendConfig(id="b", kind="openai", model="m", base_url="http://127.0.0.1:9/v1"))
+        >>> trials = list(plan_trials(load_study("quickstart"), {"b": backend}))   # IRI: 28 items × 13 respondents
+        >>> wall_time(trials, backend, 1.0)
+        (91.0, '364 requests at concurrency 4 × 1 s per request (assumed, --latency)')
     """
     n, config = len(trials), backend.config
     slots = backend.served_at_once   # an endpoint pool: concurrency per endpoint; a queueing server: its slots
@@ -228,11 +242,17 @@ def build_plan(study_id: str, run_dir: str, backends: Mapping[str, HttpBackend],
     requests to preview in place of the first ones sent (e.g. one whole conversation of a staged
     study, engine/administer/stages.py), those already finished left out.
 
-    Example:
-        >>> plan = build_plan("quickstart", "runs/quickstart/ab12", backends, plan_trials(study, backends),
-        ...                   set(), counters, None)   # doctest: +SKIP
-        >>> plan.requests                               # doctest: +SKIP
-        364
+    Example (the shipped study quickstart planned for an OpenAI-compatible backend; nothing is sent):
+        >>> from psyq import load_study
+        >>> from psyq.engine.administer.runner import plan_trials
+        >>> from psyq.engine.backends import make_backend
+        >>> from psyq.engine.design.study import BackendConfig
+        >>> backend = make_backend(BackendConfig(id="b", kind="openai", model="m", base_url="http://127.0.0.1:9/v1"))
+        >>> trials = list(plan_trials(load_study("quickstart"), {"b": backend}))   # IRI: 28 items × 13 respondents
+        >>> plan = build_plan("quickstart", "runs/quickstart/ab12", {"b": backend}, trials,
+        ...                   set(), {"b": ApproximateCounter("no tokenizer asked")}, None)
+        >>> plan.requests, plan.backends[0].option_orders
+        (364, {'as_written': 196, 'reversed': 168})
     """
     planned: dict[str, int] = Counter()
     groups: dict[tuple[str, str, str], list[Trial]] = defaultdict(list)
@@ -306,8 +326,22 @@ def plan_lines(plan: Plan, reask_limit: int, reads_logprobs: bool, finished: int
                finished_note: str | None = None) -> list[str]:
     """The plan as text for a terminal (`psyq plan`, `psyq run --dry-run`).
 
-    Example:
-        >>> print("\\n".join(plan_lines(plan, 2, True)))   # doctest: +SKIP
+    Example (the shipped study quickstart planned for an OpenAI-compatible backend; nothing is sent):
+        >>> from psyq import load_study
+        >>> from psyq.engine.administer.runner import plan_trials
+        >>> from psyq.engine.backends import make_backend
+        >>> from psyq.engine.design.study import BackendConfig
+        >>> backend = make_backend(BackendConfig(id="b", kind="openai", model="m", base_url="http://127.0.0.1:9/v1"))
+        >>> trials = list(plan_trials(load_study("quickstart"), {"b": backend}))   # IRI: 28 items × 13 respondents
+        >>> plan = build_plan("quickstart", "runs/quickstart/ab12", {"b": backend}, trials,
+        ...                   set(), {"b": ApproximateCounter("no tokenizer asked")}, None, preview=0)
+        >>> print("\\n".join(plan_lines(plan, 2, True)[:6]))
+        plan for study quickstart: nothing is sent and nothing is written (run directory: runs/quickstart/ab12)
+        364 requests to send
+        not counted: re-asks (answers read from log probabilities are never re-asked) and retries after transient failures; both may add requests, tokens and cost
+        <BLANKLINE>
+          backend  instrument  stage   requests  prompt tokens  completion tokens (max)
+          b        iri         rating       364        ~84,221                      364
     """
     exact = {b.backend: b.tokens_exact for b in plan.backends}
     out = [f"plan for study {plan.study}: nothing is sent and nothing is written (run directory: {plan.run_dir})"]

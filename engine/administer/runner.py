@@ -85,8 +85,17 @@ async def read_reply(trial: Trial, text: str, protocol: Protocol) -> dict[str, P
     A reply over MAX_PARSE_CHARS is `too_long`; a parser that fails on a reply (a bug, or a shape
     nobody foresaw) gives `parse_error: <ExceptionType>` for this trial only, and the run goes on.
 
-    Example:
-        >>> answers = asyncio.run(read_reply(trial, "3", protocol))  # doctest: +SKIP
+    Example (the first trial of the shipped study quickstart: IRI item 1, options A to E):
+        >>> from psyq import load_study
+        >>> from psyq.engine.backends import make_backend
+        >>> from psyq.engine.design.study import BackendConfig
+        >>> study = load_study("quickstart")
+        >>> backend = make_backend(BackendConfig(id="b", kind="openai", model="m", base_url="http://127.0.0.1:9/v1"))
+        >>> trial = next(plan_trials(study, {"b": backend}))
+        >>> asyncio.run(read_reply(trial, "B", study.protocol))["1"].value
+        1
+        >>> asyncio.run(read_reply(trial, "x" * 20_000, study.protocol))["1"].status
+        'too_long'
     """
     ids = answer_ids(trial)
     long = too_long(text)
@@ -201,8 +210,14 @@ def budget_exhausted_reason(backend: HttpBackend, request: ChatRequest, result) 
     """Why an answer is missing as `token_budget_exhausted`, in words a user can act on.
 
     Example:
-        >>> budget_exhausted_reason(backend, request, result)   # doctest: +SKIP
-        'the reply ran out of its token limit twice (max_completion_tokens 16,480 the second time, ...'
+        >>> from psyq.engine.backends import make_backend
+        >>> from psyq.engine.backends.base import ChatResult
+        >>> from psyq.engine.design.study import BackendConfig
+        >>> backend = make_backend(BackendConfig(id="o", kind="openai", model="o3", base_url="http://127.0.0.1:9/v1"))
+        >>> request = ChatRequest(messages=({"role": "user", "content": "Rate 1 to 5."},), max_tokens=16)
+        >>> result = ChatResult("", None, 12, 8208, {}, reasoning_tokens=8200, budget_exhausted=True)
+        >>> print(budget_exhausted_reason(backend, request, result))
+        the reply ran out of its token limit twice (max_completion_tokens 8,208 the second time; 8,200 of its tokens were reasoning); raise the backend's max_tokens or reasoning_budget, or lower reasoning_effort
     """
     limit = backend.token_limit(request)
     spent = (f"; {result.reasoning_tokens:,} of its tokens were reasoning" if result.reasoning_tokens else "")
@@ -276,7 +291,15 @@ async def per_backend_workers(jobs: Iterable[Job], backend_of: Callable[[Job], s
     every worker and is raised plainly, not as an ExceptionGroup.
 
     Example:
-        >>> asyncio.run(per_backend_workers([], lambda job: "b", {}, handle))   # doctest: +SKIP
+        >>> from psyq.engine.backends import make_backend
+        >>> from psyq.engine.design.study import BackendConfig
+        >>> backend = make_backend(BackendConfig(id="b", kind="openai", model="m", base_url="http://127.0.0.1:9/v1"))
+        >>> done = []
+        >>> async def handle(job, backend):            # a job that sends nothing
+        ...     done.append((job, backend.config.id))
+        >>> asyncio.run(per_backend_workers([1, 2, 3], lambda job: "b", {"b": backend}, handle))
+        >>> sorted(done)
+        [(1, 'b'), (2, 'b'), (3, 'b')]
     """
     queues: dict[str, asyncio.Queue] = {b: asyncio.Queue() for b in backends}
     for job in jobs:

@@ -24,10 +24,13 @@ sampling, persona, instrument, repeat, seed, the stage's own question), the stag
 study's stages and the situation; its history is not in the id (it is not known when planning)
 but is stored with it.
 
-Example:
-    >>> chains = plan_chains(load_study("tests/fixtures/stages/staged_study.yaml"), backends)  # doctest: +SKIP
-    >>> [s.kind for s in chains[0].steps]                                                      # doctest: +SKIP
-    ['measure', 'evoke', 'measure']
+Example (a test study: two personas, two situations each, measure – evoke – measure; nothing is sent):
+    >>> from psyq import load_study
+    >>> from psyq.engine.backends import make_backend
+    >>> study = load_study("tests/fixtures/stages/staged_study.yaml")
+    >>> chains = plan_chains(study, {b.id: make_backend(b) for b in study.spec.backends})
+    >>> len(chains), [s.kind for s in chains[0].steps]
+    (4, ['measure', 'evoke', 'measure'])
 """
 
 from __future__ import annotations
@@ -95,8 +98,10 @@ class Chain:
 def situations_for(study: Study, persona: Persona) -> list[Situation]:
     """The situations `persona` is given: all, or a seeded sample (in the set's order).
 
-    Example:
-        >>> [s.id for s in situations_for(study, study.cohort.personas[0])]  # doctest: +SKIP
+    Example (a test study whose personas get every situation of a set of two):
+        >>> from psyq import load_study
+        >>> study = load_study("tests/fixtures/stages/staged_study.yaml")
+        >>> [s.id for s in situations_for(study, study.cohort.personas[0])]
         ['anger_01', 'joy_01']
     """
     assert study.situations is not None and study.spec.situations is not None
@@ -200,9 +205,14 @@ def preview_trials(chains: Iterable[Chain]) -> list[Trial]:
     """The trials of `chains` as `psyq plan` shows them: each later stage with the earlier
     stages' questions and placeholders for the replies not yet given (see :data:`PREVIEW_NOTE`).
 
-    Example:
-        >>> preview_trials(chains)[2].request.messages[2]["content"]   # doctest: +SKIP
-        '<reply of stage 0>'
+    Example (a test study of measure – evoke – measure; the third trial is the second measure):
+        >>> from psyq import load_study
+        >>> from psyq.engine.backends import make_backend
+        >>> study = load_study("tests/fixtures/stages/staged_study.yaml")
+        >>> chains = plan_chains(study, {b.id: make_backend(b) for b in study.spec.backends})
+        >>> messages = preview_trials(chains)[2].request.messages
+        >>> [m["role"] for m in messages], messages[2]["content"]
+        (['system', 'user', 'assistant', 'user', 'assistant', 'user'], '<reply of stage 0>')
     """
     out = []
     for chain in chains:
@@ -339,7 +349,7 @@ async def run_chains(chains: list[Chain], backends: dict[str, HttpBackend], stor
     stages of one chain one after the other.
 
     Example:
-        >>> outcome = asyncio.run(run_chains(chains, backends, store, study.protocol))  # doctest: +SKIP
+        >>> outcome = asyncio.run(run_chains(chains, backends, store, study.protocol))  # sends requests  # doctest: +SKIP
     """
     stored = store.stage_trials()
     outcome = ChainOutcome()

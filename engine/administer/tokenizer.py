@@ -133,9 +133,14 @@ def token_counter(backend: HttpBackend, mode: str = "auto") -> Iterator[TokenCou
     default start the cached llama-server, ~3 s, to count with the GGUF's own vocabulary; it is
     never built for a plan).
 
-    Example:
-        >>> with token_counter(backend, "approximate") as counter:   # doctest: +SKIP
-        ...     counter.count(trial.request)
+    Example (``approximate`` asks no server):
+        >>> from psyq.engine.backends import make_backend
+        >>> from psyq.engine.design.study import BackendConfig
+        >>> backend = make_backend(BackendConfig(id="b", kind="openai", model="m", base_url="http://127.0.0.1:9/v1"))
+        >>> request = ChatRequest(messages=({"role": "user", "content": "abcdefgh"},), max_tokens=1)
+        >>> with token_counter(backend, "approximate") as counter:
+        ...     counter.count(request), counter.exact
+        (2.0, False)
     """
     if mode == "approximate":
         yield ApproximateCounter("--tokenizer approximate")

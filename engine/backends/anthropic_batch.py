@@ -18,8 +18,12 @@ from psyq.engine.backends.batch_api import BatchLine, BatchState, call, read_jso
 class AnthropicBatchClient:
     """Message Batches on the Anthropic API.
 
-    Example:
-        >>> client = AnthropicBatchClient(backend)   # doctest: +SKIP
+    Example (made without a request; its methods call the API):
+        >>> from psyq.engine.backends import make_backend
+        >>> from psyq.engine.design.study import BackendConfig
+        >>> client = AnthropicBatchClient(make_backend(BackendConfig(id="a", kind="anthropic", model="m")))
+        >>> client.base, client.can_find
+        ('https://api.anthropic.com/v1', False)
     """
 
     provider = "anthropic"

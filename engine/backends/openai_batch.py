@@ -26,8 +26,13 @@ class OpenAIBatchClient:
     """Batches on an OpenAI-compatible server (`base_url` ends in /v1).
 
     Example:
-        >>> client = OpenAIBatchClient(backend)                              # doctest: +SKIP
-        >>> file_id = asyncio.run(client.upload([("t1", backend.payload(request))]))  # doctest: +SKIP
+        >>> from psyq.engine.backends import make_backend
+        >>> from psyq.engine.design.study import BackendConfig
+        >>> backend = make_backend(BackendConfig(id="v", kind="openai", model="m", base_url="http://127.0.0.1:8000/v1"))
+        >>> client = OpenAIBatchClient(backend)
+        >>> client.base, client.can_find
+        ('http://127.0.0.1:8000/v1', True)
+        >>> file_id = asyncio.run(client.upload([("t1", backend.payload(request))]))  # uploads  # doctest: +SKIP
     """
 
     provider = "openai"

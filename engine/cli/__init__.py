@@ -66,7 +66,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run the psyq command with `argv` (default: the process's arguments); return its exit code.
 
     Example:
-        >>> main(["schema", "study"])   # doctest: +SKIP
+        >>> main(["validate", "tests/fixtures/stages/staged_study.yaml"])
+        ok  tests/fixtures/stages/staged_study.yaml
         0
     """
     try:

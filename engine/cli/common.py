@@ -76,10 +76,9 @@ def chosen_run(path: str, prompts: str | None = None) -> Path:
     a study's runs folder (psyq.engine.results.runs.resolve_run), said in one line on stderr so
     that nobody reads another run than they think.
 
-    Example:
-        >>> chosen_run("runs/quickstart")   # doctest: +SKIP
-        PosixPath('runs/quickstart/ab12cd34ef56')
-        (stderr: psyq: runs/quickstart -> its latest run, runs/quickstart/ab12cd34ef56)
+    Example (`run_dir`: the only run in its study's runs folder):
+        >>> chosen_run(str(run_dir.parent)) == run_dir   # stderr: psyq: <runs folder> -> its latest run, <run_dir>
+        True
     """
     from psyq.engine.results.runs import resolve_run
 

@@ -26,8 +26,11 @@ def yaml_files_to_check(paths: list[str]) -> tuple[list[Path], int]:
     name (``iri``).
 
     Example:
-        >>> yaml_files_to_check(["."])   # doctest: +SKIP
-        ([PosixPath('instruments/iri.yaml'), ...], 12)
+        >>> files, skipped = yaml_files_to_check(["tests/fixtures/stages"])
+        >>> [f.name for f in files], skipped
+        (['cohort_two.yaml', 'situations_two.yaml', 'staged_study.yaml'], 0)
+        >>> yaml_files_to_check([str(run_dir.parent)])   # a study's runs folder: its run's copies are skipped
+        ([], 2)
     """
     from psyq.engine.results.runs import is_run_dir
 

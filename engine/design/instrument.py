@@ -418,9 +418,12 @@ def _check_norm_range(inst: Instrument, doc: YamlDocument, path: tuple, sid: str
 def item_texts_path(inst: Instrument, instrument_path: str | Path) -> Path | None:
     """The user's file of item texts that `inst` declares in `item_texts` (None if none).
 
-    Example:
-        >>> item_texts_path(load_instrument("bes"), locate("bes", "instrument"))  # doctest: +SKIP
-        PosixPath('/home/me/psyq/bes_texts.csv')
+    Example (the BES declares ``file: ~/psyq/bes_texts.csv``; the IRI ships its texts):
+        >>> path = item_texts_path(load_instrument("bes"), locate("bes", "instrument"))
+        >>> path == Path("~/psyq/bes_texts.csv").expanduser()
+        True
+        >>> item_texts_path(load_instrument("iri"), locate("iri", "instrument")) is None
+        True
     """
     if inst.item_texts is None:
         return None

@@ -431,9 +431,17 @@ def read_personas_csv(path: str | Path) -> list[Persona]:
     Cells holding numbers become numbers; an empty cell leaves the attribute out for that persona.
     Raises :class:`~psyq.engine.files.errors.InputError` with the line of every bad row (header = line 1).
 
-    Example:
-        >>> read_personas_csv("personas/my_personas.csv")[0].attributes  # doctest: +SKIP
-        {'age': 34, 'gender': 'female'}
+    Example (a CSV written to a temporary folder):
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     path = Path(folder) / "personas.csv"
+        ...     _ = path.write_text("id,age,gender,backstory\\np1,34,female,A nurse in Leeds.\\np2,,male,\\n",
+        ...                         encoding="utf-8")
+        ...     personas = read_personas_csv(path)
+        >>> personas[0].attributes, personas[0].backstory
+        ({'age': 34, 'gender': 'female'}, 'A nurse in Leeds.')
+        >>> personas[1].attributes, personas[1].backstory
+        ({'gender': 'male'}, None)
     """
     return [persona for _, persona in _read_csv(path)]
 

@@ -78,9 +78,10 @@ class PriceTable:
 def load_prices(path: str | Path) -> PriceTable:
     """A price file, read with the bounded safe YAML reader (InputError: file:line:column: field: what).
 
-    Example:
-        >>> load_prices("prices.yaml").prices["gpt-4o-mini"].input   # doctest: +SKIP
-        0.15
+    Example (the example price file of the documentation):
+        >>> table = load_prices("docs/examples/prices.yaml")
+        >>> table.prices["gpt-4o-mini"].input, table.origin
+        (0.15, 'docs/examples/prices.yaml (as of 2026-11-01; source: example figures for the documentation)')
     """
     spec = parse_document(load_yaml(path), PriceFile)
     notes = [f"as of {spec.as_of}" if spec.as_of else "", f"source: {spec.source}" if spec.source else ""]

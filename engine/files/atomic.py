@@ -18,8 +18,11 @@ from typing import Any
 def write_text_atomic(path: str | Path, text: str) -> None:
     """Write `text` to `path` atomically (see the module docstring).
 
-    Example:
-        >>> write_text_atomic("runs/x/manifest.json", "{}")  # doctest: +SKIP
+    Example (in a temporary folder; no temporary file is left beside the target):
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     write_text_atomic(Path(folder) / "manifest.json", "{}")
+        ...     [(p.name, p.read_text()) for p in Path(folder).iterdir()]
+        [('manifest.json', '{}')]
     """
     write_bytes_atomic(path, text.replace("\n", os.linesep).encode("utf-8"))   # as a file opened in text mode
 
@@ -27,8 +30,11 @@ def write_text_atomic(path: str | Path, text: str) -> None:
 def write_bytes_atomic(path: str | Path, data: bytes) -> None:
     """Write `data` to `path` atomically (see the module docstring), e.g. a workbook.
 
-    Example:
-        >>> write_bytes_atomic("sheet.xlsx", b"PK")  # doctest: +SKIP
+    Example (in a temporary folder):
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     write_bytes_atomic(Path(folder) / "sheet.xlsx", b"PK")
+        ...     (Path(folder) / "sheet.xlsx").read_bytes()
+        b'PK'
     """
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -53,7 +59,12 @@ def write_bytes_atomic(path: str | Path, data: bytes) -> None:
 def write_json_atomic(path: str | Path, data: Any) -> None:
     """`data` as indented JSON, written atomically.
 
-    Example:
-        >>> write_json_atomic("runs/x/manifest.json", {"run_id": "ab12"})  # doctest: +SKIP
+    Example (in a temporary folder):
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     write_json_atomic(Path(folder) / "manifest.json", {"run_id": "ab12"})
+        ...     print((Path(folder) / "manifest.json").read_text())
+        {
+          "run_id": "ab12"
+        }
     """
     write_text_atomic(path, json.dumps(data, indent=2))

@@ -150,8 +150,8 @@ def read_csv_table(path: str | Path, required: Sequence[str] = (), row_names: bo
     :attr:`CsvTable.notices`.
 
     Example:
-        >>> table = read_csv_table("tests/data/mini_answers.csv", required=["respondent_id"])  # doctest: +SKIP
-        >>> table.header[:2], table.lines[:2]  # doctest: +SKIP
+        >>> table = read_csv_table("tests/data/mini_answers.csv", required=["respondent_id"])
+        >>> table.header[:2], table.lines[:2]
         (['respondent_id', 'a'], [2, 3])
     """
     file = str(path)

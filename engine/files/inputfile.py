@@ -109,8 +109,9 @@ def decode_text(file: str, raw: bytes) -> str:
 def read_input_text(path: str | Path, max_bytes: int = MAX_FILE_BYTES) -> str:
     """:func:`read_input_bytes` then :func:`decode_text`: a small regular UTF-8 text file's text.
 
-    Example:
-        >>> read_input_text("iri")[:5]  # doctest: +SKIP
-        'psyq:'
+    Example (a path, not a shipped name: :func:`psyq.engine.files.shipped.locate` finds those):
+        >>> from psyq.engine.files.shipped import locate
+        >>> read_input_text(locate("iri", "instrument")).splitlines()[0]
+        '# yaml-language-server: $schema=instrument.schema.json'
     """
     return decode_text(str(path), read_input_bytes(path, max_bytes))

@@ -243,10 +243,11 @@ def load_yaml(path: str | Path) -> YamlDocument:
     errors, nesting deeper than :data:`MAX_DEPTH`, recursive aliases or aliases expanding to
     more than :data:`MAX_ALIAS_NODES` values, duplicate keys and documents that are not a mapping.
 
-    Example:
-        >>> doc = load_yaml("iri")  # doctest: +SKIP
-        >>> doc.where(("items", 0, "text"))           # doctest: +SKIP
-        (9, 20)
+    Example (a path, not a shipped name: :func:`psyq.engine.files.shipped.locate` finds those):
+        >>> from psyq.engine.files.shipped import locate
+        >>> doc = load_yaml(locate("iri", "instrument"))
+        >>> doc.data["id"], doc.where(("items", 0, "text"))      # line and column of the first item's text
+        ('iri', (65, 21))
     """
     file = str(path)
     text = decode_text(file, read_input_bytes(path))

@@ -557,6 +557,8 @@ class EmotionBenchResultsImporter(Importer):
     def import_run(self, paths: list[str], out_dir: str) -> tuple[str, list[str]]:
         """Write the imported run of the result files `paths` into `out_dir`; (summary, notes).
 
+        Not run: reads a copy of EmotionBench's published results, which psyq does not ship.
+
         Example:
             >>> summary, notes = EmotionBenchResultsImporter().import_run(
             ...     ["EmotionBench/results/PANAS Test/gpt-4-PANAS-testing.csv"], "runs/eb_gpt4")  # doctest: +SKIP

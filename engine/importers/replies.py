@@ -157,10 +157,14 @@ def read_human_ratings(path: str | Path, rubric: MultiRubric, known: set[str] | 
     response_id against the run's targets (`known`: their ids, or id -> stored text, which a
     ``reply`` column is then checked against).
 
-    Example:
-        >>> r = load_multi_rubric("empathy_ceb")                 # doctest: +SKIP
-        >>> read_human_ratings("tests/fixtures/response/human_ratings.csv", r, ids)[0].rater_kind   # doctest: +SKIP
-        'human'
+    Example (two made-up raters' scores of three reference replies, tests/fixtures/response):
+        >>> from psyq.engine.kinds.response.rubrics import load_multi_rubric
+        >>> from psyq.engine.store.ratings import response_id_of
+        >>> r = load_multi_rubric("empathy_ceb")
+        >>> ids = {response_id_of(f"reference/clin_0{k}") for k in (1, 2, 3)}
+        >>> ratings = read_human_ratings("tests/fixtures/response/human_ratings.csv", r, ids)
+        >>> len(ratings), ratings[0].rater_kind, ratings[0].rater_id, ratings[0].dimension, ratings[0].level
+        (15, 'human', 'h1', 'cognitive', 3.0)
     """
     dims = rubric.dimension_ids
     table = read_ratings_table(path, required=("rater_id", "response_id"))

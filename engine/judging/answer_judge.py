@@ -15,8 +15,10 @@ rating targets of a run with response items instead: :mod:`psyq.engine.kinds.res
 * ``text``: the one level digit in the reply.
 
 Example:
-    >>> rubric = load_rubric("leas_level")          # doctest: +SKIP
-    >>> asyncio.run(judge_run("runs/leas_repeated/ab12", config, rubric))     # doctest: +SKIP
+    >>> rubric = load_rubric("leas_level")
+    >>> rubric.spec.applies_to, sorted(rubric.spec.levels)
+    ('scene', [0, 1, 2, 3, 4])
+    >>> asyncio.run(judge_run("runs/leas_repeated/ab12", config, rubric))  # sends requests  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -223,8 +225,8 @@ async def judge_run(run_path: str | Path, config: BackendConfig, rubric: Rubric,
     """Judge every free-text answer of a run that `rubric` applies to; resume where a run stopped.
 
     Example:
-        >>> cfg = BackendConfig(id="judge", kind="local")                                   # doctest: +SKIP
-        >>> asyncio.run(judge_run("runs/leas_repeated/ab12", cfg, load_rubric(path)))      # doctest: +SKIP
+        >>> cfg = BackendConfig(id="judge", kind="local")
+        >>> asyncio.run(judge_run("runs/leas_repeated/ab12", cfg, load_rubric(path)))  # starts a local model  # doctest: +SKIP
     """
     run = open_run_dir(run_path)
     instruments = run_instruments(run)

@@ -14,8 +14,11 @@ reply kept) or ``failed`` (the backend did not answer; asked again on the next r
 a row other than ``failed`` is never sent again, so a rerun pays for nothing twice.
 
 Example:
-    >>> pset = load_perturbations("haleas7")            # doctest: +SKIP
-    >>> asyncio.run(perturb_run("runs/rated_replies/ab12", pset, config))            # doctest: +SKIP
+    >>> from psyq.engine.design.perturbation_sets import load_perturbations
+    >>> pset = load_perturbations("haleas7")
+    >>> [p.id for p in pset.perturbations][:3]
+    ['punctuation_repeat', 'greek_letters', 'typos_truncated']
+    >>> asyncio.run(perturb_run("runs/rated_replies/ab12", pset, config))  # sends rewrites  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -228,6 +231,8 @@ async def perturb_run(run_path: str | Path, pset: PerturbationSet, config: Backe
     """Apply the set's perturbations (or those in `only`) to every original target of a run.
 
     `config` is the backend of the rewrites (None is refused when a rewrite has something to do).
+
+    Not run: needs a run with rating targets (replies to rate; `run_dir` has none), and writes into it.
 
     Example:
         >>> asyncio.run(perturb_run("runs/rated/ab12", load_perturbations("my.yaml"), None))   # doctest: +SKIP

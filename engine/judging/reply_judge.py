@@ -17,8 +17,11 @@ author, persona or perturbation; the (target, dimension) pairs are sent in an or
 with a seed (:func:`blind_order`), so persona and reference replies are interleaved.
 
 Example:
-    >>> rubric = load_multi_rubric("empathy_ceb")                  # doctest: +SKIP
-    >>> asyncio.run(judge_targets("runs/rated_replies/ab12", config, rubric, "json"))       # doctest: +SKIP
+    >>> from psyq.engine.kinds.response.rubrics import load_multi_rubric
+    >>> rubric = load_multi_rubric("empathy_ceb")
+    >>> rubric.dimension_ids
+    ['cognitive', 'emotional', 'behavioural']
+    >>> asyncio.run(judge_targets("runs/rated_replies/ab12", config, rubric, "json"))  # sends requests  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -162,8 +165,8 @@ async def judge_targets(run_path: str | Path, config: BackendConfig, rubric: Mul
     """Rate every target of a run on every dimension of `rubric`; resume where a run stopped.
 
     Example:
-        >>> cfg = BackendConfig(id="judge_a", kind="openai", base_url=url, model="m")        # doctest: +SKIP
-        >>> asyncio.run(judge_targets("runs/rated_replies/ab12", cfg, rubric)).counts        # doctest: +SKIP
+        >>> cfg = BackendConfig(id="judge_a", kind="openai", base_url="http://127.0.0.1:8080/v1", model="m")
+        >>> asyncio.run(judge_targets("runs/rated_replies/ab12", cfg, rubric)).counts  # sends requests  # doctest: +SKIP
         {'answered': 144}
     """
     run = open_run_dir(run_path)

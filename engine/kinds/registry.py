@@ -54,7 +54,9 @@ def instruments_with(name: str, instruments: Mapping[str, "Instrument"]) -> list
     """Ids of the instruments in `instruments` that hold items of the kind `name`, in order.
 
     Example:
-        >>> instruments_with("rating", {"mini": load_instrument("tests/data/mini_1to7.yaml")})  # doctest: +SKIP
-        ['mini']
+        >>> from psyq import load_instrument
+        >>> shipped = {"iri": load_instrument("iri"), "ea": load_instrument("ea_vignettes_psyq")}
+        >>> instruments_with("rating", shipped), instruments_with("vignette", shipped)
+        (['iri'], ['ea'])
     """
     return [i for i, inst in instruments.items() if any(x.kind == name for x in inst.items)]

@@ -70,9 +70,10 @@ def run_instruments(run: RunDir) -> dict[str, Instrument]:
 def export_table(run_path: str | Path) -> pd.DataFrame:
     """The run's answers as a tidy long DataFrame (see the module docstring for columns).
 
-    Example:
-        >>> table = export_table("runs/quickstart/ab12cd34ef56")  # doctest: +SKIP
-        >>> table.groupby("instrument")["value"].count()           # doctest: +SKIP
+    Example (`run_dir`: 4 personas × the 4 items of tests/data/mini_1to7.yaml, one answer refused):
+        >>> table = export_table(run_dir)
+        >>> table.groupby("instrument")["value"].count().to_dict(), table.groupby("status").size().to_dict()
+        ({'mini': 15}, {'answered': 15, 'refusal': 1})
     """
     run = open_run_dir(run_path)
     manifest = run.read_manifest()

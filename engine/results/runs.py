@@ -69,9 +69,9 @@ def served_by_psyq(kind: Any) -> bool:
 def is_run_dir(path: Path) -> bool:
     """A run directory holds a manifest and a store.
 
-    Example:
-        >>> is_run_dir(Path("runs/quickstart/ab12cd34ef56"))   # doctest: +SKIP
-        True
+    Example (`run_dir`: a run; its parent, the study's runs folder, is not one):
+        >>> is_run_dir(run_dir), is_run_dir(run_dir.parent)
+        (True, False)
     """
     return (path / MANIFEST).is_file() and (path / DATABASE).is_file()
 
@@ -79,9 +79,9 @@ def is_run_dir(path: Path) -> bool:
 def find_run_dirs(root: str | Path) -> list[Path]:
     """Run directories at `root`, or one or two levels below it (runs/ or runs/STUDY/).
 
-    Example:
-        >>> find_run_dirs("runs")   # doctest: +SKIP
-        [PosixPath('runs/quickstart/ab12cd34ef56')]
+    Example (`run_dir` is in runs/mini_run/, the only run there):
+        >>> find_run_dirs(run_dir.parent) == [run_dir], find_run_dirs(run_dir.parents[1]) == [run_dir]
+        (True, True)
     """
     root = Path(root)
     if not root.is_dir():
@@ -123,9 +123,10 @@ def _latest(*stamps: str | None) -> str | None:
 def summarise_run(path: str | Path) -> RunSummary:
     """Study, times, backends, completion and lock of one run directory.
 
-    Example:
-        >>> summarise_run("runs/quickstart/ab12cd34ef56").counts   # doctest: +SKIP
-        {'answered': 1150, 'missing': 2}
+    Example (`run_dir`: 16 trials of the toy instrument tests/data/mini_1to7.yaml, one answer refused):
+        >>> run = summarise_run(run_dir)
+        >>> run.study, run.counts
+        ('mini_run', {'answered': 15, 'missing': 1})
     """
     path = Path(path)
     notes: list[str] = []
@@ -156,9 +157,9 @@ def _perturbation(manifest: dict[str, Any]) -> str | None:
 def list_runs(root: str | Path) -> list[RunSummary]:
     """Every run under `root`, newest first (by last activity, then start).
 
-    Example:
-        >>> [r.run_id for r in list_runs("runs")]   # doctest: +SKIP
-        ['ab12cd34ef56', '0f9e8d7c6b5a']
+    Example (`run_dir`: the only run in its study's folder):
+        >>> [r.run_id for r in list_runs(run_dir.parent)] == [run_dir.name]
+        True
     """
     runs = [summarise_run(p) for p in find_run_dirs(root)]
     return sorted(runs, key=lambda r: _moment(r.last_activity or r.started_at), reverse=True)
@@ -257,10 +258,10 @@ def run_breakdown(path: str | Path) -> tuple[list[Breakdown], list[str]]:
     (prompt and completion, re-asks included); trials whose backend reported none are counted
     apart rather than as 0.
 
-    Example:
-        >>> rows, notes = run_breakdown("runs/quickstart/ab12cd34ef56")   # doctest: +SKIP
-        >>> rows[0].counts                                                 # doctest: +SKIP
-        {'answered': 576}
+    Example (`run_dir`: 16 trials of the toy instrument tests/data/mini_1to7.yaml, one answer refused):
+        >>> rows, notes = run_breakdown(run_dir)
+        >>> rows[0].instrument, rows[0].planned, rows[0].counts, rows[0].missing_reasons, notes
+        ('mini', 16, {'answered': 15, 'missing': 1}, {'refusal': 1}, [])
     """
     path = Path(path)
     notes: list[str] = []
@@ -364,10 +365,12 @@ class ChosenRun:
     def line(self) -> str | None:
         """One line saying which run a folder stood for (None for a run directory given as such).
 
-        Example:
-            >>> run = summarise_run("runs/quickstart/ab12cd34ef56")                    # doctest: +SKIP
-            >>> ChosenRun(run.path, Path("runs/quickstart"), [run]).line()            # doctest: +SKIP
-            'runs/quickstart -> its latest run, runs/quickstart/ab12cd34ef56'
+        Example (`run_dir`: the only run in its study's folder):
+            >>> run = summarise_run(run_dir)
+            >>> ChosenRun(run.path, run_dir.parent, [run]).line() == f"{run_dir.parent} -> its latest run, {run_dir}"
+            True
+            >>> ChosenRun(run.path, run.path).line() is None       # a run directory given as such
+            True
         """
         if not self.from_folder:
             return None
@@ -394,9 +397,9 @@ def resolve_run(path: str | Path, prompts: str | None = None) -> ChosenRun:
     Every command that reads a run resolves its argument here, so `psyq status`, `export`,
     `scores`, `report` ... agree on which run a folder means.
 
-    Example:
-        >>> resolve_run("runs/quickstart").path   # doctest: +SKIP
-        PosixPath('runs/quickstart/ab12cd34ef56')
+    Example (`run_dir`: the only run in its study's folder):
+        >>> resolve_run(run_dir.parent).path == run_dir, resolve_run(run_dir).path == run_dir
+        (True, True)
     """
     from psyq.engine.results.imported_run import is_imported_run
 
@@ -427,9 +430,12 @@ def status_target(path: str | Path) -> tuple[Path, str | None]:
     """The run `psyq status PATH` shows (:func:`resolve_run`), with, for a folder, a listing of
     its runs and a note saying which one is shown.
 
-    Example:
-        >>> status_target("runs/quickstart")   # doctest: +SKIP
-        (PosixPath('runs/quickstart/ab12cd34ef56'), 'RUN  STUDY ...')
+    Example (`run_dir`: the only run in its study's folder):
+        >>> path, listing = status_target(run_dir.parent)
+        >>> path == run_dir, listing.splitlines()[0].split()[:3]
+        (True, ['RUN', 'STUDY', 'STARTED'])
+        >>> status_target(run_dir) == (run_dir, None)          # a run directory: no listing
+        True
     """
     chosen = resolve_run(path)
     if not chosen.from_folder:

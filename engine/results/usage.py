@@ -98,9 +98,10 @@ def _connect_readonly(path: Path) -> sqlite3.Connection:
 def token_usage(db: sqlite3.Connection) -> list[Usage]:
     """Per backend: trials, trials with reported usage, and the sums of their tokens.
 
-    Example:
-        >>> token_usage(sqlite3.connect("runs/quickstart/ab12cd34ef56/run.sqlite"))   # doctest: +SKIP
-        [Usage(backend_id='local', model='gemma-3-270m-q4_k_m', trials=364, with_usage=364, ...)]
+    Example (`run_dir`: 16 trials sent to a stub server, which reports usage):
+        >>> [usage] = token_usage(connect_readonly(run_dir / "run.sqlite"))
+        >>> usage.backend_id, usage.model, usage.trials, usage.with_usage, usage.prompt_tokens, usage.completion_tokens
+        ('stub', 'stub-model', 16, 16, 1496, 23)
     """
     # Runs from before a column was added read it as NULL (not reported).
     cached, reasoning, reasks = (c if _has_column(db, c) else "NULL"
@@ -121,9 +122,9 @@ def _has_column(db: sqlite3.Connection, column: str) -> bool:
 def endpoint_usage(db: sqlite3.Connection) -> list[EndpointUsage]:
     """Per backend and endpoint that answered: trials, answered trials and tokens.
 
-    Example:
-        >>> endpoint_usage(sqlite3.connect("runs/x/ab12cd34ef56/run.sqlite"))   # doctest: +SKIP
-        [EndpointUsage(backend_id='vllm', endpoint='http://10.0.0.1:8000/v1', trials=601, answered=600, ...)]
+    Example (`run_dir`: 16 trials sent to one stub server, one answer refused):
+        >>> [(u.backend_id, u.trials, u.answered) for u in endpoint_usage(connect_readonly(run_dir / "run.sqlite"))]
+        [('stub', 16, 15)]
     """
     if not _has_column(db, "endpoint"):
         return []

@@ -27,10 +27,11 @@ from urllib.parse import quote
 def connect_readonly(database: str | Path, timeout: float = 2.0) -> sqlite3.Connection:
     """A read-only connection to the run store at `database` that creates and alters nothing.
 
-    Example:
-        >>> db = connect_readonly("runs/quickstart/ab12cd34ef56/run.sqlite")   # doctest: +SKIP
-        >>> db.execute("SELECT COUNT(*) FROM trials").fetchone()               # doctest: +SKIP
-        (1152,)
+    Example (`run_dir`: a finished run of 16 trials):
+        >>> db = connect_readonly(run_dir / "run.sqlite")
+        >>> db.execute("SELECT COUNT(*) FROM trials").fetchone()
+        (16,)
+        >>> db.close()
     """
     path = Path(database).resolve()
     live = Path(f"{path}-wal").exists() and Path(f"{path}-shm").exists()

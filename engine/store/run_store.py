@@ -162,10 +162,10 @@ class StageRecord:
 class RunStore:
     """The SQLite file of one run.
 
-    Example:
-        >>> store = RunStore("runs/quickstart/ab12cd34ef56/run.sqlite")  # doctest: +SKIP
-        >>> len(store.finished_trial_ids())                               # doctest: +SKIP
-        1152
+    Example (`run_dir`: a finished run of 16 trials, one with an answer refused):
+        >>> with RunStore(run_dir / "run.sqlite") as store:
+        ...     len(store.finished_trial_ids()), store.status_counts()
+        (16, {'answered': 15, 'missing': 1})
     """
 
     def __init__(self, path: str | Path):
@@ -318,8 +318,11 @@ class RunStore:
     def frequent_errors(self, limit: int = 5) -> list[tuple[str, int]]:
         """The most frequent error messages of failed trials, most frequent first, with their counts.
 
-        Example:
-            >>> store.frequent_errors()   # doctest: +SKIP
+        Example (`run_dir`: no trial failed):
+            >>> with RunStore(run_dir / "run.sqlite") as store:
+            ...     store.frequent_errors()
+            []
+            >>> store.frequent_errors()   # a run whose server refused a parameter  # doctest: +SKIP
             [("HTTP 400 (unsupported_parameter, param max_tokens): Unsupported parameter: 'max_tokens' ...", 364)]
         """
         self.flush()

@@ -30,9 +30,15 @@ class RunLocked(PsyqError):
 class RunLock:
     """Hold the run directory's lock for the life of a ``with`` block (RunLocked if taken).
 
-    Example:
-        >>> with RunLock(Path("runs/quickstart/ab12cd34ef56")):   # doctest: +SKIP
-        ...     ...   # only this process sends this run's trials
+    Example (in a temporary folder; a second holder is refused while the first holds it):
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     with RunLock(folder):
+        ...         try:
+        ...             RunLock(folder).__enter__()
+        ...         except RunLocked as exc:
+        ...             exc.pid == str(os.getpid())
+        True
     """
 
     def __init__(self, run_dir: str | Path):
@@ -72,9 +78,14 @@ def lock_holder(run_dir: str | Path) -> str | None:
     creates nothing. A `psyq run` taking the lock in the same microsecond would meet the probe
     and be refused (exit 5); rerunning it then proceeds.
 
-    Example:
-        >>> lock_holder("runs/quickstart/ab12cd34ef56")   # doctest: +SKIP
-        '41234'
+    Example (`run_dir`: a finished run; then a temporary folder locked by this process):
+        >>> lock_holder(run_dir) is None
+        True
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     with RunLock(folder):
+        ...         lock_holder(folder) == str(os.getpid())
+        True
     """
     path = Path(run_dir) / LOCK_FILE
     try:

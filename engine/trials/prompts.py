@@ -76,9 +76,11 @@ def item_messages(instrument: Instrument, item: Item, *, system_prompt: str | No
     """Messages asking one item.
 
     Example:
-        >>> msgs = item_messages(iri, iri.item("1"), system_prompt=None, option_order="as_written", answer="text")  # doctest: +SKIP
-        >>> msgs[0]["role"]                                                                                          # doctest: +SKIP
-        'user'
+        >>> from psyq.engine.design.instrument import load_instrument
+        >>> iri = load_instrument("iri")
+        >>> msgs = item_messages(iri, iri.item("1"), system_prompt=None, option_order="as_written", answer="text")
+        >>> msgs[0]["role"], msgs[0]["content"].splitlines()[-2:]
+        ('user', ['', 'Answer with the letter of one option only.'])
     """
     kind = _answer_kind(instrument)
     if answer == "json":

@@ -297,8 +297,12 @@ def create_app(root: str | Path, *, host: str = "127.0.0.1", allowed_hosts: list
     """The viewer of the runs under `root`, answering requests whose Host is `host`, a loopback name
     or one of `allowed_hosts`; `methods` writes a run's methods paragraph (None: no methods page).
 
-    Example:
-        >>> app = create_app("runs")   # doctest: +SKIP
+    Example (the runs folder holding `run_dir`, asked in-process: no server is started):
+        >>> from starlette.testclient import TestClient
+        >>> app = create_app(run_dir.parents[1])
+        >>> page = TestClient(app, base_url="http://127.0.0.1").get("/")
+        >>> page.status_code, run_dir.name in page.text
+        (200, True)
     """
     viewer = Viewer(Path(root), methods)
     get = ["GET"]   # Starlette answers HEAD wherever GET is allowed, and 405 to any other method

@@ -44,7 +44,7 @@ def recompute(raw_file: Path = RAW, instrument_file: Path = INSTRUMENT) -> dict[
     """Group id -> {"n": n, "scores": {subscale: {"mean": m, "sd": sd}}}, rounded to 2 decimals.
 
     Example:
-        >>> recompute()["women"]["scores"]["PT"]          # doctest: +SKIP
+        >>> recompute()["women"]["scores"]["PT"]
         {'mean': 16.91, 'sd': 4.57}
     """
     raw = pd.read_csv(raw_file)

@@ -102,10 +102,24 @@ def invariance_against_people(instrument: Instrument, cohort: pd.DataFrame, peop
     ``attrs["fallback"]`` then holds the ordinal fit's problem ("" otherwise). Checked through
     :func:`measurement_invariance`, whose figures tests/test_invariance*.py pin against lavaan.
 
-    Example:
-        >>> mi = invariance_against_people(iri, cohort_items, people_items)     # doctest: +SKIP
-        >>> mi.attrs["estimator"], mi.attrs["fallback"]                          # doctest: +SKIP
+    Example (two halves of the IRI data psyq ships, the odd rows as the personas; four Empathic
+    Concern items as the one factor, for speed):
+        >>> import warnings
+        >>> from psyq import human_data, load_instrument
+        >>> iri = load_instrument("iri")
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")      # the notice that the codebook beside it was used
+        ...     people = human_data({"iri": "iri_briganti2018_keyed:keyed"})["iri"].answers(iri)
+        >>> mi = invariance_against_people(iri, people.iloc[::2], people.iloc[1::2],
+        ...                                factors={"EC": ["2", "4", "9", "14"]})
+        >>> mi.attrs["estimator"], mi.attrs["fallback"]
         ('WLSMV', '')
+        >>> mi[["step", "estimable"]]
+                 step  estimable
+        0  configural       True
+        1  thresholds       True
+        2      metric       True
+        3      scalar       True
     """
     if factors is None:
         factors = factor_structure(instrument)[0]

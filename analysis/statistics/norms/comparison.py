@@ -12,11 +12,29 @@ Human data scored with :func:`psyq.engine.trials.scoring.score` work as well (se
 
 Example
 -------
->>> from psyq.analysis.scoring.scores import score_answers                          # doctest: +SKIP
->>> scores = score_answers(table, instruments)                         # doctest: +SKIP
->>> compare_with_norms(scores, instruments)[["norm_sample", "subscale", "norm_group", "g"]]  # doctest: +SKIP
->>> compare_with_norms(score(iri, humans), {"iri": iri})                # doctest: +SKIP
->>> compare_with_norms(score_wide(iri, humans).assign(gender=humans["gender"]), {"iri": iri})  # doctest: +SKIP
+The IRI data psyq ships (Briganti et al., 2018: Belgian adults) against Davis' (1980) norms, from
+the long table of :func:`psyq.engine.trials.scoring.score` with the attribute added, and from a wide
+table (the same numbers):
+
+>>> from psyq import human_data, load_instrument
+>>> from psyq.engine.trials.scoring import score, score_wide
+>>> iri = load_instrument("iri")
+>>> humans = human_data({"iri": "iri_briganti2018_keyed:keyed"})["iri"].answers(iri)
+>>> scores = score(iri, humans).join(humans["gender"], on="respondent_id")
+>>> table = compare_with_norms(scores, {"iri": iri}, sample_id="davis1980")
+>>> table[["subscale", "norm_group", "n", "g"]].round(2)
+  subscale norm_group     n     g
+0       PT        men   838 -0.06
+1       PT      women  1135 -0.22
+2       FS        men   838 -0.01
+3       FS      women  1135 -0.09
+4       EC        men   838 -0.31
+5       EC      women  1135 -0.27
+6       PD        men   838  0.28
+7       PD      women  1135  0.27
+>>> wide = score_wide(iri, humans).assign(gender=humans["gender"])
+>>> compare_with_norms(wide, {"iri": iri}, sample_id="davis1980").equals(table)
+True
 """
 
 from __future__ import annotations
@@ -319,8 +337,21 @@ def compare_with_norms(scores: pd.DataFrame, instruments: Mapping[str, Instrumen
 
     Example
     -------
-    >>> table = compare_with_norms(scores, {"iri": iri}, correction="fdr_bh")   # doctest: +SKIP
-    >>> table.loc[table["subscale"] == "EC", ["norm_group", "n", "g", "p_adj"]]  # doctest: +SKIP
+    The IRI data psyq ships (Briganti et al., 2018) against both its norm samples: its own
+    (recomputed from these very answers, so g is 0) and Davis' (1980):
+
+    >>> from psyq import human_data, load_instrument
+    >>> from psyq.engine.trials.scoring import score
+    >>> iri = load_instrument("iri")
+    >>> humans = human_data({"iri": "iri_briganti2018_keyed:keyed"})["iri"].answers(iri)
+    >>> scores = score(iri, humans).join(humans["gender"], on="respondent_id")
+    >>> table = compare_with_norms(scores, {"iri": iri}, correction="fdr_bh")
+    >>> table.loc[table["subscale"] == "EC", ["norm_sample", "norm_group", "n", "g", "p_adj"]].round(3)
+         norm_sample norm_group     n      g  p_adj
+    4   briganti2018      women  1135  0.001  0.993
+    5   briganti2018        men   838  0.000  0.993
+    12     davis1980        men   838 -0.307  0.000
+    13     davis1980      women  1135 -0.272  0.000
 
     Human answers in a wide table (items and a ``gender`` column), scored wide:
 
@@ -385,7 +416,20 @@ def respondent_z(scores: pd.DataFrame, instruments: Mapping[str, Instrument], *,
 
     Example
     -------
-    >>> respondent_z(scores, {"iri": iri})[["respondent_id", "subscale", "norm_sample", "z"]]  # doctest: +SKIP
+    The first respondent of the IRI data psyq ships (Briganti et al., 2018), a woman:
+
+    >>> from psyq import human_data, load_instrument
+    >>> from psyq.engine.trials.scoring import score
+    >>> iri = load_instrument("iri")
+    >>> humans = human_data({"iri": "iri_briganti2018_keyed:keyed"})["iri"].answers(iri)
+    >>> scores = score(iri, humans).join(humans["gender"], on="respondent_id")
+    >>> z = respondent_z(scores, {"iri": iri}, sample_id="briganti2018")
+    >>> z[["respondent_id", "subscale", "norm_group", "score", "z"]].head(4).round(2)
+      respondent_id subscale norm_group  score     z
+    0         r0001       PT      women   13.0 -0.86
+    1         r0001       FS      women   25.0  1.25
+    2         r0001       EC      women   25.0  1.04
+    3         r0001       PD      women   11.0 -0.55
 
     References
     ----------

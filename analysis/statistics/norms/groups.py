@@ -118,8 +118,10 @@ def match_group(sample: NormSample, attributes: Mapping[str, Any]) -> str | None
 
     Example
     -------
-    >>> match_group(iri.norms[0], {"gender": "Female", "age": 34})      # doctest: +SKIP
-    'women'
+    >>> from psyq import load_instrument
+    >>> iri = load_instrument("iri")
+    >>> match_group(iri.norms[0], {"gender": "Female", "age": 34}), match_group(iri.norms[0], {"age": 34})
+    ('women', None)
     """
     best, best_size = None, 0
     for group in sample.groups:
@@ -159,7 +161,12 @@ def as_norm_scores(scores: pd.DataFrame, instruments: Mapping[str, Instrument]) 
 
     Example
     -------
-    >>> as_norm_scores(score(iri, humans), {"iri": iri})          # doctest: +SKIP
+    >>> from psyq import load_instrument
+    >>> scores = pd.DataFrame({"respondent_id": ["r1", "r2"], "subscale": "PT", "score": [14.0, 20.0]})
+    >>> as_norm_scores(scores, {"iri": load_instrument("iri")})
+      backend_id  model  repeat instrument respondent_id subscale  score
+    0      human  human       0        iri            r1       PT   14.0
+    1      human  human       0        iri            r2       PT   20.0
     """
     missing = [c for c in ("instrument", "backend_id", "model", "repeat") if c not in scores.columns]
     if not missing:
@@ -195,7 +202,11 @@ def chosen_samples(instruments: Mapping[str, Instrument], choice: SampleChoice =
 
     Example
     -------
-    >>> [s.id for s in chosen_samples({"iri": iri}, ["davis1980"])["iri"]]   # doctest: +SKIP
+    >>> from psyq import load_instrument
+    >>> iri = load_instrument("iri")
+    >>> [s.id for s in chosen_samples({"iri": iri})["iri"]]
+    ['briganti2018', 'davis1980']
+    >>> [s.id for s in chosen_samples({"iri": iri}, ["davis1980"])["iri"]]
     ['davis1980']
     """
     if choice is not None:
@@ -265,7 +276,21 @@ def group_matching(scores: pd.DataFrame, instruments: Mapping[str, Instrument], 
 
     Example
     -------
-    >>> group_matching(score(iri, humans), {"iri": iri})[["norm_sample", "norm_group", "n_respondents"]]  # doctest: +SKIP
+    The IRI data psyq ships (Briganti et al., 2018), scored with their ``gender`` added:
+
+    >>> from psyq import human_data, load_instrument
+    >>> from psyq.engine.trials.scoring import score
+    >>> iri = load_instrument("iri")
+    >>> humans = human_data({"iri": "iri_briganti2018_keyed:keyed"})["iri"].answers(iri)
+    >>> scores = score(iri, humans).join(humans["gender"], on="respondent_id")
+    >>> group_matching(scores, {"iri": iri})[["norm_sample", "norm_group", "n_respondents"]]
+        norm_sample norm_group  n_respondents
+    0  briganti2018      women           1135
+    1  briganti2018        men            838
+    2  briganti2018        all              0
+    3     davis1980        men            838
+    4     davis1980      women           1135
+    5     davis1980     pooled              0
     """
     scores = as_norm_scores(scores, instruments)
     attributes = attribute_columns(scores)
@@ -303,9 +328,13 @@ def value_mismatches(scores: pd.DataFrame, instruments: Mapping[str, Instrument]
 
     Example
     -------
-    >>> value_mismatches(human_scores_with_F_and_M, {"iri": iri})[["attribute", "data_values"]]  # doctest: +SKIP
-      attribute data_values
-    0    gender      [F, M]
+    >>> from psyq import load_instrument
+    >>> scores = pd.DataFrame({"respondent_id": ["r1", "r2"], "subscale": "PT", "score": [14.0, 20.0],
+    ...                        "gender": ["Frau", "Mann"]})
+    >>> value_mismatches(scores, {"iri": load_instrument("iri")})[["norm_sample", "attribute", "data_values"]]
+        norm_sample attribute   data_values
+    0  briganti2018    gender  [Frau, Mann]
+    1     davis1980    gender  [Frau, Mann]
     """
     scores = as_norm_scores(scores, instruments)
     attributes = set(attribute_columns(scores))
@@ -334,8 +363,10 @@ def whole_sample_group(sample: NormSample) -> str | None:
 
     Example
     -------
-    >>> whole_sample_group(iri.norms[0])      # doctest: +SKIP
-    'all'
+    >>> from psyq import load_instrument
+    >>> iri = load_instrument("iri")
+    >>> whole_sample_group(iri.norms[0]), whole_sample_group(iri.norms[1])      # briganti2018, davis1980
+    ('all', None)
     """
     return next((g.id for g in sample.groups if not g.where), None)
 

@@ -126,8 +126,9 @@ def norm_stats(instrument: Instrument, sample: NormSample, subscale_id: str,
 
     Example
     -------
-    >>> iri = load_instrument("iri")                     # doctest: +SKIP
-    >>> norm_stats(iri, iri.norms[0], "EC", "women")                      # doctest: +SKIP
+    >>> from psyq import load_instrument
+    >>> iri = load_instrument("iri")
+    >>> norm_stats(iri, iri.norms[0], "EC", "women")
     NormStats(mean=20.54, sd=4.29, n=1135, sample_id='briganti2018', group_id='women', derived=False)
 
     References

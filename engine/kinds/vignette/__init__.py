@@ -80,7 +80,11 @@ def stop_messages(instrument: "Instrument", item: VignetteItem, stop: int, *, sy
     inference of what the target thinks and feels, in one reply.
 
     Example:
-        >>> msgs = stop_messages(ea, ea.item("v01"), 1, system_prompt=None, answer="json")   # doctest: +SKIP
+        >>> from psyq import load_instrument
+        >>> ea = load_instrument("ea_vignettes_psyq")
+        >>> msgs = stop_messages(ea, ea.item("v01"), 1, system_prompt=None, answer="json")
+        >>> [m["role"] for m in msgs], msgs[-1]["content"].splitlines()[-1][:40]
+        (['user'], 'Reply with JSON only, in the form {"inte')
     """
     emotions = instrument.emotions
     if answer == "json":

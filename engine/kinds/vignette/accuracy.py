@@ -78,8 +78,14 @@ def with_self_reports(targets: pd.DataFrame, reports: pd.DataFrame) -> pd.DataFr
     Stops of `reports` that `targets` lacks are added. Rows keep the order of first appearance
     of vignettes and emotions (targets first), then stop number.
 
-    Example:
-        >>> targets = with_self_reports(target_profiles(inst), read_target_reports_csv("self.csv", inst))  # doctest: +SKIP
+    Example (the shipped vignettes, v01's one stop replaced by a self-report):
+        >>> from psyq.engine.design.instrument import load_instrument
+        >>> targets = target_profiles(load_instrument("ea_vignettes_psyq"))
+        >>> reports = targets[targets["vignette"] == "v01"].assign(intensity=[3, 4, 1, 0, 0, 0, 0, 1, 0, 0],
+        ...                                                        source="self-report")
+        >>> merged = with_self_reports(targets, reports)
+        >>> len(merged), merged.groupby("source").size().to_dict()
+        (220, {'design-intended': 210, 'self-report': 10})
     """
     replaced = pd.MultiIndex.from_frame(targets[STOP]).isin(pd.MultiIndex.from_frame(reports[STOP]))
     combined = pd.concat([targets.loc[~replaced, TARGET_COLUMNS], reports[TARGET_COLUMNS]], ignore_index=True)
@@ -423,8 +429,20 @@ def read_target_reports_csv(path: str | Path, instrument: Instrument) -> pd.Data
     columns of :func:`target_profiles` with source ``self-report``; every problem is raised in
     one :class:`~psyq.engine.files.errors.InputError` naming file, line and column.
 
-    Example:
-        >>> reports = read_target_reports_csv("tests/data/ea_toy_targets.csv", toy)  # doctest: +SKIP
+    Example (a report of the shipped vignette v01's one stop, written to a temporary folder):
+        >>> import tempfile
+        >>> from psyq.engine.design.instrument import load_instrument
+        >>> ea = load_instrument("ea_vignettes_psyq")
+        >>> rows = [f"v01,1,{e},{n}" for e, n in zip(ea.emotions, [3, 4, 1, 0, 0, 0, 0, 1, 0, 0])]
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     path = Path(folder) / "self.csv"
+        ...     _ = path.write_text("\\n".join(["vignette_id,segment,emotion,intensity", *rows]) + "\\n",
+        ...                         encoding="utf-8")
+        ...     reports = read_target_reports_csv(path, ea)
+        >>> reports[["vignette", "stop", "emotion", "intensity", "source"]].head(2)
+          vignette  stop   emotion  intensity       source
+        0      v01     1  interest          3  self-report
+        1      v01     1       joy          4  self-report
     """
     (_, rows), cells = _read_rows(path, TARGET_CSV, ("thoughts",)), _Cells(str(path))
     stops = {item.id: len(item.segments) for item in _vignettes(instrument)}
@@ -452,9 +470,19 @@ def read_perceiver_csv(path: str | Path, instrument: Instrument) -> pd.DataFrame
     when the file has that column), ready for :func:`stop_accuracy` with keys
     ``["respondent_id"]``. Problems are raised as in :func:`read_target_reports_csv`.
 
-    Example:
-        >>> ratings = read_perceiver_csv("tests/data/ea_toy_perceivers.csv", toy)  # doctest: +SKIP
-        >>> stop_accuracy(ratings, target_profiles(toy), ["respondent_id"])  # doctest: +SKIP
+    Example (one person's ratings of the shipped vignette v01, written to a temporary folder):
+        >>> import tempfile
+        >>> from psyq.engine.design.instrument import load_instrument
+        >>> ea = load_instrument("ea_vignettes_psyq")
+        >>> rows = [f"p1,v01,1,{e},{n}" for e, n in zip(ea.emotions, [2, 4, 1, 0, 0, 0, 0, 2, 0, 0])]
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     path = Path(folder) / "people.csv"
+        ...     _ = path.write_text("\\n".join(["respondent_id,vignette_id,segment,emotion,rating", *rows]) + "\\n",
+        ...                         encoding="utf-8")
+        ...     ratings = read_perceiver_csv(path, ea)
+        >>> stop_accuracy(ratings, target_profiles(ea), ["respondent_id"])[["respondent_id", "n", "r", "mae"]].round(3)
+          respondent_id   n      r  mae
+        0            p1  10  0.758  0.5
     """
     (header, rows), cells = _read_rows(path, PERCEIVER_CSV, ("thoughts",)), _Cells(str(path))
     stops = {item.id: len(item.segments) for item in _vignettes(instrument)}
