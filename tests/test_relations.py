@@ -273,3 +273,23 @@ def test_a_cohort_without_the_relations_agrees_in_sign_by_chance_and_replicates_
         replicated.extend(found["replicated"].astype(bool))
     assert 0.35 <= np.mean(agree) <= 0.65
     assert np.mean(replicated) <= 0.06
+
+
+def test_power_is_the_cohorts_chance_to_show_the_peoples_effect(briganti):
+    # Independent: statsmodels' NormalIndPower for g (two groups of the cohort's sizes; its SE
+    # √(1/n₁ + 1/n₂) leaves out the g²/2N term of the cohort's own SE, which psyq uses, hence the
+    # tolerance of .05) and Fisher's z written out for r.
+    from statsmodels.stats.power import NormalIndPower
+    cohort = briganti.sample(60, random_state=4)
+    out = relations(cohort, briganti, ["gender"]).set_index(["attribute", "subscale"])
+    g = out.loc[("gender", "EC")]
+    n_male = int((cohort["gender"] == "male").sum())
+    n_female = len(cohort) - n_male
+    expected = NormalIndPower().power(abs(g["effect_people"]), nobs1=n_male, ratio=n_female / n_male, alpha=0.05)
+    assert g["power"] == pytest.approx(expected, abs=0.05) and g["power"] < expected
+    r = out.loc[("FS", "PT")] if ("FS", "PT") in out.index else out.loc[("PT", "FS")]
+    shift = abs(np.arctanh(r["effect_people"])) * np.sqrt(r["n_cohort"] - 3)
+    assert r["power"] == pytest.approx(stats.norm.cdf(shift - Z975) + stats.norm.cdf(-shift - Z975), abs=1e-9)
+    # More respondents, more power to show the same effect.
+    bigger = relations(briganti.sample(600, random_state=4), briganti, ["gender"]).set_index(["attribute", "subscale"])
+    assert bigger.loc[("gender", "EC"), "power"] > g["power"]

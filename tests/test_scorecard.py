@@ -63,8 +63,9 @@ def test_figures_are_the_statistics_own(card, iri, people):
     scores = lambda items: psyq.score_wide(iri, items).join(items[["gender"]])   # noqa: E731
     rel = psyq.relations(scores(style_part), scores(people), ["gender"])
     got = table[(table["group"] == "style") & (table["criterion"] == "relations")]
-    assert got["value"].item() == rel["replicated"].dropna().astype(bool).mean()
-    assert got["people"].item() == rel["replicated"].notna().sum()
+    counted = rel[rel["replicated"].notna() & (rel["power"] >= 0.80)]     # effects the cohort could show
+    assert got["value"].item() == counted["replicated"].astype(bool).mean()
+    assert got["people"].item() == len(counted)
     auc = psyq.distinguishability(style_part, people, iri, permutations=100)
     got = table[(table["group"] == "style") & (table["criterion"] == "distinguishable")]
     np.testing.assert_allclose(got[["value", "low", "high"]].to_numpy(), auc[["auc", "auc_low", "auc_high"]].to_numpy())
@@ -157,3 +158,21 @@ def test_structure_is_reached_only_where_the_report_reads_a_step_as_holding(iri,
                                [.040, .040, .041, .042, .042])
     row = structure(holding)
     assert (row["level"], row["mark"], row["note"]) == ("partial scalar", MEETS, "")
+
+
+def test_relations_are_not_judged_on_a_cohort_too_small_to_show_them(iri, people):
+    # 12 of the people themselves: every relation is theirs, but 12 respondents cannot show any of
+    # them reliably; the criterion says so instead of marking a failure. 600 of them can, and do.
+    items = [i.id for i in iri.rating_items]
+
+    def relations_row(n: int) -> pd.Series:
+        cohort = people.sample(n, random_state=2)[[*items, "gender"]].assign(backend_id="m")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            card = scorecard(cohort, people, iri, structure=False, permutations=20)
+        return card[card["criterion"] == "relations"].iloc[0]
+
+    small = relations_row(12)
+    assert small["mark"] == NOT_ESTIMABLE and "too small" in small["note"]
+    large = relations_row(600)
+    assert large["mark"] == MEETS and large["people"] >= 5

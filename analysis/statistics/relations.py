@@ -10,18 +10,26 @@ relation among personas beside the same relation among people, as a standardised
 Inputs are *score frames*, as :func:`psyq.score_wide` gives them (one column per subscale id,
 indexed by respondent), with attribute columns joined (``gender``, ``age``, …).
 
-Example (three women and three men on each side; among people the men score 2 points higher on
-PT, among personas 1 point lower):
-    >>> cohort = pd.DataFrame({"PT": [13.0, 14, 15, 12, 13, 14], "EC": [10.0, 12, 14, 11, 12, 16],
-    ...                        "gender": ["female"] * 3 + ["male"] * 3})
-    >>> people = pd.DataFrame({"PT": [10.0, 12, 14, 12, 14, 16], "EC": [11.0, 12, 14, 12, 13, 16],
-    ...                        "gender": ["female"] * 3 + ["male"] * 3})
-    >>> out = relations(cohort, people)
-    >>> out[["attribute", "subscale", "contrast", "effect_cohort", "effect_people", "same_sign"]].round(2)
-      attribute subscale       contrast  effect_cohort  effect_people  same_sign
-    0    gender       PT  male − female          -0.80           0.80      False
-    1    gender       EC  male − female           0.34           0.58       True
-    2        EC       PT                          0.66           0.96       True
+Checked in tests/test_relations.py against pingouin's ``compute_effsize`` / ``compute_esci``
+(Hedges' g and its CI), scipy's ``pearsonr`` and pingouin's ``corr`` (r and its Fisher-z CI), Zou's
+(2007) published example for the difference of two independent correlations, and two random halves
+of the Briganti et al. (2018) people, whose relations must agree.
+
+Example
+-------
+Three women and three men on each side; among people the men score 2 points higher on PT, among
+personas 1 point lower:
+
+>>> cohort = pd.DataFrame({"PT": [13.0, 14, 15, 12, 13, 14], "EC": [10.0, 12, 14, 11, 12, 16],
+...                        "gender": ["female"] * 3 + ["male"] * 3})
+>>> people = pd.DataFrame({"PT": [10.0, 12, 14, 12, 14, 16], "EC": [11.0, 12, 14, 12, 13, 16],
+...                        "gender": ["female"] * 3 + ["male"] * 3})
+>>> out = relations(cohort, people)
+>>> out[["attribute", "subscale", "contrast", "effect_cohort", "effect_people", "same_sign"]].round(2)
+  attribute subscale       contrast  effect_cohort  effect_people  same_sign
+0    gender       PT  male − female          -0.80           0.80      False
+1    gender       EC  male − female           0.34           0.58       True
+2        EC       PT                          0.66           0.96       True
 """
 
 from __future__ import annotations
@@ -47,7 +55,7 @@ MIN_PER_LEVEL = 2
 RELATION_COLUMNS = ["attribute", "subscale", "kind", "contrast", "measure", "n_cohort", "n_people",
                     "effect_cohort", "effect_cohort_low", "effect_cohort_high",
                     "effect_people", "effect_people_low", "effect_people_high",
-                    "difference", "difference_low", "difference_high", "same_sign", "agree", "replicated", "note"]
+                    "difference", "difference_low", "difference_high", "same_sign", "agree", "replicated", "power", "note"]
 
 
 @dataclass
@@ -87,9 +95,10 @@ def fisher_ci(r: float, n: int, confidence: float = CONFIDENCE) -> tuple[float, 
     The interval of :func:`scipy.stats.pearsonr`'s ``confidence_interval`` and of R's
     ``cor.test``; (−1, 1) with 3 pairs, NaN with fewer.
 
-    Example:
-        >>> [round(v, 3) for v in fisher_ci(0.49, 145)]
-        [0.355, 0.605]
+    Example
+    -------
+    >>> [round(v, 3) for v in fisher_ci(0.49, 145)]
+    [0.355, 0.605]
     """
     if not np.isfinite(r) or n < 3:
         return math.nan, math.nan
@@ -109,9 +118,12 @@ def correlation_difference_ci(r_a: float, n_a: int, r_b: float, n_b: int,
     L = r_a − r_b − √((r_a − l_a)² + (u_b − r_b)²), U = r_a − r_b + √((u_a − r_a)² + (r_b − l_b)²).
     Unlike a symmetric interval on r_a − r_b, it keeps the asymmetry of each r's interval near ±1.
 
-    Example (Zou, 2007, p. 406: r = .49 from 145 people against r = .36 from 87 gives (−.087, .359)):
-        >>> [round(v, 3) for v in correlation_difference_ci(0.49, 145, 0.36, 87)]
-        [-0.087, 0.359]
+    Example
+    -------
+    Zou, 2007, p. 406: r = .49 from 145 people against r = .36 from 87 gives (−.087, .359):
+
+    >>> [round(v, 3) for v in correlation_difference_ci(0.49, 145, 0.36, 87)]
+    [-0.087, 0.359]
     """
     l_a, u_a = fisher_ci(r_a, n_a, confidence)
     l_b, u_b = fisher_ci(r_b, n_b, confidence)
@@ -159,6 +171,21 @@ def _sign_agreement(cohort: _Effect, people: _Effect) -> tuple[object, object, o
     return same, agree, replicated
 
 
+def _power(measure: str, cohort: _Effect, people: _Effect) -> float:
+    """The power of the cohort's two-sided test at 1 − CONFIDENCE to find an effect as large as the
+    people's, from the cohort's own standard error (normal approximation): g on its SE, r on Fisher's z
+    with SE 1/√(n − 3). NaN where either side has no number."""
+    if measure == G:
+        shift = abs(people.value) / cohort.se if cohort.se > 0 else math.nan
+    else:
+        shift = abs(math.atanh(max(-0.999999, min(0.999999, people.value)))) * math.sqrt(cohort.n - 3) \
+            if cohort.n > 3 else math.nan
+    if not math.isfinite(shift):
+        return math.nan
+    z = _z(CONFIDENCE)
+    return float(stats.norm.cdf(shift - z) + stats.norm.cdf(-shift - z))
+
+
 def _row(attribute: str, subscale: str, kind: str, contrast: str, measure: str, cohort: _Effect, people: _Effect,
          extra: Sequence[str] = ()) -> dict:
     difference = cohort.value - people.value
@@ -174,7 +201,8 @@ def _row(attribute: str, subscale: str, kind: str, contrast: str, measure: str, 
             "effect_cohort": cohort.value, "effect_cohort_low": cohort.low, "effect_cohort_high": cohort.high,
             "effect_people": people.value, "effect_people_low": people.low, "effect_people_high": people.high,
             "difference": difference, "difference_low": low, "difference_high": high,
-            "same_sign": same, "agree": agree, "replicated": replicated, "note": "; ".join([*notes, *extra])}
+            "same_sign": same, "agree": agree, "replicated": replicated,
+            "power": _power(measure, cohort, people) if np.isfinite(people.value) else math.nan, "note": "; ".join([*notes, *extra])}
 
 
 def _categorical_rows(attribute: str, cohort: pd.DataFrame, people: pd.DataFrame, subs: list[str]) -> list[dict]:
@@ -300,7 +328,9 @@ def relations(cohort_scores: pd.DataFrame, human_scores: pd.DataFrame, attribute
         whose direction the cohort reproduces. ``replicated``: where ``agree`` is defined,
         whether the cohort's own CI excludes 0 on the people's side — the effect is shown among
         the personas, not only its sign, which a cohort without the relation gets right half the
-        time. ``note``: why a value is missing ("cohort: …",
+        time. ``power``: the power of the cohort's two-sided 5 % test to find an effect as large as the
+        people's, from the cohort's own standard error (g) or size (r, Fisher's z), normal
+        approximation: how well a cohort of this size could show the relation at all. ``note``: why a value is missing ("cohort: …",
         "people: …", or the levels of each side), and the part–whole remark. A missing value
         is NaN, never a number.
 

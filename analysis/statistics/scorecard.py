@@ -26,8 +26,9 @@ style            subscale   style shift in scale points                     |sty
                             (:func:`.style_and_trait`)                      includes 0 … or |style| ≤ 0.10 (psyq's
                                                                             convention)
 relations        instrument share of the people's effects (CI excluding 0)  ≥ .80 (psyq's convention; Bisbee et
-                            the personas replicate: their own CI excludes   al. 2024 found 32 % of signs flipped)
-                            0 on the same side (:func:`.relations`)
+                            the personas replicate: their own CI excludes   al. 2024 found 32 % of signs flipped);
+                            0 on the same side (:func:`.relations`), of     not estimable when the cohort has power
+                            those the cohort has power ≥ .80 to show        ≥ .80 for none
 individuals      instrument twin − other twins, mean per-person r of        the CI lies above 0
                             answers (twins only; :func:`.twin_agreement`)
 worth            subscale   people each measured person is worth with       ≥ 1.10 (psyq's convention)
@@ -41,18 +42,23 @@ them with their sources; the report states them in the table's note.
 Checked: each figure is the one of the statistic it comes from (tests/test_scorecard.py compares
 them); the marks against three stub cohorts built to meet or miss each criterion by design.
 
-Example (300 of the shipped people standing in for 300 others: every mark a person earns):
-    >>> import warnings; warnings.simplefilter("ignore")       # the shipped file's codebook notice
-    >>> from psyq import human_data, load_instrument
-    >>> iri = load_instrument("iri")
-    >>> people = human_data({"iri": "iri_briganti2018_keyed"})["iri"].answers(iri)
-    >>> card = scorecard(people.iloc[:600:2], people.iloc[1:600:2], iri, structure=False, permutations=100)
-    >>> card.query("criterion == 'level'")["mark"].tolist()
-    ['meets', 'meets', 'meets', 'meets']
-    >>> card.query("criterion in ['distinguishable', 'relations']")[["criterion", "mark"]].to_numpy().tolist()
-    [['distinguishable', 'meets'], ['relations', 'meets']]
+Example
+-------
+300 of the shipped people standing in for 300 others: every mark a person earns:
 
-References: Lakens, D. (2017). Equivalence tests. *Social Psychological and Personality Science, 8*,
+>>> import warnings; warnings.simplefilter("ignore")       # the shipped file's codebook notice
+>>> from psyq import human_data, load_instrument
+>>> iri = load_instrument("iri")
+>>> people = human_data({"iri": "iri_briganti2018_keyed"})["iri"].answers(iri)
+>>> card = scorecard(people.iloc[:600:2], people.iloc[1:600:2], iri, structure=False, permutations=100)
+>>> card.query("criterion == 'level'")["mark"].tolist()
+['meets', 'meets', 'meets', 'meets']
+>>> card.query("criterion in ['distinguishable', 'relations']")[["criterion", "mark"]].to_numpy().tolist()
+[['distinguishable', 'meets'], ['relations', 'meets']]
+
+References
+----------
+Lakens, D. (2017). Equivalence tests. *Social Psychological and Personality Science, 8*,
 355–362. Rubin, D. B. (2001). Using propensity scores to help design observational studies.
 *Health Services and Outcomes Research Methodology, 2*, 169–188. Putnick, D. L., & Bornstein, M. H.
 (2016). Measurement invariance conventions and reporting. *Developmental Review, 41*, 71–90.
@@ -97,7 +103,8 @@ CUTOFFS = {
                        "Lemeshow 2000)",
     "style": "|style| ≤ 0.20 scale points with its CI including 0, or |style| ≤ 0.10 (psyq's convention)",
     "relations": "≥ 80 % of the people's effects (CI excluding 0) replicated among personas, their CI excluding 0 "
-                 "on the same side (psyq's convention; Bisbee et al. 2024)",
+                 "on the same side, counting the effects the cohort has power ≥ .80 to show (psyq's convention; "
+                 "Bisbee et al. 2024)",
     "individuals": "twin − other twins (per-person r of answers) with its 95 % CI above 0",
     "worth": "each person measured worth ≥ 1.10 people with twins (psyq's convention)",
 }
@@ -106,6 +113,7 @@ ALPHA_GAP = 0.10
 AUC_MAX = 0.60
 STYLE_MAX, STYLE_SMALL = 0.20, 0.10
 SIGN_SHARE = 0.80
+RELATION_POWER = 0.80
 WORTH_MIN = 1.10
 MIN_TWINS = 3
 COLUMNS = ["group", "instrument", "criterion", "subscale", "value", "low", "high", "people", "mark", "level", "note"]
@@ -177,9 +185,16 @@ def _relation_rows(group: str, inst: Instrument, cohort: pd.DataFrame, people: p
         warnings.simplefilter("ignore")
         frame = relations(cohort_scores, people_scores, shared, subscales=subscales)
     # `replicated` is defined where the people's CI excludes 0: does the cohort's CI exclude 0 on that side?
-    found = frame[frame["replicated"].notna()]
-    if found.empty:
+    # Only effects the cohort is large enough to show (power ≥ .80 against the people's effect) are
+    # counted: a small cohort that shows none of them has not failed to reproduce them.
+    established = frame[frame["replicated"].notna()]
+    if established.empty:
         return [_row(group, inst.id, "relations", note="no effect among people with a CI excluding 0 to replicate")]
+    found = established[established["power"] >= RELATION_POWER]
+    if found.empty:
+        return [_row(group, inst.id, "relations",
+                     note=f"the cohort is too small to show any of the people's {len(established)} effects (power "
+                          f"< {RELATION_POWER:.2f} for each; at most {established['power'].max():.2f})")]
     share = float(found["replicated"].astype(bool).mean())
     worst = frame.loc[frame["difference"].abs().idxmax()] if frame["difference"].notna().any() else None
     said = "" if worst is None else (f"largest difference {worst['attribute']}–{worst['subscale']}: "
@@ -316,14 +331,15 @@ def norm_scorecard(comparison: pd.DataFrame, *, bound: float = 0.3) -> pd.DataFr
     hand: per backend, instrument and subscale, the norm group with the largest |g| (a subscale
     meets only when every norm group does) and the SD ratio furthest from 1.
 
-    Example:
-        >>> comparison = pd.DataFrame({"backend_id": "m", "instrument": "iri", "subscale": ["PT", "PT"],
-        ...     "norm_group": ["women", "men"], "g": [0.1, 0.5], "g_low": [-0.1, 0.3], "g_high": [0.3, 0.7],
-        ...     "sd": [4.0, 4.0], "norm_sd": [4.5, 4.4]})
-        >>> norm_scorecard(comparison)[["criterion", "value", "mark"]]
-          criterion     value         mark
-        0     level  0.500000  falls short
-        1    spread  0.888889        meets
+    Example
+    -------
+    >>> comparison = pd.DataFrame({"backend_id": "m", "instrument": "iri", "subscale": ["PT", "PT"],
+    ...     "norm_group": ["women", "men"], "g": [0.1, 0.5], "g_low": [-0.1, 0.3], "g_high": [0.3, 0.7],
+    ...     "sd": [4.0, 4.0], "norm_sd": [4.5, 4.4]})
+    >>> norm_scorecard(comparison)[["criterion", "value", "mark"]]
+      criterion     value         mark
+    0     level  0.500000  falls short
+    1    spread  0.888889        meets
     """
     rows = []
     for (group, inst, sub), part in comparison.groupby(["backend_id", "instrument", "subscale"], sort=False):
