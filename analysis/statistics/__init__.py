@@ -12,4 +12,8 @@ raters (:mod:`.agreement`, :mod:`.rater_agreement`, :mod:`.response_comparison`,
 
 May import: psyq.analysis.scoring and the psyq.engine rooms that read runs and files (files,
 store, trials, kinds, design, results, judging); never psyq.analysis.report.
+
+Checked module by module: each module's own docstring has a paragraph naming its tests and the
+independent computation (R function, published result, other library or hand formula) they compare
+it with; tests/test_statistics_docs.py checks that every module has one.
 """

@@ -1,8 +1,13 @@
 """Agreement between two scorers of the same answers (lexicon vs judge model, hand vs automatic).
 
-Example:
-    >>> level_agreement([0, 3, 4, 2, 3], [0, 3, 3, 2, 3])["exact"]
-    0.8
+Checked in tests/test_judge.py (``test_level_agreement_by_hand``): exact and within-one agreement,
+mean difference, Pearson r and ICC(A,1) worked out by hand from the two-way ANOVA mean squares
+(Shrout & Fleiss, 1979; McGraw & Wong, 1996).
+
+Example
+-------
+>>> level_agreement([0, 3, 4, 2, 3], [0, 3, 3, 2, 3])["exact"]
+0.8
 """
 
 from __future__ import annotations
@@ -25,9 +30,10 @@ def level_agreement(a: Sequence[float], b: Sequence[float]) -> dict[str, float]:
     most one apart, ``mean_difference``: mean of b − a. r and ICC are NaN when either scorer gives
     every answer the same level (no variance) or fewer than three pairs remain.
 
-    Example:
-        >>> round(level_agreement([0, 1, 2, 3], [0, 1, 2, 4])["pearson_r"], 3)
-        0.983
+    Example
+    -------
+    >>> round(level_agreement([0, 1, 2, 3], [0, 1, 2, 4])["pearson_r"], 3)
+    0.983
     """
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     keep = ~(np.isnan(x) | np.isnan(y))

@@ -1,13 +1,20 @@
 """Which model and which persona attributes move the scores: regression on subscale scores.
 
-Example (`run_dir`: a run of the toy instrument tests/data/mini_1to7.yaml, 4 personas, one answer set each):
-    >>> from psyq import load_run_scores
-    >>> scores = load_run_scores(run_dir)
-    >>> model_effects(scores, ["gender", "age"])[["subscale", "model", "term", "estimate"]].head(3).round(2)
-      subscale model               term  estimate
-    0        X   ols          Intercept     17.17
-    1        X   ols  C(gender)[T.male]     -2.00
-    2        X   ols                age     -0.33
+Checked in tests/test_effects.py: the OLS estimates against a least-squares fit computed by hand
+from an answer table, the mixed model (statsmodels MixedLM) by recovering the random-intercept and
+residual variances of simulated data.
+
+Example
+-------
+`run_dir`: a run of the toy instrument tests/data/mini_1to7.yaml, 4 personas, one answer set each:
+
+>>> from psyq import load_run_scores
+>>> scores = load_run_scores(run_dir)
+>>> model_effects(scores, ["gender", "age"])[["subscale", "model", "term", "estimate"]].head(3).round(2)
+  subscale model               term  estimate
+0        X   ols          Intercept     17.17
+1        X   ols  C(gender)[T.male]     -2.00
+2        X   ols                age     -0.33
 """
 
 from __future__ import annotations

@@ -6,12 +6,17 @@ run and summarises them per vignette and per perceiver group, so that a cohort a
 perceivers scored against the same targets sit side by side (the report's section:
 :mod:`psyq.analysis.report.sections.vignette`).
 
+Checked in tests/test_ea_report.py: a real run's per-vignette and overall r, MAE and Lin's CCC, read
+from the report section this module feeds, against values computed by hand from the scripted
+ratings.
+
 Not run: needs a run of a vignette instrument such as ea_vignettes_psyq (`run_dir` holds rating items only).
 
-Example:
-    >>> table = export_table("runs/ea_vignettes/ab12")                       # doctest: +SKIP
-    >>> acc = cohort_accuracy(table, instruments["ea_vignettes_psyq"])      # doctest: +SKIP
-    >>> vignette_summary(acc.vignettes, ["backend_id"])                      # doctest: +SKIP
+Example
+-------
+>>> table = export_table("runs/ea_vignettes/ab12")                       # doctest: +SKIP
+>>> acc = cohort_accuracy(table, instruments["ea_vignettes_psyq"])      # doctest: +SKIP
+>>> vignette_summary(acc.vignettes, ["backend_id"])                      # doctest: +SKIP
 """
 
 from __future__ import annotations

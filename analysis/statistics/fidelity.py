@@ -21,15 +21,22 @@ respondents, so those intervals are too narrow when respondents differ in style.
 statistics (acquiescence, option-order effect) and the cluster-robust item-order slope do not
 have that problem.
 
-Example (`run_dir`: a run of the toy instrument tests/data/mini_1to7.yaml, 4 personas, one refusal):
-    >>> from psyq import export_table
-    >>> from psyq.engine.results.export import run_instruments
-    >>> from psyq.engine.store.run_dir import open_run_dir
-    >>> table = export_table(run_dir)
-    >>> report = fidelity_summary(table, run_instruments(open_run_dir(run_dir)))
-    >>> report["missingness"][["instrument", "n_answers", "answered_rate", "refusal_rate"]]
-      instrument  n_answers  answered_rate  refusal_rate
-    0       mini         16         0.9375        0.0625
+Checked in tests/test_fidelity.py on answer tables built by hand: every expected number computed in
+the test with the textbook formula (scipy for the F interval of the SD ratio and the t and Wilson
+intervals), the item-order slope and its cluster-robust SE by hand.
+
+Example
+-------
+`run_dir`: a run of the toy instrument tests/data/mini_1to7.yaml, 4 personas, one refusal:
+
+>>> from psyq import export_table
+>>> from psyq.engine.results.export import run_instruments
+>>> from psyq.engine.store.run_dir import open_run_dir
+>>> table = export_table(run_dir)
+>>> report = fidelity_summary(table, run_instruments(open_run_dir(run_dir)))
+>>> report["missingness"][["instrument", "n_answers", "answered_rate", "refusal_rate"]]
+  instrument  n_answers  answered_rate  refusal_rate
+0       mini         16         0.9375        0.0625
 """
 
 from __future__ import annotations

@@ -16,17 +16,27 @@ comparison weighted: :func:`compare_samples` says which statistics are weighted 
 Degenerate data give NaN, never an exception or a warning. LLM cohorts often give one answer to
 everyone; see each function for which statistic survives which case.
 
-Example (the IRI data psyq ships, Briganti et al. 2018; its odd rows stand in for a cohort):
-    >>> from psyq import human_data, load_instrument
-    >>> iri = load_instrument("iri")
-    >>> humans = human_data({"iri": "iri_briganti2018_keyed:keyed"})["iri"].answers(iri)
-    >>> table = compare_with_humans({"iri": humans.iloc[::2]}, {"iri": humans.iloc[1::2]}, {"iri": iri})
-    >>> table[["subscale", "n_cohort", "n_human", "g", "alpha_cohort", "alpha_human"]].round(2)
-      subscale  n_cohort  n_human     g  alpha_cohort  alpha_human
-    0       PT       987      986 -0.09          0.66         0.64
-    1       FS       987      986  0.04          0.75         0.73
-    2       EC       987      986  0.01          0.75         0.75
-    3       PD       987      986  0.01          0.72         0.73
+Checked in tests/test_human.py against a second computation written out there or another library:
+Welch's t by hand and by statsmodels' ``ttest_ind``, Hedges' g and its interval by hand,
+Mann–Whitney U by pair counting and exact enumeration, Kolmogorov–Smirnov by ECDFs and enumeration,
+Brown–Forsythe and Tucker's φ by hand; the weighted statistics in tests/test_weights.py against
+statsmodels' DescrStatsW / CompareMeans and rows repeated by their integer weights (scipy,
+pingouin).
+
+Example
+-------
+The IRI data psyq ships, Briganti et al. 2018; its odd rows stand in for a cohort:
+
+>>> from psyq import human_data, load_instrument
+>>> iri = load_instrument("iri")
+>>> humans = human_data({"iri": "iri_briganti2018_keyed:keyed"})["iri"].answers(iri)
+>>> table = compare_with_humans({"iri": humans.iloc[::2]}, {"iri": humans.iloc[1::2]}, {"iri": iri})
+>>> table[["subscale", "n_cohort", "n_human", "g", "alpha_cohort", "alpha_human"]].round(2)
+  subscale  n_cohort  n_human     g  alpha_cohort  alpha_human
+0       PT       987      986 -0.09          0.66         0.64
+1       FS       987      986  0.04          0.75         0.73
+2       EC       987      986  0.01          0.75         0.75
+3       PD       987      986  0.01          0.72         0.73
 """
 
 from __future__ import annotations

@@ -1,12 +1,17 @@
 """LEAS levels of the lexicon against a judge model's, answer by answer: the levels psyq's lexicon
 gives every scene answer, and each judge's agreement with them (:func:`level_agreement`).
 
-Example:
-    >>> from psyq.engine.kinds.scene.leas import DEFAULT_LEXICON, load_lexicon
-    >>> table = pd.DataFrame({"backend_id": "b", "respondent_id": "r", "repeat": 0, "instrument": "leas",
-    ...                       "item_id": ["s1:self", "s1:other", "7"], "text": ["furious", "", None]})
-    >>> lexicon_answer_levels(table, load_lexicon(DEFAULT_LEXICON))[["item_id", "lexicon_level"]].values.tolist()
-    [['s1:self', 3]]
+Checked in tests/test_judge.py (``test_judge_against_lexicon_in_the_report``): the shipped lexicon's
+levels of a scripted run's answers against the levels its rules give by hand, and the judge's
+agreement (exact, within one, mean difference) by hand and Pearson r against numpy's ``corrcoef``.
+
+Example
+-------
+>>> from psyq.engine.kinds.scene.leas import DEFAULT_LEXICON, load_lexicon
+>>> table = pd.DataFrame({"backend_id": "b", "respondent_id": "r", "repeat": 0, "instrument": "leas",
+...                       "item_id": ["s1:self", "s1:other", "7"], "text": ["furious", "", None]})
+>>> lexicon_answer_levels(table, load_lexicon(DEFAULT_LEXICON))[["item_id", "lexicon_level"]].values.tolist()
+[['s1:self', 3]]
 """
 
 from __future__ import annotations

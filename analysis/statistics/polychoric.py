@@ -49,33 +49,38 @@ Checked against lavaan 0.6-14 on R 4.2.2 (tests/test_polychoric.py with the scri
 tests/data/lavaan/): thresholds, correlations and Γ of the IRI's Fantasy and Personal Distress items,
 for everyone and by gender.
 
-References: Olsson, U. (1979). Maximum likelihood estimation of the polychoric correlation coefficient.
+References
+----------
+Olsson, U. (1979). Maximum likelihood estimation of the polychoric correlation coefficient.
 *Psychometrika, 44*, 443–460. Muthén, B. (1984). A general structural equation model with dichotomous,
 ordered categorical, and continuous latent variable indicators. *Psychometrika, 49*, 115–132.
 Genz, A. (2004). Numerical computation of rectangular bivariate and trivariate normal and t
 probabilities. *Statistics and Computing, 14*, 251–260. Rosseel, Y. (2012). lavaan: An R package for
 structural equation modeling. *Journal of Statistical Software, 48*(2).
 
-Example (pingouin's style, a frame in and a frame out: three items with four categories, cut from
-a latent normal with correlations .6, .3 and .4; one respondent's missing answer drops him):
-    >>> import numpy as np, pandas as pd
-    >>> rng = np.random.default_rng(0)
-    >>> latent = rng.multivariate_normal([0, 0, 0], [[1, .6, .3], [.6, 1, .4], [.3, .4, 1]], size=2001)
-    >>> answers = pd.DataFrame(np.digitize(latent, [-1, 0, 1]) + 1, columns=["a", "b", "c"])
-    >>> answers.loc[0, "c"] = None
-    >>> r = polychoric(answers)
-    >>> r.round(3)
-           a      b      c
-    a  1.000  0.606  0.305
-    b  0.606  1.000  0.399
-    c  0.305  0.399  1.000
-    >>> r.attrs["thresholds"].round(3).head(3)
-      item  threshold  value
-    0    a          1 -1.083
-    1    a          2 -0.070
-    2    a          3  0.966
-    >>> r.attrs["n"], r.attrs["dropped"]
-    (2000, 1)
+Example
+-------
+Pingouin's style, a frame in and a frame out: three items with four categories, cut from a latent
+normal with correlations .6, .3 and .4; one respondent's missing answer drops him:
+
+>>> import numpy as np, pandas as pd
+>>> rng = np.random.default_rng(0)
+>>> latent = rng.multivariate_normal([0, 0, 0], [[1, .6, .3], [.6, 1, .4], [.3, .4, 1]], size=2001)
+>>> answers = pd.DataFrame(np.digitize(latent, [-1, 0, 1]) + 1, columns=["a", "b", "c"])
+>>> answers.loc[0, "c"] = None
+>>> r = polychoric(answers)
+>>> r.round(3)
+       a      b      c
+a  1.000  0.606  0.305
+b  0.606  1.000  0.399
+c  0.305  0.399  1.000
+>>> r.attrs["thresholds"].round(3).head(3)
+  item  threshold  value
+0    a          1 -1.083
+1    a          2 -0.070
+2    a          3  0.966
+>>> r.attrs["n"], r.attrs["dropped"]
+(2000, 1)
 
 May import: numpy, scipy, pandas; nothing of psyq (a statistic never writes report text).
 """

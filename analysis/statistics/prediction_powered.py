@@ -31,24 +31,29 @@ Checked in ``tests/test_prediction_powered.py`` against ppi_py 0.2.3 (PyPI ``ppi
 1e-6 on real people's IRI scores with simulated twins; the coverage of the 95 % interval with
 biased twins is checked on 1,000 simulated data sets.
 
-Example (six people and their twins, who track them roughly, running a point high; eight other twins):
-    >>> ids = [f"r{i}" for i in range(1, 7)]
-    >>> people = pd.DataFrame({"PT": [10., 14, 18, 12, 20, 16]}, index=ids)
-    >>> twins = pd.DataFrame({"PT": [13., 15, 18, 15, 21, 16]}, index=ids)
-    >>> other_twins = pd.DataFrame({"PT": [11., 16, 21, 14, 19, 13, 18, 15]},
-    ...                            index=[f"r{i}" for i in range(7, 15)])
-    >>> result = prediction_powered(people, twins, other_twins)
-    >>> result[["subscale", "estimate", "ci_low", "ci_high", "classical_low", "classical_high"]].round(2)
-      subscale  estimate  ci_low  ci_high  classical_low  classical_high
-    0       PT     14.76   12.69    16.83          12.27           17.73
-    >>> result[["lambda", "n", "N", "effective_n"]].round(2)
-       lambda  n  N  effective_n
-    0    0.53  6  8        10.45
-    >>> people_needed(people, twins, width=2.0)[["subscale", "people_needed", "people_needed_classical"]]
-      subscale  people_needed  people_needed_classical
-    0       PT              8                       54
+Example
+-------
+Six people and their twins, who track them roughly, running a point high; eight other twins:
 
-References: Angelopoulos, A. N., Bates, S., Fannjiang, C., Jordan, M. I., & Zrnic, T. (2023).
+>>> ids = [f"r{i}" for i in range(1, 7)]
+>>> people = pd.DataFrame({"PT": [10., 14, 18, 12, 20, 16]}, index=ids)
+>>> twins = pd.DataFrame({"PT": [13., 15, 18, 15, 21, 16]}, index=ids)
+>>> other_twins = pd.DataFrame({"PT": [11., 16, 21, 14, 19, 13, 18, 15]},
+...                            index=[f"r{i}" for i in range(7, 15)])
+>>> result = prediction_powered(people, twins, other_twins)
+>>> result[["subscale", "estimate", "ci_low", "ci_high", "classical_low", "classical_high"]].round(2)
+  subscale  estimate  ci_low  ci_high  classical_low  classical_high
+0       PT     14.76   12.69    16.83          12.27           17.73
+>>> result[["lambda", "n", "N", "effective_n"]].round(2)
+   lambda  n  N  effective_n
+0    0.53  6  8        10.45
+>>> people_needed(people, twins, width=2.0)[["subscale", "people_needed", "people_needed_classical"]]
+  subscale  people_needed  people_needed_classical
+0       PT              8                       54
+
+References
+----------
+Angelopoulos, A. N., Bates, S., Fannjiang, C., Jordan, M. I., & Zrnic, T. (2023).
 Prediction-powered inference. *Science*, 382(6671), 669–674. Angelopoulos, A. N., Duchi, J. C., &
 Zrnic, T. (2023). PPI++: Efficient prediction-powered inference. arXiv:2311.01453. Broska, D.,
 Howes, M., & van Loon, A. (2025). The mixed subjects design: Treating large language models as
@@ -251,19 +256,20 @@ def prediction_powered(people: pd.DataFrame, twins: pd.DataFrame, other_twins: p
         everything when n < 3; the PPI columns when N = 0 (PPI then reduces to the classical
         estimate, which is given) or when the twins' scores do not vary.
 
-    Example:
-        >>> people = pd.DataFrame({"EC": [12., 16, 20, 18, 15, 22], "gender": ["f", "m", "f", "m", "m", "f"]},
-        ...                       index=list("abcdef"))
-        >>> twins = pd.DataFrame({"EC": [14., 17, 21, 18, 17, 21]}, index=list("abcdef"))
-        >>> other = pd.DataFrame({"EC": [15., 17, 19, 20, 16, 14], "gender": ["f", "f", "f", "m", "m", "m"]},
-        ...                      index=list("ghijkl"))
-        >>> result = prediction_powered(people, twins, other, groups="gender")
-        >>> result[["quantity", "group", "contrast", "estimate", "classical_estimate", "n", "N"]].round(2)
-             quantity group contrast  estimate  classical_estimate  n  N
-        0        mean   all              16.42               17.17  6  6
-        1        mean     f              16.70               18.00  3  3
-        2        mean     m              16.29               16.33  3  3
-        3  difference          m - f     -0.41               -1.67  6  6
+    Example
+    -------
+    >>> people = pd.DataFrame({"EC": [12., 16, 20, 18, 15, 22], "gender": ["f", "m", "f", "m", "m", "f"]},
+    ...                       index=list("abcdef"))
+    >>> twins = pd.DataFrame({"EC": [14., 17, 21, 18, 17, 21]}, index=list("abcdef"))
+    >>> other = pd.DataFrame({"EC": [15., 17, 19, 20, 16, 14], "gender": ["f", "f", "f", "m", "m", "m"]},
+    ...                      index=list("ghijkl"))
+    >>> result = prediction_powered(people, twins, other, groups="gender")
+    >>> result[["quantity", "group", "contrast", "estimate", "classical_estimate", "n", "N"]].round(2)
+         quantity group contrast  estimate  classical_estimate  n  N
+    0        mean   all              16.42               17.17  6  6
+    1        mean     f              16.70               18.00  3  3
+    2        mean     m              16.29               16.33  3  3
+    3  difference          m - f     -0.41               -1.67  6  6
     """
     z = _z(alpha)
     people, twins, other_twins = _by_id(people, "people"), _by_id(twins, "twins"), _by_id(other_twins, "other_twins")
@@ -382,13 +388,14 @@ def people_needed(people: pd.DataFrame, twins: pd.DataFrame, width: float | Iter
         3 pairs or when the people's scores do not vary; ``people_needed`` when the twins' scores do
         not vary or when `other_n` is 0 (PPI then reduces to the classical count, which is given).
 
-    Example:
-        >>> people = pd.DataFrame({"FS": [8., 12, 16, 20, 10, 14]})
-        >>> twins = pd.DataFrame({"FS": [10., 12, 14, 19, 13, 13]})
-        >>> people_needed(people, twins, [2, 4], other_n=100)[["width", "people_needed", "people_needed_classical"]]
-           width  people_needed  people_needed_classical
-        0    2.0             23                       72
-        1    4.0              4                       18
+    Example
+    -------
+    >>> people = pd.DataFrame({"FS": [8., 12, 16, 20, 10, 14]})
+    >>> twins = pd.DataFrame({"FS": [10., 12, 14, 19, 13, 13]})
+    >>> people_needed(people, twins, [2, 4], other_n=100)[["width", "people_needed", "people_needed_classical"]]
+       width  people_needed  people_needed_classical
+    0    2.0             23                       72
+    1    4.0              4                       18
     """
     z = _z(alpha)
     widths = [float(w) for w in np.atleast_1d(np.asarray(width, dtype=float))]

@@ -7,13 +7,18 @@ score in the run as written (same backend, repeat, instrument and subscale) give
 change perturbed − original; a respondent model that reads the question rather than its surface
 shows changes near zero.
 
-Example:
-    >>> orig = pd.DataFrame({"backend_id": "m", "respondent_id": ["a", "b", "c"], "repeat": 0,
-    ...                      "instrument": "iri", "subscale": "PT", "score": [10.0, 12.0, 14.0]})
-    >>> pert = orig.assign(score=[11.0, 12.0, 16.0])
-    >>> row = paired_score_changes(orig, pert, "typos_light").iloc[0]
-    >>> float(row["mean_change"]), round(float(row["share_changed"]), 3)
-    (1.0, 0.667)
+Checked in tests/test_prompt_sensitivity.py (``test_paired_changes_by_hand``): the paired changes,
+their mean, share changed and t interval worked out by hand (t(.975, 1) = 12.706); the end-to-end
+test pairs a real perturbed run with its original.
+
+Example
+-------
+>>> orig = pd.DataFrame({"backend_id": "m", "respondent_id": ["a", "b", "c"], "repeat": 0,
+...                      "instrument": "iri", "subscale": "PT", "score": [10.0, 12.0, 14.0]})
+>>> pert = orig.assign(score=[11.0, 12.0, 16.0])
+>>> row = paired_score_changes(orig, pert, "typos_light").iloc[0]
+>>> float(row["mean_change"]), round(float(row["share_changed"]), 3)
+(1.0, 0.667)
 """
 
 from __future__ import annotations
@@ -72,15 +77,18 @@ def sensitivity_of_runs(original: str | Path, perturbed: Sequence[str | Path]) -
     """Read the runs and pair their scores (:func:`paired_score_changes`), with notes on anything
     that makes the comparison weaker (another study, another backend identity, a run not perturbed).
 
-    Example (`run_dir` against itself, as a run not perturbed: nothing changes, and the notes say so):
-        >>> table, notes = sensitivity_of_runs(run_dir, [run_dir])
-        >>> table[["variant", "subscale", "n_pairs", "mean_original", "mean_change"]].round(2)
-               variant subscale  n_pairs  mean_original  mean_change
-        0  unperturbed        X        4           8.00          0.0
-        1  unperturbed        Y        4           3.96          0.0
-        2  unperturbed        Z        4          17.42          0.0
-        >>> notes[1].endswith("was not run with --perturb-prompts: compared as variant 'unperturbed'")
-        True
+    Example
+    -------
+    `run_dir` against itself, as a run not perturbed: nothing changes, and the notes say so:
+
+    >>> table, notes = sensitivity_of_runs(run_dir, [run_dir])
+    >>> table[["variant", "subscale", "n_pairs", "mean_original", "mean_change"]].round(2)
+           variant subscale  n_pairs  mean_original  mean_change
+    0  unperturbed        X        4           8.00          0.0
+    1  unperturbed        Y        4           3.96          0.0
+    2  unperturbed        Z        4          17.42          0.0
+    >>> notes[1].endswith("was not run with --perturb-prompts: compared as variant 'unperturbed'")
+    True
     """
     base = open_run_dir(original).read_manifest()
     notes = [f"intervals: {CI_METHOD.replace('original reply', 'respondent × repeat')}"]

@@ -12,12 +12,18 @@ Raters are told apart by kind and id (``judge:gpt``, ``human:h1``), so a person 
 with the same id stay two raters. The rater sets are every rater (``all``), the judges only
 (``judges``) and the people only (``humans``).
 
-Example:
-    >>> rows = pd.DataFrame({"response_id": list("aabbccdd"), "rubric_id": "r", "dimension": "d",
-    ...                      "rater_kind": "judge", "rater_id": ["x", "y"] * 4,
-    ...                      "level": [1, 1, 2, 2, 3, 2, 3, 3]})
-    >>> icc_table(rows, sets=("judges",))[["type", "n_targets", "n_raters"]].values.tolist()
-    [['ICC(2,1)', 4, 2], ['ICC(2,k)', 4, 2]]
+Checked in tests/test_rater_agreement.py: ICCs from the two-way ANOVA mean squares by hand with
+numpy and against the values Shrout & Fleiss (1979) publish for their example; Krippendorff's α from
+the coincidence matrix by hand and against the value Krippendorff (2011) publishes for his example;
+judge against human by hand.
+
+Example
+-------
+>>> rows = pd.DataFrame({"response_id": list("aabbccdd"), "rubric_id": "r", "dimension": "d",
+...                      "rater_kind": "judge", "rater_id": ["x", "y"] * 4,
+...                      "level": [1, 1, 2, 2, 3, 2, 3, 3]})
+>>> icc_table(rows, sets=("judges",))[["type", "n_targets", "n_raters"]].values.tolist()
+[['ICC(2,1)', 4, 2], ['ICC(2,k)', 4, 2]]
 """
 
 from __future__ import annotations
@@ -56,11 +62,12 @@ def rated(ratings: pd.DataFrame) -> pd.DataFrame:
 def rater_matrix(ratings: pd.DataFrame, kinds: Sequence[str] = ("judge", "human")) -> pd.DataFrame:
     """Targets × raters matrix of levels (NaN where a rater gave none) of one rubric dimension.
 
-    Example:
-        >>> rows = pd.DataFrame({"response_id": ["a", "a", "b"], "rater_kind": "judge",
-        ...                      "rater_id": ["x", "y", "x"], "level": [1, 2, 3]})
-        >>> rater_matrix(rows).to_dict("list")
-        {'judge:x': [1.0, 3.0], 'judge:y': [2.0, nan]}
+    Example
+    -------
+    >>> rows = pd.DataFrame({"response_id": ["a", "a", "b"], "rater_kind": "judge",
+    ...                      "rater_id": ["x", "y", "x"], "level": [1, 2, 3]})
+    >>> rater_matrix(rows).to_dict("list")
+    {'judge:x': [1.0, 3.0], 'judge:y': [2.0, nan]}
     """
     rows = rated(ratings)
     rows = rows[rows["rater_kind"].isin(kinds)]
@@ -93,10 +100,11 @@ def icc_of(matrix: pd.DataFrame) -> dict[str, object]:
     matrix); the others are counted in ``n_dropped``. Returns ``icc_1, icc_1_low, icc_1_high,
     icc_k, icc_k_low, icc_k_high, n_targets, n_raters, n_dropped, note``.
 
-    Example:
-        >>> m = pd.DataFrame({"a": [1, 2, 3, 3], "b": [1, 2, 2, 3]})
-        >>> round(icc_of(m)["icc_1"], 3)
-        0.842
+    Example
+    -------
+    >>> m = pd.DataFrame({"a": [1, 2, 3, 3], "b": [1, 2, 2, 3]})
+    >>> round(icc_of(m)["icc_1"], 3)
+    0.842
     """
     k = matrix.shape[1]
     complete = matrix.dropna(how="any")
@@ -144,19 +152,20 @@ def icc_table(ratings: pd.DataFrame, sets: Sequence[str] = tuple(RATER_SETS)) ->
     A rater set with no rater in a dimension gets no row (a run with judges only has no
     ``humans`` rows); one with a single rater gets rows that say it is not estimable.
 
-    Example:
-        >>> rows = pd.DataFrame({"response_id": list("aabbccdd"), "rubric_id": "r", "dimension": "d",
-        ...                      "rater_kind": "judge", "rater_id": ["x", "y"] * 4,
-        ...                      "level": [1, 1, 2, 2, 3, 2, 3, 3]})
-        >>> table = icc_table(rows)
-        >>> table.columns.tolist() == ICC_COLUMNS
-        True
-        >>> table[["raters", "type", "icc", "n_targets", "n_raters"]].round(3)
-           raters      type    icc  n_targets  n_raters
-        0     all  ICC(2,1)  0.842          4         2
-        1     all  ICC(2,k)  0.914          4         2
-        2  judges  ICC(2,1)  0.842          4         2
-        3  judges  ICC(2,k)  0.914          4         2
+    Example
+    -------
+    >>> rows = pd.DataFrame({"response_id": list("aabbccdd"), "rubric_id": "r", "dimension": "d",
+    ...                      "rater_kind": "judge", "rater_id": ["x", "y"] * 4,
+    ...                      "level": [1, 1, 2, 2, 3, 2, 3, 3]})
+    >>> table = icc_table(rows)
+    >>> table.columns.tolist() == ICC_COLUMNS
+    True
+    >>> table[["raters", "type", "icc", "n_targets", "n_raters"]].round(3)
+       raters      type    icc  n_targets  n_raters
+    0     all  ICC(2,1)  0.842          4         2
+    1     all  ICC(2,k)  0.914          4         2
+    2  judges  ICC(2,1)  0.842          4         2
+    3  judges  ICC(2,k)  0.914          4         2
     """
     rows = []
     for rubric, dimension, name, matrix in rater_set_matrices(ratings, sets):
@@ -176,10 +185,11 @@ def alpha_of(matrix: pd.DataFrame, level_of_measurement: str = "ordinal") -> dic
 
     Returns ``alpha, n_targets`` (targets with ≥ 2 levels), ``n_raters, n_ratings, note``.
 
-    Example:
-        >>> m = pd.DataFrame({"a": [1, 2, 3, 3], "b": [1, 2, 2, None]})
-        >>> alpha_of(m)["n_targets"]
-        3
+    Example
+    -------
+    >>> m = pd.DataFrame({"a": [1, 2, 3, 3], "b": [1, 2, 2, None]})
+    >>> alpha_of(m)["n_targets"]
+    3
     """
     values = matrix.to_numpy(dtype=float)
     pairable = (~np.isnan(values)).sum(axis=1) >= 2
@@ -207,13 +217,14 @@ def alpha_table(ratings: pd.DataFrame, sets: Sequence[str] = tuple(RATER_SETS),
     """Krippendorff's α (ordinal by default) per rubric × dimension × rater set (columns
     :data:`ALPHA_COLUMNS`).
 
-    Example:
-        >>> rows = pd.DataFrame({"response_id": list("aabbccdd"), "rubric_id": "r", "dimension": "d",
-        ...                      "rater_kind": "judge", "rater_id": ["x", "y"] * 4,
-        ...                      "level": [1, 1, 2, 2, 3, 2, 3, 3]})
-        >>> alpha_table(rows, sets=("judges",))[["raters", "alpha", "n_targets", "n_ratings"]].round(3)
-           raters  alpha  n_targets  n_ratings
-        0  judges   0.79          4          8
+    Example
+    -------
+    >>> rows = pd.DataFrame({"response_id": list("aabbccdd"), "rubric_id": "r", "dimension": "d",
+    ...                      "rater_kind": "judge", "rater_id": ["x", "y"] * 4,
+    ...                      "level": [1, 1, 2, 2, 3, 2, 3, 3]})
+    >>> alpha_table(rows, sets=("judges",))[["raters", "alpha", "n_targets", "n_ratings"]].round(3)
+       raters  alpha  n_targets  n_ratings
+    0  judges   0.79          4          8
     """
     rows = [{"rubric_id": rubric, "dimension": dimension, "raters": name,
              "level_of_measurement": level_of_measurement, **alpha_of(matrix, level_of_measurement)}
@@ -230,16 +241,17 @@ def judge_vs_human(ratings: pd.DataFrame) -> pd.DataFrame:
     ``n_humans`` people involved. Fewer than 3 targets, or a judge or human mean that does not
     vary, give NaN for what cannot be estimated and say so in ``note``.
 
-    Example:
-        >>> rows = pd.DataFrame({"response_id": list("aabbccdd"), "rubric_id": "r", "dimension": "d",
-        ...                      "rater_kind": ["judge", "human"] * 4, "rater_id": ["x", "h1"] * 4,
-        ...                      "level": [1, 1, 2, 2, 3, 2, 3, 3]})
-        >>> table = judge_vs_human(rows)
-        >>> table.columns.tolist() == JUDGE_HUMAN_COLUMNS
-        True
-        >>> table[["judge_id", "n", "n_humans", "mean_judge", "mean_human", "bias", "pearson_r"]].round(3)
-          judge_id  n  n_humans  mean_judge  mean_human  bias  pearson_r
-        0        x  4         1        2.25         2.0  0.25      0.853
+    Example
+    -------
+    >>> rows = pd.DataFrame({"response_id": list("aabbccdd"), "rubric_id": "r", "dimension": "d",
+    ...                      "rater_kind": ["judge", "human"] * 4, "rater_id": ["x", "h1"] * 4,
+    ...                      "level": [1, 1, 2, 2, 3, 2, 3, 3]})
+    >>> table = judge_vs_human(rows)
+    >>> table.columns.tolist() == JUDGE_HUMAN_COLUMNS
+    True
+    >>> table[["judge_id", "n", "n_humans", "mean_judge", "mean_human", "bias", "pearson_r"]].round(3)
+      judge_id  n  n_humans  mean_judge  mean_human  bias  pearson_r
+    0        x  4         1        2.25         2.0  0.25      0.853
     """
     out = []
     for (rubric, dimension), group in rated(ratings).groupby(KEYS, sort=True):
@@ -259,10 +271,11 @@ def judge_vs_human(ratings: pd.DataFrame) -> pd.DataFrame:
 def paired_agreement(judge: np.ndarray, human: np.ndarray) -> dict[str, object]:
     """Bias (mean judge − human, 95 % CI), Pearson and Spearman correlation of paired levels.
 
-    Example:
-        >>> r = paired_agreement(np.array([1., 2, 3, 3]), np.array([1., 2, 2, 2.5]))
-        >>> r["n"], round(r["bias"], 3)
-        (4, 0.375)
+    Example
+    -------
+    >>> r = paired_agreement(np.array([1., 2, 3, 3]), np.array([1., 2, 2, 2.5]))
+    >>> r["n"], round(r["bias"], 3)
+    (4, 0.375)
     """
     n = len(judge)
     res: dict[str, object] = {"n": n, "mean_judge": float(judge.mean()) if n else np.nan,

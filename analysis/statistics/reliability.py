@@ -19,17 +19,25 @@ identically, so this is the ordinary case, not an edge case:
 * A corrected item–total correlation is NaN for a constant item or a constant rest score.
 * ICCs are NaN when all scores are equal or fewer than 2 respondents have every repeat.
 
-Example (the IRI data psyq ships, Briganti et al. 2018):
-    >>> from psyq import human_data, load_instrument
-    >>> iri = load_instrument("iri")
-    >>> answers = human_data({"iri": "iri_briganti2018_keyed:keyed"})["iri"].answers(iri)
-    >>> table = reliability_table({"iri": answers}, {"iri": iri})
-    >>> table[["instrument", "subscale", "n", "k", "alpha", "alpha_low", "alpha_high", "omega"]].round(3)
-      instrument subscale     n  k  alpha  alpha_low  alpha_high  omega
-    0        iri       PT  1973  7  0.651      0.627       0.674  0.662
-    1        iri       FS  1973  7  0.743      0.725       0.760  0.746
-    2        iri       EC  1973  7  0.752      0.735       0.768  0.754
-    3        iri       PD  1973  7  0.725      0.706       0.743  0.727
+Checked in tests/test_reliability.py: α against the hand formula, pingouin's documented
+``cronbach_alpha`` examples and psych::alpha's listwise value, Feldt's interval with scipy's F; ω by
+recovering a simulated one-factor model; the ICCs against a hand two-way ANOVA, Shrout & Fleiss'
+(1979) published Table 4 and pingouin's documented ``intraclass_corr`` example.
+
+Example
+-------
+The IRI data psyq ships, Briganti et al. 2018:
+
+>>> from psyq import human_data, load_instrument
+>>> iri = load_instrument("iri")
+>>> answers = human_data({"iri": "iri_briganti2018_keyed:keyed"})["iri"].answers(iri)
+>>> table = reliability_table({"iri": answers}, {"iri": iri})
+>>> table[["instrument", "subscale", "n", "k", "alpha", "alpha_low", "alpha_high", "omega"]].round(3)
+  instrument subscale     n  k  alpha  alpha_low  alpha_high  omega
+0        iri       PT  1973  7  0.651      0.627       0.674  0.662
+1        iri       FS  1973  7  0.743      0.725       0.760  0.746
+2        iri       EC  1973  7  0.752      0.735       0.768  0.754
+3        iri       PD  1973  7  0.725      0.706       0.743  0.727
 """
 
 from __future__ import annotations

@@ -13,17 +13,24 @@ MixedLM fitted by REML; the coefficient is persona − reference in rubric level
 model cannot be used (fewer than 3 messages, no convergence, a random-effect variance of 0) the
 fallback is OLS with the message as a fixed effect, or plain OLS, and ``model``/``note`` say so.
 
-Example (four help-seeker messages, each answered by a persona and by a reference, one judge):
-    >>> ratings = pd.DataFrame({"response_id": ["p1", "c1", "p2", "c2", "p3", "c3", "p4", "c4"],
-    ...                         "source": ["persona", "reference"] * 4,
-    ...                         "item_id": [f"m{k}" for k in (1, 1, 2, 2, 3, 3, 4, 4)],
-    ...                         "trial_id": ["t1", None, "t2", None, "t3", None, "t4", None], "perturbation": None,
-    ...                         "rubric_id": "r", "dimension": "warmth", "rater_kind": "judge", "rater_id": "j1",
-    ...                         "level": [4, 2, 4, 3, 3, 2, 3, 1]})
-    >>> scores = target_scores(ratings, "judge")
-    >>> compare_sources(scores)[["dimension", "b", "n", "n_messages", "model"]]
-      dimension    b  n  n_messages                                       model
-    0    warmth  1.5  8           4  mixed model (random intercept per message)
+Checked in tests/test_response_comparison.py: means, SDs and t intervals by hand with numpy and
+scipy, and, in a balanced design, the source coefficient of the OLS with message fixed effects
+against the difference of the two means.
+
+Example
+-------
+Four help-seeker messages, each answered by a persona and by a reference, one judge:
+
+>>> ratings = pd.DataFrame({"response_id": ["p1", "c1", "p2", "c2", "p3", "c3", "p4", "c4"],
+...                         "source": ["persona", "reference"] * 4,
+...                         "item_id": [f"m{k}" for k in (1, 1, 2, 2, 3, 3, 4, 4)],
+...                         "trial_id": ["t1", None, "t2", None, "t3", None, "t4", None], "perturbation": None,
+...                         "rubric_id": "r", "dimension": "warmth", "rater_kind": "judge", "rater_id": "j1",
+...                         "level": [4, 2, 4, 3, 3, 2, 3, 1]})
+>>> scores = target_scores(ratings, "judge")
+>>> compare_sources(scores)[["dimension", "b", "n", "n_messages", "model"]]
+  dimension    b  n  n_messages                                       model
+0    warmth  1.5  8           4  mixed model (random intercept per message)
 """
 
 from __future__ import annotations
@@ -56,12 +63,13 @@ def with_combined(ratings: pd.DataFrame, combine: Mapping[str, Mapping[str, Sequ
     present in `ratings` (when it has two or more). A rater's combined level is NaN (status
     ``incomplete``) unless that rater gave every named dimension a level.
 
-    Example:
-        >>> rows = pd.DataFrame({"response_id": "a", "rubric_id": "r", "rater_kind": "judge", "rater_id": "j",
-        ...                      "dimension": ["x", "y"], "level": [3.0, 2.0]})
-        >>> out, how = with_combined(rows)
-        >>> out[out["dimension"] == "overall"]["level"].tolist(), how[0][:36]
-        ([2.5], "r: 'overall' is the mean of x and y ")
+    Example
+    -------
+    >>> rows = pd.DataFrame({"response_id": "a", "rubric_id": "r", "rater_kind": "judge", "rater_id": "j",
+    ...                      "dimension": ["x", "y"], "level": [3.0, 2.0]})
+    >>> out, how = with_combined(rows)
+    >>> out[out["dimension"] == "overall"]["level"].tolist(), how[0][:36]
+    ([2.5], "r: 'overall' is the mean of x and y ")
     """
     combine = combine or {}
     parts, how = [ratings], []
@@ -100,12 +108,13 @@ def target_scores(ratings: pd.DataFrame, rater_kind: str) -> pd.DataFrame:
     """The score of every unperturbed target per rubric × dimension: the mean level of the
     raters of `rater_kind` ("judge" or "human") who gave one (columns :data:`SCORE_COLUMNS`).
 
-    Example:
-        >>> rows = pd.DataFrame({"response_id": "a", "source": "persona", "item_id": "m1", "trial_id": "t",
-        ...                      "perturbation": None, "rubric_id": "r", "dimension": "x",
-        ...                      "rater_kind": "judge", "rater_id": ["j1", "j2"], "level": [3.0, 2.0]})
-        >>> target_scores(rows, "judge")[["score", "n_raters"]].values.tolist()
-        [[2.5, 2.0]]
+    Example
+    -------
+    >>> rows = pd.DataFrame({"response_id": "a", "source": "persona", "item_id": "m1", "trial_id": "t",
+    ...                      "perturbation": None, "rubric_id": "r", "dimension": "x",
+    ...                      "rater_kind": "judge", "rater_id": ["j1", "j2"], "level": [3.0, 2.0]})
+    >>> target_scores(rows, "judge")[["score", "n_raters"]].values.tolist()
+    [[2.5, 2.0]]
     """
     rows = ratings[(ratings["rater_kind"] == rater_kind) & ratings["level"].notna()]
     if "perturbation" in rows.columns:
@@ -123,17 +132,20 @@ def descriptives(scores: pd.DataFrame) -> pd.DataFrame:
     """Mean (SD) and the mean's 95 % CI (t) of target scores per rubric × dimension × rater
     kind × source (columns :data:`DESCRIPTIVE_COLUMNS`); n = replies (targets).
 
-    Example (four messages, each answered by a persona and by a reference; judges' mean levels):
-        >>> scores = pd.DataFrame({"rubric_id": "r", "dimension": "warmth", "rater_kind": "judge",
-        ...                        "response_id": ["p1", "c1", "p2", "c2", "p3", "c3", "p4", "c4"],
-        ...                        "source": ["persona", "reference"] * 4,
-        ...                        "item_id": [f"m{k}" for k in (1, 1, 2, 2, 3, 3, 4, 4)],
-        ...                        "trial_id": ["t1", None, "t2", None, "t3", None, "t4", None],
-        ...                        "score": [3.5, 2.0, 4.0, 3.0, 2.5, 2.0, 3.0, 1.0], "n_raters": 2.0})
-        >>> descriptives(scores)[["dimension", "source", "n", "mean", "sd", "mean_ci_low", "mean_ci_high"]].round(3)
-          dimension     source  n  mean     sd  mean_ci_low  mean_ci_high
-        0    warmth    persona  4  3.25  0.645        2.223         4.277
-        1    warmth  reference  4  2.00  0.816        0.701         3.299
+    Example
+    -------
+    Four messages, each answered by a persona and by a reference; judges' mean levels:
+
+    >>> scores = pd.DataFrame({"rubric_id": "r", "dimension": "warmth", "rater_kind": "judge",
+    ...                        "response_id": ["p1", "c1", "p2", "c2", "p3", "c3", "p4", "c4"],
+    ...                        "source": ["persona", "reference"] * 4,
+    ...                        "item_id": [f"m{k}" for k in (1, 1, 2, 2, 3, 3, 4, 4)],
+    ...                        "trial_id": ["t1", None, "t2", None, "t3", None, "t4", None],
+    ...                        "score": [3.5, 2.0, 4.0, 3.0, 2.5, 2.0, 3.0, 1.0], "n_raters": 2.0})
+    >>> descriptives(scores)[["dimension", "source", "n", "mean", "sd", "mean_ci_low", "mean_ci_high"]].round(3)
+      dimension     source  n  mean     sd  mean_ci_low  mean_ci_high
+    0    warmth    persona  4  3.25  0.645        2.223         4.277
+    1    warmth  reference  4  2.00  0.816        0.701         3.299
     """
     rows = []
     for key, group in scores.groupby(["rubric_id", "dimension", "rater_kind", "source"], sort=True):
@@ -156,20 +168,23 @@ def fit_with_fallback(data: pd.DataFrame, predictors: Sequence[str]) -> tuple[pd
     intercept: ``term, b, b_ci_low, b_ci_high, b_se, p``), the model used, and notes on why a
     fallback was needed. Empty coefficients when not even OLS has residual degrees of freedom.
 
-    Example (four messages, each answered by a persona and by a reference; judges' mean levels):
-        >>> scores = pd.DataFrame({"rubric_id": "r", "dimension": "warmth", "rater_kind": "judge",
-        ...                        "response_id": ["p1", "c1", "p2", "c2", "p3", "c3", "p4", "c4"],
-        ...                        "source": ["persona", "reference"] * 4,
-        ...                        "item_id": [f"m{k}" for k in (1, 1, 2, 2, 3, 3, 4, 4)],
-        ...                        "trial_id": ["t1", None, "t2", None, "t3", None, "t4", None],
-        ...                        "score": [3.5, 2.0, 4.0, 3.0, 2.5, 2.0, 3.0, 1.0], "n_raters": 2.0})
-        >>> data = scores.assign(persona=(scores["source"] == "persona").astype(float))
-        >>> coef, model, notes = fit_with_fallback(data, ["persona"])
-        >>> coef[["term", "b", "b_se"]].round(3)
-              term     b   b_se
-        0  persona  1.25  0.323
-        >>> model, notes
-        ('mixed model (random intercept per message)', [])
+    Example
+    -------
+    Four messages, each answered by a persona and by a reference; judges' mean levels:
+
+    >>> scores = pd.DataFrame({"rubric_id": "r", "dimension": "warmth", "rater_kind": "judge",
+    ...                        "response_id": ["p1", "c1", "p2", "c2", "p3", "c3", "p4", "c4"],
+    ...                        "source": ["persona", "reference"] * 4,
+    ...                        "item_id": [f"m{k}" for k in (1, 1, 2, 2, 3, 3, 4, 4)],
+    ...                        "trial_id": ["t1", None, "t2", None, "t3", None, "t4", None],
+    ...                        "score": [3.5, 2.0, 4.0, 3.0, 2.5, 2.0, 3.0, 1.0], "n_raters": 2.0})
+    >>> data = scores.assign(persona=(scores["source"] == "persona").astype(float))
+    >>> coef, model, notes = fit_with_fallback(data, ["persona"])
+    >>> coef[["term", "b", "b_se"]].round(3)
+          term     b   b_se
+    0  persona  1.25  0.323
+    >>> model, notes
+    ('mixed model (random intercept per message)', [])
     """
     import statsmodels.formula.api as smf
     from statsmodels.tools.sm_exceptions import ConvergenceWarning
@@ -226,16 +241,19 @@ def compare_sources(scores: pd.DataFrame) -> pd.DataFrame:
     :data:`COMPARISON_COLUMNS`; ``term`` = "persona − reference"). Without replies of both
     sources the row says "not estimable" and why.
 
-    Example (four messages, each answered by a persona and by a reference; judges' mean levels):
-        >>> scores = pd.DataFrame({"rubric_id": "r", "dimension": "warmth", "rater_kind": "judge",
-        ...                        "response_id": ["p1", "c1", "p2", "c2", "p3", "c3", "p4", "c4"],
-        ...                        "source": ["persona", "reference"] * 4,
-        ...                        "item_id": [f"m{k}" for k in (1, 1, 2, 2, 3, 3, 4, 4)],
-        ...                        "trial_id": ["t1", None, "t2", None, "t3", None, "t4", None],
-        ...                        "score": [3.5, 2.0, 4.0, 3.0, 2.5, 2.0, 3.0, 1.0], "n_raters": 2.0})
-        >>> compare_sources(scores)[["term", "b", "b_ci_low", "b_ci_high", "n", "n_messages"]].round(3)
-                          term     b  b_ci_low  b_ci_high  n  n_messages
-        0  persona − reference  1.25     0.617      1.883  8           4
+    Example
+    -------
+    Four messages, each answered by a persona and by a reference; judges' mean levels:
+
+    >>> scores = pd.DataFrame({"rubric_id": "r", "dimension": "warmth", "rater_kind": "judge",
+    ...                        "response_id": ["p1", "c1", "p2", "c2", "p3", "c3", "p4", "c4"],
+    ...                        "source": ["persona", "reference"] * 4,
+    ...                        "item_id": [f"m{k}" for k in (1, 1, 2, 2, 3, 3, 4, 4)],
+    ...                        "trial_id": ["t1", None, "t2", None, "t3", None, "t4", None],
+    ...                        "score": [3.5, 2.0, 4.0, 3.0, 2.5, 2.0, 3.0, 1.0], "n_raters": 2.0})
+    >>> compare_sources(scores)[["term", "b", "b_ci_low", "b_ci_high", "n", "n_messages"]].round(3)
+                      term     b  b_ci_low  b_ci_high  n  n_messages
+    0  persona − reference  1.25     0.617      1.883  8           4
     """
     rows = []
     for (rubric, dimension, kind), group in scores.groupby(["rubric_id", "dimension", "rater_kind"], sort=True):
@@ -260,18 +278,21 @@ def attribute_effects(scores: pd.DataFrame, attributes: pd.DataFrame, predictors
     message, same fallbacks as :func:`compare_sources`), per rubric × dimension × rater kind.
     `attributes` is indexed by ``trial_id``; predictors that do not vary are left out and said.
 
-    Example (four messages, each answered by a persona and by a reference; judges' mean levels):
-        >>> scores = pd.DataFrame({"rubric_id": "r", "dimension": "warmth", "rater_kind": "judge",
-        ...                        "response_id": ["p1", "c1", "p2", "c2", "p3", "c3", "p4", "c4"],
-        ...                        "source": ["persona", "reference"] * 4,
-        ...                        "item_id": [f"m{k}" for k in (1, 1, 2, 2, 3, 3, 4, 4)],
-        ...                        "trial_id": ["t1", None, "t2", None, "t3", None, "t4", None],
-        ...                        "score": [3.5, 2.0, 4.0, 3.0, 2.5, 2.0, 3.0, 1.0], "n_raters": 2.0})
-        >>> attrs = pd.DataFrame({"age": [20, 35, 50, 65], "gender": "female"},
-        ...                      index=pd.Index(["t1", "t2", "t3", "t4"], name="trial_id"))
-        >>> attribute_effects(scores, attrs, ["age", "gender"])[["term", "b", "n", "note"]].round(3)
-          term     b  n                             note
-        0  age -0.02  4  left out (no variation): gender
+    Example
+    -------
+    Four messages, each answered by a persona and by a reference; judges' mean levels:
+
+    >>> scores = pd.DataFrame({"rubric_id": "r", "dimension": "warmth", "rater_kind": "judge",
+    ...                        "response_id": ["p1", "c1", "p2", "c2", "p3", "c3", "p4", "c4"],
+    ...                        "source": ["persona", "reference"] * 4,
+    ...                        "item_id": [f"m{k}" for k in (1, 1, 2, 2, 3, 3, 4, 4)],
+    ...                        "trial_id": ["t1", None, "t2", None, "t3", None, "t4", None],
+    ...                        "score": [3.5, 2.0, 4.0, 3.0, 2.5, 2.0, 3.0, 1.0], "n_raters": 2.0})
+    >>> attrs = pd.DataFrame({"age": [20, 35, 50, 65], "gender": "female"},
+    ...                      index=pd.Index(["t1", "t2", "t3", "t4"], name="trial_id"))
+    >>> attribute_effects(scores, attrs, ["age", "gender"])[["term", "b", "n", "note"]].round(3)
+      term     b  n                             note
+    0  age -0.02  4  left out (no variation): gender
     """
     rows = []
     persona = scores[scores["source"] == "persona"].join(attributes[list(predictors)], on="trial_id")

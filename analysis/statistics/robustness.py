@@ -9,12 +9,17 @@ pairs treated as independent: one per original reply), and the share of pairs wh
 went up and went down. A cell with no pair, or one pair (no SD, so no interval), has NaN with the
 reason in column ``reason``; nothing is left out without a word.
 
+Checked in tests/test_robustness.py: the paired changes and their intervals against a ratings table
+with the values worked out by hand (t quantiles from tables) and the interval against scipy's
+``ttest_1samp(...).confidence_interval``.
+
 Not run: needs the store of a run with rated and perturbed replies (`run_dir` has no ratings);
 :func:`robustness_table` shows the table on ratings written out by hand.
 
-Example:
-    >>> ratings = read_ratings(store, "empathy_ceb")        # doctest: +SKIP
-    >>> robustness_table(ratings)                          # doctest: +SKIP
+Example
+-------
+>>> ratings = read_ratings(store, "empathy_ceb")        # doctest: +SKIP
+>>> robustness_table(ratings)                          # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -40,12 +45,13 @@ def paired_changes(ratings: pd.DataFrame) -> pd.DataFrame:
     whose original's level, is missing (or whose original this rater did not rate) keeps the row
     with ``change`` NaN, so the summary can count it.
 
-    Example:
-        >>> r = pd.DataFrame({"response_id": ["a", "b"], "original_id": [None, "a"],
-        ...                   "perturbation": [None, "typos"], "rubric_id": "x", "dimension": "level",
-        ...                   "rater_kind": "judge", "rater_id": "j", "level": [3.0, 2.0]})
-        >>> paired_changes(r)["change"].tolist()
-        [-1.0]
+    Example
+    -------
+    >>> r = pd.DataFrame({"response_id": ["a", "b"], "original_id": [None, "a"],
+    ...                   "perturbation": [None, "typos"], "rubric_id": "x", "dimension": "level",
+    ...                   "rater_kind": "judge", "rater_id": "j", "level": [3.0, 2.0]})
+    >>> paired_changes(r)["change"].tolist()
+    [-1.0]
     """
     keys = ["rubric_id", "dimension", "rater_kind", "rater_id"]
     perturbed = ratings[ratings["original_id"].notna()]
@@ -61,9 +67,10 @@ def paired_changes(ratings: pd.DataFrame) -> pd.DataFrame:
 def mean_change_ci(changes: np.ndarray, level: float = 0.95) -> tuple[float, float, float, float, str | None]:
     """(mean, SD, CI low, CI high, reason) of paired changes; NaN with a reason when not estimable.
 
-    Example:
-        >>> [round(x, 3) for x in mean_change_ci(np.array([0.0, -1.0, -2.0]))[:4]]
-        [-1.0, 1.0, -3.484, 1.484]
+    Example
+    -------
+    >>> [round(x, 3) for x in mean_change_ci(np.array([0.0, -1.0, -2.0]))[:4]]
+    [-1.0, 1.0, -3.484, 1.484]
     """
     n = len(changes)
     if n == 0:
@@ -81,12 +88,13 @@ def robustness_table(ratings: pd.DataFrame) -> pd.DataFrame:
     """Per perturbation × rubric × dimension × rater: pairs, mean change with 95 % CI (t-based),
     and the shares of pairs whose level changed, went up, went down (columns :data:`TABLE_COLUMNS`).
 
-    Example:
-        >>> r = pd.DataFrame({"response_id": ["a", "b", "c", "d"], "original_id": [None, None, "a", "b"],
-        ...                   "perturbation": [None, None, "p", "p"], "rubric_id": "x", "dimension": "level",
-        ...                   "rater_kind": "judge", "rater_id": "j", "level": [3.0, 2.0, 2.0, 2.0]})
-        >>> robustness_table(r)[["n_pairs", "mean_change", "share_changed", "share_down"]].values.tolist()
-        [[2.0, -0.5, 0.5, 0.5]]
+    Example
+    -------
+    >>> r = pd.DataFrame({"response_id": ["a", "b", "c", "d"], "original_id": [None, None, "a", "b"],
+    ...                   "perturbation": [None, None, "p", "p"], "rubric_id": "x", "dimension": "level",
+    ...                   "rater_kind": "judge", "rater_id": "j", "level": [3.0, 2.0, 2.0, 2.0]})
+    >>> robustness_table(r)[["n_pairs", "mean_change", "share_changed", "share_down"]].values.tolist()
+    [[2.0, -0.5, 0.5, 0.5]]
     """
     pairs = paired_changes(ratings)
     rows: list[dict[str, Any]] = []

@@ -37,33 +37,42 @@ subscales; exact and within-one agreement are the same raw or keyed. Per person 
 handful of persons), and the paired
 difference ``twin_minus_others`` (own twin − other twins, per person): the twin-specific signal.
 
-Example (three persons, three items on a 1–5 scale; the twins answer like their persons, except
-t2's second answer; the rounded cohort mean answers 3, 4, 3):
-    >>> from psyq.engine.design.instrument import Instrument
-    >>> inst = Instrument.model_validate({"psyq": "instrument/1", "id": "toy", "name": "Toy", "version": 1,
-    ...     "content_source": "psyq", "citations": {"psyq": "psyq authors."}, "terms": "Test.",
-    ...     "instructions": "Rate.", "scale": [{"value": v} for v in range(1, 6)],
-    ...     "items": [{"id": i, "text": f"Item {i}", "subscales": ["S"]} for i in "xyz"],
-    ...     "subscales": [{"id": "S", "name": "Sum", "score": "sum"}]})
-    >>> people = pd.DataFrame({"x": [1, 3, 5], "y": [2, 3, 4], "z": [1, 4, 5]},
-    ...                       index=pd.Index(["t1", "t2", "t3"], name="respondent_id"))
-    >>> twins = people.assign(y=[2, 5, 4])
-    >>> per_person = twin_agreement(twins, people, inst)
-    >>> per_person.pivot(index="respondent_id", columns="comparison", values="exact").round(2)
-    comparison     cohort_mean  other_twins  twin
-    respondent_id
-    t1                    0.00          0.0  1.00
-    t2                    0.33          0.0  0.67
-    t3                    0.33          0.0  1.00
-    >>> summary = twin_summary(per_person)
-    >>> summary.query("metric == 'exact'")[["comparison", "mean", "n"]].round(3)
-              comparison   mean  n
-    0               twin  0.889  3
-    1        other_twins  0.000  3
-    2        cohort_mean  0.222  3
-    3  twin_minus_others  0.889  3
+Checked in tests/test_twins.py: agreement, baselines and the normalised accuracy on hand-made
+answers worked out by hand in the comments, and the other-twins baseline on simulated twins (person
++ noise) against twins made independently of their person.
 
-Reference: Park, J. S., Zou, C. Q., Shaw, A., Hill, B. M., Cai, C., Morris, M. R., Willer, R.,
+Example
+-------
+Three persons, three items on a 1–5 scale; the twins answer like their persons, except t2's second
+answer; the rounded cohort mean answers 3, 4, 3:
+
+>>> from psyq.engine.design.instrument import Instrument
+>>> inst = Instrument.model_validate({"psyq": "instrument/1", "id": "toy", "name": "Toy", "version": 1,
+...     "content_source": "psyq", "citations": {"psyq": "psyq authors."}, "terms": "Test.",
+...     "instructions": "Rate.", "scale": [{"value": v} for v in range(1, 6)],
+...     "items": [{"id": i, "text": f"Item {i}", "subscales": ["S"]} for i in "xyz"],
+...     "subscales": [{"id": "S", "name": "Sum", "score": "sum"}]})
+>>> people = pd.DataFrame({"x": [1, 3, 5], "y": [2, 3, 4], "z": [1, 4, 5]},
+...                       index=pd.Index(["t1", "t2", "t3"], name="respondent_id"))
+>>> twins = people.assign(y=[2, 5, 4])
+>>> per_person = twin_agreement(twins, people, inst)
+>>> per_person.pivot(index="respondent_id", columns="comparison", values="exact").round(2)
+comparison     cohort_mean  other_twins  twin
+respondent_id
+t1                    0.00          0.0  1.00
+t2                    0.33          0.0  0.67
+t3                    0.33          0.0  1.00
+>>> summary = twin_summary(per_person)
+>>> summary.query("metric == 'exact'")[["comparison", "mean", "n"]].round(3)
+          comparison   mean  n
+0               twin  0.889  3
+1        other_twins  0.000  3
+2        cohort_mean  0.222  3
+3  twin_minus_others  0.889  3
+
+References
+----------
+Park, J. S., Zou, C. Q., Shaw, A., Hill, B. M., Cai, C., Morris, M. R., Willer, R.,
 Liang, P., & Bernstein, M. S. (2024). Generative agent simulations of 1,000 people.
 arXiv:2411.10109.
 """
@@ -100,9 +109,10 @@ class TwinMatch:
 def match_twins(persona_ids: Iterable, respondent_ids: Iterable) -> TwinMatch:
     """Personas whose id is a respondent id of the human data (compared as text, stripped).
 
-    Example:
-        >>> match_twins(["p1", "r2 "], ["r1", "r2"]).matched
-        ['r2']
+    Example
+    -------
+    >>> match_twins(["p1", "r2 "], ["r1", "r2"]).matched
+    ['r2']
     """
     personas = list(dict.fromkeys(str(i).strip() for i in persona_ids))
     persons = list(dict.fromkeys(str(i).strip() for i in respondent_ids))
@@ -175,15 +185,18 @@ def twin_agreement(cohort_items: pd.DataFrame, human_items: pd.DataFrame, instru
     or the person has no retest) are added. The frame's ``attrs`` hold the :class:`TwinMatch`
     (``match``) and the number of matched persons with a retest (``retest_n``).
 
-    Example (two people and their twins; r2's twin answers item d one point higher):
-        >>> from psyq import load_instrument
-        >>> mini = load_instrument("tests/data/mini_1to7.yaml")
-        >>> people = pd.DataFrame({"a": [1, 7], "b": [2, 6], "c": [3, 5], "d": [4, 4]}, index=["r1", "r2"])
-        >>> agreement = twin_agreement(people.assign(d=[4, 5]), people, mini)
-        >>> agreement.query("comparison == 'twin'")[["respondent_id", "n_items", "exact", "within_one"]]
-          respondent_id  n_items  exact  within_one
-        0            r1        4   1.00         1.0
-        3            r2        4   0.75         1.0
+    Example
+    -------
+    Two people and their twins; r2's twin answers item d one point higher:
+
+    >>> from psyq import load_instrument
+    >>> mini = load_instrument("tests/data/mini_1to7.yaml")
+    >>> people = pd.DataFrame({"a": [1, 7], "b": [2, 6], "c": [3, 5], "d": [4, 4]}, index=["r1", "r2"])
+    >>> agreement = twin_agreement(people.assign(d=[4, 5]), people, mini)
+    >>> agreement.query("comparison == 'twin'")[["respondent_id", "n_items", "exact", "within_one"]]
+      respondent_id  n_items  exact  within_one
+    0            r1        4   1.00         1.0
+    3            r2        4   0.75         1.0
     """
     items = [i.id for i in instrument.rating_items]
     subscales = [s.id for s in instrument.rating_subscales]
@@ -292,9 +305,10 @@ def bootstrap_interval(values: np.ndarray, resamples: int = BOOTSTRAP_RESAMPLES,
     `resamples` times, from a seeded generator); the CI is missing below 2 persons. Unlike a t-based
     interval it stays within the values' range (a share within 0–1, r within ±1).
 
-    Example:
-        >>> [round(x, 3) for x in bootstrap_interval(np.array([0.5, 0.75, 1.0, 1.0]))]
-        [0.812, 0.625, 1.0]
+    Example
+    -------
+    >>> [round(x, 3) for x in bootstrap_interval(np.array([0.5, 0.75, 1.0, 1.0]))]
+    [0.812, 0.625, 1.0]
     """
     values = np.asarray(values, dtype=float)
     n = len(values)
@@ -319,15 +333,16 @@ def twin_summary(agreement: pd.DataFrame) -> pd.DataFrame:
     other twins (paired), the twin-specific signal; for an absolute error a negative difference
     means the own twin is closer. `agreement` is what :func:`twin_agreement` returns.
 
-    Example:
-        >>> per_person = pd.DataFrame({"instrument": "toy", "respondent_id": ["a", "a", "b", "b"],
-        ...     "comparison": ["twin", "other_twins"] * 2, "n_items": 4, "exact": [1.0, .5, .75, .25],
-        ...     "within_one": 1.0, "r": float("nan"), "note": ""})
-        >>> twin_summary(per_person).query("metric == 'exact'")[["comparison", "mean", "ci_low", "n"]].round(3)
-                  comparison   mean  ci_low  n
-        0               twin  0.875    0.75  2
-        1        other_twins  0.375    0.25  2
-        2  twin_minus_others  0.500    0.50  2
+    Example
+    -------
+    >>> per_person = pd.DataFrame({"instrument": "toy", "respondent_id": ["a", "a", "b", "b"],
+    ...     "comparison": ["twin", "other_twins"] * 2, "n_items": 4, "exact": [1.0, .5, .75, .25],
+    ...     "within_one": 1.0, "r": float("nan"), "note": ""})
+    >>> twin_summary(per_person).query("metric == 'exact'")[["comparison", "mean", "ci_low", "n"]].round(3)
+              comparison   mean  ci_low  n
+    0               twin  0.875    0.75  2
+    1        other_twins  0.375    0.25  2
+    2  twin_minus_others  0.500    0.50  2
     """
     columns = ["instrument", "metric", "comparison", "mean", "ci_low", "ci_high", "n", "not_estimable", "note"]
     if agreement.empty:

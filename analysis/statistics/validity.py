@@ -17,17 +17,22 @@ Inputs are *raw* answers (reverse-keyed items as answered; each function keys th
 item id; other columns are attributes. A statistic that cannot be estimated is never a number:
 its row has ``estimable`` False and the reason in ``note``.
 
-Example:
-    >>> from psyq.engine.design.instrument import load_instrument
-    >>> mini = load_instrument("tests/data/mini_1to7.yaml")
-    >>> cohort = pd.DataFrame({"a": [1, 2, 2, 3], "b": [4, 4, 5, 5], "c": [7, 6, 6, 5], "d": [3, 3, 4, 2]})
-    >>> humans = pd.DataFrame({"a": [1, 3, 5, 7], "b": [2, 4, 6, 4], "c": [7, 5, 3, 1], "d": [2, 4, 4, 6]})
-    >>> item_distributions(cohort, humans, mini)[["item_id", "tv", "wasserstein"]]
-      item_id   tv  wasserstein
-    0       a  0.5          2.0
-    1       b  0.5          1.0
-    2       c  0.5          2.0
-    3       d  0.5          1.0
+Checked in tests/test_validity.py: total variation and Wasserstein distances by hand, the subscale
+intercorrelations against pandas' ``corr``, factor congruence by recovering a known two-factor
+structure; the weighted option shares in tests/test_weights.py by hand.
+
+Example
+-------
+>>> from psyq.engine.design.instrument import load_instrument
+>>> mini = load_instrument("tests/data/mini_1to7.yaml")
+>>> cohort = pd.DataFrame({"a": [1, 2, 2, 3], "b": [4, 4, 5, 5], "c": [7, 6, 6, 5], "d": [3, 3, 4, 2]})
+>>> humans = pd.DataFrame({"a": [1, 3, 5, 7], "b": [2, 4, 6, 4], "c": [7, 5, 3, 1], "d": [2, 4, 4, 6]})
+>>> item_distributions(cohort, humans, mini)[["item_id", "tv", "wasserstein"]]
+  item_id   tv  wasserstein
+0       a  0.5          2.0
+1       b  0.5          1.0
+2       c  0.5          2.0
+3       d  0.5          1.0
 """
 
 from __future__ import annotations
@@ -64,11 +69,12 @@ def option_shares(values: pd.Series | np.ndarray, options: Sequence[float],
     `weights` (one per value, by position), each answer counts its weight: Σ w over the answers on
     the option / Σ w over all answers.
 
-    Example:
-        >>> option_shares(np.array([1, 1, 2, np.nan]), [1, 2, 3]).tolist()
-        [0.6666666666666666, 0.3333333333333333, 0.0]
-        >>> option_shares(np.array([1, 1, 2, np.nan]), [1, 2, 3], weights=np.array([1, 1, 2, 5])).tolist()
-        [0.5, 0.5, 0.0]
+    Example
+    -------
+    >>> option_shares(np.array([1, 1, 2, np.nan]), [1, 2, 3]).tolist()
+    [0.6666666666666666, 0.3333333333333333, 0.0]
+    >>> option_shares(np.array([1, 1, 2, np.nan]), [1, 2, 3], weights=np.array([1, 1, 2, 5])).tolist()
+    [0.5, 0.5, 0.0]
     """
     arr = np.asarray(values, dtype=float)
     w = np.ones(arr.size) if weights is None else np.asarray(weights, dtype=float)
@@ -86,9 +92,10 @@ def total_variation(p: np.ndarray, q: np.ndarray) -> float:
 
     0 for identical distributions, 1 for distributions on disjoint options.
 
-    Example:
-        >>> total_variation(np.array([0.5, 0.5, 0.0]), np.array([0.0, 0.5, 0.5]))
-        0.5
+    Example
+    -------
+    >>> total_variation(np.array([0.5, 0.5, 0.0]), np.array([0.0, 0.5, 0.5]))
+    0.5
     """
     return float(0.5 * np.abs(np.asarray(p, dtype=float) - np.asarray(q, dtype=float)).sum())
 
@@ -96,9 +103,10 @@ def total_variation(p: np.ndarray, q: np.ndarray) -> float:
 def level_text(values: pd.Series) -> pd.Series:
     """Attribute values as text, whole numbers without ".0" (a human CSV's 1.0 is a cohort's 1).
 
-    Example:
-        >>> level_text(pd.Series([1.0, "female", None])).tolist()
-        ['1', 'female', nan]
+    Example
+    -------
+    >>> level_text(pd.Series([1.0, "female", None])).tolist()
+    ['1', 'female', nan]
     """
     def one(v):
         if v is None or (not isinstance(v, str) and pd.isna(v)):
@@ -124,9 +132,10 @@ def label_mismatch(attribute: str, cohort_values: set[str], human_values: set[st
     Values found on both sides need nothing. When the sides share no value at all, every group
     says so, with both sets of labels and the way out (a codebook's ``values:``).
 
-    Example:
-        >>> print(label_mismatch("gender", {"female", "male"}, {"F", "M"})[("gender", "F")])
-        : the cohort and the humans share no gender value (cohort: female, male; humans: F, M): the labels differ; map the humans' values with a codebook's `values:` (e.g. gender: {F: female})
+    Example
+    -------
+    >>> print(label_mismatch("gender", {"female", "male"}, {"F", "M"})[("gender", "F")])
+    : the cohort and the humans share no gender value (cohort: female, male; humans: F, M): the labels differ; map the humans' values with a codebook's `values:` (e.g. gender: {F: female})
     """
     if not cohort_values or not human_values:
         return {}
@@ -250,10 +259,11 @@ def item_distributions(cohort: pd.DataFrame, human: pd.DataFrame, instrument: In
 def pearson_pairwise(x: pd.Series, y: pd.Series) -> tuple[float, int, str]:
     """Pearson r over the rows where both are present, its n, and why it is missing (or "").
 
-    Example:
-        >>> r, n, why = pearson_pairwise(pd.Series([1.0, 2, 3, None]), pd.Series([2.0, 4, 7, 1]))
-        >>> round(r, 3), n, why
-        (0.993, 3, '')
+    Example
+    -------
+    >>> r, n, why = pearson_pairwise(pd.Series([1.0, 2, 3, None]), pd.Series([2.0, 4, 7, 1]))
+    >>> round(r, 3), n, why
+    (0.993, 3, '')
     """
     both = pd.concat([x, y], axis=1).dropna()
     n = len(both)
@@ -328,10 +338,11 @@ def subscale_correlations(cohort: pd.DataFrame, human: pd.DataFrame, instrument:
 def part_whole(instrument: Instrument, a: str, b: str) -> str | None:
     """Why r(a, b) is a part–whole correlation (one subscale's items all belong to the other), or None.
 
-    Example:
-        >>> from psyq.engine.design.instrument import load_instrument
-        >>> print(part_whole(load_instrument("tests/data/mini_1to7.yaml"), "X", "Z"))
-        part–whole: Z holds every item of X (a composite and its part), so r is high by construction
+    Example
+    -------
+    >>> from psyq.engine.design.instrument import load_instrument
+    >>> print(part_whole(load_instrument("tests/data/mini_1to7.yaml"), "X", "Z"))
+    part–whole: Z holds every item of X (a composite and its part), so r is high by construction
     """
     items = {s: {i.id for i in instrument.subscale_items(s)} for s in (a, b)}
     for whole, part in ((b, a), (a, b)):

@@ -52,49 +52,60 @@ items, a singular sample covariance, a factor with one item, df ≤ 0, an optimi
 converge) has ``estimable`` False, NaN statistics and the reason in ``note``. Respondents with a
 missing item answer are dropped listwise, and every row's ``note`` says how many.
 
-Example (two groups of 150 simulated respondents, one with two shifted intercepts):
-    >>> import numpy as np, pandas as pd
-    >>> rng = np.random.default_rng(1)
-    >>> def sample(n, shift):
-    ...     eta = rng.multivariate_normal([0, 0], [[1, .4], [.4, 1]], n)
-    ...     x = eta @ np.array([[1, .8, .9, 0, 0, 0], [0, 0, 0, 1, .7, .8]]) + rng.normal(0, .6, (n, 6))
-    ...     return pd.DataFrame(x + shift, columns=["a1", "a2", "a3", "b1", "b2", "b3"])
-    >>> data = pd.concat([sample(150, 0).assign(group="cohort"),
-    ...                   sample(150, [0, .8, 0, 0, 0, -.8]).assign(group="human")])
-    >>> fit = measurement_invariance(data, {"A": ["a1", "a2", "a3"], "B": ["b1", "b2", "b3"]}, "group")
-    >>> fit[["step", "equal", "released", "df", "estimable"]]
-                 step                 equal    released  df  estimable
-    0      configural                                    16       True
-    1          metric              loadings              20       True
-    2          scalar  loadings, intercepts              24       True
-    3  partial scalar  loadings, intercepts  a2~1, b3~1  22       True
-    >>> bool(fit.loc[1, "delta_p"] > .05), bool(fit.loc[2, "delta_p"] < .001)
-    (True, True)
+Checked in tests/test_invariance.py (lavaan's published Holzinger & Swineford, 1939, example; the
+configural fit against independent per-group fits by semopy; simulated invariant and non-invariant
+groups), tests/test_invariance_lavaan.py (ML and MLR steps, score tests and latent means against
+lavaan 0.6.14 / semTools 0.5.6 on the Briganti IRI answers by gender, stored output of
+tests/data/lavaan/invariance.R) and tests/test_invariance_ordinal.py (WLSMV steps, Satorra 2000
+differences and latent means against the same lavaan output).
 
-    The score tests released exactly the two shifted intercepts; the latent means, compared under
-    that partial scalar model, were drawn equal and are estimated near 0:
-    >>> fit.attrs["latent_means"][["factor", "group", "d", "d_ci_low", "d_ci_high"]].round(2)
-      factor  group     d  d_ci_low  d_ci_high
-    0      A  human -0.11     -0.36       0.14
-    1      B  human -0.16     -0.40       0.08
+Example
+-------
+Two groups of 150 simulated respondents, one with two shifted intercepts:
 
-References:
-    Browne, M. W., & Cudeck, R. (1993). Alternative ways of assessing model fit. In K. A. Bollen &
-    J. S. Long (Eds.), *Testing structural equation models* (pp. 136–162). Sage.
-    Chen, F. F. (2007). Sensitivity of goodness of fit indexes to lack of measurement invariance.
-    *Structural Equation Modeling, 14*(3), 464–504. https://doi.org/10.1080/10705510701301834
-    Meredith, W. (1993). Measurement invariance, factor analysis and factorial invariance.
-    *Psychometrika, 58*(4), 525–543.
-    Rosseel, Y. (2012). lavaan: An R package for structural equation modeling. *Journal of
-    Statistical Software, 48*(2), 1–36.
-    Satorra, A., & Bentler, P. M. (2001). A scaled difference chi-square test statistic for moment
-    structure analysis. *Psychometrika, 66*(4), 507–514.
-    Vandenberg, R. J., & Lance, C. E. (2000). A review and synthesis of the measurement invariance
-    literature. *Organizational Research Methods, 3*(1), 4–70.
-    Wu, H., & Estabrook, R. (2016). Identification of confirmatory factor analysis models of different
-    levels of invariance for ordered categorical outcomes. *Psychometrika, 81*(4), 1014–1045.
-    Yuan, K.-H., & Bentler, P. M. (2000). Three likelihood-based methods for mean and covariance
-    structure analysis with nonnormal missing data. *Sociological Methodology, 30*, 165–200.
+>>> import numpy as np, pandas as pd
+>>> rng = np.random.default_rng(1)
+>>> def sample(n, shift):
+...     eta = rng.multivariate_normal([0, 0], [[1, .4], [.4, 1]], n)
+...     x = eta @ np.array([[1, .8, .9, 0, 0, 0], [0, 0, 0, 1, .7, .8]]) + rng.normal(0, .6, (n, 6))
+...     return pd.DataFrame(x + shift, columns=["a1", "a2", "a3", "b1", "b2", "b3"])
+>>> data = pd.concat([sample(150, 0).assign(group="cohort"),
+...                   sample(150, [0, .8, 0, 0, 0, -.8]).assign(group="human")])
+>>> fit = measurement_invariance(data, {"A": ["a1", "a2", "a3"], "B": ["b1", "b2", "b3"]}, "group")
+>>> fit[["step", "equal", "released", "df", "estimable"]]
+             step                 equal    released  df  estimable
+0      configural                                    16       True
+1          metric              loadings              20       True
+2          scalar  loadings, intercepts              24       True
+3  partial scalar  loadings, intercepts  a2~1, b3~1  22       True
+>>> bool(fit.loc[1, "delta_p"] > .05), bool(fit.loc[2, "delta_p"] < .001)
+(True, True)
+
+The score tests released exactly the two shifted intercepts; the latent means, compared under
+that partial scalar model, were drawn equal and are estimated near 0:
+>>> fit.attrs["latent_means"][["factor", "group", "d", "d_ci_low", "d_ci_high"]].round(2)
+  factor  group     d  d_ci_low  d_ci_high
+0      A  human -0.11     -0.36       0.14
+1      B  human -0.16     -0.40       0.08
+
+References
+----------
+Browne, M. W., & Cudeck, R. (1993). Alternative ways of assessing model fit. In K. A. Bollen &
+J. S. Long (Eds.), *Testing structural equation models* (pp. 136–162). Sage.
+Chen, F. F. (2007). Sensitivity of goodness of fit indexes to lack of measurement invariance.
+*Structural Equation Modeling, 14*(3), 464–504. https://doi.org/10.1080/10705510701301834
+Meredith, W. (1993). Measurement invariance, factor analysis and factorial invariance.
+*Psychometrika, 58*(4), 525–543.
+Rosseel, Y. (2012). lavaan: An R package for structural equation modeling. *Journal of
+Statistical Software, 48*(2), 1–36.
+Satorra, A., & Bentler, P. M. (2001). A scaled difference chi-square test statistic for moment
+structure analysis. *Psychometrika, 66*(4), 507–514.
+Vandenberg, R. J., & Lance, C. E. (2000). A review and synthesis of the measurement invariance
+literature. *Organizational Research Methods, 3*(1), 4–70.
+Wu, H., & Estabrook, R. (2016). Identification of confirmatory factor analysis models of different
+levels of invariance for ordered categorical outcomes. *Psychometrika, 81*(4), 1014–1045.
+Yuan, K.-H., & Bentler, P. M. (2000). Three likelihood-based methods for mean and covariance
+structure analysis with nonnormal missing data. *Sociological Methodology, 30*, 165–200.
 
 May import numpy, scipy, pandas and psyq.analysis.statistics.polychoric.
 """

@@ -9,11 +9,18 @@ same construct?" and the scorecard both fit, in one place.
 * :func:`invariance_against_people`: the sequence, refitted with the items continuous when the ordinal
   fit is not estimable and the user did not choose the estimator (``attrs["fallback"]`` says why).
 
-Example:
-    >>> from psyq.engine.design.instrument import load_instrument
-    >>> iri = load_instrument("iri")
-    >>> factor_structure(iri)[0]["PT"][:3], default_estimator(iri)
-    (['3', '8', '11'], 'WLSMV')
+Checked in tests/test_same_construct.py: the report's numbers equal the analysis functions called
+directly on the exported answers (an independent path through the data, not an independent
+statistic); people against people must come out invariant, and an ordinal fit the answers do not
+allow must be refitted continuous. The statistics themselves are checked against lavaan in
+tests/test_invariance_lavaan.py and tests/test_invariance_ordinal.py.
+
+Example
+-------
+>>> from psyq.engine.design.instrument import load_instrument
+>>> iri = load_instrument("iri")
+>>> factor_structure(iri)[0]["PT"][:3], default_estimator(iri)
+(['3', '8', '11'], 'WLSMV')
 """
 
 from __future__ import annotations
@@ -37,11 +44,12 @@ def factor_structure(instrument: Instrument) -> tuple[dict[str, list[str]], str]
     """The items of each first-order rating subscale, and why the structure cannot be a simple-structure
     factor model ("" when it can: every item on exactly one subscale, every subscale with 2+ items).
 
-    Example:
-        >>> from psyq.engine.design.instrument import load_instrument
-        >>> factors, problem = factor_structure(load_instrument("iri"))
-        >>> list(factors), problem
-        (['PT', 'FS', 'EC', 'PD'], '')
+    Example
+    -------
+    >>> from psyq.engine.design.instrument import load_instrument
+    >>> factors, problem = factor_structure(load_instrument("iri"))
+    >>> list(factors), problem
+    (['PT', 'FS', 'EC', 'PD'], '')
     """
     factors = {s.id: [i.id for i in instrument.subscale_items(s.id)] for s in instrument.first_order_subscales}
     counted: dict[str, list[str]] = {}
@@ -62,13 +70,14 @@ def keyed_samples(instrument: Instrument, cohort: pd.DataFrame, people: pd.DataF
     """Keyed answers of both samples in one frame (reverse items reversed; other columns dropped), with
     the categorical column ``sample``: "people" (first, the reference group) and "personas".
 
-    Example:
-        >>> from psyq.engine.design.instrument import load_instrument
-        >>> iri = load_instrument("iri")
-        >>> answers = pd.DataFrame({i.id: [0, 4] for i in iri.rating_items})
-        >>> both = keyed_samples(iri, answers, answers.iloc[:1])
-        >>> both["sample"].tolist(), both["3"].tolist()       # item 3 is reverse-keyed
-        (['people', 'personas', 'personas'], [4.0, 4.0, 0.0])
+    Example
+    -------
+    >>> from psyq.engine.design.instrument import load_instrument
+    >>> iri = load_instrument("iri")
+    >>> answers = pd.DataFrame({i.id: [0, 4] for i in iri.rating_items})
+    >>> both = keyed_samples(iri, answers, answers.iloc[:1])
+    >>> both["sample"].tolist(), both["3"].tolist()       # item 3 is reverse-keyed
+    (['people', 'personas', 'personas'], [4.0, 4.0, 0.0])
     """
     parts = [keyed_answers(instrument, frame).reset_index(drop=True).assign(**{SAMPLE: label})
              for label, frame in ((PEOPLE, people), (PERSONAS, cohort))]
@@ -80,10 +89,11 @@ def default_estimator(instrument: Instrument, chosen: str | None = None) -> str:
     """The estimator `chosen` (e.g. ``--estimator``), else WLSMV (items ordinal) for a scale of seven
     answer categories or fewer, else ML (items continuous).
 
-    Example:
-        >>> from psyq.engine.design.instrument import load_instrument
-        >>> default_estimator(load_instrument("iri")), default_estimator(load_instrument("iri"), "MLR")
-        ('WLSMV', 'MLR')
+    Example
+    -------
+    >>> from psyq.engine.design.instrument import load_instrument
+    >>> default_estimator(load_instrument("iri")), default_estimator(load_instrument("iri"), "MLR")
+    ('WLSMV', 'MLR')
     """
     if chosen:
         return chosen
@@ -102,24 +112,27 @@ def invariance_against_people(instrument: Instrument, cohort: pd.DataFrame, peop
     ``attrs["fallback"]`` then holds the ordinal fit's problem ("" otherwise). Checked through
     :func:`measurement_invariance`, whose figures tests/test_invariance*.py pin against lavaan.
 
-    Example (two halves of the IRI data psyq ships, the odd rows as the personas; four Empathic
-    Concern items as the one factor, for speed):
-        >>> import warnings
-        >>> from psyq import human_data, load_instrument
-        >>> iri = load_instrument("iri")
-        >>> with warnings.catch_warnings():
-        ...     warnings.simplefilter("ignore")      # the notice that the codebook beside it was used
-        ...     people = human_data({"iri": "iri_briganti2018_keyed:keyed"})["iri"].answers(iri)
-        >>> mi = invariance_against_people(iri, people.iloc[::2], people.iloc[1::2],
-        ...                                factors={"EC": ["2", "4", "9", "14"]})
-        >>> mi.attrs["estimator"], mi.attrs["fallback"]
-        ('WLSMV', '')
-        >>> mi[["step", "estimable"]]
-                 step  estimable
-        0  configural       True
-        1  thresholds       True
-        2      metric       True
-        3      scalar       True
+    Example
+    -------
+    Two halves of the IRI data psyq ships, the odd rows as the personas; four Empathic Concern items
+    as the one factor, for speed:
+
+    >>> import warnings
+    >>> from psyq import human_data, load_instrument
+    >>> iri = load_instrument("iri")
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")      # the notice that the codebook beside it was used
+    ...     people = human_data({"iri": "iri_briganti2018_keyed:keyed"})["iri"].answers(iri)
+    >>> mi = invariance_against_people(iri, people.iloc[::2], people.iloc[1::2],
+    ...                                factors={"EC": ["2", "4", "9", "14"]})
+    >>> mi.attrs["estimator"], mi.attrs["fallback"]
+    ('WLSMV', '')
+    >>> mi[["step", "estimable"]]
+             step  estimable
+    0  configural       True
+    1  thresholds       True
+    2      metric       True
+    3      scalar       True
     """
     if factors is None:
         factors = factor_structure(instrument)[0]

@@ -12,6 +12,11 @@ split vector and the constraints between its places are what a score test needs 
 ``lavTestScore``).
 
 May import numpy only.
+
+Checked through the models built on it: the df and fit of every step equal lavaan 0.6.14's
+(tests/test_invariance_lavaan.py, tests/test_invariance_ordinal.py), and releases built with
+:class:`Layout` by hand in tests/test_invariance.py and tests/test_invariance_ordinal.py give the
+parameters planted in simulated data.
 """
 
 from __future__ import annotations
@@ -30,13 +35,16 @@ class Layout:
     ``reduced_of[k]`` is the reduced-vector place of split place k (−1: pinned at 0); ``origin[k]`` is
     its (kind, group, element).
 
-    Example (two groups, two loadings, the first fixed, the second held equal):
-        >>> free = {"loadings": np.array([[False, True], [False, True]])}
-        >>> layout = Layout.build(free, equal={"loadings"})
-        >>> layout.split["loadings"].tolist(), layout.reduced_of.tolist()
-        ([[-1, 0], [-1, 1]], [0, 0])
-        >>> layout.constraints()
-        [('loadings', 1, 1)]
+    Example
+    -------
+    Two groups, two loadings, the first fixed, the second held equal:
+
+    >>> free = {"loadings": np.array([[False, True], [False, True]])}
+    >>> layout = Layout.build(free, equal={"loadings"})
+    >>> layout.split["loadings"].tolist(), layout.reduced_of.tolist()
+    ([[-1, 0], [-1, 1]], [0, 0])
+    >>> layout.constraints()
+    [('loadings', 1, 1)]
     """
     split: Mapping[str, np.ndarray]
     reduced_of: np.ndarray

@@ -24,6 +24,12 @@ scaled and shifted).
 
 May import numpy, scipy, psyq.analysis.statistics.polychoric and the siblings :mod:`.layout`,
 :mod:`.continuous` (the :class:`~.continuous.Fit` and :class:`~.continuous.Sample` records).
+
+Checked in tests/test_invariance_ordinal.py against lavaan 0.6.14 / semTools 0.5.6
+(``measEq.syntax(..., ID.cat = "Wu.Estabrook.2016", estimator = "WLSMV")`` on the Briganti IRI
+answers by gender, stored output of tests/data/lavaan/invariance.R): the WLSMV steps, Satorra (2000)
+differences as ``lavTestLRT`` and the latent mean; the analytic Jacobian against the numerical
+derivative; planted non-invariant parameters in simulated answers released exactly.
 """
 
 from __future__ import annotations

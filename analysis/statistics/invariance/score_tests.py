@@ -13,6 +13,11 @@ block inversion gives s'J₋ᵣ⁻s = u'A⁻¹u + (w − b'A⁻¹u)²/(c − b'A
 constraints.
 
 May import numpy and scipy.
+
+Checked in tests/test_invariance_lavaan.py
+(``test_score_tests_of_the_scalar_model_equal_lavtestscore``): the univariate score tests of the
+scalar model against lavaan 0.6.14's ``lavTestScore`` on the Briganti IRI answers by gender (stored
+output of tests/data/lavaan/invariance.R).
 """
 
 from __future__ import annotations
@@ -28,10 +33,13 @@ def univariate_score_tests(score: np.ndarray, information: np.ndarray, fold: np.
     """One χ²(1) statistic per split place in `released`: the test of letting that place leave the
     reduced place it shares (`fold` K: split = K·reduced).
 
-    Example (two groups' copies of one parameter held equal; the score pulls them apart):
-        >>> fold = np.array([[1.0], [1.0]])
-        >>> float(univariate_score_tests(np.array([0.1, -0.1]), np.eye(2), fold, [1], 100)[0])
-        2.0
+    Example
+    -------
+    Two groups' copies of one parameter held equal; the score pulls them apart:
+
+    >>> fold = np.array([[1.0], [1.0]])
+    >>> float(univariate_score_tests(np.array([0.1, -0.1]), np.eye(2), fold, [1], 100)[0])
+    2.0
     """
     a = fold.T @ information @ fold
     u = fold.T @ score

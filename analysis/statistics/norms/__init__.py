@@ -9,6 +9,11 @@
 Imports run one way: summary ← groups ← comparison. The report's sentence on each row is
 :func:`psyq.analysis.report.readings.norm_readings`.
 
+Checked in tests/test_norms.py (Welch's t, Hedges' g and TOST against formulas written out there and
+pingouin and scipy on raw data built to the given means and SDs; Zhao et al.'s (2020) published
+Table 2 reproduced) and tests/test_norm_samples.py (norm samples, group matching and the norm
+functions on scored human data, against numbers computed there with numpy or by hand).
+
 Example
 -------
 >>> from psyq.engine.design.instrument import load_instrument

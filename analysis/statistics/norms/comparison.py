@@ -10,6 +10,10 @@ Every norm sample of an instrument is compared (each row names its `norm_sample`
 its `norm_verified` status); :func:`group_matching` says which respondents fell in which group.
 Human data scored with :func:`psyq.engine.trials.scoring.score` work as well (see :func:`as_norm_scores`).
 
+Checked in tests/test_norms.py (the norm table's rows, pooled row, multiplicity correction and
+respondent z against hand formulas, pingouin and scipy) and tests/test_norm_samples.py (every norm
+sample and the comparison on scored human data against numbers computed there with numpy).
+
 Example
 -------
 The IRI data psyq ships (Briganti et al., 2018: Belgian adults) against Davis' (1980) norms, from

@@ -1,6 +1,10 @@
 """Which norm samples are compared and which respondents fall into which norm group: the samples
 chosen, the conditions of a group (``where``) against a respondent's attributes, and the tables
 that say how respondents were matched, which values matched no group and who fell into none.
+
+Checked in tests/test_norms.py (group matching and the published groups) and
+tests/test_norm_samples.py (where lists and ranges, group matching counts and verification flags),
+against matches and counts worked out by hand in the tests.
 """
 
 from __future__ import annotations
