@@ -79,7 +79,7 @@ def comparison_rows() -> pd.DataFrame:
 
 
 def test_norm_table_columns_and_cells():
-    view = apa.apa_table(comparison_rows())
+    view = apa.apa_table(comparison_rows(), "norm_comparison")
     # What a results section prints; backend and instrument hold one value, so they go to the note.
     assert list(view.frame.columns) == ["Subscale", "Norm group", "n", "M (SD)", "Norm M (SD)", "Norm n",
                                         "t (df)", "p (adj.)", "g [95 % CI]", "Equivalence"]
@@ -95,7 +95,7 @@ def test_norm_table_columns_and_cells():
     assert second[6:] == [apa.DASH] * 4
     # With two backends the backend becomes a column again.
     two = pd.concat([comparison_rows(), comparison_rows().assign(backend_id="c")], ignore_index=True)
-    assert apa.apa_table(two).frame.columns[0] == "Backend"
+    assert apa.apa_table(two, "norm_comparison").frame.columns[0] == "Backend"
 
 
 def test_answers_by_status_is_long_and_lists_only_statuses_that_occur(mini_run):
@@ -104,7 +104,7 @@ def test_answers_by_status_is_long_and_lists_only_statuses_that_occur(mini_run):
 
     table = export_table(mini_run)
     wide = missingness(table)
-    view = apa.apa_table(wide)
+    view = apa.apa_table(wide, "answers_by_status")
     assert list(view.frame.columns) == ["Status", "Answers", "%"]
     # Counted here directly from the SQLite store, not from the export.
     with sqlite3.connect(mini_run / "run.sqlite") as db:
@@ -196,7 +196,7 @@ def test_norm_group_keeps_the_id_the_file_writes():
                            "score": [20.0, 22.0, 24.0, 18.0], "n_answered": 7, "n_items": 7})
     comp = compare_with_norms(scores, {"iri": iri}, samples=["briganti2018"])
     assert comp["norm_group"].tolist() == ["women", "all"]
-    groups = [plain(g) for g in apa.apa_table(comp).frame["Norm group"]]
+    groups = [plain(g) for g in apa.apa_table(comp, "norm_comparison").frame["Norm group"]]
     assert groups == ["briganti2018: women", "briganti2018: all"]
     assert "pooled" not in " ".join(norm_readings(comp, bound=0.3))
 
@@ -241,6 +241,31 @@ def test_table_files_are_stable_names():
     assert "Table 3" in render_html(manifest, sections) and "**Table 3**" in render_markdown(manifest, sections)
 
 
+def test_a_table_is_printed_by_the_view_its_section_names_never_by_its_columns():
+    # A new frame that happens to have the regression's columns (term, estimate, se) is no
+    # regression table: added without a view, the plain view prints it; the regression view
+    # prints only the table whose section names it.
+    new = pd.DataFrame({"term": ["age"], "estimate": [0.25], "se": [0.1]})
+    fx = pd.DataFrame({"instrument": "iri", "subscale": "EC", "model": "ols", "term": ["age"], "estimate": [0.25],
+                       "se": [0.1], "ci_low": [0.05], "ci_high": [0.45], "p": [0.01], "n": [30]})
+    section = Section("New")
+    section.add_table("Coefficients of something new", new)
+    section.add_table("Regression of subscale score", fx, view="regression")
+    assert [(t.caption, t.view) for t in section.tables] == [("Coefficients of something new", apa.PLAIN),
+                                                              ("Regression of subscale score", "regression")]
+    manifest = {"study": "s", "run_id": "r"}
+    md, html = render_markdown(manifest, [section]), render_html(manifest, [section])
+    new_md = md[md.index("**Table 1**"):md.index("**Table 2**")]
+    assert "| term | estimate | se |" in new_md and "b [95 % CI]" not in new_md and "Term" not in new_md
+    assert md.count("b [95 % CI]") == 1 and html.count("b [95 % CI]") == 1    # the regression's table only
+    assert list(apa.apa_table(new).frame.columns) == ["term", "estimate", "se"]
+    assert {"Term", "b [95 % CI]", "SE"} <= set(apa.apa_table(fx, "regression").frame.columns)
+    # A (caption, frame) pair given to a Section is a table of the plain view; a view is a known name.
+    assert Section("S", tables=[("Coefficients", new)]).tables[0].view == apa.PLAIN
+    with pytest.raises(KeyError, match="no view 'regresion'"):
+        section.add_table("A typo", new, view="regresion")
+
+
 def test_sd_ratio_chart_says_which_rows_are_not_estimable():
     # One respondent has no SD: the row is labelled, not left blank.
     ratios = pd.DataFrame({"backend_id": "b", "instrument": "iri", "subscale": ["EC", "EC"], "norm_sample": "s",
@@ -258,7 +283,7 @@ def test_sd_ratio_table_gives_no_verdict_where_no_ratio_was_estimated():
                            "norm_group": ["women", "all"], "n": [6, 1], "sd": [2.0, np.nan], "norm_n": 100,
                            "norm_sd": [4.0, 4.0], "sd_ratio": [0.5, np.nan], "ci_low": [0.3, np.nan],
                            "ci_high": [1.2, np.nan], "collapsed": [False, False]})
-    table = apa.apa_table(ratios)
+    table = apa.apa_table(ratios, "sd_ratio")
     rows = table.frame.to_dict("records")
     assert rows[0]["Ratio [95 % CI]"] == f"0.50{NB}[0.30,{NB}1.20]" and rows[0]["Collapsed"] == "no"
     assert rows[1]["Ratio [95 % CI]"] == apa.DASH and rows[1]["Collapsed"] == apa.DASH
@@ -284,7 +309,7 @@ def human_comparison_rows() -> pd.DataFrame:
 
 
 def test_human_comparison_table_has_apa_headers_and_few_columns():
-    view = apa.apa_table(human_comparison_rows())
+    view = apa.apa_table(human_comparison_rows(), "human_comparison")
     # Headers a reader knows (not the frame's `g low`, `p mwu`, `ks`); U, the BF statistic and α's
     # difference stay in the full table, so the printed table fits a page.
     assert list(view.frame.columns) == ["Subscale", "n (cohort, human)", "Cohort M (SD)", "Human M (SD)", "t (df)",
@@ -305,7 +330,7 @@ def test_internal_consistency_remarks_that_a_negative_alpha_does_not_hang_togeth
     rel = pd.DataFrame([{"instrument": "iri", "subscale": s, "n": 13, "k": 7, "alpha": a, "alpha_low": a - .5,
                          "alpha_high": a + .3, "omega": float("nan"), "note": note}
                         for s, a, note in (("PT", 0.11, ""), ("FS", -0.2, "ω not estimable: no proper one-factor solution"))])
-    remarks = apa.apa_table(rel).frame["Remark"].tolist()
+    remarks = apa.apa_table(rel, "internal_consistency").frame["Remark"].tolist()
     assert remarks == ["", "α is negative: the items covary negatively on average, so the subscale does not hang "
                            "together and its score is not interpretable for this cohort; ω not estimable: no proper "
                            "one-factor solution"]
@@ -314,7 +339,7 @@ def test_internal_consistency_remarks_that_a_negative_alpha_does_not_hang_togeth
 def test_human_comparison_table_shows_n_eff_and_what_weighting_leaves_out():
     rows = human_comparison_rows().assign(weighted="human", n_eff_human=812.34, p_mwu=float("nan"),
                                           p_ks=float("nan"), p_bf=float("nan"))
-    view = apa.apa_table(rows)
+    view = apa.apa_table(rows, "human_comparison")
     assert plain(view.frame.iloc[0]["n (cohort, human)"]) == "13, 1,973 (n_eff 13.0, 812.3)"
     assert [plain(view.frame.iloc[0][c]) for c in ("Mann–Whitney p", "KS D (p)", "Variance ratio (BF p)")] == [
         apa.DASH, f".38 ({apa.DASH})", f"0.76 ({apa.DASH})"]

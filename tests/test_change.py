@@ -306,10 +306,12 @@ def test_change_section_readings_tables_and_figure(tmp_path):
     assert "not estimable" in na_joy
     captions = [c for c, _ in section.tables]
     assert captions[0].startswith("Scores left out")
-    paired = dict(section.tables)["Paired change (after − before) per emotion and pooled"]
-    view = apa.apa_table(paired)
+    tables = {table.caption: table for table in section.tables}
+    paired = tables["Paired change (after − before) per emotion and pooled"]
+    view = apa.apa_table(paired.frame, paired.view)
     assert "dz [95 % CI]" in view.frame.columns and "p (Holm)" in view.frame.columns
-    human_view = apa.apa_table(dict(section.tables)["Change of the cohort against humans' change"])
+    compared = tables["Change of the cohort against humans' change"]
+    human_view = apa.apa_table(compared.frame, compared.view)
     assert "Flag" in human_view.frame.columns and "Difference [95 % CI]" in human_view.frame.columns
     (caption, fig), = section.figures
     assert "humans" in caption

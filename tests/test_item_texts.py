@@ -108,6 +108,33 @@ def test_run_refuses_items_without_text_and_runs_with_them(tmp_path):
     assert all(any(f"Placeholder statement {i}." in s for s in sent) for i in IDS)
 
 
+def test_item_texts_are_checked_once_by_administer_for_a_script_and_for_psyq_run(tmp_path, monkeypatch):
+    # administer() checks first, before any backend, run directory or request; `psyq run` leaves
+    # the check to it rather than reading the study's instruments for it twice.
+    import asyncio
+
+    from psyq import administer, load_study
+    from psyq.engine.administer import run as run_module
+    from psyq.engine.design import study as study_module
+
+    checked, check = [], study_module.require_item_texts
+    def counted(study):
+        checked.append(study.id)
+        check(study)
+    monkeypatch.setattr(study_module, "require_item_texts", counted)
+    monkeypatch.setattr(run_module, "require_item_texts", counted)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with StubServer() as stub:
+        study = bes_study(tmp_path, stub.url)
+        with pytest.raises(InputError, match="cannot administer: instrument 'bes'"):
+            asyncio.run(administer(load_study(study), tmp_path / "runs"))
+        assert checked == ["bes_test"] and not stub.requests and not (tmp_path / "runs").exists()
+        write_texts(tmp_path)
+        ran = cli("run", str(study), "--runs-dir", str(tmp_path / "runs"), home=tmp_path)
+        assert ran.returncode == 0, ran.stderr
+    assert checked == ["bes_test", "bes_test"]     # once by the script's administer(), once by psyq run
+
+
 UNSCORED = """psyq: instrument/1
 id: toy
 name: Toy

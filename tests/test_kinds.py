@@ -365,6 +365,25 @@ def test_no_branch_on_a_backend_kind_outside_the_backends():
     assert branch.search('if backend.kind == "local":') and branch.search("kind in ('openai', 'anthropic')")
 
 
+def test_a_run_asks_its_backends_what_they_declare_and_probes_none():
+    # The run reads what HttpBackend declares with a default (log_dir, pool, starts_server), so a
+    # plug-in backend says what differs by overriding it; hasattr/getattr would guess instead.
+    from psyq.engine.backends import BackendConfig, HttpBackend, make_backend
+
+    run = ROOT / "engine" / "administer" / "run.py"
+    probes = [f"{run.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}"
+              for node in ast.walk(ast.parse(run.read_text())) if isinstance(node, ast.Call)
+              and isinstance(node.func, ast.Name) and node.func.id in ("hasattr", "getattr")]
+    assert probes == []
+    assert (HttpBackend.log_dir, HttpBackend.pool, HttpBackend.starts_server) == (None, None, False)
+    one = make_backend(BackendConfig(id="a", kind="openai", model="m", base_url="http://127.0.0.1:1/v1"))
+    two = make_backend(BackendConfig(id="b", kind="openai", model="m",
+                                     base_urls=["http://127.0.0.1:1/v1", "http://127.0.0.1:2/v1"]))
+    local = make_backend(BackendConfig(id="c", kind="local"))
+    assert one.pool is None and len(two.pool.endpoints) == 2
+    assert (one.log_dir, local.log_dir, local.starts_server) == (None, None, True)
+
+
 def test_a_backend_kind_is_checked_against_the_registry_and_the_message_lists_it(monkeypatch):
     from pydantic import ValidationError
 

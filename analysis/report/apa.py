@@ -1,12 +1,13 @@
 """Tables as a results section prints them (APA 7th edition style): few columns, formatted numbers.
 
 The analysis modules return wide tables with every column a reader might want to recompute
-from; :func:`apa_table` picks the columns a paper shows for the tables it knows (norm comparison,
-missing answers by status, reliability, test–retest ICC, regression, SD ratios, norm group
-matching) and formats every number: two decimals, no leading zero for quantities that cannot
-exceed 1 (p, r, α, ω, ICC), ``< .001`` for small p, CIs in brackets, ``—`` for a value that is
-not estimable. Columns holding one value in every row move into the table's note. The full
-table is kept by the report (behind a collapsible section and as CSV); nothing here computes.
+from; :func:`apa_table` prints a table by the view its section named (:data:`VIEWS`: norm
+comparison, missing answers by status, reliability, test–retest ICC, regression, SD ratios, norm
+group matching ...), which picks the columns a paper shows, or else by the plain view, and formats
+every number: two decimals, no leading zero for quantities that cannot exceed 1 (p, r, α, ω,
+ICC), ``< .001`` for small p, CIs in brackets, ``—`` for a value that is not estimable. Columns
+holding one value in every row move into the table's note. The full table is kept by the report
+(behind a collapsible section and as CSV); nothing here computes.
 
 Example:
     >>> fmt_p(0.0004), fmt_p(0.0376), fmt_r(-0.456), fmt_num(2.0), fmt_ci(-0.4, 1.15)
@@ -745,26 +746,6 @@ def scorecard_view(frame: pd.DataFrame) -> ApaTable:
     return ApaTable(pd.DataFrame(cells).fillna(""), notes)
 
 
-VIEWS: list[tuple[frozenset[str], Callable[[pd.DataFrame], ApaTable]]] = [
-    (frozenset({"criterion", "mark", "level", "people"}), scorecard_view),
-    (frozenset({"norm_mean", "g_low", "tost_p", "p_adj"}), norm_comparison),
-    (frozenset({"n_answers", "answered_n", "answered_rate"}), answers_by_status),
-    (frozenset({"alpha", "alpha_low", "omega"}), internal_consistency),
-    (frozenset({"icc", "df1", "df2", "type"}), retest_icc),
-    (frozenset({"term", "estimate", "se"}), regression),
-    (frozenset({"sd_ratio", "ci_low", "collapsed", "norm_sd"}), sd_ratio),
-    (frozenset({"n_respondents", "of_respondents", "where"}), group_matching),
-    (frozenset({"dz", "dz_low", "p_wilcoxon_holm", "mean_change"}), paired_change),
-    (frozenset({"change_cohort", "change_human", "diff_low", "flag"}), change_vs_humans),
-    (frozenset({"step", "cfi", "rmsea_low", "delta_cfi"}), invariance_steps),
-    (frozenset({"factor", "reference", "d_ci_low", "estimate"}), latent_means),
-    (frozenset({"discrimination", "se_discrimination", "threshold_1"}), graded_response),
-    (frozenset({"chi2_dif", "p_holm", "delta_r2"}), item_functioning),
-    (frozenset({"metric", "comparison", "not_estimable", "ci_low"}), twin_agreement),
-    (frozenset({"mean_cohort", "mean_human", "p_mwu", "alpha_cohort", "phi"}), human_comparison),
-]
-"""Which view prints a table, by the columns that identify it (the first that matches)."""
-
 P_COLUMNS = ("p", "p_adj", "tost_p", "p_bf")
 BOUNDED = ("r", "alpha", "omega", "icc", "phi", "ccc", "distinctive_r", "pearson_r", "icc_a1")
 
@@ -829,16 +810,42 @@ def generic(frame: pd.DataFrame) -> ApaTable:
     return ApaTable(pd.DataFrame(rows, columns=list(columns)), notes)
 
 
-def apa_table(frame: pd.DataFrame) -> ApaTable:
-    """The printed form of a report table: a known view by its columns, else :func:`generic`.
+PLAIN = "plain"
+"""The view of a table whose section names none: :func:`generic`, whatever the table's columns."""
+
+VIEWS: dict[str, Callable[[pd.DataFrame], ApaTable]] = {
+    "scorecard": scorecard_view,
+    "norm_comparison": norm_comparison,
+    "answers_by_status": answers_by_status,
+    "internal_consistency": internal_consistency,
+    "retest_icc": retest_icc,
+    "regression": regression,
+    "sd_ratio": sd_ratio,
+    "group_matching": group_matching,
+    "paired_change": paired_change,
+    "change_vs_humans": change_vs_humans,
+    "invariance_steps": invariance_steps,
+    "latent_means": latent_means,
+    "graded_response": graded_response,
+    "item_functioning": item_functioning,
+    "twin_agreement": twin_agreement,
+    "human_comparison": human_comparison,
+    PLAIN: generic,
+}
+"""The views of report tables by name. A section names the view of each table it adds
+(:meth:`psyq.analysis.report.section.Section.add_table`); a table's columns choose none, so a new
+frame that happens to have a known table's columns is not printed as that table."""
+
+
+def apa_table(frame: pd.DataFrame, view: str = PLAIN) -> ApaTable:
+    """The printed form of a report table by the view its section named (a key of :data:`VIEWS`);
+    without one, the plain view (:func:`generic`): never a view guessed from the table's columns.
 
     Example
     -------
     >>> apa_table(pd.DataFrame({"subscale": ["EC"], "p": [0.0004]})).frame.iloc[0].str.replace(NBSP, " ").tolist()
     ['EC', '< .001']
+    >>> apa_table(pd.DataFrame({"term": ["age"], "estimate": [0.5], "se": [0.1]})).frame.columns.tolist()
+    ['term', 'estimate', 'se']
     """
-    columns = set(map(str, frame.columns))
-    for needed, view in VIEWS:
-        if needed <= columns:
-            return view(frame)
-    return generic(frame)
+    return VIEWS[view](frame)

@@ -53,10 +53,9 @@ def _imported_sections(run_path: Path, human_change: str | Path | None) -> tuple
     if manifest.get("pairing"):
         study.readings.append(str(manifest["pairing"]))
     study.readings.extend(str(n) for n in manifest.get("notes") or [])
-    study.tables.append(("Imported run", pd.DataFrame({"": [files, manifest.get("command"), manifest.get("source"),
-                                                            manifest.get("terms"), manifest.get("instrument")]},
-                                                       index=["imported from", "command", "source", "terms",
-                                                              "instrument"])))
+    study.add_table("Imported run", pd.DataFrame({"": [files, manifest.get("command"), manifest.get("source"),
+                                                       manifest.get("terms"), manifest.get("instrument")]},
+                                                  index=["imported from", "command", "source", "terms", "instrument"]))
     humans = read_human_change_csv(human_change) if human_change is not None else None
     change = change_section(scores, humans)
     own_readings, own_tables = emotionbench_part(manifest, scores)   # EmotionBench's own comparison, beside psyq's

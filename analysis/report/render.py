@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from psyq.analysis.report import apa, plots
-from psyq.analysis.report.section import Section
+from psyq.analysis.report.section import Section, Table
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
@@ -93,10 +93,11 @@ def full_frame(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.reset_index() if not isinstance(frame.index, pd.RangeIndex) else frame
 
 
-def _html_table(number: int, caption: str, frame: pd.DataFrame, csv_name: str) -> str:
-    """One numbered table: number and title above, the APA view, notes below, and the full table
-    behind a collapsible section with a link to its CSV file."""
-    view = apa.apa_table(frame)
+def _html_table(number: int, table: Table, csv_name: str) -> str:
+    """One numbered table: number and title above, the APA view its section named, notes below,
+    and the full table behind a collapsible section with a link to its CSV file."""
+    caption, frame = table
+    view = apa.apa_table(frame, table.view)
     full = full_frame(frame)
     body = view.frame.to_html(index=False, border=0, na_rep="", classes="apa", escape=True)
     note = ("<p class='table-note'><i>Note.</i> " + html.escape(" ".join(view.notes)) + "</p>") if view.notes else ""
@@ -145,9 +146,9 @@ def render_html(manifest: Mapping[str, Any], sections: list[Section], *, methods
             parts.append(f"<details class='full more'><summary>{len(section.details)} more reading(s)</summary>"
                          + "".join(f"<p class='reading'>{html.escape(r)}</p>" for r in section.details)
                          + "</details>")
-        for caption, frame in section.tables:
+        for table in section.tables:
             number += 1
-            parts.append(_html_table(number, caption, frame, next(files)))
+            parts.append(_html_table(number, table, next(files)))
         for caption, fig in section.figures:
             parts.append(f"<figure><img alt='{html.escape(caption)}' src='{plots.figure_to_data_uri(fig)}'>"
                          f"<figcaption>{html.escape(caption)}</figcaption></figure>")
@@ -182,9 +183,10 @@ def render_markdown(manifest: Mapping[str, Any], sections: list[Section], *, met
         if section.details:
             out += ["<details><summary>More readings</summary>", ""] + [f"- {r}" for r in section.details]
             out += ["", "</details>", ""]
-        for caption, frame in section.tables:
+        for table in section.tables:
+            caption, frame = table
             number += 1
-            view = apa.apa_table(frame)
+            view = apa.apa_table(frame, table.view)
             out += [f"**Table {number}**", "", f"*{caption}*", "", _md_table(view.frame), ""]
             if view.notes:
                 out += ["*Note.* " + " ".join(view.notes), ""]

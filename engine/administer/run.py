@@ -240,7 +240,7 @@ async def administer(study: Study, runs_dir: str | Path = "runs",
     Example:
         >>> result = asyncio.run(administer(load_study("quickstart")))  # doctest: +SKIP
     """
-    require_item_texts(study)   # items without text cannot be asked
+    require_item_texts(study)   # items without text cannot be asked (the one check, psyq run's too)
     configs = backend_configs or study.spec.backends
     backends = {c.id: make_backend(c, log=log) for c in configs}
     run_id = run_id_for(study, backends)
@@ -256,7 +256,7 @@ async def _administer_locked(study: Study, run: RunDir, backends: dict[str, Http
                              on_start, on_trial: ProgressCallback | None,
                              log: Callable[[str], None], extra: dict[str, Any] | None = None) -> RunResult:
     for backend in backends.values():
-        if hasattr(backend, "log_dir"):
+        if backend.starts_server:   # the log of the server it starts goes in the run's directory
             backend.log_dir = run.path
     # Copies of what the answers depend on, so the run directory stands on its own.
     write_text_atomic(run.path / "study.yaml", study.path.read_text(encoding="utf-8"))
@@ -323,7 +323,7 @@ async def _administer_locked(study: Study, run: RunDir, backends: dict[str, Http
                                       "reasoning_tokens": x.stats.reasoning_tokens,
                                       "failures": x.stats.failures, "retry_reasons": x.stats.retry_reasons,
                                       "max_in_flight": x.stats.max_in_flight,
-                                      **({"endpoints": x.pool.summary()} if getattr(x, "pool", None) else {})}
+                                      **({"endpoints": x.pool.summary()} if x.pool is not None else {})}
                                   for b, x in backends.items()},
                 # Tokens the servers reported, summed over the stored trials, and their cost (engine/results/usage.py).
                 "usage": {u.backend_id: u.to_json(PriceTable.from_json(manifest["prices"]) if manifest.get("prices")

@@ -19,6 +19,7 @@ import sys
 import time
 import urllib.request
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import aiohttp
@@ -279,6 +280,14 @@ class HttpBackend:
     judge_answer: ClassVar[str] = "json"
     # Why psyq cannot count this provider's tokens exactly (None: it asks the server's tokenizer).
     tokenizer_unavailable: ClassVar[str | None] = None
+    # What a backend object holds, declared here with its default so that the rest of psyq asks
+    # it rather than probing for it:
+    # the folder where the server it starts (a kind that `starts_server`) writes its log; a run
+    # points it at its directory; None: no log of its own (HTTP backends start no server).
+    log_dir: Path | None = None
+    # The replicas sharing its requests (`base_urls`, engine/backends/pool.py; their health goes in
+    # the run's manifest); None: one endpoint.
+    pool: EndpointPool | None = None
 
     def __init__(self, config: BackendConfig, *, base_url: str | None = None):
         self.config = config

@@ -19,12 +19,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     from psyq.engine.administer.progress import RunProgress
     from psyq.engine.administer.run import administer
     from psyq.engine.store.runlock import RunLocked
-    from psyq.engine.design.study import load_study, require_item_texts
+    from psyq.engine.design.study import load_study
 
     if args.dry_run:
         return cmd_plan(args)
+    # Items without text are refused by administer(), the first thing it does (for a script too).
     study = _with_prompt_variant(args, load_study(args.study))
-    require_item_texts(study)
     overridden = _backend_overrides(args, study)
     configs = overridden.configs if overridden.overrides or overridden.origins else None
     prices = _price_table(args, study)

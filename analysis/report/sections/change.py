@@ -26,7 +26,7 @@ from psyq.analysis.report import apa
 from psyq.analysis.statistics.change import (EB_ALPHA, OVERALL, change_scores, compare_change_with_humans,
     emotionbench_comparison, human_paired_change, paired_change, per_person)
 from psyq.analysis.report.context import ReportContext
-from psyq.analysis.report.section import ReportSection, Section
+from psyq.analysis.report.section import ReportSection, Section, Table
 from psyq.analysis.report.plots import (NORM_COLOUR, new_figure, is_finite, legend_columns, message_figure, series_style,
     in_order, wrap_to_width)
 
@@ -210,8 +210,8 @@ def change_section(scores: pd.DataFrame, human_changes: pd.DataFrame | None = No
             f"{n} change score{'s' if n != 1 else ''} (respondent × repeat × situation × subscale) could not be "
             f"computed and {'is' if n == 1 else 'are'} left out: "
             + "; ".join(f"{count} with {why}" for why, count in reasons.items()) + ".")
-        section.tables.append(("Scores left out of the change analysis (no before or no after score)",
-                               result.dropped_rows))
+        section.add_table("Scores left out of the change analysis (no before or no after score)",
+                          result.dropped_rows)
     if changes.empty:
         section.readings.append("No respondent has both a before and an after score: no change to analyse.")
         return section
@@ -234,13 +234,14 @@ def change_section(scores: pd.DataFrame, human_changes: pd.DataFrame | None = No
         if human is not None:
             assert all(str(human[k]) == str(row[k]) for k in keys)
         section.readings.append(paired_reading(row, by, human, several))
-    section.tables.append(("Paired change (after − before) per " + ", ".join(c.replace("_", " ") for c in by)
-                           + " and pooled" if by else "Paired change (after − before)", paired))
+    section.add_table("Paired change (after − before) per " + ", ".join(c.replace("_", " ") for c in by)
+                      + " and pooled" if by else "Paired change (after − before)", paired, view="paired_change")
     if humans_paired is not None:
-        section.tables.append(("Humans' paired change (after − before) per " + ", ".join(c.replace("_", " ") for c in by)
-                               + " and pooled" if by else "Humans' paired change (after − before)", humans_paired))
+        section.add_table("Humans' paired change (after − before) per " + ", ".join(c.replace("_", " ") for c in by)
+                          + " and pooled" if by else "Humans' paired change (after − before)", humans_paired,
+                          view="paired_change")
     if compared is not None:
-        section.tables.append(("Change of the cohort against humans' change", compared))
+        section.add_table("Change of the cohort against humans' change", compared, view="change_vs_humans")
     section.figures.append(("Mean score before and after imagining the situation, per emotion"
                             + (", cohort beside humans" if human_changes is not None else ""),
                             before_after_plot(changes, human_changes)))
@@ -256,7 +257,7 @@ def change_section(scores: pd.DataFrame, human_changes: pd.DataFrame | None = No
 EB_COMMAND = "psyq import emotionbench-results"
 
 
-def emotionbench_part(manifest: dict[str, Any], scores: pd.DataFrame) -> tuple[list[str], list[tuple[str, pd.DataFrame]]]:
+def emotionbench_part(manifest: dict[str, Any], scores: pd.DataFrame) -> tuple[list[str], list[Table]]:
     """EmotionBench's own comparison for an imported EmotionBench run, beside psyq's pairing:
     (readings, tables); nothing for other runs.
 
@@ -291,8 +292,8 @@ def emotionbench_part(manifest: dict[str, Any], scores: pd.DataFrame) -> tuple[l
             f"after the situations {apa.fmt_num(row.mean_situation)} (n = {int(row.n_situation)} tests): "
             f"{row.direction} ({'+' if row.difference > 0 else ''}{apa.fmt_num(row.difference, 1)}), {row.test} t({apa.fmt_num(row.df, 1) if row.test == 'Welch' else int(row.df)}) "
             f"= {apa.fmt_num(row.t)}, p {apa.p_clause(row.p)}.")
-    return readings, [("EmotionBench's own comparison: situation tests against the mean of all General tests "
-                       "(two-sample t), per factor, emotion and overall", table)]
+    return readings, [Table("EmotionBench's own comparison: situation tests against the mean of all General tests "
+                            "(two-sample t), per factor, emotion and overall", table)]
 
 
 class ChangeSection(ReportSection):

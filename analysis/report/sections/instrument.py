@@ -27,7 +27,7 @@ class ReliabilitySection(ReportSection):
         rel = Section("Reliability")
         rel_table = reliability.reliability_table(report.items, rated) if rated else pd.DataFrame()
         if rated:
-            rel.tables.append(("Internal consistency (keyed items, first repeat)", rel_table))
+            rel.add_table("Internal consistency (keyed items, first repeat)", rel_table, view="internal_consistency")
         for row in rel_table.itertuples():
             if isinstance(row.alpha, float) and not math.isnan(row.alpha):
                 omega = (f"ω = {apa.fmt_r(row.omega)}" if isinstance(row.omega, float) and not math.isnan(row.omega)
@@ -43,7 +43,7 @@ class ReliabilitySection(ReportSection):
                 icc = reliability.test_retest_icc(rows[["respondent_id", "repeat", "score"]].dropna())
                 icc.insert(0, "subscale", sub)
                 icc.insert(0, "instrument", inst)
-                rel.tables.append((f"Test–retest ICC, {b} {inst} {sub}", icc))
+                rel.add_table(f"Test–retest ICC, {b} {inst} {sub}", icc, view="retest_icc")
                 if not icc["estimable"].all():
                     rel.readings.append(f"Test–retest ICC, {b} {inst} {sub}: not estimable — {icc['note'].iloc[0]}.")
         return [rel] if rel.tables else []
@@ -54,6 +54,9 @@ FIDELITY_CAPTIONS = {"sd_ratio": "SD of the cohort relative to the norm", "strai
                      "missingness": "Missing answers", "option_order_effect": "Option order effect",
                      "item_order_effect": "Item order effect", "answer_entropy": "Answer entropy"}
 """The caption of each table of :func:`psyq.analysis.statistics.fidelity.fidelity_summary`, by its key."""
+FIDELITY_VIEWS = {"sd_ratio": "sd_ratio", "missingness": "answers_by_status"}
+"""The view of those tables that have one of their own (:data:`psyq.analysis.report.apa.VIEWS`); the
+others are printed by the plain view."""
 
 
 def fidelity_readings(diag: Mapping[str, pd.DataFrame]) -> list[str]:
@@ -121,7 +124,8 @@ class FidelitySection(ReportSection):
         diag = fidelity.fidelity_summary(report.rated_table, report.rated, comp if not comp.empty else None)
         for name, frame in diag.items():
             if frame is not None and not frame.empty:
-                fid.tables.append((FIDELITY_CAPTIONS.get(name, name.replace("_", " ").capitalize()), frame))
+                fid.add_table(FIDELITY_CAPTIONS.get(name, name.replace("_", " ").capitalize()), frame,
+                              view=FIDELITY_VIEWS.get(name, apa.PLAIN))
         fid.readings.extend(fidelity_readings(diag))
         if "sd_ratio" in diag and diag["sd_ratio"] is not None and not diag["sd_ratio"].empty:
             fid.figures.append(("SD of the cohort relative to the norm (1 = human-like spread)",
@@ -154,7 +158,7 @@ class EffectsSection(ReportSection):
                 fx = effects.model_effects(scores, predictors)
             # Models that could not be fitted (too few respondents for the terms) are said, not hidden.
             eff.readings.extend(dict.fromkeys(str(w.message) for w in caught))
-            eff.tables.append(("Regression of subscale score on backend and persona attributes", fx))
+            eff.add_table("Regression of subscale score on backend and persona attributes", fx, view="regression")
             eff.readings.append("Coefficients are differences in subscale points (categorical terms against "
                                 "their reference level); with repeats the model has a random intercept per "
                                 "respondent.")

@@ -53,9 +53,10 @@ class NormSection(ReportSection):
         else:
             # One sentence per norm group and subscale: the table's rows in words, folded away.
             section.details.extend(norm_readings(comp, bound=report.bound, correction=report.correction))
-            section.tables.append(("Cohort against norms (Welch t, Hedges g with 95 % CI, "
-                                   f"{report.correction} correction over all rows of all norm samples, TOST within "
-                                   f"±{report.bound} SD; norm_verified: how the norm numbers were checked)", comp))
+            section.add_table("Cohort against norms (Welch t, Hedges g with 95 % CI, "
+                              f"{report.correction} correction over all rows of all norm samples, TOST within "
+                              f"±{report.bound} SD; norm_verified: how the norm numbers were checked)", comp,
+                              view="norm_comparison")
             for inst_id in comp["instrument"].unique():
                 section.figures.append((f"Cohort means (95 % CI) against norm mean ± 1 SD: {inst_id}",
                                         plots.profile_plot(comp, inst_id)))
@@ -64,9 +65,9 @@ class NormSection(ReportSection):
                                             plots.distribution_plot(scores, comp, inst_id, sub,
                                                                     score_range(instruments[inst_id], sub))))
         if not matching.empty:
-            section.tables.append(("Norm group matching (respondents per group of each norm sample; those "
-                                   "matching no group are compared with the sample's whole-sample group, or "
-                                   "'pooled' when psyq pools the groups)", matching))
+            section.add_table("Norm group matching (respondents per group of each norm sample; those "
+                              "matching no group are compared with the sample's whole-sample group, or "
+                              "'pooled' when psyq pools the groups)", matching, view="group_matching")
         section.note = "Norm sources: " + "; ".join(self.source_notes(report, comp))
         return [section]
 

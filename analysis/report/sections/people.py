@@ -53,9 +53,9 @@ class PeopleSection(ReportSection):
         several = cmp["model"].nunique() > 1
         cmp = cmp[["model", *human.COMPARISON_COLUMNS]] if several else cmp.drop(columns="model")
         weighted_any = bool((cmp["weighted"] != "").any())
-        hum.tables.append(("Cohort against human respondents" + (
+        hum.add_table("Cohort against human respondents" + (
             f" ({WEIGHTED_CAPTION})" if weighted_any else ""), cmp if weighted_any else cmp.drop(
-                columns=human.WEIGHTED_ONLY)))
+                columns=human.WEIGHTED_ONLY), view="human_comparison")
         for row in cmp.itertuples():   # the table's rows in words: folded away, the table says them
             hum.details.append(
                 (f"{row.model}: " if several else "") + f"{row.instrument} {row.subscale}: cohort mean {say_num(row.mean_cohort)} vs human "
@@ -75,9 +75,9 @@ class PeopleSection(ReportSection):
             hum.readings.append("Warning (human data): " + message)
             report.say("human data: " + message)
         if not human_norms.empty:
-            hum.tables.append(("Human respondents against the same norms (scored and matched to norm groups "
-                               "like the cohort" + ("; unweighted: each respondent counts once" if weighted_any else "")
-                               + ")", human_norms))
+            hum.add_table("Human respondents against the same norms (scored and matched to norm groups "
+                          "like the cohort" + ("; unweighted: each respondent counts once" if weighted_any else "")
+                          + ")", human_norms, view="norm_comparison")
             # The people against norms: a check of the people's file, not of the personas; the table holds it.
             hum.details.extend(f"Human data: {r}" for r in
                                norm_readings(human_norms, bound=report.bound, correction=report.correction))
@@ -126,10 +126,10 @@ class ConstructValiditySection(ReportSection):
                 groups = sorted({f"{r.group_by} = {r.group}" for r in missing.itertuples()})
                 section.readings.append(f"{inst_id}: item distributions not estimable in {len(missing)} item × "
                                         f"group cell(s) ({'; '.join(groups)}): {missing['note'].iloc[0]}.")
-            section.tables.append((f"Item distributions per group: {inst_id} (means over items)", summary))
-            section.tables.append((f"Item distributions, whole sample: {inst_id}",
-                                   dist[dist["group_by"] == validity.ALL].drop(columns=["group_by", "group"])))
-            section.tables.append((f"Subscale intercorrelations, cohort and humans: {inst_id}", corr))
+            section.add_table(f"Item distributions per group: {inst_id} (means over items)", summary)
+            section.add_table(f"Item distributions, whole sample: {inst_id}",
+                              dist[dist["group_by"] == validity.ALL].drop(columns=["group_by", "group"]))
+            section.add_table(f"Subscale intercorrelations, cohort and humans: {inst_id}", corr)
             for row in corr[~corr["estimable"]].itertuples():
                 section.readings.append(f"{inst_id} r({row.subscale_a}, {row.subscale_b}) not estimable: {row.note}.")
             whole = corr[corr["part_whole"]]
@@ -146,8 +146,8 @@ class ConstructValiditySection(ReportSection):
                     f"{worst['subscale_b']}) = {say_num(worst['r_cohort'])} in the cohort vs "
                     f"{say_num(worst['r_human'])} in humans.")
             if cong["estimable"].astype(bool).any():     # not a table of dashes: the reading below says why
-                section.tables.append((f"Factor congruence: {inst_id} (EFA, one factor per subscale, "
-                                       "Procrustes-rotated to the item key; Tucker's φ)", cong))
+                section.add_table(f"Factor congruence: {inst_id} (EFA, one factor per subscale, "
+                                  "Procrustes-rotated to the item key; Tucker's φ)", cong)
             if cong["estimable"].all():
                 section.readings.append(f"{inst_id}: factor congruence φ " + ", ".join(
                     f"{r.factor} {say_num(r.phi)}" for r in cong.itertuples()) + " (≥ .95 equal factors, .85–.94 fair).")

@@ -201,17 +201,17 @@ def rated_replies_section(ratings: pd.DataFrame, attributes: pd.DataFrame) -> Se
         section.readings.append(f"Why, most frequent first: {unrated_reasons(unread)}.")
     section.readings.extend(how)
     desc = descriptives(scores)
-    section.tables.append(("Scores of persona and reference replies per dimension (mean of the raters of each kind)",
-                           desc))
+    section.add_table("Scores of persona and reference replies per dimension (mean of the raters of each kind)",
+                      desc)
     comparison = compare_sources(scores)
-    section.tables.append(("Persona − reference replies per dimension (linear mixed model, random intercept per "
-                           "message)", comparison))
+    section.add_table("Persona − reference replies per dimension (linear mixed model, random intercept per "
+                      "message)", comparison)
     section.readings.extend(comparison_readings(comparison, say_p))
     predictors = predictors_of(attributes.loc[attributes.index.isin(scores["trial_id"].dropna())])
     if predictors:
         effects = attribute_effects(scores, attributes, predictors)
-        section.tables.append(("Persona attributes as predictors of persona replies' scores (random intercept per "
-                               "message)", effects))
+        section.add_table("Persona attributes as predictors of persona replies' scores (random intercept per "
+                          "message)", effects)
     section.figures.append(("Mean score per dimension, persona against reference replies (95 % CI of the mean)",
                             source_means_plot(desc)))
     return section
@@ -232,14 +232,14 @@ def agreement_section(ratings: pd.DataFrame) -> Section:
         "agreement; only replies rated by every rater of the set enter) and Krippendorff's α (replies with two or "
         "more levels; ordinal for a dimension's levels, interval for a combined score such as overall, a mean of "
         "levels), over every rater, the judges only and the people only.")
-    section.tables.append(("Intraclass correlations between raters", icc))
-    section.tables.append(("Krippendorff's alpha between raters (ordinal; interval for combined scores)", alpha))
+    section.add_table("Intraclass correlations between raters", icc)
+    section.add_table("Krippendorff's alpha between raters (ordinal; interval for combined scores)", alpha)
     section.readings.extend(agreement_readings(icc, alpha))
     if versus.empty:
         section.readings.append("No person has rated these replies: no judge can be compared with people "
                                 "(psyq import ratings adds human ratings).")
     else:
-        section.tables.append(("Each judge against the people (mean of the people who rated a reply)", versus))
+        section.add_table("Each judge against the people (mean of the people who rated a reply)", versus)
         section.readings.extend(judge_readings(versus))
     section.figures.append(("Agreement between raters per dimension (95 % CI for the ICCs; n.e.: not estimable, "
                             "see the tables)", agreement_plot(icc, alpha)))

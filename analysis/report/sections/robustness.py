@@ -107,7 +107,7 @@ def robustness_sections(ratings: pd.DataFrame, log: pd.DataFrame | None = None) 
                 section.readings.append(f"{p}: the rule found nothing to change in {unchanged} of {len(rows)} "
                                         "text(s); they are rated with the original's text and count as pairs.")
     if has_perturbed:
-        section.tables.append(("Change in rating per perturbation, dimension and rater (perturbed − original)", table))
+        section.add_table("Change in rating per perturbation, dimension and rater (perturbed − original)", table)
         section.figures.append(("Change in rating per perturbation and dimension (95 % CI, t-based)",
                                 robustness_chart(table)))
     else:

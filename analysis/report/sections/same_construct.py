@@ -108,8 +108,8 @@ def construct_section(pairs: Mapping[str, tuple[Instrument, pd.DataFrame, pd.Dat
             fits[inst_id] = mi
         if mi["estimable"].any():       # a table of dashes says nothing the reading below does not
             section.note = chen             # how to read the steps' fit indices
-            section.tables.append((f"Measurement invariance, personas against people: {inst_id} "
-                                   f"({', '.join(factors)}; estimator {mi.attrs['estimator']})", mi))
+            section.add_table(f"Measurement invariance, personas against people: {inst_id} "
+                              f"({', '.join(factors)}; estimator {mi.attrs['estimator']})", mi, view="invariance_steps")
         sizes = mi.attrs.get("group_sizes", {})
         shares = mi.attrs.get("group_chi2", {}).get("configural", {})
         if sizes:
@@ -131,8 +131,8 @@ def construct_section(pairs: Mapping[str, tuple[Instrument, pd.DataFrame, pd.Dat
             section.readings.extend(_latent_mean_readings(inst_id, mi))
             means = mi.attrs.get("latent_means")
             if means is not None and len(means):
-                section.tables.append((f"Latent means, personas against people: {inst_id} (estimator "
-                                       f"{mi.attrs['estimator']})", means))
+                section.add_table(f"Latent means, personas against people: {inst_id} (estimator "
+                                  f"{mi.attrs['estimator']})", means, view="latent_means")
 
         levels = [o.value for o in instrument.scale]
         grm_fits: dict[str, list[pd.DataFrame]] = {PERSONAS: [], PEOPLE: []}
@@ -161,8 +161,8 @@ def construct_section(pairs: Mapping[str, tuple[Instrument, pd.DataFrame, pd.Dat
         shown = grm[fitted].reset_index(drop=True)
         samples = _samples_text(shown[SAMPLE].unique())
         if len(shown):
-            section.tables.append((f"Graded response model per subscale: {inst_id}, {samples} (discrimination a, "
-                                   "thresholds b; standard errors)", shown))
+            section.add_table(f"Graded response model per subscale: {inst_id}, {samples} (discrimination a, "
+                              "thresholds b; standard errors)", shown, view="graded_response")
         if curves:
             drawn = _samples_text(pd.concat(curves)["group"].unique())
             section.figures.append((f"Test information per subscale: {inst_id}, {drawn}",
@@ -170,8 +170,9 @@ def construct_section(pairs: Mapping[str, tuple[Instrument, pd.DataFrame, pd.Dat
                                                              f"{inst_id}: test information")))
         dif = pd.concat(dif_frames, ignore_index=True)
         if dif["estimable"].any():
-            section.tables.append((f"Differential item functioning, personas against people: {inst_id} (ordinal "
-                                   "logistic regression on the matching score; Holm-corrected)", dif))
+            section.add_table(f"Differential item functioning, personas against people: {inst_id} (ordinal "
+                              "logistic regression on the matching score; Holm-corrected)", dif,
+                              view="item_functioning")
         section.readings.append(_dif_reading(inst_id, dif))
     return section
 

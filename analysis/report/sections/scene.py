@@ -43,7 +43,7 @@ def leas_section(levels: pd.DataFrame, scores: pd.DataFrame, instruments: Mappin
     sums = scores[scores["instrument"].isin(leas_ids)]
     summary = (sums.groupby(["backend_id", "instrument", "repeat", "subscale"])["score"]
                .agg(n="count", mean="mean", sd="std").reset_index())
-    section.tables.append(("Self, other and total sums per administration (repeat)", summary))
+    section.add_table("Self, other and total sums per administration (repeat)", summary)
     for inst_id in leas_ids:
         inst = instruments[inst_id]
         n_scenes = sum(isinstance(i, SceneItem) for i in inst.items)
@@ -80,7 +80,7 @@ def judge_agreement_into(section: Section, table: pd.DataFrame, judgements: pd.D
                                 "adds one, stored beside the lexicon scores).")
         return
     agreement = judge_lexicon_agreement(lexicon_answer_levels(table, load_lexicon(DEFAULT_LEXICON)), scene)
-    section.tables.append(("Judge model against the lexicon, per answer (levels 0–4)", agreement))
+    section.add_table("Judge model against the lexicon, per answer (levels 0–4)", agreement)
     for row in agreement.itertuples():
         section.readings.append(
             f"{row.instrument}: judge '{row.judge_id}' ({row.judge_model}, rubric {row.rubric_id}) agrees with the "

@@ -54,7 +54,7 @@ class StudySection(ReportSection):
             protocol_text(manifest),
             manifest.get("started_at"), manifest.get("finished_at") or "not finished",
         ]}, index=["study", "run", "psyq", "git commit", "backends", "cohort", "protocol", "started", "finished"])
-        study.tables.append(("Run", facts))
+        study.add_table("Run", facts)
         if report.attributes:
             people = table.drop_duplicates("respondent_id")[report.attributes]
             summary = []
@@ -65,7 +65,7 @@ class StudySection(ReportSection):
                 else:
                     counts = values.astype(str).value_counts()
                     summary.append((col, ", ".join(f"{k} {v}" for k, v in counts.items())))
-            study.tables.append(("Cohort", pd.DataFrame(summary, columns=["attribute", "distribution"])))
+            study.add_table("Cohort", pd.DataFrame(summary, columns=["attribute", "distribution"]))
         return [study]
 
 
@@ -80,7 +80,7 @@ class MissingSection(ReportSection):
     def sections(self, report: ReportContext) -> list[Section]:
         table = report.table
         miss = Section("Missing answers and refusals")
-        miss.tables.append(("Answers by status", fidelity.missingness(table)))
+        miss.add_table("Answers by status", fidelity.missingness(table), view="answers_by_status")
         refused = (table["status"] == "refusal").mean()
         unread = (table["status"] != "answered").mean()
         miss.readings.append(f"{say_pct(unread)} of answers are missing ({say_pct(refused)} refusals); missing "

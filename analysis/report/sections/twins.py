@@ -90,10 +90,10 @@ def twins_section(pairs: Mapping[str, tuple[Instrument, pd.DataFrame, pd.DataFra
                                                      len(match.matched)))
         else:
             section.readings.append(f"{inst_id}: {NO_RETEST}")
-        section.tables.append((f"Twins against their persons and the baselines: {inst_id} (means over persons, "
-                               "bootstrap 95 % CI)", summary))
+        section.add_table(f"Twins against their persons and the baselines: {inst_id} (means over persons, "
+                          "bootstrap 95 % CI)", summary, view="twin_agreement")
         if len(match.matched) <= PER_PERSON_MAX:
-            section.tables.append((f"Agreement per person: {inst_id}", _per_person(agreement)))
+            section.add_table(f"Agreement per person: {inst_id}", _per_person(agreement))
         else:
             section.readings.append(f"{inst_id}: the {len(match.matched)} persons' own values are not tabled here; "
                                     "psyq.twin_agreement gives them.")

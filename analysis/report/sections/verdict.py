@@ -134,13 +134,13 @@ class VerdictSection(ReportSection):
                 card = scorecard(answers, people, instrument, by="backend_id", bound=report.bound,
                                  structure=fits if fits else False)
                 cards.append(card)
-                section.tables.append((f"Scorecard: {inst_id}, each model against people ({len(people):,} people)",
-                                       card))
+                section.add_table(f"Scorecard: {inst_id}, each model against people ({len(people):,} people)",
+                                  card, view="scorecard")
         elif not report.norm_comparison.empty:
             card = norm_scorecard(report.norm_comparison, bound=report.bound)
             cards.append(card)
             for inst_id, part in card.groupby("instrument", sort=False):
-                section.tables.append((f"Scorecard: {inst_id}, each model against published norms", part))
+                section.add_table(f"Scorecard: {inst_id}, each model against published norms", part, view="scorecard")
             section.readings.append("Only published norms were at hand, so only level and spread are judged; "
                                     "structure, distinguishability, style, relations and individuals need people's "
                                     "item answers (psyq report RUN --human INSTRUMENT=FILE).")

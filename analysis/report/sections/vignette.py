@@ -83,13 +83,13 @@ def ea_section(table: pd.DataFrame, instrument: Instrument, judgements: pd.DataF
                 f"{backend_id} against human perceivers (per-perceiver Fisher z): g = {say_num(cmp['g'])} (95 % CI "
                 f"{say_num(cmp['g_low'])} to {say_num(cmp['g_high'])}), Welch p {say_p(cmp['p'])}; variance ratio "
                 f"{say_num(cmp['variance_ratio'])}.")
-    section.tables.append(("Overall per perceiver group (a backend's cohort, or human perceivers)", overall))
-    section.tables.append(("Per vignette", vignettes))
+    section.add_table("Overall per perceiver group (a backend's cohort, or human perceivers)", overall)
+    section.add_table("Per vignette", vignettes)
     judged = judged_percent(inference_levels(judgements, instrument.id)) if not judgements.empty else None
     if judged is not None and not judged.empty:
         by_judge = judged.groupby(["judge_id", "backend_id"]).agg(perceivers=("percent", "count"),
                                                                   percent=("percent", "mean")).reset_index()
-        section.tables.append(("Free-text inferences: judge similarity, percent of maximum", by_judge))
+        section.add_table("Free-text inferences: judge similarity, percent of maximum", by_judge)
         for row in by_judge.itertuples():
             section.readings.append(f"{row.backend_id}: the inferences reach {row.percent:.0f} % of the maximum "
                                     f"similarity to the targets' own words (judge '{row.judge_id}', "
