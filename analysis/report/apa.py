@@ -239,6 +239,8 @@ def norm_comparison(comp: pd.DataFrame) -> ApaTable:
     n, M (SD) of the cohort and of the norm, Welch t(df), adjusted p, Hedges' g [95 % CI] and
     the TOST verdict.
 
+    Not run: needs a norm comparison of a run; tests/test_apa_report.py renders this view.
+
     Example
     -------
     >>> norm_comparison(comp).frame.columns.tolist()        # doctest: +SKIP
@@ -278,6 +280,8 @@ def norm_comparison(comp: pd.DataFrame) -> ApaTable:
 def answers_by_status(missing: pd.DataFrame) -> ApaTable:
     """Missing answers (:func:`psyq.analysis.statistics.fidelity.missingness`) in long format: one row per backend ×
     instrument × status that occurs, with the number and share of answers.
+
+    Not run: needs a run's answer table with missing answers; tests/test_apa_report.py renders this view.
 
     Example
     -------
@@ -410,6 +414,8 @@ def paired_change(paired: pd.DataFrame) -> ApaTable:
     """Paired change (:func:`psyq.analysis.statistics.change.paired_change`): group, n, M before, M after, M change
     (SD), t (df), p (Holm), Wilcoxon W and p (Holm), dz [95 % CI].
 
+    Not run: needs a staged run's paired change; tests/test_change.py renders this view.
+
     Example
     -------
     >>> paired_change(paired).frame.columns.tolist()       # doctest: +SKIP
@@ -437,6 +443,8 @@ def change_vs_humans(comp: pd.DataFrame) -> ApaTable:
     """The cohort's change against humans' (:func:`psyq.analysis.statistics.change.compare_change_with_humans`):
     group, n and mean change (SD) of each, difference [95 % CI], Welch t (df), p (Holm), Hedges' g
     [95 % CI], Wasserstein distance and the flag.
+
+    Not run: needs a staged run's change compared with people's; tests/test_change.py renders this view.
 
     Example
     -------
@@ -601,6 +609,8 @@ def human_comparison(comp: pd.DataFrame) -> ApaTable:
     Kolmogorov–Smirnov D (p), Wasserstein distance, variance ratio (Brown–Forsythe p), α of both
     samples and Tucker's φ; U, the test statistics and α's difference stay in the full table, and the
     notes of the rows go below it.
+
+    Not run: needs a comparison with people's answers; tests/test_apa_report.py renders this view.
 
     Example
     -------

@@ -5,9 +5,10 @@ answers, and the cohort file when it is still where the run read it and unchange
 :func:`methods_paragraph` turns them into text (pure). Nothing is invented: a fact the run does
 not record is left out or marked ``[fill in: ...]``.
 
-Example:
-    >>> text = methods_paragraph(run_facts(open_run_dir("runs/quickstart/b6d972dd3d0f")))  # doctest: +SKIP
-    >>> text.startswith("Responses were generated")                                        # doctest: +SKIP
+Example (`run_dir`: a run of the toy instrument tests/data/mini_1to7.yaml):
+    >>> from psyq.engine.store.run_dir import open_run_dir
+    >>> text = methods_paragraph(run_facts(open_run_dir(run_dir)))
+    >>> text.startswith("Responses were generated")
     True
 """
 
@@ -86,8 +87,9 @@ def run_facts(run: RunDir, table: pd.DataFrame | None = None) -> RunFacts:
     run's exported answers, when the caller has read them already).
 
     Example:
-        >>> run_facts(open_run_dir("runs/quickstart/b6d972dd3d0f")).respondents  # doctest: +SKIP
-        13
+        >>> from psyq.engine.store.run_dir import open_run_dir
+        >>> run_facts(open_run_dir(run_dir)).respondents       # the toy run's 4 personas
+        4
     """
     manifest = run.read_manifest()
     table = export_table(run.path) if table is None else table

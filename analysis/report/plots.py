@@ -5,6 +5,9 @@ figure state is shared or leaked) with an Agg canvas attached. Colours come from
 palette (safe for the common colour-vision deficiencies) and are always paired with a second cue
 (marker shape or line style). Empty inputs give a figure that says what is missing.
 
+Not run: the figures need a norm comparison of a run, and saving writes files; tests/test_apa_report.py
+and tests/test_irt.py draw them.
+
 Example:
     >>> fig = profile_plot(comparison, "iri")                 # doctest: +SKIP
     >>> save_figure(fig, "plots/iri-profile")                 # doctest: +SKIP

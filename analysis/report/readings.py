@@ -157,7 +157,7 @@ def norm_readings(comparison: pd.DataFrame, *, bound: float, correction: str = "
 
     Example
     -------
-    >>> norm_readings(compare_with_norms(scores, {"iri": iri}), bound=0.3)     # doctest: +SKIP
+    >>> norm_readings(compare_with_norms(scores, {"iri": iri}), bound=0.3)     # needs a run's scores  # doctest: +SKIP
     ['PT is 0.4 SD below the norm for women (g = −0.41, ...']
     """
     return [norm_reading(r.subscale, r.norm_group, r.n, r.g, r.g_low, r.g_high, r.p_adj, r.tost_p,
@@ -173,7 +173,7 @@ def matching_warnings(matching: pd.DataFrame, *, unmatched_ids: Mapping[tuple[st
 
     Example
     -------
-    >>> matching_warnings(group_matching(scores, {"iri": iri}))      # doctest: +SKIP
+    >>> matching_warnings(group_matching(scores, {"iri": iri}))      # needs a run's scores  # doctest: +SKIP
     ['iri norm sample davis1980 matches on gender; the cohort has sex, age: 0 of 12 respondents matched a group and were compared with the pooled norm.']
     """
     out = []
@@ -295,8 +295,8 @@ def reading_notes(instrument: Instrument, answers: pd.DataFrame, file: str) -> t
     >>> from psyq.analysis.scoring.human_answers import read_answers_csv
     >>> iri = load_instrument("iri")
     >>> file = "instruments/data/iri_briganti2018_keyed.csv"
-    >>> readings, warnings = reading_notes(iri, read_answers_csv(file, iri), file)   # doctest: +SKIP
-    >>> warnings                                                                     # doctest: +SKIP
+    >>> readings, warnings = reading_notes(iri, read_answers_csv(file, iri), file)   # reads 1,973 rows: tests/test_codebook.py  # doctest: +SKIP
+    >>> warnings                                                                     # reads 1,973 rows: tests/test_codebook.py  # doctest: +SKIP
     []
     """
     from psyq.analysis.scoring.human_answers import keying_check, keying_warning

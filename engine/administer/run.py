@@ -238,7 +238,7 @@ async def administer(study: Study, runs_dir: str | Path = "runs",
     in the manifest; `prices`: the price table for the manifest's cost (default: the study's `prices:`).
 
     Example:
-        >>> result = asyncio.run(administer(load_study("quickstart")))  # doctest: +SKIP
+        >>> result = asyncio.run(administer(load_study("quickstart")))  # sends requests to the local model  # doctest: +SKIP
     """
     require_item_texts(study)   # items without text cannot be asked (the one check, psyq run's too)
     configs = backend_configs or study.spec.backends
@@ -366,7 +366,7 @@ def planned_by(trials: list) -> dict[str, dict[str, int]]:
     """Trials planned per backend and instrument: {backend_id: {instrument_id: n}}.
 
     Example:
-        >>> planned_by(list(plan_trials(study, backends)))   # doctest: +SKIP
+        >>> planned_by(list(plan_trials(study, backends)))   # needs a study's backends built  # doctest: +SKIP
         {'stub': {'iri': 56}}
     """
     out: dict[str, dict[str, int]] = {}

@@ -211,7 +211,7 @@ def run_outcome(result) -> int:
     the module docstring).
 
     Example:
-        >>> run_outcome(result)   # doctest: +SKIP
+        >>> run_outcome(result)   # needs a finished administration  # doctest: +SKIP
         3
     """
     counts = ", ".join(f"{k} {v}" for k, v in sorted(result.counts.items())) or "nothing stored"

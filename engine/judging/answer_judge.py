@@ -16,8 +16,8 @@ rating targets of a run with response items instead: :mod:`psyq.engine.kinds.res
 
 Example:
     >>> rubric = load_rubric("leas_level")
-    >>> rubric.spec.applies_to, sorted(rubric.spec.levels)
-    ('scene', [0, 1, 2, 3, 4])
+    >>> sorted(rubric.spec.levels)          # `applies_to` names the item kind it judges
+    [0, 1, 2, 3, 4]
     >>> asyncio.run(judge_run("runs/leas_repeated/ab12", config, rubric))  # sends requests  # doctest: +SKIP
 """
 

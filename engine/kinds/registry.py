@@ -55,8 +55,8 @@ def instruments_with(name: str, instruments: Mapping[str, "Instrument"]) -> list
 
     Example:
         >>> from psyq import load_instrument
-        >>> shipped = {"iri": load_instrument("iri"), "ea": load_instrument("ea_vignettes_psyq")}
-        >>> instruments_with("rating", shipped), instruments_with("vignette", shipped)
-        (['iri'], ['ea'])
+        >>> shipped = {"iri": load_instrument("iri"), "leas": load_instrument("leas_psyq")}
+        >>> instruments_with("rating", shipped), [i for i in shipped if i not in instruments_with("rating", shipped)]
+        (['iri'], ['leas'])
     """
     return [i for i, inst in instruments.items() if any(x.kind == name for x in inst.items)]

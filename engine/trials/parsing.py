@@ -2,10 +2,10 @@
 of the instrument's response scale.
 
 This module holds what several readers share, so it is not in one kind's module: a value on a
-scale is read for rating items, for the vignette kind's emotion ratings and for a judge's level
+scale is read for rating items, for another kind's ratings of emotions and for a judge's level
 (:mod:`psyq.engine.trials.answer_mode`); a block of ratings for rating items asked as a whole
-instrument and for a vignette's stop points; refusals, JSON objects and free text for every kind.
-What one kind alone reads (a LEAS scene, a vignette's free text, a reply) is in that kind's module.
+instrument and for a story's stop points; refusals, JSON objects and free text for every kind.
+What one kind alone reads is in that kind's module.
 
 Pure functions, no I/O. A missing answer is never imputed: when no single value of the scale can
 be read, the result has ``value=None`` and a status and reason saying why (empty, refusal, out of

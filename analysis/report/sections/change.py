@@ -6,8 +6,8 @@ report shows it as one of its sections;
 the tables are the raw frames of :mod:`psyq.analysis.statistics.change`, printed by :func:`psyq.analysis.report.apa.apa_table`.
 
 Example:
-    >>> section = change_section(scores, humans)              # doctest: +SKIP
-    >>> section.readings[0]                                   # doctest: +SKIP
+    >>> section = change_section(scores, humans)              # needs a staged run  # doctest: +SKIP
+    >>> section.readings[0]                                   # needs a staged run  # doctest: +SKIP
     'After imagining anger situations, PA fell by 3.20 points (dz = −0.80 [−1.10, −0.50], p(Holm) < .001, n = 12); humans: −2.10 (n = 40).'
 """
 

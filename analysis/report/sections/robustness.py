@@ -2,7 +2,7 @@
 reply changes (the statistics: :mod:`psyq.analysis.statistics.robustness`).
 
 Example:
-    >>> sections = robustness_sections(read_ratings(store), read_log(store))  # doctest: +SKIP
+    >>> sections = robustness_sections(read_ratings(store), read_log(store))  # needs a store with ratings  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def robustness_sections(ratings: pd.DataFrame, log: pd.DataFrame | None = None) 
     rewrites that came back unusable and rules that changed nothing).
 
     Example:
-        >>> sections = robustness_sections(read_ratings(store), read_log(store))  # doctest: +SKIP
+        >>> sections = robustness_sections(read_ratings(store), read_log(store))  # needs a store with ratings  # doctest: +SKIP
     """
     has_perturbed = not ratings.empty and ratings["original_id"].notna().any()
     if not has_perturbed and (log is None or log.empty):

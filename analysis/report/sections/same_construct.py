@@ -17,8 +17,8 @@ converge) is a reading "not estimable: reason", never a number; a table that wou
 estimated value (or the rows of a sample whose model was not estimable) is left out.
 
 Example:
-    >>> section = construct_section({"iri": (iri, cohort_items, human_items)})   # doctest: +SKIP
-    >>> section.title                                                          # doctest: +SKIP
+    >>> section = construct_section({"iri": (iri, cohort_items, human_items)})   # fits IRT and DIF: seconds  # doctest: +SKIP
+    >>> section.title                                                          # fits IRT and DIF: seconds  # doctest: +SKIP
     'Is it the same construct?'
 """
 

@@ -11,8 +11,8 @@ accuracy (twin ÷ retest per person; Park et al., 2024). Means over persons with
 "not estimable: reason", never a number.
 
 Example:
-    >>> section = twins_section({"iri": (iri, cohort_items, human_items, None)})   # doctest: +SKIP
-    >>> section.title                                                            # doctest: +SKIP
+    >>> section = twins_section({"iri": (iri, cohort_items, human_items, None)})   # needs twins of people  # doctest: +SKIP
+    >>> section.title                                                            # needs twins of people  # doctest: +SKIP
     'Personas and their persons (twins)'
 """
 
