@@ -8,8 +8,6 @@ paragraph is checked against counts read directly from the run's SQLite store.
 
 from __future__ import annotations
 
-import doctest
-import importlib
 import json
 import re
 import sqlite3
@@ -41,12 +39,6 @@ def plain(text: str) -> str:
 def mini_run(tmp_path_factory) -> Path:
     # 8 personas (gender, age), 2 repeats; the stub refuses item d when its hashed digit is 1.
     return make_mini_run(tmp_path_factory.mktemp("apa"), n_personas=8, repeats=2)
-
-
-@pytest.mark.parametrize("name", ["psyq.analysis.report.apa", "psyq.analysis.report.methods", "psyq.analysis.report.plots"])
-def test_docstring_examples_run(name):
-    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.NORMALIZE_WHITESPACE)
-    assert result.attempted > 0 and result.failed == 0
 
 
 def test_apa_number_formatting():
