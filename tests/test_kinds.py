@@ -370,9 +370,10 @@ def test_a_run_asks_its_backends_what_they_declare_and_probes_none():
     # plug-in backend says what differs by overriding it; hasattr/getattr would guess instead.
     from psyq.engine.backends import BackendConfig, HttpBackend, make_backend
 
-    run = ROOT / "engine" / "administer" / "run.py"
-    probes = [f"{run.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}"
-              for node in ast.walk(ast.parse(run.read_text())) if isinstance(node, ast.Call)
+    askers = [ROOT / "engine" / "administer" / name for name in ("run.py", "runner.py", "tokenizer.py")]
+    askers.append(ROOT / "engine" / "judging" / "answer_judge.py")
+    probes = [f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}" for path in askers
+              for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.Call)
               and isinstance(node.func, ast.Name) and node.func.id in ("hasattr", "getattr")]
     assert probes == []
     assert (HttpBackend.log_dir, HttpBackend.pool, HttpBackend.starts_server) == (None, None, False)

@@ -317,7 +317,7 @@ async def per_backend_workers(jobs: Iterable[Job], backend_of: Callable[[Job], s
     try:
         async with asyncio.TaskGroup() as group:
             for backend_id, backend in backends.items():
-                for _ in range(getattr(backend, "capacity", backend.config.concurrency)):   # per endpoint
+                for _ in range(backend.capacity):   # per endpoint
                     group.create_task(worker(backend_id))
     except ExceptionGroup as group:
         raise group.exceptions[0] from None

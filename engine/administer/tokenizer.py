@@ -16,11 +16,14 @@ counter says which method it used (:attr:`TokenCounter.method`).
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator, Protocol
+from typing import TYPE_CHECKING, Iterator, Protocol
 
 import httpx
 
 from psyq.engine.backends.base import ChatRequest, HttpBackend
+
+if TYPE_CHECKING:
+    from psyq.engine.backends.local import LocalBackend
 
 CHARS_PER_TOKEN = 4
 APPROXIMATE = f"approximate: characters/{CHARS_PER_TOKEN} of the message texts (chat template not counted)"
@@ -163,17 +166,18 @@ def token_counter(backend: HttpBackend, mode: str = "auto") -> Iterator[TokenCou
 
 
 @contextlib.contextmanager
-def _local_server(backend: HttpBackend) -> Iterator[tuple[str | None, str]]:
-    """The local backend's llama-server, started only if already built and its model already
-    fetched (URL, or None and why): a plan never builds or downloads anything."""
+def _local_server(backend: LocalBackend) -> Iterator[tuple[str | None, str]]:
+    """The local backend's llama-server (the backend that declares `starts_server`), started only if
+    already built and its model already fetched (URL, or None and why): a plan never builds or
+    downloads anything."""
     from psyq.engine.backends.local import LlamaServer, llama_server_path, local_model_path
 
     binary = llama_server_path()
     if not binary.exists():
         yield None, f"llama-server is not built yet ({binary}); `psyq run` builds it once"
         return
-    entry = getattr(backend, "entry", None)
-    model = local_model_path(entry) if entry is not None else getattr(backend, "model_file", None)
+    entry = backend.entry
+    model = local_model_path(entry) if entry is not None else backend.model_file
     if model is None or not model.is_file():
         yield None, (f"the local model {entry.name} is not fetched yet; `psyq run` fetches it once" if entry
                      else f"the local model file is not available ({model})")

@@ -264,7 +264,7 @@ async def _judge_all(tasks: list[JudgeTask], rubric: Rubric, backend: HttpBacken
                 on_judgement(judgement)
 
     async with asyncio.TaskGroup() as group:
-        for _ in range(getattr(backend, "capacity", backend.config.concurrency)):
+        for _ in range(backend.capacity):
             group.create_task(worker())
 
 
