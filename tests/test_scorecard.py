@@ -10,6 +10,7 @@ gap), and uniform random answers.
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -176,3 +177,20 @@ def test_relations_are_not_judged_on_a_cohort_too_small_to_show_them(iri, people
     assert small["mark"] == NOT_ESTIMABLE and "too small" in small["note"]
     large = relations_row(600)
     assert large["mark"] == MEETS and large["people"] >= 5
+
+
+def test_an_instrument_without_a_simple_structure_gets_a_reason_not_a_crash():
+    # tests/data/mini_1to7.yaml: item b counts towards X and Y, so no simple-structure factor model
+    # exists; the scorecard said nothing of it and raised measurement_invariance's ValueError.
+    mini = psyq.load_instrument(str(Path(__file__).parent / "data" / "mini_1to7.yaml"))
+    rng = np.random.default_rng(0)
+
+    def answers(n: int) -> pd.DataFrame:
+        return pd.DataFrame(rng.integers(1, 8, (n, 4)).astype(float), columns=list("abcd"),
+                            index=[f"r{i}" for i in range(n)])
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        card = scorecard(answers(80), answers(90), mini, permutations=20)
+    row = card[card["criterion"] == "structure"].iloc[0]
+    assert row["mark"] == NOT_ESTIMABLE and "more than one first-order subscale" in row["note"]

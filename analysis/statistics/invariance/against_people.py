@@ -109,7 +109,9 @@ def invariance_against_people(instrument: Instrument, cohort: pd.DataFrame, peop
     The estimator is :func:`default_estimator`'s. When it was not chosen and the ordinal fit is not
     estimable (an answer category nobody in one sample chose leaves no threshold there), the sequence is
     refitted with the items continuous (ML), which a scale with few used categories strains:
-    ``attrs["fallback"]`` then holds the ordinal fit's problem ("" otherwise). Checked through
+    ``attrs["fallback"]`` then holds the ordinal fit's problem ("" otherwise). An instrument whose
+    subscales are no simple structure (:func:`factor_structure`) gives one configural row, not
+    estimable, with the reason, instead of a model that cannot be specified. Checked through
     :func:`measurement_invariance`, whose figures tests/test_invariance*.py pin against lavaan.
 
     Example
@@ -134,10 +136,14 @@ def invariance_against_people(instrument: Instrument, cohort: pd.DataFrame, peop
     2      metric       True
     3      scalar       True
     """
-    if factors is None:
-        factors = factor_structure(instrument)[0]
-    data = keyed_samples(instrument, cohort, people)
     chosen = default_estimator(instrument, estimator)
+    if factors is None:
+        factors, problem = factor_structure(instrument)
+        if problem:             # no simple-structure model to fit: one configural row that says why
+            frame = pd.DataFrame({"step": ["configural"], "estimable": [False], "note": [f"not estimable: {problem}"]})
+            frame.attrs.update(estimator=chosen, problem=problem, fallback="")
+            return frame
+    data = keyed_samples(instrument, cohort, people)
     mi = measurement_invariance(data, factors, SAMPLE, estimator=chosen)
     mi.attrs["fallback"] = ""
     if chosen == "WLSMV" and not estimator and mi.attrs["problem"]:
