@@ -159,6 +159,9 @@ def test_structure_is_reached_only_where_the_report_reads_a_step_as_holding(iri,
                                [.040, .040, .041, .042, .042])
     row = structure(holding)
     assert (row["level"], row["mark"], row["note"]) == ("partial scalar", MEETS, "")
+    # A fit that fell back from WLSMV to ML says so beside its figure.
+    holding.attrs["fallback"] = "category 0 of item 3 is never used by the personas"
+    assert structure(holding)["note"].startswith("fitted as continuous (ML): the ordinal fit was not estimable (category 0")
 
 
 def test_relations_are_not_judged_on_a_cohort_too_small_to_show_them(iri, people):

@@ -163,8 +163,11 @@ def _structure_rows(group: str, inst: Instrument, fit: pd.DataFrame | None, boun
     # Whether personas and people differ, not whether the model fits either: an instrument may fit
     # people poorly too (the IRI's four factors: CFI about .82 among the 1,973 people, WLSMV).
     reached = level_reached(fit, require_fit=False)
+    fallback = fit.attrs.get("fallback")
+    said = [f"fitted as continuous (ML): the ordinal fit was not estimable ({fallback})" if fallback else "",
+            _stopped_at(fit, reached)]
     rows = [_row(group, inst.id, "structure", value=float(first[cfi_column].iloc[0]), level=reached,
-                 mark=_mark(reached.endswith("scalar")), note=_stopped_at(fit, reached))]
+                 mark=_mark(reached.endswith("scalar")), note="; ".join(p for p in said if p))]
     means = fit.attrs.get("latent_means")
     if reached.endswith("scalar") and means is not None and len(means):
         for m in means.itertuples():
