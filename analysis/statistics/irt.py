@@ -2,14 +2,15 @@
 information, and differential item functioning (DIF) between a cohort and humans.
 
 * :func:`graded_response_model` — unidimensional graded response model (Samejima 1969) fitted by
-  marginal maximum likelihood (θ ~ N(0, 1), Gauss–Hermite quadrature; the marginal likelihood is
-  maximised directly with its analytic gradient, and standard errors come from the observed
-  information, the numerically differentiated analytic gradient, inverted). Parameters are in
-  the IRT parametrisation of R's mirt (``coef(mod, IRTpars = TRUE)``) and ltm:
-  ``P(X ≥ k | θ) = 1 / (1 + exp(−a (θ − b_k)))``.
+  marginal maximum likelihood (θ ~ N(0, 1), Gauss–Hermite quadrature) as mirt fits it: EM (Bock &
+  Aitkin 1981) over the distinct answer patterns, then Newton–Raphson on the marginal likelihood
+  with its analytic Hessian; standard errors from the observed information (that Hessian)
+  inverted. Parameters are in the IRT parametrisation of R's mirt (``coef(mod, IRTpars = TRUE)``)
+  and ltm: ``P(X ≥ k | θ) = 1 / (1 + exp(−a (θ − b_k)))``.
 * :func:`test_information` — item and test information curves of a fitted model.
 * :func:`differential_item_functioning` — ordinal logistic regression DIF (Swaminathan & Rogers
-  1990; Zumbo 1999; the likelihood-ratio tests of R's lordif, Choi, Gibbons & Crane 2011).
+  1990; Zumbo 1999; the likelihood-ratio tests of R's lordif, Choi, Gibbons & Crane 2011), each
+  regression by Newton–Raphson.
 
 Inputs are *keyed* answers (higher = more of the trait; e.g. from
 :func:`psyq.engine.trials.scoring.keyed_answers`), one row per respondent, one column per item;
@@ -19,7 +20,10 @@ its row has ``estimable`` False, NaN numbers and the reason in ``note``.
 Checked in tests/test_irt.py: a published ltm fit of the LSAT-6 data reproduced, the log-likelihood
 against brute-force numerical integration (scipy), test information against its numerical-derivative
 formula, recovery of known parameters in simulated data, and the DIF tests against statsmodels'
-``OrderedModel`` ordered logit and Holm's correction against statsmodels' ``multipletests``.
+``OrderedModel`` ordered logit and Holm's correction against statsmodels' ``multipletests``. In
+tests/test_irt_em.py: the fit of the shipped people's four IRI subscales against PyPI mirt 1.2.0's
+(stored by bench/grm_vs_mirt.py), the analytic Hessians against differenced gradients, and the
+early, cheap verdict on noise-like answers.
 
 Example
 -------
@@ -40,21 +44,36 @@ A small simulated scale:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 from numpy.polynomial.hermite_e import hermegauss
-from scipy import optimize, stats
-from scipy.special import expit, logsumexp
+from scipy import sparse, stats
+from scipy.special import expit
+from threadpoolctl import threadpool_limits   # a dependency of scikit-learn
 
 MIN_RESPONDENTS = 50          # fewer: the GRM is not fitted
 MIN_ITEMS = 3                 # fewer: a one-factor model of the items is not identified
 MAX_ABS_ESTIMATE = 10.0       # |a| or |b| beyond this: the estimate ran off (near-perfect separation)
 MAX_ABS_GRADIENT = 1e-2       # convergence: largest |∂ log L / ∂ parameter| at the estimate
+MIN_SLOPE = 0.25              # fewer than MIN_ITEMS slopes |a| this large: the items share no common factor
 QUADRATURE_POINTS = 41
+EM_GAIN = 1e-4                # EM hands over to Newton when an iteration gains less log-likelihood per respondent
+MAX_EM_ITERATIONS = 200
+NEWTON_TOLERANCE = 1e-6       # Newton on the marginal likelihood stops at max |gradient| below this
+MAX_NEWTON_ITERATIONS = 50
+MAX_HALVINGS = 30
+ROUNDING = 1e-12              # a Newton step may lose this much of |log L| (rounding near the maximum)
+TINY = 1e-300                 # probabilities are clipped here before a log or a division
 TEST = "test"                 # the `item` of the summed curve in test_information
+RAN_OFF = f"not estimable: the estimate ran off (|a| or |b| > {MAX_ABS_ESTIMATE:g}: near-perfect separation)"
+COLLAPSED = (f"not estimable: the slopes collapsed towards 0 (fewer than {MIN_ITEMS} items with |a| ≥ {MIN_SLOPE:g}: "
+             "the items share no common factor)")
 
 MAX_PURIFICATION_ROUNDS = 10
+MAX_ORDINAL_NEWTON = 100
+ORDINAL_TOLERANCE = 1e-8      # DIF's ordinal regressions: Newton stops at max |gradient| below this
 MIN_GROUP = 30                # DIF: fewer respondents in a group and nothing is tested
 NEGLIGIBLE, LARGE = 0.035, 0.070   # Jodoin & Gierl (2001) bounds on the pseudo-R² change
 DIF_COLUMNS = ["item", "n_reference", "n_focal", "chi2_dif", "df", "p", "p_holm", "chi2_uniform", "p_uniform",
@@ -67,15 +86,18 @@ DIF_COLUMNS = ["item", "n_reference", "n_focal", "chi2_dif", "df", "p", "p_holm"
 
 def _category_codes(data: pd.DataFrame, items: Sequence[str], levels: Sequence[float]) -> np.ndarray:
     """Answers as category indices 0..K−1 (the position in `levels`), −1 where missing."""
-    lookup = {float(v): i for i, v in enumerate(levels)}
+    order = np.argsort(np.asarray(levels, dtype=float), kind="stable")
+    grid = np.asarray(levels, dtype=float)[order]
     codes = np.full((len(data), len(items)), -1, dtype=int)
     for j, item in enumerate(items):
         values = pd.to_numeric(data[item], errors="coerce").to_numpy(dtype=float)
-        stray = sorted({v for v in values[~np.isnan(values)] if float(v) not in lookup})
-        if stray:
-            raise ValueError(f"item {item!r} has answers {stray} that are not among the levels {list(levels)}")
         present = ~np.isnan(values)
-        codes[present, j] = [lookup[float(v)] for v in values[present]]
+        where = np.searchsorted(grid, values[present]).clip(0, len(grid) - 1)
+        stray = grid[where] != values[present]
+        if stray.any():
+            raise ValueError(f"item {item!r} has answers {sorted(set(values[present][stray].tolist()))} that are not "
+                             f"among the levels {list(levels)}")
+        codes[present, j] = order[where]
     return codes
 
 
@@ -91,84 +113,174 @@ def _category_probabilities(a: float, d: np.ndarray, nodes: np.ndarray) -> tuple
     return star[:-1] - star[1:], psi
 
 
+def _item_curves(eta: np.ndarray, nodes: np.ndarray, order: int = 0) -> tuple[np.ndarray, ...]:
+    """Category probabilities of every item at the nodes and, for order ≥ 1, their derivatives.
+
+    `eta` is items × C: the slope a, then the intercepts d_1 > d_2 > … of the boundary curves
+    P*_t(θ) = logistic(a θ + d_t), −inf past an item's last category (P*_t = 0 there: the category
+    does not exist). Returns P(X = c | θ_q) (items × C × nodes); order 1 adds its derivatives in
+    (a, d_1, …, d_{C−1}) (items × C × nodes × C), order 2 the second derivatives (… × C × C).
+    With ψ_t = P*_t (1 − P*_t) = ∂P*_t/∂d_t and ω_t = ∂ψ_t/∂d_t = ψ_t (1 − 2 P*_t): P_c = P*_c − P*_{c+1},
+    so d_t enters P_t with +ψ_t and P_{t−1} with −ψ_t, and a enters every curve as θ times d_t does.
+    """
+    n_items, width = eta.shape
+    star = np.zeros((n_items, width + 1, len(nodes)))
+    star[:, 0] = 1.0
+    star[:, 1:width] = expit(eta[:, :1, None] * nodes + eta[:, 1:, None])
+    prob = star[:, :-1] - star[:, 1:]
+    if order == 0:
+        return (prob,)
+    psi = star * (1.0 - star)
+    first = np.zeros((*prob.shape, width))
+    first[..., 0] = nodes * (psi[:, :-1] - psi[:, 1:])
+    for t in range(1, width):
+        first[:, t, :, t] = psi[:, t]
+        first[:, t - 1, :, t] = -psi[:, t]
+    if order == 1:
+        return prob, first
+    omega = psi * (1.0 - 2.0 * star)
+    second = np.zeros((*prob.shape, width, width))
+    second[..., 0, 0] = nodes ** 2 * (omega[:, :-1] - omega[:, 1:])
+    for t in range(1, width):
+        for c, sign in ((t, 1.0), (t - 1, -1.0)):
+            second[:, c, :, t, t] = sign * omega[:, t]
+            second[:, c, :, 0, t] = second[:, c, :, t, 0] = sign * nodes * omega[:, t]
+    return prob, first, second
+
+
 class _Grm:
-    """The marginal log-likelihood of a GRM over the observed answers and its gradient in the
-    natural parameters (a_j, d_j1 > d_j2 > …) of every item; `codes` are 0..m_j per item, −1
-    missing."""
+    """The marginal likelihood of a GRM over the distinct answer patterns of `codes` (0..m_j per item,
+    −1 missing; each pattern weighted by how many respondents gave it), with θ ~ N(0, 1) on
+    `points` Gauss–Hermite nodes: the E-step, the M-step and the Hessian.
+
+    Parameters are an items × C array `eta` (C: the most categories of any item): the slope a_j, then
+    the intercepts d_j1 > d_j2 > …, −inf past the item's own categories; `free` marks the entries
+    that are parameters, in the order of the natural vector (per item a_j, d_j1, …, d_jm)."""
 
     def __init__(self, codes: np.ndarray, n_categories: list[int], points: int):
-        self.codes = codes
-        self.m = [k - 1 for k in n_categories]
+        patterns, counts = np.unique(codes, axis=0, return_counts=True)
+        self.patterns, self.counts = patterns, counts.astype(float)
+        n_items, width = patterns.shape[1], max(n_categories)
+        self.shape = (n_items, width)
+        self.free = np.arange(width)[None, :] < np.asarray(n_categories)[:, None]
         nodes, weights = hermegauss(points)          # ∫ f(x) exp(−x²/2) dx: the N(0, 1) kernel
         self.nodes, self.log_w = nodes, np.log(weights / weights.sum())
-        self.onehot = [(codes[:, j][:, None] == np.arange(k)[None, :]).astype(float)
-                       for j, k in enumerate(n_categories)]
-        self.slices, start = [], 0
-        for m in self.m:
-            self.slices.append(slice(start, start + 1 + m))
-            start += 1 + m
-        self.size = start
+        # One-hot answers, column j·C + c (a missing answer has none: it adds nothing); sparse, so an
+        # E-step costs patterns × items × nodes.
+        answered = patterns >= 0
+        self.column = np.where(answered, np.arange(n_items) * width + patterns, -1)
+        rows, cols = np.nonzero(answered)
+        self.onehot = sparse.csr_matrix((np.ones(len(rows)), (rows, self.column[rows, cols])),
+                                        shape=(len(patterns), n_items * width))
+        self.onehot_t = self.onehot.T.tocsr()
+        self.answer_rows = [(j, c, rows) for j in range(n_items) for c in range(width)
+                            if len(rows := np.flatnonzero(patterns[:, j] == c))]
+        self._pairs: sparse.csr_matrix | None = None
+        self.evaluations = 0                          # E-steps: each is one evaluation of the likelihood
 
-    def split(self, natural: np.ndarray) -> list[tuple[float, np.ndarray]]:
-        return [(natural[s][0], natural[s][1:]) for s in self.slices]
+    def start(self, natural: np.ndarray) -> np.ndarray:
+        eta = np.full(self.shape, -np.inf)
+        eta[self.free] = natural
+        return eta
 
-    def loglik_grad(self, natural: np.ndarray) -> tuple[float, np.ndarray]:
-        probs, psis, log_joint = [], [], np.tile(self.log_w, (len(self.codes), 1))
-        for j, (a, d) in enumerate(self.split(natural)):
-            p, psi = _category_probabilities(a, d, self.nodes)
-            probs.append(p)
-            psis.append(psi)
-            log_joint += self.onehot[j] @ np.log(np.clip(p, 1e-300, None))    # missing rows add 0
-        log_person = logsumexp(log_joint, axis=1)
-        posterior = np.exp(log_joint - log_person[:, None])                  # h_iq
-        grad = np.empty(self.size)
-        for j, s in enumerate(self.slices):
-            expected = self.onehot[j].T @ posterior                           # r_cq, c = 0..m
-            ratio = expected / np.clip(probs[j], 1e-300, None)
-            psi = psis[j]
-            grad[s.start] = np.sum(ratio * self.nodes[None, :] * (psi[:-1] - psi[1:]))
-            # d_t enters P_t with +ψ_t and P_{t−1} with −ψ_t
-            grad[s.start + 1:s.stop] = np.sum(psi[1:-1] * (ratio[1:] - ratio[:-1]), axis=1)
-        return float(log_person.sum()), grad
+    def e_step(self, eta: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+        """The log-likelihood, each pattern's posterior over the nodes (patterns × nodes) and the
+        expected count r_jcq of answer c to item j at node q (items × C × nodes)."""
+        self.evaluations += 1
+        (prob,) = _item_curves(eta, self.nodes)
+        log_joint = self.onehot @ np.log(np.clip(prob, TINY, None)).reshape(-1, len(self.nodes)) + self.log_w
+        top = log_joint.max(axis=1, keepdims=True)          # log-sum-exp by hand: it reuses the exp
+        posterior = np.exp(log_joint - top)
+        total = posterior.sum(axis=1, keepdims=True)
+        posterior /= total
+        log_lik = float(self.counts @ (top[:, 0] + np.log(total[:, 0])))
+        expected = (self.onehot_t @ (self.counts[:, None] * posterior)).reshape(*self.shape, -1)
+        return log_lik, posterior, expected
 
-    # Ordered intercepts without constraints: d_1 free, d_t = d_{t−1} − exp(g_t).
-    def to_natural(self, free: np.ndarray) -> np.ndarray:
-        natural = free.copy()
-        for s in self.slices:
-            if s.stop - s.start > 2:
-                natural[s.start + 2:s.stop] = free[s.start + 1] - np.cumsum(np.exp(free[s.start + 2:s.stop]))
-        return natural
+    def complete(self, eta: np.ndarray, expected: np.ndarray, order: int = 0) -> tuple[np.ndarray, ...]:
+        """Per item, Σ_cq r_jcq log P_jc(θ_q) (the M-step's objective); order 1 adds its gradient
+        (items × C; at the E-step's own eta it is the gradient of the marginal log-likelihood, by
+        Fisher's identity), order 2 its Hessian (items × C × C), and the curves."""
+        curves = _item_curves(eta, self.nodes, order)
+        prob = np.clip(curves[0], TINY, None)
+        value = np.sum(expected * np.log(prob), axis=(1, 2))
+        if order == 0:
+            return (value,)
+        ratio = expected / prob
+        grad = np.einsum("jcq,jcqd->jd", ratio, curves[1])
+        if order == 1:
+            return value, grad
+        hess = (np.einsum("jcq,jcqde->jde", ratio, curves[2])
+                - np.einsum("jcqd,jcqe->jde", (ratio / prob)[..., None] * curves[1], curves[1]))
+        return value, grad, hess, curves
 
-    def to_free(self, natural: np.ndarray) -> np.ndarray:
-        free = natural.copy()
-        for s in self.slices:
-            if s.stop - s.start > 2:
-                free[s.start + 2:s.stop] = np.log(-np.diff(natural[s.start + 1:s.stop]))
-        return free
+    def ordered(self, eta: np.ndarray) -> np.ndarray:
+        """Per item: are its intercepts strictly decreasing (every category has room)?"""
+        d = eta[:, 1:]
+        return np.all((d[:, :-1] > d[:, 1:]) | ~self.free[:, 2:], axis=1)
 
-    def objective(self, free: np.ndarray) -> tuple[float, np.ndarray]:
-        natural = self.to_natural(free)
-        ll, grad = self.loglik_grad(natural)
-        out = grad.copy()
-        for s in self.slices:
-            if s.stop - s.start > 2:
-                g_d = grad[s.start + 1:s.stop]
-                tail = np.cumsum(g_d[::-1])[::-1]                              # Σ_{t ≥ k} ∂/∂d_t
-                out[s.start + 1] = tail[0]
-                out[s.start + 2:s.stop] = -np.exp(free[s.start + 2:s.stop]) * tail[1:]
-        return -ll, -out
+    def m_step(self, eta: np.ndarray, expected: np.ndarray) -> np.ndarray:
+        """One Newton step on each item's expected complete-data log-likelihood, all items at once.
+        It is a cumulative logit model of the answers on the nodes, concave in (a, d), so the step
+        goes uphill; it is halved where it would lower the objective or disorder the intercepts. A
+        step that raises the objective is all EM needs (a generalised EM: the likelihood never falls)."""
+        padding = np.where(self.free, 0.0, 1.0)[:, :, None] * np.eye(self.shape[1])   # −inf entries stay put
+        value, grad, hess, _ = self.complete(eta, expected, order=2)
+        step = -np.linalg.solve(hess - padding, np.where(self.free, grad, 0.0)[..., None])[..., 0]
+        step = np.where(self.free, step, 0.0)
+        size = np.ones(len(eta))
+        for _ in range(MAX_HALVINGS):
+            trial = eta + size[:, None] * step
+            better = self.ordered(trial) & (self.complete(trial, expected)[0] >= value)
+            if better.all():
+                break
+            size = np.where(better, size, size / 2)
+        return np.where(better[:, None], trial, eta)
 
-    def information(self, natural: np.ndarray) -> np.ndarray:
-        """Observed information: minus the Hessian of log L, by central differences of the
-        analytic gradient."""
-        info = np.empty((self.size, self.size))
-        for k in range(self.size):
-            h = 1e-5 * max(1.0, abs(natural[k]))
-            up, down = natural.copy(), natural.copy()
-            up[k] += h
-            down[k] -= h
-            info[:, k] = -(self.loglik_grad(up)[1] - self.loglik_grad(down)[1]) / (2 * h)
-        return (info + info.T) / 2
+    def gradient(self, eta: np.ndarray, expected: np.ndarray) -> np.ndarray:
+        """∂ log L / ∂ natural parameters (Fisher's identity: r from the E-step at `eta`)."""
+        return self.complete(eta, expected, order=1)[1][self.free]
+
+    def pairs(self) -> sparse.csr_matrix:
+        """Which pairs of answers to two different items each pattern holds: row
+        (j·C + c)·(items·C) + k·C + e for item j < item k, both answered; column the pattern."""
+        if self._pairs is None:
+            width = self.onehot.shape[1]
+            n_items = self.shape[0]
+            upper = np.triu(np.ones((n_items, n_items), dtype=bool), k=1)[None]
+            both = (self.column[:, :, None] >= 0) & (self.column[:, None, :] >= 0) & upper
+            rows = self.column[:, :, None] * width + self.column[:, None, :]
+            pattern = np.broadcast_to(np.arange(len(self.patterns))[:, None, None], rows.shape)
+            self._pairs = sparse.csr_matrix((np.ones(int(both.sum())), (rows[both], pattern[both])),
+                                            shape=(width * width, len(self.patterns)))
+        return self._pairs
+
+    def hessian(self, eta: np.ndarray, posterior: np.ndarray, expected: np.ndarray) -> np.ndarray:
+        """Hessian of the marginal log-likelihood in the natural parameters, analytic (Louis 1982):
+        with s_pq the score of pattern p's answers at node q and h_pq its posterior,
+        Σ_p n_p [Σ_q h_pq (∂s_pq + s_pq s_pqᵀ) − s̄_p s̄_pᵀ], s̄_p = Σ_q h_pq s_pq. The first part is the
+        complete-data Hessian (per item); s_pq s_pqᵀ sums the scores of pairs of answers, so it needs
+        only the expected count of each pair of answers at each node."""
+        n_items, width = self.shape
+        _, _, hess, (prob, first, _) = self.complete(eta, expected, order=2)
+        score = first / np.clip(prob, TINY, None)[..., None]          # ∂ log P_jc(θ_q): items × C × nodes × C
+        # expected count of each pair of answers at each node: items j < k from the pairs, j > k by
+        # symmetry, j = k the answer's own count (one answer per item)
+        upper = (self.pairs() @ (self.counts[:, None] * posterior)).reshape(n_items, width, n_items, width, -1)
+        pair = upper + upper.transpose(2, 3, 0, 1, 4)
+        item, category = np.arange(n_items)[:, None], np.arange(width)[None, :]
+        pair[item, category, item, category] = expected
+        outer = np.einsum("icjeq,icqd,jeqf->idjf", pair, score, score,
+                          optimize=True).reshape(n_items * width, n_items * width)
+        mean = np.zeros((len(posterior), n_items, width))              # s̄_p, item by item
+        for j, c, rows in self.answer_rows:
+            mean[rows, j] = posterior[rows] @ score[j, c]
+        mean = mean.reshape(len(posterior), -1)
+        total = outer - mean.T @ (self.counts[:, None] * mean)
+        for j in range(n_items):
+            total[j * width:(j + 1) * width, j * width:(j + 1) * width] += hess[j]
+        keep = self.free.ravel()
+        return total[np.ix_(keep, keep)]
 
 
 def _start_values(codes: np.ndarray, n_categories: list[int]) -> np.ndarray:
@@ -183,13 +295,102 @@ def _start_values(codes: np.ndarray, n_categories: list[int]) -> np.ndarray:
     return np.array(start)
 
 
+@dataclass
+class _Estimate:
+    """Where the maximisation stopped: the estimate, its log-likelihood, gradient and Hessian (natural
+    parameters; None when it was stopped early), the iterations, and why it was stopped early (the
+    note; "" when it was not)."""
+    eta: np.ndarray
+    log_lik: float
+    gradient: np.ndarray | None = None
+    hessian: np.ndarray | None = None
+    em_iterations: int = 0
+    newton_iterations: int = 0
+    stopped: str = ""
+
+
+def _ran_off(eta: np.ndarray) -> bool:
+    return bool(np.max(np.abs(eta[:, 0])) > MAX_ABS_ESTIMATE)
+
+
+def _collapsed(eta: np.ndarray) -> bool:
+    return bool(np.sum(np.abs(eta[:, 0]) >= MIN_SLOPE) < MIN_ITEMS)
+
+
+def _maximise(model: _Grm, eta: np.ndarray, n_respondents: int) -> _Estimate:
+    """Maximum marginal likelihood from `eta`: EM (Bock & Aitkin 1981) while an iteration gains at least
+    EM_GAIN per respondent, then Newton–Raphson on the marginal likelihood with its analytic Hessian
+    (EM's linear convergence is slow near the maximum; Newton's quadratic one is not, and the
+    Hessian is needed for the standard errors anyway) until max |gradient| < NEWTON_TOLERANCE.
+
+    Stops early, with the note, when the model is not identified: a slope past MAX_ABS_ESTIMATE (the
+    latent variable collapsing onto one item, a Heywood case or near-perfect separation: the slope
+    would run on for ever), or fewer than MIN_ITEMS slopes of at least MIN_SLOPE once EM stops
+    gaining (the slopes collapsing towards 0, as in noise-like answers: Newton would crawl along a
+    flat ridge towards one of those Heywood cases)."""
+    log_lik, posterior, expected = model.e_step(eta)
+    em = 0
+    while em < MAX_EM_ITERATIONS:
+        eta = model.m_step(eta, expected)
+        em += 1
+        if _ran_off(eta):
+            return _Estimate(eta, log_lik, em_iterations=em, stopped=RAN_OFF)
+        previous, (log_lik, posterior, expected) = log_lik, model.e_step(eta)
+        if log_lik - previous < EM_GAIN * n_respondents:
+            break
+    if _collapsed(eta):
+        return _Estimate(eta, log_lik, em_iterations=em, stopped=COLLAPSED)
+    newton = 0
+    while True:
+        gradient = model.gradient(eta, expected)
+        hessian = model.hessian(eta, posterior, expected)
+        if (np.max(np.abs(gradient)) < NEWTON_TOLERANCE or newton == MAX_NEWTON_ITERATIONS
+                or not np.all(np.isfinite(hessian))):
+            break
+        step = _ascent_step(hessian, gradient)
+        for _ in range(MAX_HALVINGS):
+            trial = eta.copy()
+            trial[model.free] += step
+            if model.ordered(trial).all():
+                new = model.e_step(trial)
+                if new[0] >= log_lik - ROUNDING * abs(log_lik):
+                    break
+            step = step / 2
+        else:
+            break                               # no step gains: at the maximum to numerical precision
+        newton += 1
+        eta, (log_lik, posterior, expected) = trial, new
+        if _ran_off(eta):
+            return _Estimate(eta, log_lik, em_iterations=em, newton_iterations=newton, stopped=RAN_OFF)
+    return _Estimate(eta, log_lik, gradient, hessian, em, newton)
+
+
+def _ascent_step(hessian: np.ndarray, gradient: np.ndarray) -> np.ndarray:
+    """The Newton step −H⁻¹ g; where −H is not positive definite (away from the maximum) it is
+    damped, −H + λI with λ lifting the smallest eigenvalue above a floor (Levenberg–Marquardt), so
+    that the step still goes uphill."""
+    info = -hessian
+    floor = 1e-6 * max(1.0, float(np.max(np.abs(np.diag(info)))))
+    lowest = float(np.linalg.eigvalsh(info)[0])
+    damping = 0.0 if lowest > floor else floor - lowest
+    return np.linalg.solve(info + damping * np.eye(len(info)), gradient)
+
+
 def graded_response_model(data: pd.DataFrame, items: Sequence[str], levels: Sequence[float], *,
                           quadrature_points: int = QUADRATURE_POINTS) -> pd.DataFrame:
     """Unidimensional graded response model (Samejima 1969) of keyed `items`, by marginal maximum
-    likelihood: θ ~ N(0, 1) integrated out with `quadrature_points` Gauss–Hermite nodes, the
-    marginal log-likelihood maximised directly (BFGS, analytic gradient, intercepts kept ordered),
-    standard errors from the inverse observed information (the Hessian by central differences of
-    the analytic gradient; thresholds by the delta method from the slope–intercept form).
+    likelihood: θ ~ N(0, 1) integrated out with `quadrature_points` Gauss–Hermite nodes.
+
+    Fitted as mirt fits it, over the distinct answer patterns (each counted once, with how many gave
+    it): EM (Bock & Aitkin 1981; the E-step over patterns × nodes, the M-step a Newton step on each
+    item's expected complete-data likelihood, all items at once) from a = 1 and the observed
+    cumulative proportions, until an iteration gains less than 1e-4 per respondent; then
+    Newton–Raphson on the marginal likelihood with its analytic Hessian (Louis 1982; steps halved to
+    keep the intercepts ordered and the likelihood rising) to max |gradient| < 1e-6. Converged when
+    max |gradient| < 1e-2 (``attrs["converged"]``, ``attrs["max_abs_gradient"]``). Standard errors
+    from the inverse observed information (that Hessian; thresholds by the delta method from the
+    slope–intercept form). Same estimates and log-likelihood as mirt (PyPI 1.2.0, EM, tolerance 1e-6,
+    the same nodes) on the shipped people's IRI subscales (tests/test_irt_em.py).
 
     Parametrisation as mirt's IRT parameters: ``P(X ≥ level_k | θ) = 1/(1 + exp(−a (θ − b_k)))``
     for k = 1 … K−1 with ``levels`` = level_0 < … < level_{K−1}.
@@ -204,11 +405,16 @@ def graded_response_model(data: pd.DataFrame, items: Sequence[str], levels: Sequ
     level_k; the note names them. An item answered in one category only is left out of the model
     (``estimable`` False). Fewer than 50 respondents or 3 usable items, an estimate that does not
     converge, a singular information matrix or |a| or |b| > 10 give ``estimable`` False and NaN.
+    A model that is not identified is told early, without maximising on: a slope beyond 10 while
+    fitting (the latent variable collapsing onto one item: the estimate ran off), or fewer than 3
+    items with |a| ≥ 0.25 once EM stops gaining (the slopes collapsed towards 0: the items share
+    no common factor, as in noise-like answers); every item is then not estimable, with the reason.
 
     Returns one row per item: ``item, discrimination, threshold_1 … threshold_{K−1},
     se_discrimination, se_threshold_1 …, n`` (respondents who answered it), ``estimable, note``;
     ``frame.attrs`` has ``log_likelihood, n_respondents, n_with_missing, n_dropped_empty,
-    quadrature, quadrature_points, converged, max_abs_gradient, levels``.
+    quadrature, quadrature_points, converged, max_abs_gradient, levels``, and ``method,
+    em_iterations, newton_iterations, likelihood_evaluations`` (E-steps) for models that were fitted.
 
     Example
     -------
@@ -239,7 +445,7 @@ def graded_response_model(data: pd.DataFrame, items: Sequence[str], levels: Sequ
     rows = {item: {"item": item, **{c: np.nan for c in columns[1:-3]}, "n": int(answered[:, j].sum()),
                    "estimable": False, "note": ""} for j, item in enumerate(items)}
     attrs = {"log_likelihood": np.nan, "n_respondents": n_resp, "n_with_missing": n_partial,
-             "n_dropped_empty": int(empty.sum()), "quadrature": f"Gauss–Hermite, θ ~ N(0, 1)",
+             "n_dropped_empty": int(empty.sum()), "quadrature": "Gauss–Hermite, θ ~ N(0, 1)",
              "quadrature_points": quadrature_points, "converged": False, "max_abs_gradient": np.nan,
              "levels": levels}
     missing_note = (f"{n_partial} respondent(s) with missing answers: likelihood over their observed answers"
@@ -284,24 +490,30 @@ def graded_response_model(data: pd.DataFrame, items: Sequence[str], levels: Sequ
     keep = (x >= 0).any(axis=1)             # respondents who answered only constant items add nothing
     x = x[keep]
     n_categories = [len(used_levels[j]) for j in fitted]
-    model = _Grm(x, n_categories, quadrature_points)
-    start = model.to_free(_start_values(x, n_categories))
-    with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
-        result = optimize.minimize(model.objective, start, jac=True, method="BFGS",
-                                   options={"gtol": 1e-6, "maxiter": 2000})
-    natural = model.to_natural(result.x)
-    log_lik, grad = model.loglik_grad(natural)
-    max_grad = float(np.max(np.abs(grad)))
-    attrs.update(log_likelihood=log_lik, max_abs_gradient=max_grad, converged=bool(max_grad < MAX_ABS_GRADIENT))
-    if not np.isfinite(log_lik) or max_grad >= MAX_ABS_GRADIENT:
-        return finish(f"not estimable: the marginal likelihood did not converge (max |gradient| {max_grad:.3g})")
-    info = model.information(natural)
-    eigen = np.linalg.eigvalsh(info)
-    if not np.all(np.isfinite(eigen)) or eigen.min() <= 1e-8 * max(1.0, eigen.max()):
-        return finish("not estimable: the observed information is singular (parameters not identified)")
+    # The matrices are small: BLAS threads cost more than they save (10× on a busy two-core machine).
+    with threadpool_limits(limits=1, user_api="blas"), np.errstate(over="ignore", under="ignore", divide="ignore",
+                                                                   invalid="ignore"):
+        model = _Grm(x, n_categories, quadrature_points)
+        fit = _maximise(model, model.start(_start_values(x, n_categories)), len(x))
+        attrs.update(method="EM (Bock–Aitkin) then Newton–Raphson", em_iterations=fit.em_iterations,
+                     newton_iterations=fit.newton_iterations, likelihood_evaluations=model.evaluations)
+        if fit.stopped:
+            return finish(fit.stopped)
+        max_grad = float(np.max(np.abs(fit.gradient)))
+        attrs.update(log_likelihood=fit.log_lik, max_abs_gradient=max_grad, converged=bool(max_grad < MAX_ABS_GRADIENT))
+        if not np.isfinite(fit.log_lik) or max_grad >= MAX_ABS_GRADIENT:
+            return finish(f"not estimable: the marginal likelihood did not converge (max |gradient| {max_grad:.3g})")
+        if _collapsed(fit.eta):
+            return finish(COLLAPSED)
+        info = -fit.hessian
+        eigen = np.linalg.eigvalsh(info)
+        if not np.all(np.isfinite(eigen)) or eigen.min() <= 1e-8 * max(1.0, eigen.max()):
+            return finish("not estimable: the observed information is singular (parameters not identified)")
     cov = np.linalg.inv(info)
-    for j, (a, d), s in zip(fitted, model.split(natural), model.slices):
-        row, item = rows[items[j]], items[j]
+    offsets = np.concatenate([[0], np.cumsum(n_categories)])       # item i: a, d_1..d_m at offsets[i]..
+    for i, j in enumerate(fitted):
+        row, s = rows[items[j]], slice(offsets[i], offsets[i + 1])
+        a, d = fit.eta[i, 0], fit.eta[i, 1:n_categories[i]]
         b = -d / a
         # delta method: b_t = −d_t / a, ∂b_t/∂a = d_t / a², ∂b_t/∂d_t = −1 / a
         jac = np.zeros((len(d), s.stop - s.start))
@@ -310,8 +522,11 @@ def graded_response_model(data: pd.DataFrame, items: Sequence[str], levels: Sequ
         block = cov[s, s]
         se_b = np.sqrt(np.diag(jac @ block @ jac.T))
         if abs(a) > MAX_ABS_ESTIMATE or np.any(np.abs(b) > MAX_ABS_ESTIMATE):
-            row["note"] = "; ".join(x for x in (row["note"], f"not estimable: the estimate ran off (|a| or |b| > "
-                                    f"{MAX_ABS_ESTIMATE:g}: near-perfect separation)") if x)
+            # |b| = |d / a| also runs off without separation: a flat slope and a rarely chosen category
+            reason = RAN_OFF if abs(a) > MAX_ABS_ESTIMATE else (
+                f"not estimable: a threshold beyond ±{MAX_ABS_ESTIMATE:g} with a slope of {a:.2f}: the item "
+                f"barely relates to the others, or a category is almost never chosen")
+            row["note"] = "; ".join(x for x in (row["note"], reason) if x)
             continue
         row.update(discrimination=a, se_discrimination=float(np.sqrt(block[0, 0])), estimable=True)
         for t, level_index in enumerate(used_levels[j][1:]):
@@ -397,46 +612,73 @@ def _effect_label(delta_r2: float) -> str:
     return "negligible" if delta_r2 < NEGLIGIBLE else "moderate" if delta_r2 <= LARGE else "large"
 
 
-def _cumulative_logit(y: np.ndarray, exog: np.ndarray | None) -> float:
+def _ordinal_terms(y: np.ndarray, exog: np.ndarray, params: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+    """Log-likelihood, gradient and Hessian of the proportional-odds model at `params` = (α_1 > … > α_m,
+    β): P(Y = y | x) = S_y − S_{y+1}, S_k = logistic(α_k + x β), S_0 = 1, S_{m+1} = 0. With ψ = S (1 − S)
+    and ω = ψ (1 − 2 S) at the answer's upper (k = y) and lower (k = y + 1) boundary, u = ψ_y / P and
+    l = ψ_{y+1} / P: α_y enters log P with u, α_{y+1} with −l, x β with u − l."""
+    m = len(params) - exog.shape[1]
+    cuts = np.concatenate([[np.inf], params[:m], [-np.inf]])         # α_0 = +∞, α_{m+1} = −∞
+    eta = exog @ params[m:]
+    upper, lower = expit(cuts[y] + eta), expit(cuts[y + 1] + eta)
+    prob = np.clip(upper - lower, TINY, None)
+    psi_up, psi_low = upper * (1 - upper), lower * (1 - lower)
+    omega_up, omega_low = psi_up * (1 - 2 * upper) / prob, psi_low * (1 - 2 * lower) / prob
+    u, low = psi_up / prob, psi_low / prob
+
+    def by_threshold(up: np.ndarray, down: np.ndarray) -> np.ndarray:   # Σ over answers at α_y and at α_{y+1}
+        return (np.bincount(y, up, minlength=m + 2) + np.bincount(y + 1, down, minlength=m + 2))[1:m + 1]
+
+    grad = np.concatenate([by_threshold(u, -low), exog.T @ (u - low)])
+    hess = np.empty((len(params), len(params)))
+    aa = np.diag(by_threshold(omega_up - u ** 2, -omega_low - low ** 2))
+    neighbours = np.bincount(y, u * low, minlength=m + 2)[1:m]          # α_k with α_{k+1}: answers y = k
+    aa[np.arange(m - 1), np.arange(1, m)] = aa[np.arange(1, m), np.arange(m - 1)] = neighbours
+    hess[:m, :m] = aa
+    cross_up, cross_low = omega_up - u * (u - low), -omega_low + low * (u - low)
+    hess[:m, m:] = np.column_stack([by_threshold(cross_up * x, cross_low * x) for x in exog.T])
+    hess[m:, :m] = hess[:m, m:].T
+    hess[m:, m:] = exog.T @ ((omega_up - omega_low - (u - low) ** 2)[:, None] * exog)
+    return float(np.sum(np.log(prob))), grad, hess
+
+
+def _cumulative_logit(y: np.ndarray, exog: np.ndarray | None,
+                      start: np.ndarray | None = None) -> tuple[float, np.ndarray]:
     """Maximised log-likelihood of the proportional-odds (cumulative logit) model
     ``P(Y ≥ k | x) = logistic(α_k + x β)``, k = 1..m, of y (codes 0..m, every one used) on the
-    columns of `exog` (None: thresholds only, in closed form). BFGS with the analytic gradient,
-    thresholds kept ordered (α_1 free, α_k = α_{k−1} − exp(g_k)). Raises RuntimeError when the fit
-    does not converge or a slope runs off (separation)."""
+    columns of `exog`, and the estimate (α_1..α_m, β). None: thresholds only, in closed form.
+    Newton–Raphson with the analytic Hessian (the log-likelihood is concave in (α, β), Pratt 1981),
+    each step halved until the thresholds stay ordered and the likelihood does not fall; from
+    `start` (a nested model's estimate with 0 for the new slopes: DIF fits M2 from M1 and M3 from M2)
+    or the marginal thresholds and β = 0. Raises RuntimeError when the fit does not converge or a
+    slope runs off (separation)."""
     counts = np.bincount(y)
-    if exog is None:
-        return float(np.sum(counts * np.log(counts / counts.sum())))
-    m, p = len(counts) - 1, exog.shape[1]
-    rows = np.arange(len(y))
-
-    def negloglik(free: np.ndarray) -> tuple[float, np.ndarray]:
-        alpha = free[0] - np.concatenate([[0.0], np.cumsum(np.exp(free[1:m]))])
-        eta = exog @ free[m:]
-        star = np.ones((len(y), m + 2))
-        star[:, m + 1] = 0.0
-        star[:, 1:m + 1] = expit(alpha[None, :] + eta[:, None])
-        dens = star * (1 - star)                                  # 0 in columns 0 and m+1
-        prob = np.clip(star[rows, y] - star[rows, y + 1], 1e-300, None)
-        upper, lower = dens[rows, y] / prob, dens[rows, y + 1] / prob
-        grad_alpha = np.zeros(m + 2)
-        np.add.at(grad_alpha, y, upper)
-        np.add.at(grad_alpha, y + 1, -lower)
-        grad_alpha = grad_alpha[1:m + 1]
-        tail = np.cumsum(grad_alpha[::-1])[::-1]                  # Σ_{k ≥ j} ∂/∂α_k
-        grad = np.concatenate([[tail[0]], -np.exp(free[1:m]) * tail[1:], exog.T @ (upper - lower)])
-        return -float(np.sum(np.log(prob))), -grad
-
+    m = len(counts) - 1
     above = (np.cumsum(counts[::-1])[::-1][1:] / counts.sum()).clip(1e-3, 1 - 1e-3)
     alpha0 = np.log(above / (1 - above))
-    start = np.concatenate([[alpha0[0]], np.log(np.maximum(-np.diff(alpha0), 1e-3)), np.zeros(p)])
-    with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
-        result = optimize.minimize(negloglik, start, jac=True, method="BFGS", options={"gtol": 1e-6, "maxiter": 1000})
-    value, grad = negloglik(result.x)
+    if exog is None:
+        return float(np.sum(counts * np.log(counts / counts.sum()))), alpha0
+    params = np.concatenate([alpha0, np.zeros(exog.shape[1])]) if start is None else np.asarray(start, dtype=float)
+    value, grad, hess = _ordinal_terms(y, exog, params)
+    for _ in range(MAX_ORDINAL_NEWTON):
+        if np.max(np.abs(grad)) < ORDINAL_TOLERANCE:
+            break
+        step = np.linalg.lstsq(-hess, grad, rcond=None)[0]       # lstsq: −H is singular under separation
+        for _ in range(MAX_HALVINGS):
+            trial = params + step
+            if np.all(np.diff(trial[:m]) < 0):
+                new = _ordinal_terms(y, exog, trial)
+                if new[0] >= value - ROUNDING * abs(value):
+                    break
+            step = step / 2
+        else:
+            break
+        params, (value, grad, hess) = trial, new
+        if np.any(np.abs(params[m:]) > 50):
+            raise RuntimeError("coefficients ran off (perfect separation)")
     if not np.isfinite(value) or np.max(np.abs(grad)) > 1e-3 * max(1.0, np.sqrt(len(y))):
         raise RuntimeError("the ordinal logistic regression did not converge")
-    if np.any(np.abs(result.x[m:]) > 50):
-        raise RuntimeError("coefficients ran off (perfect separation)")
-    return -value
+    return value, params
 
 
 def differential_item_functioning(data: pd.DataFrame, items: Sequence[str], group: str, levels: Sequence[float], *,
@@ -544,8 +786,10 @@ def _dif_round(codes: np.ndarray, is_focal: np.ndarray, items: list[str], levels
         exog2 = np.column_stack([score, is_focal])
         exog3 = np.column_stack([score, is_focal, score * is_focal])
         try:
-            ll0 = _cumulative_logit(y, None)
-            ll1, ll2, ll3 = (_cumulative_logit(y, x) for x in (exog1, exog2, exog3))
+            ll0, _ = _cumulative_logit(y, None)
+            ll1, fit1 = _cumulative_logit(y, exog1)
+            ll2, fit2 = _cumulative_logit(y, exog2, start=np.append(fit1, 0.0))      # nested: M1 plus group = 0
+            ll3, _ = _cumulative_logit(y, exog3, start=np.append(fit2, 0.0))
         except (RuntimeError, np.linalg.LinAlgError, ValueError) as err:
             row["note"] = "; ".join(x for x in (row["note"], f"not estimable: {err}") if x)
             continue

@@ -1,0 +1,183 @@
+"""The graded response model's EM-then-Newton fit (psyq.analysis.statistics.irt): the fit of the shipped
+people's four IRI subscales against PyPI mirt's (stored; mirt is not needed here), the analytic
+Hessians against differenced gradients, answer patterns counted rather than repeated, and the early
+verdict on noise-like answers. Speed is measured in bench/grm_vs_mirt.py only."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import psyq
+from psyq.analysis.scoring.human_answers import read_answers_csv
+from psyq.analysis.statistics import irt
+from psyq.analysis.statistics.invariance.against_people import factor_structure
+from psyq.engine.trials.scoring import keyed_answers
+
+LEVELS5 = [0, 1, 2, 3, 4]
+REFERENCE = Path(__file__).parent / "data" / "grm_mirt_reference.json"
+
+
+@pytest.fixture(scope="module")
+def people() -> tuple[pd.DataFrame, dict[str, list[str]]]:
+    iri = psyq.load_instrument("iri")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")          # the notice that the codebook beside the file was read
+        answers = read_answers_csv("iri_briganti2018_keyed", iri, keyed=True)
+    subscales, problem = factor_structure(iri)
+    assert not problem
+    return keyed_answers(iri, answers), subscales
+
+
+def thresholds(fit: pd.DataFrame, prefix: str = "threshold_") -> np.ndarray:
+    return fit[[f"{prefix}{k}" for k in range(1, 5)]].to_numpy(dtype=float)
+
+
+def test_fit_of_the_people_equals_mirts(people):
+    """Checked against mirt 1.2.0 (PyPI), script bench/grm_vs_mirt.py: its EM fit (61 Gauss–Hermite
+    points, tolerance 1e-6 on the log-likelihood change) of each subscale of the 1,973 people. mirt
+    stops its EM a little short of the maximum (its log-likelihood is 3e-6 to 1.4e-5 below ours), so
+    an extreme threshold (FS b_1 = −5.42) is up to 1.5e-3 off; the rest agree to ~1e-4."""
+    reference = json.loads(REFERENCE.read_text())
+    assert reference["package"] == "mirt 1.2.0 (PyPI)" and reference["script"].startswith("bench/grm_vs_mirt.py")
+    data, subscales = people
+    assert set(reference["subscales"]) == set(subscales) == {"PT", "FS", "EC", "PD"}
+    for sub, theirs in reference["subscales"].items():
+        assert theirs["items"] == subscales[sub] and theirs["converged"]
+        # mirt bounds a to [0.1, 5] and b to [−6, 6]: none at a bound, so both solve the same problem
+        assert 0.1 < min(theirs["discrimination"]) and max(theirs["discrimination"]) < 5
+        assert np.max(np.abs(theirs["thresholds"])) < 6
+        fit = irt.graded_response_model(data, theirs["items"], LEVELS5, quadrature_points=reference["quadrature_points"])
+        assert fit["estimable"].all() and fit.attrs["converged"] and fit.attrs["max_abs_gradient"] < 1e-2
+        assert fit.attrs["method"] == "EM (Bock–Aitkin) then Newton–Raphson"
+        assert fit.attrs["log_likelihood"] == pytest.approx(theirs["log_likelihood"], abs=1e-3)
+        assert fit.attrs["log_likelihood"] >= theirs["log_likelihood"] - 1e-6        # at the maximum, not short
+        np.testing.assert_allclose(fit["discrimination"], theirs["discrimination"], atol=1e-3)
+        np.testing.assert_allclose(thresholds(fit), theirs["thresholds"], atol=1e-3, rtol=5e-4)
+        np.testing.assert_allclose(fit["se_discrimination"], theirs["se_discrimination"], atol=1e-3)
+        np.testing.assert_allclose(thresholds(fit, "se_threshold_"), theirs["se_thresholds"], atol=1e-3, rtol=5e-4)
+
+
+def noise_like(seed: int = 35, n: int = 3000, items: int = 7) -> pd.DataFrame:
+    """Answers as a small model gives them to a scale it does not read: independent noise, piled on two
+    of five options (B and C), E never chosen, every other item reverse keyed (4 − x), so that the
+    items correlate weakly and with mixed signs and a category is unused on every item."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for j in range(items):
+        raw = np.searchsorted([-1.6, 0.1, 1.5], rng.standard_normal(n) + rng.normal(0, 0.3))
+        out[f"i{j}"] = 4 - raw if j % 2 else raw
+    return pd.DataFrame(out)
+
+
+def test_noise_like_answers_are_not_estimable_early_and_say_why():
+    """No common factor: the slopes shrink towards 0 under EM; maximising on, Newton would crawl along a
+    flat ridge to a Heywood case (one slope past 10, its likelihood 50+ evaluations away). The fit stops
+    once EM stops gaining, in a few evaluations, with the reason on every item."""
+    data = noise_like()
+    r = np.corrcoef(data.to_numpy(dtype=float).T)[np.triu_indices(7, 1)]
+    assert (r > 0).any() and (r < 0).any() and np.abs(r).max() < 0.1
+    fit = irt.graded_response_model(data, list(data), LEVELS5)
+    assert not fit["estimable"].any() and fit["discrimination"].isna().all()
+    assert fit["note"].str.contains("not estimable: the slopes collapsed towards 0").all()
+    assert fit["note"].str.contains("levels never chosen").all()
+    assert fit.attrs["newton_iterations"] == 0 and fit.attrs["em_iterations"] <= 25
+    assert fit.attrs["likelihood_evaluations"] <= 26 and not fit.attrs["converged"]
+
+
+def test_a_slope_running_off_stops_the_fit():
+    """An item that splits the respondents on the others' total: its slope runs off while EM climbs;
+    the fit stops when it passes 10, not after Newton has chased it."""
+    rng = np.random.default_rng(4)
+    theta = rng.standard_normal(1500)
+    x = (1.5 * theta[:, None] + rng.logistic(size=(1500, 4)) > [-1.0, 0.0, 0.5, 1.0]).astype(int)
+    data = pd.DataFrame(x, columns=["q1", "q2", "q3", "q4"])
+    total = data.sum(axis=1)
+    data["step"] = (total > total.median()).astype(int)
+    fit = irt.graded_response_model(data, list(data), [0, 1])
+    assert not fit["estimable"].any()
+    assert fit["note"].str.contains("not estimable: the estimate ran off").all()
+    assert fit.attrs["newton_iterations"] == 0 and fit.attrs["likelihood_evaluations"] <= 30
+
+
+def test_identical_answer_patterns_are_counted_not_repeated():
+    """Every respondent twice: the same estimates, twice the log-likelihood, standard errors / √2 (the
+    patterns are fitted once, weighted by their counts)."""
+    rng = np.random.default_rng(8)
+    theta = rng.standard_normal(300)
+    x = (theta[:, None] * [1.0, 1.5, 2.0, 0.8] + rng.logistic(size=(300, 4)) > np.array([[-1], [0.5]])[:, None]).sum(0)
+    data = pd.DataFrame(x, columns=list("abcd"))
+    once = irt.graded_response_model(data, list(data), [0, 1, 2])
+    twice = irt.graded_response_model(pd.concat([data, data]), list(data), [0, 1, 2])
+    assert once["estimable"].all() and twice["estimable"].all()
+    assert twice.attrs["log_likelihood"] == pytest.approx(2 * once.attrs["log_likelihood"], rel=1e-10)
+    np.testing.assert_allclose(twice["discrimination"], once["discrimination"], atol=1e-6)
+    np.testing.assert_allclose(twice["se_discrimination"], once["se_discrimination"] / np.sqrt(2), rtol=1e-5)
+
+
+def test_analytic_hessian_equals_differenced_gradient():
+    """The Hessian of the marginal log-likelihood (standard errors, Newton steps) against central
+    differences of the analytic gradient, with missing answers and items of 2, 3 and 5 categories."""
+    rng = np.random.default_rng(1)
+    theta = rng.standard_normal(400)
+    x = (rng.random((400, 5, 1)) < 1 / (1 + np.exp(-np.linspace(0.8, 2, 5)[:, None] * (theta[:, None, None]
+                                                                                     - np.array([-1.5, -0.3, 0.6, 1.5]))))).sum(2)
+    x[:, 1] = np.minimum(x[:, 1], 2)
+    x[:, 3] = np.minimum(x[:, 3], 1)
+    x[rng.random(x.shape) < 0.1] = -1
+    n_categories = [int(x[:, j].max()) + 1 for j in range(5)]
+    model = irt._Grm(x, n_categories, 21)
+    natural = irt._start_values(x, n_categories) + rng.normal(0, 0.1, sum(n_categories))
+
+    def gradient(point: np.ndarray) -> np.ndarray:
+        eta = model.start(point)
+        return model.gradient(eta, model.e_step(eta)[2])
+
+    h = 1e-5
+    differenced = np.column_stack([(gradient(natural + h * e) - gradient(natural - h * e)) / (2 * h)
+                                   for e in np.eye(len(natural))])
+    eta = model.start(natural)
+    _, posterior, expected = model.e_step(eta)
+    np.testing.assert_allclose(model.hessian(eta, posterior, expected), differenced, atol=1e-5 * np.abs(differenced).max())
+
+
+def test_ordinal_regression_derivatives_and_warm_start():
+    """DIF's proportional-odds fits: the analytic gradient and Hessian against central differences, and
+    a fit started from the nested model's estimate ends where a cold start does."""
+    rng = np.random.default_rng(5)
+    score, group = rng.normal(size=600), (rng.random(600) < 0.5).astype(float)
+    y = np.searchsorted([-1.5, 0.0, 1.2, 2.5], 1.2 * score + 0.5 * group + rng.logistic(size=600))
+    exog = np.column_stack([score, group, score * group])
+    params = np.array([1.0, 0.2, -0.9, -2.0, 0.8, 0.3, -0.1])
+    _, grad, hess = irt._ordinal_terms(y, exog, params)
+    h = 1e-6
+    steps = np.eye(len(params)) * h
+    num_grad = [(irt._ordinal_terms(y, exog, params + e)[0] - irt._ordinal_terms(y, exog, params - e)[0]) / (2 * h)
+                for e in steps]
+    num_hess = np.column_stack([(irt._ordinal_terms(y, exog, params + e)[1] - irt._ordinal_terms(y, exog, params - e)[1])
+                                / (2 * h) for e in steps])
+    np.testing.assert_allclose(grad, num_grad, atol=1e-5)
+    np.testing.assert_allclose(hess, num_hess, atol=1e-5)
+    ll2, fit2 = irt._cumulative_logit(y, exog[:, :2])
+    warm, _ = irt._cumulative_logit(y, exog, start=np.append(fit2, 0.0))
+    cold, _ = irt._cumulative_logit(y, exog)
+    assert warm == pytest.approx(cold, abs=1e-9) and warm >= ll2
+
+
+def test_an_item_unrelated_to_the_others_is_said_to_barely_relate_not_to_separate():
+    """A rare answer given independently of the trait: its slope is flat, so b = −d / a runs past
+    10. The note names that cause, not near-perfect separation (which is a slope running off)."""
+    rng = np.random.default_rng(4)
+    theta = rng.standard_normal(2000)
+    data = pd.DataFrame({f"i{j}": (1.5 * theta + rng.logistic(size=2000) > [[-1.5], [0], [1.5]]).sum(axis=0)
+                         for j in range(5)})
+    data["rare"] = (rng.random(2000) < 0.03).astype(int)       # 3 % answer 1, whoever they are
+    fit = irt.graded_response_model(data, list(data), [0, 1, 2, 3]).set_index("item")
+    assert fit.loc[[f"i{j}" for j in range(5)], "estimable"].all()
+    assert not fit.loc["rare", "estimable"]
+    assert "barely relates to the others" in fit.loc["rare", "note"] and "separation" not in fit.loc["rare", "note"]
