@@ -23,28 +23,44 @@ folder (``psyq list`` shows them; :func:`psyq.engine.files.shipped.locate` says 
 This file is the package ``psyq`` itself: pyproject.toml maps ``psyq`` to the repository's root,
 so that ``engine/`` and ``analysis/`` stay where the project's layout puts them and install as
 ``psyq.engine`` and ``psyq.analysis``.
+
+``import psyq`` is light (the version and a table): each name of ``__all__`` is imported from its
+module the first time it is used (PEP 562, :mod:`psyq.engine.lazy`), so that ``psyq status`` or a
+script that only reads a study never loads the statistics stack (scipy.stats, statsmodels,
+pingouin, matplotlib). ``dir(psyq)`` lists them all.
+
+May import: every room of psyq.engine and psyq.analysis (on first use of a name, never at import).
 """
 
 from psyq.engine import __version__
-from psyq.engine.administer.run import administer
-from psyq.engine.design.instrument import Instrument, instrument_json_schema, load_instrument
-from psyq.engine.design.persona import BASELINE, Cohort, Persona, load_cohort, render_system_prompt
-from psyq.engine.design.study import Study, load_study
-from psyq.engine.files.errors import InputError, Problem, PsyqError
-from psyq.engine.results.export import export_table, wide_answers
-from psyq.analysis.scoring.human_answers import read_answers_csv
-from psyq.engine.store.run_dir import open_run_dir
-from psyq.engine.store.run_store import RunStore
-from psyq.engine.trials.scoring import keyed_answers, reverse_key, score, score_wide
-from psyq.analysis import (HumanData, build_sections, compare_samples, compare_with_humans, compare_with_norms,
-                           differential_item_functioning, distinguishability, factor_congruence,
-                           graded_response_model, group_matching, human_data, human_scores, invariance_verdicts,
-                           item_distributions, load_run_scores, match_twins, matching_warnings,
-                           measurement_invariance, model_effects, people_needed, polychoric, prediction_powered,
-                           relations, reliability_table, respondent_z, score_answers, score_humans, scorecard,
-                           spss_names, style_and_trait, subscale_correlations, target_loadings, test_information,
-                           test_retest_icc, tucker_phi, twin_agreement, twin_summary, twin_weights, wide_scores,
-                           write_report, write_scores)
+from psyq.engine.lazy import lazy_names
+
+# Where each name of the API lives. Nothing below is imported by `import psyq`: a name is imported
+# from its module the first time it is used (psyq.engine.lazy), so that the command line and a
+# script that only loads a study do not pay for the statistics stack (pandas, scipy.stats,
+# statsmodels, pingouin, matplotlib: seconds and hundreds of MB). psyq.analysis does the same.
+_EXPORTS = {
+    "psyq.engine.administer.run": ["administer"],
+    "psyq.engine.design.instrument": ["Instrument", "instrument_json_schema", "load_instrument"],
+    "psyq.engine.design.persona": ["BASELINE", "Cohort", "Persona", "load_cohort", "render_system_prompt"],
+    "psyq.engine.design.study": ["Study", "load_study"],
+    "psyq.engine.files.errors": ["InputError", "Problem", "PsyqError"],
+    "psyq.engine.results.export": ["export_table", "wide_answers"],
+    "psyq.analysis.scoring.human_answers": ["read_answers_csv"],
+    "psyq.engine.store.run_dir": ["open_run_dir"],
+    "psyq.engine.store.run_store": ["RunStore"],
+    "psyq.engine.trials.scoring": ["keyed_answers", "reverse_key", "score", "score_wide"],
+    "psyq.analysis": ["HumanData", "build_sections", "compare_samples", "compare_with_humans", "compare_with_norms",
+                      "differential_item_functioning", "distinguishability", "factor_congruence",
+                      "graded_response_model", "group_matching", "human_data", "human_scores", "invariance_verdicts",
+                      "item_distributions", "load_run_scores", "match_twins", "matching_warnings",
+                      "measurement_invariance", "model_effects", "people_needed", "polychoric", "prediction_powered",
+                      "relations", "reliability_table", "respondent_z", "score_answers", "score_humans", "scorecard",
+                      "spss_names", "style_and_trait", "subscale_correlations", "target_loadings", "test_information",
+                      "test_retest_icc", "tucker_phi", "twin_agreement", "twin_summary", "twin_weights", "wide_scores",
+                      "write_report", "write_scores"],
+}
+__getattr__, __dir__ = lazy_names(__name__, {name: module for module, names in _EXPORTS.items() for name in names})
 
 __all__ = [
     # design and administration

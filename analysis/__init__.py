@@ -36,36 +36,48 @@ Example (run from the repository root; `run_dir` is any run directory):
 Raw item answers of a cohort and of humans compare item by item and structurally
 (:mod:`psyq.analysis.statistics.validity`; item response theory and DIF in :mod:`psyq.analysis.statistics.irt`):
     >>> import pandas as pd
+    >>> from psyq.analysis import item_distributions
     >>> from psyq.analysis.scoring.human_answers import read_answers_csv
     >>> people = read_answers_csv("tests/data/mini_answers.csv", mini)
     >>> item_distributions(people, people, mini).query("group_by == 'all'")["tv"].tolist()
     [0.0, 0.0, 0.0, 0.0]
 
+The names above are imported on first use (PEP 562, :mod:`psyq.engine.lazy`): ``import
+psyq.analysis``, and reading a run with :mod:`psyq.analysis.scoring`, do not load the statistics'
+stack (scipy.stats, statsmodels, pingouin, matplotlib, scikit-learn); ``dir()`` lists them all.
+
 May import: psyq.engine's files, store, trials, kinds, design, results and judging rooms (reading
-runs, never sending: not administer, cli, backends or importers).
+runs, never sending: not administer, cli, backends or importers), and psyq.engine.lazy.
 """
 
-from psyq.analysis.scoring.human_data import HumanData, human_data
-from psyq.analysis.scoring.score_table import spss_names, wide_scores, write_scores
-from psyq.analysis.scoring.scores import human_scores, load_run_scores, score_answers, score_humans
-from psyq.analysis.statistics.distinguishability import distinguishability
-from psyq.analysis.statistics.effects import model_effects
-from psyq.analysis.statistics.human_comparison import compare_samples, compare_with_humans, tucker_phi
-from psyq.analysis.statistics.invariance import measurement_invariance
-from psyq.analysis.statistics.irt import differential_item_functioning, graded_response_model, test_information
-from psyq.analysis.statistics.norms import compare_with_norms, group_matching, respondent_z
-from psyq.analysis.statistics.polychoric import polychoric
-from psyq.analysis.statistics.prediction_powered import people_needed, prediction_powered
-from psyq.analysis.statistics.relations import relations
-from psyq.analysis.statistics.reliability import reliability_table, test_retest_icc
-from psyq.analysis.statistics.scorecard import scorecard
-from psyq.analysis.statistics.style_trait import style_and_trait
-from psyq.analysis.statistics.twins import match_twins, twin_agreement, twin_summary
-from psyq.analysis.statistics.validity import (factor_congruence, item_distributions, subscale_correlations,
-                                               target_loadings)
-from psyq.analysis.statistics.weighting import twin_weights
-from psyq.analysis.report import build_sections, write_report
-from psyq.analysis.report.readings import invariance_verdicts, matching_warnings
+from psyq.engine.lazy import lazy_names
+
+# Where each name lives; imported on first use (psyq.engine.lazy), so that `import psyq.analysis` (and
+# reading a run with psyq.analysis.scoring) does not load scipy.stats, statsmodels, pingouin and matplotlib.
+_EXPORTS = {
+    "psyq.analysis.scoring.human_data": ["HumanData", "human_data"],
+    "psyq.analysis.scoring.score_table": ["spss_names", "wide_scores", "write_scores"],
+    "psyq.analysis.scoring.scores": ["human_scores", "load_run_scores", "score_answers", "score_humans"],
+    "psyq.analysis.statistics.distinguishability": ["distinguishability"],
+    "psyq.analysis.statistics.effects": ["model_effects"],
+    "psyq.analysis.statistics.human_comparison": ["compare_samples", "compare_with_humans", "tucker_phi"],
+    "psyq.analysis.statistics.invariance": ["measurement_invariance"],
+    "psyq.analysis.statistics.irt": ["differential_item_functioning", "graded_response_model", "test_information"],
+    "psyq.analysis.statistics.norms": ["compare_with_norms", "group_matching", "respondent_z"],
+    "psyq.analysis.statistics.polychoric": ["polychoric"],
+    "psyq.analysis.statistics.prediction_powered": ["people_needed", "prediction_powered"],
+    "psyq.analysis.statistics.relations": ["relations"],
+    "psyq.analysis.statistics.reliability": ["reliability_table", "test_retest_icc"],
+    "psyq.analysis.statistics.scorecard": ["scorecard"],
+    "psyq.analysis.statistics.style_trait": ["style_and_trait"],
+    "psyq.analysis.statistics.twins": ["match_twins", "twin_agreement", "twin_summary"],
+    "psyq.analysis.statistics.validity": ["factor_congruence", "item_distributions", "subscale_correlations",
+                                          "target_loadings"],
+    "psyq.analysis.statistics.weighting": ["twin_weights"],
+    "psyq.analysis.report": ["build_sections", "write_report"],
+    "psyq.analysis.report.readings": ["invariance_verdicts", "matching_warnings"],
+}
+__getattr__, __dir__ = lazy_names(__name__, {name: module for module, names in _EXPORTS.items() for name in names})
 
 __all__ = [
     "HumanData", "build_sections", "compare_samples", "compare_with_humans", "compare_with_norms",

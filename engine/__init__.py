@@ -17,7 +17,8 @@ Instrument + Cohort + Backend -> administer -> Responses -> score -> compare wit
 - ``cli/``        the psyq command, one module per command group
 
 A set of plug-ins (the backend kinds, the item kinds, the importers) is a ``Registry`` of
-``registry.py``, filled by its room's ``__init__.py``.
+``registry.py``, filled by its room's ``__init__.py``. A package that re-exports names from heavy
+modules (``psyq``, ``psyq.analysis``) imports them on first use with ``lazy.py``.
 
 Imports point one way, down this list: a room may import the rooms above it here and never the
 ones below (tests/test_kinds.py checks it). ``psyq.analysis`` reads files, store, trials, kinds,

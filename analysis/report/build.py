@@ -181,7 +181,7 @@ def write_report(run_path: str | Path, out_dir: str | Path | None = None, *,
                                        estimator=estimator, warn=warn)
     out = Path(out_dir or run_path)
     out.mkdir(parents=True, exist_ok=True)
-    text = " ".join([methods_text(run_path, table), *(s.methods for s in sections if s.methods)])
+    text = " ".join([methods.methods_text(run_path, table), *(s.methods for s in sections if s.methods)])
     (out / TABLE_DIR).mkdir(exist_ok=True)
     for name, (_, frame) in zip(table_files(sections), (t for s in sections for t in s.tables)):
         full_frame(frame).to_csv(out / name, index=False)
@@ -191,13 +191,3 @@ def write_report(run_path: str | Path, out_dir: str | Path | None = None, *,
     (out / "methods.md").write_text(text + "\n", encoding="utf-8")
     return html_path, md_path
 
-
-def methods_text(run_path: str | Path, table: pd.DataFrame | None = None) -> str:
-    """The methods paragraph of a run (:func:`psyq.analysis.report.methods.methods_paragraph`), from its
-    manifest, copied study and instruments, cohort file (when it is still where the run read it,
-    unchanged) and answers (`table`: the run's exported answers when already read)."""
-    if is_imported_run(run_path):
-        return ("The scores were imported, not collected by psyq (no request was made); see the Study section for "
-                "the file(s) they were read from and how.")
-    run = open_run_dir(run_path)
-    return methods.methods_paragraph(methods.run_facts(run, table))

@@ -3,7 +3,8 @@
 :func:`run_facts` gathers the facts (I/O: the run's manifest, copied study and instruments, its
 answers, and the cohort file when it is still where the run read it and unchanged);
 :func:`methods_paragraph` turns them into text (pure). Nothing is invented: a fact the run does
-not record is left out or marked ``[fill in: ...]``.
+not record is left out or marked ``[fill in: ...]``. :func:`methods_text` does both for a run's folder
+(the report's methods and ``psyq view``'s methods page, which imports this module only, not the sections).
 
 Example (`run_dir`: a run of the toy instrument tests/data/mini_1to7.yaml):
     >>> from psyq.engine.store.run_dir import open_run_dir
@@ -23,9 +24,10 @@ import pandas as pd
 
 from psyq.engine.files.errors import InputError
 from psyq.engine.results.export import export_table, run_instruments
+from psyq.engine.results.imported_run import is_imported_run
 from psyq.engine.results.runs import served_by_psyq
 from psyq.engine.design.instrument import Instrument
-from psyq.engine.store.run_dir import RunDir, manifest_file_paths
+from psyq.engine.store.run_dir import RunDir, manifest_file_paths, open_run_dir
 from psyq.engine.files.yamlfile import load_yaml
 
 from psyq.analysis.scoring.scores import persona_columns, score_answers
@@ -318,3 +320,14 @@ def methods_paragraph(facts: RunFacts) -> str:
     return " ".join([backends_sentence(facts.manifest), _cohort_sentence(facts),
                      _instrument_sentence(facts.instruments),
                      _protocol_sentence(facts.manifest, facts.repeats_done), _exclusion_sentence(facts)])
+
+
+def methods_text(run_path: str | Path, table: pd.DataFrame | None = None) -> str:
+    """The methods paragraph of a run (:func:`methods_paragraph`), from its manifest, copied study and
+    instruments, cohort file (when it is still where the run read it, unchanged) and answers (`table`:
+    the run's exported answers when already read)."""
+    if is_imported_run(run_path):
+        return ("The scores were imported, not collected by psyq (no request was made); see the Study section for "
+                "the file(s) they were read from and how.")
+    run = open_run_dir(run_path)
+    return methods_paragraph(run_facts(run, table))

@@ -17,6 +17,14 @@ Exit codes (also in ``psyq --help``):
   key or model at once, else the fifth identical refusal); its words and, where known, the fix;
 - 130: interrupted (Ctrl-C or SIGTERM); every answer received is stored.
 
+Start-up is part of the interface (``psyq status`` is typed many times a day): a command module
+imports at its top only what building the parser needs, and each command imports what it uses
+inside its handler; the parser gets only the chosen command's arguments (:func:`build_parser`).
+So ``psyq --version``, ``--help``, ``status`` and ``runs`` import neither pandas nor the backends,
+and no light command (those, ``list``, ``plan``, ``view``) imports the statistics (scipy.stats,
+statsmodels, pingouin, matplotlib): tests/test_startup_imports.py checks it, bench/startup.py
+measures it.
+
 May import: every room, and psyq.analysis (the command line is the outer edge that drives both).
 """
 
@@ -41,12 +49,17 @@ _ALL = {**starting.COMMANDS, **files.COMMANDS, **administering.COMMANDS, **resul
 COMMANDS = {name: _ALL[name] for name in ORDER}
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The psyq command's parser: one sub-command per entry of COMMANDS.
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The psyq command's parser: one sub-command per entry of COMMANDS. With `command`, only that
+    sub-command gets its arguments (the others are named, with their help, for ``psyq --help``), so
+    that a command does not import what the other commands' options need (``psyq import``'s
+    formats load the importers); ``""``: none does (``psyq --version``, ``psyq --help``).
 
     Example:
         >>> build_parser().parse_args(["validate", "studies"]).paths
         ['studies']
+        >>> build_parser("status").parse_args(["status", "runs/s"]).run
+        'runs/s'
     """
     parser = argparse.ArgumentParser(
         prog="psyq",
@@ -56,10 +69,23 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"psyq {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (_, help_, arguments) in COMMANDS.items():
-        arguments(sub.add_parser(name, help=help_, description=help_,
-                                 epilog=EXIT_CODES_HELP if name == "run" else PLAN_HELP if name == "plan" else None,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter))
+        subparser = sub.add_parser(name, help=help_, description=help_,
+                                   epilog=EXIT_CODES_HELP if name == "run" else PLAN_HELP if name == "plan" else None,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+        if command is None or name == command:
+            arguments(subparser)
     return parser
+
+
+def chosen_command(argv: list[str]) -> str:
+    """The command `argv` names: its first word that is not an option (psyq's own options take no
+    value), or "" when there is none.
+
+    Example:
+        >>> chosen_command(["--version"]), chosen_command(["status", "runs/s"]), chosen_command([])
+        ('', 'status', '')
+    """
+    return next((word for word in argv if not word.startswith("-")), "")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -71,7 +97,9 @@ def main(argv: list[str] | None = None) -> int:
         0
     """
     try:
-        args = build_parser().parse_args(argv)
+        argv = sys.argv[1:] if argv is None else list(argv)
+        # Only the chosen command's arguments are built: `psyq status` need not import the importers.
+        args = build_parser(chosen_command(argv)).parse_args(argv)
         handler = COMMANDS[args.command][0]
         print_notices_to_stderr()   # what a reader did otherwise than written is said: "note: file:line: ..."
         try:

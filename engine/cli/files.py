@@ -9,8 +9,6 @@ from pathlib import Path
 
 from psyq.engine.cli.common import EXIT_OK, prorated_summary
 from psyq.engine.files.errors import InputError
-from psyq.analysis.scoring.human_answers import read_answers_csv
-from psyq.engine.design.instrument import instrument_json_schema, load_instrument
 from psyq.engine.files.shipped import locate
 from psyq.engine.files.yamlfile import load_yaml
 
@@ -60,6 +58,7 @@ def load_any(path: Path) -> object:
     from psyq.engine.design.situations import load_situations
     from psyq.engine.design.study import load_study
     from psyq.engine.files.codebook import load_codebook
+    from psyq.engine.design.instrument import load_instrument
     kind_formats = {name: load for kind in all_kinds() for name, load in kind.file_formats().items()}
     loaders = {"instrument/1": load_instrument, "cohort/1": load_cohort, "study/1": load_study,
                **kind_formats, "rubric/1": load_rubric,
@@ -111,6 +110,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_schema(args: argparse.Namespace) -> int:
     if args.format == "instrument":
+        from psyq.engine.design.instrument import instrument_json_schema
         schema = instrument_json_schema()
     elif args.format == "cohort":
         from psyq.engine.design.persona import cohort_json_schema
@@ -136,7 +136,8 @@ def cmd_score(args: argparse.Namespace) -> int:
     from psyq.analysis.scoring.score_table import wide_scores, write_scores
     from psyq.analysis.scoring.scores import human_scores
 
-    from psyq.analysis.scoring.human_answers import keying_check, keying_warning
+    from psyq.analysis.scoring.human_answers import keying_check, keying_warning, read_answers_csv
+    from psyq.engine.design.instrument import load_instrument
 
     instrument = load_instrument(args.instrument)
     answers = read_answers_csv(args.responses, instrument, keyed=True if args.keyed else None,

@@ -65,6 +65,10 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def _batch_lines(store) -> list[str]:
+    # Only a run in batch mode has a batches table: the batch module (it imports every backend) is
+    # loaded for those runs only, so that `psyq status` stays quick.
+    if not store.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'batches'").fetchone():
+        return []
     from psyq.engine.administer.batch import batch_status_lines
 
     return batch_status_lines(store)

@@ -13,7 +13,6 @@ from psyq.engine.cli.common import EXIT_OK
 from psyq.engine.files.errors import InputError, Problem
 from psyq.engine.files.notices import InputNotice
 from psyq.engine.files.shipped import KINDS, ROOT, locate, shipped_name
-from psyq.engine.files.validation import raise_problems
 from psyq.engine.files.yamlfile import load_yaml
 
 
@@ -250,6 +249,8 @@ def init_study_folder(folder: str | Path, study: str = "quickstart") -> list[Pat
         raise InputError.single(str(cohort_file), "the study and its cohort have the same file name; copy them by hand")
     if folder.exists() and not folder.is_dir():
         raise InputError.single(str(folder), "this is a file, not a folder; psyq init changed nothing")
+    from psyq.engine.files.validation import raise_problems   # pydantic: not for `psyq --version`
+
     existing = [p for p in files if p.exists() or p.is_symlink()]
     raise_problems([Problem(str(p), None, None, "", "exists already; psyq init changed nothing (choose another "
                                                      "folder, or move the file)") for p in existing])

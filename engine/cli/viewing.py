@@ -9,10 +9,17 @@ from pathlib import Path
 from psyq.engine.cli.common import EXIT_BAD_INPUT, EXIT_OK
 
 
+def methods_text(run_path: Path) -> str:
+    """The methods paragraph of a run, for the viewer's methods page. It is written by psyq.analysis,
+    which the view room may not import: the command line, which may import both, hands the viewer
+    this function, which imports the paragraph's writer (pandas, the run's scoring) on the first
+    page that asks, not when the viewer starts."""
+    from psyq.analysis.report.methods import methods_text as write_methods
+
+    return write_methods(run_path)
+
+
 def cmd_view(args: argparse.Namespace) -> int:
-    # The methods paragraph is written by psyq.analysis, which the view room may not import: the
-    # command line, which may import both, hands the viewer the function that writes it.
-    from psyq.analysis.report import methods_text
     from psyq.engine.results.runs import find_run_dirs
     from psyq.engine.view.server import ViewServer, is_loopback
 

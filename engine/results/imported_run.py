@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from psyq.engine.files.errors import InputError, Problem
+
+if TYPE_CHECKING:   # pandas is imported where scores are read: `psyq status` asks is_imported_run only
+    import pandas as pd
 
 MANIFEST = "imported.json"
 SCORES = "stage_scores.csv"
@@ -54,6 +55,7 @@ def write_imported_run(out_dir: str | Path, scores: pd.DataFrame, manifest: dict
 
     Example:
         >>> import tempfile
+        >>> import pandas as pd
         >>> frame = pd.DataFrame([dict.fromkeys(COLUMNS, 0)])
         >>> is_imported_run(write_imported_run(tempfile.mkdtemp(), frame, {"imported_from": ["f.csv"]}))
         True
@@ -73,6 +75,7 @@ def read_imported_run(path: str | Path) -> tuple[dict[str, Any], pd.DataFrame]:
 
     Example:
         >>> import tempfile
+        >>> import pandas as pd
         >>> folder = write_imported_run(tempfile.mkdtemp(), pd.DataFrame([dict.fromkeys(COLUMNS, 1)]), {})
         >>> manifest, scores = read_imported_run(folder)
         >>> manifest["requests_made"], len(scores)
@@ -90,6 +93,8 @@ def read_imported_run(path: str | Path) -> tuple[dict[str, Any], pd.DataFrame]:
     scores_path = folder / SCORES
     if not scores_path.is_file():
         raise InputError.single(str(scores_path), "missing: an imported run keeps its scores here")
+    import pandas as pd
+
     # Only the numeric columns may be empty; "NA" is a subscale name (negative affect), never missing.
     scores = pd.read_csv(scores_path, keep_default_na=False, na_values={"score": [""], "n_answered": [""]},
                          dtype={"backend_id": str, "respondent_id": str, "situation_id": str, "emotion": str,
