@@ -28,7 +28,7 @@ from psyq.engine.files.csvfile import read_csv_table
 from psyq.engine.files.codebook import WEIGHT_COLUMN
 from psyq.engine.files.errors import InputError, Problem
 from psyq.engine.files.notices import notify
-from psyq.engine.files.shipped import locate
+from psyq.engine.files.shipped import is_name, locate
 from psyq.engine.design.instrument import Instrument
 from psyq.engine.trials.scoring import keyed_answers
 
@@ -70,12 +70,15 @@ def read_answers_csv(path: str | Path, instrument: Instrument, keyed: bool | Non
     from psyq.engine.files.codebook import (Codebook, codebook_beside, codebook_hint, load_codebook,
                                               plan_columns, resolve_keyed)
 
+    named = is_name(path)      # a shipped file's name, not a path
     path = locate(path, "human data")
     file = str(path)
     book = codebook if isinstance(codebook, Codebook) or codebook is None else load_codebook(codebook)
     if book is None and discover and (found := codebook_beside(path)) is not None:
         book = load_codebook(found)
-        notify(Problem(file, None, None, "", f"read with the codebook {found} found beside it: {book.describe()}"))
+        # A shipped file is shown as the user named it, not by its place in the installation.
+        shown = (f"{path.name} (shipped)", found.name) if named else (file, found)
+        notify(Problem(shown[0], None, None, "", f"read with the codebook {shown[1]} found beside it: {book.describe()}"))
     keyed = resolve_keyed(book, keyed)
     item_ids = [item.id for item in instrument.rating_items]
     # Shape checked before any value is read (psyq.engine.files.csvfile): no row is shifted into other columns.
