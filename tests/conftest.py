@@ -2,6 +2,7 @@
 of the 1,973 people of Briganti et al. (2018) shipped with psyq, as fixtures (a module's own
 fixture of the same name takes precedence)."""
 
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -26,3 +27,37 @@ def people(iri):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")        # the notice that the codebook beside the CSV was used
         return psyq.human_data({"iri": "iri_briganti2018_keyed"})["iri"].answers(iri)
+
+
+# The suite runs in two workers (pyproject.toml: -n 2). A `slow` test drives the real local model,
+# whose llama-server uses both cores and slows down many times over when anything else runs beside
+# it (seen here: a 250-token prompt 30× slower beside a second worker). So a slow test runs alone:
+# it holds an exclusive lock shared by the workers, every other test a shared one. A waiting slow
+# test first takes the turnstile, so that the other worker's next test waits behind it instead of
+# keeping the shared lock busy for ever.
+def _lock_file(name: str):
+    import tempfile
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    return None if run is None else open(Path(tempfile.gettempdir()) / f"psyq-tests-{run}.{name}", "a+")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    import fcntl
+    cpu, turnstile = _lock_file("cpu"), _lock_file("turnstile")
+    if cpu is None:                                  # one process: nothing runs beside this test
+        yield
+        return
+    alone = item.get_closest_marker("slow") is not None
+    with cpu, turnstile:
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        if alone:
+            fcntl.flock(cpu, fcntl.LOCK_EX)
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+        else:
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+            fcntl.flock(cpu, fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(cpu, fcntl.LOCK_UN)
