@@ -46,7 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from common import PYTHON, median, save_results, table  # noqa: E402
+from common import PYTHON, median, save_results, stop_process, table  # noqa: E402
 
 PSYQ = str(Path(PYTHON).with_name("psyq"))
 TIME = "/usr/bin/time" if Path("/usr/bin/time").exists() else None   # GNU time: the child's own peak RSS
@@ -110,12 +110,7 @@ def measure_view(argv: list[str], cwd: Path, run_rel: str) -> dict[str, Any]:
         fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
         cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")   # utime + stime
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process)
     return {"seconds": ready, "pages_seconds": served, "cpu_seconds": cpu, "maxrss_mb": hwm}
 
 
