@@ -69,3 +69,33 @@ def test_a_good_file_reaches_the_sections_read_once(run, tmp_path, watched, monk
     assert recorder.calls == 1 and len(exports) == 1
     assert reads == ["mini"]                                    # read before the export, never again
     assert "Comparison with human data" in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_the_command_line_says_a_bad_file_before_it_imports_the_report(run, tmp_path):
+    """`psyq report` checks the people's answers to the run's questionnaires before it imports the
+    report and its statistics (seconds of imports): a bad file is said at once. Probed in a fresh
+    interpreter: after the error, neither the report's builder nor scipy.stats has been imported."""
+    import subprocess
+    import sys
+
+    bad = people_file(tmp_path, "2,3,9,1")
+    probe = ("import sys; from psyq.engine.cli import main; "
+             f"code = main(['report', {str(run)!r}, '--human', 'mini={bad}', '--out', {str(tmp_path / 'out')!r}]); "
+             "print(code, 'psyq.analysis.report.build' in sys.modules, 'scipy.stats' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == ["2", "False", "False"], (out.stdout, out.stderr)
+    assert f"{bad}:4:" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_a_good_file_is_read_once_from_the_command_line(run, tmp_path, monkeypatch):
+    """Checked before the report is imported, then given to it: the file is read from disk once."""
+    from psyq.analysis.scoring import human_data as human_data_module
+
+    reads = []
+    real = human_data_module.read_answers_csv
+    monkeypatch.setattr(human_data_module, "read_answers_csv",
+                        lambda path, *a, **k: reads.append(str(path)) or real(path, *a, **k))
+    good = people_file(tmp_path, "2,3,4,1")
+    assert main(["report", str(run), "--human", f"mini={good}", "--out", str(tmp_path / "out")]) == 0
+    assert reads == [str(good)]
+    assert "Comparison with human data" in (tmp_path / "out" / "report.md").read_text()

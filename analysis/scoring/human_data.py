@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -63,16 +63,27 @@ class HumanData:
     retest: Path | None = None
     retest_keyed: bool = False
 
+    # What was read, per file and instrument: `psyq report` checks the people's files before it
+    # imports the report, and the report then reads them from here, not from disk again.
+    _read: list = field(default_factory=list, init=False, repr=False, compare=False)
+
     def answers(self, instrument: Instrument) -> pd.DataFrame:
         """The people's item answers, respondent × item (keyed as declared, through the codebook)."""
-        return read_answers_csv(self.file, instrument, keyed=True if self.keyed else None, codebook=self.codebook)
+        return self._once(self.file, instrument, self.keyed)
 
     def retest_answers(self, instrument: Instrument) -> pd.DataFrame | None:
         """The second administration's answers (same codebook), or None when there is none."""
         if self.retest is None:
             return None
-        return read_answers_csv(self.retest, instrument, keyed=True if self.retest_keyed else None,
-                                codebook=self.codebook)
+        return self._once(self.retest, instrument, self.retest_keyed)
+
+    def _once(self, file: Path, instrument: Instrument, keyed: bool) -> pd.DataFrame:
+        for read_file, read_instrument, frame in self._read:
+            if read_file == file and read_instrument == instrument:
+                return frame.copy()
+        frame = read_answers_csv(file, instrument, keyed=True if keyed else None, codebook=self.codebook)
+        self._read.append((file, instrument, frame))
+        return frame.copy()
 
 
 def input_file(path: str | Path, option: str) -> Path:

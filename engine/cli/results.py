@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from psyq.engine.cli.common import EXIT_OK, RUN_HELP, chosen_run, prorated_summary
 from psyq.engine.files.errors import InputError
+
+if TYPE_CHECKING:
+    from psyq.analysis.scoring.human_data import HumanData
 
 
 def _usage_lines(run, manifest: dict, prices_file: str | None) -> list[str]:
@@ -176,7 +181,6 @@ def _id_paths(specs: list[str] | None, option: str) -> dict[str, str]:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from psyq.analysis.report import write_report
     from psyq.analysis.scoring.human_data import human_data, input_file
 
     norm_samples = [s.strip() for s in args.norms.split(",") if s.strip()] if args.norms else None
@@ -201,13 +205,42 @@ def cmd_report(args: argparse.Namespace) -> int:
         run = chosen_run(args.run)
     except InputError as exc:
         problems[:0] = exc.problems
+    if not problems and people:
+        problems.extend(_questionnaire_problems(run, people))
     if problems:
         raise InputError(problems)
+    from psyq.analysis.report import write_report      # the statistics stack: seconds, so after the checks
+
     html_path, md_path = write_report(run, args.out, people=people, targets=targets, human_change=human_change,
                                       norm_samples=norm_samples, bound=args.bound, correction=args.correction,
                                       estimator=args.estimator, warn=lambda m: print(f"warning: {m}", file=sys.stderr))
     print(f"report -> {html_path}\nsummary -> {md_path}")
     return EXIT_OK
+
+
+def _questionnaire_problems(run: Path, people: Mapping[str, HumanData]) -> list:
+    """What is wrong in the people's answers to the run's questionnaires, read before the report's
+    statistics are imported (which takes seconds): a bad file is said at once. The report reuses what
+    was read (HumanData keeps it). A file for an instrument with items of other kinds (e.g. perceiver
+    ratings of vignettes) is left to the report, whose sections route it by kind."""
+    from psyq.engine.results.export import run_instruments
+    from psyq.engine.store.run_dir import open_run_dir
+
+    try:
+        instruments = run_instruments(open_run_dir(run))
+    except InputError:
+        return []           # not a run psyq administered (e.g. imported scores): the report says so
+    problems = []
+    for inst_id, data in people.items():
+        instrument = instruments.get(inst_id)
+        if instrument is None or not instrument.items or any(i.kind != "rating" for i in instrument.items):
+            continue
+        for read in (data.answers, data.retest_answers):
+            try:
+                read(instrument)
+            except InputError as exc:
+                problems.extend(exc.problems)
+    return problems
 
 
 def _arguments_status(p: argparse.ArgumentParser) -> None:
