@@ -222,7 +222,7 @@ def _questionnaire_problems(run: Path, people: Mapping[str, HumanData]) -> list:
     """What is wrong in the people's answers to the run's questionnaires, read before the report's
     statistics are imported (which takes seconds): a bad file is said at once. The report reuses what
     was read (HumanData keeps it). A file for an instrument with items of other kinds (e.g. perceiver
-    ratings of vignettes) is left to the report, whose sections route it by kind."""
+    ratings) is left to the report, whose sections route it by kind."""
     from psyq.engine.results.export import run_instruments
     from psyq.engine.store.run_dir import open_run_dir
 
