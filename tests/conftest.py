@@ -29,10 +29,10 @@ def people(iri):
         return psyq.human_data({"iri": "iri_briganti2018_keyed"})["iri"].answers(iri)
 
 
-# The suite runs in two workers (pyproject.toml: -n 2). A `slow` test drives the real local model,
-# whose llama-server uses both cores and slows down many times over when anything else runs beside
-# it (seen here: a 250-token prompt 30× slower beside a second worker). So a slow test runs alone:
-# it holds an exclusive lock shared by the workers, every other test a shared one. A waiting slow
+# The suite runs in two workers (pyproject.toml: -n 2). A `local_model` test drives the real local
+# model, whose llama-server uses both cores and slows down many times over when anything else runs beside
+# it (seen here: a 250-token prompt 30× slower beside a second worker). So such a test runs alone:
+# it holds an exclusive lock shared by the workers, every other test a shared one. A waiting local_model
 # test first takes the turnstile, so that the other worker's next test waits behind it instead of
 # keeping the shared lock busy for ever.
 def _lock_file(name: str):
@@ -48,7 +48,7 @@ def pytest_runtest_protocol(item, nextitem):
     if cpu is None:                                  # one process: nothing runs beside this test
         yield
         return
-    alone = item.get_closest_marker("slow") is not None
+    alone = item.get_closest_marker("local_model") is not None
     with cpu, turnstile:
         fcntl.flock(turnstile, fcntl.LOCK_EX)
         if alone:

@@ -51,6 +51,11 @@ whether asked or not, one entry broken: token null, logprob Infinity, NaN or 1e3
 followed by 40,000 spaces and letters), ``huge_body`` (a 5 MiB body), ``empty_body`` (200
 with no body), ``no_choices`` (``{"choices": []}``), ``message_string`` (message is a
 string), ``nested_body`` (the whole body 5,000 arrays deep).
+Logprobs (an OpenAI request with ``logprobs: true``): the reply's one content token is the most
+probable token of the next-token distribution, with the ``top_logprobs`` most probable
+alternatives as OpenAI documents them (``choices[0].logprobs.content[0].top_logprobs``). The
+distribution is :data:`LOGPROB_DISTRIBUTION` for every request, or ``distribution(body)`` when a
+``distribution`` callback is given (pairs of token and probability, most probable first).
 ``latency_s`` is applied to every POST before it is answered (whatever the outcome).
 The record (``requests`` and the record file) is written when the outcome is decided,
 before any latency or hang, so a request the client gave up on is still counted.
@@ -206,7 +211,7 @@ HUGE_BODY_BYTES = 5 * 2**20          # over psyq's 4 MiB cap on a reply body
 NESTING = 5_000                      # brackets deep
 
 # Fixed next-token distribution for logprobs requests, sorted by probability
-# (ties keep this order).  The answer text in a logprobs request is its top digit.
+# (ties keep this order), unless a `distribution` callback gives one per request.
 LOGPROB_DISTRIBUTION: tuple[tuple[str, float], ...] = (
     ("3", 0.30),
     ("4", 0.25),
@@ -215,7 +220,6 @@ LOGPROB_DISTRIBUTION: tuple[tuple[str, float], ...] = (
     (" The", 0.10),
     ("I", 0.05),
 )
-LOGPROB_ANSWER = "3"
 
 CHAT_PATH = "/v1/chat/completions"
 MESSAGES_PATH = "/v1/messages"
@@ -699,7 +703,7 @@ class _Handler(BaseHTTPRequestHandler):
         want_logprobs = (not anthropic) and bool(body.get("logprobs"))
         if outcome in ("ok", "timeout"):
             if want_logprobs:
-                text = LOGPROB_ANSWER
+                text = stub.distribution(body)[0][0]
             else:
                 try:
                     text = str(stub.answer(body))
@@ -798,7 +802,8 @@ class StubServer:
                  record: str | Path | None = None, port: int = 0, host: str = "127.0.0.1",
                  pathological_every: int | None = None,
                  pathological_kinds: Sequence[str] = PATHOLOGICAL_KINDS, tokenizer: bool = False,
-                 prompt_cache: str | None = None):
+                 prompt_cache: str | None = None,
+                 distribution: Callable[[dict], Sequence[tuple[str, float]]] | None = None):
         if not 0.0 <= fault_rate <= 1.0:
             raise ValueError("fault_rate must be within [0, 1]")
         if fault_rate > 0 and not fault_kinds:
@@ -806,6 +811,7 @@ class StubServer:
         if rpm_limit is not None and rpm_limit < 1:
             raise ValueError("rpm_limit must be >= 1 or None")
         self.answer: Callable[[dict], str] = answer or default_answer
+        self.distribution = distribution or (lambda body: LOGPROB_DISTRIBUTION)
         self._initial_faults = [_check_kind(k) for k in (faults or [])]
         self.fault_rate = float(fault_rate)
         self.fault_kinds = tuple(_check_kind(k) for k in fault_kinds)
@@ -1039,9 +1045,10 @@ class StubServer:
                 k = max(0, int(k))
             except (TypeError, ValueError):
                 k = 0
-            top = [_logprob_entry(tok, p) for tok, p in LOGPROB_DISTRIBUTION[:k]]
+            distribution = list(self.distribution(body))
+            top = [_logprob_entry(tok, p) for tok, p in distribution[:k]]
             first = text.split()[0] if text.split() else text
-            p_first = dict(LOGPROB_DISTRIBUTION).get(first, 0.01)
+            p_first = dict(distribution).get(first, 0.01)
             entry = _logprob_entry(first, p_first)
             entry["top_logprobs"] = top
             logprobs = {"content": [entry], "refusal": None}

@@ -21,7 +21,7 @@ from psyq.engine.administer.run import administer
 from psyq.engine.design.study import load_study
 
 ROOT = Path(__file__).resolve().parents[1]
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.local_model]
 
 
 def _with_placeholder_texts(tmp: Path, instrument: str) -> Path:
@@ -42,7 +42,7 @@ def _with_placeholder_texts(tmp: Path, instrument: str) -> Path:
 
 def _study(tmp: Path, instrument: str, answer: str, personas: list[dict]) -> Path:
     (tmp / "cohort.yaml").write_text(yaml.safe_dump(
-        {"psyq": "cohort/1", "id": "c", "include_baseline": True, "personas": personas}))
+        {"psyq": "cohort/1", "id": "c", "include_baseline": False, "personas": personas}))
     path = tmp / f"study_{answer}.yaml"
     path.write_text(yaml.safe_dump({
         "psyq": "study/1", "id": f"local_{answer}", "instruments": [str(_with_placeholder_texts(tmp, instrument))],
@@ -63,8 +63,8 @@ def test_local_model_answers_every_trial_or_says_why(built, tmp_path, instrument
     study = load_study(_study(tmp_path, instrument, answer, personas))
     result = asyncio.run(administer(study, tmp_path / "runs", log=print))
     n_items = len(study.instruments[0].items)
-    # 1 persona + the baseline respondent, one trial per item.
-    assert result.planned == 2 * n_items
+    # 1 persona (no baseline: each trial costs the machine about a second), one trial per item.
+    assert result.planned == n_items
     assert sum(result.counts.values()) == result.planned and "failed" not in result.counts
     with sqlite3.connect(result.run_dir.database) as db:
         rows = db.execute("SELECT a.status, a.value, a.reason, t.raw_text, a.distribution "
@@ -100,19 +100,19 @@ def test_local_model_answers_leas_scenes_and_they_are_scored(built, tmp_path):
     path = _study(tmp_path, "tests/data/mini_scenes.yaml", "json", personas)
     study = load_study(path)
     result = asyncio.run(administer(study, tmp_path / "runs", log=print))
-    # 3 scenes × (1 persona + baseline) = 6 trials, each with a self and an other answer.
-    assert result.planned == 6 and "failed" not in result.counts
+    # 3 scenes × 1 persona = 3 trials, each with a self and an other answer.
+    assert result.planned == 3 and "failed" not in result.counts
     manifest = json.loads(result.run_dir.manifest.read_text())
     assert manifest["backends"]["local"]["identity"]["model"] == INSTRUCT_DEFAULT   # free text: the instruct model
     table = export_table(result.run_dir.path)
-    assert len(table) == 12
+    assert len(table) == 6
     answered = table[table["status"] == "answered"]
     assert answered["text"].str.len().gt(0).all()            # free text kept whole
     # The free-text fields are bounded to fit max_tokens: no reply is JSON cut off inside a string.
     assert not table["reason"].fillna("").str.contains("not a JSON object").any()
     assert len(answered) >= 0.8 * len(table)
     levels = scene_levels(table, run_instruments(open_run_dir(result.run_dir.path)))
-    assert len(levels) == 6 and levels["total_level"].between(0, 5).all()
+    assert len(levels) == 3 and levels["total_level"].between(0, 5).all()
     # The judge option on the same run, with the local model as judge (level from the digit's
     # probabilities): every scene answer with text gets a level 0-4, stored beside the answers.
     from psyq.analysis.report import build_sections
@@ -137,8 +137,8 @@ def test_local_model_rates_vignettes_and_accuracy_is_reported(built, tmp_path):
     personas = [{"id": "p1", "attributes": {"age": 38, "gender": "female", "occupation": "social worker"}}]
     study = load_study(_study(tmp_path, "tests/data/mini_vignettes.yaml", "logprobs", personas))
     result = asyncio.run(administer(study, tmp_path / "runs", log=print))
-    # 3 stops × (4 emotions + 1 inference) × (1 persona + baseline) = 30 trials.
-    assert result.planned == 30 and "failed" not in result.counts
+    # 3 stops × (4 emotions + 1 inference) × 1 persona = 15 trials.
+    assert result.planned == 15 and "failed" not in result.counts
     table = export_table(result.run_dir.path)
     ratings = table[~table["item_id"].str.endswith(":thoughts")]
     assert ratings["value"].dropna().between(0, 4).all() and ratings["value"].notna().mean() >= 0.8

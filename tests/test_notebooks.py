@@ -1,17 +1,19 @@
-"""The notebooks run top to bottom on real runs of the local model.
+"""The notebooks run top to bottom on runs of the shipped studies.
 
-A module-scoped fixture administers studies/iri_adults.yaml and studies/iri_hand_written.yaml on
-the local model (llama.cpp + the catalogue's default, SmolLM2-135M-Instruct) into a temporary runs
-folder. To keep the suite short the fixture runs a small version of each: the cohort cut to its
-first personas (`COHORT_SIZE`: the notebooks' analyses need two repeats, both genders and two
-people per run, not all of them) and the server in `serving: fast` (slots decoded together, the
-shared prompt prefix read from the cache: the notebooks analyse a run, they do not test that it is
-reproducible, which tests/test_local_determinism.py does). The instrument and the protocol are the
-shipped study's, unchanged. Each notebook is then executed in
-memory with nbclient on a python3 kernel of this interpreter, the run folders given through
-PSYQ_RUN / PSYQ_RUN_A / PSYQ_RUN_B, their shipped outputs cleared first. The executed copies are
-never written back: the notebooks in the repository carry the outputs of full runs of the shipped
-studies, saved by notebooks/save_outputs.py, and a test checks that every code cell has one.
+A module-scoped fixture administers studies/iri_adults.yaml and studies/iri_hand_written.yaml into
+a temporary runs folder, each with its instrument, cohort and protocol unchanged (answers read
+from the answer token's probabilities) but its local backend replaced by the stub server
+(tests/stub_server.py), which answers as OpenAI documents logprobs: a next-token distribution over
+the option letters, drawn per persona and item and the same for both repeats. The notebooks
+analyse a run; what the real local model answers, and that it answers the same twice, is tested
+in tests/test_local_backend.py and tests/test_local_determinism.py, and the shipped notebooks
+carry the outputs of full runs of these studies on the local model (notebooks/save_outputs.py;
+a test checks that every code cell has one). The stub keeps these tests off the local model's
+server, which runs alone (tests/conftest.py), and makes their answers the same on every machine.
+
+Each notebook is executed in memory with nbclient on a python3 kernel of this interpreter, the
+run folders given through PSYQ_RUN / PSYQ_RUN_A / PSYQ_RUN_B, their shipped outputs cleared
+first. The executed copies are never written back.
 """
 
 from __future__ import annotations
@@ -19,10 +21,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import dataclasses
 import re
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -37,27 +37,35 @@ ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 STUDIES = {"adults": ROOT / "studies" / "iri_adults.yaml",
            "hand_written": ROOT / "studies" / "iri_hand_written.yaml"}
-# Personas kept from each study's cohort, in cohort order: the baseline, adult01 (a man) and
-# adult02 (a woman) of 13; the first 2 of the 6 hand-written personas (a woman and a man). 28 items
-# x 2 repeats each: 168 + 112 requests instead of 728 + 336.
-COHORT_SIZE = {"adults": 3, "hand_written": 2}
 CELL_TIMEOUT_S = 600
+LETTERS = ("A", "B", "C", "D", "E")       # the IRI's option codes, as the prompt lists them
 
 
-def first_personas(study, n: int):
-    """`study` with only the first `n` personas of its cohort."""
-    cohort = dataclasses.replace(study.cohort, personas=study.cohort.personas[:n])
-    return dataclasses.replace(study, cohort=cohort)
+def next_token(body: dict) -> list[tuple[str, float]]:
+    """The stub's next-token distribution for a request: weights over the option letters drawn
+    from the whole conversation (persona and item: both repeats get the same), and a little mass
+    on a token that is no option, as a small model leaves. Most probable first."""
+    import hashlib
+    import random
+
+    digest = hashlib.sha256(json.dumps(body["messages"]).encode()).digest()
+    rng = random.Random(int.from_bytes(digest[:8], "big"))
+    weights = [rng.gammavariate(1.0, 1.0) for _ in LETTERS]
+    total = sum(weights) / 0.95
+    pairs = [(letter, w / total) for letter, w in zip(LETTERS, weights)] + [(" The", 0.05)]
+    return sorted(pairs, key=lambda pair: -pair[1])
 
 
-def served_fast(study_file: Path, folder: Path) -> Path:
-    """A copy of the shipped study whose local backend is served `fast`; its instrument and cohort
-    stay shipped names (found from any folder), its protocol unchanged."""
+def on_stub(study_file: Path, folder: Path, url: str) -> Path:
+    """A copy of the shipped study whose one local backend is the stub server; its instrument
+    and cohort stay shipped names (found from any folder), its protocol unchanged."""
     import yaml
 
     data = yaml.safe_load(study_file.read_text(encoding="utf-8"))
-    assert [b["kind"] for b in data["backends"]] == ["local"] and "serving" not in data["backends"][0]
-    data["backends"][0]["serving"] = "fast"
+    local, = data["backends"]
+    assert local["kind"] == "local"
+    data["backends"] = [{"id": "stub", "kind": "openai", "base_url": url, "model": "stub-model",
+                         "temperature": local["temperature"], "concurrency": 16}]
     copy = folder / study_file.name
     copy.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     return copy
@@ -65,20 +73,21 @@ def served_fast(study_file: Path, folder: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, Path]:
-    """Both studies administered for real on the local model; run folders by key."""
+    """Both studies administered through the stub server; run folders by key."""
+    from stub_server import StubServer
+
     tmp_runs = tmp_path_factory.mktemp("runs")
     out = {}
-    for key, study_file in STUDIES.items():
-        started = time.perf_counter()
-        shipped = load_study(study_file)
-        study = load_study(served_fast(study_file, tmp_path_factory.mktemp(key)))
-        assert study.instruments == shipped.instruments and study.protocol == shipped.protocol
-        study = first_personas(study, COHORT_SIZE[key])
-        result = asyncio.run(administer(study, tmp_runs, log=print))
-        print(f"{study_file.name}: {result.counts} in {time.perf_counter() - started:.0f} s")
-        assert not result.interrupted
-        assert result.counts.get("answered", 0) > 0
-        out[key] = result.run_dir.path
+    with StubServer(distribution=next_token) as stub:
+        for key, study_file in STUDIES.items():
+            shipped = load_study(study_file)
+            study = load_study(on_stub(study_file, tmp_path_factory.mktemp(key), stub.url))
+            assert (study.instruments, study.cohort, study.protocol) == (shipped.instruments, shipped.cohort,
+                                                                         shipped.protocol)
+            result = asyncio.run(administer(study, tmp_runs, log=lambda m: None))
+            assert not result.interrupted
+            assert result.counts.get("answered", 0) > 0.9 * result.planned
+            out[key] = result.run_dir.path
     return out
 
 
@@ -159,9 +168,8 @@ def test_02_compare_models(runs, monkeypatch):
     both = ["iri_adults", "iri_hand_written"]
     assert facts["scores"] == both and facts["norms"] == both and facts["ratios"] == both
     assert facts["test_subscales"] == ["PT", "FS", "EC", "PD"]
-    # one row per persona: the baseline left out (3 → 2; B has none: 2), repeats averaged
-    # (not 4 rows)
-    assert all(1 <= n <= 2 for n in facts["n_A"] + facts["n_B"])
+    # one row per persona, repeats averaged: A's 12 adults (its baseline left out), B's 6 personas
+    assert facts["n_A"] == [12] * 4 and facts["n_B"] == [6] * 4
     assert facts["g_finite"] >= 1
     assert n_images(nb) >= 3   # a profile per run, the SD-ratio chart
 

@@ -195,6 +195,20 @@ def test_logprobs_shape():
         assert probs == sorted(probs, reverse=True) and sum(probs) == pytest.approx(1.0)
 
 
+def test_logprobs_from_a_distribution_per_request():
+    def distribution(body):
+        first = "B" if "Ann" in body["messages"][-1]["content"] else "D"
+        return [(first, 0.7), ("A", 0.2), ("x", 0.1)]
+
+    with StubServer(distribution=distribution) as srv, httpx.Client() as c:
+        for prompt, token in (("Ann rates", "B"), ("Bob rates", "D")):
+            choice = post_chat(c, srv, prompt, logprobs=True, top_logprobs=2).json()["choices"][0]
+            [tok] = choice["logprobs"]["content"]
+            assert choice["message"]["content"] == tok["token"] == token
+            assert tok["logprob"] == pytest.approx(math.log(0.7))
+            assert [t["token"] for t in tok["top_logprobs"]] == [token, "A"]
+
+
 def test_anthropic_messages_shape():
     body = {"model": "claude-x", "max_tokens": 5, "system": "You are Ann, 34.",
             "messages": [{"role": "user", "content": [{"type": "text", "text": "I am talkative. 1-5?"}]}]}
