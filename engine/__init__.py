@@ -13,6 +13,8 @@ Instrument + Cohort + Backend -> administer -> Responses -> score -> compare wit
 - ``administer/`` psyq run and psyq plan: sending, re-asking, stages, batches, progress
 - ``judging/``    judge models, human rating sheets, perturbed replies
 - ``importers/``  psyq import: other tools' files into psyq's formats
+- ``questionnaire/`` psyq questionnaire: a study's instruments for people (jsPsych, REDCap, Qualtrics),
+  with the codebooks that read their answers back
 - ``view/``       psyq view: a read-only local web viewer of runs, their trials and conversations
 - ``cli/``        the psyq command, one module per command group
 

@@ -68,7 +68,7 @@ def read_answers_csv(path: str | Path, instrument: Instrument, keyed: bool | Non
         (True, ['female', 'male'])
     """
     from psyq.engine.files.codebook import (Codebook, codebook_beside, codebook_hint, load_codebook,
-                                              plan_columns, resolve_keyed)
+                                              plan_columns, recoded_answers, resolve_keyed)
 
     named = is_name(path)      # a shipped file's name, not a path
     path = locate(path, "human data")
@@ -88,6 +88,7 @@ def read_answers_csv(path: str | Path, instrument: Instrument, keyed: bool | Non
         raise InputError([Problem(p.file, p.line, p.column, p.field, p.message + codebook_hint())
                           if p.message.startswith("missing column(s)") else p for p in exc.problems]) from None
     plan = plan_columns(book, csv_table.header, item_ids, instrument.id, file)
+    csv_table = recoded_answers(book, csv_table, plan, sorted(o.value for o in instrument.scale))   # item_values, skip_rows
     rename = {column: item_id for item_id, column in plan.items.items()}
     rename.update({column: attribute for attribute, column in plan.attributes.items()})
     rename[plan.id_column] = ID_COLUMN

@@ -15,11 +15,25 @@ so in a small YAML file, and the export is read as it is, without editing it::
       weight: wt                 # optional: the column of survey weights (positive numbers)
     values:
       gender: {F: female, M: male}   # per attribute: value in the file: value psyq uses
+    item_values: {"1": 0, "2": 1, "3": 2, "4": 3, "5": 4}   # optional: item codes -> scale values
+    skip_rows: 2                 # optional: rows after the header that hold no answers
+    option_orders: {column: option_order, orders: [as_written, reversed]}   # optional
 
 It is given with ``--codebook FILE`` (``psyq score``; ``psyq report --codebook INSTRUMENT=FILE``),
 ``codebook=`` in Python, or found beside the CSV as ``<csv stem>.codebook.yaml`` (a notice says
 it was used). Items a map leaves out keep their id as column name. Values a map leaves out are
 kept as written (a notice lists them).
+
+``item_values`` recodes the answers to the items, one map for every item of the instrument (they
+share its scale): a survey tool's numeric codes (Qualtrics' 1–5 where the IRI is scored 0–4) or its
+choice labels (a "label" or "choice text" export: ``"A = Does not describe me well": 0``) to the
+scale's values. With it, every answer in the file must be one of its codes: a cell that is not is
+an error at its line, never kept as written. Without it, item cells are the scale's values.
+``skip_rows`` leaves out that many rows after the header (Qualtrics' CSV export has two: the
+question texts and the import ids), each said in a notice. ``option_orders`` names the column that
+records which order of the options each person saw and the orders the questionnaire showed (``psyq
+questionnaire`` writes it for a page that counterbalances them): a row with any other order, or
+none, is an error at its line, since its answers were given to a questionnaire other than this one.
 
 A ``weight`` column holds survey weights: it is read as numbers, kept under the reserved name
 ``survey_weight`` (:data:`WEIGHT_COLUMN`, never an attribute) and the comparisons with the
@@ -39,7 +53,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Sequence
 
 from pydantic import BeforeValidator, Field
 
@@ -84,6 +98,13 @@ class Columns(StrictModel):
     weight: Text | None = None
 
 
+class OptionOrders(StrictModel):
+    """The column recording the order of the options each person saw, and the orders shown."""
+
+    column: Text
+    orders: list[Id] = Field(min_length=1)
+
+
 class CodebookSpec(StrictModel):
     """A codebook file (format ``codebook/1``)."""
 
@@ -93,6 +114,10 @@ class CodebookSpec(StrictModel):
     keyed: bool | None = None
     columns: Columns = Field(default_factory=Columns)
     values: dict[Id, dict[Code, Code]] = Field(default_factory=dict)
+    # One map for every item (they share the instrument's scale): code in the file -> scale value.
+    item_values: dict[Code, int] | None = None
+    skip_rows: int = Field(default=0, ge=0, le=100)
+    option_orders: OptionOrders | None = None
 
 
 @dataclass(frozen=True)
@@ -126,6 +151,12 @@ class Codebook:
             parts.append(f"survey weights in {c.weight}")
         for attribute, codes in self.spec.values.items():
             parts.append(f"values of {attribute} mapped (" + ", ".join(f"{k} -> {v}" for k, v in codes.items()) + ")")
+        if self.spec.item_values:
+            shown = list(self.spec.item_values.items())
+            parts.append(f"item answers recoded ({', '.join(f'{k} -> {v}' for k, v in shown[:5])}"
+                         f"{', …' if len(shown) > 5 else ''})")
+        if self.spec.skip_rows:
+            parts.append(f"{self.spec.skip_rows} row(s) after the header skipped")
         if self.spec.keyed is not None:
             parts.append("declared keyed" if self.spec.keyed else "declared not keyed (raw answers)")
         return "; ".join(parts) or "nothing to change"
@@ -253,6 +284,85 @@ def plan_columns(book: Codebook | None, header: list[str], item_ids: list[str], 
     return ColumnPlan(id_column, columns, dict(spec.columns.attributes), weight)
 
 
+def without_skipped_rows(book: Codebook, table: CsvTable) -> CsvTable:
+    """`table` without the codebook's ``skip_rows`` rows after the header (a notice names their lines)."""
+    skip = book.spec.skip_rows
+    if not skip:
+        return table
+    if len(table.rows) < skip:
+        raise InputError.single(table.file, f"the codebook says {skip} row(s) after the header hold no answers "
+                                            f"(skip_rows), but the file has only {len(table.rows)}", line=1)
+    skipped = table.lines[:skip]
+    notify(Problem(table.file, skipped[0], None, "", f"line(s) {', '.join(map(str, skipped))} left out: the "
+                                                     f"codebook {book.file} says skip_rows: {skip}"))
+    return CsvTable(table.file, list(table.header), [list(r) for r in table.rows[skip:]], list(table.lines[skip:]),
+                    table.delimiter, list(table.notices))
+
+
+def recoded_answers(book: Codebook | None, table: CsvTable, plan: ColumnPlan, scale: Sequence[int]) -> CsvTable:
+    """`table` as its answers are read: the codebook's ``skip_rows`` left out (a notice says which
+    lines) and every item cell recoded by its ``item_values`` to a value of `scale`.
+
+    With ``item_values`` a non-empty item cell must be one of its codes: one that is not is a problem
+    at the CSV's line, naming the codes (a survey coded otherwise is never read as something else);
+    a code mapped to a value off `scale` is a problem at the codebook's line. Without a codebook, or
+    with neither field, `table` is returned as it is.
+
+    Example:
+        >>> import io, tempfile, warnings
+        >>> folder = Path(tempfile.mkdtemp())
+        >>> _ = (folder / "b.codebook.yaml").write_text('psyq: codebook/1\\nitem_values: {"1": 0, "2": 1}\\nskip_rows: 1\\n')
+        >>> _ = (folder / "b.csv").write_text("respondent_id,q\\nthe question,Q text\\np1,2\\np2,\\n")
+        >>> book, table = load_codebook(folder / "b.codebook.yaml"), read_csv_table(folder / "b.csv")
+        >>> plan = plan_columns(book, table.header, ["q"], "mini", str(folder / "b.csv"))
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")      # the notice that line 2 was skipped
+        ...     recoded = recoded_answers(book, table, plan, [0, 1])
+        >>> recoded.rows, recoded.lines
+        ([['p1', '1'], ['p2', '']], [3, 4])
+    """
+    if book is None or (not book.spec.skip_rows and book.spec.item_values is None and book.spec.option_orders is None):
+        return table
+    table = without_skipped_rows(book, table)
+    rows, lines = [list(r) for r in table.rows], list(table.lines)
+    raise_problems(other_orders(book, table))
+    codes = book.spec.item_values
+    if codes is not None:
+        problems = [book.problem(("item_values", code), f"{code!r} is mapped to {value}, which is not on the "
+                                                         f"instrument's scale ({', '.join(map(str, scale))})")
+                    for code, value in codes.items() if value not in scale]
+        listed = ", ".join(repr(c) for c in list(codes)[:8]) + (", …" if len(codes) > 8 else "")
+        for item_id, column in plan.items.items():
+            k = table.header.index(column)
+            for row, line in zip(rows, lines):
+                cell = row[k].strip()
+                if not cell:
+                    continue
+                if cell in codes:
+                    row[k] = str(codes[cell])
+                else:
+                    problems.append(Problem(table.file, line, k + 1, f"column '{column}'", f"{cell!r} is not one of "
+                                            f"the codes the codebook's item_values map ({listed}; {book.file})"))
+        raise_problems(problems)
+    return CsvTable(table.file, list(table.header), rows, lines, table.delimiter, list(table.notices))
+
+
+def other_orders(book: Codebook, table: CsvTable) -> list[Problem]:
+    """A problem for every row whose order of the options is not one the codebook's
+    ``option_orders`` lists (or whose column is missing): such a person answered another
+    questionnaire than the one the codebook describes."""
+    spec = book.spec.option_orders
+    if spec is None:
+        return []
+    if spec.column not in table.header:
+        return [book.problem(("option_orders", "column"), f"column '{spec.column}' is not in {table.file}")]
+    k, shown = table.header.index(spec.column), ", ".join(spec.orders)
+    return [Problem(table.file, line, k + 1, f"column '{spec.column}'",
+                    f"{row[k].strip()!r} is not an order of the options this questionnaire showed ({shown}; "
+                    f"{book.file}): this person answered another questionnaire")
+            for row, line in zip(table.rows, table.lines) if row[k].strip() not in spec.orders]
+
+
 def codebook_hint() -> str:
     """The advice added to a 'missing column(s)' error of a human data file."""
     return (f"; if the file names its columns otherwise, describe them in a codebook (--codebook FILE, or "
@@ -308,6 +418,7 @@ def read_table_through_codebook(csv_path: str | Path, codebook: str | Path | Non
     table = read_csv_table(csv_path)
     if book is None:
         return table, None
+    table = without_skipped_rows(book, table)
     header, problems = list(table.header), []
     shown = ", ".join(header[:12]) + (", …" if len(header) > 12 else "")
     renames = [(("columns", "respondent_id"), book.spec.columns.respondent_id, "respondent_id")]

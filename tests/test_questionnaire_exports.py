@@ -1,0 +1,280 @@
+"""psyq questionnaire for REDCap and Qualtrics (issue 43): the files round-trip through psyq's own
+importers, and the platforms' answer exports, written here by hand in their documented layouts,
+read back through the codebooks written beside them (and through one written by hand for a survey
+psyq did not write).
+
+Layouts followed:
+- REDCap data dictionary: the 18 columns of REDCap's "Data Dictionary" download (Variable / Field
+  Name … Field Annotation), as engine/importers/redcap.py reads them;
+- REDCap "CSV / Microsoft Excel (raw data)" export: one row per record, the first column
+  ``record_id``, then every field that holds data in dictionary order (descriptive fields hold
+  none; calc fields their value), each form followed by ``<form>_complete`` (2 = complete); radio
+  fields hold their choice codes;
+- Qualtrics CSV export (Data & Analysis > Export > CSV): the header of column names, then two
+  more rows (the question texts, then ``{"ImportId":"QID…"}``), then one row per response; the
+  metadata columns StartDate … UserLanguage with ``ResponseId`` among them; a question's column is
+  its export tag (a matrix statement's ``<tag>_<n>``); "Use numeric values" gives recode values,
+  "Use choice text" the choices' texts.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from cli_helper import psyq_in_process
+from psyq.analysis.scoring.human_answers import read_answers_csv
+from psyq.analysis.scoring.scores import score_humans
+from psyq.engine.design.instrument import load_instrument
+from psyq.engine.files.errors import InputError
+from psyq.engine.files.shipped import locate
+from psyq.engine.questionnaire.form import questionnaire_from
+from psyq.engine.trials.prompts import option_lines, uses_codes
+
+SHIPPED_WITH_TEXTS = ["iri", "affect_psyq"]      # the shipped instruments of rating items with their texts
+QUALTRICS_META = ["StartDate", "EndDate", "Status", "IPAddress", "Progress", "Duration (in seconds)", "Finished",
+                  "RecordedDate", "ResponseId", "RecipientLastName", "RecipientFirstName", "RecipientEmail",
+                  "ExternalReference", "LocationLatitude", "LocationLongitude", "DistributionChannel", "UserLanguage"]
+KEYS = ["respondent_id", "subscale", "score", "n_answered", "prorated"]
+
+
+def _psyq(*argv: object) -> tuple[int, str, str]:
+    done = psyq_in_process(*argv)
+    return done.returncode, done.stdout, done.stderr
+
+
+def _same_instrument(original, imported, column_of: dict[str, str]) -> None:
+    """Items (by their answer columns), texts, keys and options of `imported` equal `original`'s;
+    options as the people see them: the option lines of the prompt."""
+    assert [i.id for i in imported.rating_items] == [column_of[i.id] for i in original.rating_items]
+    assert [i.text for i in imported.rating_items] == [i.text for i in original.rating_items]
+    assert [i.reverse for i in imported.rating_items] == [i.reverse for i in original.rating_items]
+    shown = [(o.value, option_lines([o], uses_codes(original))) for o in original.scale]
+    assert [(o.value, o.label) for o in imported.scale] == shown
+
+
+@pytest.mark.parametrize("name", SHIPPED_WITH_TEXTS)
+def test_a_redcap_dictionary_round_trips_to_the_same_instrument(name, tmp_path):
+    assert _psyq("questionnaire", name, "--to", "redcap", "--out", tmp_path)[0] == 0
+    code, _, err = _psyq("import", "redcap", tmp_path / f"{name}_dictionary.csv", "--form", name.replace(".", "_"),
+                         "--out", tmp_path / "back.yaml")
+    assert code == 0, err
+    original, imported = load_instrument(name), load_instrument(tmp_path / "back.yaml")
+    part = questionnaire_from(name).parts[0]
+    _same_instrument(original, imported, {i.id: i.column for i in part.items})
+    # the subscales too: REDCap's calc fields, read back as sums of the same items
+    assert {s.id: [i.id for i in imported.subscale_items(s.id)] for s in imported.subscales} == {
+        f"{name}_{s.id.lower()}_score": [f"{name}_{i.id}".lower() for i in original.subscale_items(s.id)]
+        for s in original.subscales}
+
+
+@pytest.mark.parametrize("name", SHIPPED_WITH_TEXTS)
+def test_a_qualtrics_survey_round_trips_to_the_same_instrument(name, tmp_path):
+    assert _psyq("questionnaire", name, "--to", "qualtrics", "--out", tmp_path)[0] == 0
+    code, _, err = _psyq("import", "qsf", tmp_path / f"{name}.qsf", "--out", tmp_path / "back.yaml")
+    assert code == 0, err
+    original, imported = load_instrument(name), load_instrument(tmp_path / "back.yaml")
+    part = questionnaire_from(name).parts[0]
+    _same_instrument(original, imported, {i.id: i.column for i in part.items})
+    assert imported.instructions == original.instructions.strip()
+
+
+def test_item_texts_with_markup_stay_text_through_both_platforms(tmp_path):
+    iri = yaml.safe_load(locate("iri", "instrument").read_text())
+    iri["items"][0]["text"] = "I <b>rarely</b> feel <script>x()</script> & sad."
+    (tmp_path / "iri.yaml").write_text(yaml.safe_dump(iri, sort_keys=False))
+    for to in ("redcap", "qualtrics"):
+        assert _psyq("questionnaire", tmp_path / "iri.yaml", "--to", to, "--out", tmp_path / to)[0] == 0
+    dictionary = (tmp_path / "redcap" / "iri_dictionary.csv").read_text()
+    survey = json.loads((tmp_path / "qualtrics" / "iri.qsf").read_text())
+    shown = "I &lt;b&gt;rarely&lt;/b&gt; feel &lt;script&gt;x()&lt;/script&gt; &amp; sad."
+    assert shown in dictionary and "<b>" not in dictionary
+    texts = [e["Payload"]["QuestionText"] for e in survey["SurveyElements"] if e["Element"] == "SQ"]
+    assert shown in texts and not any("<b>" in t for t in texts)
+
+
+def test_what_a_platform_cannot_do_as_the_study_is_said(tmp_path):
+    code, _, err = _psyq("questionnaire", "quickstart", "--to", "redcap", "--out", tmp_path)
+    assert code == 0 and "note: REDCap shows every person the same order of options" in err
+    code, _, err = _psyq("questionnaire", "quickstart", "--to", "qualtrics", "--out", tmp_path)
+    assert code == 0 and "note: the .qsf shows every person the options as written" in err
+
+
+# --- answers back: ten people each ---------------------------------------------------------------------
+
+def _ten_answers() -> list[list[int | None]]:
+    rng = np.random.default_rng(7)
+    people = [[int(v) for v in rng.integers(0, 5, 28)] for _ in range(10)]
+    people[2] = [4] * 28                # straight-lining
+    people[5][10] = None                # item 11 left unanswered
+    return people
+
+
+def _typed(path: Path, ids: list[str], people: list[list[int | None]]) -> Path:
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["respondent_id", *[str(i) for i in range(1, 29)]])
+        for rid, answers in zip(ids, people):
+            writer.writerow([rid, *["" if v is None else v for v in answers]])
+    return path
+
+
+def _scores(path: Path, codebook: Path | None = None, keyed: bool | None = None) -> pd.DataFrame:
+    iri = load_instrument("iri")
+    frame = score_humans(path, iri, codebook=codebook, keyed=keyed)[KEYS]
+    return frame.assign(respondent_id=frame["respondent_id"].astype(str)).reset_index(drop=True)
+
+
+def test_a_redcap_raw_export_reads_back_with_the_written_codebook(tmp_path):
+    assert _psyq("questionnaire", "quickstart", "--to", "redcap", "--out", tmp_path / "q")[0] == 0
+    people = _ten_answers()
+    iri = load_instrument("iri")
+    sums = {s.id: s for s in iri.subscales}
+    header = ["record_id", *[f"iri_{i}" for i in range(1, 29)], *[f"iri_{s.lower()}_score" for s in sums],
+              "iri_complete", "gender", "age", "education", "occupation", "country", "demographics_complete"]
+    with (tmp_path / "redcap_raw.csv").open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        for k, answers in enumerate(people, 1):
+            writer.writerow([k, *["" if v is None else v for v in answers], *[""] * len(sums), 2,
+                             1 + k % 3, 20 + k, 2, 2, 5, 2])     # radio codes 1, 2 …, as REDCap's raw export
+    book = tmp_path / "q" / "iri.codebook.yaml"
+    answers = read_answers_csv(tmp_path / "redcap_raw.csv", iri, codebook=book)
+    assert answers.loc["3", "1"] == 4 and np.isnan(answers.loc["6", "11"])
+    assert answers["gender"].tolist()[:3] == ["male", "non-binary", "female"]
+    assert answers["education"].unique().tolist() == ["secondary school"]
+    expected = _scores(_typed(tmp_path / "typed.csv", [str(k) for k in range(1, 11)], people))
+    pd.testing.assert_frame_equal(_scores(tmp_path / "redcap_raw.csv", book), expected)
+
+
+def _qualtrics_export(path: Path, columns: list[str], texts: list[str], rows: list[list[str]]) -> Path:
+    """A Qualtrics CSV export: header, question-text row, import-id row, then the responses."""
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow([*QUALTRICS_META, *columns])
+        writer.writerow([*[m.replace("Id", " ID") for m in QUALTRICS_META], *texts])
+        writer.writerow([json.dumps({"ImportId": m}) for m in QUALTRICS_META]
+                        + [json.dumps({"ImportId": f"QID{k}"}) for k in range(2, 2 + len(columns))])
+        for k, cells in enumerate(rows):
+            meta = ["2026-11-28 10:00:00", "2026-11-28 10:09:00", "IP Address", "192.0.2.1", "100", "540", "True",
+                    "2026-11-28 10:09:01", f"R_{k:03d}x", "", "", "", "", "", "", "anonymous", "EN"]
+            writer.writerow([*meta, *cells])
+    return path
+
+
+def test_a_qualtrics_choice_text_export_reads_back_with_the_written_codebook(tmp_path):
+    assert _psyq("questionnaire", "quickstart", "--to", "qualtrics", "--out", tmp_path / "q")[0] == 0
+    part = questionnaire_from("quickstart").parts[0]
+    label = {c.value: c.label for c in part.choices}
+    people = _ten_answers()
+    columns = [*[i.column for i in part.items], "gender", "age", "education", "occupation", "country"]
+    texts = [*[i.text for i in part.items], "Gender", "Age (a whole number from 18 to 80)", "Education", "Occupation",
+             "Country"]
+    rows = [[*["" if v is None else label[v] for v in answers], ["female", "male", "non-binary"][k % 3], str(30 + k),
+             "bachelor's degree", "manager", "Japan"] for k, answers in enumerate(people)]
+    export = _qualtrics_export(tmp_path / "qualtrics_text.csv", columns, texts, rows)
+    book = tmp_path / "q" / "iri_labels.codebook.yaml"
+    answers = read_answers_csv(export, load_instrument("iri"), codebook=book)
+    assert len(answers) == 10 and answers.index[0] == "R_000x"
+    assert answers.loc["R_002x", [str(i) for i in range(1, 29)]].tolist() == [4.0] * 28
+    assert answers["gender"].tolist()[:3] == ["female", "male", "non-binary"]
+    expected = _scores(_typed(tmp_path / "typed.csv", [f"R_{k:03d}x" for k in range(10)], people))
+    pd.testing.assert_frame_equal(_scores(export, book), expected)
+
+
+def test_a_qualtrics_numeric_export_stores_reverse_items_reversed_and_reads_keyed(tmp_path):
+    assert _psyq("questionnaire", "iri", "--to", "qualtrics", "--out", tmp_path / "q")[0] == 0
+    iri = load_instrument("iri")
+    people = _ten_answers()
+    # "Use numeric values": each answer exported as its choice's recode value, read from the .qsf written
+    survey = json.loads((tmp_path / "q" / "iri.qsf").read_text())
+    recodes = {}
+    for element in survey["SurveyElements"]:
+        payload = element["Payload"] if element["Element"] == "SQ" else None
+        if payload and payload["QuestionType"] == "MC":
+            by_label = {choice["Display"]: payload["RecodeValues"][key] for key, choice in payload["Choices"].items()}
+            recodes[payload["DataExportTag"]] = by_label
+    label = {c.value: c.label for c in questionnaire_from("iri").parts[0].choices}
+    rows = [["" if v is None else recodes[f"iri_{k}"][label[v]] for k, v in enumerate(answers, 1)]
+            for answers in people]
+    assert rows[0][2] == str(4 - people[0][2])        # item 3 is reverse-keyed: stored reversed
+    export = _qualtrics_export(tmp_path / "numeric.csv", [f"iri_{i}" for i in range(1, 29)],
+                               [i.text for i in iri.rating_items], rows)
+    book = tmp_path / "q" / "iri.codebook.yaml"
+    assert yaml.safe_load(book.read_text())["keyed"] is True
+    expected = _scores(_typed(tmp_path / "typed.csv", [f"R_{k:03d}x" for k in range(10)], people))
+    pd.testing.assert_frame_equal(_scores(export, book), expected)
+
+
+HAND_WRITTEN = """\
+psyq: codebook/1
+instrument: iri
+keyed: false
+columns:
+  respondent_id: ResponseId
+  items: "Q1_{id}"
+item_values: {"1": 0, "2": 1, "3": 2, "4": 3, "5": 4}
+skip_rows: 2
+"""
+
+
+def test_a_qualtrics_numeric_export_coded_1_to_5_of_a_survey_psyq_did_not_write(tmp_path):
+    people = _ten_answers()
+    rows = [["" if v is None else str(v + 1) for v in answers] for answers in people]   # coded 1-5
+    export = _qualtrics_export(tmp_path / "their_survey.csv", [f"Q1_{i}" for i in range(1, 29)],
+                               [f"Statement {i}" for i in range(1, 29)], rows)
+    (tmp_path / "their_survey.codebook.yaml").write_text(HAND_WRITTEN)
+    expected = _scores(_typed(tmp_path / "typed.csv", [f"R_{k:03d}x" for k in range(10)], people))
+    with pytest.warns(Warning, match="line\\(s\\) 2, 3 left out"):
+        scored = _scores(export, tmp_path / "their_survey.codebook.yaml")
+    pd.testing.assert_frame_equal(scored, expected)
+    code, out, err = _psyq("score", "iri", export, "--codebook", tmp_path / "their_survey.codebook.yaml")
+    assert code == 0, err
+
+
+# --- bad input ------------------------------------------------------------------------------------------
+
+def test_a_code_the_codebook_does_not_map_is_an_error_at_its_line(tmp_path):
+    people = _ten_answers()
+    rows = [["" if v is None else str(v + 1) for v in answers] for answers in people]
+    rows[4][6] = "6"                                          # off the survey's 1-5
+    export = _qualtrics_export(tmp_path / "their_survey.csv", [f"Q1_{i}" for i in range(1, 29)],
+                               [f"Statement {i}" for i in range(1, 29)], rows)
+    (tmp_path / "book.yaml").write_text(HAND_WRITTEN)
+    code, _, err = _psyq("score", "iri", export, "--codebook", tmp_path / "book.yaml")
+    assert code == 2 and "Traceback" not in err
+    assert f"{export}:8:24: column 'Q1_7': '6' is not one of the codes the codebook's item_values map" in err
+
+
+def test_a_value_off_the_scale_in_a_raw_export_is_an_error_at_its_line(tmp_path):
+    assert _psyq("questionnaire", "iri", "--to", "redcap", "--out", tmp_path / "q")[0] == 0
+    with (tmp_path / "raw.csv").open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["record_id", *[f"iri_{i}" for i in range(1, 29)], "iri_complete"])
+        writer.writerow(["1", *["2"] * 28, "2"])
+        writer.writerow(["2", "7", *["2"] * 27, "2"])
+    code, _, err = _psyq("score", "iri", tmp_path / "raw.csv", "--codebook", tmp_path / "q" / "iri.codebook.yaml")
+    assert code == 2 and f"{tmp_path / 'raw.csv'}:3: column 'iri_1' (item 1): 7 is not on the scale" in err
+
+
+def test_an_export_missing_an_item_column_is_an_error_at_the_codebooks_line(tmp_path):
+    assert _psyq("questionnaire", "iri", "--to", "qualtrics", "--out", tmp_path / "q")[0] == 0
+    columns = [f"iri_{i}" for i in range(1, 29) if i != 5]
+    export = _qualtrics_export(tmp_path / "export.csv", columns, columns, [["2"] * 27])
+    code, _, err = _psyq("score", "iri", export, "--codebook", tmp_path / "q" / "iri_labels.codebook.yaml")
+    assert code == 2 and "Traceback" not in err
+    assert "iri_labels.codebook.yaml:" in err and "columns.items: the pattern 'iri_{id}' names column(s) not in" in err
+    assert "iri_5" in err
+
+
+def test_a_code_mapped_off_the_scale_is_an_error_at_the_codebooks_line(tmp_path):
+    export = _qualtrics_export(tmp_path / "x.csv", [f"Q1_{i}" for i in range(1, 29)], ["t"] * 28, [["1"] * 28])
+    (tmp_path / "book.yaml").write_text(HAND_WRITTEN.replace('"5": 4', '"5": 5'))
+    with pytest.raises(InputError, match=r"book.yaml:7:\d+: item_values.5: '5' is mapped to 5, which is not on"):
+        read_answers_csv(export, load_instrument("iri"), codebook=tmp_path / "book.yaml")
