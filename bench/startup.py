@@ -14,11 +14,16 @@ load from elsewhere on the shared machine falls on all of them):
   the run page; its peak resident set is read then (VmHWM), and the viewer is stopped;
 - ``psyq scores RUN``: a command that needs the statistics stack, for scale.
 
-A first round, not kept, warms up (byte code compiled, files in the page cache). Wall time is the
-parent's clock from spawn to exit; CPU time (user + system) and peak memory (``ru_maxrss``) are the
-command's own, as GNU ``/usr/bin/time`` reports them (a process forked from this benchmark, which
-has imported psyq, would otherwise be charged the benchmark's memory as its peak). CPU time moves
-less than wall time when others load the shared machine. ``--before-tree DIR`` runs the same
+A first round, not kept, warms up (byte code compiled, files in the page cache). The byte code is
+written to a private folder (``PYTHONPYCACHEPREFIX`` in the run's temporary folder, the working tree
+untouched), also when the environment says ``PYTHONDONTWRITEBYTECODE=1`` (as the project's shared
+machine does): without it every process compiles psyq's sources again (about 0.1 s for ``psyq
+list``), which an installed package never does; ``--compile-every-time`` keeps the environment as
+it is, to compare with figures measured that way. Wall time is the parent's clock from spawn to
+exit; CPU time (user + system) and peak memory (``ru_maxrss``) are the command's own, as GNU
+``/usr/bin/time`` reports them (a process forked from this benchmark, which has imported psyq,
+would otherwise be charged the benchmark's memory as its peak). CPU time moves less than wall time
+when others load the shared machine. ``--before-tree DIR`` runs the same
 commands a second time against an older copy of the package (``DIR/psyq``: say, the tree copied
 before a change) in the same rounds, for before/after figures from one invocation; that copy is
 imported instead of the editable install (``python -c`` with the install's import hook removed,
@@ -26,7 +31,7 @@ otherwise the same code as the ``psyq`` script).
 
 Prints a table of medians and writes bench/results/startup.json (every repetition, medians).
 
-    python bench/startup.py [--reps 7] [--before-tree /tmp/psyq_before]
+    python bench/startup.py [--reps 7] [--before-tree /tmp/psyq_before] [--compile-every-time]
 """
 
 from __future__ import annotations
@@ -63,7 +68,17 @@ def command(tree: str | None, args: list[str], *, code: str | None = None) -> li
     return [PYTHON, "-c", TREE_PRELUDE.format(tree=tree) + (code or SCRIPT), *([] if code else args)]
 
 
-def measure(argv: list[str], cwd: Path) -> dict[str, Any]:
+def child_environment(folder: Path, compile_every_time: bool) -> dict[str, str]:
+    """The commands' environment: byte code kept in `folder`/pycache (see the module docstring), or
+    the environment as it is with `compile_every_time`."""
+    env = dict(os.environ)
+    if not compile_every_time:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(folder / "pycache")
+    return env
+
+
+def measure(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run `argv` to its end; its wall time (s), CPU time (s), peak RSS (MB) and exit code.
 
     The command runs under /usr/bin/time, which reports its child's own peak: a process forked from
@@ -73,7 +88,7 @@ def measure(argv: list[str], cwd: Path) -> dict[str, Any]:
     with tempfile.NamedTemporaryFile("r", suffix=".time") as report:
         timed = [TIME, "-f", "%M %U %S", "-o", report.name, *argv] if TIME else argv
         began = time.perf_counter()
-        process = subprocess.Popen(timed, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        process = subprocess.Popen(timed, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         _, status, usage = os.wait4(process.pid, 0)
         seconds = time.perf_counter() - began
         process.returncode = os.waitstatus_to_exitcode(status)
@@ -90,10 +105,10 @@ def measure(argv: list[str], cwd: Path) -> dict[str, Any]:
             "peak_from": "wait4"}
 
 
-def measure_view(argv: list[str], cwd: Path, run_rel: str) -> dict[str, Any]:
+def measure_view(argv: list[str], cwd: Path, run_rel: str, env: dict[str, str] | None = None) -> dict[str, Any]:
     """Start the viewer; time to its URL line; GET the runs page and the run page; its VmHWM then."""
     began = time.perf_counter()
-    process = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    process = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         line = process.stdout.readline() if process.stdout else ""
         ready = time.perf_counter() - began
@@ -124,6 +139,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reps", type=int, default=7)
     parser.add_argument("--before-tree", help="a folder holding an older copy of the package as psyq/")
+    parser.add_argument("--compile-every-time", action="store_true",
+                        help="keep the environment's PYTHONDONTWRITEBYTECODE: every process compiles psyq's sources")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -131,6 +148,7 @@ def main() -> None:
         run_dir = make_run(folder)
         runs = folder / "runs"
         run_rel = run_dir.relative_to(runs).as_posix()
+        env = child_environment(folder, args.compile_every_time)
         cases: dict[str, dict[str, Any]] = {
             "python -c pass": {"code": "pass", "args": []},
             "import psyq": {"code": "import psyq", "args": []},
@@ -148,7 +166,8 @@ def main() -> None:
             for name, case in cases.items():
                 for label, tree in trees.items():
                     argv = command(tree, case["args"], code=case.get("code"))
-                    result = measure_view(argv, folder, run_rel) if case.get("view") else measure(argv, folder)
+                    result = (measure_view(argv, folder, run_rel, env) if case.get("view")
+                              else measure(argv, folder, env))
                     if rep >= 0:
                         samples[label][name].append(result)
             print(f"round {rep + 1}/{args.reps} done", file=sys.stderr)
@@ -169,9 +188,11 @@ def main() -> None:
             header += [f"{label} s", f"{label} CPU s", f"{label} peak MB"]
     print(f"medians of {args.reps} runs each (wall time from spawn to exit, the child's CPU time; psyq view: "
           "wall time to its URL line, CPU time and peak memory after two pages); load average "
-          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}; byte code "
+          f"{'compiled in every process' if args.compile_every_time else 'cached'}")
     print(table(rows, header))
-    path = save_results("startup", {"reps": args.reps, "before_tree": args.before_tree, "medians": medians,
+    path = save_results("startup", {"reps": args.reps, "before_tree": args.before_tree,
+                                    "compile_every_time": args.compile_every_time, "medians": medians,
                                     "samples": samples})
     print(f"wrote {path.relative_to(ROOT)}")
 

@@ -6,9 +6,16 @@ top-level packages it imported; nothing here times anything (bench/startup.py me
 
 Which packages are heavy was measured (``python -X importtime``, bench/startup.py): the statistics
 (scipy.stats, statsmodels, pingouin, matplotlib, scikit-learn: about 1.5 s and 200 MB together) are
-needed by no light command. pandas and numpy (about 0.5 s) are not needed by ``--version``,
-``--help``, ``status`` or ``runs``; ``list`` and ``plan`` load instruments, whose item kinds score
-with pandas, and the viewer computes latency quantiles with numpy, so those may import them.
+needed by no light command. pandas and numpy (about 0.5 s) and the network stack (aiohttp, httpx and
+the rich it imports: about 0.4 s) are not needed by ``--version``, ``--help``, ``status`` or
+``runs``. ``list`` and ``plan`` load instruments: their item kinds import pandas only where they
+score, and their trials import a backend only where a request is built, so neither command imports
+pandas, and ``list`` none of the network stack; ``list`` imports numpy to draw the shipped sampled
+cohorts (it shows how many personas each holds). ``plan`` builds its backends' requests: a backend
+kind is registered by the module that defines it and imported when a study uses it (so a plan
+loads only its own backends' modules, each with its HTTP client), the token counter imports httpx
+to ask a server for its tokenizer, and the runner numpy. The viewer computes latency quantiles
+with numpy, so it may import numpy.
 """
 
 from __future__ import annotations
@@ -29,6 +36,10 @@ STATISTICS = {"scipy", "statsmodels", "pingouin", "matplotlib", "sklearn", "seab
               "krippendorff", "patsy", "xarray"}
 # The data and network stack: not even imported by the lightest commands.
 DATA = {"pandas", "numpy", "pyarrow", "aiohttp", "httpx", "rich"}
+# What of it a light command may import, and why (the module docstring).
+MAY_IMPORT = {"--version": set(), "--help": set(), "status": set(), "runs": set(),
+              "list": {"numpy"},                                  # drawing the sampled cohorts it lists
+              "plan": {"numpy", "aiohttp", "httpx", "rich"}}      # the runner; its backend's and the tokenizer's clients
 
 # Runs the psyq command as its script does, standard output swallowed; prints the packages imported.
 COMMAND = """
@@ -39,7 +50,8 @@ with contextlib.redirect_stdout(io.StringIO()):
         code = main(sys.argv[1:])
     except SystemExit as end:          # --version and --help end in argparse
         code = end.code
-print(json.dumps({"code": code, "packages": sorted({m.split(".")[0] for m in sys.modules})}))
+print(json.dumps({"code": code, "packages": sorted({m.split(".")[0] for m in sys.modules}),
+                  "modules": sorted(m for m in sys.modules if m.startswith("psyq."))}))
 """
 
 # psyq view: the server answers the runs page and a run's page, then the command returns.
@@ -68,13 +80,18 @@ print(json.dumps({"code": code, "packages": sorted({m.split(".")[0] for m in sys
 """
 
 
-def imported(code: str, *args: str, cwd: Path = ROOT) -> set[str]:
-    """The top-level packages a fresh interpreter has imported after running `code` with `args`."""
+def probe(code: str, *args: str, cwd: Path = ROOT) -> dict:
+    """What a fresh interpreter printed after running `code` with `args` (its exit code checked)."""
     done = subprocess.run([sys.executable, "-c", code, *args], cwd=cwd, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result.get("code", 0) == 0, done.stderr
-    return set(result["packages"])
+    return result
+
+
+def imported(code: str, *args: str, cwd: Path = ROOT) -> set[str]:
+    """The top-level packages a fresh interpreter has imported after running `code` with `args`."""
+    return set(probe(code, *args, cwd=cwd)["packages"])
 
 
 @pytest.fixture(scope="module")
@@ -94,8 +111,15 @@ def test_a_light_command_does_not_import_the_statistics(name, run_dir):
     packages = imported(COMMAND, *light_commands(run_dir)[name])
     assert "psyq" in packages                               # the probe does see psyq's own imports
     assert sorted(packages & STATISTICS) == [], name
-    if name in ("--version", "--help", "status", "runs"):
-        assert sorted(packages & DATA) == [], name
+    assert sorted(packages & DATA - MAY_IMPORT[name]) == [], name
+
+
+def test_a_plan_imports_only_the_backends_its_study_uses(run_dir):
+    # The mini study has one OpenAI-compatible backend: the local and Anthropic backends' modules
+    # (and the local one's httpx, which the token counter imports anyway) are not loaded.
+    modules = set(probe(COMMAND, *light_commands(run_dir)["plan"])["modules"])
+    assert "psyq.engine.backends.openai" in modules
+    assert sorted(modules & {"psyq.engine.backends.local", "psyq.engine.backends.anthropic"}) == []
 
 
 def test_the_viewer_serves_without_the_statistics(run_dir):

@@ -24,9 +24,8 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-import numpy as np
 from pydantic import BeforeValidator, Field
 
 from psyq.engine.files.codebook import read_table_through_codebook
@@ -36,6 +35,9 @@ from psyq.engine.files.notices import notify
 from psyq.engine.files.shipped import locate
 from psyq.engine.files.validation import raise_problems
 from psyq.engine.files.yamlfile import FieldPath, YamlDocument
+
+if TYPE_CHECKING:   # numpy is imported by the draws: a cohort of every row, or of hand-written personas, needs none
+    import numpy as np
 
 ID_COLUMN = "respondent_id"
 # As many personas as a `sample:` may have (engine/design/persona.py): all drawn in memory.
@@ -304,6 +306,8 @@ def _twins(twins: TwinsSpec, usable: list[dict[str, Any]], doc: YamlDocument,
     if twins.rows > len(usable):
         raise InputError([doc.problem(at + ("rows",), f"{twins.rows} twins asked for, but the file has "
                                                       f"{len(usable)} usable rows")])
+    import numpy as np
+
     u = np.random.Generator(np.random.PCG64(twins.seed)).random(len(usable))
     picked = np.sort(np.argsort(u, kind="stable")[:twins.rows])
     return [usable[k] for k in picked]
@@ -337,6 +341,8 @@ def _pick(rng: np.random.Generator, weights: np.ndarray, n: int, replace: bool) 
     `n` largest keys, largest first, are the draw (Efraimidis and Spirakis, 2006): the same
     distribution as drawing one row at a time ∝ weight among the rows not drawn yet.
     """
+    import numpy as np
+
     if replace:
         cdf = np.cumsum(weights)
         cdf /= cdf[-1]
@@ -350,6 +356,8 @@ def _drawn(draw: DrawSpec, usable: list[dict[str, Any]], doc: YamlDocument,
            at: FieldPath) -> tuple[list[dict[str, Any]], dict[str, int] | None]:
     """The rows drawn (in draw order; a row may come more than once with replacement) and, for a
     stratified draw, the allocation of `size` to the strata (stratum as text -> personas)."""
+    import numpy as np
+
     rng = np.random.Generator(np.random.PCG64(draw.seed))
     if draw.strata is None:
         if not draw.replace and draw.size > len(usable):

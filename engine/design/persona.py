@@ -24,9 +24,8 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-import numpy as np
 from pydantic import BeforeValidator, Field
 
 from psyq.engine.design.cohort_data import FromDataSpec, check_from_data, read_from_data
@@ -36,6 +35,9 @@ from psyq.engine.files.inputfile import decode_text, read_input_bytes
 from psyq.engine.files.shipped import locate as locate_file
 from psyq.engine.files.validation import parse_document, raise_problems
 from psyq.engine.files.yamlfile import FieldPath, YamlDocument, load_yaml
+
+if TYPE_CHECKING:   # numpy is imported where personas are sampled: a hand-written or CSV cohort needs none
+    import numpy as np
 
 FORMAT = "cohort/1"
 
@@ -281,6 +283,8 @@ def check_cohort(spec: CohortFile, doc: YamlDocument) -> list[Problem]:
 
 def _draw(attr: AttributeSpec, u: np.ndarray) -> list[Any]:
     """Turn uniforms in [0, 1) into values of one attribute (inverse of its distribution)."""
+    import numpy as np
+
     if attr.categories is not None:
         values = list(attr.categories)
         cdf = np.cumsum(np.array(list(attr.categories.values()), dtype=float))
@@ -311,6 +315,8 @@ def sample_personas(spec: SampleSpec, size: int, seed: int) -> list[Persona]:
         raise ValueError(f"size must be at least 1 and seed at least 0, not {size} and {seed}")
     if problems := check_sample(spec):
         raise ValueError("; ".join(f"{'.'.join(map(str, path))}: {msg}" for path, msg in problems))
+    import numpy as np
+
     rng = np.random.Generator(np.random.PCG64(seed))
     uniforms = rng.random((size, len(spec.attributes)))
     columns = {name: _draw(attr, uniforms[:, j]) for j, (name, attr) in enumerate(spec.attributes.items())}

@@ -4,20 +4,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterator, Literal, Mapping
 
-import numpy as np
-import pandas as pd
 from pydantic import Field
 
 from psyq.engine.files.errors import Problem, PsyqError
 from psyq.engine.files.fields import Id, StrictModel, Text
 from psyq.engine.trials.parsing import ParsedAnswer, parse_json_rating, parse_rating, parse_ratings_block
-from psyq.engine.trials.scoring import score
 from psyq.engine.trials.prompts import answer_json_schema, instrument_messages, item_messages, reask_message
 from psyq.engine.trials.trial import Trial, TrialContext, make_trial, max_tokens_for, stable_int
 from psyq.engine.files.yamlfile import YamlDocument
 from psyq.engine.kinds.base import SCORE_COLUMNS, ItemKind
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:   # pandas is imported where answers are scored: loading an instrument never needs it
+    import pandas as pd
+
     from psyq.engine.design.instrument import Instrument
     from psyq.engine.design.study import Protocol
 
@@ -81,6 +80,8 @@ class Rating(ItemKind):
         if not items:
             return
         if protocol.item_order == "shuffled":
+            import numpy as np   # only a shuffled order draws; a plan in written order never imports numpy
+
             rng = np.random.default_rng(stable_int(protocol.seed, ctx.persona.id, instrument.id, ctx.repeat))
             items = [items[i] for i in rng.permutation(len(items))]
         groups = [[item] for item in items] if protocol.presentation == "per_item" else [items]
@@ -122,6 +123,10 @@ class Rating(ItemKind):
         The export of a run with `stages:` holds several measures per respondent (one per stage and
         situation): scored here they would be collapsed into one, so such a table is refused unless
         it holds one stage of one situation (analysis/scoring/stage_scores.py scores them stage by stage)."""
+        import pandas as pd
+
+        from psyq.engine.trials.scoring import score
+
         if "stage" in table.columns and len(table[["situation_id", "stage"]].drop_duplicates()) > 1:
             raise PsyqError("this run has stages (measure, evoke, measure in one conversation): its scores are "
                             "per stage and situation, which the per-respondent scores and report sections do not "

@@ -11,9 +11,8 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from psyq.engine.backends.base import ChatRequest, HttpBackend
-
 if TYPE_CHECKING:   # annotations only: the study and instrument modules import the kinds
+    from psyq.engine.backends.base import ChatRequest, HttpBackend
     from psyq.engine.design.instrument import Instrument
     from psyq.engine.design.persona import Persona
     from psyq.engine.design.study import Protocol, Study
@@ -85,6 +84,9 @@ def make_trial(ctx: TrialContext, instrument: "Instrument", item_ids: tuple[str,
         if getattr(backend.config, name) is not None:
             key[name] = getattr(backend.config, name)
     trial_id = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:32]
+    # Imported here: the item kinds import this module, and loading an instrument needs no backend.
+    from psyq.engine.backends.base import ChatRequest
+
     request = ChatRequest(messages=tuple(messages), max_tokens=max_tokens, temperature=backend.config.temperature,
                           top_p=backend.config.top_p, seed=stable_int(protocol.seed, trial_id) % 2**31,
                           top_logprobs=top_logprobs, json_schema=schema)

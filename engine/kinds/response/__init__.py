@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal, Mapping
 
-import pandas as pd
 from pydantic import Field
 
 from psyq.engine.files.fields import Id, StrictModel, Text
@@ -31,7 +30,9 @@ from psyq.engine.trials.prompts import with_system
 from psyq.engine.trials.trial import Trial, TrialContext, make_trial
 from psyq.engine.kinds.base import ItemKind, JudgeTask
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:   # annotations only: loading an instrument never needs pandas
+    import pandas as pd
+
     from psyq.engine.design.instrument import Instrument
     from psyq.engine.store.ratings import RatingTarget
     from psyq.engine.design.study import Protocol
@@ -94,6 +95,7 @@ def rating_targets(answers: pd.DataFrame, instruments: Mapping[str, "Instrument"
     instrument, item_id, text``, as :data:`psyq.engine.judging.answer_judge.ANSWERS_QUERY` reads them).
 
     Example:
+        >>> import pandas as pd
         >>> rating_targets(pd.DataFrame(columns=["trial_id", "instrument", "item_id", "text"]), {})
         []
     """

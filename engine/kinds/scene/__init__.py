@@ -13,7 +13,6 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal, Mapping
 
-import pandas as pd
 from pydantic import Field
 
 from psyq.engine.files.fields import Id, StrictModel, Text
@@ -23,7 +22,9 @@ from psyq.engine.trials.prompts import with_system
 from psyq.engine.trials.trial import Trial, TrialContext, make_trial
 from psyq.engine.kinds.base import SCORE_COLUMNS, ItemKind, JudgeTask
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:   # pandas is imported where scenes are scored: loading an instrument never needs it
+    import pandas as pd
+
     from psyq.engine.design.instrument import Instrument
     from psyq.engine.design.study import Protocol
     from psyq.engine.kinds.scene.leas import Lexicon
@@ -123,6 +124,8 @@ def scene_levels(table: pd.DataFrame, instruments: Mapping[str, "Instrument"],
                  lexicon: "Lexicon | None" = None) -> pd.DataFrame:
     """LEAS levels per scene (self, other, total) for every instrument with scene items
     (:func:`.leas.score_scenes`; default lexicon :data:`.leas.DEFAULT_LEXICON`)."""
+    import pandas as pd
+
     from psyq.engine.kinds.scene.leas import DEFAULT_LEXICON, SCENE_LEVEL_COLUMNS, load_lexicon, score_scenes
 
     ids = scene_instruments(instruments)
@@ -135,6 +138,8 @@ def score_scene_answers(table: pd.DataFrame, instruments: Mapping[str, "Instrume
                         lexicon: "Lexicon | None" = None) -> pd.DataFrame:
     """LEAS self/other/total sums per respondent and repeat (columns ``SCORE_COLUMNS``), so that
     norm comparison works for an official LEAS form that carries norms."""
+    import pandas as pd
+
     from psyq.engine.kinds.scene.leas import leas_scores
 
     levels = scene_levels(table, instruments, lexicon)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any, Iterator, Literal, Mapping, Sequence
 
-import pandas as pd
 from pydantic import Field
 
 from psyq.engine.files.errors import Problem
@@ -26,7 +25,9 @@ from psyq.engine.trials.trial import Trial, TrialContext, make_trial
 from psyq.engine.files.yamlfile import YamlDocument
 from psyq.engine.kinds.base import ItemKind, JudgeTask
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:   # annotations only: loading an instrument never needs pandas
+    import pandas as pd
+
     from psyq.engine.design.instrument import Instrument
     from psyq.engine.design.study import Protocol
 
