@@ -15,6 +15,7 @@ Instrument + Cohort + Backend -> administer -> Responses -> score -> compare wit
 - ``importers/``  psyq import: other tools' files into psyq's formats
 - ``questionnaire/`` psyq questionnaire: a study's instruments for people (jsPsych, REDCap, Qualtrics),
   with the codebooks that read their answers back
+- ``bundle/``     psyq bundle and psyq verify: one run as one zip to share, read back as untrusted input
 - ``view/``       psyq view: a read-only local web viewer of runs, their trials and conversations
 - ``cli/``        the psyq command, one module per command group
 

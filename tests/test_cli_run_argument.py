@@ -94,10 +94,11 @@ def _commands(folder: dict, out: Path) -> dict[str, tuple[list, str | None]]:
         "judge": (["judge", folder["folder"], "--rubric", "leas_level", *stub], None),
         "perturb": (["perturb", folder["folder"], "--set", "haleas7", *stub], None),
         "rating-sheet": (["rating-sheet", folder["folder"], out / "sheet.xlsx", "--rubric", "empathy_ceb"], None),
+        "bundle": (["bundle", folder["folder"], "--out", out / "run.zip"], None),
     }
 
 
-@pytest.mark.parametrize("command", ["export", "scores", "report", "judge", "perturb", "rating-sheet"])
+@pytest.mark.parametrize("command", ["export", "scores", "report", "judge", "perturb", "rating-sheet", "bundle"])
 def test_every_command_that_reads_a_run_takes_the_study_folder_for_its_latest_run(folder, command, tmp_path):
     args, written = _commands(folder, tmp_path)[command]
     with StubServer() as stub:   # judge and perturb name a server; with nothing to judge, nothing is sent
@@ -110,6 +111,11 @@ def test_every_command_that_reads_a_run_takes_the_study_folder_for_its_latest_ru
         assert not (folder["plain"] / written).exists()
     if command == "rating-sheet":   # the command it prints to paste names the exact run
         assert f"--run {folder['perturbed']} " in out
+    if command == "bundle":          # the bundle holds that run
+        import zipfile
+        with zipfile.ZipFile(tmp_path / "run.zip") as bundle:
+            manifest = json.loads(bundle.read("run/manifest.json"))
+        assert manifest["run_id"] == folder["perturbed"].name
 
 
 def test_every_run_argument_of_the_parser_is_one_of_those_tested():
@@ -118,7 +124,7 @@ def test_every_run_argument_of_the_parser_is_one_of_those_tested():
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     taking_a_run = {name for name, p in sub.choices.items()
                     if any(a.dest == "run" and not a.option_strings for a in p._actions)}
-    assert taking_a_run == {"status", "export", "scores", "report", "judge", "perturb", "rating-sheet"}
+    assert taking_a_run == {"status", "export", "scores", "report", "judge", "perturb", "rating-sheet", "bundle"}
     assert {a.dest for a in sub.choices["sensitivity"]._actions if not a.option_strings} >= {"original", "perturbed"}
 
 

@@ -299,7 +299,7 @@ def test_kind_names_appear_only_in_their_kinds_and_the_registries():
 # The rooms of engine/, lowest first (engine/__init__.py lists them in this order): a room imports
 # only rooms before it; analysis reads some of them, never administer or cli.
 ROOMS = ["files", "backends", "store", "trials", "kinds", "design", "results", "administer", "judging",
-         "importers", "questionnaire", "view", "cli"]
+         "importers", "questionnaire", "bundle", "view", "cli"]
 ANALYSIS_READS = {"files", "store", "trials", "kinds", "design", "results", "judging"}
 
 

@@ -4,7 +4,8 @@ The wheel is built (``python -m build``: sdist, then the wheel from the sdist) f
 files git tracks, checked with ``twine check``, installed (not editable) into a throwaway venv,
 and used as a new user would from an empty folder: --version, list, init, validate, plan, run
 against an OpenAI-compatible server (the stub), report with the shipped human data by name,
-and the Python API by name. The throwaway venv borrows the test venv's dependencies through a
+the run bundled and read by a reviewer in another empty folder (verify, report: the same
+tables), and the Python API by name. The throwaway venv borrows the test venv's dependencies through a
 .pth line, so nothing is downloaded but the build backend.
 """
 
@@ -106,3 +107,13 @@ def test_psyq_installed_from_the_wheel_works_outside_the_clone(installed, tmp_pa
     assert "Cohort against human respondents" in html and "Is it the same construct?" in html, report.stderr
     manifest = (run_dir / "manifest.json").read_text()
     assert "instrument iri (shipped with psyq" in manifest
+
+    # The run shared as a bundle, read in an empty folder: it verifies and re-reports to the same tables.
+    _run(["psyq", "bundle", str(run_dir), "--out", "shared.zip"], study, installed)
+    reader = tmp_path / "reviewer"
+    reader.mkdir()
+    shutil.copy(study / "shared.zip", reader / "shared.zip")
+    assert _run(["psyq", "verify", "shared.zip"], reader, installed).stdout.startswith("ok")
+    _run(["psyq", "report", "shared.zip", "--human", "iri=iri_briganti2018_keyed"], reader, installed)
+    tables = sorted((run_dir / "report_tables").glob("*.csv"))
+    assert tables and all((reader / "shared" / "report_tables" / t.name).read_bytes() == t.read_bytes() for t in tables)

@@ -35,7 +35,7 @@ import os
 import sys
 
 from psyq.engine import __version__
-from psyq.engine.cli import administering, files, importing, judging, questionnaire, results, starting, viewing
+from psyq.engine.cli import administering, bundle, files, importing, judging, questionnaire, results, starting, viewing
 from psyq.engine.cli.common import EXIT_BAD_INPUT, EXIT_CODES_HELP, EXIT_FAILURE, report_input_error
 from psyq.engine.cli.administering import PLAN_HELP
 from psyq.engine.files.errors import InputError, PsyqError
@@ -43,9 +43,9 @@ from psyq.engine.files.notices import print_notices_to_stderr
 
 # Every command, in the order `psyq --help` lists them: name -> (handler, help, arguments).
 ORDER = ["list", "init", "validate", "schema", "score", "run", "plan", "status", "runs", "export", "scores", "judge", "sensitivity",
-         "perturb", "report", "import", "questionnaire", "rating-sheet", "view"]
+         "perturb", "report", "import", "questionnaire", "rating-sheet", "view", "bundle", "verify"]
 _ALL = {**starting.COMMANDS, **files.COMMANDS, **administering.COMMANDS, **results.COMMANDS, **judging.COMMANDS, **importing.COMMANDS,
-        **viewing.COMMANDS, **questionnaire.COMMANDS}
+        **viewing.COMMANDS, **questionnaire.COMMANDS, **bundle.COMMANDS}
 COMMANDS = {name: _ALL[name] for name in ORDER}
 
 

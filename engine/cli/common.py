@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 from psyq.engine.files.errors import InputError
 
@@ -22,7 +25,8 @@ EXIT_CODES_HELP = """exit codes:
        (a bad key or model at once, or 5 identical refusals; its words and, where known, the fix)
   130  interrupted; every answer received is stored, rerun to resume"""
 MAX_PROBLEMS_SHOWN = 50
-RUN_HELP = "a run's folder (runs/STUDY/RUN_ID), or a study's runs folder (runs/STUDY) for its latest run"
+RUN_HELP = ("a run's folder (runs/STUDY/RUN_ID), a study's runs folder (runs/STUDY) for its latest run, or a "
+            "bundle (FILE.zip, from psyq bundle)")
 
 
 def positive_int(text: str) -> int:
@@ -86,3 +90,48 @@ def chosen_run(path: str, prompts: str | None = None) -> Path:
     if line := chosen.line():
         print(f"psyq: {line}", file=sys.stderr)
     return chosen.path
+
+
+@dataclass(frozen=True)
+class ChosenRun:
+    """The run a command reads (`path`) and where it writes what it makes unless told (`out`): the
+    run's own folder, or for a bundle, a folder named after the bundle beside it (a bundle is
+    read from a temporary folder, never unpacked into the user's)."""
+
+    path: Path
+    out: Path
+    bundle: Path | None = None
+
+    def output(self, name: str) -> Path:
+        """Where a file `name` the command writes goes by default (its folder made when needed).
+
+        Example:
+            >>> ChosenRun(Path("runs/s/ab12"), Path("runs/s/ab12")).output("answers.csv").as_posix()
+            'runs/s/ab12/answers.csv'
+        """
+        self.out.mkdir(parents=True, exist_ok=True)
+        return self.out / name
+
+
+@contextlib.contextmanager
+def opened_run(path: str, prompts: str | None = None) -> Iterator[ChosenRun]:
+    """The run a command's RUN argument names, for the block's length: a run's folder, a study's
+    runs folder (its latest run, as :func:`chosen_run`), or a bundle (FILE.zip), checked and
+    unpacked into a temporary folder removed afterwards (psyq.engine.bundle.read).
+
+    Example (`run_dir`: the only run in its study's runs folder):
+        >>> with opened_run(str(run_dir)) as chosen:
+        ...     chosen.path == run_dir, chosen.bundle
+        (True, None)
+    """
+    from psyq.engine.bundle.read import is_bundle, open_bundle
+
+    if not is_bundle(path):
+        run = chosen_run(path, prompts)
+        yield ChosenRun(run, run)
+        return
+    with open_bundle(path) as bundle:
+        source = Path(path)
+        print(f"psyq: {path}: the run {bundle.record.get('study')}/{bundle.record.get('run_id')} of a bundle, read "
+              "from a temporary folder", file=sys.stderr)
+        yield ChosenRun(bundle.run, source.parent / source.stem, source)

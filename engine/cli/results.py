@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from psyq.engine.cli.common import EXIT_OK, RUN_HELP, chosen_run, prorated_summary
+from psyq.engine.cli.common import EXIT_OK, RUN_HELP, chosen_run, opened_run, prorated_summary
 from psyq.engine.files.errors import InputError
 
 if TYPE_CHECKING:
     from psyq.analysis.scoring.human_data import HumanData
+    from psyq.engine.cli.common import ChosenRun
 
 
 def _usage_lines(run, manifest: dict, prices_file: str | None) -> list[str]:
@@ -82,9 +84,9 @@ def _batch_lines(store) -> list[str]:
 def cmd_export(args: argparse.Namespace) -> int:
     from psyq.engine.results.export import export_table
 
-    run = chosen_run(args.run)
-    table = export_table(run)
-    out = Path(args.out) if args.out else run / f"answers.{args.format}"
+    with opened_run(args.run) as chosen:
+        table = export_table(chosen.path)
+        out = Path(args.out) if args.out else chosen.output(f"answers.{args.format}")
     if args.format == "csv":
         table.to_csv(out, index=False)
     else:
@@ -101,17 +103,18 @@ def cmd_scores(args: argparse.Namespace) -> int:
 
     from psyq.engine.results.imported_run import is_imported_run
 
-    path = chosen_run(args.run)
-    if is_imported_run(path):
-        return _write_stage_scores(args, path, imported=True)
-    run = open_run_dir(path)
-    if run.read_manifest().get("stages"):
-        return _write_stage_scores(args, run.path, imported=False)
-    long = load_run_scores(run.path)
-    wide = wide_scores(long)
-    out = Path(args.out) if args.out else run.path / f"scores.{args.format}"
-    names = write_scores(wide, out, args.format, run_instruments(run))
-    print(prorated_summary(long, str(run.path)), file=sys.stderr)
+    with opened_run(args.run) as chosen:
+        path = chosen.path
+        if is_imported_run(path):
+            return _write_stage_scores(args, chosen, imported=True)
+        run = open_run_dir(path)
+        if run.read_manifest().get("stages"):
+            return _write_stage_scores(args, chosen, imported=False)
+        long = load_run_scores(run.path)
+        wide = wide_scores(long)
+        out = Path(args.out) if args.out else chosen.output(f"scores.{args.format}")
+        names = write_scores(wide, out, args.format, run_instruments(run))
+        print(prorated_summary(long, str(chosen.bundle or run.path)), file=sys.stderr)
     renamed = {a: b for a, b in names.items() if a != b}
     if renamed:
         print("renamed for SPSS: " + ", ".join(f"{a} -> {b}" for a, b in renamed.items()), file=sys.stderr)
@@ -119,10 +122,11 @@ def cmd_scores(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _write_stage_scores(args: argparse.Namespace, run_path: Path, imported: bool) -> int:
+def _write_stage_scores(args: argparse.Namespace, chosen: ChosenRun, imported: bool) -> int:
     """`psyq scores` on a run with stages (or an imported run): the scores per measure stage and
     situation, long (one row per backend x respondent x repeat x situation x stage x subscale),
     since one row per respondent cannot hold a before and an after per situation."""
+    run_path = chosen.path
     if imported:
         from psyq.engine.results.imported_run import read_imported_run
 
@@ -131,7 +135,7 @@ def _write_stage_scores(args: argparse.Namespace, run_path: Path, imported: bool
         from psyq.analysis.scoring.stage_scores import load_stage_scores
 
         frame = load_stage_scores(run_path)
-    out = Path(args.out) if args.out else run_path / f"scores_by_stage.{args.format}"
+    out = Path(args.out) if args.out else chosen.output(f"scores_by_stage.{args.format}")
     if args.format == "csv":
         frame.to_csv(out, index=False)
     elif args.format == "parquet":
@@ -201,19 +205,24 @@ def cmd_report(args: argparse.Namespace) -> int:
     targets = {i: checked(lambda path=path: input_file(path, "--targets"))
                for i, path in _id_paths(args.targets, "--targets").items()}
     human_change = checked(lambda: input_file(args.human_change, "--human-change")) if args.human_change else None
-    try:
-        run = chosen_run(args.run)
-    except InputError as exc:
-        problems[:0] = exc.problems
-    if not problems and people:
-        problems.extend(_questionnaire_problems(run, people))
-    if problems:
-        raise InputError(problems)
-    from psyq.analysis.report import write_report      # the statistics stack: seconds, so after the checks
+    with contextlib.ExitStack() as stack:
+        chosen = None
+        try:
+            chosen = stack.enter_context(opened_run(args.run))   # a bundle: unpacked until the report is written
+        except InputError as exc:
+            problems[:0] = exc.problems
+        if not problems and people:
+            problems.extend(_questionnaire_problems(chosen.path, people))
+        if problems:
+            raise InputError(problems)
+        from psyq.analysis.report import write_report      # the statistics stack: seconds, so after the checks
 
-    html_path, md_path = write_report(run, args.out, people=people, targets=targets, human_change=human_change,
-                                      norm_samples=norm_samples, bound=args.bound, correction=args.correction,
-                                      estimator=args.estimator, warn=lambda m: print(f"warning: {m}", file=sys.stderr))
+        # A bundle's report goes beside it, in a folder named after it (never into the temporary folder).
+        out = args.out or (chosen.out if chosen.bundle is not None else None)
+        html_path, md_path = write_report(chosen.path, out, people=people, targets=targets, human_change=human_change,
+                                          norm_samples=norm_samples, bound=args.bound, correction=args.correction,
+                                          estimator=args.estimator,
+                                          warn=lambda m: print(f"warning: {m}", file=sys.stderr))
     print(f"report -> {html_path}\nsummary -> {md_path}")
     return EXIT_OK
 
@@ -258,14 +267,16 @@ def _arguments_runs(p: argparse.ArgumentParser) -> None:
 def _arguments_export(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", help=RUN_HELP)
     p.add_argument("--format", choices=["csv", "parquet"], default="csv")
-    p.add_argument("--out", help="output file (default: answers.<format> in the run directory)")
+    p.add_argument("--out", help="output file (default: answers.<format> in the run directory; for a bundle, in a "
+                                 "folder named after it beside it)")
 
 
 def _arguments_scores(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", help=RUN_HELP)
     p.add_argument("--format", choices=["csv", "parquet", "sav"], default="csv",
                    help="sav: SPSS, with variable labels, value labels and SPSS-valid names")
-    p.add_argument("--out", help="output file (default: scores.<format> in the run directory)")
+    p.add_argument("--out", help="output file (default: scores.<format> in the run directory; for a bundle, in a "
+                                 "folder named after it beside it)")
 
 
 def _arguments_sensitivity(p: argparse.ArgumentParser) -> None:
@@ -303,7 +314,8 @@ def _arguments_report(p: argparse.ArgumentParser) -> None:
     p.add_argument("--estimator", choices=["ML", "MLR", "WLSMV"], default=None,
                    help="measurement invariance estimator, as lavaan's (default: WLSMV, items ordinal, when "
                         "every item has 7 answer categories or fewer; else ML, items continuous)")
-    p.add_argument("--out", help="output folder (default: the run directory)")
+    p.add_argument("--out", help="output folder (default: the run directory; for a bundle, a folder named after it "
+                                 "beside it)")
 
 
 # name -> (handler, help, arguments): read by engine/cli/__init__.py

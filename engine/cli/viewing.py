@@ -20,19 +20,30 @@ def methods_text(run_path: Path) -> str:
 
 
 def cmd_view(args: argparse.Namespace) -> int:
+    from psyq.engine.bundle.read import is_bundle
+    from psyq.engine.cli.common import opened_run
     from psyq.engine.results.runs import find_run_dirs
-    from psyq.engine.view.server import ViewServer, is_loopback
+    from psyq.engine.view.server import is_loopback
 
     if not is_loopback(args.host) and not args.expose:
         print(f"error: --host {args.host} would let other machines read every run under {args.dir}; "
               "psyq view serves 127.0.0.1 unless you also give --expose", file=sys.stderr)
         return EXIT_BAD_INPUT
-    find_run_dirs(args.dir)   # a folder that does not exist is said now (exit 2), not as an empty page
-    server = ViewServer(args.dir, args.host, args.port, allowed_hosts=args.allow_host, methods=methods_text)
+    if not is_bundle(args.dir):
+        find_run_dirs(args.dir)   # a folder that does not exist is said now (exit 2), not as an empty page
+        return _serve(args, Path(args.dir), f"runs under {Path(args.dir).resolve()}")
+    with opened_run(args.dir) as chosen:   # the bundle's run, from a temporary folder removed when the viewer stops
+        return _serve(args, chosen.path, f"the run in {args.dir}")
+
+
+def _serve(args: argparse.Namespace, root: Path, what: str) -> int:
+    from psyq.engine.view.server import ViewServer, is_loopback
+
+    server = ViewServer(root, args.host, args.port, allowed_hosts=args.allow_host, methods=methods_text)
     if not is_loopback(args.host):
         print(f"warning: serving {Path(args.dir).resolve()} on {args.host}: anyone who can reach this address can "
               "read every run, reply and prompt in it (no password)", file=sys.stderr)
-    print(f"psyq view: {server.url}  (runs under {Path(args.dir).resolve()}; read-only; Ctrl-C stops it)", flush=True)
+    print(f"psyq view: {server.url}  ({what}; read-only; Ctrl-C stops it)", flush=True)
     try:
         server.run()
     except KeyboardInterrupt:
@@ -42,7 +53,7 @@ def cmd_view(args: argparse.Namespace) -> int:
 
 def _arguments_view(p: argparse.ArgumentParser) -> None:
     p.add_argument("dir", nargs="?", default="runs", metavar="RUNS_DIR",
-                   help="folder holding runs: runs/ (default), runs/<study>, or one run")
+                   help="folder holding runs: runs/ (default), runs/<study>, one run, or a bundle (FILE.zip)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, default=0, help="port to listen on (default: a free one, printed)")
     p.add_argument("--expose", action="store_true",
