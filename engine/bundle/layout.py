@@ -10,6 +10,7 @@ A bundle is a zip file::
     run/                 the run's folder: manifest.json (its paths pointing into the bundle),
                          run.sqlite (a checkpointed copy), the instrument and study copies, the report
     inputs/              the files the run read, each where run/manifest.json finds it
+    site/                with --site: the viewer's pages as a static site (index.html; engine/view/site.py)
 
 Example:
     >>> FORMAT, member_path("run", "manifest.json")
@@ -26,6 +27,7 @@ SCORES = "scores.csv"
 RUN = "run"
 INPUTS = "inputs"
 STUDY_FOLDER = f"{INPUTS}/study"     # the study file's folder inside the bundle
+SITE = "site"
 
 # What a reader accepts (engine/bundle/read.py): a run of 10^5 trials with its report is
 # some hundreds of MB; a bundle declaring more, or compressed far beyond what text and SQLite

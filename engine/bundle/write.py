@@ -18,8 +18,9 @@ Never: a secret, an environment variable's value, an absolute path of this machi
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-import io
+import shutil
 import json
 import os
 import platform
@@ -32,15 +33,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path, PurePosixPath
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from psyq.engine import __version__
-from psyq.engine.bundle.layout import (ENVIRONMENT, FORMAT, INPUTS, README, RECORD, RUN, STUDY_FOLDER,
+from psyq.engine.bundle.layout import (ENVIRONMENT, FORMAT, INPUTS, README, RECORD, RUN, SITE, STUDY_FOLDER,
                                        member_path)
 from psyq.engine.bundle.scrub import Sensitive, is_absolute_path
 from psyq.engine.bundle.store_copy import (backup_store, finish_copy, open_for_redaction, redact_texts,
                                            replace_paths, replace_respondent_ids, row_counts)
-from psyq.engine.files.atomic import write_bytes_atomic
 from psyq.engine.files.errors import InputError
 from psyq.engine.files.shipped import ROOT, locate, shipped_name
 from psyq.engine.store.readonly import connect_readonly
@@ -246,7 +246,7 @@ def environment_record(manifest: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _readme(manifest: Mapping[str, Any], name: str, files: list[InputFile], left_out: list[dict[str, str]],
-            changed: list[dict[str, str]], members: list[str]) -> str:
+            changed: list[dict[str, str]], members: set[str], notes: Iterable[str] = ()) -> str:
     lines = [f"# A psyq run: {manifest.get('study')} (run {manifest.get('run_id')})", "",
              f"Made with psyq {__version__} ({FORMAT}). Read it with psyq {__version__} or later "
              "(`pip install psyq`); nothing needs to be unpacked:", "",
@@ -267,6 +267,13 @@ def _readme(manifest: Mapping[str, Any], name: str, files: list[InputFile], left
               "- `environment.json`: psyq, Python and the versions of psyq's dependencies; the local model's "
               "name and sha256 when the run used one",
               "- `bundle.json`: every member's sha256, the store's row counts, and the lists below"]
+    if f"{SITE}/index.html" in members:
+        lines += [f"- `{SITE}/`: the viewer's pages as a static site: open `{SITE}/index.html` in a browser (from disk, "
+                  "or put the folder on any static host); the run, its trials (one filter at a time), each trial's "
+                  "transcript and each respondent, with no server and no psyq"]
+    notes = list(notes)
+    if notes:
+        lines += ["", "## Notes", ""] + [f"- {note}" for note in notes]
     lines += ["", "## What was left out, and why", ""]
     lines += [f"- {x['what']}: {x['why']}" for x in left_out] or ["- nothing"]
     lines += ["", "## What the bundle changed", ""]
@@ -277,14 +284,16 @@ def _readme(manifest: Mapping[str, Any], name: str, files: list[InputFile], left
 
 
 def write_bundle(run_path: str | Path, out: str | Path, *, with_human: bool = False, with_texts: bool = False,
-                 derived: Callable[[Path], Mapping[str, bytes]] | None = None,
+                 derived: Callable[[Path], Iterable[tuple[str, bytes]]] | None = None, notes: Iterable[str] = (),
                  environ: Mapping[str, str] | None = None, cwd: Path | None = None) -> Bundled:
     """Write the bundle of the run at `run_path` to `out` (a zip, written atomically).
 
-    `derived`: further members (the scores) by name, made from the bundle's own
-    run (the run's folder as the bundle holds it, redactions made, unpacked in a temporary folder),
-    so that they show what the bundle holds; `environ` and `cwd` (default: this process's): what
-    must not leave the machine (engine/bundle/scrub.py).
+    `derived`: further members (the scores, the static site) as (name, bytes) pairs, made from the
+    bundle's own run (the run's folder as the bundle holds it, redactions made, unpacked in a
+    temporary folder), so that they show what the bundle holds; each is checked and set aside on
+    disk as it comes, so a generator of 10^5 pages is never held in memory. `notes`: lines for the
+    README. `environ` and `cwd` (default: this process's): what must not leave the machine
+    (engine/bundle/scrub.py).
 
     Raises :class:`InputError` (exit 2) when a member would hold a secret or an environment value.
 
@@ -397,40 +406,69 @@ def write_bundle(run_path: str | Path, out: str | Path, *, with_human: bool = Fa
     if twin_ids and not with_human:
         left_out.append({"what": "the twins' respondent ids", "why": "they are the people's own ids; replaced by "
                          "twin_0001 ... (`--with-human` keeps them)"})
-    if derived is not None:
-        with tempfile.TemporaryDirectory(prefix="psyq-bundle-") as work:
-            for name, data in members.items():
-                (Path(work) / name).parent.mkdir(parents=True, exist_ok=True)
-                (Path(work) / name).write_bytes(data)
-            for name, data in derived(Path(work) / RUN).items():
-                members[name] = _scrubbed_bytes(data, sensitive)
+    with tempfile.TemporaryDirectory(prefix="psyq-bundle-") as spool:
+        # Derived members wait on disk (name -> (file, sha256)), each checked for leaks as it comes.
+        spooled: dict[str, tuple[Path, str]] = {}
+        problems: list[str] = []
+        if derived is not None:
+            with tempfile.TemporaryDirectory(prefix="psyq-bundle-") as work:
+                for name, data in members.items():
+                    (Path(work) / name).parent.mkdir(parents=True, exist_ok=True)
+                    (Path(work) / name).write_bytes(data)
+                for name, data in derived(Path(work) / RUN):
+                    data = _scrubbed_bytes(data, sensitive)
+                    problems.extend(f"{name}: holds {what}" for what in sensitive.leaks(data))
+                    kept_at = Path(spool) / str(len(spooled))
+                    kept_at.write_bytes(data)
+                    spooled[name] = (kept_at, _sha256(data))
 
-    members[ENVIRONMENT] = json.dumps(environment_record(new_manifest), indent=2).encode("utf-8")
-    names = sorted(members) + [README, RECORD]
-    members[README] = _readme(manifest, out.name, files, left_out, changed, names).encode("utf-8")
-    record = {"format": FORMAT, "psyq_version": __version__,
-              "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-              "study": manifest.get("study"), "run_id": manifest.get("run_id"),
-              "with_human": with_human, "with_texts": with_texts,
-              "members": {name: _sha256(data) for name, data in sorted(members.items())},
-              "inputs": inputs, "store_rows": counts, "left_out": left_out, "changed": changed}
-    members[RECORD] = json.dumps(record, indent=2).encode("utf-8")
+        members[ENVIRONMENT] = json.dumps(environment_record(new_manifest), indent=2).encode("utf-8")
+        names = {*members, *spooled, README, RECORD}
+        members[README] = _readme(manifest, out.name, files, left_out, changed, names, notes).encode("utf-8")
+        hashes = {name: _sha256(data) for name, data in members.items()} | {n: h for n, (_, h) in spooled.items()}
+        record = {"format": FORMAT, "psyq_version": __version__,
+                  "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                  "study": manifest.get("study"), "run_id": manifest.get("run_id"),
+                  "with_human": with_human, "with_texts": with_texts,
+                  "members": dict(sorted(hashes.items())),
+                  "inputs": inputs, "store_rows": counts, "left_out": left_out, "changed": changed}
+        members[RECORD] = json.dumps(record, indent=2).encode("utf-8")
 
-    problems = [f"{name}: holds {what}" for name, data in members.items() for what in sensitive.leaks(data)]
-    if problems:
-        raise InputError.single(run.path, "not bundled, since the bundle would hold what must not leave this machine: "
-                                + "; ".join(problems) + " (psyq never stores a key: look at what the replies or "
-                                "the files hold)")
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=6) as archive:
-        for name in [RECORD, README, *sorted(n for n in members if n not in (RECORD, README))]:
-            info = zipfile.ZipInfo(name, date_time=_STAMP)
-            info.external_attr = 0o644 << 16
-            info.compress_type = zipfile.ZIP_DEFLATED
-            archive.writestr(info, members[name])
+        problems += [f"{name}: holds {what}" for name, data in members.items() for what in sensitive.leaks(data)]
+        if problems:
+            shown = problems[:20] + ([f"... and {len(problems) - 20} more"] if len(problems) > 20 else [])
+            raise InputError.single(run.path, "not bundled, since the bundle would hold what must not leave this "
+                                    "machine: " + "; ".join(shown) + " (psyq never stores a key: look at what the "
+                                    "replies or the files hold)")
+        order = [RECORD, README, *sorted(n for n in names if n not in (RECORD, README))]
+        _write_zip_atomic(out, order, members, {n: path for n, (path, _) in spooled.items()})
+    return Bundled(out, sorted(names), left_out, changed)
+
+
+def _write_zip_atomic(out: Path, order: list[str], members: Mapping[str, bytes], files: Mapping[str, Path]) -> None:
+    """The zip of `members` (in memory) and `files` (on disk, copied in pieces), in `order`, written
+    to a temporary file beside `out` that then replaces it: a reader never sees half a bundle."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    write_bytes_atomic(out, buffer.getvalue())
-    return Bundled(out, sorted(members), left_out, changed)
+    fd, temporary = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            with zipfile.ZipFile(handle, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=6) as archive:
+                for name in order:
+                    info = zipfile.ZipInfo(name, date_time=_STAMP)
+                    info.external_attr = 0o644 << 16
+                    info.compress_type = zipfile.ZIP_DEFLATED
+                    if name in members:
+                        archive.writestr(info, members[name])
+                    else:
+                        with files[name].open("rb") as source, archive.open(info, "w", force_zip64=True) as target:
+                            shutil.copyfileobj(source, target, 1024 * 1024)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, out)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
 
 
 def _as_text(data: bytes) -> str | None:

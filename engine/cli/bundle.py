@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Iterator
 
 from psyq.engine.cli.common import EXIT_BAD_INPUT, EXIT_OK
 
@@ -72,6 +73,7 @@ def _same_number(a: str, b: str) -> bool:
 
 
 def cmd_bundle(args: argparse.Namespace) -> int:
+    from psyq.engine.bundle.layout import RUN, SCORES, SITE, member_path
     from psyq.engine.bundle.write import write_bundle
     from psyq.engine.cli.common import chosen_run
     from psyq.engine.store.run_dir import open_run_dir
@@ -80,16 +82,33 @@ def cmd_bundle(args: argparse.Namespace) -> int:
     manifest = open_run_dir(run).read_manifest()
     out = Path(args.out) if args.out else Path(f"{manifest.get('study', 'run')}_{manifest.get('run_id', run.name)}.zip")
 
-    def derived(bundled_run: Path) -> dict[str, bytes]:
-        # The scores of the run as the bundle holds it (twins' ids replaced): what verify computes again.
-        return {"scores.csv": scores_csv(bundled_run)}
+    notes = []
+    if args.site:
+        from psyq.engine.view.site import count_trials, site_size_note
 
-    bundled = write_bundle(run, out, with_human=args.with_human, with_texts=args.with_texts, derived=derived)
+        note = site_size_note(count_trials(run))
+        if note:
+            print(f"note: {note}", file=sys.stderr)
+            notes.append(note)
+
+    def derived(bundled_run: Path) -> Iterator[tuple[str, bytes]]:
+        # The scores of the run as the bundle holds it (twins' ids replaced): what verify computes again.
+        yield SCORES, scores_csv(bundled_run)
+        if args.site:
+            # Rendered from the bundle's copy of the store, so that its redactions hold in the pages too.
+            from psyq.engine.view.site import site_pages
+
+            for name, data in site_pages(bundled_run, report_at=f"../{RUN}/report.html"):
+                yield member_path(SITE, name), data
+
+    bundled = write_bundle(run, out, with_human=args.with_human, with_texts=args.with_texts, derived=derived,
+                           notes=notes)
     for item in bundled.left_out:
         print(f"left out: {item['what']}: {item['why']}", file=sys.stderr)
     for item in bundled.changed:
         print(f"changed: {item['what']}: {item['why']}", file=sys.stderr)
-    print(f"{len(bundled.members)} files -> {bundled.path}  (psyq verify {bundled.path}; psyq report {bundled.path})")
+    print(f"{len(bundled.members)} files -> {bundled.path}  (psyq verify {bundled.path}; psyq report {bundled.path})"
+          + (f"; unzip it and open {SITE}/index.html in a browser" if args.site else ""))
     return EXIT_OK
 
 
@@ -122,6 +141,9 @@ def _arguments_bundle(p: argparse.ArgumentParser) -> None:
                    help="add people's data: the human data a cohort was drawn from, twins' own respondent ids")
     p.add_argument("--with-texts", action="store_true",
                    help="keep licensed item texts you supplied (BES, PANAS): their file, and the prompts as sent")
+    p.add_argument("--site", action="store_true",
+                   help="add site/: the viewer's pages as a static site that opens from disk or any static host "
+                        "(site/index.html: the run, its trials, each transcript)")
 
 
 def _arguments_verify(p: argparse.ArgumentParser) -> None:

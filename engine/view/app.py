@@ -78,17 +78,27 @@ class SecurityHeaders:
 
 
 class Viewer:
-    """The pages of the runs under `root` (every handler reads; none writes)."""
+    """The pages of the runs under `root` (every handler reads; none writes).
 
-    def __init__(self, root: Path, methods: Callable[[Path], str] | None = None):
+    `site`: the pages as the static copy needs them (engine/view/site.py): the CSP in a ``<meta>``
+    tag (no server sends a header from disk), no polling script (a copy does not change), the
+    trials' filters as links to the pages rendered for each value (no server answers a form), and
+    no folder of this machine named.
+    """
+
+    def __init__(self, root: Path, methods: Callable[[Path], str] | None = None, *, site: bool = False):
         self.root = root.resolve()
         self.methods = methods
+        self.site = site
+        self._choices: dict[Path, dict[str, list[dict[str, Any]]]] = {}   # site: the store does not change
         self.env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=True,
                                undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
         self.env.filters["when"] = lambda s: (s or "-").replace("T", " ")[:19]
         self.env.filters["seconds"] = lambda x: "-" if x is None else f"{x:.3f}"
         self.env.filters["tojson_text"] = lambda x: json.dumps(x, indent=1, ensure_ascii=False, sort_keys=True)
         self.env.globals["urlencode"] = urlencode
+        self.env.globals["site"] = site
+        self.env.globals["csp"] = CSP
         self._progress: dict[Path, tuple[tuple, dict, float]] = {}   # stamp, data, fresh until (monotonic)
 
     # --- finding runs, never outside the folder ---------------------------------------------------
@@ -197,9 +207,18 @@ class Viewer:
 
         page = await run_in_threadpool(read)
         planned = _manifest(path).get("trials_planned_by") or {}
+        choices = await run_in_threadpool(self.filter_choices, path) if self.site else {}
         return self.render("trials.html", rel=request.path_params["rel"].strip("/"), f=chosen, reasons=reads.REASONS,
                            backends=sorted(planned), instruments=sorted({i for v in planned.values() for i in v}),
-                           **page)
+                           choices=choices, **page)
+
+    def filter_choices(self, path: Path) -> dict[str, list[dict[str, Any]]]:
+        """The values each filter of the static copy's trials pages takes in the run, with their counts
+        (read once per run: a copy is made of a store that no longer changes)."""
+        if path not in self._choices:
+            with closing(connect_readonly(path / "run.sqlite")) as db:
+                self._choices[path] = reads.trial_filter_choices(db)
+        return self._choices[path]
 
     async def trial_page(self, request: Request) -> Response:
         path = self.run(request.path_params["rel"])
@@ -293,9 +312,10 @@ def _report(run: Path, root: Path) -> Path | None:
 
 
 def create_app(root: str | Path, *, host: str = "127.0.0.1", allowed_hosts: list[str] | None = None,
-               methods: Callable[[Path], str] | None = None) -> Starlette:
+               methods: Callable[[Path], str] | None = None, site: bool = False) -> Starlette:
     """The viewer of the runs under `root`, answering requests whose Host is `host`, a loopback name
-    or one of `allowed_hosts`; `methods` writes a run's methods paragraph (None: no methods page).
+    or one of `allowed_hosts`; `methods` writes a run's methods paragraph (None: no methods page);
+    `site`: pages rendered for the static copy (:class:`Viewer`; engine/view/site.py asks for them).
 
     Example (the runs folder holding `run_dir`, asked in-process: no server is started):
         >>> from starlette.testclient import TestClient
@@ -304,7 +324,7 @@ def create_app(root: str | Path, *, host: str = "127.0.0.1", allowed_hosts: list
         >>> page.status_code, run_dir.name in page.text
         (200, True)
     """
-    viewer = Viewer(Path(root), methods)
+    viewer = Viewer(Path(root), methods, site=site)
     get = ["GET"]   # Starlette answers HEAD wherever GET is allowed, and 405 to any other method
     rel = "/run/{rel:path}"
     routes = [

@@ -112,6 +112,34 @@ def trials_page(db: sqlite3.Connection, chosen: TrialFilter) -> dict[str, Any]:
     return {"trials": trials, "total": total, "pages": max((total + PAGE_SIZE - 1) // PAGE_SIZE, 1)}
 
 
+def trial_filter_choices(db: sqlite3.Connection) -> dict[str, list[dict[str, Any]]]:
+    """Per filter of the trials page that takes one of a few values (status, reason, instrument,
+    backend, item): each value the run's trials take, with how many trials it selects.
+
+    Example:
+        >>> db = sqlite3.connect(":memory:")
+        >>> _ = db.execute("CREATE TABLE trials (trial_id, status, instrument_id, backend_id)")
+        >>> _ = db.execute("CREATE TABLE answers (trial_id, item_id, status)")
+        >>> _ = db.execute("INSERT INTO trials VALUES ('t1', 'missing', 'mini', 'stub')")
+        >>> _ = db.executemany("INSERT INTO answers VALUES ('t1', ?, ?)", [("a", "refusal"), ("b", "answered")])
+        >>> choices = trial_filter_choices(db)
+        >>> choices["status"], [c["value"] for c in choices["item"]], choices["reason"]
+        ([{'value': 'missing', 'count': 1}], ['a', 'b'], [{'value': 'refusal', 'count': 1}])
+    """
+    queries = {
+        "status": "SELECT status, COUNT(*) FROM trials GROUP BY status",
+        "reason": "SELECT status, COUNT(DISTINCT trial_id) FROM answers WHERE status != 'answered' GROUP BY status",
+        "instrument": "SELECT instrument_id, COUNT(*) FROM trials GROUP BY instrument_id",
+        "backend": "SELECT backend_id, COUNT(*) FROM trials GROUP BY backend_id",
+        "item": "SELECT item_id, COUNT(DISTINCT trial_id) FROM answers GROUP BY item_id",
+    }
+    out = {}
+    for key, sql in queries.items():
+        rows = [(str(value), count) for value, count in db.execute(sql) if value is not None]
+        out[key] = [{"value": value, "count": count} for value, count in sorted(rows, key=lambda r: _order(r[0]))]
+    return out
+
+
 def _json(text: str | None, default: Any) -> Any:
     try:
         return json.loads(text) if text else default
