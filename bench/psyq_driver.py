@@ -1,6 +1,8 @@
 """Time one `psyq run` exactly as the command line does it, without the interpreter's start-up.
 
-Imports ``psyq.engine.cli`` first (so Python start-up and imports are not counted), then times
+Imports ``psyq.engine.cli`` and the modules ``psyq run`` imports when it starts (the command line
+imports a command's modules inside the command, so that light commands start at once) first, so
+that Python start-up and imports are not counted; then times
 ``psyq.engine.cli.main(["run", STUDY, "--runs-dir", DIR])``: loading the study, planning and rendering
 every trial, starting the backend, sending, parsing, storing, the progress display and the
 manifest. Prints one JSON line: seconds, trials planned, trial status counts, rate (trials/s),
@@ -33,6 +35,19 @@ def use_engine_tree(tree: str) -> None:
     sys.path.insert(0, tree)
 
 
+def preimport_run_command() -> None:
+    """Import what ``psyq run`` imports inside its command (engine/cli/administering.py: the runner,
+    the progress display, the study, overrides and prices) and every backend's module (imported
+    on first use), so that the timing starts after the imports, as it did when the command line
+    imported them at its top."""
+    import importlib
+    for name in ("psyq.engine.administer.progress", "psyq.engine.administer.run", "psyq.engine.store.runlock",
+                 "psyq.engine.design.study", "psyq.engine.administer.overrides", "psyq.engine.design.prices"):
+        importlib.import_module(name)
+    from psyq.engine.backends.registry import BACKENDS
+    BACKENDS.values()   # the classes (a registry of modules imports each here)
+
+
 def add_payload_fields(extra: dict) -> None:
     """Make every OpenAI-compatible request body carry `extra` too (this process only)."""
     from psyq.engine.backends.openai import OpenAIBackend
@@ -47,6 +62,7 @@ def add_payload_fields(extra: dict) -> None:
 def run(study: str, runs_dir: str, profile: str | None = None, payload_extra: dict | None = None) -> dict:
     """Run the study through the CLI entry point; return timing and counts."""
     from psyq.engine.cli import main as cli_main
+    preimport_run_command()
 
     if payload_extra:
         add_payload_fields(payload_extra)

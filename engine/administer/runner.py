@@ -79,8 +79,10 @@ PARSE_IN_THREAD_CHARS = 2_000
 NOT_REASKED = ("too_long", "unreadable_response", "parse_error")
 
 
-async def read_reply(trial: Trial, text: str, protocol: Protocol) -> dict[str, ParsedAnswer]:
-    """Every answer of `trial` read from one reply: never raises, never takes long.
+async def read_reply(trial: Trial, text: str, protocol: Protocol,
+                     ids: list[str] | None = None) -> dict[str, ParsedAnswer]:
+    """Every answer of `trial` read from one reply: never raises, never takes long (`ids`: the
+    trial's :func:`answer_ids`, when the caller has them already).
 
     A reply over MAX_PARSE_CHARS is `too_long`; a parser that fails on a reply (a bug, or a shape
     nobody foresaw) gives `parse_error: <ExceptionType>` for this trial only, and the run goes on.
@@ -97,7 +99,7 @@ async def read_reply(trial: Trial, text: str, protocol: Protocol) -> dict[str, P
         >>> asyncio.run(read_reply(trial, "x" * 20_000, study.protocol))["1"].status
         'too_long'
     """
-    ids = answer_ids(trial)
+    ids = answer_ids(trial) if ids is None else ids
     long = too_long(text)
     if long is not None:
         return {i: long for i in ids}
@@ -128,6 +130,10 @@ async def run_trial_conversation(trial: Trial, backend: HttpBackend,
     and the last reply's text: what a later stage of a conversation carries (engine/administer/stages.py)."""
     started = _now()
     request = trial.request
+    # What the trial's kind says about it, asked once (each answer is a lookup in the registry).
+    kind = get_kind(trial.item_kind)
+    ids = kind.answer_ids(trial)
+    reads_logprobs = kind.reads_logprobs(trial, protocol)
     texts: list[str] = []
     attempts = reasks = 0
     latency = 0.0
@@ -150,12 +156,11 @@ async def run_trial_conversation(trial: Trial, backend: HttpBackend,
             if result.reasoning_tokens is not None:
                 reasoning = (reasoning or 0) + result.reasoning_tokens
             texts.append(result.text)
-            reads_logprobs = _reads_logprobs(trial, protocol)
             if (problem := reply_problem(result, reads_logprobs)) is not None:
                 # The reply came but holds no readable answer: stored as missing, with why (an
                 # answer read from an earlier reply of this trial stays; a trial read from
                 # logprobs has none, as it is asked once).
-                for i in answer_ids(trial):
+                for i in ids:
                     if i not in answers or answers[i].status != "answered":
                         answers[i] = problem
                 break
@@ -163,12 +168,12 @@ async def run_trial_conversation(trial: Trial, backend: HttpBackend,
                 try:
                     answers, extra = _logprob_answer(trial, result.first_token_logprobs, result.text, protocol)
                 except Exception as exc:   # noqa: BLE001 - as in read_reply
-                    answers, extra = {i: _parse_error(exc) for i in answer_ids(trial)}, {}
+                    answers, extra = {i: _parse_error(exc) for i in ids}, {}
                 break
-            for item_id, parsed in (await read_reply(trial, result.text, protocol)).items():
+            for item_id, parsed in (await read_reply(trial, result.text, protocol, ids)).items():
                 if item_id not in answers or answers[item_id].status != "answered":
                     answers[item_id] = parsed
-            unread = [i for i in answer_ids(trial) if answers[i].status not in ("answered", "refusal")]
+            unread = [i for i in ids if answers[i].status not in ("answered", "refusal")]
             if unread and result.budget_exhausted:
                 # The reply ran out of its token limit (reasoning models spend it thinking before
                 # they answer): sent again once, unchanged but for a doubled limit; then missing.
@@ -184,7 +189,7 @@ async def run_trial_conversation(trial: Trial, backend: HttpBackend,
                 break
             reasks += 1
             reason = answers[unread[0]].reason or answers[unread[0]].status
-            follow_up = get_kind(trial.item_kind).reask(trial, reason, unread)
+            follow_up = kind.reask(trial, reason, unread)
             request = replace(request, messages=request.messages + (
                 {"role": "assistant", "content": result.text}, {"role": "user", "content": follow_up}))
     except BackendError as exc:
@@ -194,13 +199,13 @@ async def run_trial_conversation(trial: Trial, backend: HttpBackend,
         response = exc.body if exc.body is not None else (result.raw if result else None)
         record = _record(trial, backend, "failed", started, texts, response, attempts + exc.attempts,
                          reasks, latency, tokens,
-                         {i: ParsedAnswer(None, "failed", str(exc)) for i in answer_ids(trial)}, {}, str(exc))
+                         {i: ParsedAnswer(None, "failed", str(exc)) for i in ids}, {}, str(exc), ids)
         record.endpoint, record.cached_tokens = exc.endpoint or (result.endpoint if result else None), cached
         record.reasoning_tokens, record.budget_reasks = reasoning, budget_reasks
         return record, request.messages, None
-    status = "answered" if all(answers[i].status == "answered" for i in answer_ids(trial)) else "missing"
+    status = "answered" if all(answers[i].status == "answered" for i in ids) else "missing"
     record = _record(trial, backend, status, started, texts, result.raw if result else None, attempts, reasks,
-                     latency, tokens, answers, extra, None)
+                     latency, tokens, answers, extra, None, ids)
     record.endpoint, record.cached_tokens = (result.endpoint if result else None), cached
     record.reasoning_tokens, record.budget_reasks = reasoning, budget_reasks
     return record, request.messages, texts[-1] if texts else None
@@ -223,11 +228,6 @@ def budget_exhausted_reason(backend: HttpBackend, request: ChatRequest, result) 
     spent = (f"; {result.reasoning_tokens:,} of its tokens were reasoning" if result.reasoning_tokens else "")
     return (f"the reply ran out of its token limit twice ({backend.capabilities.token_limit_field} {limit:,} the "
             f"second time{spent}); raise the backend's max_tokens or reasoning_budget, or lower reasoning_effort")
-
-
-def _reads_logprobs(trial: Trial, protocol: Protocol) -> bool:
-    """True when the trial's answer is read from first-token log probabilities, not from text."""
-    return get_kind(trial.item_kind).reads_logprobs(trial, protocol)
 
 
 def _logprob_answer(trial: Trial, logprobs: dict[str, float] | None, text: str,
@@ -256,11 +256,16 @@ def _option_mass(logprobs: dict[str, float], trial: Trial) -> float:
 
 def _record(trial: Trial, backend: HttpBackend, status: str, started: str, texts: list[str], response: dict | None,
             attempts: int, reasks: int, latency: float, tokens: list[int],
-            answers: dict[str, ParsedAnswer], extra: dict[str, dict], error: str | None) -> TrialRecord:
+            answers: dict[str, ParsedAnswer], extra: dict[str, dict], error: str | None,
+            ids: list[str] | None = None) -> TrialRecord:
     records = []
-    for position, item_id in enumerate(answer_ids(trial)):
+    for position, item_id in enumerate(answer_ids(trial) if ids is None else ids):
         parsed = answers[item_id]
-        more = extra.get(item_id, {})
+        more = extra.get(item_id)
+        if more is None:   # nearly every answer: one read from text
+            records.append(AnswerRecord(item_id, position, parsed.value, parsed.status, parsed.reason,
+                                        parsed.disclaimer, None, None, None, parsed.text))
+            continue
         records.append(AnswerRecord(item_id, position, parsed.value, parsed.status, parsed.reason,
                                     parsed.disclaimer, more.get("distribution"), more.get("option_mass"),
                                     more.get("expected"), parsed.text))

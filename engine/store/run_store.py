@@ -3,7 +3,9 @@
 Each trial (one request and its re-asks) is committed the moment it ends, with the request sent
 (payload only: no headers, so no secrets), the raw response, the parsed answers, status,
 attempts, latency, tokens and timestamps. WAL mode with ``synchronous=NORMAL`` keeps every
-committed trial through a killed process. The runner uses a *group commit*
+committed trial through a killed process (when the WAL is copied into the database, a
+*checkpoint*, changes only where the pages are, not whether they are kept: see WAL_CHECKPOINT_PAGES).
+The runner uses a *group commit*
 (:meth:`RunStore.put_trial_soon`): every trial that ends in one turn of the event loop is
 committed in one transaction at the start of the next turn, before the process waits on anything.
 
@@ -19,7 +21,7 @@ import json
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -92,11 +94,22 @@ psyq next opens it to write; the viewer, which never writes, reads an older run 
 slowly). An index is made only when its table has the columns (a store older than them has not)."""
 
 REPLY_SEPARATOR = "\n<<<psyq re-ask>>>\n"
+# A writer copies the WAL into the database (a checkpoint: two fsyncs) once it holds this many
+# pages (SQLite's default: 1,000). A run rewrites the same index pages in every group commit, so
+# at the default a 10,000-trial run checkpointed ~40 times and waited on ~80 fsyncs, with the
+# event loop stopped; at 4,000 pages (16 MiB of WAL at most) a quarter as often (bench/RESULTS.md,
+# issue 42). Committed trials survive a kill either way: they are in the WAL.
+WAL_CHECKPOINT_PAGES = 4000
 # The columns of a trials row as written (named: a run from an older psyq had them added at the end).
 TRIAL_COLUMNS = ("trial_id", "backend_id", "model", "respondent_id", "instrument_id", "item_ids", "repeat",
                  "option_order", "status", "request", "response", "raw_text", "attempts", "reasks", "latency_s",
                  "prompt_tokens", "completion_tokens", "started_at", "finished_at", "error", "endpoint",
                  "cached_tokens", "reasoning_tokens", "budget_reasks")
+# The statements of a group commit, spelled once (sqlite3 keeps them prepared by their text).
+_DELETE_TRIAL = "DELETE FROM trials WHERE trial_id = ?"
+_INSERT_TRIAL = f"INSERT INTO trials ({', '.join(TRIAL_COLUMNS)}) VALUES ({', '.join('?' * len(TRIAL_COLUMNS))})"
+_INSERT_ANSWER = "INSERT INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_INSERT_STAGE = "INSERT INTO stage_trials VALUES (?, ?, ?, ?, ?, ?, ?)"
 
 
 @dataclass
@@ -174,6 +187,7 @@ class RunStore:
         self.db = sqlite3.connect(self.path, isolation_level=None)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute(f"PRAGMA wal_autocheckpoint={WAL_CHECKPOINT_PAGES}")
         self.db.execute("PRAGMA foreign_keys=ON")
         self.db.executescript(SCHEMA)
         # Runs stored before free-text answers existed lack answers.text: add it (empty).
@@ -283,14 +297,13 @@ class RunStore:
             answers.extend(_answer_rows(trial))
         with self.db:
             self.db.execute("BEGIN")
-            self.db.executemany("DELETE FROM trials WHERE trial_id = ?", [(r[0],) for r in rows])
-            self.db.executemany(f"INSERT INTO trials ({', '.join(TRIAL_COLUMNS)}) "
-                                f"VALUES ({', '.join('?' * len(rows[0]))})", rows)
-            self.db.executemany("INSERT INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", answers)
+            self.db.executemany(_DELETE_TRIAL, [(r[0],) for r in rows])
+            self.db.executemany(_INSERT_TRIAL, rows)
+            self.db.executemany(_INSERT_ANSWER, answers)
             stages = [(t.trial_id, t.stage.chain_id, t.stage.stage, t.stage.situation_id, t.stage.emotion,
-                       json.dumps(t.stage.messages), t.stage.reply) for t in latest.values() if t.stage]
+                       _dumps(t.stage.messages), t.stage.reply) for t in latest.values() if t.stage]
             if stages:
-                self.db.executemany("INSERT INTO stage_trials VALUES (?, ?, ?, ?, ?, ?, ?)", stages)
+                self.db.executemany(_INSERT_STAGE, stages)
 
     # --- reading -------------------------------------------------------------------------
     def get_meta(self, key: str, default: Any = None) -> Any:
@@ -350,11 +363,42 @@ def store_is_current(database: str | Path) -> bool:
     return "text" in answers and set(TRIAL_COLUMNS) <= trials
 
 
+def _json_dumps() -> Callable[[Any], str]:
+    """``json.dumps`` with its default settings, made once: the same C encoder ``json.dumps``
+    builds on every call (so the same text, byte for byte), built here once per process.
+
+    ``json.dumps`` spends about as long building its encoder as encoding a short object; a stored
+    trial encodes three (item ids, request, response). What is stored holds no cycles (payloads
+    the backends build, replies parsed from JSON), so the encoder keeps no circular-reference
+    marks, which also leaves it safe to share between threads; an object nested too deep raises
+    RecursionError as ``json.dumps`` does. Where Python has no C encoder, ``json.dumps`` itself.
+
+    Example:
+        >>> value = {"b": [1, 2.5, float("nan"), None, True], "a": "caf\u00e9", 3: {"x": []}}
+        >>> _dumps(value) == json.dumps(value)
+        True
+    """
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:   # pragma: no cover - CPython has it
+        return json.dumps
+    base = json.JSONEncoder()   # json.dumps's defaults: ensure_ascii, allow_nan, ", " and ": "
+    encode = make(None, base.default, json.encoder.encode_basestring_ascii, None, base.key_separator,
+                  base.item_separator, base.sort_keys, base.skipkeys, base.allow_nan)
+
+    def dumps(obj: Any) -> str:
+        return "".join(encode(obj, 0))
+
+    return dumps
+
+
+_dumps = _json_dumps()
+
+
 def _trial_row(trial: TrialRecord) -> tuple:
     """The `trials` row of a trial record."""
     return (trial.trial_id, trial.backend_id, trial.model, trial.respondent_id, trial.instrument_id,
-            json.dumps(trial.item_ids), trial.repeat, trial.option_order, trial.status,
-            json.dumps(trial.request), _response_json(trial.response),
+            _dumps(trial.item_ids), trial.repeat, trial.option_order, trial.status,
+            _dumps(trial.request), _response_json(trial.response),
             trial.raw_text, trial.attempts, trial.reasks, trial.latency_s, trial.prompt_tokens,
             trial.completion_tokens, trial.started_at, trial.finished_at, trial.error, trial.endpoint,
             trial.cached_tokens, trial.reasoning_tokens, trial.budget_reasks)
@@ -366,7 +410,7 @@ def _response_json(response: dict[str, Any] | None) -> str | None:
     if response is None:
         return None
     try:
-        return json.dumps(response)
+        return _dumps(response)
     except (ValueError, TypeError, RecursionError) as exc:
         return json.dumps({"unstorable_response": f"{type(exc).__name__}: the response could not be encoded"})
 
@@ -374,5 +418,5 @@ def _response_json(response: dict[str, Any] | None) -> str | None:
 def _answer_rows(trial: TrialRecord) -> list[tuple]:
     """The `answers` rows of a trial record."""
     return [(trial.trial_id, a.item_id, a.position, a.value, a.status, a.reason, int(a.disclaimer),
-             json.dumps(a.distribution) if a.distribution is not None else None,
+             _dumps(a.distribution) if a.distribution is not None else None,
              a.option_mass, a.expected, a.text) for a in trial.answers]

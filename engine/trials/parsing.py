@@ -33,11 +33,12 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Literal
 
 from psyq.engine.trials.scale import Option
+
+if TYPE_CHECKING:   # numpy is imported by the one function that draws: the item kinds import this module
+    import numpy as np
 
 Status = Literal["answered", "refusal", "out_of_range", "unparseable", "empty",
                  # set by the runner, not by these parsers: the reply was too long to read, the
@@ -529,13 +530,23 @@ def parse_json_rating(text: str, scale: Sequence[Option], key: str = "answer") -
     return _with_refusal(_parse_json_value(value, scale, key), refusal)
 
 
+# Short replies ("D", "4", "Answer: B") repeat from trial to trial, and reading one takes tens of
+# microseconds (refusal language, markup, codes): what a short reply read as on a scale is kept,
+# at most _PARSED_SIZE of them (bench/RESULTS.md, issue 42). The answer is a pure function of the
+# text and the scale's options (frozen), and ParsedAnswer is frozen, so one is shared.
+_PARSED_CHARS = 64
+_PARSED_SIZE = 4096
+_parsed: dict[tuple[str, int], tuple[tuple[Option, ...], ParsedAnswer]] = {}
+
+
 def parse_rating(text: str, scale: Sequence[Option]) -> ParsedAnswer:
     """Parse a free-text answer into a value of the scale.
 
     Reads numbers, option codes and anchor labels with the usual wrappers ("Answer: 4", "**4**",
     "4 - Agree", "My answer is D", "4/5", {"answer": 4}). Several different values make the answer
     ambiguous (unparseable); a single number off the scale is out of range; refusal language with
-    no value is a refusal, and with a value sets `disclaimer`.
+    no value is a refusal, and with a value sets `disclaimer`. A short reply read before on the
+    same options is not read again (the same answer is returned).
 
     Example:
         >>> scale = [Option(value=1, label="Disagree"), Option(value=2, label="Agree")]
@@ -543,7 +554,26 @@ def parse_rating(text: str, scale: Sequence[Option]) -> ParsedAnswer:
         ParsedAnswer(value=2, status='answered', reason=None, disclaimer=False, text=None)
         >>> parse_rating("1 or 2", scale).status
         'unparseable'
+        >>> parse_rating("2", scale) is parse_rating("2", scale)   # read once
+        True
     """
+    if len(text) > _PARSED_CHARS:
+        return _parse_rating(text, scale)
+    options = tuple(scale)
+    # Keyed by the scale object; the options themselves are compared (by identity first), so a
+    # scale freed and its id reused by other options is a miss, never a wrong answer.
+    key = (text, id(scale))
+    kept = _parsed.get(key)
+    if kept is not None and kept[0] == options:
+        return kept[1]
+    parsed = _parse_rating(text, scale)
+    if len(_parsed) >= _PARSED_SIZE:
+        _parsed.clear()
+    _parsed[key] = (options, parsed)
+    return parsed
+
+
+def _parse_rating(text: str, scale: Sequence[Option]) -> ParsedAnswer:
     t = normalise(text)
     if not t.strip():
         return _EMPTY
@@ -721,9 +751,12 @@ def sample_answer(distribution: Mapping[int, float], rng: np.random.Generator) -
     """One value drawn from the distribution with `rng` (reproducible with a seeded generator).
 
     Example:
+        >>> import numpy as np
         >>> sample_answer({1: 0.0, 2: 1.0}, np.random.default_rng(0))
         2
     """
+    import numpy as np
+
     _check_distribution(distribution)
     values = sorted(distribution)
     probs = np.array([distribution[v] for v in values], dtype=float)

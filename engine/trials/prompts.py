@@ -71,6 +71,34 @@ def _answer_kind(instrument: Instrument) -> str:
     return "letter" if uses_codes(instrument) else "number"
 
 
+# The options block and the answer's kind of each scale and order, made once and used by every
+# trial of a run (a run asks the same options thousands of times: bench/RESULTS.md, issue 42).
+_blocks: dict[tuple[int, str], tuple[tuple[Option, ...], str, str]] = {}
+
+
+def _options_and_kind(instrument: Instrument, order: str) -> tuple[str, str]:
+    """:func:`options_block` and :func:`_answer_kind` of `instrument`, kept per scale and order.
+
+    Keyed by the scale object; its options (frozen) are compared too, so other options under a
+    reused id are a miss, never another scale's block.
+
+    Example:
+        >>> from psyq.engine.design.instrument import load_instrument
+        >>> iri = load_instrument("iri")
+        >>> _options_and_kind(iri, "reversed") == (options_block(iri, "reversed"), "letter")
+        True
+    """
+    scale = instrument.scale
+    options = tuple(scale)
+    key = (id(scale), order)
+    kept = _blocks.get(key)
+    if kept is None or kept[0] != options:
+        if len(_blocks) >= 256:
+            _blocks.clear()
+        kept = _blocks[key] = (options, options_block(instrument, order), _answer_kind(instrument))
+    return kept[1], kept[2]
+
+
 def item_messages(instrument: Instrument, item: Item, *, system_prompt: str | None,
                   option_order: str, answer: str) -> list[dict[str, str]]:
     """Messages asking one item.
@@ -82,21 +110,21 @@ def item_messages(instrument: Instrument, item: Item, *, system_prompt: str | No
         >>> msgs[0]["role"], msgs[0]["content"].splitlines()[-2:]
         ('user', ['', 'Answer with the letter of one option only.'])
     """
-    kind = _answer_kind(instrument)
+    block, kind = _options_and_kind(instrument, option_order)
     if answer == "json":
         how = f'Reply with JSON only, in the form {{"answer": <the {kind} of one option>}}.'
     else:
         how = f"Answer with the {kind} of one option only."
     user = (f"{instrument.instructions.strip()}\n\n"
             f"Statement: {item.text}\n\n"
-            f"Options:\n{options_block(instrument, option_order)}\n\n{how}")
+            f"Options:\n{block}\n\n{how}")
     return with_system(system_prompt, user)
 
 
 def instrument_messages(instrument: Instrument, items: Sequence[Item], *, system_prompt: str | None,
                         option_order: str, answer: str) -> list[dict[str, str]]:
     """Messages asking every item of an instrument at once (items labelled by their ids)."""
-    kind = _answer_kind(instrument)
+    block, kind = _options_and_kind(instrument, option_order)
     example = items[0].id
     if answer == "json":
         how = (f"Answer every statement. Reply with JSON only: an object mapping each statement's "
@@ -106,7 +134,7 @@ def instrument_messages(instrument: Instrument, items: Sequence[Item], *, system
                f"\"number: {kind}\", e.g. \"{example}: ...\".")
     statements = "\n".join(f"{item.id}. {item.text}" for item in items)
     user = (f"{instrument.instructions.strip()}\n\n"
-            f"Options:\n{options_block(instrument, option_order)}\n\n"
+            f"Options:\n{block}\n\n"
             f"Statements:\n{statements}\n\n{how}")
     return with_system(system_prompt, user)
 
