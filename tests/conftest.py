@@ -1,6 +1,7 @@
 """Shared test helpers: the stub server is importable as `stub_server`; the IRI and the raw answers
-of the 1,973 people of Briganti et al. (2018) shipped with psyq, as fixtures (a module's own
-fixture of the same name takes precedence)."""
+of the 1,973 people of Briganti et al. (2018) shipped with psyq, and a headless Chromium
+(Debian's, through Playwright; tests that use it skip when it is missing), as fixtures (a module's
+own fixture of the same name takes precedence)."""
 
 import os
 import sys
@@ -27,6 +28,20 @@ def people(iri):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")        # the notice that the codebook beside the CSV was used
         return psyq.human_data({"iri": "iri_briganti2018_keyed"})["iri"].answers(iri)
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not CHROMIUM.exists():
+        pytest.skip(f"no chromium at {CHROMIUM} (Debian: apt-get install chromium; .ci/run installs it)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[dev]')")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        yield browser
+        browser.close()
 
 
 # The suite runs in two workers (pyproject.toml: -n 2). A `local_model` test drives the real local

@@ -2,7 +2,7 @@
 
 A stub run with one hostile reply (markup that would run a script, load an image and make bold
 text) is bundled with --site and unzipped; the site is opened from file:// in headless Chromium
-(tests/test_view.py's browser) and clicked through: runs, the run, the trials list and a filter,
+(the `browser` fixture of tests/conftest.py) and clicked through: runs, the run, the trials list and a filter,
 its pages, a trial's transcript, a respondent. The hostile reply must show as its literal text and
 run nothing, every page must carry the viewer's CSP, and no request may leave file://.
 """
@@ -19,7 +19,7 @@ import pytest
 
 from cli_helper import psyq_in_process
 from stub_server import StubServer, default_answer
-from test_view import _study, browser  # noqa: F401  (browser: the headless Chromium fixture)
+from test_view import _study
 
 HOSTILE = '<script>window.pwned=1</script><img src=x onerror="window.pwned=2"> <b>bold</b>'
 PAGE_SIZE = 3          # the trials list of 8 trials in 3 pages, so that its page links are followed too
@@ -92,7 +92,7 @@ def test_every_page_carries_the_csp_runs_no_script_and_links_only_to_files_of_th
             assert (page.parent / target).resolve().is_file(), (page, target)   # every link leads to a page
 
 
-def test_the_site_opens_from_disk_and_a_hostile_reply_is_inert(site, browser):  # noqa: F811  (site first: Playwright runs an event loop)
+def test_the_site_opens_from_disk_and_a_hostile_reply_is_inert(site, browser):  # (site first: Playwright runs an event loop)
     page = browser.new_page()
     requests, errors = [], []
     page.on("request", lambda r: requests.append(r.url))

@@ -29,7 +29,6 @@ from psyq.engine.questionnaire.gather import gather_answers
 from psyq.engine.trials.prompts import item_messages
 
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = Path("/usr/bin/chromium")
 
 
 def _psyq(argv: list[str]) -> tuple[int, str, str]:
@@ -143,17 +142,6 @@ def test_the_jspsych_folder_holds_jspsych_its_licence_and_a_codebook(tmp_path):
     book = yaml.safe_load((folder / "iri.codebook.yaml").read_text())
     assert book["columns"]["items"] == "iri_{id}" and book["keyed"] is False
     assert book["columns"]["attributes"]["gender"] == "gender"
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not CHROMIUM.exists():
-        pytest.skip(f"no chromium at {CHROMIUM} (Debian: apt-get install chromium; .ci/run installs it)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[dev]')")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
-        yield browser
-        browser.close()
 
 
 def _answer_in_browser(browser, folder: Path, person: dict, save_to: Path) -> list[str]:

@@ -30,7 +30,6 @@ from psyq.engine.view.server import ViewServer
 from runs_helper import MINI, ROOT
 from stub_server import StubServer, default_answer
 
-CHROMIUM = Path("/usr/bin/chromium")
 SCREENSHOT = ROOT / "docs" / "images" / "view_run.png"
 HOSTILE = "<script>window.__pwned=1</script><img src=x onerror=\"window.__pwned=2\">"
 PERSONA_HOSTILE = "<img src=x onerror=\"window.__pwned=3\">"
@@ -270,18 +269,7 @@ def test_the_command_refuses_a_public_host_without_expose(capsys, runs):
 
 # --- in the browser -------------------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def browser():
-    if not CHROMIUM.exists():
-        pytest.skip(f"no chromium at {CHROMIUM} (Debian: apt-get install chromium; .ci/run installs it)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[dev]')")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
-        yield browser
-        browser.close()
-
-
-def test_the_runs_page_lists_the_run(browser, viewer, runs):
+def test_the_runs_page_lists_the_run(viewer, runs, browser):   # browser last: Playwright runs an event loop
     page = browser.new_page()
     page.goto(viewer.url)
     assert _rel(runs) in page.locator("#runs").inner_text()
@@ -289,7 +277,7 @@ def test_the_runs_page_lists_the_run(browser, viewer, runs):
     page.close()
 
 
-def test_a_hostile_reply_and_persona_render_as_text_and_run_nothing(browser, viewer, runs):
+def test_a_hostile_reply_and_persona_render_as_text_and_run_nothing(viewer, runs, browser):
     rel = _rel(runs)
     page = browser.new_page()
     errors: list[str] = []
@@ -309,7 +297,7 @@ def test_a_hostile_reply_and_persona_render_as_text_and_run_nothing(browser, vie
     page.close()
 
 
-def test_a_transcript_shows_the_request_and_the_reasks(browser, viewer, runs):
+def test_a_transcript_shows_the_request_and_the_reasks(viewer, runs, browser):
     rel = _rel(runs)
     page = browser.new_page()
     page.goto(f"{viewer.url}run/{rel}/trials?item=a&attribute=gender%3Dmale")
