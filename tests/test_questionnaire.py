@@ -155,18 +155,16 @@ def _answer_in_browser(browser, folder: Path, person: dict, save_to: Path) -> li
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.goto(f"{(folder / 'index.html').as_uri()}?respondent_id={person['id']}&option_order={person['order']}")
+    form, column = page.locator("#jspsych-survey-likert-form"), None
     for _ in range(28):
-        form = page.locator("#jspsych-survey-likert-form")
-        form.wait_for()
-        column = form.locator("ul").get_attribute("data-name")
+        # the next screen's form has the same id: wait until it asks another item, and read which
+        column = page.wait_for_function("c => { const n = document.querySelector('#jspsych-survey-likert-form ul')"
+                                        "?.dataset.name; return n !== c && n; }", arg=column).json_value()
         value = person["answers"][int(column.removeprefix("iri_")) - 1]
         if value is not None:
             position = value if person["order"] == "as_written" else 4 - value
             form.locator(f"input[type=radio][value='{position}']").check()
         form.locator("#jspsych-survey-likert-next").click()
-        # the next screen's form has the same id: wait until it asks another item
-        page.wait_for_function("c => document.querySelector('#jspsych-survey-likert-form ul')?.dataset.name !== c",
-                               arg=column)
     choice = page.locator("#jspsych-survey-multi-choice_form")
     choice.wait_for()
     for question, category in enumerate(person["categories"]):
