@@ -151,3 +151,43 @@ def table(rows: list[list[Any]], header: list[str]) -> str:
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
 
+
+
+def pattern_stub(pattern: str = "small-model", seed: int = 1, style: float = 0.15) -> Any:
+    """bench/pattern_stub.py in its own process: answers per persona and item in `pattern`
+    ("random" or "small-model"), the same whichever way an item is asked."""
+    return server_process([PYTHON, str(BENCH / "pattern_stub.py"), "--port", "0", "--pattern", pattern,
+                           "--seed", str(seed), "--style", str(style)])
+
+
+TIME = "/usr/bin/time" if Path("/usr/bin/time").exists() else None   # GNU time: the child's own peak RSS
+
+
+def child_usage(command: list[str], *, cwd: Path = ROOT) -> tuple[dict[str, Any], str, str]:
+    """Run `command` as a child process; return its own figures (exit code, wall and CPU seconds,
+    peak RSS in MiB), its stdout and its stderr. Under GNU time when there is one: a child forked
+    from this process and exec'd is charged this process's resident set as its peak (Linux keeps
+    the larger high-water mark at exec), so ``RUSAGE_CHILDREN`` or ``wait4`` here would give at
+    least this process's size; GNU time's own child is forked from a small process. Without it,
+    ``os.wait4`` (with that floor: ``peak_from`` says which)."""
+    import tempfile
+    import time
+
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err, \
+            tempfile.NamedTemporaryFile("r", suffix=".time") as report:
+        timed = [TIME, "-f", "%M %U %S", "-o", report.name, *command] if TIME else command
+        start = time.perf_counter()
+        process = subprocess.Popen(timed, stdout=out, stderr=err, cwd=cwd)
+        _, status, usage = os.wait4(process.pid, 0)
+        wall = time.perf_counter() - start
+        out.seek(0)
+        err.seek(0)
+        texts = out.read(), err.read()
+        fields = report.read().split() if TIME else []
+    code = os.waitstatus_to_exitcode(status)
+    if len(fields) >= 3 and fields[-3].isdigit():
+        peak_kib, cpu, source = int(fields[-3]), float(fields[-2]) + float(fields[-1]), "GNU time"
+    else:
+        peak_kib, cpu, source = usage.ru_maxrss, usage.ru_utime + usage.ru_stime, "wait4"
+    return {"exit": code, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "peak_rss_mib": round(peak_kib / 1024),
+            "peak_from": source}, *texts

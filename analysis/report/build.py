@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from threadpoolctl import threadpool_limits   # a dependency of scikit-learn
 
 from psyq.engine.design.instrument import Instrument
 from psyq.engine.files.errors import InputError
@@ -28,7 +29,7 @@ from psyq.engine.store.run_dir import open_run_dir
 
 from psyq.analysis.report import methods
 from psyq.analysis.report.context import ReportContext
-from psyq.analysis.report.render import TABLE_DIR, full_frame, render_html, render_markdown, table_files
+from psyq.analysis.report.render import TABLE_DIR, FigureImages, full_frame, render_html, render_markdown, table_files
 from psyq.analysis.report.section import Section
 from psyq.analysis.report.sections import report_sections
 from psyq.analysis.report.sections.change import change_section, emotionbench_part
@@ -149,16 +150,44 @@ def _build(run_path: str | Path, *, people: Mapping[str, HumanData] | None = Non
            targets: Mapping[str, str | Path] | None = None, human_change: str | Path | None = None,
            norm_samples: list[str] | None = None, bound: float = 0.3, correction: str = "holm",
            estimator: str | None = None, warn: Callable[[str], None] | None = None,
+           built: Callable[[Section], None] | None = None, kept: dict[str, Any] | None = None,
            ) -> tuple[dict[str, Any], list[Section], pd.DataFrame | None]:
     """:func:`build_sections`, and the run's answer table it read (None for imported scores), which
-    the methods paragraph reads too rather than export it again."""
+    the methods paragraph reads too rather than export it again. `built` is handed each section as
+    soon as it is built (the report starts drawing its figures); `kept`, when given, receives the
+    run's ``scores`` when they are the rating items' only (the methods paragraph's), else None."""
     if is_imported_run(run_path):   # scores psyq did not collect (engine/results/imported_run.py)
         return (*_imported_sections(Path(run_path), human_change), None)
+    # The report's matrices are small: BLAS threads only wait for each other (up to ten times slower on a
+    # busy two-core machine: statsmodels' factor analyses, the invariance fits' robust statistics).
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _build_run(run_path, people=people, targets=targets, human_change=human_change,
+                          norm_samples=norm_samples, bound=bound, correction=correction, estimator=estimator, warn=warn,
+                          built=built, kept=kept)
+
+
+def _build_run(run_path: str | Path, *, people: Mapping[str, HumanData] | None, targets: Mapping[str, str | Path] | None,
+               human_change: str | Path | None, norm_samples: list[str] | None, bound: float, correction: str,
+               estimator: str | None, warn: Callable[[str], None] | None,
+               built: Callable[[Section], None] | None = None, kept: dict[str, Any] | None = None,
+               ) -> tuple[dict[str, Any], list[Section], pd.DataFrame | None]:
+    """:func:`_build` of a run psyq collected."""
     report = _context(run_path, people or {}, targets or {}, human_change, norm_samples=norm_samples, bound=bound,
                       correction=correction, estimator=estimator, warn=warn)
-    sections = [s for part in report_sections() if part.applies(report) for s in part.sections(report)]
+    sections = []
+    for part in report_sections():
+        if part.applies(report):
+            for section in part.sections(report):
+                sections.append(section)
+                if built is not None:
+                    built(section)
     # A lead section (the verdict) is built last, from what the others computed, and shown first.
     sections = [s for s in sections if s.lead] + [s for s in sections if not s.lead]
+    # Every item a rating item: every kind's scores are the rating items' (methods.run_facts's score_answers).
+    rating_only = not report.staged and all(item.kind == "rating" for inst in report.instruments.values()
+                                            for item in inst.items)
+    if kept is not None:
+        kept["scores"] = report.scores if rating_only else None
     return report.manifest, sections, report.table
 
 
@@ -176,17 +205,27 @@ def write_report(run_path: str | Path, out_dir: str | Path | None = None, *,
         >>> html_path.name, (html_path.parent / "methods.md").exists()
         ('report.html', True)
     """
-    manifest, sections, table = _build(run_path, people=people, targets=targets, human_change=human_change,
-                                       norm_samples=norm_samples, bound=bound, correction=correction,
-                                       estimator=estimator, warn=warn)
+    # The figures are drawn in a second process as their sections are built, while this one goes on.
+    with FigureImages() as images:
+        kept: dict[str, Any] = {}
+        manifest, sections, table = _build(run_path, people=people, targets=targets, human_change=human_change,
+                                           norm_samples=norm_samples, bound=bound, correction=correction,
+                                           estimator=estimator, warn=warn, built=lambda s: images.add(s.figures),
+                                           kept=kept)
+        return _write(run_path, out_dir, manifest, sections, table, kept.get("scores"), images)
+
+
+def _write(run_path: str | Path, out_dir: str | Path | None, manifest: dict[str, Any], sections: list[Section],
+           table: pd.DataFrame | None, scores: pd.DataFrame | None, images: FigureImages) -> tuple[Path, Path]:
+    """:func:`write_report`'s files, from the built sections."""
     out = Path(out_dir or run_path)
     out.mkdir(parents=True, exist_ok=True)
-    text = " ".join([methods.methods_text(run_path, table), *(s.methods for s in sections if s.methods)])
+    text = " ".join([methods.methods_text(run_path, table, scores), *(s.methods for s in sections if s.methods)])
     (out / TABLE_DIR).mkdir(exist_ok=True)
     for name, (_, frame) in zip(table_files(sections), (t for s in sections for t in s.tables)):
         full_frame(frame).to_csv(out / name, index=False)
     html_path, md_path = out / "report.html", out / "report.md"
-    html_path.write_text(render_html(manifest, sections, methods=text), encoding="utf-8")
+    html_path.write_text(render_html(manifest, sections, methods=text, images=images), encoding="utf-8")
     md_path.write_text(render_markdown(manifest, sections, methods=text), encoding="utf-8")
     (out / "methods.md").write_text(text + "\n", encoding="utf-8")
     return html_path, md_path

@@ -23,6 +23,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from psyq.engine.design.instrument import Instrument
@@ -30,13 +31,26 @@ from psyq.engine.files.errors import InputError
 from psyq.engine.files.yamlfile import load_yaml
 from psyq.engine.judging.answer_judge import read_judgements
 from psyq.engine.kinds import instruments_with
-from psyq.engine.results.export import export_table, run_instruments
+from psyq.engine.results import export
+from psyq.engine.results.export import run_instruments
 from psyq.engine.store.run_dir import RunDir
 
 from psyq.analysis.scoring.human_data import HumanData
 from psyq.analysis.scoring.scores import human_scores, persona_columns, score_all_kinds
 from psyq.analysis.statistics import norms
 from psyq.analysis.statistics.weighting import twin_weights
+
+
+def export_table(run_path: str | Path) -> pd.DataFrame:
+    """The run's answers as the report reads them: :func:`psyq.engine.results.export.export_table`
+    without the replies' text, which no section reads (a whole-instrument reply would otherwise be held
+    once for each of its answers: 0.8 GB for 10⁵ personas × 28 items).
+
+    Example:
+        >>> "raw_text" in export_table(run_dir).columns
+        False
+    """
+    return export.export_table(run_path, raw_text=False)
 
 
 def items_by_instrument(table: pd.DataFrame, instruments: Mapping[str, Instrument]) -> dict[str, pd.DataFrame]:
@@ -71,8 +85,15 @@ def in_study_order(table: pd.DataFrame, manifest: Mapping[str, Any]) -> pd.DataF
     by id as the export sorts them: the first backend is the study's first, and every per-backend
     table lists the models as the study does. Backends the manifest does not name come last."""
     listed = [b for b in (manifest.get("backends") or {}) if isinstance(b, str)]
-    rank = {b: k for k, b in enumerate(dict.fromkeys([*listed, *sorted(table["backend_id"].unique(), key=str)]))}
-    return table.iloc[table["backend_id"].map(rank).argsort(kind="stable")].reset_index(drop=True)
+    present = table["backend_id"].unique()
+    if len(present) <= 1:
+        return table                  # one backend: nothing to order, and no copy of a large table
+    rank = {b: k for k, b in enumerate(dict.fromkeys([*listed, *sorted(present, key=str)]))}
+    codes, uniques = pd.factorize(table["backend_id"])
+    order = np.array([rank[b] for b in uniques])[codes].argsort(kind="stable")
+    if np.array_equal(order, np.arange(len(order))):
+        return table                  # already in the study's order (one backend, say): no copy of a large table
+    return table.iloc[order].reset_index(drop=True)
 
 
 def backend_items(table: pd.DataFrame, instrument: Instrument) -> pd.DataFrame:
@@ -87,7 +108,7 @@ def backend_items(table: pd.DataFrame, instrument: Instrument) -> pd.DataFrame:
     wide = wide.reindex(columns=[i.id for i in instrument.rating_items]).reset_index(level="backend_id")
     attributes = persona_columns(table)
     people = first.drop_duplicates("respondent_id").set_index("respondent_id")[attributes]
-    order = list(dict.fromkeys(rows["backend_id"]))
+    order = list(rows["backend_id"].unique())                 # in order of appearance
     wide = wide.join(people).assign(_order=lambda w: w["backend_id"].map({b: k for k, b in enumerate(order)}))
     return wide.sort_values("_order", kind="stable").drop(columns="_order")
 
@@ -228,7 +249,7 @@ class ReportContext:
     @cached_property
     def cohort_answers(self) -> dict[str, pd.DataFrame]:
         """The cohort's answers with persona attributes, per rating instrument with people's data."""
-        present = set(self.rated_table["instrument"])
+        present = set(self.rated_table["instrument"].unique())
         return {i: cohort_items(self.rated_table, self.rated[i]) for i in self.human_items
                 if i in self.rated and i in present}
 
@@ -236,7 +257,7 @@ class ReportContext:
     def backend_answers(self) -> dict[str, pd.DataFrame]:
         """Every backend's answers (first repeat) with persona attributes and ``backend_id``, per rating
         instrument with people's data (:func:`backend_items`): each model compared with people."""
-        present = set(self.rated_table["instrument"])
+        present = set(self.rated_table["instrument"].unique())
         return {i: backend_items(self.rated_table, self.rated[i]) for i in self.human_items
                 if i in self.rated and i in present}
 

@@ -22,13 +22,11 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from psyq.engine.files.errors import InputError
 from psyq.engine.results.export import export_table, run_instruments
 from psyq.engine.results.imported_run import is_imported_run
 from psyq.engine.results.runs import served_by_psyq
 from psyq.engine.design.instrument import Instrument
 from psyq.engine.store.run_dir import RunDir, manifest_file_paths, open_run_dir
-from psyq.engine.files.yamlfile import load_yaml
 
 from psyq.analysis.scoring.scores import persona_columns, score_answers
 
@@ -69,24 +67,111 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+COHORT_SOURCES = ("personas", "sample", "csv", "from_data")   # a cohort file gives exactly one (engine/design/persona.py)
+
+
 def _cohort_file(run: RunDir, manifest: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The cohort file the run read, when it is still at its path with the hash the manifest
-    recorded (else None: a changed or moved file cannot say how this run's personas were made)."""
+    """What the methods paragraph says of the cohort file the run read, when it is still at its path
+    with the hash the manifest recorded (else None: a changed or moved file cannot say how this run's
+    personas were made): its top-level ``psyq``, ``id`` and source (:func:`cohort_outline`)."""
     for path, digest in manifest_file_paths(run, manifest).items():
         if path.suffix not in (".yaml", ".yml") or not path.is_file() or _sha256(path) != digest:
             continue
-        try:
-            data = load_yaml(path).data
-        except InputError:
-            continue
-        if isinstance(data, dict) and data.get("psyq") == "cohort/1":
-            return data
+        outline = cohort_outline(path)
+        if outline is not None:
+            return outline
     return None
 
 
-def run_facts(run: RunDir, table: pd.DataFrame | None = None) -> RunFacts:
+def cohort_outline(path: Path) -> dict[str, Any] | None:
+    """The top of a cohort file: ``psyq``, ``id`` and its source of personas — ``personas`` (True when
+    it lists any), ``sample`` (its ``size`` and ``seed``), ``csv`` or ``from_data`` — read from the
+    YAML event stream, which stops as soon as they are known: a file of 10⁵ personas written one by one
+    is not built as data (that took 20 s). None when the file is not a cohort file or not YAML. Read
+    only from a file whose hash the manifest recorded, i.e. one psyq's bounded loader read whole when
+    the run began.
+
+    Example:
+        >>> from psyq.engine.files.shipped import locate
+        >>> outline = cohort_outline(locate("adults_small", "cohort"))
+        >>> outline["psyq"], sorted(outline["sample"]), "personas" in outline
+        ('cohort/1', ['seed', 'size'], False)
+    """
+    import yaml
+
+    loader_class = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    loader = loader_class(text)
+    out: dict[str, Any] = {}
+
+    def scalar(event: Any) -> Any:
+        tag = loader.resolve(yaml.ScalarNode, event.value, event.implicit)
+        return loader.construct_object(yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark))
+
+    def skip() -> None:                      # the value that starts with the next event, whole
+        depth = 0
+        while True:
+            event = loader.get_event()
+            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                depth += 1
+            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                depth -= 1
+            if depth <= 0:
+                return
+
+    def known() -> bool:
+        return out.get("psyq") is not None and any(k in out for k in COHORT_SOURCES)
+
+    try:
+        while not isinstance(loader.peek_event(), yaml.MappingStartEvent):     # stream and document start
+            if isinstance(loader.get_event(), (yaml.DocumentEndEvent, yaml.StreamEndEvent)):
+                return None
+        loader.get_event()
+        while not known() and not isinstance(loader.peek_event(), yaml.MappingEndEvent):
+            key = loader.get_event()
+            if not isinstance(key, yaml.ScalarEvent):
+                return None
+            value = loader.peek_event()
+            if key.value in ("psyq", "id", "csv") and isinstance(value, yaml.ScalarEvent):
+                out[key.value] = scalar(loader.get_event())
+            elif key.value == "personas" and isinstance(value, yaml.SequenceStartEvent):
+                loader.get_event()
+                out["personas"] = not isinstance(loader.peek_event(), yaml.SequenceEndEvent)
+                if known():
+                    break
+                while not isinstance(loader.peek_event(), yaml.SequenceEndEvent):
+                    skip()
+                loader.get_event()
+            elif key.value == "sample" and isinstance(value, yaml.MappingStartEvent):
+                loader.get_event()
+                sample = {}
+                while not isinstance(loader.peek_event(), yaml.MappingEndEvent):
+                    name = loader.get_event()
+                    if (isinstance(name, yaml.ScalarEvent) and name.value in ("size", "seed")
+                            and isinstance(loader.peek_event(), yaml.ScalarEvent)):
+                        sample[name.value] = scalar(loader.get_event())
+                    else:
+                        skip()
+                loader.get_event()
+                out["sample"] = sample
+            else:
+                if key.value in COHORT_SOURCES:
+                    out[key.value] = True
+                skip()
+    except (yaml.YAMLError, RecursionError):
+        return None
+    finally:
+        loader.dispose()
+    return out if out.get("psyq") == "cohort/1" else None
+
+
+def run_facts(run: RunDir, table: pd.DataFrame | None = None, scores: pd.DataFrame | None = None) -> RunFacts:
     """Gather the facts of a run for :func:`methods_paragraph` (reads the run directory; `table`, the
-    run's exported answers, when the caller has read them already).
+    run's exported answers, and `scores`, their :func:`~psyq.analysis.scoring.scores.score_answers`,
+    when the caller has computed them already).
 
     Example:
         >>> from psyq.engine.store.run_dir import open_run_dir
@@ -94,12 +179,12 @@ def run_facts(run: RunDir, table: pd.DataFrame | None = None) -> RunFacts:
         4
     """
     manifest = run.read_manifest()
-    table = export_table(run.path) if table is None else table
+    table = export_table(run.path, raw_text=False) if table is None else table
     instruments = run_instruments(run)
     if "stage" in table.columns and table["stage"].notna().any():
         from psyq.analysis.scoring.stage_scores import load_stage_scores  # one score per measure stage and situation
         scores = load_stage_scores(run.path)
-    else:
+    elif scores is None:
         scores = score_answers(table, instruments)
     rated = scores.dropna(subset=["subscale"]) if not scores.empty else scores
     prorated = int(rated["prorated"].fillna(False).astype(bool).sum()) if "prorated" in rated.columns else 0
@@ -322,12 +407,12 @@ def methods_paragraph(facts: RunFacts) -> str:
                      _protocol_sentence(facts.manifest, facts.repeats_done), _exclusion_sentence(facts)])
 
 
-def methods_text(run_path: str | Path, table: pd.DataFrame | None = None) -> str:
+def methods_text(run_path: str | Path, table: pd.DataFrame | None = None, scores: pd.DataFrame | None = None) -> str:
     """The methods paragraph of a run (:func:`methods_paragraph`), from its manifest, copied study and
     instruments, cohort file (when it is still where the run read it, unchanged) and answers (`table`:
-    the run's exported answers when already read)."""
+    the run's exported answers when already read; `scores`: their scores, likewise)."""
     if is_imported_run(run_path):
         return ("The scores were imported, not collected by psyq (no request was made); see the Study section for "
                 "the file(s) they were read from and how.")
     run = open_run_dir(run_path)
-    return methods_paragraph(run_facts(run, table))
+    return methods_paragraph(run_facts(run, table, scores))

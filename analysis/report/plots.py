@@ -99,7 +99,7 @@ def in_order(values: pd.Series) -> list:
         >>> in_order(pd.Series(["b", "a", "b"]))
         ['b', 'a']
     """
-    return list(dict.fromkeys(values.tolist()))
+    return list(dict.fromkeys(pd.unique(values).tolist()))   # distinct first: a column may hold millions
 
 
 def is_finite(x: Any) -> bool:
@@ -395,11 +395,13 @@ def item_shares(table: pd.DataFrame, instrument: Any) -> pd.DataFrame:
     rows = table[table["instrument"] == instrument.id] if "instrument" in table.columns else table
     columns = [o.value for o in instrument.scale] + ["missing"]
     item_ids = [i.id for i in instrument.rating_items]
-    values = pd.to_numeric(rows["value"], errors="coerce")
-    cat = values.astype(object).where(values.notna(), "missing")
-    cat = cat.map(lambda v: v if v == "missing" else int(v))
-    counts = pd.crosstab(rows["item_id"].astype(str), cat)
+    values = pd.to_numeric(rows["value"], errors="coerce").to_numpy(dtype=float)
+    present = ~np.isnan(values)
+    items = rows["item_id"].astype(str).to_numpy()
+    # counted as whole values (a value is an option's), missing answers in their own column
+    counts = pd.crosstab(items[present], values[present].astype(int)) if present.any() else pd.DataFrame()
     counts = counts.reindex(index=item_ids, columns=columns, fill_value=0).fillna(0)
+    counts["missing"] = pd.Series(items[~present]).value_counts().reindex(item_ids, fill_value=0).to_numpy()
     totals = counts.sum(axis=1)
     return counts.div(totals.where(totals > 0), axis=0)
 

@@ -13,7 +13,11 @@ Example:
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping
+import multiprocessing
+import os
+import pickle
+from collections.abc import Iterable, Mapping
+from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
 
 import pandas as pd
@@ -122,10 +126,83 @@ def _methods_html(methods: str, first: bool = True) -> str:
             "document.getElementById('methods-text').value)\">Copy</button></section>")
 
 
-def render_html(manifest: Mapping[str, Any], sections: list[Section], *, methods: str | None = None) -> str:
+def _figure_uri(data: bytes) -> str:
+    """A pickled figure drawn as a PNG data URI (in the figure process of :class:`FigureImages`)."""
+    return plots.figure_to_data_uri(pickle.loads(data))
+
+
+def _started() -> None:
+    """Nothing: submitted first, so that the figure process is forked while this one is still small."""
+
+
+class FigureImages:
+    """The report's figures drawn as PNG data URIs, each once, by the one function that draws them
+    (:func:`psyq.analysis.report.plots.figure_to_data_uri`), in a second process while this one
+    computes the statistics (the report is single-threaded; the figures take a third of it).
+
+    :meth:`add` hands over the figures of a section as soon as it is built; :meth:`uri` gives a
+    figure's image, waiting for it if need be, or drawing it here when there is no second process
+    (one core, no ``fork``, `parallel` False) or it failed. The second process is forked when the
+    object is made, before the run's answers are read, so it holds little memory. The images are the
+    same bytes either way (a figure pickled and drawn there is drawn as it would be here).
+
+    Example:
+        >>> fig = plots.message_figure("no norms for this instrument")
+        >>> with FigureImages(parallel=False) as images:
+        ...     images.add([("A figure", fig)])
+        ...     images.uri(fig)[:22]
+        'data:image/png;base64,'
+    """
+
+    def __init__(self, parallel: bool = True):
+        self._futures: dict[int, Future] = {}
+        self._figures: dict[int, Any] = {}
+        self._pool: ProcessPoolExecutor | None = None
+        if parallel and (os.cpu_count() or 1) > 1 and "fork" in multiprocessing.get_all_start_methods():
+            self._pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"))
+            self._pool.submit(_started).result()
+
+    def __enter__(self) -> FigureImages:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def add(self, figures: Iterable[tuple[str, Any]]) -> None:
+        """Start drawing these (caption, figure) pairs (a section's figures)."""
+        for _, fig in figures:
+            key = id(fig)
+            if key in self._figures:
+                continue
+            self._figures[key] = fig
+            if self._pool is not None:
+                try:
+                    self._futures[key] = self._pool.submit(_figure_uri, pickle.dumps(fig))
+                except Exception:         # a figure that cannot be pickled, a pool that broke: drawn here
+                    pass
+
+    def uri(self, fig: Any) -> str:
+        """The figure's PNG data URI."""
+        future = self._futures.pop(id(fig), None)
+        if future is not None:
+            try:
+                return future.result()
+            except Exception:
+                pass
+        return plots.figure_to_data_uri(fig)
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+
+def render_html(manifest: Mapping[str, Any], sections: list[Section], *, methods: str | None = None,
+                images: FigureImages | None = None) -> str:
     """The whole report as one HTML document (figures inline): the methods paragraph (when given)
     first, then every section; tables numbered, in APA style, with the full table behind a
-    collapsible section linking to its CSV file (see :func:`table_files`)."""
+    collapsible section linking to its CSV file (see :func:`table_files`). `images`, when given, has
+    the figures' images (drawn while the report was being built); otherwise each is drawn here."""
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
              f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>psyq report: "
              f"{html.escape(manifest['study'])}</title><style>{CSS}</style></head><body>",
@@ -150,7 +227,8 @@ def render_html(manifest: Mapping[str, Any], sections: list[Section], *, methods
             number += 1
             parts.append(_html_table(number, table, next(files)))
         for caption, fig in section.figures:
-            parts.append(f"<figure><img alt='{html.escape(caption)}' src='{plots.figure_to_data_uri(fig)}'>"
+            uri = images.uri(fig) if images is not None else plots.figure_to_data_uri(fig)
+            parts.append(f"<figure><img alt='{html.escape(caption)}' src='{uri}'>"
                          f"<figcaption>{html.escape(caption)}</figcaption></figure>")
         if section.note:
             parts.append(f"<p class='note'>{html.escape(section.note)}</p>")

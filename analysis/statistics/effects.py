@@ -58,11 +58,17 @@ def _model_data(rows: pd.DataFrame, predictors: Sequence[str], attributes: list[
         keep &= rows[name].notna()
     data = rows[keep].copy()
     data["score"] = data["score"].astype(float)
-    data["backend_id"] = data["backend_id"].astype(str).to_numpy(dtype=object)
+    data["backend_id"] = _levels(data["backend_id"])
     for name in predictors:
-        data[name] = (data[name].astype(float) if _is_numeric(data[name])
-                      else data[name].astype(str).to_numpy(dtype=object))
+        data[name] = data[name].astype(float) if _is_numeric(data[name]) else _levels(data[name])
     return data.reset_index(drop=True)
+
+
+def _levels(column: pd.Series) -> pd.Categorical:
+    """A categorical predictor as text levels in sorted order: the levels patsy would find by
+    sorting the texts itself, element by element (a second per model at 10⁵ scores)."""
+    text = column.astype(str).to_numpy(dtype=object)
+    return pd.Categorical(text, categories=sorted(set(pd.unique(text))))
 
 
 def _tidy(instrument: str, subscale: str, kind: str, names: list[str], fit, n: int) -> list[dict]:
@@ -186,7 +192,7 @@ def model_effects(scores: pd.DataFrame, predictors: Sequence[str]) -> pd.DataFra
                 continue
             terms.append(_term(name, categorical=not _is_numeric(data[name])))
         formula = "score ~ " + (" + ".join(terms) if terms else "1")
-        respondent = data["backend_id"] + "\x1f" + data["respondent_id"].astype(str)
+        respondent = data["backend_id"].astype(str) + "\x1f" + data["respondent_id"].astype(str)
         repeated = respondent.duplicated().any()
         model = (smf.mixedlm(formula, data, groups=respondent.to_numpy()) if repeated
                  else smf.ols(formula, data))

@@ -61,6 +61,9 @@ MIN_STRAIGHTLINE_ITEMS = 5
 STATUSES = ("answered", "refusal", "out_of_range", "unparseable", "empty", "no_option_tokens", "too_long",
             "unreadable_response", "parse_error", "token_budget_exhausted", "failed")
 GROUP = ["backend_id", "instrument"]
+READ = ["backend_id", "instrument", "respondent_id", "repeat", "item_id", "position", "option_order", "status",
+        "disclaimer", "value", "keyed_value", "reasks", "distribution", "option_mass"]
+"""The columns of the answers table the diagnostics read (:func:`fidelity_summary` passes only these)."""
 RESPONDENT = ["backend_id", "respondent_id"]
 SET = ["backend_id", "respondent_id", "repeat", "instrument"]
 
@@ -389,7 +392,7 @@ def missingness(table: pd.DataFrame) -> pd.DataFrame:
     ----------
     Statuses and disclaimer detection: :mod:`psyq.engine.trials.parsing` (psyq's answer parser).
     """
-    unknown = sorted(set(table["status"].dropna()) - set(STATUSES))
+    unknown = sorted(set(table["status"].dropna().unique()) - set(STATUSES))
     if unknown:
         raise ValueError(f"unknown answer status(es): {', '.join(map(str, unknown))}")
     rows = []
@@ -458,7 +461,7 @@ def option_order_effect(table: pd.DataFrame, instruments: dict[str, Instrument])
     rows = []
     for (backend, inst_id), answers in _answered(table).groupby(GROUP, sort=True):
         _instrument(instruments, inst_id)
-        if not {"as_written", "reversed"} <= set(answers["option_order"]):
+        if not {"as_written", "reversed"} <= set(answers["option_order"].unique()):
             continue
         for answer, column in (("keyed", "keyed_value"), ("raw", "value")):
             means = answers.groupby(["option_order", "respondent_id"])[column].mean()
@@ -603,6 +606,9 @@ def fidelity_summary(table: pd.DataFrame, instruments: dict[str, Instrument],
     >>> sorted(fidelity_summary(export_table(run_dir), run_instruments(open_run_dir(run_dir))))
     ['acquiescence', 'missingness', 'response_styles', 'straightlining']
     """
+    # Only the columns the diagnostics read: each selects rows, which copies every column it is given
+    # (persona attributes and texts are most of a large run's table).
+    table = table[[c for c in READ if c in table.columns]]
     results = {
         "sd_ratio": sd_ratio(comparison) if comparison is not None else None,
         "straightlining": straightlining(table),

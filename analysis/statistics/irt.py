@@ -101,6 +101,18 @@ def _category_codes(data: pd.DataFrame, items: Sequence[str], levels: Sequence[f
     return codes
 
 
+def _distinct_rows(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of `codes` (whole numbers ≥ −1) in lexicographic order and how often each
+    occurs: ``np.unique(codes, axis=0, return_counts=True)``, through one integer per row when the
+    rows fit in 63 bits (ten times faster on 10⁵ rows: no sort of row records)."""
+    base = int(codes.max(initial=-1)) + 2
+    if codes.shape[1] * np.log2(max(base, 2)) > 62:
+        return np.unique(codes, axis=0, return_counts=True)
+    weights = base ** np.arange(codes.shape[1] - 1, -1, -1, dtype=np.int64)
+    keys, first, counts = np.unique((codes.astype(np.int64) + 1) @ weights, return_index=True, return_counts=True)
+    return codes[first], counts
+
+
 def _category_probabilities(a: float, d: np.ndarray, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """P(X = c | θ) for c = 0..m (rows) at the nodes (columns), and ψ_t = P*_t (1 − P*_t) with the
     boundary curves P*_t = P(X ≥ t | θ) = logistic(a θ + d_t), t = 1..m (slope–intercept form;
@@ -158,7 +170,7 @@ class _Grm:
     that are parameters, in the order of the natural vector (per item a_j, d_j1, …, d_jm)."""
 
     def __init__(self, codes: np.ndarray, n_categories: list[int], points: int):
-        patterns, counts = np.unique(codes, axis=0, return_counts=True)
+        patterns, counts = _distinct_rows(codes)
         self.patterns, self.counts = patterns, counts.astype(float)
         n_items, width = patterns.shape[1], max(n_categories)
         self.shape = (n_items, width)
@@ -612,12 +624,15 @@ def _effect_label(delta_r2: float) -> str:
     return "negligible" if delta_r2 < NEGLIGIBLE else "moderate" if delta_r2 <= LARGE else "large"
 
 
-def _ordinal_terms(y: np.ndarray, exog: np.ndarray, params: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+def _ordinal_terms(y: np.ndarray, exog: np.ndarray, params: np.ndarray,
+                   weight: np.ndarray | None = None) -> tuple[float, np.ndarray, np.ndarray]:
     """Log-likelihood, gradient and Hessian of the proportional-odds model at `params` = (α_1 > … > α_m,
     β): P(Y = y | x) = S_y − S_{y+1}, S_k = logistic(α_k + x β), S_0 = 1, S_{m+1} = 0. With ψ = S (1 − S)
     and ω = ψ (1 − 2 S) at the answer's upper (k = y) and lower (k = y + 1) boundary, u = ψ_y / P and
-    l = ψ_{y+1} / P: α_y enters log P with u, α_{y+1} with −l, x β with u − l."""
+    l = ψ_{y+1} / P: α_y enters log P with u, α_{y+1} with −l, x β with u − l. `weight`: how many
+    respondents each row stands for (rows of equal answer and covariates counted once)."""
     m = len(params) - exog.shape[1]
+    w = np.ones(len(y)) if weight is None else weight
     cuts = np.concatenate([[np.inf], params[:m], [-np.inf]])         # α_0 = +∞, α_{m+1} = −∞
     eta = exog @ params[m:]
     upper, lower = expit(cuts[y] + eta), expit(cuts[y + 1] + eta)
@@ -627,39 +642,39 @@ def _ordinal_terms(y: np.ndarray, exog: np.ndarray, params: np.ndarray) -> tuple
     u, low = psi_up / prob, psi_low / prob
 
     def by_threshold(up: np.ndarray, down: np.ndarray) -> np.ndarray:   # Σ over answers at α_y and at α_{y+1}
-        return (np.bincount(y, up, minlength=m + 2) + np.bincount(y + 1, down, minlength=m + 2))[1:m + 1]
+        return (np.bincount(y, up * w, minlength=m + 2) + np.bincount(y + 1, down * w, minlength=m + 2))[1:m + 1]
 
-    grad = np.concatenate([by_threshold(u, -low), exog.T @ (u - low)])
+    grad = np.concatenate([by_threshold(u, -low), exog.T @ (w * (u - low))])
     hess = np.empty((len(params), len(params)))
     aa = np.diag(by_threshold(omega_up - u ** 2, -omega_low - low ** 2))
-    neighbours = np.bincount(y, u * low, minlength=m + 2)[1:m]          # α_k with α_{k+1}: answers y = k
+    neighbours = np.bincount(y, w * u * low, minlength=m + 2)[1:m]     # α_k with α_{k+1}: answers y = k
     aa[np.arange(m - 1), np.arange(1, m)] = aa[np.arange(1, m), np.arange(m - 1)] = neighbours
     hess[:m, :m] = aa
     cross_up, cross_low = omega_up - u * (u - low), -omega_low + low * (u - low)
     hess[:m, m:] = np.column_stack([by_threshold(cross_up * x, cross_low * x) for x in exog.T])
     hess[m:, :m] = hess[:m, m:].T
-    hess[m:, m:] = exog.T @ ((omega_up - omega_low - (u - low) ** 2)[:, None] * exog)
-    return float(np.sum(np.log(prob))), grad, hess
+    hess[m:, m:] = exog.T @ ((w * (omega_up - omega_low - (u - low) ** 2))[:, None] * exog)
+    return float(w @ np.log(prob)), grad, hess
 
 
-def _cumulative_logit(y: np.ndarray, exog: np.ndarray | None,
-                      start: np.ndarray | None = None) -> tuple[float, np.ndarray]:
+def _cumulative_logit(y: np.ndarray, exog: np.ndarray | None, start: np.ndarray | None = None,
+                      weight: np.ndarray | None = None) -> tuple[float, np.ndarray]:
     """Maximised log-likelihood of the proportional-odds (cumulative logit) model
     ``P(Y ≥ k | x) = logistic(α_k + x β)``, k = 1..m, of y (codes 0..m, every one used) on the
     columns of `exog`, and the estimate (α_1..α_m, β). None: thresholds only, in closed form.
     Newton–Raphson with the analytic Hessian (the log-likelihood is concave in (α, β), Pratt 1981),
     each step halved until the thresholds stay ordered and the likelihood does not fall; from
     `start` (a nested model's estimate with 0 for the new slopes: DIF fits M2 from M1 and M3 from M2)
-    or the marginal thresholds and β = 0. Raises RuntimeError when the fit does not converge or a
-    slope runs off (separation)."""
-    counts = np.bincount(y)
+    or the marginal thresholds and β = 0. `weight`: how many respondents each row stands for (default
+    one each). Raises RuntimeError when the fit does not converge or a slope runs off (separation)."""
+    counts = np.bincount(y, weight)
     m = len(counts) - 1
     above = (np.cumsum(counts[::-1])[::-1][1:] / counts.sum()).clip(1e-3, 1 - 1e-3)
     alpha0 = np.log(above / (1 - above))
     if exog is None:
         return float(np.sum(counts * np.log(counts / counts.sum()))), alpha0
     params = np.concatenate([alpha0, np.zeros(exog.shape[1])]) if start is None else np.asarray(start, dtype=float)
-    value, grad, hess = _ordinal_terms(y, exog, params)
+    value, grad, hess = _ordinal_terms(y, exog, params, weight)
     for _ in range(MAX_ORDINAL_NEWTON):
         if np.max(np.abs(grad)) < ORDINAL_TOLERANCE:
             break
@@ -667,7 +682,7 @@ def _cumulative_logit(y: np.ndarray, exog: np.ndarray | None,
         for _ in range(MAX_HALVINGS):
             trial = params + step
             if np.all(np.diff(trial[:m]) < 0):
-                new = _ordinal_terms(y, exog, trial)
+                new = _ordinal_terms(y, exog, trial, weight)
                 if new[0] >= value - ROUNDING * abs(value):
                     break
             step = step / 2
@@ -676,7 +691,7 @@ def _cumulative_logit(y: np.ndarray, exog: np.ndarray | None,
         params, (value, grad, hess) = trial, new
         if np.any(np.abs(params[m:]) > 50):
             raise RuntimeError("coefficients ran off (perfect separation)")
-    if not np.isfinite(value) or np.max(np.abs(grad)) > 1e-3 * max(1.0, np.sqrt(len(y))):
+    if not np.isfinite(value) or np.max(np.abs(grad)) > 1e-3 * max(1.0, np.sqrt(counts.sum())):
         raise RuntimeError("the ordinal logistic regression did not converge")
     return value, params
 
@@ -761,8 +776,8 @@ def _dif_round(codes: np.ndarray, is_focal: np.ndarray, items: list[str], levels
     anchor = np.array([item not in flagged for item in items])
     rows = []
     for j, item in enumerate(items):
-        score = codes[:, anchor].sum(axis=1).astype(float) + (0.0 if anchor[j] else codes[:, j])
-        score -= score.mean() if len(score) else 0.0
+        total = codes[:, anchor].sum(axis=1) + (0 if anchor[j] else codes[:, j])     # whole numbers
+        centre = total.astype(float).mean() if len(total) else 0.0
         row = {"item": item, "n_reference": n_ref, "n_focal": n_focal, "chi2_dif": np.nan, "df": 2, "p": np.nan,
                "p_holm": np.nan, "chi2_uniform": np.nan, "p_uniform": np.nan, "chi2_nonuniform": np.nan,
                "p_nonuniform": np.nan, "delta_r2": np.nan, "delta_r2_mcfadden": np.nan, "effect": "", "flag": False, "estimable": False,
@@ -782,14 +797,20 @@ def _dif_round(codes: np.ndarray, is_focal: np.ndarray, items: list[str], levels
         y = np.searchsorted(used, y_all)
         if len(used) < len(levels):
             row["note"] = f"levels never chosen: {[levels[k] for k in range(len(levels)) if k not in used]} (no threshold for them)"
-        exog1 = score[:, None]
-        exog2 = np.column_stack([score, is_focal])
-        exog3 = np.column_stack([score, is_focal, score * is_focal])
+        # Respondents with the same answer, matching score and group have the same likelihood: each such
+        # row is fitted once, weighted by their number (a few hundred rows for 10⁵ respondents).
+        span = int(total.max()) + 1
+        distinct, weight = np.unique((y * span + total) * 2 + is_focal.astype(int), return_counts=True)
+        y_u, total_u, focal_u = distinct // (2 * span), distinct // 2 % span, (distinct % 2).astype(float)
+        score_u, weight = total_u.astype(float) - centre, weight.astype(float)
+        exog1 = score_u[:, None]
+        exog2 = np.column_stack([score_u, focal_u])
+        exog3 = np.column_stack([score_u, focal_u, score_u * focal_u])
         try:
-            ll0, _ = _cumulative_logit(y, None)
-            ll1, fit1 = _cumulative_logit(y, exog1)
-            ll2, fit2 = _cumulative_logit(y, exog2, start=np.append(fit1, 0.0))      # nested: M1 plus group = 0
-            ll3, _ = _cumulative_logit(y, exog3, start=np.append(fit2, 0.0))
+            ll0, _ = _cumulative_logit(y_u, None, weight=weight)
+            ll1, fit1 = _cumulative_logit(y_u, exog1, weight=weight)
+            ll2, fit2 = _cumulative_logit(y_u, exog2, start=np.append(fit1, 0.0), weight=weight)  # nested: M1, group = 0
+            ll3, _ = _cumulative_logit(y_u, exog3, start=np.append(fit2, 0.0), weight=weight)
         except (RuntimeError, np.linalg.LinAlgError, ValueError) as err:
             row["note"] = "; ".join(x for x in (row["note"], f"not estimable: {err}") if x)
             continue

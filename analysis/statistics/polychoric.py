@@ -403,11 +403,10 @@ def _moments(codes, n_categories, items, rho: np.ndarray | None = None) -> Ordin
 
     # Step 2: every pair's contingency table at once (one-hot codes, their cross-product), then ρ.
     rows, cols = _pair_indices(p)
-    onehot = np.zeros((n, p, k_max))
-    onehot[np.arange(n)[:, None], np.arange(p)[None, :], codes] = 1.0
-    flat = onehot.reshape(n, p * k_max)
-    cross = (flat.T @ flat).reshape(p, k_max, p, k_max)
-    freq = cross[rows, :, cols, :]                                  # P × Kmax × Kmax, item i down, item j across
+    # P × Kmax × Kmax, item i down, item j across: each pair's cells counted from the codes (an N × p × Kmax
+    # one-hot array and its cross-product would hold 0.1–0.2 GB for 10⁵ respondents)
+    freq = np.stack([np.bincount(codes[:, i] * k_max + codes[:, j], minlength=k_max * k_max).reshape(k_max, k_max)
+                     for i, j in zip(rows, cols)]).astype(float) if len(rows) else np.zeros((0, k_max, k_max))
     real = (np.arange(k_max)[None, :, None] < k[rows][:, None, None]) & \
            (np.arange(k_max)[None, None, :] < k[cols][:, None, None])
     freq_fit = _two_by_two_zero_cells(freq, k, rows, cols, items)
@@ -426,8 +425,9 @@ def _pearson(codes: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarra
     """The Pearson correlation of the codes of each pair: the starting value (lavaan's too)."""
     z = codes - codes.mean(axis=0)
     sd = np.sqrt((z * z).sum(axis=0))
+    cross = z.T @ z                    # every pair's sum of products at once (not an N × pairs array)
     with np.errstate(invalid="ignore", divide="ignore"):
-        r = (z[:, rows] * z[:, cols]).sum(axis=0) / (sd[rows] * sd[cols])
+        r = cross[rows, cols] / (sd[rows] * sd[cols])
     return np.where(np.isfinite(r) & (np.abs(r) < 1), r, 0.0)
 
 
@@ -447,6 +447,9 @@ def _two_by_two_zero_cells(freq, k, rows, cols, items) -> np.ndarray:
     return freq
 
 
+_BLOCK = 20_000        # respondents whose scores are held at once while Γ is summed
+
+
 def _gamma(codes, k, thresholds, proportions, bounds, rows, cols, freq, real, rho) -> np.ndarray:
     """Γ = N · B⁻¹ · INNER · B⁻¹ᵀ from the respondents' scores (Muthén, 1984; lavaan's muthen1984)."""
     n, p = codes.shape
@@ -456,13 +459,17 @@ def _gamma(codes, k, thresholds, proportions, bounds, rows, cols, freq, real, rh
     total_th = int(n_th.sum())
 
     # Univariate scores: ∂ log π_c / ∂τ_k = φ(τ_k)·([c = k] − [c = k + 1]) / π_c, a table per item (category × threshold).
-    sc_th = np.empty((n, total_th))
+    tables = []
     for j in range(p):
         dens = np.exp(-0.5 * thresholds[j] ** 2) / np.sqrt(2.0 * np.pi)
         table = np.zeros((k[j], n_th[j]))
         table[np.arange(n_th[j]), np.arange(n_th[j])] = dens / proportions[j, :n_th[j]]
         table[np.arange(1, k[j]), np.arange(n_th[j])] = -dens / proportions[j, 1:k[j]]
-        sc_th[:, th_start[j]:th_start[j] + n_th[j]] = table[codes[:, j]]
+        tables.append(table)
+
+    def threshold_scores(block: slice) -> np.ndarray:
+        """The univariate scores of the respondents in `block` (respondents × thresholds)."""
+        return np.hstack([tables[j][codes[block, j]] for j in range(p)]) if p else np.zeros((0, 0))
 
     # Bivariate scores of each pair, per cell: for ρ, ∂π/∂ρ / π; for the thresholds of item i (rows)
     # and item j (columns), the derivatives of π at the cell's upper (1) and lower (2) bound, over π.
@@ -495,16 +502,21 @@ def _gamma(codes, k, thresholds, proportions, bounds, rows, cols, freq, real, rh
         a21[pair, th_start[i]:th_start[i] + n_th[i]] = by_row_upper[pair, :n_th[i]] - by_row_lower[pair, 1:k[i]]
         a21[pair, th_start[j]:th_start[j] + n_th[j]] = by_col_upper[pair, :n_th[j]] - by_col_lower[pair, 1:k[j]]
 
-    # The respondents' ρ-scores (N × pairs) and INNER = SᵀS.
-    sc_rho = score_rho[np.arange(n_pairs)[None, :], codes[:, rows], codes[:, cols]]
-    scores = np.hstack([sc_th, sc_rho])
-    inner = scores.T @ scores
+    # The respondents' ρ-scores (N × pairs) and INNER = SᵀS, a block of respondents at a time (the scores of
+    # 10⁵ respondents would be N × (thresholds + pairs) doubles: 0.4 GB for the IRI).
+    inner = np.zeros((total_th + n_pairs, total_th + n_pairs))
+    a22 = np.zeros(n_pairs)
+    for start in range(0, n, _BLOCK):
+        block = slice(start, start + _BLOCK)
+        sc_rho = score_rho[np.arange(n_pairs)[None, :], codes[block][:, rows], codes[block][:, cols]]
+        scores = np.hstack([threshold_scores(block), sc_rho])
+        inner += scores.T @ scores
+        a22 += np.einsum("ij,ij->j", sc_rho, sc_rho)
 
     a11_inv = np.zeros((total_th, total_th))
     for j in range(p):
         block = slice(th_start[j], th_start[j] + n_th[j])
         a11_inv[block, block] = np.linalg.inv(inner[block, block])
-    a22 = np.einsum("ij,ij->j", sc_rho, sc_rho)
     a22_inv = np.diag(1.0 / a22)
     b_inv = np.zeros((total_th + n_pairs, total_th + n_pairs))
     b_inv[:total_th, :total_th] = a11_inv

@@ -24,7 +24,7 @@ robust SEs and latent means against lavaan 0.6.14, stored output of tests/data/l
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
@@ -47,6 +47,9 @@ BOUND_TOLERANCE = 1e-4
 # The optimizer's answer is accepted when the largest projected gradient of F = χ²/N is below this
 # (it aims a thousand times lower).
 GRADIENT_TOLERANCE = 1e-5
+# A loading beyond this many times its factor's marker (in standard units) has run off: the marker
+# barely measures its factor, whose scale it sets, and the fit would crawl towards an infinite loading.
+MAX_LOADING_RATIO = 20.0
 KINDS = ("loadings", "residuals", "factor_cov", "intercepts", "factor_means")
 
 
@@ -173,6 +176,24 @@ def discrepancy(theta: np.ndarray, layout: Layout, samples: Sequence[Sample], st
     return value, (grad if split else layout.fold(grad))
 
 
+def loadings_ran_off(layout: Layout, structure: Structure, items: Sequence[str], labels: Sequence[str],
+                     units: np.ndarray) -> Callable[[np.ndarray], str]:
+    """:func:`.fisher.minimise`'s `ran_off` check: the reason when a loading, in standard units
+    (times `units`: each item's SD over its marker's, or 1), is beyond ±MAX_LOADING_RATIO, else ""."""
+    places = layout.reduced("loadings")
+
+    def check(theta: np.ndarray) -> str:
+        ratios = np.where(places >= 0, theta[np.maximum(places, 0)], 1.0) / units
+        g, i = np.unravel_index(int(np.argmax(np.abs(ratios))), ratios.shape)
+        if abs(ratios[g, i]) <= MAX_LOADING_RATIO:
+            return ""
+        marker = items[int(np.flatnonzero(structure.marker & (structure.factor_of == structure.factor_of[i]))[0])]
+        return (f"the estimate ran off: item {items[i]}'s loading in group '{labels[g]}' passed "
+                f"±{MAX_LOADING_RATIO:g} times that of its marker, item {marker} (which barely measures the factor "
+                "there)")
+    return check
+
+
 def marker_start(matrix: np.ndarray, structure: Structure, floors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Loadings and factor variances to start from: per factor, the first principal component of its
     items' block of `matrix` (a covariance or correlation matrix), relative to the marker's loading;
@@ -211,6 +232,17 @@ def start_values(layout: Layout, samples: Sequence[Sample], structure: Structure
     return layout.average(starts, [s.n for s in samples])
 
 
+def _standard_units(samples: Sequence[Sample], structure: Structure) -> np.ndarray:
+    """Each item's SD over its factor's marker's, pooled over the groups: a loading divided by it is in
+    standard units (items on different scales compare)."""
+    values = np.vstack([s.values for s in samples])
+    sd = values.std(axis=0)
+    markers = np.flatnonzero(structure.marker)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        units = sd / sd[markers][structure.factor_of]
+    return np.where(np.isfinite(units) & (units > 0), units, 1.0)
+
+
 def lower_bounds(layout: Layout, samples: Sequence[Sample], structure: Structure) -> tuple[np.ndarray, np.ndarray]:
     """Residual and factor variances stay above VARIANCE_FLOOR times their item's (marker's) variance.
 
@@ -247,27 +279,97 @@ class Fit:
 
 def expected_information(theta_split: np.ndarray, layout: Layout, samples: Sequence[Sample],
                          structure: Structure) -> np.ndarray:
-    """Σ_g (N_g/N)·Δ_g'W_gΔ_g over the split vector: the expected information of one case."""
+    """Σ_g (N_g/N)·Δ_g'W_gΔ_g over the split vector: the expected information of one case, W_g the
+    normal weight of :func:`normal_weight` (Δ'WΔ taken through :func:`_weighted_cross`, without W)."""
     n_total = sum(s.n for s in samples)
     total = np.zeros((layout.n_split, layout.n_split))
     for g, sample in enumerate(samples):
         delta = jacobian(theta_split, layout, structure, g)
         sigma, _ = implied(theta_split, layout, structure, g)
-        total += sample.n / n_total * delta.T @ normal_weight(sigma) @ delta
+        total += sample.n / n_total * _weighted_cross(delta, sigma)
     return total
 
 
+def _weighted_cross(delta: np.ndarray, sigma: np.ndarray) -> np.ndarray:
+    """Δ'WΔ for W = :func:`normal_weight` (Σ), Δ's rows (μ, vech Σ): the mean part Δ_μ'Σ⁻¹Δ_μ plus, with
+    each column's vech part as a symmetric matrix X_j, ½·tr(Σ⁻¹X_iΣ⁻¹X_j) — what W's covariance block
+    gives over vech, computed in p² per pair instead of a vech × vech matrix."""
+    p = len(sigma)
+    a = np.linalg.inv(sigma)
+    means = delta[:p]
+    rows, cols = _vech_indices(p)
+    x = np.zeros((delta.shape[1], p, p))
+    x[:, rows, cols] = delta[p:].T
+    x[:, cols, rows] = delta[p:].T
+    y = a @ x @ a                                            # Σ⁻¹ X_j Σ⁻¹, every column at once
+    return means.T @ a @ means + 0.5 * y.reshape(len(x), -1) @ x.reshape(len(x), -1).T
+
+
 def hessian(theta: np.ndarray, layout: Layout, samples: Sequence[Sample], structure: Structure) -> np.ndarray:
-    """F's Hessian over the reduced vector by central differences of the analytic gradient, symmetrised."""
-    step = 1e-6
-    columns = []
-    for k in range(len(theta)):
-        shift = np.zeros(len(theta))
-        shift[k] = step
-        columns.append((discrepancy(theta + shift, layout, samples, structure)[1]
-                        - discrepancy(theta - shift, layout, samples, structure)[1]) / (2 * step))
-    second = np.array(columns)
-    return (second + second.T) / 2
+    """F's Hessian over the reduced vector, analytically. Per group, with A = Σ⁻¹, d = ȳ − μ, b = Ad,
+    W = A(Σ − S − dd')A (F_g's gradient is tr(WΣ_i) − 2b'μ_i, Σ_i = ∂Σ/∂θ_i, μ_i = ∂μ/∂θ_i):
+    ∂²F_g/∂θ_i∂θ_j = tr(AΣ_iAΣ_j) − 2tr(AΣ_iWΣ_j) + 2b'Σ_iAμ_j + 2b'Σ_jAμ_i + 2μ_i'Aμ_j + tr(WΣ_ij) − 2b'μ_ij,
+    the second derivatives of the moments being those of the bilinear ΛΦΛ' and Λα: ∂²σ_kl/∂λ_k∂λ_l =
+    φ_{f_k f_l} (twice on the diagonal), ∂²Σ/∂λ_k∂φ_rs = e_k e_{f_k}'E_rsΛ' + its transpose, ∂²μ_k/∂λ_k∂α_{f_k}
+    = 1. tests/test_report_at_scale.py checks it against central differences of the analytic gradient
+    (how it was computed before, at 2 × parameters evaluations of F)."""
+    theta_split = layout.expand(theta)
+    n_total = sum(s.n for s in samples)
+    p, m = structure.p, structure.m
+    factor_of = structure.factor_of
+    rows, cols = _vech_indices(p)
+    tril_r, tril_c = _tril(m)
+    total = np.zeros((layout.n_split, layout.n_split))
+    for g, sample in enumerate(samples):
+        lam, phi, alpha, residuals, nu = matrices(theta_split, layout, structure, g)
+        sigma, mu = lam @ phi @ lam.T + np.diag(residuals), nu + lam @ alpha
+        a = np.linalg.inv(sigma)
+        d = sample.mean - mu
+        b = a @ d
+        w = a @ (sigma - sample.cov - np.outer(d, d)) @ a
+        own = np.unique(np.concatenate([places[g][places[g] >= 0] for places in layout.split.values()]))
+        delta = jacobian(theta_split, layout, structure, g)[:, own]
+        means = delta[:p].T                                   # μ_i, one row per parameter
+        x = np.zeros((len(own), p, p))                        # Σ_i
+        x[:, rows, cols] = delta[p:].T
+        x[:, cols, rows] = delta[p:].T
+        ax, wx = a @ x, w @ x
+        flat = len(own), p * p
+        h = (ax.reshape(flat) @ ax.transpose(0, 2, 1).reshape(flat).T
+             - 2.0 * ax.reshape(flat) @ wx.transpose(0, 2, 1).reshape(flat).T)
+        cross = (x @ b) @ (means @ a).T                        # b'Σ_iAμ_j
+        h += 2.0 * (cross + cross.T) + 2.0 * means @ a @ means.T
+        # tr(WΣ_ij) − 2b'μ_ij: the moments' own second derivatives
+        local = np.full(layout.n_split, -1)
+        local[own] = np.arange(len(own))
+        at_loading = np.where(layout.split["loadings"][g] >= 0, local[np.maximum(layout.split["loadings"][g], 0)], -1)
+        free = np.flatnonzero(at_loading >= 0)
+        k, l = np.meshgrid(free, free, indexing="ij")
+        h[at_loading[k], at_loading[l]] += 2.0 * phi[factor_of[k], factor_of[l]] * w[k, l]
+        lam_w = lam.T @ w                                      # (Λ'W)_{c,k}
+        at_cov = layout.split["factor_cov"][g]
+        for e, (r, c) in enumerate(zip(tril_r, tril_c)):
+            if at_cov[e] < 0:
+                continue
+            j = local[at_cov[e]]
+            for i_item in free:
+                f = factor_of[i_item]
+                if f not in (r, c):
+                    continue
+                other = c if f == r else r
+                value = 2.0 * lam_w[other, i_item]
+                h[at_loading[i_item], j] += value
+                h[j, at_loading[i_item]] += value
+        at_mean = layout.split["factor_means"][g]
+        for i_item in free:
+            f = factor_of[i_item]
+            if at_mean[f] >= 0:
+                j = local[at_mean[f]]
+                h[at_loading[i_item], j] -= 2.0 * b[i_item]
+                h[j, at_loading[i_item]] -= 2.0 * b[i_item]
+        total[np.ix_(own, own)] += sample.n / n_total * h
+    folded = layout.fold_columns(layout.fold_columns(total).T)
+    return (folded + folded.T) / 2
 
 
 DEFAULTS = {"loadings": 1.0, "residuals": 0.0, "factor_cov": 0.0, "intercepts": 0.0, "factor_means": 0.0}
@@ -304,7 +406,9 @@ def fit(layout: Layout, samples: Sequence[Sample], structure: Structure, items: 
                                  start_values(layout, samples, structure) if start is None else
                                  layout.carried(start.layout, start.theta_split, DEFAULTS), lower,
                                  slack=np.nan_to_num(BOUND_TOLERANCE * scale), tolerance=GRADIENT_TOLERANCE * 1e-3,
-                                 ties=layout.variance_ties(structure.m))
+                                 ties=layout.variance_ties(structure.m),
+                                 ran_off=loadings_ran_off(layout, structure, items, [s.label for s in samples],
+                                                          _standard_units(samples, structure)))
     theta = result.theta
     group_f: list[float] = []
     _, grad = discrepancy(theta, layout, samples, structure, group_f)
@@ -348,16 +452,37 @@ def moments(theta_split: np.ndarray, layout: Layout, structure: Structure, g: in
 
 
 def jacobian(theta_split: np.ndarray, layout: Layout, structure: Structure, g: int) -> np.ndarray:
-    """Δ_g = ∂(μ, vech Σ)/∂θ over the split vector, by central differences (the moments are low-order
-    polynomials in θ, so a step of 1e-5 leaves an error far below the figures compared)."""
-    step = 1e-5
-    columns = []
-    for k in range(layout.n_split):
-        shift = np.zeros(layout.n_split)
-        shift[k] = step
-        columns.append((moments(theta_split + shift, layout, structure, g)
-                        - moments(theta_split - shift, layout, structure, g)) / (2 * step))
-    return np.array(columns).T
+    """Δ_g = ∂(μ, vech Σ)/∂θ over the split vector, analytically. With μ = ν + Λα, Σ = ΛΦΛ' + Θ and
+    simple structure (item i on factor f_i, loading λ_i): ∂μ_i/∂ν_i = 1, ∂μ_i/∂λ_i = α_{f_i},
+    ∂μ_i/∂α_{f_i} = λ_i; ∂σ_kl/∂θ_k = 1 (k = l); ∂σ_kl/∂λ_k = λ_lφ_{f_k f_l} and ∂σ_kl/∂λ_l =
+    λ_kφ_{f_k f_l} (both, 2λ_kφ, when k = l); ∂σ_kl/∂φ_rs = λ_kλ_l when {f_k, f_l} = {r, s} (Φ's lower
+    triangle, each element standing for both of its places). tests/test_report_at_scale.py checks it
+    against central differences of the moments."""
+    lam, phi, alpha, _, _ = matrices(theta_split, layout, structure, g)
+    p, m = structure.p, structure.m
+    factor_of = structure.factor_of
+    loading = lam[np.arange(p), factor_of]
+    items = np.arange(p)
+    k, l = _vech_indices(p)                      # σ_kl, k ≥ l, lavaan's order
+    rows_s = p + np.arange(len(k))
+    phi_kl = phi[factor_of[k], factor_of[l]]
+    tril_r, tril_c = _tril(m)
+    element = np.full((m, m), -1)
+    element[tril_r, tril_c] = element[tril_c, tril_r] = np.arange(len(tril_r))
+    diagonal = k == l
+    parts = (("intercepts", items, items, np.ones(p)),
+             ("loadings", items, items, alpha[factor_of]),
+             ("factor_means", items, factor_of, loading),
+             ("residuals", rows_s[diagonal], k[diagonal], np.ones(p)),
+             ("loadings", rows_s, k, loading[l] * phi_kl),
+             ("loadings", rows_s, l, loading[k] * phi_kl),
+             ("factor_cov", rows_s, element[factor_of[k], factor_of[l]], loading[k] * loading[l]))
+    jac = np.zeros((p + len(k), layout.n_split))
+    for kind, rows, elements, values in parts:
+        places = layout.split[kind][g][elements]
+        keep = places >= 0
+        np.add.at(jac, (rows[keep], places[keep]), values[keep])
+    return jac
 
 
 def normal_weight(sigma: np.ndarray) -> np.ndarray:

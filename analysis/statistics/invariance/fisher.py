@@ -74,11 +74,16 @@ def projected(gradient: np.ndarray, theta: np.ndarray, lower: np.ndarray, slack:
 def minimise(value_gradient: Callable[[np.ndarray], tuple[float, np.ndarray]],
              information: Callable[[np.ndarray], np.ndarray], start: np.ndarray, lower: np.ndarray, *,
              slack: np.ndarray, tolerance: float, max_iterations: int = 1000,
-             ties: Sequence[tuple[int, np.ndarray]] = ()) -> Result:
+             ties: Sequence[tuple[int, np.ndarray]] = (),
+             ran_off: Callable[[np.ndarray], str] | None = None) -> Result:
     """Minimise F from `start` subject to θ ≥ `lower` (−inf: free); `slack` is how close to its bound
     a parameter counts as held there. `ties` pairs a factor variance with its covariances: while the
     variance is at its bound (≈ 0) they are held at 0, as a factor without variance covaries with
     nothing (otherwise Φ is not positive semi-definite and the fit crawls along that impossible ridge).
+    `ran_off`, when given, is asked about every accepted estimate from step REFRESH on: a reason
+    ("" for none) ends the fit there, not converged, with that reason as its message — an estimate
+    heading for infinity (a loading on a factor its marker does not measure) would otherwise crawl
+    on to the iteration limit and end not converged all the same.
 
     Example
     -------
@@ -138,6 +143,9 @@ def minimise(value_gradient: Callable[[np.ndarray], tuple[float, np.ndarray]],
                 return Result(theta, value, gradient, at_bound, False, iteration,
                               "no step lowers the discrepancy (the damping ran out)")
         history.append(value)
+        if ran_off is not None and iteration >= REFRESH and (reason := ran_off(theta)):
+            return Result(theta, value, gradient, projected(gradient, theta, lower, slack, ties)[1], False, iteration,
+                          reason)
         stalled = len(history) > REFRESH and history[-REFRESH - 1] - value <= STALL * max(1.0, abs(value))
         if unchanged or stalled:
             step_gradient, at_bound = projected(gradient, theta, lower, slack, ties)

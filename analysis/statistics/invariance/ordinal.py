@@ -40,7 +40,8 @@ from functools import cached_property
 import numpy as np
 from scipy import linalg
 
-from psyq.analysis.statistics.invariance.continuous import Fit, Sample, Structure, marker_start, threadpool_limits
+from psyq.analysis.statistics.invariance.continuous import (Fit, Sample, Structure, loadings_ran_off, marker_start,
+                                                            threadpool_limits)
 from psyq.analysis.statistics.invariance import fisher
 from psyq.analysis.statistics.invariance.layout import Layout
 from psyq.analysis.statistics.polychoric import NotEstimable, ordinal_moments
@@ -153,8 +154,10 @@ class OrdinalModel:
                                for g, (s, weight, w) in enumerate(zip(self.observed, self.weight_diag,
                                                                       self.fit_weights))])
 
-    def _jacobian(self, theta_split: np.ndarray, layout: Layout, g: int) -> np.ndarray:
-        """Δ_g = ∂σ_g/∂θ over the split vector, analytically. With C = ΛΦΛ', m = ν + Λα and simple
+    def _jacobian_entries(self, theta_split: np.ndarray, layout: Layout, g: int
+                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Δ_g = ∂σ_g/∂θ over the split vector, analytically, as its nonzero entries (rows, split
+        places, values; a place may repeat, its values then add). With C = ΛΦΛ', m = ν + Λα and simple
         structure (item i on factor f_i): ∂τ*_ik/∂τ_ik = δ_i, ∂τ*_ik/∂ν_i = −δ_i, ∂τ*_ik/∂δ_i = τ_ik − m_i,
         ∂τ*_ik/∂λ_i = −δ_iα_{f_i}, ∂τ*_ik/∂α_{f_i} = −δ_iλ_i; ∂ρ_ij/∂δ_i = δ_jC_ij,
         ∂ρ_ij/∂λ_i = δ_iδ_jφ_{f_i f_j}λ_j, ∂ρ_ij/∂φ_{f_i f_j} = δ_iδ_jλ_iλ_j."""
@@ -167,36 +170,68 @@ class OrdinalModel:
         i, j = self.pairs[:, 0], self.pairs[:, 1]
         rows_t = np.arange(n_thresholds)
         rows_r = n_thresholds + np.arange(len(i))
-        jac = np.zeros((n_thresholds + len(i), layout.n_split))
-
-        def put(kind: str, rows: np.ndarray, elements: np.ndarray, values: np.ndarray) -> None:
-            places = layout.split[kind][g][elements]
-            keep = places >= 0
-            np.add.at(jac, (rows[keep], places[keep]), values[keep])
-
-        put("thresholds", rows_t, np.arange(n_thresholds), scales[item])
-        put("intercepts", rows_t, item, -scales[item])
-        put("scales", rows_t, item, tau - location[item])
-        put("loadings", rows_t, item, -scales[item] * alpha[factor_of[item]])
-        put("factor_means", rows_t, factor_of[item], -scales[item] * loading[item])
         common = lam @ phi @ lam.T
-        put("scales", rows_r, i, scales[j] * common[i, j])
-        put("scales", rows_r, j, scales[i] * common[i, j])
         both = scales[i] * scales[j]
         phi_ij = phi[factor_of[i], factor_of[j]]
-        put("loadings", rows_r, i, both * phi_ij * loading[j])
-        put("loadings", rows_r, j, both * phi_ij * loading[i])
         high, low = np.maximum(factor_of[i], factor_of[j]), np.minimum(factor_of[i], factor_of[j])
-        put("factor_cov", rows_r, high * (high + 1) // 2 + low, both * loading[i] * loading[j])
+        parts = (("thresholds", rows_t, np.arange(n_thresholds), scales[item]),
+                 ("intercepts", rows_t, item, -scales[item]),
+                 ("scales", rows_t, item, tau - location[item]),
+                 ("loadings", rows_t, item, -scales[item] * alpha[factor_of[item]]),
+                 ("factor_means", rows_t, factor_of[item], -scales[item] * loading[item]),
+                 ("scales", rows_r, i, scales[j] * common[i, j]),
+                 ("scales", rows_r, j, scales[i] * common[i, j]),
+                 ("loadings", rows_r, i, both * phi_ij * loading[j]),
+                 ("loadings", rows_r, j, both * phi_ij * loading[i]),
+                 ("factor_cov", rows_r, high * (high + 1) // 2 + low, both * loading[i] * loading[j]))
+        rows, places, values = [], [], []
+        for kind, kind_rows, elements, kind_values in parts:
+            where = layout.split[kind][g][elements]
+            keep = where >= 0
+            rows.append(kind_rows[keep])
+            places.append(where[keep])
+            values.append(kind_values[keep])
+        return np.concatenate(rows), np.concatenate(places), np.concatenate(values)
+
+    def _jacobian(self, theta_split: np.ndarray, layout: Layout, g: int) -> np.ndarray:
+        """Δ_g = ∂σ_g/∂θ over the split vector, analytically (:meth:`_jacobian_entries`, dense)."""
+        rows, places, values = self._jacobian_entries(theta_split, layout, g)
+        jac = np.zeros((len(self._threshold_item) + len(self.pairs), layout.n_split))
+        np.add.at(jac, (rows, places), values)
         return jac
 
     def _jacobians(self, theta_split: np.ndarray, layout: Layout) -> list[np.ndarray]:
         return [self._jacobian(theta_split, layout, g) for g in range(len(self.samples))]
 
     def _residual_jacobian(self, theta: np.ndarray, layout: Layout) -> np.ndarray:
+        """∂e/∂θ over the reduced vector, e the weighted residuals of :meth:`_residuals`: Δ_g's entries
+        summed straight onto the reduced places (a place pinned at 0 has none) and scaled by row."""
         theta_split = layout.expand(theta)
-        return np.vstack([-np.sqrt(w * weight)[:, None] * layout.fold_columns(self._jacobian(theta_split, layout, g))
-                          for g, (weight, w) in enumerate(zip(self.weight_diag, self.fit_weights))])
+        n_rows = len(self._threshold_item) + len(self.pairs)
+        blocks = []
+        for g, (weight, w) in enumerate(zip(self.weight_diag, self.fit_weights)):
+            rows, places, values = self._jacobian_entries(theta_split, layout, g)
+            reduced = layout.reduced_of[places]
+            keep = reduced >= 0
+            flat = np.bincount(rows[keep] * layout.n_reduced + reduced[keep], values[keep],
+                               minlength=n_rows * layout.n_reduced)
+            blocks.append(-np.sqrt(w * weight)[:, None] * flat.reshape(n_rows, layout.n_reduced))
+        return np.vstack(blocks)
+
+    def _gradient(self, theta: np.ndarray, layout: Layout, residuals: np.ndarray) -> np.ndarray:
+        """∂F/∂θ = 2 (∂e/∂θ)' e over the reduced vector, without forming ∂e/∂θ: each entry of Δ_g times
+        its row's weighted residual, summed onto its reduced place."""
+        theta_split = layout.expand(theta)
+        n_rows = len(self._threshold_item) + len(self.pairs)
+        gradient = np.zeros(layout.n_reduced)
+        for g, (weight, w) in enumerate(zip(self.weight_diag, self.fit_weights)):
+            e = residuals[g * n_rows:(g + 1) * n_rows]
+            rows, places, values = self._jacobian_entries(theta_split, layout, g)
+            reduced = layout.reduced_of[places]
+            keep = reduced >= 0
+            scaled = -np.sqrt(w * weight) * e
+            gradient += np.bincount(reduced[keep], values[keep] * scaled[rows[keep]], minlength=layout.n_reduced)
+        return 2.0 * gradient
 
     def _start(self, layout: Layout) -> np.ndarray:
         """Start values: each group's sample thresholds, loadings and factor variances from its polychoric
@@ -222,7 +257,7 @@ class OrdinalModel:
                            layout.carried(start.layout, start.theta_split, defaults), lower + 1e-3)
         def value_gradient(theta: np.ndarray) -> tuple[float, np.ndarray]:
             residuals = self._residuals(theta, layout)
-            return float(residuals @ residuals), 2.0 * self._residual_jacobian(theta, layout).T @ residuals
+            return float(residuals @ residuals), self._gradient(theta, layout, residuals)
 
         def information(theta: np.ndarray) -> np.ndarray:      # Gauss–Newton: F's Hessian but for e's curvature
             jac = self._residual_jacobian(theta, layout)
@@ -231,7 +266,9 @@ class OrdinalModel:
         slack = np.where(np.isfinite(lower), 1e-6, 0.0)
         with threadpool_limits(1):
             result = fisher.minimise(value_gradient, information, start, lower, slack=slack,
-                                     tolerance=GRADIENT_TOLERANCE * 1e-3, ties=layout.variance_ties(self.structure.m))
+                                     tolerance=GRADIENT_TOLERANCE * 1e-3, ties=layout.variance_ties(self.structure.m),
+                                     ran_off=loadings_ran_off(layout, self.structure, self.items,
+                                                              [s.label for s in self.samples], np.ones(self.structure.p)))
         theta = result.theta
         projected, at_bound = fisher.projected(result.gradient, theta, lower, slack,
                                                layout.variance_ties(self.structure.m))
@@ -254,33 +291,57 @@ class OrdinalModel:
                    f"{result.message} after {result.iterations} Gauss–Newton steps")
 
     # -- robust statistics ------------------------------------------------------------------------
-    def _stacked(self, result: Fit) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Δ (stacked, over the reduced vector), V and Ω (block-diagonal) at a fit."""
+    def _stacked(self, result: Fit) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+        """Δ (stacked, over the reduced vector), the diagonal of V and the blocks of Ω at a fit."""
         delta = np.vstack([result.layout.fold_columns(d) for d in self._jacobians(result.theta_split, result.layout)])
         return delta, self._v, self._omega
 
     @cached_property
     def _v(self) -> np.ndarray:
-        """blockdiag((N_g/N)·W_g): the groups' weights in F."""
-        return linalg.block_diag(*[w * np.diag(weight) for w, weight in zip(self.weights, self.weight_diag)])
+        """The diagonal of V = blockdiag((N_g/N)·W_g): the groups' weights in F (W_g is diagonal)."""
+        return np.concatenate([w * weight for w, weight in zip(self.weights, self.weight_diag)])
 
     @cached_property
-    def _omega(self) -> np.ndarray:
-        """blockdiag(Γ_g·N/N_g): the asymptotic covariance of the stacked sample statistics, times N."""
-        return linalg.block_diag(*[m.gamma / w for m, w in zip(self.moments, self.weights)])
+    def _omega(self) -> list[np.ndarray]:
+        """The blocks of Ω = blockdiag(Γ_g·N/N_g): the asymptotic covariance of the stacked sample
+        statistics, times N."""
+        return [m.gamma / w for m, w in zip(self.moments, self.weights)]
 
     @staticmethod
-    def _adjust(delta: np.ndarray, v: np.ndarray, omega: np.ndarray, df: int) -> tuple[float, float]:
-        """(1/a, b) of the mean- and variance-adjusted statistic a·T + b."""
-        information = delta.T @ v @ delta
-        u = v - v @ delta @ np.linalg.solve(information, delta.T @ v) if delta.shape[1] else v
-        u_omega = u @ omega
-        trace, trace2 = float(np.trace(u_omega)), float(np.sum(u_omega * u_omega.T))
+    def _omega_times(omega: list[np.ndarray], x: np.ndarray) -> np.ndarray:
+        """Ω·x, block by block."""
+        out, at = np.empty_like(x), 0
+        for block in omega:
+            out[at:at + len(block)] = block @ x[at:at + len(block)]
+            at += len(block)
+        return out
+
+    @staticmethod
+    def _adjust(delta: np.ndarray, v: np.ndarray, omega: list[np.ndarray], df: int) -> tuple[float, float]:
+        """(1/a, b) of the mean- and variance-adjusted statistic a·T + b: a = sqrt(df/tr((UΩ)²)),
+        b = df − a·tr(UΩ), U = V − VΔE⁻¹Δ'V, E = Δ'VΔ. With V diagonal and Ω block-diagonal the
+        traces are taken without forming U (A = VΔ, M = A'ΩA): tr(UΩ) = tr(VΩ) − tr(E⁻¹M),
+        tr((UΩ)²) = tr((VΩ)²) − 2 tr(E⁻¹(ΩA)'V(ΩA)) + tr((E⁻¹M)²)."""
+        trace, trace2, at = 0.0, 0.0, 0
+        for block in omega:                     # tr(VΩ) and tr((VΩ)²), block by block
+            weighted = v[at:at + len(block), None] * block
+            trace += float(np.trace(weighted))
+            trace2 += float(np.sum(weighted * weighted.T))
+            at += len(block)
+        if delta.shape[1]:
+            a_matrix = v[:, None] * delta
+            information = delta.T @ a_matrix
+            omega_a = OrdinalModel._omega_times(omega, a_matrix)
+            e_inv_m = np.linalg.solve(information, a_matrix.T @ omega_a)
+            trace -= float(np.trace(e_inv_m))
+            trace2 += (-2.0 * float(np.trace(np.linalg.solve(information, omega_a.T @ (v[:, None] * omega_a))))
+                       + float(np.sum(e_inv_m * e_inv_m.T)))
         a = np.sqrt(df / trace2)
         return 1.0 / a, df - a * trace
 
     def scaling(self, result: Fit, df: int) -> tuple[float, float]:
-        return self._adjust(*self._stacked(result), df)
+        with threadpool_limits(1):
+            return self._adjust(*self._stacked(result), df)
 
     def baseline(self) -> dict[str, float]:
         """The independence model: thresholds free per group (they fit exactly), correlations 0."""
@@ -295,29 +356,34 @@ class OrdinalModel:
             blocks.append(select)
         delta = linalg.block_diag(*blocks)
         df = len(self.samples) * len(self.pairs)
-        scaling, shift = self._adjust(delta, self._v, self._omega, df)
+        with threadpool_limits(1):
+            scaling, shift = self._adjust(delta, self._v, self._omega, df)
         return {"chi2": chi2, "df": df, "scaling": scaling, "shift": shift}
 
     def difference_test(self, less: Fit, more: Fit, m: int) -> float:
         """Satorra's (2000) scaled and shifted difference of two nested fits (`more` restricted), as
         lavaan's ``lavTestLRT``: A spans what the restricted model's Δ cannot reach in the other's."""
-        delta1, v, omega = self._stacked(less)
-        delta0, _, _ = self._stacked(more)
-        h = np.linalg.pinv(delta1) @ delta0
-        a_matrix = linalg.null_space(h.T).T
-        information_inv = np.linalg.inv(delta1.T @ v @ delta1)
-        middle = a_matrix @ information_inv @ a_matrix.T
-        paapaap = information_inv @ a_matrix.T @ np.linalg.pinv(middle) @ a_matrix @ information_inv
-        k_all = delta1.T @ v @ omega @ v @ delta1
-        mk = paapaap @ k_all
-        trace, trace2 = float(np.trace(mk)), float(np.sum(mk * mk.T))
+        with threadpool_limits(1):
+            delta1, v, omega = self._stacked(less)
+            delta0, _, _ = self._stacked(more)
+            h = np.linalg.pinv(delta1) @ delta0
+            a_matrix = linalg.null_space(h.T).T
+            weighted = v[:, None] * delta1                                   # VΔ₁
+            information_inv = np.linalg.inv(delta1.T @ weighted)
+            middle = a_matrix @ information_inv @ a_matrix.T
+            paapaap = information_inv @ a_matrix.T @ np.linalg.pinv(middle) @ a_matrix @ information_inv
+            k_all = weighted.T @ self._omega_times(omega, weighted)         # Δ₁'VΩVΔ₁
+            mk = paapaap @ k_all
+            trace, trace2 = float(np.trace(mk)), float(np.sum(mk * mk.T))
         a = np.sqrt(m / trace2)
         return (more.chi2 - less.chi2) * a + (m - a * trace)
 
     def vcov(self, result: Fit) -> np.ndarray:
-        delta, v, omega = self._stacked(result)
-        information_inv = np.linalg.inv(delta.T @ v @ delta)
-        return information_inv @ (delta.T @ v @ omega @ v @ delta) @ information_inv / self.n
+        with threadpool_limits(1):
+            delta, v, omega = self._stacked(result)
+            weighted = v[:, None] * delta
+            information_inv = np.linalg.inv(delta.T @ weighted)
+            return information_inv @ (weighted.T @ self._omega_times(omega, weighted)) @ information_inv / self.n
 
     def srmr(self, result: Fit) -> float:
         """The root mean square of the correlation residuals, groups weighted by N_g/N (lavaan's srmr for

@@ -10,7 +10,7 @@ against matches and counts worked out by hand in the tests.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from numbers import Real
 from typing import Any
 
@@ -133,6 +133,40 @@ def match_group(sample: NormSample, attributes: Mapping[str, Any]) -> str | None
                 condition_holds(want, attributes.get(key)) for key, want in group.where.items()):
             best, best_size = group.id, len(group.where)
     return best
+
+
+def _named_attributes(attributes: Sequence[str], samples: Iterable[NormSample]) -> list[str]:
+    """The `attributes` a group of one of `samples` is defined by: a respondent's group depends on no
+    other (:func:`match_group`)."""
+    named = {key for sample in samples for group in sample.groups for key in group.where}
+    return [a for a in attributes if a in named]
+
+
+def match_groups(sample: NormSample, records: Sequence[Mapping[str, Any]]) -> list[str | None]:
+    """:func:`match_group` of every record, each distinct combination of the attributes the sample's
+    groups name matched once (a cohort of 10⁵ personas has a few dozen: a persona's other attributes,
+    an id or a serial, do not decide its group). Values of different types stay apart (``True`` is not
+    ``1``: they read as different texts).
+
+    Example
+    -------
+    >>> from psyq import load_instrument
+    >>> match_groups(load_instrument("iri").norms[0], [{"gender": "female", "serial": k} for k in range(3)])
+    ['women', 'women', 'women']
+    """
+    keys = sorted({key for group in sample.groups for key in group.where})
+    found: dict[tuple, str | None] = {}
+    out: list[str | None] = []
+    for record in records:
+        values = tuple((type(v), v) for v in (record.get(k) for k in keys))
+        try:
+            group = found[values]
+        except KeyError:
+            group = found[values] = match_group(sample, {k: record.get(k) for k in keys if k in record})
+        except TypeError:                       # an unhashable value (a list): matched on its own
+            group = match_group(sample, record)
+        out.append(group)
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -301,9 +335,10 @@ def group_matching(scores: pd.DataFrame, instruments: Mapping[str, Instrument], 
     rows: list[dict[str, Any]] = []
     for inst_id, sample_list in samples_compared(scores, instruments, samples).items():
         people = scores.loc[scores["instrument"] == inst_id].drop_duplicates("respondent_id")
-        records = people[attributes].to_dict("records") if attributes else [{}] * len(people)
+        named = _named_attributes(attributes, sample_list)
+        records = people[named].to_dict("records") if named else [{}] * len(people)
         for sample in sample_list:
-            matched = pd.Series([match_group(sample, r) for r in records], dtype=object)
+            matched = pd.Series(match_groups(sample, records), dtype=object)
             keys = sorted({k for g in sample.groups for k in g.where})
             base = {"instrument": inst_id, "norm_sample": sample.id, "norm_verified": sample.verified,
                     "matches_on": ", ".join(keys), "of_respondents": len(people),
@@ -383,9 +418,10 @@ def unmatched_respondents(scores: pd.DataFrame, instruments: Mapping[str, Instru
     out = {}
     for inst_id, sample_list in samples_compared(scores, instruments, samples).items():
         people = scores.loc[scores["instrument"] == inst_id].drop_duplicates("respondent_id")
-        records = people[attributes].to_dict("records") if attributes else [{}] * len(people)
+        named = _named_attributes(attributes, sample_list)
+        records = people[named].to_dict("records") if named else [{}] * len(people)
         for sample in sample_list:
-            out[(inst_id, sample.id)] = [str(rid) for rid, r in zip(people["respondent_id"], records)
-                                         if match_group(sample, r) is None]
+            out[(inst_id, sample.id)] = [str(rid) for rid, group in zip(people["respondent_id"],
+                                                                        match_groups(sample, records)) if group is None]
     return out
 
