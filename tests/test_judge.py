@@ -22,7 +22,8 @@ from psyq.engine.backends import BackendConfig
 from psyq.engine.cli import main
 from psyq.engine.files.errors import InputError
 from psyq.engine.results.export import export_table
-from psyq.engine.judging.answer_judge import judge_run, load_rubric, read_judgements
+from psyq.engine.judging.answer_judge import judge_run, load_rubric
+from psyq.engine.results.judgements import read_judgements
 from psyq.engine.kinds.scene.leas import DEFAULT_LEXICON, load_lexicon
 from stub_server import StubServer
 from test_administer import chat_requests, run, write_study

@@ -117,7 +117,8 @@ def test_local_model_answers_leas_scenes_and_they_are_scored(built, tmp_path):
     # probabilities): every scene answer with text gets a level 0-4, stored beside the answers.
     from psyq.analysis.report import build_sections
     from psyq.engine.backends import BackendConfig
-    from psyq.engine.judging.answer_judge import judge_run, load_rubric, read_judgements
+    from psyq.engine.judging.answer_judge import judge_run, load_rubric
+    from psyq.engine.results.judgements import read_judgements
 
     rubric = load_rubric(ROOT / "instruments" / "rubrics" / "leas_level.yaml")
     judged = asyncio.run(judge_run(result.run_dir.path, BackendConfig(id="judge", kind="local", temperature=0.0),

@@ -7,6 +7,7 @@ byte for byte as they are drawn here."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
 from pathlib import Path
@@ -249,9 +250,30 @@ def test_figures_drawn_in_the_second_process_are_the_same_bytes():
     from psyq.analysis.report.render import FigureImages
     figures = [plots.message_figure("no norms for this instrument"), plots.message_figure("another", "A title")]
     with FigureImages() as images:
+        assert images.in_second_process == ((os.cpu_count() or 1) > 1)        # fork: Linux
         images.add([("a", f) for f in figures])
         drawn_there = [images.uri(f) for f in figures]
     assert drawn_there == [plots.figure_to_data_uri(f) for f in figures]
+
+
+def test_figures_are_drawn_here_while_another_thread_runs():
+    """A fork copies the locks other threads hold (a notebook's kernel, the viewer): with a second
+    thread running, the figures are drawn in this process, the same bytes."""
+    import threading
+    from psyq.analysis.report import plots
+    from psyq.analysis.report.render import FigureImages
+    release = threading.Event()
+    other = threading.Thread(target=release.wait)
+    other.start()
+    try:
+        fig = plots.message_figure("drawn here")
+        with FigureImages() as images:
+            assert not images.in_second_process
+            images.add([("a", fig)])
+            assert images.uri(fig) == plots.figure_to_data_uri(fig)
+    finally:
+        release.set()
+        other.join()
 
 
 def test_item_shares_count_whole_values_and_missing_answers():

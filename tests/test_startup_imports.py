@@ -13,7 +13,8 @@ score, and their trials import a backend only where a request is built, so neith
 pandas, and ``list`` none of the network stack; ``list`` imports numpy to draw the shipped sampled
 cohorts (it shows how many personas each holds). ``plan`` builds its backends' requests: a backend
 kind is registered by the module that defines it and imported when a study uses it (so a plan
-loads only its own backends' modules, each with its HTTP client), the token counter imports httpx
+loads only its own backends' modules; aiohttp is imported when a backend opens its session, which a
+plan never does, nor a report), the token counter imports httpx
 to ask a server for its tokenizer, and the runner numpy. The viewer computes latency quantiles
 with numpy, so it may import numpy.
 """
@@ -39,7 +40,7 @@ DATA = {"pandas", "numpy", "pyarrow", "aiohttp", "httpx", "rich"}
 # What of it a light command may import, and why (the module docstring).
 MAY_IMPORT = {"--version": set(), "--help": set(), "status": set(), "runs": set(),
               "list": {"numpy"},                                  # drawing the sampled cohorts it lists
-              "plan": {"numpy", "aiohttp", "httpx", "rich"}}      # the runner; its backend's and the tokenizer's clients
+              "plan": {"numpy", "httpx", "rich"}}      # the runner; the tokenizer's client (aiohttp: only to send)
 
 # Runs the psyq command as its script does, standard output swallowed; prints the packages imported.
 COMMAND = """
@@ -120,6 +121,14 @@ def test_a_plan_imports_only_the_backends_its_study_uses(run_dir):
     modules = set(probe(COMMAND, *light_commands(run_dir)["plan"])["modules"])
     assert "psyq.engine.backends.openai" in modules
     assert sorted(modules & {"psyq.engine.backends.local", "psyq.engine.backends.anthropic"}) == []
+
+
+def test_a_report_sends_nothing_so_imports_no_http_client(run_dir, tmp_path):
+    """A report reads a run (its judgements and perturbation log through the modules that wrote them):
+    aiohttp is imported where a backend opens its session, not where the backends are defined."""
+    result = probe(COMMAND, "report", str(run_dir), "--out", str(tmp_path))
+    assert result["code"] == 0 and "psyq.engine.backends.base" in result["modules"]
+    assert "aiohttp" not in result["packages"]
 
 
 def test_the_viewer_serves_without_the_statistics(run_dir):

@@ -29,7 +29,7 @@ import pandas as pd
 from psyq.engine.design.instrument import Instrument
 from psyq.engine.files.errors import InputError
 from psyq.engine.files.yamlfile import load_yaml
-from psyq.engine.judging.answer_judge import read_judgements
+from psyq.engine.results.judgements import read_judgements
 from psyq.engine.kinds import instruments_with
 from psyq.engine.results import export
 from psyq.engine.results.export import run_instruments

@@ -16,6 +16,7 @@ import html
 import multiprocessing
 import os
 import pickle
+import threading
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
@@ -142,9 +143,10 @@ class FigureImages:
 
     :meth:`add` hands over the figures of a section as soon as it is built; :meth:`uri` gives a
     figure's image, waiting for it if need be, or drawing it here when there is no second process
-    (one core, no ``fork``, `parallel` False) or it failed. The second process is forked when the
-    object is made, before the run's answers are read, so it holds little memory. The images are the
-    same bytes either way (a figure pickled and drawn there is drawn as it would be here).
+    (one core, no ``fork``, other Python threads running, `parallel` False) or it failed. The second
+    process is forked when the object is made, before the run's answers are read, so it holds little
+    memory. The images are the same bytes either way (a figure pickled and drawn there is drawn as it
+    would be here).
 
     Example:
         >>> fig = plots.message_figure("no norms for this instrument")
@@ -158,9 +160,17 @@ class FigureImages:
         self._futures: dict[int, Future] = {}
         self._figures: dict[int, Any] = {}
         self._pool: ProcessPoolExecutor | None = None
-        if parallel and (os.cpu_count() or 1) > 1 and "fork" in multiprocessing.get_all_start_methods():
+        # Forked only from a process with no other Python thread (a notebook's kernel, the viewer): a fork
+        # copies the locks other threads hold, and the child could wait on them for ever.
+        if (parallel and (os.cpu_count() or 1) > 1 and "fork" in multiprocessing.get_all_start_methods()
+                and threading.active_count() == 1):
             self._pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"))
             self._pool.submit(_started).result()
+
+    @property
+    def in_second_process(self) -> bool:
+        """Whether the figures are drawn in a second process (else each here, when asked for)."""
+        return self._pool is not None
 
     def __enter__(self) -> FigureImages:
         return self

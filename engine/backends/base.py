@@ -20,9 +20,8 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-import aiohttp
 from pydantic import Field, field_validator
 from pydantic_core import PydanticCustomError
 
@@ -34,6 +33,9 @@ from psyq.engine.backends.provider_errors import STOP_AFTER, STOP_AT_ONCE, Provi
 from psyq.engine.backends.registry import BACKENDS, quoted_kinds
 from psyq.engine.files.errors import PsyqError
 from psyq.engine.files.fields import Id, StrictModel
+
+if TYPE_CHECKING:
+    import aiohttp
 
 RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
 # A reply body is read up to this size; a larger one is not a chat answer (a rating, a free text,
@@ -401,6 +403,8 @@ class HttpBackend:
         for data from the server, as httpx's timeouts did. Proxy settings in the environment
         (``HTTPS_PROXY``, ``NO_PROXY`` …) are honoured when there are any.
         """
+        import aiohttp   # here, not at the top: commands that read runs (a report) import backends but send nothing
+
         timeout = aiohttp.ClientTimeout(total=None, connect=self.config.timeout_s,
                                         sock_connect=min(10.0, self.config.timeout_s),
                                         sock_read=self.config.timeout_s)
@@ -514,6 +518,7 @@ class HttpBackend:
 
     async def _send(self, url: str, data: bytes, cost: float) -> ChatResult:
         """One HTTP exchange with `url` (the caller holds a slot)."""
+        import aiohttp   # imported by start(): a look-up in sys.modules
         headers = {"Content-Type": "application/json", **self.headers()}
         if self._requests:
             await self._requests.acquire()

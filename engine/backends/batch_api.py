@@ -12,7 +12,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-import aiohttp
 
 from psyq.engine.backends.base import BackendError, HttpBackend
 
@@ -66,6 +65,7 @@ async def call(backend: HttpBackend, method: str, url: str, *, json_body: Any = 
         >>> state = asyncio.run(call(backend, "GET", backend.base_url + "/batches/b1"))  # sends a request  # doctest: +SKIP
     """
     assert backend._session is not None, "call backend.start() first"
+    import aiohttp   # imported by the backend's start(): a look-up
     headers = dict(backend.headers())
     delay = 1.0
     for attempt in range(API_RETRIES + 1):

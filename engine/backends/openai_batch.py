@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Iterator
 
-import aiohttp
 
 from psyq.engine.backends.base import HttpBackend
 from psyq.engine.backends.batch_api import BatchApiError, BatchLine, BatchState, call, jsonl, read_jsonl
@@ -44,6 +43,8 @@ class OpenAIBatchClient:
 
     async def upload(self, requests: list[tuple[str, dict[str, Any]]]) -> str:
         """Upload the requests as a batch input file; its file id."""
+        import aiohttp   # imported by the backend's start(): a look-up
+
         form = aiohttp.FormData()
         form.add_field("purpose", "batch")
         form.add_field("file", jsonl({"custom_id": cid, "method": "POST", "url": CHAT_URL, "body": body}

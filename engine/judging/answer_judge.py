@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
 import string
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -41,7 +40,7 @@ from psyq.engine.files.fields import Id, StrictModel, Text
 from psyq.engine.files.shipped import locate
 from psyq.engine.design.instrument import Instrument
 from psyq.engine.trials.scale import Option
-from psyq.engine.kinds import JudgeTask, all_kinds, get_kind  # noqa: F401  (JudgeTask: kept importable from here)
+from psyq.engine.kinds import JudgeTask, all_kinds, get_kind
 from psyq.engine.judging.asking import level_request
 from psyq.engine.trials.answer_mode import AnswerMode, read_level
 from psyq.engine.store.run_dir import open_run_dir
@@ -268,25 +267,3 @@ async def _judge_all(tasks: list[JudgeTask], rubric: Rubric, backend: HttpBacken
             group.create_task(worker())
 
 
-JUDGEMENTS_QUERY = """
-SELECT t.backend_id, t.respondent_id, t.repeat, t.instrument_id AS instrument, j.item_id, j.rubric_id,
-       j.rubric_version, j.judge_id, j.model AS judge_model, j.answer_mode, j.level, j.status
-FROM judgements j JOIN trials t USING (trial_id)
-ORDER BY t.backend_id, t.repeat, t.respondent_id, j.item_id
-"""
-
-
-def read_judgements(run_path: str | Path) -> pd.DataFrame:
-    """A run's judgements, one row per judged answer (empty when the run was never judged).
-
-    Columns: ``backend_id, respondent_id, repeat, instrument, item_id, rubric_id, rubric_version,
-    judge_id, judge_model, answer_mode, level, status``.
-    """
-    run = open_run_dir(run_path)
-    with sqlite3.connect(f"file:{run.database}?mode=ro", uri=True) as db:
-        has = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'judgements'").fetchone()
-        if not has:
-            return pd.DataFrame(columns=["backend_id", "respondent_id", "repeat", "instrument", "item_id",
-                                         "rubric_id", "rubric_version", "judge_id", "judge_model",
-                                         "answer_mode", "level", "status"])
-        return pd.read_sql_query(JUDGEMENTS_QUERY, db)
