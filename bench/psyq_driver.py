@@ -37,12 +37,13 @@ def use_engine_tree(tree: str) -> None:
 
 def preimport_run_command() -> None:
     """Import what ``psyq run`` imports inside its command (engine/cli/administering.py: the runner,
-    the progress display, the study, overrides and prices) and every backend's module (imported
-    on first use), so that the timing starts after the imports, as it did when the command line
-    imported them at its top."""
+    the progress display, the study, overrides and prices), every backend's module (imported
+    on first use) and aiohttp (imported when a backend opens its session), so that the timing starts
+    after the imports, as it did when the command line imported them at its top."""
     import importlib
     for name in ("psyq.engine.administer.progress", "psyq.engine.administer.run", "psyq.engine.store.runlock",
-                 "psyq.engine.design.study", "psyq.engine.administer.overrides", "psyq.engine.design.prices"):
+                 "psyq.engine.design.study", "psyq.engine.administer.overrides", "psyq.engine.design.prices",
+                 "aiohttp"):
         importlib.import_module(name)
     from psyq.engine.backends.registry import BACKENDS
     BACKENDS.values()   # the classes (a registry of modules imports each here)
