@@ -27,6 +27,7 @@ import json
 import random
 import signal
 import sys
+from typing import Callable
 
 HEAD_END = b"\r\n\r\n"
 
@@ -49,10 +50,11 @@ def http_response(body: bytes) -> bytes:
 
 
 class StubProtocol(asyncio.Protocol):
-    """One connection: read request heads (and skip bodies), answer each with the next POST response."""
+    """One connection: read each request (head and body) and write `answer(body)` for a POST, the
+    health reply for a GET."""
 
-    def __init__(self, post_replies: itertools.cycle, get_reply: bytes):
-        self.post_replies, self.get_reply = post_replies, get_reply
+    def __init__(self, answer: Callable[[bytes], bytes], get_reply: bytes):
+        self.answer, self.get_reply = answer, get_reply
         self.buffer = bytearray()
         self.transport: asyncio.Transport | None = None
 
@@ -70,9 +72,10 @@ class StubProtocol(asyncio.Protocol):
             total = end + 4 + length
             if len(self.buffer) < total:
                 return
+            body = bytes(self.buffer[end + 4:total])
             del self.buffer[:total]
             assert self.transport is not None
-            self.transport.write(self.get_reply if head.startswith(b"get") else next(self.post_replies))
+            self.transport.write(self.get_reply if head.startswith(b"get") else self.answer(body))
 
 
 def _content_length(head: bytes) -> int:
@@ -85,6 +88,20 @@ def _content_length(head: bytes) -> int:
     return int(head[start:stop if stop >= 0 else None].strip())
 
 
+async def serve_with(port: int, answer: Callable[[bytes], bytes]) -> None:
+    """Listen on 127.0.0.1:`port` until SIGTERM or SIGINT; a POST gets `answer(its body)` (a whole
+    HTTP response). Prints ``READY <url>`` once listening."""
+    get_reply = http_response(b'{"status": "ok"}')
+    loop = asyncio.get_running_loop()
+    server = await loop.create_server(lambda: StubProtocol(answer, get_reply), "127.0.0.1", port, backlog=1024)
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    print(f"READY http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1", flush=True)
+    await stop.wait()
+    server.close()
+
+
 async def serve(port: int, content: str, choices: list[str] | None = None, seed: int = 1) -> None:
     """Listen on 127.0.0.1:`port` until SIGTERM or SIGINT; POSTs get `content`, or one of `choices` at random."""
     if choices:
@@ -94,16 +111,7 @@ async def serve(port: int, content: str, choices: list[str] | None = None, seed:
         post_replies = itertools.cycle([replies[rng.choice(choices)] for _ in range(1 << 20)])
     else:
         post_replies = itertools.cycle([http_response(completion_body(content))])
-    get_reply = http_response(b'{"status": "ok"}')
-    loop = asyncio.get_running_loop()
-    server = await loop.create_server(lambda: StubProtocol(post_replies, get_reply), "127.0.0.1", port,
-                                      backlog=1024)
-    stop = asyncio.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    print(f"READY http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1", flush=True)
-    await stop.wait()
-    server.close()
+    await serve_with(port, lambda body: next(post_replies))
 
 
 def main(argv: list[str] | None = None) -> int:

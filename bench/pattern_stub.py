@@ -34,12 +34,11 @@ import argparse
 import asyncio
 import json
 import re
-import signal
 import sys
 from hashlib import blake2b
 from statistics import NormalDist
 
-from fast_stub import HEAD_END, _content_length, completion_body, http_response
+from fast_stub import completion_body, http_response, serve_with
 
 PATTERNS = ("random", "small-model")
 CUTS = (-1.6, 0.1, 1.5)          # first | second | third | fourth option; the last option never
@@ -118,49 +117,10 @@ def _options(user: str) -> list[str]:
     return [line.split(" = ", 1)[0].strip() for line in block.split("\n") if line.strip()]
 
 
-class PatternProtocol(asyncio.Protocol):
-    """One connection: read each request (head and body) and answer it from its body."""
-
-    def __init__(self, answerer: Answerer, get_reply: bytes):
-        self.answerer, self.get_reply = answerer, get_reply
-        self.buffer = bytearray()
-        self.transport: asyncio.Transport | None = None
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
-
-    def data_received(self, data: bytes) -> None:
-        self.buffer += data
-        while True:
-            end = self.buffer.find(HEAD_END)
-            if end < 0:
-                return
-            head = bytes(self.buffer[:end]).lower()
-            length = _content_length(head)
-            total = end + 4 + length
-            if len(self.buffer) < total:
-                return
-            body = bytes(self.buffer[end + 4:total])
-            del self.buffer[:total]
-            assert self.transport is not None
-            if head.startswith(b"get"):
-                self.transport.write(self.get_reply)
-            else:
-                self.transport.write(http_response(completion_body(self.answerer.reply(body))))
-
-
 async def serve(port: int, pattern: str, seed: int, style: float) -> None:
     """Listen on 127.0.0.1:`port` until SIGTERM or SIGINT, answering in `pattern`."""
     answerer = Answerer(pattern, seed, style)
-    get_reply = http_response(b'{"status": "ok"}')
-    loop = asyncio.get_running_loop()
-    server = await loop.create_server(lambda: PatternProtocol(answerer, get_reply), "127.0.0.1", port, backlog=1024)
-    stop = asyncio.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    print(f"READY http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1", flush=True)
-    await stop.wait()
-    server.close()
+    await serve_with(port, lambda body: http_response(completion_body(answerer.reply(body))))
 
 
 def main(argv: list[str] | None = None) -> int:
