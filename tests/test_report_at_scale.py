@@ -196,12 +196,16 @@ ORDER BY t.backend_id, t.repeat, t.respondent_id, t.instrument_id, a.position, a
 """
 
 
-def test_answer_table_read_by_columns_is_sqlites_join(tmp_path):
-    """The answers read column by column (one scan, texts joined in SQLite) are the rows of the
-    row-by-row join in its order, with every kind of value: NULL and non-NULL reasons, distributions,
-    free texts and expected values, a value stored as a real number, disclaimers, tied positions, a text
-    holding the record separator the texts are joined with."""
+@pytest.mark.parametrize("window", [1_000_000, 7])
+def test_answer_table_read_by_columns_is_sqlites_join(tmp_path, monkeypatch, window):
+    """The answers read column by column (one scan, texts joined in SQLite, in windows of rowids: one
+    window, and many of 7 rows) are the rows of the row-by-row join in its order, with every kind of
+    value: NULL and non-NULL reasons, distributions, free texts and expected values, a value stored as
+    a real number, disclaimers, tied positions, a text holding the record separator the texts are
+    joined with."""
+    from psyq.engine.results import export
     from psyq.engine.results.export import export_table
+    monkeypatch.setattr(export, "ANSWER_WINDOW", window)
     (tmp_path / "made").mkdir()
     run = make_mini_run(tmp_path / "made", n_personas=6, repeats=2)
     copy = tmp_path / "copy"

@@ -42,20 +42,22 @@ STAGED = {"staged_columns": ", s.stage, s.situation_id", "staged_join": " LEFT J
           "staged_where": " AND t.instrument_id != 'evoke'"}
 RESPONDENTS = "SELECT respondent_id, attributes FROM respondents"
 
-# The answers, column by column in one scan of the table (rowid order, no index): whole numbers and
-# texts never NULL come as one text per column (joined in SQLite, split here: texts at the record
-# separator, checked by their count), not as a Python tuple per answer (2.8 M answers of a
-# 10⁵-persona run: 3 s instead of 14).
+# The answers, column by column, a window of rowids at a time (one scan of the table, no index):
+# whole numbers and texts never NULL come as one text per column (joined in SQLite, split here:
+# texts at the record separator, checked by their count), not as a Python tuple per answer (2.8 M
+# answers of a 10⁵-persona run: 3 s instead of 14). A window keeps each joined text far below
+# SQLite's limit on a string (10⁹ bytes: 28 M trial ids would reach it).
 ANSWER_COLUMNS = """
 SELECT count(*), group_concat(rowid), group_concat(position), group_concat(disclaimer),
        group_concat(CASE typeof(value) WHEN 'integer' THEN value ELSE 'nan' END),
        group_concat(trial_id, '{sep}'), group_concat(item_id, '{sep}'), group_concat(status, '{sep}'),
        count(reason) + count(distribution) + count(text) + count(expected) + count(option_mass)
        + total(typeof(value) = 'real')
-FROM answers NOT INDEXED
+FROM answers NOT INDEXED WHERE rowid >= ? AND rowid < ?
 """.replace("{sep}", "\x1e")                   # the record separator written out (char(30) is a call per answer)
 # A column of texts as JSON, when one of its texts holds the record separator.
-ANSWER_TEXTS = "SELECT json_group_array({column}) FROM answers NOT INDEXED"
+ANSWER_TEXTS = "SELECT json_group_array({column}) FROM answers NOT INDEXED WHERE rowid >= ? AND rowid < ?"
+ANSWER_WINDOW = 1_000_000      # rowids per window: joined trial ids of at most ~40 MB
 # The values left out above, answer by answer: texts that may be NULL, real numbers (kept exact).
 ANSWER_EXTRAS = """
 SELECT rowid, reason, distribution, text, expected, option_mass, value FROM answers
@@ -144,26 +146,20 @@ def _read_answers(db, trials: pd.DataFrame) -> tuple[dict[str, pd.Series], np.nd
     float. The order is that of ``ORDER BY backend_id, repeat, respondent_id, [situation_id, stage,]
     instrument, position`` (NULL first, text by code point as SQLite's binary collation orders UTF-8),
     answers that tie in it in the order they were stored."""
-    count, rowids, positions, disclaimers, values, trial_ids, items, statuses, extras = \
-        db.execute(ANSWER_COLUMNS).fetchone()
+    count, rowid, columns, joined, extras = _answer_columns(db)
     if not count:
         empty = {name: pd.Series([], dtype=object) for name in ("item_id", "status", "reason", "distribution", "text",
                                                                 "expected", "option_mass")}
         empty.update(position=pd.Series([], dtype=np.int64), disclaimer=pd.Series([], dtype=np.int64),
                      value=pd.Series([], dtype=float))
         return empty, np.array([], dtype=np.intp)
-    rowid = np.fromstring(rowids, sep=",", dtype=np.int64)
-    columns: dict[str, np.ndarray] = {"position": np.fromstring(positions, sep=",", dtype=np.int64),
-                                      "disclaimer": np.fromstring(disclaimers, sep=",", dtype=np.int64),
-                                      "value": np.fromstring(values, sep=",", dtype=float)}
     where = {t: k for k, t in enumerate(trials["trial_id"].tolist())}
     # A trial's answers are stored one after another: look each run of equal trial ids up once.
-    owners = np.array(_texts(db, "trial_id", trial_ids, count), dtype=object)
+    owners = np.array(joined["trial_id"], dtype=object)
     starts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]])
     heads = np.array([where.get(t, -1) for t in owners[starts]], dtype=np.intp)
     at = np.repeat(heads, np.diff(np.r_[starts, count]))
-    texts = {"item_id": _codes(_texts(db, "item_id", items, count)),
-             "status": _codes(_texts(db, "status", statuses, count))}
+    texts = {"item_id": _codes(joined["item_id"]), "status": _codes(joined["status"])}
     sparse = {name: np.full(count, None, dtype=object) for name in ("reason", "distribution", "text")}
     numbers = {name: np.full(count, np.nan) for name in ("expected", "option_mass")}
     if extras:
@@ -196,12 +192,37 @@ def _read_answers(db, trials: pd.DataFrame) -> tuple[dict[str, pd.Series], np.nd
     return out, at[order]
 
 
-def _texts(db, column: str, joined: str, count: int) -> list[str]:
-    """The `count` texts of a column never NULL, from their `joined` (record separator between them), or
-    read again as JSON when a text holds the separator itself."""
+def _answer_columns(db) -> tuple[int, np.ndarray, dict[str, np.ndarray], dict[str, list[str]], int]:
+    """The answers' count, rowids, whole-number columns (position, disclaimer, value: NaN where not
+    a whole number), text columns never NULL (trial_id, item_id, status) and how many values are
+    left for :data:`ANSWER_EXTRAS`, in rowid order, read by :data:`ANSWER_COLUMNS` a window at a time."""
+    low, high = db.execute("SELECT min(rowid), max(rowid) FROM answers").fetchone()
+    parts: list[tuple] = []
+    for start in range(low or 0, (high or -1) + 1, ANSWER_WINDOW):
+        window = (start, start + ANSWER_WINDOW)
+        count, rowids, positions, disclaimers, values, trial_ids, items, statuses, extras = \
+            db.execute(ANSWER_COLUMNS, window).fetchone()
+        if count:
+            parts.append((count, np.fromstring(rowids, sep=",", dtype=np.int64),
+                          np.fromstring(positions, sep=",", dtype=np.int64),
+                          np.fromstring(disclaimers, sep=",", dtype=np.int64), np.fromstring(values, sep=",", dtype=float),
+                          *(_texts(db, column, text, count, window) for column, text in
+                            (("trial_id", trial_ids), ("item_id", items), ("status", statuses))), extras))
+    if not parts:
+        return 0, np.array([], dtype=np.int64), {}, {}, 0
+    columns = {name: np.concatenate([part[k] for part in parts])
+               for k, name in ((2, "position"), (3, "disclaimer"), (4, "value"))}
+    joined = {name: [text for part in parts for text in part[k]] for k, name in ((5, "trial_id"), (6, "item_id"), (7, "status"))}
+    return (sum(part[0] for part in parts), np.concatenate([part[1] for part in parts]), columns, joined,
+            int(sum(part[8] for part in parts)))
+
+
+def _texts(db, column: str, joined: str, count: int, window: tuple[int, int]) -> list[str]:
+    """The `count` texts of a column never NULL in a window of rowids, from their `joined` (record
+    separator between them), or read again as JSON when a text holds the separator itself."""
     texts = joined.split("\x1e")
     if len(texts) != count:
-        texts = json.loads(db.execute(ANSWER_TEXTS.format(column=column)).fetchone()[0])
+        texts = json.loads(db.execute(ANSWER_TEXTS.format(column=column), window).fetchone()[0])
     return texts
 
 
