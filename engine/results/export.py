@@ -205,14 +205,16 @@ def _answer_columns(db) -> tuple[int, np.ndarray, dict[str, np.ndarray], dict[st
         if count:
             parts.append((count, np.fromstring(rowids, sep=",", dtype=np.int64),
                           np.fromstring(positions, sep=",", dtype=np.int64),
-                          np.fromstring(disclaimers, sep=",", dtype=np.int64), np.fromstring(values, sep=",", dtype=float),
+                          np.fromstring(disclaimers, sep=",", dtype=np.int64),
+                          np.fromstring(values, sep=",", dtype=float),
                           *(_texts(db, column, text, count, window) for column, text in
                             (("trial_id", trial_ids), ("item_id", items), ("status", statuses))), extras))
     if not parts:
         return 0, np.array([], dtype=np.int64), {}, {}, 0
     columns = {name: np.concatenate([part[k] for part in parts])
                for k, name in ((2, "position"), (3, "disclaimer"), (4, "value"))}
-    joined = {name: [text for part in parts for text in part[k]] for k, name in ((5, "trial_id"), (6, "item_id"), (7, "status"))}
+    joined = {name: [text for part in parts for text in part[k]]
+              for k, name in ((5, "trial_id"), (6, "item_id"), (7, "status"))}
     return (sum(part[0] for part in parts), np.concatenate([part[1] for part in parts]), columns, joined,
             int(sum(part[8] for part in parts)))
 

@@ -55,8 +55,7 @@ from statsmodels.stats.multitest import multipletests
 from psyq.engine.design.instrument import Instrument, NormSample
 
 from psyq.analysis.statistics.norms.groups import (HUMAN, SampleChoice, as_norm_scores, attribute_columns, match_group,
-                                                   match_groups,
-                                                   sample_choice, samples_compared)
+                                                   match_groups, named_attributes, sample_choice, samples_compared)
 from psyq.analysis.statistics.norms.summary import (POOLED, NormStats, hedges_g, norm_stats, tost_from_summary,
                                                     welch_from_summary)
 
@@ -126,11 +125,9 @@ def _holm(p: np.ndarray) -> np.ndarray:
     return out
 
 
-def _named(attributes: list[str], chosen: Mapping[str, list[NormSample]]) -> list[str]:
-    """The `attributes` some group of a chosen norm sample is defined by (``where``): the only ones a
-    respondent's group depends on (a persona's id or serial would make every persona a combination)."""
-    named = {key for samples in chosen.values() for sample in samples for group in sample.groups for key in group.where}
-    return [a for a in attributes if a in named]
+def _samples(chosen: Mapping[str, list[NormSample]]) -> list[NormSample]:
+    """Every norm sample chosen, over the instruments."""
+    return [sample for samples in chosen.values() for sample in samples]
 
 
 def _small(codes: np.ndarray) -> np.ndarray:
@@ -187,7 +184,8 @@ def _long_columns(scores: pd.DataFrame, instruments: Mapping[str, Instrument], c
     scores = as_norm_scores(scores, instruments)
     chosen = samples_compared(scores, instruments, choice)
     people = _respondent_means(scores)
-    combination_codes, combinations = _attribute_combinations(people, _named(attribute_columns(scores), chosen))
+    named = named_attributes(attribute_columns(scores), _samples(chosen))
+    combination_codes, combinations = _attribute_combinations(people, named)
     sub_codes, sub_ids = pd.factorize(people["subscale"])
     sub_codes = _small(sub_codes)
     sub_index = {sub_id: k for k, sub_id in enumerate(sub_ids)}
@@ -220,7 +218,7 @@ def _wide_columns(scores: pd.DataFrame, instruments: Mapping[str, Instrument], c
     chosen = samples_compared(None, instruments, choice)
     attributes = attribute_columns(scores, subscales)
     people = _wide_means(scores, subscales, attributes)
-    combination_codes, combinations = _attribute_combinations(people, _named(attributes, chosen))
+    combination_codes, combinations = _attribute_combinations(people, named_attributes(attributes, _samples(chosen)))
     if "backend_id" in people.columns:
         found = _blocks(people["backend_id"], pd.Series(inst_id, index=people.index, dtype=object))
     else:

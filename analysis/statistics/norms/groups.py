@@ -135,9 +135,17 @@ def match_group(sample: NormSample, attributes: Mapping[str, Any]) -> str | None
     return best
 
 
-def _named_attributes(attributes: Sequence[str], samples: Iterable[NormSample]) -> list[str]:
-    """The `attributes` a group of one of `samples` is defined by: a respondent's group depends on no
-    other (:func:`match_group`)."""
+def named_attributes(attributes: Sequence[str], samples: Iterable[NormSample]) -> list[str]:
+    """The `attributes` a group of one of `samples` is defined by (its ``where``): a respondent's group
+    depends on no other (:func:`match_group`), not on an id or a serial that makes every persona a
+    combination of its own.
+
+    Example
+    -------
+    >>> from psyq import load_instrument
+    >>> named_attributes(["serial", "gender", "age"], load_instrument("iri").norms)
+    ['gender']
+    """
     named = {key for sample in samples for group in sample.groups for key in group.where}
     return [a for a in attributes if a in named]
 
@@ -335,7 +343,7 @@ def group_matching(scores: pd.DataFrame, instruments: Mapping[str, Instrument], 
     rows: list[dict[str, Any]] = []
     for inst_id, sample_list in samples_compared(scores, instruments, samples).items():
         people = scores.loc[scores["instrument"] == inst_id].drop_duplicates("respondent_id")
-        named = _named_attributes(attributes, sample_list)
+        named = named_attributes(attributes, sample_list)
         records = people[named].to_dict("records") if named else [{}] * len(people)
         for sample in sample_list:
             matched = pd.Series(match_groups(sample, records), dtype=object)
@@ -418,7 +426,7 @@ def unmatched_respondents(scores: pd.DataFrame, instruments: Mapping[str, Instru
     out = {}
     for inst_id, sample_list in samples_compared(scores, instruments, samples).items():
         people = scores.loc[scores["instrument"] == inst_id].drop_duplicates("respondent_id")
-        named = _named_attributes(attributes, sample_list)
+        named = named_attributes(attributes, sample_list)
         records = people[named].to_dict("records") if named else [{}] * len(people)
         for sample in sample_list:
             out[(inst_id, sample.id)] = [str(rid) for rid, group in zip(people["respondent_id"],
