@@ -15,7 +15,7 @@ from scipy import stats
 
 from psyq.analysis.report import apa
 from psyq.analysis.scoring.human_data import read_human_change_csv
-from psyq.analysis.statistics.change import (change_flag, change_scores, compare_change_with_humans, dz_ci, holm,
+from psyq.analysis.statistics.change import (change_flag, change_scores, compare_change_with_humans, dz_ci,
     paired_change)
 from psyq.analysis.report.sections.change import before_after_plot, change_section
 from psyq.engine.files.errors import InputError
@@ -175,7 +175,6 @@ def test_holm_over_all_rows():
     expected = np.empty(m)
     expected[order] = adjusted
     assert out["p_holm"].to_numpy() == pytest.approx(expected)
-    assert holm(pd.Series([np.nan, 0.02])).tolist()[1] == pytest.approx(0.02)
 
 
 # --- compare_change_with_humans -----------------------------------------------------------------

@@ -290,13 +290,3 @@ def test_item_shares_count_whole_values_and_missing_answers():
     assert shares.loc["1"].tolist() == pytest.approx([1 / 3, 0, 0, 0, 1 / 3, 1 / 3])
     assert shares.loc["2"].tolist() == pytest.approx([0, 0, 1, 0, 0, 0])      # 2.7 counted as 2, as int() did
     assert shares.loc["3"].isna().all()
-
-
-def test_holm_as_statsmodels_computes_it():
-    from statsmodels.stats.multitest import multipletests
-    from psyq.analysis.statistics.norms.comparison import _holm
-    rng = np.random.default_rng(0)
-    for n in (1, 5, 50, 500):
-        p = rng.uniform(size=n) ** 3
-        p[::7] = p[0]                                     # ties
-        assert np.array_equal(_holm(p), multipletests(p, method="holm")[1])

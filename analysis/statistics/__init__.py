@@ -8,7 +8,8 @@ items' thresholds, polychoric correlations and their asymptotic covariance, the 
 ordinal factor analysis: :mod:`.polychoric`); the instrument in the cohort (:mod:`.reliability`,
 :mod:`.fidelity`, :mod:`.effects`); change after situations (:mod:`.change`); ratings and their
 raters (:mod:`.agreement`, :mod:`.rater_agreement`, :mod:`.response_comparison`, :mod:`.robustness`,
-:mod:`.prompt_sensitivity`).
+:mod:`.prompt_sensitivity`); corrections for multiple tests, shared by the others
+(:mod:`.multiple_testing`).
 
 May import: psyq.analysis.scoring and the psyq.engine rooms that read runs and files (files,
 store, trials, kinds, design, results, judging); never psyq.analysis.report.

@@ -37,9 +37,9 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 from scipy import optimize, stats
-from statsmodels.stats.multitest import multipletests
 
 from psyq.analysis.statistics.human_comparison import compare_samples
+from psyq.analysis.statistics.multiple_testing import holm
 
 KEYS = ["backend_id", "respondent_id", "repeat", "situation_id", "emotion", "instrument", "subscale"]
 """What identifies one change score."""
@@ -229,21 +229,6 @@ def _paired_row(people: pd.DataFrame) -> dict:
             res = stats.wilcoxon(d)
         out.update(w=float(res.statistic), p_wilcoxon=float(res.pvalue))
     out["note"] = "; ".join(notes)
-    return out
-
-
-def holm(p: pd.Series) -> pd.Series:
-    """Holm-adjusted p values over the non-missing entries of `p`; missing stay missing.
-
-    Example
-    -------
-    >>> holm(pd.Series([0.01, float("nan"), 0.04, 0.03])).round(3).tolist()
-    [0.03, nan, 0.06, 0.06]
-    """
-    out = pd.Series(np.nan, index=p.index, dtype=float)
-    ok = p.notna()
-    if ok.any():
-        out[ok] = multipletests(p[ok].to_numpy(dtype=float), method="holm")[1]
     return out
 
 

@@ -53,6 +53,8 @@ from scipy import sparse, stats
 from scipy.special import expit
 from threadpoolctl import threadpool_limits   # a dependency of scikit-learn
 
+from psyq.analysis.statistics.multiple_testing import holm
+
 MIN_RESPONDENTS = 50          # fewer: the GRM is not fitted
 MIN_ITEMS = 3                 # fewer: a one-factor model of the items is not identified
 MAX_ABS_ESTIMATE = 10.0       # |a| or |b| beyond this: the estimate ran off (near-perfect separation)
@@ -598,24 +600,6 @@ test_information.__test__ = False      # a public name, not a pytest test where 
 
 # --------------------------------------------------------------------------------------------
 # Differential item functioning
-
-
-def holm(p: Sequence[float]) -> np.ndarray:
-    """Holm's (1979) step-down adjusted p-values; NaN stays NaN and is not counted in the family.
-
-    Example
-    -------
-    >>> holm([0.01, 0.04, 0.03, np.nan, 0.005]).round(3).tolist()
-    [0.03, 0.06, 0.06, nan, 0.02]
-    """
-    p = np.asarray(p, dtype=float)
-    out = np.full(p.shape, np.nan)
-    ok = np.flatnonzero(np.isfinite(p))
-    order = ok[np.argsort(p[ok], kind="stable")]
-    m = len(order)
-    adjusted = np.maximum.accumulate((m - np.arange(m)) * p[order])
-    out[order] = np.minimum(adjusted, 1.0)
-    return out
 
 
 def _effect_label(delta_r2: float) -> str:

@@ -54,6 +54,7 @@ from statsmodels.stats.multitest import multipletests
 
 from psyq.engine.design.instrument import Instrument, NormSample
 
+from psyq.analysis.statistics.multiple_testing import holm
 from psyq.analysis.statistics.norms.groups import (HUMAN, SampleChoice, as_norm_scores, attribute_columns, match_group,
                                                    match_groups, named_attributes, sample_choice, samples_compared)
 from psyq.analysis.statistics.norms.summary import (POOLED, NormStats, hedges_g, norm_stats, tost_from_summary,
@@ -107,22 +108,6 @@ def _attribute_combinations(block: pd.DataFrame, attributes: list[str]) -> tuple
     else:
         first = pd.Series(codes).drop_duplicates().index.to_numpy()   # combination k first appears at first[k]
     return _small(codes), block[attributes].iloc[first].to_dict("records")
-
-
-def _holm(p: np.ndarray) -> np.ndarray:
-    """Holm's step-down adjusted p-values, computed as statsmodels' ``multipletests(method="holm")``
-    computes them (the same products and running maximum, so the same numbers), without the
-    ``gc.collect()`` it runs on every call (a quarter of a second in a large report).
-
-    Example
-    -------
-    >>> _holm(np.array([0.01, 0.04, 0.03, 0.005])).round(3).tolist()
-    [0.03, 0.06, 0.06, 0.02]
-    """
-    order = np.argsort(p)
-    out = np.empty(len(p))
-    out[order] = np.minimum(np.maximum.accumulate(p[order] * np.arange(len(p), 0, -1)), 1.0)
-    return out
 
 
 def _samples(chosen: Mapping[str, list[NormSample]]) -> list[NormSample]:
@@ -416,7 +401,7 @@ def compare_with_norms(scores: pd.DataFrame, instruments: Mapping[str, Instrumen
     tested = np.isfinite(p)
     p_adj = np.full(p.shape, np.nan)
     if tested.any():
-        p_adj[tested] = (_holm(p[tested]) if correction == "holm"
+        p_adj[tested] = (holm(p[tested]) if correction == "holm"
                          else multipletests(p[tested], alpha=alpha, method=correction)[1])
     table.insert(COLUMNS.index("p_adj"), "p_adj", p_adj)
     table["equivalent"] = table["equivalent"].astype("boolean")
