@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from threadpoolctl import threadpool_limits   # a dependency of scikit-learn
+from threadpoolctl import threadpool_limits
 
 from psyq.engine.design.instrument import Instrument
 from psyq.engine.files.errors import InputError

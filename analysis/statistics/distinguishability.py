@@ -60,7 +60,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
-from threadpoolctl import ThreadpoolController   # a dependency of scikit-learn
+from threadpoolctl import ThreadpoolController
 
 from psyq.engine.design.instrument import Instrument
 

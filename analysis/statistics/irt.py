@@ -51,7 +51,7 @@ import pandas as pd
 from numpy.polynomial.hermite_e import hermegauss
 from scipy import sparse, stats
 from scipy.special import expit
-from threadpoolctl import threadpool_limits   # a dependency of scikit-learn
+from threadpoolctl import threadpool_limits
 
 from psyq.analysis.statistics.multiple_testing import holm
 
