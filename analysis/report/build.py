@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pandas as pd
 from threadpoolctl import threadpool_limits
@@ -121,6 +121,17 @@ def _read_people(people: Mapping[str, HumanData], instruments: Mapping[str, Inst
     return answers, retests
 
 
+class Built(NamedTuple):
+    """What :func:`_build` computed: the facts about the run, the sections, and what the methods
+    paragraph reads too rather than compute again: the run's answer table (None for imported
+    scores) and its scores when they are the rating items' only (else None)."""
+
+    manifest: dict[str, Any]
+    sections: list[Section]
+    table: pd.DataFrame | None
+    scores: pd.DataFrame | None
+
+
 def build_sections(run_path: str | Path, *, people: Mapping[str, HumanData] | None = None,
                    targets: Mapping[str, str | Path] | None = None, human_change: str | Path | None = None,
                    norm_samples: list[str] | None = None, bound: float = 0.3, correction: str = "holm",
@@ -140,37 +151,33 @@ def build_sections(run_path: str | Path, *, people: Mapping[str, HumanData] | No
     reported by its change scores, compared with `human_change` (people's before and after,
     :func:`psyq.analysis.scoring.human_data.read_human_change_csv`) when given.
     """
-    manifest, sections, _ = _build(run_path, people=people, targets=targets, human_change=human_change,
-                                   norm_samples=norm_samples, bound=bound, correction=correction,
-                                   estimator=estimator, warn=warn)
-    return manifest, sections
+    built = _build(run_path, people=people, targets=targets, human_change=human_change, norm_samples=norm_samples,
+                   bound=bound, correction=correction, estimator=estimator, warn=warn)
+    return built.manifest, built.sections
 
 
 def _build(run_path: str | Path, *, people: Mapping[str, HumanData] | None = None,
            targets: Mapping[str, str | Path] | None = None, human_change: str | Path | None = None,
            norm_samples: list[str] | None = None, bound: float = 0.3, correction: str = "holm",
            estimator: str | None = None, warn: Callable[[str], None] | None = None,
-           built: Callable[[Section], None] | None = None, kept: dict[str, Any] | None = None,
-           ) -> tuple[dict[str, Any], list[Section], pd.DataFrame | None]:
-    """:func:`build_sections`, and the run's answer table it read (None for imported scores), which
-    the methods paragraph reads too rather than export it again. `built` is handed each section as
-    soon as it is built (the report starts drawing its figures); `kept`, when given, receives the
-    run's ``scores`` when they are the rating items' only (the methods paragraph's), else None."""
+           built: Callable[[Section], None] | None = None) -> Built:
+    """:func:`build_sections`, with what the methods paragraph reads too rather than compute it again
+    (:class:`Built`). `built` is handed each section as soon as it is built (the report starts
+    drawing its figures)."""
     if is_imported_run(run_path):   # scores psyq did not collect (engine/results/imported_run.py)
-        return (*_imported_sections(Path(run_path), human_change), None)
+        return Built(*_imported_sections(Path(run_path), human_change), None, None)
     # The report's matrices are small: BLAS threads only wait for each other (up to ten times slower on a
     # busy two-core machine: statsmodels' factor analyses, the invariance fits' robust statistics).
     with threadpool_limits(limits=1, user_api="blas"):
         return _build_run(run_path, people=people, targets=targets, human_change=human_change,
                           norm_samples=norm_samples, bound=bound, correction=correction, estimator=estimator, warn=warn,
-                          built=built, kept=kept)
+                          built=built)
 
 
 def _build_run(run_path: str | Path, *, people: Mapping[str, HumanData] | None, targets: Mapping[str, str | Path] | None,
                human_change: str | Path | None, norm_samples: list[str] | None, bound: float, correction: str,
                estimator: str | None, warn: Callable[[str], None] | None,
-               built: Callable[[Section], None] | None = None, kept: dict[str, Any] | None = None,
-               ) -> tuple[dict[str, Any], list[Section], pd.DataFrame | None]:
+               built: Callable[[Section], None] | None = None) -> Built:
     """:func:`_build` of a run psyq collected."""
     report = _context(run_path, people or {}, targets or {}, human_change, norm_samples=norm_samples, bound=bound,
                       correction=correction, estimator=estimator, warn=warn)
@@ -186,9 +193,7 @@ def _build_run(run_path: str | Path, *, people: Mapping[str, HumanData] | None, 
     # Every item a rating item: every kind's scores are the rating items' (methods.run_facts's score_answers).
     rating_only = not report.staged and all(item.kind == "rating" for inst in report.instruments.values()
                                             for item in inst.items)
-    if kept is not None:
-        kept["scores"] = report.scores if rating_only else None
-    return report.manifest, sections, report.table
+    return Built(report.manifest, sections, report.table, report.scores if rating_only else None)
 
 
 def write_report(run_path: str | Path, out_dir: str | Path | None = None, *,
@@ -207,20 +212,18 @@ def write_report(run_path: str | Path, out_dir: str | Path | None = None, *,
     """
     # The figures are drawn in a second process as their sections are built, while this one goes on.
     with FigureImages() as images:
-        kept: dict[str, Any] = {}
-        manifest, sections, table = _build(run_path, people=people, targets=targets, human_change=human_change,
-                                           norm_samples=norm_samples, bound=bound, correction=correction,
-                                           estimator=estimator, warn=warn, built=lambda s: images.add(s.figures),
-                                           kept=kept)
-        return _write(run_path, out_dir, manifest, sections, table, kept.get("scores"), images)
+        built = _build(run_path, people=people, targets=targets, human_change=human_change,
+                       norm_samples=norm_samples, bound=bound, correction=correction, estimator=estimator, warn=warn,
+                       built=lambda s: images.add(s.figures))
+        return _write(run_path, out_dir, built, images)
 
 
-def _write(run_path: str | Path, out_dir: str | Path | None, manifest: dict[str, Any], sections: list[Section],
-           table: pd.DataFrame | None, scores: pd.DataFrame | None, images: FigureImages) -> tuple[Path, Path]:
+def _write(run_path: str | Path, out_dir: str | Path | None, built: Built, images: FigureImages) -> tuple[Path, Path]:
     """:func:`write_report`'s files, from the built sections."""
+    manifest, sections = built.manifest, built.sections
     out = Path(out_dir or run_path)
     out.mkdir(parents=True, exist_ok=True)
-    text = " ".join([methods.methods_text(run_path, table, scores), *(s.methods for s in sections if s.methods)])
+    text = " ".join([methods.methods_text(run_path, built.table, built.scores), *(s.methods for s in sections if s.methods)])
     (out / TABLE_DIR).mkdir(exist_ok=True)
     for name, (_, frame) in zip(table_files(sections), (t for s in sections for t in s.tables)):
         full_frame(frame).to_csv(out / name, index=False)
