@@ -147,3 +147,32 @@ def test_a_body_that_has_arrived_is_taken_whole_and_still_bounded():
     assert asyncio.run(read(_Response(b"x" * limit))) == (b"x" * limit, False)
     body, too_long = asyncio.run(read(_Response(b"x" * (limit + 10))))
     assert too_long and len(body) == limit
+
+
+def _queued(store: RunStore, records) -> None:
+    async def finish_together():   # trials that end in one turn of the event loop: one group commit
+        for record in records:
+            store.put_trial_soon(record)
+        await asyncio.sleep(0)
+        store.flush()
+    asyncio.run(finish_together())
+
+
+def test_one_unstorable_trial_in_a_group_costs_no_other_trial_and_stops_the_caller(tmp_path):
+    records = [_record(f"t{i}", REQUEST, RESPONSE) for i in range(3)]
+    records[1].status = "not a status"   # the trials table's CHECK refuses it
+    with RunStore(tmp_path / "run.sqlite") as store:
+        with pytest.raises(sqlite3.IntegrityError):
+            _queued(store, records)
+        assert store.status_counts() == {"answered": 2}
+
+
+def test_a_lone_surrogate_costs_its_group_nothing_and_is_stored_as_u_fffd(tmp_path):
+    records = [_record(f"t{i}", REQUEST, RESPONSE) for i in range(3)]
+    records[1].raw_text, records[2].answers[0].reason = "D \ud800", "half a pair: \udc00"
+    with RunStore(tmp_path / "run.sqlite") as store:
+        _queued(store, records)
+        assert store.status_counts() == {"answered": 3}
+        stored = store.db.execute("SELECT t.raw_text, a.reason FROM trials t JOIN answers a USING (trial_id) "
+                                  "ORDER BY trial_id").fetchall()
+    assert stored == [("D", None), ("D \ufffd", None), ("D", "half a pair: \ufffd")]

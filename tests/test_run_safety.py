@@ -380,3 +380,19 @@ def test_a_reply_reader_that_fails_costs_one_trial_not_the_run(tmp_path, monkeyp
     got = dict(rows(result.run_dir.database, "SELECT item_id, status || ' ' || COALESCE(reason, '') FROM answers"))
     assert got["c"] == "parse_error parse_error: ZeroDivisionError: division by zero"
     assert all(v.startswith("answered") for k, v in got.items() if k != "c")
+
+
+def test_a_reply_holding_a_lone_surrogate_is_stored_and_the_run_goes_on(tmp_path):
+    """A reply's JSON may escape half of a surrogate pair ("\\ud800"), which Python reads into a
+    string SQLite cannot be given as UTF-8: the reply's text is stored with U+FFFD in its place
+    (the raw response keeps the escape as sent), not left to stop the run."""
+    with StubServer(answer=lambda body: default_answer(body) + " \ud800") as stub:
+        study = write_study(tmp_path, stub.url, n_personas=3)
+        out = psyq("run", str(study), "--runs-dir", str(tmp_path / "runs"))
+    assert out.returncode == EXIT_OK and "Traceback" not in out.stderr, out.stderr
+    db = next((tmp_path / "runs").rglob("run.sqlite"))
+    stored = rows(db, "SELECT t.raw_text, t.response, a.status FROM trials t JOIN answers a USING (trial_id)")
+    assert len(stored) == 3 * N_ITEMS
+    for raw_text, response, status in stored:
+        assert raw_text.endswith(" \ufffd") and status == "answered"
+        assert json.loads(response)["choices"][0]["message"]["content"].endswith(" \ud800")

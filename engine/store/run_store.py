@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,6 +111,7 @@ _DELETE_TRIAL = "DELETE FROM trials WHERE trial_id = ?"
 _INSERT_TRIAL = f"INSERT INTO trials ({', '.join(TRIAL_COLUMNS)}) VALUES ({', '.join('?' * len(TRIAL_COLUMNS))})"
 _INSERT_ANSWER = "INSERT INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 _INSERT_STAGE = "INSERT INTO stage_trials VALUES (?, ?, ?, ?, ?, ?, ?)"
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")   # in a Python string, a surrogate is always half a pair
 
 
 @dataclass
@@ -295,13 +297,22 @@ class RunStore:
         for trial in latest.values():
             rows.append(_trial_row(trial))
             answers.extend(_answer_rows(trial))
+        stages = [(t.trial_id, t.stage.chain_id, t.stage.stage, t.stage.situation_id, t.stage.emotion,
+                   _dumps(t.stage.messages), t.stage.reply) for t in latest.values() if t.stage]
+        try:
+            self._write(rows, answers, stages)
+        except UnicodeEncodeError:
+            # A lone surrogate, which a reply's JSON may escape ("\ud800") and Python then holds in
+            # a string, cannot be given to SQLite as UTF-8: stored as U+FFFD (the raw response,
+            # JSON with ASCII escapes, keeps it as sent). Rolled back: written again, whole.
+            self._write(*(_encodable(part) for part in (rows, answers, stages)))
+
+    def _write(self, rows: list[tuple], answers: list[tuple], stages: list[tuple]) -> None:
         with self.db:
             self.db.execute("BEGIN")
             self.db.executemany(_DELETE_TRIAL, [(r[0],) for r in rows])
             self.db.executemany(_INSERT_TRIAL, rows)
             self.db.executemany(_INSERT_ANSWER, answers)
-            stages = [(t.trial_id, t.stage.chain_id, t.stage.stage, t.stage.situation_id, t.stage.emotion,
-                       _dumps(t.stage.messages), t.stage.reply) for t in latest.values() if t.stage]
             if stages:
                 self.db.executemany(_INSERT_STAGE, stages)
 
@@ -402,6 +413,11 @@ def _trial_row(trial: TrialRecord) -> tuple:
             trial.raw_text, trial.attempts, trial.reasks, trial.latency_s, trial.prompt_tokens,
             trial.completion_tokens, trial.started_at, trial.finished_at, trial.error, trial.endpoint,
             trial.cached_tokens, trial.reasoning_tokens, trial.budget_reasks)
+
+
+def _encodable(rows: list[tuple]) -> list[tuple]:
+    """`rows` with every lone surrogate in their strings replaced by U+FFFD."""
+    return [tuple(_LONE_SURROGATE.sub("\ufffd", v) if isinstance(v, str) else v for v in row) for row in rows]
 
 
 def _response_json(response: dict[str, Any] | None) -> str | None:
