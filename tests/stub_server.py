@@ -475,6 +475,7 @@ class Recorded:
     conn: int = 0  # serial number of the TCP connection (equal numbers = keep-alive reuse)
     method: str = "POST"
     error: str | None = None  # the message of a 400 the stub sent for a provider's rule (else None)
+    raw: bytes = b""  # the body exactly as received
 
 
 def default_answer(body: dict) -> str:
@@ -659,6 +660,7 @@ class _Handler(BaseHTTPRequestHandler):
         except (OSError, ValueError):
             self.close_connection = True
             return
+        self.raw_body = raw
         anthropic = path == MESSAGES_PATH
         err = _anthropic_error if anthropic else _openai_error
 
@@ -997,7 +999,8 @@ class StubServer:
                 error: str | None = None) -> None:
         headers = {k.lower(): v for k, v in handler.headers.items()}
         rec = Recorded(path=path, headers=headers, body=body, outcome=outcome,
-                       t=time.monotonic(), conn=self._conn_id_of(handler), method=method, error=error)
+                       t=time.monotonic(), conn=self._conn_id_of(handler), method=method, error=error,
+                       raw=getattr(handler, "raw_body", b"") if method == "POST" else b"")
         line = None
         if self._record_file is not None:
             entry: dict[str, Any] = {"time": time.time(), "method": method, "path": path,

@@ -319,6 +319,68 @@ def test_sigkill_mid_run_then_rerun_loses_nothing_and_resends_nothing(tmp_path):
     assert len(second) == 60 - len(before)  # each unfinished trial once (in-flight ones are resent)
 
 
+def _run_until_some_are_stored(tmp_path: Path, n_stored: int = 20):
+    """A `psyq run` of 200 trials in its own process group against a stub that answers in 50 ms,
+    left to store at least `n_stored` trials; returns (stub, run process, command, store path)."""
+    personas = [{"id": f"p{i:03d}", "attributes": {"age": 20 + i}} for i in range(50)]   # 200 trials
+    stub = subprocess.Popen([sys.executable, str(ROOT / "tests" / "stub_server.py"), "--port", "0",
+                             "--latency", "0.05"], stdout=subprocess.PIPE, text=True)
+    url = stub.stdout.readline().split()[1]
+    study = write_study(tmp_path, url, personas=personas, backend={"concurrency": 8})
+    cmd = [sys.executable, "-m", "psyq.engine.cli", "run", str(study), "--runs-dir", str(tmp_path / "runs")]
+    runner = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              start_new_session=True)
+    deadline, db = time.monotonic() + 60, None
+    while time.monotonic() < deadline:
+        db = next((tmp_path / "runs").rglob("run.sqlite"), None) if (tmp_path / "runs").exists() else None
+        if db and _count(db) >= n_stored:
+            break
+        time.sleep(0.02)
+    return stub, runner, cmd, db
+
+
+def _writer_of(runner: subprocess.Popen) -> int:
+    """The pid of the run's store writer (engine/store/writer_process.py), its only child process."""
+    children = subprocess.run(["pgrep", "-P", str(runner.pid)], capture_output=True, text=True).stdout.split()
+    assert len(children) == 1, children
+    return int(children[0])
+
+
+def test_ctrl_c_stops_the_run_with_every_received_answer_stored_and_a_rerun_resumes(tmp_path):
+    """A terminal's Ctrl-C reaches the whole process group, the store's writer process too: it
+    ignores it and commits what the run hands it until the run closes the store."""
+    stub, runner, cmd, db = _run_until_some_are_stored(tmp_path)
+    try:
+        writer = _writer_of(runner)
+        os.killpg(runner.pid, signal.SIGINT)
+        out, err = runner.communicate(timeout=60)
+        assert runner.returncode == 130 and "Traceback" not in err, err
+        assert "interrupted: every answer received is stored" in err
+        answered = int(out.split("now answered ")[1].split()[0])   # what the run says it received
+        assert 20 <= answered < 200 and _count(db) == answered
+        assert subprocess.run(["ps", "-p", str(writer)], capture_output=True).returncode != 0   # it has exited
+        assert subprocess.run(cmd, cwd=ROOT, capture_output=True).returncode == 0
+        assert len(_finished(db)) == 200
+    finally:
+        stub.terminate()
+        stub.wait()
+
+
+def test_a_store_writer_that_dies_stops_the_run_at_once_saying_so(tmp_path):
+    stub, runner, cmd, db = _run_until_some_are_stored(tmp_path)
+    try:
+        os.kill(_writer_of(runner), signal.SIGKILL)
+        out, err = runner.communicate(timeout=60)
+        assert runner.returncode == 1 and "Traceback" not in err, err
+        assert "error: the run store's writer process ended (exit code -9)" in err
+        assert 20 <= _count(db) < 200
+        assert subprocess.run(cmd, cwd=ROOT, capture_output=True).returncode == 0
+        assert len(_finished(db)) == 200
+    finally:
+        stub.terminate()
+        stub.wait()
+
+
 def _count(db: Path) -> int:
     try:
         with sqlite3.connect(db) as c:

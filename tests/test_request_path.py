@@ -2,13 +2,14 @@
 instead of once per trial, and that what is stored and sent stays what it was, byte for byte."""
 
 import asyncio
+import io
 import json
 import sqlite3
 
 import pytest
 
 from psyq.engine.backends import base as backend_base
-from psyq.engine.store import run_store
+from psyq.engine.store import run_store, writer_process
 from psyq.engine.store.run_store import AnswerRecord, RunStore, TrialRecord
 from psyq.engine.trials import parsing, prompts
 from psyq.engine.trials.scale import Option
@@ -17,7 +18,8 @@ from psyq.engine.trials.scale import Option
 def _record(trial_id: str, request: dict, response: dict | None) -> TrialRecord:
     answer = AnswerRecord("1", 0, 3, "answered", distribution={1: 0.25, 3: 0.75}, option_mass=0.9, expected=2.5)
     return TrialRecord(trial_id=trial_id, backend_id="b", model="m", respondent_id="r1", instrument_id="iri",
-                       item_ids=["1"], repeat=0, option_order="as_written", status="answered", request=request,
+                       item_ids=["1"], repeat=0, option_order="as_written", status="answered",
+                       request=backend_base._compact_json(request),
                        response=response, raw_text="D", attempts=1, reasks=0, latency_s=0.01, prompt_tokens=9,
                        completion_tokens=1, started_at="s", finished_at="f", error=None, answers=[answer])
 
@@ -32,7 +34,8 @@ RESPONSE = {"id": "x", "choices": [{"index": 0, "message": {"role": "assistant",
 
 def test_stored_json_is_what_json_dumps_gives_without_an_encoder_per_call(tmp_path, monkeypatch):
     """The store encodes with one encoder made once (json.dumps builds one per call, about as long
-    as encoding a short object takes); the text stored is json.dumps's, byte for byte."""
+    as encoding a short object takes); the text stored is json.dumps's, byte for byte, and the
+    request is the record's own text (the body as sent), not encoded again."""
     def no_encoder_per_call(*args, **kwargs):
         raise AssertionError("an encoder was built for one call")
 
@@ -44,7 +47,7 @@ def test_stored_json_is_what_json_dumps_gives_without_an_encoder_per_call(tmp_pa
     item_ids, request, response = db.execute("SELECT item_ids, request, response FROM trials").fetchone()
     distribution = db.execute("SELECT distribution FROM answers").fetchone()[0]
     assert (item_ids, request, response, distribution) == (
-        json.dumps(["1"]), json.dumps(REQUEST), json.dumps(RESPONSE), json.dumps({1: 0.25, 3: 0.75}))
+        json.dumps(["1"]), backend_base._compact_json(REQUEST), json.dumps(RESPONSE), json.dumps({1: 0.25, 3: 0.75}))
 
 
 def test_a_reply_too_deep_to_encode_is_stored_as_the_same_note(tmp_path):
@@ -176,3 +179,22 @@ def test_a_lone_surrogate_costs_its_group_nothing_and_is_stored_as_u_fffd(tmp_pa
         stored = store.db.execute("SELECT t.raw_text, a.reason FROM trials t JOIN answers a USING (trial_id) "
                                   "ORDER BY trial_id").fetchall()
     assert stored == [("D", None), ("D \ufffd", None), ("D", "half a pair: \ufffd")]
+
+
+def test_the_store_writer_commits_each_group_says_why_one_failed_and_stops_quietly_at_a_cut_frame(tmp_path):
+    """engine/store/writer_process.py, fed as the run feeds it: a group with an unstorable trial
+    stores the others and names the error; a frame cut short (the run killed while writing it) is
+    dropped and everything before it kept."""
+    database = tmp_path / "run.sqlite"
+    RunStore(database).close()   # the schema
+    good, bad, cut = (_record(f"t{i}", REQUEST, RESPONSE) for i in range(3))
+    bad.status = "not a status"
+    source = (writer_process.frame(("setup", run_store.PRAGMAS, run_store.STATEMENTS))
+              + writer_process.frame(("group", *run_store._rows([good, bad])))
+              + writer_process.frame(("sync",))
+              + writer_process.frame(("group", *run_store._rows([cut])))[:-10])
+    events = io.StringIO()
+    writer_process.serve(io.BytesIO(source), events, str(database))
+    error, synced = events.getvalue().splitlines()
+    assert error.startswith("error IntegrityError CHECK constraint failed") and synced == "synced"
+    assert sqlite3.connect(database).execute("SELECT trial_id FROM trials").fetchall() == [("t0",)]

@@ -396,3 +396,21 @@ def test_a_reply_holding_a_lone_surrogate_is_stored_and_the_run_goes_on(tmp_path
     for raw_text, response, status in stored:
         assert raw_text.endswith(" \ufffd") and status == "answered"
         assert json.loads(response)["choices"][0]["message"]["content"].endswith(" \ud800")
+
+
+def test_the_stored_request_is_the_body_the_server_received_byte_for_byte(tmp_path):
+    """A trial's stored request is the body that went out, not a second encoding of it (the same
+    bytes the server got: compact UTF-8 JSON, no headers), for a trial retried after a 503 too."""
+    with StubServer(faults=["503"] * 3) as stub:
+        study = write_study(tmp_path, stub.url, n_personas=3)
+        personas = [{"id": f"p{i}", "attributes": {"name": "Zoë “wörtlich”", "age": 30 + i}} for i in range(3)]
+        (tmp_path / "cohort.yaml").write_text(yaml.safe_dump({"psyq": "cohort/1", "id": "c", "personas": personas},
+                                                             allow_unicode=True), encoding="utf-8")
+        out = psyq("run", str(study), "--runs-dir", str(tmp_path / "runs"))
+        posts = chat_posts(stub)
+    assert out.returncode == EXIT_OK, out.stderr
+    assert {p.outcome for p in posts} >= {"503", "ok"}
+    received = {p.raw for p in posts}
+    stored = rows(next((tmp_path / "runs").rglob("run.sqlite")), "SELECT request FROM trials")
+    assert len(stored) == 3 * N_ITEMS and all("Zoë" in r for (r,) in stored)
+    assert all(request.encode("utf-8") in received for (request,) in stored)

@@ -19,7 +19,7 @@ from typing import Awaitable, Callable, Iterable, Iterator, TypeVar
 
 import numpy as np
 
-from psyq.engine.backends.base import BackendError, ChatRequest, HttpBackend
+from psyq.engine.backends.base import BackendError, ChatRequest, HttpBackend, request_body
 from psyq.engine.kinds import all_kinds, get_kind
 from psyq.engine.trials.parsing import (ParsedAnswer, expected_value, most_likely, option_distribution,
     sample_answer, too_long)
@@ -142,11 +142,13 @@ async def run_trial_conversation(trial: Trial, backend: HttpBackend,
     reasoning: int | None = None   # likewise for reasoning tokens
     budget_reasks = 0
     result = None
+    sent: str | None = None   # the first request's body, as sent: what the store keeps
     answers: dict[str, ParsedAnswer] = {}
     extra: dict[str, dict] = {}
     try:
         while True:
             result = await backend.complete(request)
+            sent = sent or result.sent
             attempts += result.attempts
             latency += result.latency_s
             tokens[0] += result.prompt_tokens or 0
@@ -199,13 +201,13 @@ async def run_trial_conversation(trial: Trial, backend: HttpBackend,
         response = exc.body if exc.body is not None else (result.raw if result else None)
         record = _record(trial, backend, "failed", started, texts, response, attempts + exc.attempts,
                          reasks, latency, tokens,
-                         {i: ParsedAnswer(None, "failed", str(exc)) for i in ids}, {}, str(exc), ids)
+                         {i: ParsedAnswer(None, "failed", str(exc)) for i in ids}, {}, str(exc), ids, sent)
         record.endpoint, record.cached_tokens = exc.endpoint or (result.endpoint if result else None), cached
         record.reasoning_tokens, record.budget_reasks = reasoning, budget_reasks
         return record, request.messages, None
     status = "answered" if all(answers[i].status == "answered" for i in ids) else "missing"
     record = _record(trial, backend, status, started, texts, result.raw if result else None, attempts, reasks,
-                     latency, tokens, answers, extra, None, ids)
+                     latency, tokens, answers, extra, None, ids, sent)
     record.endpoint, record.cached_tokens = (result.endpoint if result else None), cached
     record.reasoning_tokens, record.budget_reasks = reasoning, budget_reasks
     return record, request.messages, texts[-1] if texts else None
@@ -257,7 +259,7 @@ def _option_mass(logprobs: dict[str, float], trial: Trial) -> float:
 def _record(trial: Trial, backend: HttpBackend, status: str, started: str, texts: list[str], response: dict | None,
             attempts: int, reasks: int, latency: float, tokens: list[int],
             answers: dict[str, ParsedAnswer], extra: dict[str, dict], error: str | None,
-            ids: list[str] | None = None) -> TrialRecord:
+            ids: list[str] | None = None, sent: str | None = None) -> TrialRecord:
     records = []
     for position, item_id in enumerate(answer_ids(trial) if ids is None else ids):
         parsed = answers[item_id]
@@ -273,7 +275,7 @@ def _record(trial: Trial, backend: HttpBackend, status: str, started: str, texts
         trial_id=trial.trial_id, backend_id=trial.backend_id, model=backend.identity().get("model"),
         respondent_id=trial.respondent_id, instrument_id=trial.instrument.id, item_ids=list(trial.item_ids),
         repeat=trial.repeat, option_order=trial.option_order, status=status,
-        request=backend.payload(trial.request), response=response,
+        request=sent if sent is not None else request_body(backend, trial.request), response=response,
         raw_text=REPLY_SEPARATOR.join(texts) if texts else None, attempts=attempts, reasks=reasks,
         latency_s=latency, prompt_tokens=tokens[0] or None, completion_tokens=tokens[1] or None,
         started_at=started, finished_at=_now(), error=error, answers=records)

@@ -32,6 +32,7 @@ from psyq.engine.backends.pool import EndpointPool
 from psyq.engine.backends.provider_errors import STOP_AFTER, STOP_AT_ONCE, ProviderRefusal, read_refusal
 from psyq.engine.backends.registry import BACKENDS, quoted_kinds
 from psyq.engine.files.errors import PsyqError
+from psyq.engine.files.json_text import json_encoder
 from psyq.engine.files.fields import Id, StrictModel
 
 if TYPE_CHECKING:
@@ -141,6 +142,9 @@ class ChatResult:
     # The reply ended because the token limit was reached (finish_reason "length", stop_reason
     # "max_tokens"), whatever it holds.
     budget_exhausted: bool = False
+    # The request body this reply answers, as sent (JSON text; None for a reply not sent by psyq,
+    # such as one read back from a batch's results).
+    sent: str | None = None
 
 
 class BackendError(PsyqError):
@@ -440,7 +444,8 @@ class HttpBackend:
         """Send `request`, retrying transient failures at most `max_retries` times."""
         assert self._session is not None, "call start() first"
         # Encoded once, whatever the retries.
-        data = _compact_json(self.payload(request)).encode()
+        sent = request_body(self, request)
+        data = sent.encode()
         cost = token_cost(request) if self._tokens else 0.0   # only a tokens-per-minute pacer counts it
         attempt = 0
         began = time.monotonic()
@@ -448,7 +453,7 @@ class HttpBackend:
             attempt += 1
             try:
                 result = await self._attempt(data, cost)
-                result.attempts, result.latency_s = attempt, time.monotonic() - began
+                result.attempts, result.latency_s, result.sent = attempt, time.monotonic() - began, sent
                 return result
             except BackendError as exc:
                 exc.attempts = attempt
@@ -570,27 +575,22 @@ class HttpBackend:
         return result
 
 
-def _compact_json_encoder() -> Any:
-    """``json.dumps(obj, ensure_ascii=False, separators=(",", ":"))`` (how a request body is sent:
-    compact, UTF-8), with the C encoder ``json.dumps`` builds on every call built once instead
-    (the same text, byte for byte; about as long to build as a request takes to encode). Request
-    bodies hold no cycles, so no circular-reference marks are kept (safe between threads).
+# How a request body is sent: compact UTF-8 JSON, by one encoder made once.
+_compact_json = json_encoder(ensure_ascii=False, separators=(",", ":"))
+
+
+def request_body(backend: Any, request: ChatRequest) -> str:
+    """The body `backend` sends for `request`: its payload as compact UTF-8 JSON (what the store
+    keeps as the trial's request, byte for byte what went out; no headers, so no key).
 
     Example:
-        >>> body = {"model": "m", "messages": [{"role": "user", "content": "caf\u00e9"}], "temperature": 0.7}
-        >>> _compact_json(body) == json.dumps(body, ensure_ascii=False, separators=(",", ":"))
-        True
+        >>> from psyq.engine.backends import make_backend
+        >>> from psyq.engine.design.study import BackendConfig
+        >>> backend = make_backend(BackendConfig(id="b", kind="openai", model="m", base_url="http://127.0.0.1:9/v1"))
+        >>> request_body(backend, ChatRequest(messages=({"role": "user", "content": "Zoë?"},), max_tokens=8))
+        '{"model":"m","messages":[{"role":"user","content":"Zoë?"}],"max_tokens":8}'
     """
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:   # pragma: no cover - CPython has it
-        return lambda obj: json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
-    base = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
-    encode = make(None, base.default, json.encoder.encode_basestring, None, base.key_separator,
-                  base.item_separator, base.sort_keys, base.skipkeys, base.allow_nan)
-    return lambda obj: "".join(encode(obj, 0))
-
-
-_compact_json = _compact_json_encoder()
+    return _compact_json(backend.payload(request))
 
 
 async def _read_bounded(response: aiohttp.ClientResponse) -> tuple[bytes, bool]:

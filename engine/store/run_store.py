@@ -1,13 +1,13 @@
 """RunStore: one SQLite file per run, the single truth every later step reads.
 
-Each trial (one request and its re-asks) is committed the moment it ends, with the request sent
-(payload only: no headers, so no secrets), the raw response, the parsed answers, status,
+Each trial (one request and its re-asks) is committed the moment it ends, with the request's
+body exactly as sent (no headers, so no secrets), the raw response, the parsed answers, status,
 attempts, latency, tokens and timestamps. WAL mode with ``synchronous=NORMAL`` keeps every
 committed trial through a killed process (when the WAL is copied into the database, a
 *checkpoint*, changes only where the pages are, not whether they are kept: see WAL_CHECKPOINT_PAGES).
-The runner uses a *group commit*
-(:meth:`RunStore.put_trial_soon`): every trial that ends in one turn of the event loop is
-committed in one transaction at the start of the next turn, before the process waits on anything.
+The runner uses a *group commit* (:meth:`RunStore.put_trial_soon`): every trial that ends in one
+turn of the event loop is handed, at the start of the next turn, to the store's writer process
+(engine/store/writer_process.py), which commits the group in one transaction on another core.
 
 A trial is *finished* when the model answered, or answered unreadably after the re-asks
 (`answered` / `missing`): a rerun never sends it again. A `failed` trial (the backend never
@@ -18,11 +18,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
+import os
+import select
 import sqlite3
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
+
+from psyq.engine.files.errors import PsyqError
+from psyq.engine.files.json_text import json_encoder
+from psyq.engine.store import writer_process
+from psyq.engine.store.writer_process import frame, write_each
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -42,7 +50,7 @@ CREATE TABLE IF NOT EXISTS trials (
     repeat INTEGER NOT NULL,
     option_order TEXT NOT NULL,
     status TEXT NOT NULL CHECK (status IN ('answered', 'missing', 'failed')),
-    request TEXT NOT NULL,             -- JSON payload of the first request (no headers)
+    request TEXT NOT NULL,             -- the first request's body as sent: JSON (no headers)
     response TEXT,                     -- JSON of the last raw response
     raw_text TEXT,                     -- every assistant text received, joined by a separator
     attempts INTEGER NOT NULL,         -- HTTP attempts, retries included
@@ -106,12 +114,16 @@ TRIAL_COLUMNS = ("trial_id", "backend_id", "model", "respondent_id", "instrument
                  "option_order", "status", "request", "response", "raw_text", "attempts", "reasks", "latency_s",
                  "prompt_tokens", "completion_tokens", "started_at", "finished_at", "error", "endpoint",
                  "cached_tokens", "reasoning_tokens", "budget_reasks")
-# The statements of a group commit, spelled once (sqlite3 keeps them prepared by their text).
-_DELETE_TRIAL = "DELETE FROM trials WHERE trial_id = ?"
-_INSERT_TRIAL = f"INSERT INTO trials ({', '.join(TRIAL_COLUMNS)}) VALUES ({', '.join('?' * len(TRIAL_COLUMNS))})"
-_INSERT_ANSWER = "INSERT INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-_INSERT_STAGE = "INSERT INTO stage_trials VALUES (?, ?, ?, ?, ?, ?, ?)"
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")   # in a Python string, a surrogate is always half a pair
+# Every writing connection's settings (the store's own and its writer process's).
+PRAGMAS = ("PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", f"PRAGMA wal_autocheckpoint={WAL_CHECKPOINT_PAGES}",
+           "PRAGMA foreign_keys=ON")
+# The statements that write trials, spelled once (sqlite3 keeps them prepared by their text).
+STATEMENTS = {
+    "delete_trial": "DELETE FROM trials WHERE trial_id = ?",
+    "insert_trial": f"INSERT INTO trials ({', '.join(TRIAL_COLUMNS)}) VALUES ({', '.join('?' * len(TRIAL_COLUMNS))})",
+    "insert_answer": "INSERT INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    "insert_stage": "INSERT INTO stage_trials VALUES (?, ?, ?, ?, ?, ?, ?)",
+}
 
 
 @dataclass
@@ -143,7 +155,7 @@ class TrialRecord:
     repeat: int
     option_order: str
     status: str
-    request: dict[str, Any]
+    request: str                         # the first request's body as sent (JSON text; no headers, so no key)
     response: dict[str, Any] | None
     raw_text: str | None
     attempts: int
@@ -187,10 +199,8 @@ class RunStore:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(self.path, isolation_level=None)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.execute(f"PRAGMA wal_autocheckpoint={WAL_CHECKPOINT_PAGES}")
-        self.db.execute("PRAGMA foreign_keys=ON")
+        for pragma in PRAGMAS:
+            self.db.execute(pragma)
         self.db.executescript(SCHEMA)
         # Runs stored before free-text answers existed lack answers.text: add it (empty).
         if "text" not in {row[1] for row in self.db.execute("PRAGMA table_info(answers)")}:
@@ -207,12 +217,17 @@ class RunStore:
         self._pending: list[TrialRecord] = []
         self._flush_scheduled = False
         self._flush_error: BaseException | None = None
+        self._writer: _Writer | None = None   # started by the first group commit
 
     def close(self) -> None:
         try:
             self.flush()
         finally:
-            self.db.close()
+            try:
+                if self._writer is not None:
+                    self._writer.stop()
+            finally:
+                self.db.close()
 
     def __enter__(self) -> "RunStore":
         return self
@@ -232,89 +247,68 @@ class RunStore:
                                 [(r, json.dumps(a), b, s) for r, a, b, s in rows])
 
     def put_trial(self, trial: TrialRecord) -> None:
-        """Commit one trial and its answers atomically (replacing an earlier failed attempt)."""
-        self._commit([trial])
+        """Commit one trial and its answers atomically (replacing an earlier failed attempt), now,
+        after every trial queued before it."""
+        self.flush()
+        errors = write_each(self.db, STATEMENTS, *_rows([trial]))
+        if errors:
+            raise errors[0]
 
     def put_trial_soon(self, trial: TrialRecord) -> None:
-        """Queue `trial` for a group commit at the start of the event loop's next turn.
+        """Queue `trial` for a group commit, handed to the store's writer process at the start of
+        the event loop's next turn.
 
         Called from a coroutine. Every trial queued during one turn of the loop (several workers'
-        answers often arrive together) is written in one transaction by a callback that
-        ``call_soon`` schedules; asyncio runs it before the callbacks of any I/O that becomes
-        ready later, so an answer is never held while the process waits on the network, a timer
-        or anything else: the window in which a SIGKILL loses a received answer stays one turn
-        of the loop (microseconds; a few milliseconds when hundreds of answers arrive together),
-        as with a commit per trial, whose window is the code between the response and the
-        commit; a rerun sends such a trial again. The gain is one WAL write of the shared
-        B-tree pages per turn instead of one per trial (bench/RESULTS.md). A failed commit is
-        raised by the next call here or by :meth:`flush`, so a run cannot go on without storing.
+        answers often arrive together) goes as one group, by a callback that ``call_soon``
+        schedules; asyncio runs it before the callbacks of any I/O that becomes ready later, so an
+        answer is never held while the process waits on the network, a timer or anything else.
+        The writer (engine/store/writer_process.py) commits it in one transaction on another core.
+        What a SIGKILL of the run loses is that turn's answers: the groups already handed over
+        are in the pipe to the writer, which reads it to the end and commits them. Killed with the
+        writer (the whole process group), it also loses what the pipe held: at most its 64 KiB
+        (some 30 one-item trials) and the group being written. A rerun sends a lost trial again. A
+        failed commit is raised by the next call here or by :meth:`flush`, so a run cannot go on
+        without storing.
         """
         self._raise_flush_error()
         self._pending.append(trial)
         if not self._flush_scheduled:
             self._flush_scheduled = True
-            asyncio.get_running_loop().call_soon(self._flush_soon)
+            asyncio.get_running_loop().call_soon(self._hand_over_soon)
 
     def flush(self) -> None:
-        """Commit every trial queued by :meth:`put_trial_soon` now (and raise a failed group
-        commit's error).
+        """Commit every trial queued by :meth:`put_trial_soon` and wait until it is committed (and
+        raise a failed commit's error).
 
-        Should the group's transaction fail, each trial is committed on its own, so that one
-        unstorable trial costs no other trial its answers; the first error is then raised.
+        Should a group's transaction fail, each of its trials is committed on its own, so that
+        one unstorable trial costs no other trial its answers; the first error is then raised.
         """
         self._raise_flush_error()
-        pending, self._pending = self._pending, []
-        if not pending:
-            return
-        try:
-            self._commit(pending)
-        except sqlite3.Error:
-            errors = []
-            for trial in pending:
-                try:
-                    self._commit([trial])
-                except sqlite3.Error as exc:
-                    errors.append(exc)
-            if errors:
-                raise errors[0]
+        self._hand_over()
+        if self._writer is not None:
+            self._writer.sync()
+            self._raise_flush_error()
 
-    def _flush_soon(self) -> None:
+    def _hand_over(self) -> None:
+        pending, self._pending = self._pending, []
+        if pending:
+            if self._writer is None:
+                self._writer = _Writer(self.path)
+            self._writer.send(("group", *_rows(pending)))
+
+    def _hand_over_soon(self) -> None:
         self._flush_scheduled = False
         try:
-            self.flush()
+            self._hand_over()
         except BaseException as exc:  # kept for the caller: a loop callback cannot raise to it
             self._flush_error = exc
 
     def _raise_flush_error(self) -> None:
+        if self._flush_error is None and self._writer is not None:
+            self._flush_error = self._writer.first_error()
         if self._flush_error is not None:
             error, self._flush_error = self._flush_error, None
             raise error
-
-    def _commit(self, trials: list[TrialRecord]) -> None:
-        """Write `trials` and their answers in one transaction (each replaces an earlier attempt)."""
-        rows, answers = [], []
-        latest = {t.trial_id: t for t in trials}   # the same trial twice: the later record wins
-        for trial in latest.values():
-            rows.append(_trial_row(trial))
-            answers.extend(_answer_rows(trial))
-        stages = [(t.trial_id, t.stage.chain_id, t.stage.stage, t.stage.situation_id, t.stage.emotion,
-                   _dumps(t.stage.messages), t.stage.reply) for t in latest.values() if t.stage]
-        try:
-            self._write(rows, answers, stages)
-        except UnicodeEncodeError:
-            # A lone surrogate, which a reply's JSON may escape ("\ud800") and Python then holds in
-            # a string, cannot be given to SQLite as UTF-8: stored as U+FFFD (the raw response,
-            # JSON with ASCII escapes, keeps it as sent). Rolled back: written again, whole.
-            self._write(*(_encodable(part) for part in (rows, answers, stages)))
-
-    def _write(self, rows: list[tuple], answers: list[tuple], stages: list[tuple]) -> None:
-        with self.db:
-            self.db.execute("BEGIN")
-            self.db.executemany(_DELETE_TRIAL, [(r[0],) for r in rows])
-            self.db.executemany(_INSERT_TRIAL, rows)
-            self.db.executemany(_INSERT_ANSWER, answers)
-            if stages:
-                self.db.executemany(_INSERT_STAGE, stages)
 
     # --- reading -------------------------------------------------------------------------
     def get_meta(self, key: str, default: Any = None) -> Any:
@@ -374,50 +368,114 @@ def store_is_current(database: str | Path) -> bool:
     return "text" in answers and set(TRIAL_COLUMNS) <= trials
 
 
-def _json_dumps() -> Callable[[Any], str]:
-    """``json.dumps`` with its default settings, made once: the same C encoder ``json.dumps``
-    builds on every call (so the same text, byte for byte), built here once per process.
-
-    ``json.dumps`` spends about as long building its encoder as encoding a short object; a stored
-    trial encodes three (item ids, request, response). What is stored holds no cycles (payloads
-    the backends build, replies parsed from JSON), so the encoder keeps no circular-reference
-    marks, which also leaves it safe to share between threads; an object nested too deep raises
-    RecursionError as ``json.dumps`` does. Where Python has no C encoder, ``json.dumps`` itself.
-
-    Example:
-        >>> value = {"b": [1, 2.5, float("nan"), None, True], "a": "caf\u00e9", 3: {"x": []}}
-        >>> _dumps(value) == json.dumps(value)
-        True
-    """
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:   # pragma: no cover - CPython has it
-        return json.dumps
-    base = json.JSONEncoder()   # json.dumps's defaults: ensure_ascii, allow_nan, ", " and ": "
-    encode = make(None, base.default, json.encoder.encode_basestring_ascii, None, base.key_separator,
-                  base.item_separator, base.sort_keys, base.skipkeys, base.allow_nan)
-
-    def dumps(obj: Any) -> str:
-        return "".join(encode(obj, 0))
-
-    return dumps
+# json.dumps's text, by one encoder made once: a stored trial encodes its item ids and the reply.
+_dumps = json_encoder()
 
 
-_dumps = _json_dumps()
+def _rows(trials: list[TrialRecord]) -> tuple[list[tuple], list[tuple], list[tuple]]:
+    """The trials, answers and stage_trials rows of `trials` (the same trial twice: the later wins)."""
+    rows, answers, stages = [], [], []
+    for trial in {t.trial_id: t for t in trials}.values():
+        rows.append(_trial_row(trial))
+        answers.extend(_answer_rows(trial))
+        if trial.stage:
+            stage = trial.stage
+            stages.append((trial.trial_id, stage.chain_id, stage.stage, stage.situation_id, stage.emotion,
+                           _dumps(stage.messages), stage.reply))
+    return rows, answers, stages
+
+
+class _Writer:
+    """The store's writer process (engine/store/writer_process.py), seen from the run."""
+
+    def __init__(self, database: Path):
+        script = Path(writer_process.__file__)
+        # -I -S: the standard library only (it imports nothing else), so it starts at once.
+        self._process = subprocess.Popen([sys.executable, "-I", "-S", str(script), str(database)],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self._events = self._process.stdout.fileno()   # type: ignore[union-attr]
+        os.set_blocking(self._events, False)
+        self._unread = b""
+        self._errors: list[BaseException] = []
+        self._synced = 0   # "synced" lines read so far
+        self.send(("setup", PRAGMAS, STATEMENTS))
+
+    def send(self, message: tuple) -> None:
+        """Hand `message` over (waits only while the pipe is full, so the writer is never far behind)."""
+        try:
+            self._process.stdin.write(frame(message))   # type: ignore[union-attr]
+            self._process.stdin.flush()                 # type: ignore[union-attr]
+        except BrokenPipeError:
+            raise self._gone() from None
+        self._read(wait=False)
+
+    def sync(self) -> None:
+        """Return once everything handed over is committed (or has failed: see :meth:`first_error`)."""
+        target = self._synced + 1
+        self.send(("sync",))
+        while self._synced < target:
+            self._read(wait=True)
+
+    def first_error(self) -> BaseException | None:
+        return self._errors.pop(0) if self._errors else None
+
+    def stop(self) -> None:
+        """End the writer's input; it commits what it has and exits."""
+        try:
+            self._process.stdin.close()   # type: ignore[union-attr]
+        except BrokenPipeError:   # it has gone already (the error was raised when it went)
+            pass
+        self._process.wait()
+        os.set_blocking(self._events, True)
+        self._unread += self._process.stdout.read()   # type: ignore[union-attr]
+        self._take_lines()
+        self._process.stdout.close()   # type: ignore[union-attr]
+
+    def _read(self, wait: bool) -> None:
+        """Read the writer's events (with `wait`, wait for some)."""
+        if wait:
+            while not select.select([self._events], [], [], 1.0)[0]:
+                if self._process.poll() is not None:
+                    raise self._gone()
+        try:
+            chunk = os.read(self._events, 65536)
+        except BlockingIOError:
+            return
+        if not chunk:
+            raise self._gone()
+        self._unread += chunk
+        self._take_lines()
+
+    def _take_lines(self) -> None:
+        *lines, self._unread = self._unread.split(b"\n")
+        for line in lines:
+            kind, _, rest = line.decode("utf-8", "replace").partition(" ")
+            if kind == "synced":
+                self._synced += 1
+            elif kind == "error":
+                name, _, message = rest.partition(" ")
+                error = getattr(sqlite3, name, None)
+                self._errors.append((error if isinstance(error, type) and issubclass(error, sqlite3.Error)
+                                     else sqlite3.Error)(message))
+
+    def _gone(self) -> "StoreWriterGone":
+        return StoreWriterGone(f"the run store's writer process ended (exit code {self._process.poll()}) before "
+                               f"it had committed every answer handed to it; run the same command again to resume "
+                               f"(what it did not commit is sent again)")
+
+
+class StoreWriterGone(PsyqError):
+    """The store's writer process ended while the run still had answers for it."""
 
 
 def _trial_row(trial: TrialRecord) -> tuple:
     """The `trials` row of a trial record."""
     return (trial.trial_id, trial.backend_id, trial.model, trial.respondent_id, trial.instrument_id,
             _dumps(trial.item_ids), trial.repeat, trial.option_order, trial.status,
-            _dumps(trial.request), _response_json(trial.response),
+            trial.request, _response_json(trial.response),
             trial.raw_text, trial.attempts, trial.reasks, trial.latency_s, trial.prompt_tokens,
             trial.completion_tokens, trial.started_at, trial.finished_at, trial.error, trial.endpoint,
             trial.cached_tokens, trial.reasoning_tokens, trial.budget_reasks)
-
-
-def _encodable(rows: list[tuple]) -> list[tuple]:
-    """`rows` with every lone surrogate in their strings replaced by U+FFFD."""
-    return [tuple(_LONE_SURROGATE.sub("\ufffd", v) if isinstance(v, str) else v for v in row) for row in rows]
 
 
 def _response_json(response: dict[str, Any] | None) -> str | None:

@@ -7,9 +7,10 @@ them; kept apart from both so that neither imports the other's internals.
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from psyq.engine.files.json_text import json_encoder
 
 if TYPE_CHECKING:   # annotations only: the study and instrument modules import the kinds
     from psyq.engine.backends.base import ChatRequest, HttpBackend
@@ -48,6 +49,12 @@ class TrialContext:
     option_order: str
 
 
+# The texts hashed into trial ids and seeds: json.dumps(..., sort_keys=True) (with default=str for
+# seeds' parts), byte for byte, so ids and seeds stay those of every run before; encoders made once.
+_key_json = json_encoder(sort_keys=True)
+_parts_json = json_encoder(sort_keys=True, default=str)
+
+
 def stable_int(*parts: object) -> int:
     """A 63-bit integer from `parts` that is the same in every process (unlike ``hash``).
 
@@ -55,7 +62,7 @@ def stable_int(*parts: object) -> int:
         >>> stable_int("a", 1) == stable_int("a", 1)
         True
     """
-    digest = hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).digest()
+    digest = hashlib.sha256(_parts_json(parts).encode()).digest()
     return int.from_bytes(digest[:8], "big") >> 1
 
 
@@ -83,7 +90,7 @@ def make_trial(ctx: TrialContext, instrument: "Instrument", item_ids: tuple[str,
     for name in ("reasoning_effort", "reasoning_budget"):
         if getattr(backend.config, name) is not None:
             key[name] = getattr(backend.config, name)
-    trial_id = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:32]
+    trial_id = hashlib.sha256(_key_json(key).encode()).hexdigest()[:32]
     # Imported here: the item kinds import this module, and loading an instrument needs no backend.
     from psyq.engine.backends.base import ChatRequest
 
