@@ -190,12 +190,13 @@ def test_reasks_go_online_or_as_a_follow_up_batch(tmp_path, reasks):
         assert [len(b["requests"]) for b in stub.batches.values()] == [4, 4]
     db = next((tmp_path / "runs").rglob("run.sqlite"))
     with sqlite3.connect(db) as c:
-        rows = c.execute("SELECT t.status, t.reasks, t.raw_text, a.value FROM trials t "
+        rows = c.execute("SELECT t.status, t.reasks, t.raw_text, a.value, t.request FROM trials t "
                          "JOIN answers a USING (trial_id)").fetchall()
     assert len(rows) == 4
-    for status, n_reasks, raw_text, value in rows:
+    for status, n_reasks, raw_text, value, request in rows:
         assert status == "answered" and n_reasks == 1 and raw_text.startswith("no idea")
         assert value == int(raw_text.rsplit(">>>", 1)[1].strip())   # read from the re-ask's reply
+        assert len(json.loads(request)["messages"]) == 2   # the stored request is the first, not the re-ask
 
 
 def test_batch_mode_is_refused_for_the_local_backend(tmp_path):

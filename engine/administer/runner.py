@@ -148,7 +148,8 @@ async def run_trial_conversation(trial: Trial, backend: HttpBackend,
     try:
         while True:
             result = await backend.complete(request)
-            sent = sent or result.sent
+            if not attempts:   # the first reply: its request is the trial's own (None: read from a batch)
+                sent = result.sent
             attempts += result.attempts
             latency += result.latency_s
             tokens[0] += result.prompt_tokens or 0

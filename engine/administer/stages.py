@@ -278,8 +278,9 @@ def _evoke_record(trial: Trial, backend: HttpBackend, status: str, started: str,
     return TrialRecord(
         trial_id=trial.trial_id, backend_id=trial.backend_id, model=backend.identity().get("model"),
         respondent_id=trial.respondent_id, instrument_id=EVOKE_ID, item_ids=list(trial.item_ids),
-        repeat=trial.repeat, option_order=trial.option_order, status=status, request=request_body(backend, trial.request),
-        response=response, raw_text=text, attempts=attempts, reasks=0, latency_s=latency,
+        repeat=trial.repeat, option_order=trial.option_order, status=status,
+        request=request_body(backend, trial.request), response=response, raw_text=text, attempts=attempts,
+        reasks=0, latency_s=latency,
         prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, started_at=started, finished_at=_now(),
         error=error, answers=[answer])
 
