@@ -441,7 +441,8 @@ class _Writer:
             chunk = os.read(self._events, 65536)
         except BlockingIOError:
             return
-        if not chunk:
+        if not chunk:   # it closed its output: it is ending
+            self._process.wait()
             raise self._gone()
         self._unread += chunk
         self._take_lines()
