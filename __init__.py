@@ -15,6 +15,7 @@ The API for scripts and notebooks, in one namespace that reads as the method (``
     psyq.graded_response_model(...); psyq.differential_item_functioning(...)
     psyq.twin_agreement(twins, persons, iri)                             # twins against their persons
     psyq.scorecard(cohort_items, people_items, iri)                      # can they stand in for people?
+    psyq.verdict_power(people_items, iri, n_personas=[50, 200])          # how many personas would tell?
     psyq.write_report(result.run_dir.path, people=people)                # report
 
 Instruments, cohorts, studies, rubrics and human data that psyq ships are found by name from any
@@ -56,7 +57,7 @@ _EXPORTS = {
                       "item_distributions", "load_run_scores", "match_twins", "matching_warnings",
                       "measurement_invariance", "model_effects", "people_needed", "polychoric", "prediction_powered",
                       "relations", "reliability_table", "respondent_z", "score_answers", "score_humans", "scorecard",
-                      "spss_names", "style_and_trait", "subscale_correlations", "target_loadings", "test_information",
+                      "criterion_marks", "verdict_power", "simulate_verdicts", "personas_needed", "spss_names", "style_and_trait", "subscale_correlations", "target_loadings", "test_information",
                       "test_retest_icc", "tucker_phi", "twin_agreement", "twin_summary", "twin_weights", "wide_scores",
                       "write_report", "write_scores"],
 }
@@ -78,7 +79,8 @@ __all__ = [
     "respondent_z", "subscale_correlations", "target_loadings", "test_information", "test_retest_icc",
     "tucker_phi", "twin_agreement", "twin_summary", "twin_weights",
     # can the personas stand in for people?
-    "distinguishability", "people_needed", "prediction_powered", "relations", "scorecard", "style_and_trait",
+    "criterion_marks", "distinguishability", "people_needed", "personas_needed", "prediction_powered", "relations",
+    "scorecard", "simulate_verdicts", "style_and_trait", "verdict_power",
     # the report
     "build_sections", "write_report",
     # errors and the version

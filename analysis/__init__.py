@@ -68,7 +68,8 @@ _EXPORTS = {
     "psyq.analysis.statistics.prediction_powered": ["people_needed", "prediction_powered"],
     "psyq.analysis.statistics.relations": ["relations"],
     "psyq.analysis.statistics.reliability": ["reliability_table", "test_retest_icc"],
-    "psyq.analysis.statistics.scorecard": ["scorecard"],
+    "psyq.analysis.statistics.scorecard": ["criterion_marks", "scorecard"],
+    "psyq.analysis.statistics.verdict_power": ["personas_needed", "simulate_verdicts", "verdict_power"],
     "psyq.analysis.statistics.style_trait": ["style_and_trait"],
     "psyq.analysis.statistics.twins": ["match_twins", "twin_agreement", "twin_summary"],
     "psyq.analysis.statistics.validity": ["factor_congruence", "item_distributions", "subscale_correlations",
@@ -80,12 +81,12 @@ _EXPORTS = {
 __getattr__, __dir__ = lazy_names(__name__, {name: module for module, names in _EXPORTS.items() for name in names})
 
 __all__ = [
-    "HumanData", "build_sections", "compare_samples", "compare_with_humans", "compare_with_norms",
+    "HumanData", "build_sections", "compare_samples", "criterion_marks", "compare_with_humans", "compare_with_norms",
     "differential_item_functioning", "distinguishability", "factor_congruence", "graded_response_model", "group_matching", "human_data",
     "human_scores", "invariance_verdicts", "item_distributions", "load_run_scores", "match_twins",
     "matching_warnings", "measurement_invariance", "model_effects", "people_needed", "polychoric",
     "prediction_powered", "relations", "reliability_table", "respondent_z", "score_answers", "score_humans",
-    "scorecard", "spss_names", "style_and_trait", "subscale_correlations", "target_loadings", "test_information",
+    "personas_needed", "scorecard", "simulate_verdicts", "spss_names", "style_and_trait", "subscale_correlations", "target_loadings", "test_information",
     "test_retest_icc", "tucker_phi", "twin_agreement", "twin_summary", "twin_weights", "wide_scores",
-    "write_report", "write_scores",
+    "verdict_power", "write_report", "write_scores",
 ]

@@ -245,8 +245,8 @@ def test_03_same_construct(construct_run, monkeypatch):
                       ["Measurement invariance", "Graded response model per subscale", "Differential item functioning"])
     assert n_images(nb) >= 2     # information curves: women and men; personas and people
     # Part 3: the scorecard, the report's opening table, for the run's one backend (no twins: no
-    # individuals or worth rows); every mark one of the three.
+    # individuals or worth rows); every mark one of the four.
     assert facts["card_groups"] == ["stub"]
     assert facts["card_criteria"] == sorted(["level", "spread", "reliability", "structure", "latent_mean",
                                              "distinguishable", "style", "relations"])
-    assert set(facts["card_marks"]) <= {"meets", "falls short", "not estimable"}
+    assert set(facts["card_marks"]) <= {"meets", "falls short", "inconclusive", "not estimable"}

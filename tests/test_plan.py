@@ -286,3 +286,31 @@ def test_the_plan_paces_a_reproducible_local_backend_by_its_one_slot():
     assert seconds == 20.0 and how.endswith("(the server computes 1 at a time; the rest wait in its queue)")
     fast = LocalBackend(BackendConfig(id="l", kind="local", concurrency=4, serving="fast"))
     assert wall_time(trials, fast, 2.0) == (6.0, "10 requests at concurrency 4 × 2 s per request (assumed, --latency)")
+
+
+def test_plan_with_people_says_how_often_the_verdict_would_be_right(tmp_path):
+    # `psyq plan STUDY --human iri=FILE`: for the quick start's 12 personas, each criterion's chance of
+    # meets and falls short were the personas the people themselves (psyq.verdict_power, here 3 draws a
+    # size), and the size each criterion needs; structure is not simulated, and the table says whom.
+    out = psyq("plan", "quickstart", "--runs-dir", str(tmp_path), "--human", "iri=iri_briganti2018_keyed",
+               "--power-reps", "3", "--json")
+    assert out.returncode == 0, out.stderr
+    power = json.loads(out.stdout)["verdict_power"]["iri"]
+    assert power["personas"] == 12 and power["reps"] == 3
+    assert power["people"].startswith("1,973 young adults in Belgium")
+    criteria = [r["criterion"] for r in power["at_study_size"]]
+    assert criteria == ["level", "spread", "reliability", "distinguishable", "style", "relations"]
+    for r in power["at_study_size"]:
+        total = r["meets"] + r["falls_short"] + r["inconclusive"] + r["not_estimable"]
+        assert total == pytest.approx(1.0) and r["n_people"] == 1973 - 12
+    assert {r["criterion"] for r in power["needed"]} == set(criteria)
+    text = psyq("plan", "quickstart", "--runs-dir", str(tmp_path), "--human", "iri=iri_briganti2018_keyed",
+                "--power-reps", "2")
+    assert "Verdict power for iri, against 1,973 young adults" in text.stdout
+    assert "personas for 80 % meets" in text.stdout
+
+
+def test_plan_refuses_people_for_an_instrument_the_study_does_not_ask(tmp_path):
+    out = psyq("plan", "quickstart", "--runs-dir", str(tmp_path), "--human", "bes=iri_briganti2018_keyed")
+    assert out.returncode == 2 and "--human names no instrument of the study" in out.stderr
+    assert "Traceback" not in out.stderr

@@ -294,7 +294,12 @@ def test_report_of_a_staged_run_shows_change_and_compares_it_with_humans(tmp_pat
     humans.write_text("respondent_id,emotion,situation_id,subscale,before,after\n"
                       "h1,anger,,Z,20,18\nh2,anger,,Z,20,17\nh3,anger,,Z,20,16\n")
     _, sections = build_sections(run_dir, human_change=humans)
-    assert [s.title for s in sections] == ["Study", "Missing answers and refusals", TITLE]
+    # The verdict leads: the change of each emotion, personas against people, with its mark.
+    from psyq.analysis.report.sections.verdict import TITLE as VERDICT
+    assert [s.title for s in sections] == [VERDICT, "Study", "Missing answers and refusals", TITLE]
+    (_, card), = sections[0].tables
+    assert set(card["criterion"]) == {"change"} and card["mark"].notna().all()
+    assert any(r.startswith("Reproducing people's change") for r in sections[0].readings), sections[0].readings
     tables = dict(sections[-1].tables)
     paired = next(frame for caption, frame in tables.items() if caption.startswith("Paired change"))
     z_anger = paired[(paired["subscale"] == "Z") & (paired["emotion"] == "anger")].iloc[0]

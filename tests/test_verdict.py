@@ -85,7 +85,7 @@ def verdict_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("verdict")
     personas = [{"id": f"p{k:03d}", "attributes": {"gender": "female" if k % 2 else "male"},
                  "backstory": f"You are respondent number {k}."} for k in range(N_PERSONAS)]
-    (tmp / "cohort.yaml").write_text(yaml.safe_dump({"psyq": "cohort/1", "id": "hand", "include_baseline": False,
+    (tmp / "cohort.yaml").write_text(yaml.safe_dump({"psyq": "cohort/1", "id": "hand", "include_baseline": True,
                                                      "personas": personas}))
     started = time.perf_counter()
     with StubServer(answer=answer) as stub:
@@ -95,7 +95,7 @@ def verdict_run(tmp_path_factory):
                          for b in BACKENDS],
             "protocol": {"answer": "text", "option_order": "as_written", "repeats": 1, "seed": 3}}))
         result = asyncio.run(administer(load_study(tmp / "study.yaml"), tmp / "runs", log=lambda m: None))
-    assert result.counts.get("answered") == len(BACKENDS) * N_PERSONAS * len(ITEMS)
+    assert result.counts.get("answered") == len(BACKENDS) * (N_PERSONAS + 1) * len(ITEMS)     # + the baseline
     administered = time.perf_counter() - started
     built = []
     real_build = build._build
@@ -129,7 +129,7 @@ def verdict_of(verdict_run) -> Section:
 def card(verdict_run) -> pd.DataFrame:
     verdict = verdict_of(verdict_run)
     (caption, frame), = verdict.tables
-    assert caption.startswith("Scorecard: iri") and "1,973 people" in caption
+    assert caption.startswith("Scorecard: iri") and "1,973 young adults" in caption
     print("\n" + frame.drop(columns=["instrument"]).to_string(max_colwidth=50))
     print("\n".join(verdict.readings))
     return frame
@@ -224,7 +224,16 @@ def test_the_verdict_comes_first_with_a_scorecard_of_every_backend(verdict_run, 
     # No persona is a twin of a person (ids p000…, not r0001…): no individuals, no worth.
     assert not card["criterion"].isin(["individuals", "worth"]).any()
     assert any("No persona is a twin" in r for r in sections[0].readings)
-    assert set(card["mark"]) <= {sc.MEETS, sc.FALLS_SHORT, sc.NOT_ESTIMABLE}
+    assert set(card["mark"]) <= {sc.MEETS, sc.FALLS_SHORT, sc.INCONCLUSIVE, sc.NOT_ESTIMABLE}
+
+
+def test_the_model_answering_as_itself_is_left_out_of_the_verdict_and_shown_beside_it(verdict_run, card):
+    # The cohort includes the baseline (no persona) on every backend: one respondent, not a cohort.
+    # The distinguishability row counts the personas it compared: N_PERSONAS, not N_PERSONAS + 1.
+    readings = verdict_of(verdict_run).readings
+    said = [r for r in readings if r.startswith("The model answering as itself (no persona)")]
+    assert len(said) == 1 and all(f"{b}: PT " in said[0] for b in BACKENDS), readings
+    assert "percentile" in said[0]
 
 
 def test_the_scorecard_lists_the_backends_in_the_order_of_the_study(card):
@@ -232,22 +241,27 @@ def test_the_scorecard_lists_the_backends_in_the_order_of_the_study(card):
     assert list(dict.fromkeys(card["group"])) == list(BACKENDS)
 
 
-def test_each_mark_follows_from_its_figure_and_the_stated_cutoff(card):
-    # The cut-offs of scorecard.py's table, applied here to the figures the table shows.
-    for row in card.itertuples():
-        if pd.isna(row.value):
-            assert row.mark == sc.NOT_ESTIMABLE and row.note, row
+def test_each_mark_follows_from_its_interval_and_the_stated_region(card):
+    # The regions of scorecard.py's table, applied here to the intervals the table shows: inside meets,
+    # wholly outside falls short (or inconclusive, said so, when Bonferroni over the criterion's rows
+    # widens it), astride inconclusive.
+    for _, row in card.iterrows():
+        if pd.isna(row["value"]):
+            assert row["mark"] == sc.NOT_ESTIMABLE and row["note"], row.to_dict()
             continue
-        ok = {"level": -0.3 < row.low and row.high < 0.3,
-              "latent_mean": -0.3 < row.low and row.high < 0.3,
-              "spread": sc.SD_RATIO[0] <= row.value <= sc.SD_RATIO[1],
-              "reliability": abs(row.value - row.people) <= sc.ALPHA_GAP,
-              "distinguishable": row.value <= sc.AUC_MAX,
-              "style": abs(row.value) <= sc.STYLE_SMALL
-                       or (abs(row.value) <= sc.STYLE_MAX and row.low <= 0 <= row.high),
-              "relations": row.value >= sc.SIGN_SHARE,
-              "structure": str(row.level).endswith("scalar")}[row.criterion]
-        assert row.mark == (sc.MEETS if ok else sc.FALLS_SHORT), row
+        if row["criterion"] in ("structure", "latent_mean"):
+            continue
+        lower, upper = {"level": (-0.3, 0.3), "spread": sc.SD_RATIO, "reliability": (-sc.ALPHA_GAP, sc.ALPHA_GAP),
+                        "distinguishable": (-np.inf, sc.AUC_MAX), "style": (-sc.STYLE_MAX, sc.STYLE_MAX),
+                        "relations": (-0.3, 0.3) if row["note"].startswith("g:") else (-sc.RELATION_R, sc.RELATION_R)
+                        }[row["criterion"]]
+        if lower < row["low"] and row["high"] < upper:
+            assert row["mark"] == sc.MEETS, row.to_dict()
+        elif row["high"] < lower or row["low"] > upper:
+            assert row["mark"] == sc.FALLS_SHORT or (row["mark"] == sc.INCONCLUSIVE and "Bonferroni" in row["note"]), \
+                row.to_dict()
+        else:
+            assert row["mark"] == sc.INCONCLUSIVE, row.to_dict()
 
 
 # --- people-like: the people's item distributions, items independent ------------------------------
@@ -258,7 +272,7 @@ def test_people_like_meets_level_and_style_but_not_spread_reliability_or_structu
     # (style near 0: meets).
     level = rows(card, "people-like", "level")
     assert (level["mark"] == sc.MEETS).all(), level
-    se = (level["high"] - level["low"]) / 3.92
+    se = (level["high"] - level["low"]) / (2 * 1.6448536269514722)     # the 90 % interval
     assert ((level["value"] - pd.Series(expected_g("people-like"))).abs() < 4 * se).all()
     style = rows(card, "people-like", "style")
     assert (style["mark"] == sc.MEETS).all(), style
@@ -271,7 +285,7 @@ def test_people_like_meets_level_and_style_but_not_spread_reliability_or_structu
     assert (spread["mark"] == sc.FALLS_SHORT).all()
     # Built in: independent items, so Cronbach's α near 0 against the people's .65–.75.
     alpha = rows(card, "people-like", "reliability")
-    assert (alpha["value"].abs() < 0.4).all() and (alpha["people"] > 0.6).all()
+    assert ((alpha["value"] + alpha["people"]).abs() < 0.4).all() and (alpha["people"] > 0.6).all()   # value: α − α
     assert (alpha["mark"] == sc.FALLS_SHORT).all()
     # Built in: no covariance among the items, so no factor structure: the invariance sequence does
     # not reach scalar invariance (or the model cannot be fitted), and no latent mean is compared.
@@ -281,9 +295,12 @@ def test_people_like_meets_level_and_style_but_not_spread_reliability_or_structu
 
 def test_people_like_is_told_apart_by_its_missing_covariance(card):
     # Built in: the marginals are the people's, only the way items go together is missing; the
-    # non-linear classifier picks that up: AUC above the .60 allowed (falls short).
+    # non-linear classifier picks that up a little: AUC above the .60 allowed — but 150 tested per side
+    # cannot place it above .60 with 90 % confidence, so the verdict says it cannot tell yet (falls
+    # short only once the whole interval lies above .60).
     auc = rows(card, "people-like", "distinguishable").iloc[0]
-    assert auc["value"] > sc.AUC_MAX and auc["mark"] == sc.FALLS_SHORT
+    assert auc["value"] > sc.AUC_MAX and auc["mark"] != sc.MEETS
+    assert auc["mark"] == (sc.FALLS_SHORT if auc["low"] > sc.AUC_MAX else sc.INCONCLUSIVE)
     assert auc["value"] < 0.85        # … far less than a shift of the answers (style, random) gives
 
 
@@ -295,7 +312,7 @@ def test_style_gap_is_a_response_style_of_about_one_option_on_every_subscale(car
     # value computed from the people's item means within 4 SE, and it falls short.
     style = rows(card, "style", "style")
     expected = pd.Series(expected_style(1))
-    se = (style["high"] - style["low"]) / 3.92
+    se = (style["high"] - style["low"]) / (2 * 1.6448536269514722)     # the 90 % interval
     assert style["value"].between(0.7, 1.0).all() and (style["low"] > 0).all(), style
     assert ((style["value"] - expected).abs() < 4 * se).all(), (style, expected)
     assert (style["mark"] == sc.FALLS_SHORT).all()
@@ -310,10 +327,11 @@ def test_style_misses_the_level_where_forward_items_outnumber_reversed_ones(card
     # 3 reversed) nearly cancels out, so level meets there though every answer moved — which is
     # why the style criterion is there.
     level = rows(card, "style", "level")
-    se = (level["high"] - level["low"]) / 3.92
+    se = (level["high"] - level["low"]) / (2 * 1.6448536269514722)     # the 90 % interval
     assert ((level["value"] - pd.Series(expected_g("style"))).abs() < 4 * se).all(), level
-    for sub in ("PT", "FS", "PD"):
-        assert level.loc[sub, "value"] > 0 and level.loc[sub, "mark"] == sc.FALLS_SHORT, sub
+    for sub in ("PT", "FS", "PD"):           # FS's g (about .37) is too near the bound to say more than "not meets"
+        assert level.loc[sub, "value"] > 0 and level.loc[sub, "mark"] != sc.MEETS, sub
+    assert level.loc["PT", "mark"] == level.loc["PD", "mark"] == sc.FALLS_SHORT
     assert level.loc["EC", "mark"] == sc.MEETS
     # The same independent draws as people-like: spread and reliability fall short too, and a
     # classifier tells these answers from people's almost perfectly (nobody answers A).
@@ -348,26 +366,32 @@ def test_the_verdict_does_not_call_random_answers_a_response_style(verdict_run, 
 def test_the_uses_sentences_name_who_can_stand_in_for_the_means(verdict_run):
     # Built in: only people-like has the people's item means.
     readings = verdict_of(verdict_run).readings
-    means = [r for r in readings if r.startswith("Estimating people's subscale means:")]
-    assert len(means) == 1 and means[0].startswith("Estimating people's subscale means: people-like can stand in;")
+    means = [r for r in readings if r.startswith("Estimating people's subscale means")]
+    # Each sentence names the people, from the human data's codebook.
+    who = "(against 1,973 young adults in Belgium, answering in French (Briganti et al., 2018))"
+    assert len(means) == 1 and means[0].startswith(f"Estimating people's subscale means {who}"), means
+    assert ": people-like can stand in;" in means[0]
     assert "style: g = " in means[0] and "random: g = " in means[0]
     # Built in: no backend has the people's covariance: none stands in for spread, reliability and
-    # structure, nor answers indistinguishably.
-    for use in ("Reproducing people's spread, reliability and factor structure:",
-                "Answering indistinguishably from people:"):
-        said = [r for r in readings if r.startswith(use)]
-        assert len(said) == 1 and said[0].startswith(f"{use} no model can stand in ("), said
+    # structure. A classifier tells style and random apart; people-like it cannot place above .60 yet,
+    # and the sentence says how many personas would decide it.
+    said = [r for r in readings if r.startswith("Reproducing people's spread, reliability and factor structure")]
+    assert len(said) == 1 and ": no model can stand in (" in said[0], said
+    said = [r for r in readings if r.startswith("Answering indistinguishably from people")]
+    assert len(said) == 1 and ": cannot (style: AUC = " in said[0] and "random: AUC = " in said[0], said
+    assert re.search(r"cannot tell yet \(people-like: about [\d,]+ personas would decide it", said[0]), said
 
 
 # --- random: uniform over the five options ---------------------------------------------------------
 
 def test_random_answers_fall_short_of_the_people(card):
     # Built in: every option equally often, item mean 2: subscale means 1.7 to 5.3 points from the
-    # people's (g from −1.2 to +0.4): level falls short on every subscale.
+    # people's (g from −1.2 to +0.4): level falls short on PT, FS and EC; PD's +0.4 lies too near the
+    # bound to fall short with the four subscales allowed for.
     level = rows(card, "random", "level")
-    se = (level["high"] - level["low"]) / 3.92
+    se = (level["high"] - level["low"]) / (2 * 1.6448536269514722)     # the 90 % interval
     assert ((level["value"] - pd.Series(expected_g("random"))).abs() < 4 * se).all(), level
-    assert (level["mark"] == sc.FALLS_SHORT).all()
+    assert (level.loc[["PT", "FS", "EC"], "mark"] == sc.FALLS_SHORT).all() and level.loc["PD", "mark"] != sc.MEETS
     # Built in: independent items: α near 0, no structure, and a classifier tells them apart.
     assert (rows(card, "random", "reliability")["mark"] == sc.FALLS_SHORT).all()
     for criterion in ("structure", "latent_mean"):
@@ -380,10 +404,10 @@ def test_random_answers_fall_short_of_the_people(card):
     spread = rows(card, "random", "spread")
     expected = pd.Series(expected_sd_ratio("random"))
     assert (np.log(spread["value"] / expected).abs() < 4 * se_log_sd_ratio(N_PERSONAS)).all(), (spread, expected)
-    # Relations: the personas' gender effects and subscale correlations are 0 by design, so each
-    # sign agrees with the people's by chance (half the time): the share is not asserted (see the
-    # report on the relations criterion).
-    assert rows(card, "random", "relations")["value"].between(0, 1).all()
+    # Relations: the personas' subscale intercorrelations are 0 by design; the people's FS–EC and
+    # EC–PD (about .3) are not: those differences lie beyond ±.15, so relations fall short.
+    relations = rows(card, "random", "relations")
+    assert sc.FALLS_SHORT in set(relations["mark"]), relations
 
 
 # --- the written report ------------------------------------------------------------------------------
@@ -396,8 +420,8 @@ def test_the_written_report_puts_the_verdict_before_the_methods(verdict_run, car
     assert nav.index(TITLE) < nav.index("Methods</a>")
     assert md.index(f"## {TITLE}") < md.index("## Methods (generated: paste and edit)") < md.index("## Study")
     verdict_md = md[md.index(f"## {TITLE}"):md.index("## Methods")]
-    assert "*Scorecard: iri, each model against people (1,973 people)*" in verdict_md
-    assert "Cut-offs: " in verdict_md
+    assert "*Scorecard: iri, each model against people (1,973 young adults in Belgium" in verdict_md
+    assert "Marks: meets (the 90 % interval inside the region)" in verdict_md
     # The scorecard's full table is Table 1, written as CSV beside the report, every row of it.
     name = table_files(verdict_run["sections"])[0]
     assert f"Full table: [{name}]({name})" in verdict_md

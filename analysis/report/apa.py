@@ -692,12 +692,13 @@ def twin_agreement(summary: pd.DataFrame) -> ApaTable:
     }, {"instrument": "Instrument"}, notes)
 
 
-SCORECARD_HEADERS = {"level": "Level (g)", "spread": "Spread (SD ratio)", "reliability": "Reliability (α)",
+SCORECARD_HEADERS = {"level": "Level (g)", "spread": "Spread (SD ratio)", "reliability": "Reliability (Δα)",
                      "structure": "Structure", "latent_mean": "Latent means (d)",
                      "distinguishable": "Distinguishable (AUC)", "style": "Style (points)",
-                     "relations": "Relations (replicated)", "individuals": "Individuals (twin − others r)",
-                     "worth": "Worth (people per person)"}
-MARK_SIGNS = {"meets": "✓", "falls short": "✗"}
+                     "relations": "Relations (difference)", "individuals": "Individuals (twin − others r)",
+                     "worth": "Worth (people per person)", "change": "Change (g)", "leas_level": "LEAS level (g)",
+                     "accuracy": "Accuracy (g)", "ratings": "Ratings (d)"}
+MARK_SIGNS = {"meets": "✓", "falls short": "✗", "inconclusive": "?"}
 
 
 def _worst(criterion: str, rows: pd.DataFrame) -> pd.Series:
@@ -705,8 +706,8 @@ def _worst(criterion: str, rows: pd.DataFrame) -> pd.Series:
     value = rows["value"].astype(float)
     with np.errstate(divide="ignore", invalid="ignore"):     # an SD ratio of 0: infinitely far
         log_ratio = np.log(value).abs()
-    far = {"spread": log_ratio, "reliability": (value - rows["people"].astype(float)).abs(),
-           "worth": -value}.get(criterion, value.abs())
+    far = {"spread": log_ratio, "worth": -value, "distinguishable": value,
+           "individuals": -value}.get(criterion, value.abs())
     return rows.loc[far.idxmax()]
 
 
@@ -715,27 +716,27 @@ def _scorecard_cell(criterion: str, rows: pd.DataFrame) -> str:
     estimated = rows[rows["mark"] != "not estimable"]
     if estimated.empty:
         return "not estimable"
-    bounded = criterion in ("reliability", "distinguishable", "relations")
-    worst = _worst(criterion, estimated)
-    figure = fmt_r(worst["value"]) if bounded else fmt_num(worst["value"])
+    # The rows' marks combined as the verdict combines them (equivalence.combine_marks).
+    marks = set(rows["mark"])
+    mark = ("falls short" if "falls short" in marks else "meets" if marks == {"meets"} else "inconclusive")
+    decided = estimated[estimated["mark"] == mark] if mark != "inconclusive" else estimated
+    worst = _worst(criterion, decided if len(decided) else estimated)
+    figure = fmt_r(worst["value"]) if criterion == "distinguishable" else fmt_num(worst["value"])
     if criterion == "structure":
         figure = f"{worst['level'] or 'none'}, CFI {fmt_r(worst['value'], 3)}"
-    elif criterion == "relations":
-        figure = f"{figure} of {int(worst['people'])}"
-    elif criterion == "reliability":
-        figure = f"{figure} vs {fmt_r(worst['people'])}"
     if worst["subscale"]:
         figure += f" ({worst['subscale']})"
     meets = int((estimated["mark"] == "meets").sum())
-    all_meet = meets == len(estimated)
-    count = f", {meets}/{len(estimated)} meet" if len(rows) > 1 else ""
-    return f"{MARK_SIGNS['meets' if all_meet else 'falls short']} {figure}{count}"
+    count = f", {meets}/{len(rows)} meet" if len(rows) > 1 else ""
+    return f"{MARK_SIGNS[mark]} {figure}{count}"
 
 
 def scorecard_view(frame: pd.DataFrame) -> ApaTable:
     """The scorecard (:func:`psyq.analysis.statistics.scorecard.scorecard`) as one row per backend and
-    instrument, one column per criterion: ✓ when every subscale meets its cut-off, ✗ otherwise, with
-    the figure furthest from people's (and its subscale) and how many subscales meet.
+    instrument, one column per criterion: ✓ when every row meets (its 90 % interval inside the region),
+    ✗ when one falls short (wholly outside), ? when the data cannot decide yet, with the figure
+    furthest from people's among the rows that decide the mark (and its subscale or effect) and how
+    many rows meet.
 
     Example
     -------
@@ -751,8 +752,10 @@ def scorecard_view(frame: pd.DataFrame) -> ApaTable:
         for criterion, rows in part.groupby("criterion", sort=False):
             row[SCORECARD_HEADERS.get(criterion, criterion)] = _scorecard_cell(criterion, rows)
         cells.append(row)
-    notes = ["✓ every subscale meets the cut-off; ✗ at least one falls short; the figure is the one furthest "
-             "from people's, with its subscale; not estimable: see the full table's note column."]
+    notes = ["✓ every row meets (its 90 % interval inside the region); ✗ at least one falls short (wholly "
+             "outside); ? the data cannot decide yet (an interval astride a bound); the figure is the one furthest "
+             "from people's among the rows deciding the mark, with its subscale or effect; not estimable: see the "
+             "full table's note column."]
     return ApaTable(pd.DataFrame(cells).fillna(""), notes)
 
 

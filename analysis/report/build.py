@@ -31,14 +31,17 @@ from psyq.analysis.report import methods
 from psyq.analysis.report.context import ReportContext
 from psyq.analysis.report.render import TABLE_DIR, FigureImages, full_frame, render_html, render_markdown, table_files
 from psyq.analysis.report.section import Section
-from psyq.analysis.report.sections import report_sections
-from psyq.analysis.report.sections.change import change_section, emotionbench_part
+from psyq.analysis.report.sections import report_section, report_sections
+from psyq.analysis.report.sections.change import add_change_card, change_section, emotionbench_part
 from psyq.analysis.scoring.human_data import HumanData
 
 
-def _imported_sections(run_path: Path, human_change: str | Path | None) -> tuple[dict[str, Any], list[Section]]:
+def _imported_sections(run_path: Path, human_change: str | Path | None, *, bound: float = 0.3,
+                       warn: Callable[[str], None] | None = None) -> tuple[dict[str, Any], list[Section]]:
     """(facts, sections) of an imported run (engine/results/imported_run.py: scores psyq did not collect,
-    e.g. ``psyq import emotionbench-results``): what was imported, then the change section."""
+    e.g. ``psyq import emotionbench-results``): what was imported, then the change section; the verdict
+    section, when it applies, is given the change card (in a context of the imported run,
+    :meth:`ReportContext.of_imported_run`) and shown first."""
     from psyq.engine.results.imported_run import read_imported_run
 
     from psyq.analysis.scoring.human_data import read_human_change_csv
@@ -62,7 +65,12 @@ def _imported_sections(run_path: Path, human_change: str | Path | None) -> tuple
     own_readings, own_tables = emotionbench_part(manifest, scores)   # EmotionBench's own comparison, beside psyq's
     change.readings.extend(own_readings)
     change.tables.extend(own_tables)
-    return facts, [study, change]
+    report = ReportContext.of_imported_run(run_path, manifest, scores, bound=bound, warn=warn,
+                                           human_change=Path(human_change) if human_change is not None else None)
+    add_change_card(report, scores, humans)
+    verdict = report_section("verdict")
+    lead = verdict.sections(report) if verdict.applies(report) else []
+    return facts, [*lead, study, change]
 
 
 def _context(run_path: str | Path, people: Mapping[str, HumanData], targets: Mapping[str, str | Path],
@@ -165,7 +173,7 @@ def _build(run_path: str | Path, *, people: Mapping[str, HumanData] | None = Non
     (:class:`Built`). `built` is handed each section as soon as it is built (the report starts
     drawing its figures)."""
     if is_imported_run(run_path):   # scores psyq did not collect (engine/results/imported_run.py)
-        return Built(*_imported_sections(Path(run_path), human_change), None, None)
+        return Built(*_imported_sections(Path(run_path), human_change, bound=bound, warn=warn), None, None)
     # The report's matrices are small: BLAS threads only wait for each other (up to ten times slower on a
     # busy two-core machine: statsmodels' factor analyses, the invariance fits' robust statistics).
     with threadpool_limits(limits=1, user_api="blas"):

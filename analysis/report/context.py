@@ -6,7 +6,8 @@ The sections (:mod:`psyq.analysis.report.sections`) read what they need from one
 fidelity section reuses); the people's answers per instrument (:class:`HumanData`), read and
 checked before the run's answers are exported (:mod:`psyq.analysis.report.build`), for the
 comparison, construct-validity, same-construct, twins and verdict sections. Nothing is set on a
-context after it is built.
+context after it is built; what sections share as they are built is added to its two collections,
+:attr:`ReportContext.invariance_fits` and :attr:`ReportContext.design_cards` (read by the verdict).
 
 Example:
     >>> from psyq.engine.store.run_dir import open_run_dir
@@ -147,7 +148,8 @@ class ReportContext:
 
     run_path: Path
     manifest: dict[str, Any]
-    table: pd.DataFrame                                  # the exported answers (export_table, in_study_order)
+    table: pd.DataFrame                                  # the exported answers (export_table, in_study_order);
+                                                         # an imported run's stage scores (of_imported_run)
     instruments: Mapping[str, Instrument]
     judgements: pd.DataFrame                             # read_judgements
     people: Mapping[str, HumanData] = field(default_factory=dict)   # questionnaires' people's data
@@ -167,6 +169,10 @@ class ReportContext:
     # Invariance fits shared by the sections that need them: (instrument id, backend id) -> the frame of
     # measurement_invariance (the same-construct section fits the first backend; the verdict reuses it).
     invariance_fits: dict[tuple[str, str], pd.DataFrame] = field(default_factory=dict)
+    # The scorecards of the designs other than questionnaires (psyq.analysis.statistics.design_verdict), one
+    # frame each, appended by the section of the design as it is built (change, LEAS levels, empathic
+    # accuracy, rated replies); the verdict, built last, reads them.
+    design_cards: list[pd.DataFrame] = field(default_factory=list)
 
     @classmethod
     def of_run(cls, run: RunDir, instruments: Mapping[str, Instrument] | None = None, *,
@@ -186,6 +192,17 @@ class ReportContext:
                    read_judgements(run.path), people=people, human_items=human_items, retests=retests,
                    kind_people=kind_people, targets=targets, human_change=human_change, norm_samples=norm_samples,
                    bound=bound, correction=correction, estimator=estimator, warn=warn)
+
+    @classmethod
+    def of_imported_run(cls, run_path: str | Path, manifest: dict[str, Any], scores: pd.DataFrame, *,
+                        human_change: Path | None = None, bound: float = 0.3,
+                        warn: Callable[[str], None] | None = None) -> ReportContext:
+        """The context of an imported run (:mod:`psyq.engine.results.imported_run`: scores psyq did not
+        collect): no answers, no instruments, no judgements; its `table` is the imported stage scores, so
+        the context is :attr:`staged`. It carries what the change section computed (``design_cards``) to
+        the verdict."""
+        return cls(Path(run_path), manifest, scores, {}, pd.DataFrame(), human_change=human_change, bound=bound,
+                   warn=warn)
 
     def say(self, message: str) -> None:
         """Pass a warning the report shows to the caller's `warn` as well (e.g. stderr)."""
@@ -227,7 +244,10 @@ class ReportContext:
 
     @cached_property
     def norm_comparison(self) -> pd.DataFrame:
-        """The cohort against the chosen norm samples (:func:`norms.compare_with_norms`)."""
+        """The cohort against the chosen norm samples (:func:`norms.compare_with_norms`); no rows for a
+        run without scores (a staged or imported run: its scores are change scores)."""
+        if self.scores.empty:
+            return pd.DataFrame(columns=norms.COLUMNS)
         try:
             return norms.compare_with_norms(self.scores, self.instruments, bound=self.bound,
                                             correction=self.correction, samples=self.choice)

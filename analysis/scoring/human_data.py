@@ -30,6 +30,7 @@ from pathlib import Path
 import pandas as pd
 
 from psyq.engine.design.instrument import Instrument
+from psyq.engine.files.codebook import codebook_beside, load_codebook
 from psyq.engine.files.csvfile import read_csv_table
 from psyq.engine.files.errors import InputError, Problem
 from psyq.engine.files.shipped import locate
@@ -76,6 +77,22 @@ class HumanData:
         if self.retest is None:
             return None
         return self._once(self.retest, instrument, self.retest_keyed)
+
+    def who(self, n: int | None = None) -> str:
+        """Who the people are, in a phrase, from the codebook's ``people:`` (given or found beside
+        the file); when it has none, their file's name and a request to say who they are.
+
+        Example:
+            >>> print(human_data({"iri": "iri_briganti2018_keyed"})["iri"].who(1973))
+            1,973 young adults in Belgium, answering in French (Briganti et al., 2018)
+        """
+        path = self.codebook or codebook_beside(self.file)
+        people = load_codebook(path).spec.people if path is not None else None
+        if people is not None:
+            return people.said(n)
+        count = f"{n:,} " if n is not None else ""
+        return (f"{count}people of {self.file.name} (who they are is not stated: add `people:` with who, where "
+                f"and language to its codebook, docs/comparing.md#codebooks)")
 
     def _once(self, file: Path, instrument: Instrument, keyed: bool) -> pd.DataFrame:
         for read_file, read_instrument, frame in self._read:

@@ -169,7 +169,7 @@ def _listed(ids: Sequence[str]) -> str:
 
 
 def _compare(cohort: np.ndarray, people: np.ndarray, items: list[str], holdout: float, permutations: int,
-             seed: int) -> tuple[dict, pd.DataFrame | None]:
+             seed: int, confidence: float = LEVEL) -> tuple[dict, pd.DataFrame | None]:
     """One row: the cohort's answer matrix against the people's (rows with at least one answer),
     and the test respondents' scores (None when not estimable)."""
     n_c, n_p = len(cohort), len(people)
@@ -218,7 +218,7 @@ def _compare(cohort: np.ndarray, people: np.ndarray, items: list[str], holdout: 
     # Simultaneous 95 % intervals for both AUCs (Bonferroni: each at 97.5 %): whenever both cover,
     # the better classifier's AUC, max(θ_linear, θ_nonlinear), lies in [max of the lower bounds,
     # max of the upper bounds].
-    z = stats.norm.ppf(1 - (1 - LEVEL) / (2 * len(CLASSIFIERS)))
+    z = stats.norm.ppf(1 - (1 - confidence) / (2 * len(CLASSIFIERS)))
     se = np.sqrt(np.clip(np.diag(cov), 0, None))
     low, high = np.clip(auc - z * se, 0, 1), np.clip(auc + z * se, 0, 1)
     permuted = _permuted_max_auc(scores, y_test, permutations, rng)
@@ -237,7 +237,7 @@ def _compare(cohort: np.ndarray, people: np.ndarray, items: list[str], holdout: 
 
 def distinguishability(cohort_items: pd.DataFrame, human_items: pd.DataFrame, items: Instrument | Sequence[str],
                        *, by: str | None = None, holdout: float = 0.5, permutations: int = 1000,
-                       seed: int = 0) -> pd.DataFrame:
+                       seed: int = 0, confidence: float = LEVEL) -> pd.DataFrame:
     """How well a classifier tells the cohort's answers from the people's: the held-out AUC of the
     better of two classifiers, with a 95 % CI and a permutation p (a classifier two-sample test,
     Lopez-Paz & Oquab, 2017).
@@ -262,6 +262,9 @@ def distinguishability(cohort_items: pd.DataFrame, human_items: pd.DataFrame, it
     seed : int
         Seeds the subsampling, the split, the trees' validation tenth and the permutations: the
         same seed gives the same frame.
+    confidence : float
+        The simultaneous level of ``auc_low``/``auc_high`` (default .95; the verdict reads it at
+        .90, TOST at α = .05).
 
     Returns
     -------
@@ -363,7 +366,7 @@ def distinguishability(cohort_items: pd.DataFrame, human_items: pd.DataFrame, it
     rows, held_out = [], []
     for level, frame in groups:
         cohort, silent_cohort = answers(frame)
-        row, scores = _compare(cohort, people, ids, holdout, permutations, seed)
+        row, scores = _compare(cohort, people, ids, holdout, permutations, seed, confidence)
         held_out.append(scores)
         left_out = [f"{k} {side} respondent(s) without any answer left out"
                     for k, side in ((silent_cohort, "cohort"), (silent_people, "people")) if k]

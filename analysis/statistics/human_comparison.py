@@ -395,7 +395,7 @@ def one_factor_loadings(items: pd.DataFrame) -> pd.Series:
 
 def compare_with_humans(cohort_items: Mapping[str, pd.DataFrame], human_items: Mapping[str, pd.DataFrame],
                         instruments: Mapping[str, Instrument], *,
-                        cohort_weights: pd.Series | None = None) -> pd.DataFrame:
+                        cohort_weights: pd.Series | None = None, congruence: bool = True) -> pd.DataFrame:
     """Every subscale of every instrument: cohort against humans, scored the same way.
 
     Parameters
@@ -409,6 +409,9 @@ def compare_with_humans(cohort_items: Mapping[str, pd.DataFrame], human_items: M
         Weights of the cohort's respondents, indexed by respondent id (e.g. the survey weights of
         the people a cohort of twins was made from). Cohort respondents without a weight (the
         baseline) are left out of the weighted comparison, and the note says how many.
+    congruence : bool
+        False: leave Tucker's φ out (NaN, no note): its two one-factor fits per subscale are most of
+        the time this takes, and the verdict's scorecard does not read it.
 
     Human answers with a ``survey_weight`` column (:data:`psyq.engine.files.codebook.WEIGHT_COLUMN`,
     as :func:`~psyq.analysis.scoring.human_answers.read_answers_csv` keeps a codebook's ``weight:``)
@@ -466,15 +469,15 @@ def compare_with_humans(cohort_items: Mapping[str, pd.DataFrame], human_items: M
             ids = [item.id for item in instrument.subscale_items(subscale.id)]
             alpha_c = cronbach_alpha(keyed_c[ids])[0]
             alpha_h = cronbach_alpha(keyed_h[ids])[0]
-            phi = tucker_phi(one_factor_loadings(keyed_c[ids]).to_numpy(),
-                             one_factor_loadings(keyed_h[ids]).to_numpy())
+            phi = (tucker_phi(one_factor_loadings(keyed_c[ids]).to_numpy(), one_factor_loadings(keyed_h[ids]).to_numpy())
+                   if congruence else np.nan)
             sample = compare_samples(scores_c[subscale.id], scores_h[subscale.id], cohort_weights=cohort_weights,
                                      human_weights=weights_h)
             notes = [*unweighted, *sample_notes(scores_c[subscale.id], scores_h[subscale.id], sample, weighted=bool(side))]
             for name, value, items in (("α cohort", alpha_c, keyed_c[ids]), ("α human", alpha_h, keyed_h[ids])):
                 if np.isnan(value):
                     notes.append(f"{name} not estimable: {alpha_problem(items) or 'no result'}")
-            if np.isnan(phi):
+            if np.isnan(phi) and congruence:
                 why = [f"{side}: {p}" for side, p in (("cohort", omega_problem(keyed_c[ids])),
                                                        ("human", omega_problem(keyed_h[ids]))) if p]
                 notes.append("φ not estimable: " + ("; ".join(why) or "no proper one-factor solution"))

@@ -187,13 +187,13 @@ def _power(measure: str, cohort: _Effect, people: _Effect) -> float:
 
 
 def _row(attribute: str, subscale: str, kind: str, contrast: str, measure: str, cohort: _Effect, people: _Effect,
-         extra: Sequence[str] = ()) -> dict:
+         extra: Sequence[str] = (), confidence: float = CONFIDENCE) -> dict:
     difference = cohort.value - people.value
     if measure == G:
-        half = _z(CONFIDENCE) * math.hypot(cohort.se, people.se)
+        half = _z(confidence) * math.hypot(cohort.se, people.se)
         low, high = difference - half, difference + half
     else:
-        low, high = correlation_difference_ci(cohort.value, cohort.n, people.value, people.n)
+        low, high = correlation_difference_ci(cohort.value, cohort.n, people.value, people.n, confidence)
     same, agree, replicated = _sign_agreement(cohort, people)
     notes = [f"{side}: {e.why}" for side, e in (("cohort", cohort), ("people", people)) if e.why]
     return {"attribute": attribute, "subscale": subscale, "kind": kind, "contrast": contrast, "measure": measure,
@@ -205,14 +205,15 @@ def _row(attribute: str, subscale: str, kind: str, contrast: str, measure: str, 
             "power": _power(measure, cohort, people) if np.isfinite(people.value) else math.nan, "note": "; ".join([*notes, *extra])}
 
 
-def _categorical_rows(attribute: str, cohort: pd.DataFrame, people: pd.DataFrame, subs: list[str]) -> list[dict]:
+def _categorical_rows(attribute: str, cohort: pd.DataFrame, people: pd.DataFrame, subs: list[str],
+                      confidence: float = CONFIDENCE) -> list[dict]:
     lc, lh = _levels(cohort[attribute]).to_numpy(), _levels(people[attribute]).to_numpy()
     seen = {"cohort": set(lc[pd.notna(lc)]), "people": set(lh[pd.notna(lh)])}
     levels = sorted(seen["cohort"] | seen["people"])
     if len(levels) < 2:
         shown = "; ".join(f"{side}: {', '.join(sorted(v)) or 'none'}" for side, v in seen.items())
         return [_row(attribute, s, CATEGORICAL, "", G, _Effect(), _Effect(),
-                     [f"not estimable: {attribute} takes fewer than 2 values ({shown})"]) for s in subs]
+                     [f"not estimable: {attribute} takes fewer than 2 values ({shown})"], confidence) for s in subs]
     if len(levels) == 2:
         reference = levels[0]
     else:
@@ -238,7 +239,8 @@ def _categorical_rows(attribute: str, cohort: pd.DataFrame, people: pd.DataFrame
                 scores = frame[sub].to_numpy(dtype=float)
                 x, y = scores[text == level], scores[text == reference]
                 effects[side] = _hedges_g(x[~np.isnan(x)], y[~np.isnan(y)], level, reference, sub)
-            rows.append(_row(attribute, sub, CATEGORICAL, contrast, G, effects["cohort"], effects["people"], extra))
+            rows.append(_row(attribute, sub, CATEGORICAL, contrast, G, effects["cohort"], effects["people"], extra,
+                             confidence))
     return rows
 
 
@@ -266,7 +268,8 @@ def _resolve(cohort: pd.DataFrame, people: pd.DataFrame, attributes: Sequence[st
 
 
 def relations(cohort_scores: pd.DataFrame, human_scores: pd.DataFrame, attributes: Sequence[str] | None = None, *,
-              subscales: Sequence[str] | None = None, instrument: Instrument | None = None) -> pd.DataFrame:
+              subscales: Sequence[str] | None = None, instrument: Instrument | None = None,
+              confidence: float = CONFIDENCE) -> pd.DataFrame:
     """Each relation of the scores with an attribute or another subscale, among personas beside among people.
 
     Parameters
@@ -290,6 +293,9 @@ def relations(cohort_scores: pd.DataFrame, human_scores: pd.DataFrame, attribute
         Gives the default subscales, and notes a part–whole pair of subscales (a total and one
         of its parts, :func:`psyq.analysis.statistics.validity.part_whole`), whose r is high by
         construction.
+    confidence : float
+        The level of the ``difference`` interval (default .95; the verdict reads it at .90, TOST
+        at α = .05). Each side's own interval, ``replicated`` and ``power`` stay at .95.
 
     Returns
     -------
@@ -373,14 +379,14 @@ def relations(cohort_scores: pd.DataFrame, human_scores: pd.DataFrame, attribute
         if _is_numeric(c_attr) and _is_numeric(h_attr):
             for sub in subs:
                 rows.append(_row(attribute, sub, NUMERIC, "", R, _correlation(c_attr, cohort_scores[sub]),
-                                 _correlation(h_attr, human_scores[sub])))
+                                 _correlation(h_attr, human_scores[sub]), confidence=confidence))
         else:
-            rows.extend(_categorical_rows(attribute, cohort_scores, human_scores, subs))
+            rows.extend(_categorical_rows(attribute, cohort_scores, human_scores, subs, confidence))
     for i, a in enumerate(subs):
         for b in subs[i + 1:]:
             whole = part_whole(instrument, a, b) if instrument is not None else None
             rows.append(_row(b, a, SUBSCALE, "", R, _correlation(cohort_scores[a], cohort_scores[b]),
-                             _correlation(human_scores[a], human_scores[b]), [whole] if whole else []))
+                             _correlation(human_scores[a], human_scores[b]), [whole] if whole else [], confidence))
     out = pd.DataFrame(rows, columns=RELATION_COLUMNS)
     for flag in ("same_sign", "agree", "replicated"):
         out[flag] = out[flag].astype("boolean")

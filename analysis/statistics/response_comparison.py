@@ -162,11 +162,13 @@ def _terms(data: pd.DataFrame, predictors: Sequence[str]) -> str:
     return " + ".join(p if pd.api.types.is_numeric_dtype(data[p]) else f"C({p})" for p in predictors)
 
 
-def fit_with_fallback(data: pd.DataFrame, predictors: Sequence[str]) -> tuple[pd.DataFrame, str, list[str]]:
+def fit_with_fallback(data: pd.DataFrame, predictors: Sequence[str], *, confidence: float = 0.95
+                      ) -> tuple[pd.DataFrame, str, list[str]]:
     """Fit score ~ `predictors` with a random intercept per message (``item_id``); fall back to
     OLS with message fixed effects, then plain OLS. Returns (coefficients other than the
     intercept: ``term, b, b_ci_low, b_ci_high, b_se, p``), the model used, and notes on why a
     fallback was needed. Empty coefficients when not even OLS has residual degrees of freedom.
+    The intervals are at `confidence` (normal for the mixed model, t for OLS, as statsmodels gives them).
 
     Example
     -------
@@ -212,7 +214,8 @@ def fit_with_fallback(data: pd.DataFrame, predictors: Sequence[str]) -> tuple[pd
             elif not np.all(np.isfinite(res.bse[res.model.exog_names])):
                 notes.append("mixed model gave no standard errors (" + "; ".join(problems) + ")")
             else:
-                return _coefficients(res, res.model.exog_names), "mixed model (random intercept per message)", notes
+                return (_coefficients(res, res.model.exog_names, confidence),
+                        "mixed model (random intercept per message)", notes)
         except (ValueError, np.linalg.LinAlgError) as err:
             notes.append(f"mixed model could not be fitted ({err})")
     for label, extra in (("OLS with the message as a fixed effect", " + C(item_id)"), ("OLS", "")):
@@ -223,23 +226,23 @@ def fit_with_fallback(data: pd.DataFrame, predictors: Sequence[str]) -> tuple[pd
             res = smf.ols(formula + extra, data).fit()
         if res.df_resid >= 1 and res.model.rank == res.model.exog.shape[1]:
             names = [n for n in res.model.exog_names if not n.startswith("C(item_id)")]
-            return _coefficients(res, names), label, notes
+            return _coefficients(res, names, confidence), label, notes
     notes.append("not estimable: too few replies for the terms (no residual degrees of freedom)")
     return pd.DataFrame(columns=["term", "b", "b_ci_low", "b_ci_high", "b_se", "p"]), "none", notes
 
 
-def _coefficients(res, names: Sequence[str]) -> pd.DataFrame:
-    ci = res.conf_int()
+def _coefficients(res, names: Sequence[str], confidence: float = 0.95) -> pd.DataFrame:
+    ci = res.conf_int(alpha=1 - confidence)
     keep = [n for n in names if n != "Intercept"]
     return pd.DataFrame({"term": keep, "b": [float(res.params[n]) for n in keep],
                          "b_ci_low": [float(ci.loc[n, 0]) for n in keep], "b_ci_high": [float(ci.loc[n, 1]) for n in keep],
                          "b_se": [float(res.bse[n]) for n in keep], "p": [float(res.pvalues[n]) for n in keep]})
 
 
-def compare_sources(scores: pd.DataFrame) -> pd.DataFrame:
+def compare_sources(scores: pd.DataFrame, *, confidence: float = 0.95) -> pd.DataFrame:
     """Persona replies − reference replies per rubric × dimension × rater kind (columns
-    :data:`COMPARISON_COLUMNS`; ``term`` = "persona − reference"). Without replies of both
-    sources the row says "not estimable" and why.
+    :data:`COMPARISON_COLUMNS`; ``term`` = "persona − reference"), the interval at `confidence`.
+    Without replies of both sources the row says "not estimable" and why.
 
     Example
     -------
@@ -265,7 +268,7 @@ def compare_sources(scores: pd.DataFrame) -> pd.DataFrame:
                                                          "replies were rated"})
             continue
         data = group.assign(persona=(group["source"] == "persona").astype(float))
-        coef, model, notes = fit_with_fallback(data, ["persona"])
+        coef, model, notes = fit_with_fallback(data, ["persona"], confidence=confidence)
         row = base | {"model": model, "note": "; ".join(notes)}
         if not coef.empty:
             row |= coef.iloc[0].drop("term").to_dict()

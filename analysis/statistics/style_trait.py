@@ -51,7 +51,7 @@ small to be shared out: the shares are NaN with a note."""
 LEVEL = 0.95
 
 
-def _welch(c: np.ndarray, h: np.ndarray, what: str) -> tuple[float, float, float, str]:
+def _welch(c: np.ndarray, h: np.ndarray, what: str, confidence: float = LEVEL) -> tuple[float, float, float, str]:
     """mean(c) − mean(h) and its Welch 95 % CI: diff ± t(0.975, ν)·√(s²c/nc + s²h/nh), ν the
     Welch–Satterthwaite df; with the reason in the last element when something is missing."""
     if c.size == 0 or h.size == 0:
@@ -65,7 +65,7 @@ def _welch(c: np.ndarray, h: np.ndarray, what: str) -> tuple[float, float, float
     if se == 0:
         return diff, math.nan, math.nan, f"{what} CI not estimable: no spread on either side"
     df = (vc + vh) ** 2 / (vc ** 2 / (c.size - 1) + vh ** 2 / (h.size - 1))
-    half = float(stats.t.ppf(0.5 + LEVEL / 2, df)) * se
+    half = float(stats.t.ppf(0.5 + confidence / 2, df)) * se
     return diff, diff - half, diff + half, ""
 
 
@@ -87,7 +87,8 @@ def _indices(raw: np.ndarray, forward: np.ndarray, ends: tuple[float, float], mi
             "extreme": extreme, "midpoint": midpoint}
 
 
-def style_and_trait(cohort_items: pd.DataFrame, human_items: pd.DataFrame, instrument: Instrument) -> pd.DataFrame:
+def style_and_trait(cohort_items: pd.DataFrame, human_items: pd.DataFrame, instrument: Instrument, *,
+                    confidence: float = LEVEL) -> pd.DataFrame:
     """Per rating subscale, the cohort − people gap split into a response style shared by forward
     and reversed items and a keyed, trait-like shift, with the extreme and midpoint response styles.
 
@@ -101,7 +102,8 @@ def style_and_trait(cohort_items: pd.DataFrame, human_items: pd.DataFrame, instr
     * the trait index v = (mean raw answer over answered F − mean raw answer over answered R) / 2,
 
     and ``style`` = mean_cohort(u) − mean_people(u), ``trait`` = mean_cohort(v) − mean_people(v),
-    in scale points per item, each with a Welch 95 % CI (``style_low``/``style_high``,
+    in scale points per item, each with a Welch CI at `confidence` (default 95 %; the verdict reads
+    it at 90 %, TOST at α = .05) (``style_low``/``style_high``,
     ``trait_low``/``trait_high``). Respondents who answered items of the subscale but none on one
     side are left out of style and trait (``n_cohort_left_out``, ``n_people_left_out``; ``n_cohort``,
     ``n_people`` are the respondents used).
@@ -195,8 +197,8 @@ def style_and_trait(cohort_items: pd.DataFrame, human_items: pd.DataFrame, instr
             if row["n_cohort_left_out"] or row["n_people_left_out"]:
                 notes.append(f"left out of style and trait (no answered forward or no answered reversed item): "
                              f"{row['n_cohort_left_out']} cohort, {row['n_people_left_out']} people respondents")
-            style, s_low, s_high, s_note = _welch(cohort["u"][split_c], people["u"][split_p], "style")
-            trait, t_low, t_high, t_note = _welch(cohort["v"][split_c], people["v"][split_p], "trait")
+            style, s_low, s_high, s_note = _welch(cohort["u"][split_c], people["u"][split_p], "style", confidence)
+            trait, t_low, t_high, t_note = _welch(cohort["v"][split_c], people["v"][split_p], "trait", confidence)
             notes += [n for n in (s_note, t_note) if n]
             style_part = style * (n_f - n_r) / (n_f + n_r)
             gap = trait + style_part
@@ -219,7 +221,7 @@ def style_and_trait(cohort_items: pd.DataFrame, human_items: pd.DataFrame, instr
                 notes.append(f"midpoint not defined: the scale has an even number of options ({len(values)})")
                 diff = low = high = math.nan
             else:
-                diff, low, high, note = _welch(cohort[what][any_c], people[what][any_p], what)
+                diff, low, high, note = _welch(cohort[what][any_c], people[what][any_p], what, confidence)
                 if note:
                     notes.append(note)
             row.update({what: diff, f"{what}_low": low, f"{what}_high": high})

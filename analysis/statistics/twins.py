@@ -300,8 +300,8 @@ BOOTSTRAP_SEED = 20241115
 
 
 def bootstrap_interval(values: np.ndarray, resamples: int = BOOTSTRAP_RESAMPLES,
-                       seed: int = BOOTSTRAP_SEED) -> tuple[float, float, float]:
-    """Mean and percentile-bootstrap 95 % CI over persons (persons resampled with replacement,
+                       seed: int = BOOTSTRAP_SEED, confidence: float = 0.95) -> tuple[float, float, float]:
+    """Mean and percentile-bootstrap CI at `confidence` (default 95 %) over persons (persons resampled with replacement,
     `resamples` times, from a seeded generator); the CI is missing below 2 persons. Unlike a t-based
     interval it stays within the values' range (a share within 0–1, r within ±1).
 
@@ -321,13 +321,14 @@ def bootstrap_interval(values: np.ndarray, resamples: int = BOOTSTRAP_RESAMPLES,
     for start in range(0, resamples, step):
         size = min(step, resamples - start)
         means[start:start + size] = values[rng.integers(0, n, size=(size, n))].mean(axis=1)
-    low, high = np.percentile(means, [2.5, 97.5])
+    tail = 50 * (1 - confidence)
+    low, high = np.percentile(means, [tail, 100 - tail])
     return mean, float(low), float(high)
 
 
-def twin_summary(agreement: pd.DataFrame) -> pd.DataFrame:
+def twin_summary(agreement: pd.DataFrame, *, confidence: float = 0.95) -> pd.DataFrame:
     """Each metric × comparison averaged over persons: ``mean``, ``ci_low``, ``ci_high`` (percentile
-    bootstrap 95 % CI over persons, :func:`bootstrap_interval`), ``n`` (persons with a value), ``not_estimable`` (persons without one) and
+    bootstrap CI at `confidence`, default 95 %, over persons, :func:`bootstrap_interval`), ``n`` (persons with a value), ``not_estimable`` (persons without one) and
     ``note`` (why; "not estimable: …" when fewer than 2 persons have a value, and then ``mean``
     is missing too). The comparison ``twin_minus_others`` is the per-person difference own twin −
     other twins (paired), the twin-specific signal; for an absolute error a negative difference
@@ -375,7 +376,7 @@ def twin_summary(agreement: pd.DataFrame) -> pd.DataFrame:
                         f" ({note})" if note else "")
                     mean = low = high = np.nan
                 else:
-                    mean, low, high = bootstrap_interval(values)
+                    mean, low, high = bootstrap_interval(values, confidence=confidence)
                 rows.append({"instrument": inst, "metric": metric, "comparison": comparison, "mean": mean,
                              "ci_low": low, "ci_high": high, "n": len(values), "not_estimable": int(missing.sum()),
                              "note": note})

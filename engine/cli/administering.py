@@ -7,9 +7,10 @@ import json
 import sys
 from pathlib import Path
 
+from psyq.engine.files.errors import InputError
 from psyq.engine.cli.common import (EXIT_INTERRUPTED, EXIT_LOCKED, EXIT_OK, EXIT_REFUSED, EXIT_TRIALS_FAILED,
                                     EXIT_UNREACHABLE, non_negative_float, non_negative_int, positive_float,
-                                    positive_int)
+                                    positive_int, id_paths)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -144,13 +145,62 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if study.spec.stages:
         plan.notes.append(PREVIEW_NOTE)
     done = sum(t.trial_id in finished for t in trials)
+    power = _verdict_power(args, study)
     if args.json:
         print(json.dumps({**plan.to_json(), "already_finished": done,
-                          "overrides": [o.to_json() for o in overridden.overrides]}, indent=2, ensure_ascii=False))
+                          "overrides": [o.to_json() for o in overridden.overrides],
+                          **({"verdict_power": power} if power is not None else {})}, indent=2, ensure_ascii=False))
     else:
         print("\n".join(plan_lines(plan, study.protocol.reask_limit, study.protocol.answer == "logprobs",
                                     done, finished_note)))
+        if power is not None:
+            print("\n".join(_power_lines(power)))
     return EXIT_OK
+
+
+def _verdict_power(args: argparse.Namespace, study) -> dict | None:
+    """With --human INSTRUMENT=FILE: per instrument, how often a cohort of the study's size that truly
+    stood in for those people would be marked meets / falls short per criterion, and the cohort size
+    that meets in 80 % of draws (psyq.verdict_power, the people resampled)."""
+    if not getattr(args, "human", None):
+        return None
+    from psyq.analysis.scoring.human_data import human_data
+    from psyq.analysis.statistics.verdict_power import DEFAULT_GRID, verdict_power
+
+    people = human_data(id_paths(args.human, "--human"))
+    instruments = {i.id: i for i in study.instruments}
+    unknown = sorted(set(people) - set(instruments))
+    if unknown:
+        raise InputError.single(", ".join(unknown), f"--human names no instrument of the study "
+                                                    f"(its instruments: {', '.join(instruments)})")
+    n = sum(p.id != "baseline" for p in study.cohort.personas)
+    out = {}
+    for inst_id, data in people.items():
+        answers = data.answers(instruments[inst_id])
+        sizes = sorted({n, *DEFAULT_GRID} & set(range(2, len(answers) - 1)))
+        print(f"simulating the verdict for {inst_id}: {args.power_reps} draws at each of {len(sizes)} cohort sizes "
+              f"from {len(answers):,} people (about a minute) ...", file=sys.stderr, flush=True)
+        power = verdict_power(answers, instruments[inst_id], sizes, reps=args.power_reps)
+        out[inst_id] = {"people": data.who(len(answers)), "personas": n, "reps": args.power_reps,
+                        "at_study_size": power[power["n_personas"] == n].drop(columns="n_personas").to_dict("records"),
+                        "needed": power.attrs["needed"].to_dict("records")}
+    return out
+
+
+def _power_lines(power: dict) -> list[str]:
+    lines = []
+    for inst_id, p in power.items():
+        lines += ["", f"Verdict power for {inst_id}, against {p['people']}:",
+                  f"how often {p['personas']} personas that truly stood in for them would be marked (the people "
+                  f"resampled, {p['reps']} draws; psyq.verdict_power; structure not simulated)",
+                  f"  {'criterion':<16} {'meets':>6} {'falls short':>12}   personas for 80 % meets"]
+        needed = {r["criterion"]: r for r in p["needed"]}
+        for r in p["at_study_size"]:
+            need = needed.get(r["criterion"], {})
+            said = (f"{int(need['n_needed']):,}" if need.get("n_needed") == need.get("n_needed") and need.get("n_needed")
+                    else need.get("note", ""))
+            lines.append(f"  {r['criterion']:<16} {r['meets']:>6.0%} {r['falls_short']:>12.0%}   {said}")
+    return lines
 
 
 def _add_backend_override_args(p: argparse.ArgumentParser) -> None:
@@ -289,6 +339,12 @@ def _arguments_run(p: argparse.ArgumentParser) -> None:
 
 def _arguments_plan(p: argparse.ArgumentParser) -> None:
     p.add_argument("study", help="study YAML file")
+    p.add_argument("--human", action="append", metavar="INSTRUMENT=CSV",
+                   help="people's answers to compare with (as for psyq report): also print how often a cohort of "
+                        "the study's size that truly stood in for them would be marked meets or falls short per "
+                        "criterion, and the cohort size each criterion needs (docs/reading-report.md)")
+    p.add_argument("--power-reps", type=positive_int, default=100, metavar="N",
+                   help="draws per cohort size for --human (default 100)")
     p.add_argument("--runs-dir", default="runs", help="where runs go, to leave out trials already finished "
                                                        "(default: runs/; read only)")
     _add_backend_override_args(p)

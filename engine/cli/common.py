@@ -135,3 +135,14 @@ def opened_run(path: str, prompts: str | None = None) -> Iterator[ChosenRun]:
         print(f"psyq: {path}: the run {bundle.record.get('study')}/{bundle.record.get('run_id')} of a bundle, read "
               "from a temporary folder", file=sys.stderr)
         yield ChosenRun(bundle.run, source.parent / source.stem, source)
+
+
+def id_paths(specs: list[str] | None, option: str) -> dict[str, str]:
+    """INSTRUMENT_ID=PATH arguments as a mapping."""
+    out = {}
+    for spec in specs or []:
+        instrument, sep, path = spec.partition("=")
+        if not sep:
+            raise InputError.single(spec, f"{option} takes INSTRUMENT_ID=FILE.csv, e.g. iri=humans.csv")
+        out[instrument] = path
+    return out

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from psyq.engine.cli.common import EXIT_OK, RUN_HELP, chosen_run, opened_run, prorated_summary
+from psyq.engine.cli.common import EXIT_OK, RUN_HELP, chosen_run, id_paths, opened_run, prorated_summary
 from psyq.engine.files.errors import InputError
 
 if TYPE_CHECKING:
@@ -173,17 +173,6 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _id_paths(specs: list[str] | None, option: str) -> dict[str, str]:
-    """INSTRUMENT_ID=PATH arguments as a mapping."""
-    out = {}
-    for spec in specs or []:
-        instrument, sep, path = spec.partition("=")
-        if not sep:
-            raise InputError.single(spec, f"{option} takes INSTRUMENT_ID=FILE.csv, e.g. iri=humans.csv")
-        out[instrument] = path
-    return out
-
-
 def cmd_report(args: argparse.Namespace) -> int:
     from psyq.analysis.scoring.human_data import human_data, input_file
 
@@ -199,11 +188,11 @@ def cmd_report(args: argparse.Namespace) -> int:
             problems.extend(exc.problems)
             return None
 
-    people = checked(lambda: human_data(_id_paths(args.human, "--human"),
-                                        codebooks=_id_paths(args.codebook, "--codebook"),
-                                        retests=_id_paths(args.retest, "--retest")))
+    people = checked(lambda: human_data(id_paths(args.human, "--human"),
+                                        codebooks=id_paths(args.codebook, "--codebook"),
+                                        retests=id_paths(args.retest, "--retest")))
     targets = {i: checked(lambda path=path: input_file(path, "--targets"))
-               for i, path in _id_paths(args.targets, "--targets").items()}
+               for i, path in id_paths(args.targets, "--targets").items()}
     human_change = checked(lambda: input_file(args.human_change, "--human-change")) if args.human_change else None
     with contextlib.ExitStack() as stack:
         chosen = None

@@ -105,12 +105,36 @@ class OptionOrders(StrictModel):
     orders: list[Id] = Field(min_length=1)
 
 
+class People(StrictModel):
+    """Who the people of the data file are, for the sentences that compare personas with them: "1,973
+    young adults in French-speaking Belgium, answering in French (Briganti et al., 2018)"."""
+
+    who: Text                               # "young adults", "US undergraduates"
+    where: Text | None = None               # "French-speaking Belgium"
+    language: Text | None = None            # the language they answered in
+    source: Text | None = None              # the study the data come from
+
+    def said(self, n: int | None = None) -> str:
+        """The people in a phrase.
+
+        Example:
+            >>> People(who="young adults", where="Belgium", language="French", source="Briganti et al., 2018").said(1973)
+            '1,973 young adults in Belgium, answering in French (Briganti et al., 2018)'
+        """
+        count = f"{n:,} " if n is not None else ""
+        place = f" in {self.where}" if self.where else ""
+        language = f", answering in {self.language}" if self.language else ""
+        source = f" ({self.source})" if self.source else ""
+        return f"{count}{self.who}{place}{language}{source}"
+
+
 class CodebookSpec(StrictModel):
     """A codebook file (format ``codebook/1``)."""
 
     psyq: Literal["codebook/1"]
     instrument: Id | None = None
     describes: Text | None = None          # the data file it describes, for the reader
+    people: People | None = None            # who answered: named in every verdict sentence
     keyed: bool | None = None
     columns: Columns = Field(default_factory=Columns)
     values: dict[Id, dict[Code, Code]] = Field(default_factory=dict)

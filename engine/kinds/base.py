@@ -46,6 +46,10 @@ class ItemKind:
     """The pydantic model of one item of this kind, with `kind: Literal[<name>]`."""
     scores: ClassVar[tuple[str, ...]] = ()
     """The subscale `score:` rules that score items of this kind."""
+    score_metrics: ClassVar[dict[str, str]] = {}
+    """The metric of each of :attr:`scores` as a norm sample's `metric` names it: ``sum`` (a sum over
+    the subscale's items) or ``mean`` (their mean), so that a norm on the other metric is converted; a
+    rule left out is neither (e.g. a correlation), and its norms are compared as they are."""
     plan_rank: ClassVar[int] = 0
     """Where this kind's trials come among an instrument's trials (lower first)."""
     instrument_fields: ClassVar[dict[str, tuple[Any, Any]]] = {}

@@ -47,6 +47,7 @@ class Rating(ItemKind):
     name = "rating"
     model = Item
     scores = RATING_SCORES
+    score_metrics = {"sum": "sum", "mean": "mean"}
     plan_rank = 1     # after the instrument's items of rank 0, before those of the response kind (3)
 
     def check_instrument(self, inst: "Instrument", doc: YamlDocument) -> list[Problem]:

@@ -22,9 +22,12 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from psyq.engine.design.persona import BASELINE
+
 from psyq.analysis.report import apa
 from psyq.analysis.statistics.change import (EB_ALPHA, OVERALL, change_scores, compare_change_with_humans,
     emotionbench_comparison, human_paired_change, paired_change, per_person)
+from psyq.analysis.statistics.design_verdict import change_scorecard
 from psyq.analysis.report.context import ReportContext
 from psyq.analysis.report.section import ReportSection, Section, Table
 from psyq.analysis.report.plots import (NORM_COLOUR, new_figure, is_finite, legend_columns, message_figure, series_style,
@@ -296,10 +299,21 @@ def emotionbench_part(manifest: dict[str, Any], scores: pd.DataFrame) -> tuple[l
                             "(two-sample t), per factor, emotion and overall", table)]
 
 
+def add_change_card(report: ReportContext, scores: pd.DataFrame, humans: pd.DataFrame | None) -> None:
+    """Append the verdict's ``change`` card (:func:`psyq.analysis.statistics.design_verdict.change_scorecard`:
+    the personas' change per emotion against people's, ``not estimable`` rows without people's change) to
+    ``report.design_cards``, when any change score could be computed. The model answering as itself (the
+    baseline respondent) is one respondent, not a cohort, and is left out, as in the questionnaires' verdict."""
+    changes = change_scores(scores[scores["respondent_id"].astype(str) != BASELINE.id]).changes
+    if not changes.empty:
+        report.design_cards.append(change_scorecard(changes, humans, bound=report.bound))
+
+
 class ChangeSection(ReportSection):
     """"Change after the evoked situations", the report of a run with stages (measure, evoke,
     measure): change scores, compared with the people's before and after (``--human-change``) when
-    given. Norms, reliability and item analyses are not computed for such a run."""
+    given, and the verdict's ``change`` card (:func:`add_change_card`). Norms, reliability and item
+    analyses are not computed for such a run."""
 
     name = "change"
 
@@ -311,7 +325,9 @@ class ChangeSection(ReportSection):
         from psyq.analysis.scoring.human_data import read_human_change_csv
 
         humans = read_human_change_csv(report.human_change) if report.human_change is not None else None
-        section = change_section(load_stage_scores(report.run_path), humans)
+        scores = load_stage_scores(report.run_path)
+        section = change_section(scores, humans)
         section.readings.append("Norm comparison, reliability and item analyses are not computed for a run with "
                                 "stages: each respondent answers the measure once per stage and situation.")
+        add_change_card(report, scores, humans)
         return [section]

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from psyq.engine.design.persona import BASELINE
 from psyq.engine.kinds import instruments_with
 from psyq.engine.judging.perturbed_replies import read_log
 from psyq.engine.store.ratings import read_ratings
@@ -34,6 +35,7 @@ from psyq.engine.files.yamlfile import load_yaml
 from psyq.analysis.report import apa
 from psyq.analysis.report.plots import new_figure, message_figure, series_style
 from psyq.analysis.report.sections.robustness import robustness_sections
+from psyq.analysis.statistics.design_verdict import ratings_scorecard
 from psyq.analysis.statistics.rater_agreement import alpha_table, icc_table, judge_vs_human
 from psyq.analysis.statistics.response_comparison import (attribute_effects, compare_sources, descriptives,
     target_scores, with_combined)
@@ -66,6 +68,14 @@ def run_perturbation_log(run_path: Path) -> pd.DataFrame | None:
             return None
     with RunStore(database) as store:
         return read_log(store)
+
+
+def trial_respondents(run_path: Path) -> pd.DataFrame:
+    """The backend and respondent of every trial (index ``trial_id``), from the run's store."""
+    database = Path(run_path) / DATABASE
+    with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as db:
+        rows = db.execute("SELECT trial_id, backend_id, respondent_id FROM trials").fetchall()
+    return pd.DataFrame(rows, columns=["trial_id", "backend_id", "respondent_id"]).set_index("trial_id")
 
 
 def persona_attributes(run_path: Path) -> pd.DataFrame:
@@ -174,18 +184,45 @@ class ResponseSection(ReportSection):
             section = Section("Rated replies")
             section.readings.append(f"{', '.join(ids) or 'The replies'}: {no_level_reading(ratings)}")
             return [section]
-        sections = [rated_replies_section(ratings, persona_attributes(report.run_path)), agreement_section(ratings)]
+        scores, how = reply_scores(ratings)
+        sections = [rated_replies_section(ratings, scores, how, persona_attributes(report.run_path)),
+                    agreement_section(ratings)]
+        add_ratings_card(report, ratings, scores)
         # Perturbed texts (psyq perturb) are rated like the others; their section pairs each with its original.
         sections += robustness_sections(ratings, run_perturbation_log(report.run_path))
         return sections
 
 
-def rated_replies_section(ratings: pd.DataFrame, attributes: pd.DataFrame) -> Section:
-    """Descriptives, persona − reference per dimension (mixed model), persona attributes, plot."""
-    section = Section("Rated replies")
+def reply_scores(ratings: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """Every unperturbed reply's score per rubric dimension and combined score, for each kind of rater
+    (:func:`psyq.analysis.statistics.response_comparison.target_scores`), and sentences saying how the
+    combined scores were formed."""
     combined, how = with_combined(ratings, combine_rules(sorted(ratings["rubric_id"].unique())))
     kinds = [k for k in ("judge", "human") if (ratings["rater_kind"] == k).any()]
-    scores = pd.concat([target_scores(combined, k) for k in kinds], ignore_index=True)
+    return pd.concat([target_scores(combined, k) for k in kinds], ignore_index=True), how
+
+
+def add_ratings_card(report: ReportContext, ratings: pd.DataFrame, scores: pd.DataFrame) -> None:
+    """Append the verdict's ``ratings`` card (:func:`psyq.analysis.statistics.design_verdict.ratings_scorecard`)
+    to ``report.design_cards``: each backend's persona replies against the reference replies, per rubric
+    dimension and rater kind, when any persona reply was rated. The model answering as itself (the
+    baseline respondent) is one respondent, not a cohort, and is left out, as in the questionnaires' verdict."""
+    trials = trial_respondents(report.run_path)
+    scores = scores.assign(instrument=scores["response_id"].map(
+                               ratings.drop_duplicates("response_id").set_index("response_id")["instrument"]),
+                           backend_id=scores["trial_id"].map(trials["backend_id"]))
+    baseline = scores["trial_id"].map(trials["respondent_id"]).astype(str) == BASELINE.id
+    scores = scores[~baseline]
+    if (scores["source"] == "persona").any():
+        report.design_cards.append(ratings_scorecard(scores, bound=report.bound))
+
+
+def rated_replies_section(ratings: pd.DataFrame, scores: pd.DataFrame, how: list[str],
+                          attributes: pd.DataFrame) -> Section:
+    """Descriptives, persona − reference per dimension (mixed model), persona attributes, plot, from
+    the replies' scores and how their combined scores were formed (:func:`reply_scores`)."""
+    section = Section("Rated replies")
+    kinds = [k for k in ("judge", "human") if (ratings["rater_kind"] == k).any()]
     original = ratings[ratings["perturbation"].isna()]
     section.readings.append(
         f"{original['response_id'].nunique()} replies ({(original.drop_duplicates('response_id')['source'] == 'persona').sum()} "

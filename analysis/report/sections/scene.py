@@ -11,17 +11,21 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from psyq.engine.design.instrument import Instrument
+from psyq.engine.design.persona import BASELINE
 from psyq.engine.kinds.scene import SceneItem, scene_levels
 from psyq.engine.kinds.scene.leas import DEFAULT_LEXICON, is_scene_answer, load_lexicon
 
+from psyq.analysis.statistics.design_verdict import leas_scorecard
 from psyq.analysis.statistics.lexicon_agreement import judge_lexicon_agreement, lexicon_answer_levels
+from psyq.analysis.statistics.norms import COLUMNS as NORM_COLUMNS, compare_with_norms
 from psyq.analysis.report.apa import say_num, say_p, say_pct
 from psyq.analysis.report.context import ReportContext
 from psyq.analysis.report.section import ReportSection, Section
 
 
 class SceneSection(ReportSection):
-    """The section "Emotional awareness (LEAS-format scenes)", when the run has scene answers."""
+    """The section "Emotional awareness (LEAS-format scenes)", when the run has scene answers, and
+    the verdict's ``leas_level`` card (:func:`add_leas_card`)."""
 
     name = "scene"
     kind = "scene"
@@ -32,7 +36,25 @@ class SceneSection(ReportSection):
             return []
         section = leas_section(levels, report.scores, report.instruments)
         judge_agreement_into(section, report.table, report.judgements)
+        add_leas_card(report, levels)
         return [section]
+
+
+def add_leas_card(report: ReportContext, levels: pd.DataFrame) -> None:
+    """Append the verdict's ``leas_level`` card (:func:`psyq.analysis.statistics.design_verdict.leas_scorecard`)
+    of the instruments with scene answers in `levels` to ``report.design_cards``: the LEAS sums against the
+    instrument's norms (the norm samples the report compares, ``--norms``; the model answering as itself,
+    one respondent, left out as in the questionnaires' verdict), or a ``not estimable`` row saying why none
+    is compared (scenes psyq wrote, or no norm sample)."""
+    leas = {i: report.instruments[i] for i in levels["instrument"].unique()}
+    comparison = pd.DataFrame(columns=NORM_COLUMNS)
+    if any(instrument.norms and instrument.content_source != "psyq" for instrument in leas.values()):
+        scores = report.scores[report.scores["instrument"].isin(leas)
+                               & (report.scores["respondent_id"].astype(str) != BASELINE.id)]
+        comparison = compare_with_norms(scores, report.instruments, bound=report.bound, correction=report.correction,
+                                        samples=report.choice)
+    backends = [str(b) for b in levels["backend_id"].unique()]
+    report.design_cards.append(leas_scorecard(comparison, leas, backends, bound=report.bound))
 
 
 def leas_section(levels: pd.DataFrame, scores: pd.DataFrame, instruments: Mapping[str, Instrument]) -> Section:

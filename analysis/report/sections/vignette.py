@@ -10,11 +10,13 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from psyq.engine.design.instrument import Instrument
+from psyq.engine.design.persona import BASELINE
 from psyq.engine.kinds.vignette.accuracy import (read_perceiver_csv, read_target_reports_csv,
                                                  target_profiles, with_self_reports)
 
 from psyq.analysis.statistics import human_comparison as human
-from psyq.analysis.statistics.empathic_accuracy import (cohort_accuracy, group_summary,
+from psyq.analysis.statistics.design_verdict import accuracy_scorecard
+from psyq.analysis.statistics.empathic_accuracy import (Accuracy, cohort_accuracy, group_summary,
                                                         inference_levels, judged_percent, score_perceivers,
                                                         vignette_summary)
 from psyq.analysis.report.plots import new_figure, message_figure, series_style, in_order
@@ -35,18 +37,40 @@ class VignetteSection(ReportSection):
 
     def sections(self, report: ReportContext) -> list[Section]:
         perceivers = report.kind_people.get(self.kind, {})
-        return [ea_section(report.table, report.instruments[inst_id], report.judgements,
-                           perceivers[inst_id].file if inst_id in perceivers else None, report.targets.get(inst_id))
-                for inst_id in report.kind_instruments(self.kind)]
+        sections = []
+        for inst_id in report.kind_instruments(self.kind):
+            instrument = report.instruments[inst_id]
+            cohort, human_acc = scored_perceivers(report.table, instrument,
+                                                  perceivers[inst_id].file if inst_id in perceivers else None,
+                                                  report.targets.get(inst_id))
+            sections.append(ea_section(instrument, report.judgements, cohort, human_acc))
+            # The verdict's card: the personas' accuracy against the human perceivers' ("not estimable" without);
+            # the model answering as itself is one respondent, not a cohort, left out as in the questionnaires'.
+            personas = cohort.perceivers[cohort.perceivers["respondent_id"].astype(str) != BASELINE.id]
+            report.design_cards.append(accuracy_scorecard(
+                personas, human_acc.perceivers if human_acc is not None else None, instrument=inst_id,
+                design_intended=cohort.design_intended, bound=report.bound))
+        return sections
 
 
-def ea_section(table: pd.DataFrame, instrument: Instrument, judgements: pd.DataFrame,
-               perceivers_csv: str | Path | None, targets_csv: str | Path | None) -> Section:
-    """Accuracy per vignette and overall for the cohort (and human perceivers when given)."""
+def scored_perceivers(table: pd.DataFrame, instrument: Instrument, perceivers_csv: str | Path | None,
+                      targets_csv: str | Path | None) -> tuple[Accuracy, Accuracy | None]:
+    """The cohort's accuracy and the human perceivers' (None without their file), both scored against the
+    instrument's target profiles, the targets' own reports (`targets_csv`) replacing the design's."""
     targets = target_profiles(instrument)
     if targets_csv:
         targets = with_self_reports(targets, read_target_reports_csv(targets_csv, instrument))
     cohort = cohort_accuracy(table, instrument, targets)
+    human_acc = None
+    if perceivers_csv:
+        human_acc = score_perceivers(read_perceiver_csv(perceivers_csv, instrument), targets, ["respondent_id"])
+    return cohort, human_acc
+
+
+def ea_section(instrument: Instrument, judgements: pd.DataFrame, cohort: Accuracy, human_acc: Accuracy | None
+               ) -> Section:
+    """Accuracy per vignette and overall for the cohort (and human perceivers when given), from
+    :func:`scored_perceivers`."""
     name = "agreement with design-intended profiles" if cohort.design_intended else "empathic accuracy"
     section = Section(f"Empathic accuracy (vignettes: {instrument.id})")
     if cohort.design_intended:
@@ -56,10 +80,7 @@ def ea_section(table: pd.DataFrame, instrument: Instrument, judgements: pd.DataF
             "accuracy in Ickes' sense; no human norms exist for them.")
     vignettes = vignette_summary(cohort.vignettes.assign(group=cohort.vignettes["backend_id"]), ["group"])
     overall = group_summary(cohort.perceivers.assign(group=cohort.perceivers["backend_id"]), ["group"])
-    human_acc = None
-    if perceivers_csv:
-        ratings = read_perceiver_csv(perceivers_csv, instrument)
-        human_acc = score_perceivers(ratings, targets, ["respondent_id"])
+    if human_acc is not None:
         vignettes = pd.concat([vignettes, vignette_summary(human_acc.vignettes.assign(group="human perceivers"),
                                                               ["group"])], ignore_index=True)
         overall = pd.concat([overall, group_summary(human_acc.perceivers.assign(group="human perceivers"),
@@ -131,4 +152,4 @@ def vignette_accuracy_chart(summary: pd.DataFrame, label: str = "profile r") -> 
     return fig
 
 
-__all__ = ["VignetteSection", "ea_section", "vignette_accuracy_chart"]
+__all__ = ["VignetteSection", "ea_section", "scored_perceivers", "vignette_accuracy_chart"]

@@ -24,7 +24,8 @@ import numpy as np
 from scipy import stats
 from statsmodels.stats.meta_analysis import effectsize_smd
 
-from psyq.engine.design.instrument import Instrument, NormSample, Subscale
+from psyq.engine.design.instrument import SCORE_KINDS, Instrument, NormSample, Subscale
+from psyq.engine.kinds import get_kind
 
 
 POOLED = "pooled"
@@ -96,10 +97,13 @@ def _subscale(instrument: Instrument, subscale_id: str) -> Subscale:
 
 
 def _metric_factor(instrument: Instrument, sample: NormSample, subscale: Subscale) -> float:
-    """What a norm on `sample.metric` is multiplied by to be on the subscale's own metric."""
-    k = len(instrument.subscale_items(subscale.id))
-    if sample.metric == subscale.score:
+    """What a norm on `sample.metric` is multiplied by to be on the subscale's own metric: the metric
+    its scoring rule has (:attr:`psyq.engine.kinds.ItemKind.score_metrics`; a LEAS total is a sum), and
+    1 for a rule that is neither a sum nor a mean (an accuracy correlation)."""
+    own = get_kind(SCORE_KINDS[subscale.score]).score_metrics.get(subscale.score)
+    if own is None or sample.metric == own:
         return 1.0
+    k = len(instrument.subscale_items(subscale.id))
     return float(k) if sample.metric == "mean" else 1.0 / k
 
 

@@ -159,6 +159,7 @@ class Scene(ItemKind):
     name = "scene"
     model = SceneItem
     scores = tuple(LEAS_RANGES)
+    score_metrics = dict.fromkeys(LEAS_RANGES, "sum")     # sums of the scenes' levels
     judge_placeholders = ("scene", "question", "answer", "levels")
 
     def score_range(self, inst: "Instrument", score: str) -> tuple[float, float] | None:
