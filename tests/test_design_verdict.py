@@ -82,8 +82,8 @@ def test_change_figure_is_hedges_g_of_per_person_change_with_its_90_interval():
     card = change_scorecard(personas, people)
     assert list(card.columns) == COLUMNS
     card = card.set_index("subscale")
-    assert list(card.index) == ["PA (anger)", "PA (fear)"]          # the pooled "overall" row is not judged
-    anger, fear = card.loc["PA (anger)"], card.loc["PA (fear)"]
+    assert list(card.index) == ["PA, anger", "PA, fear"]          # the pooled "overall" row is not judged
+    anger, fear = card.loc["PA, anger"], card.loc["PA, fear"]
     assert figure(anger) == pytest.approx(g_by_hand([-5, -3, -7, -2], [-1, -2, -4, -3]), abs=1e-12)
     assert figure(fear) == pytest.approx(g_by_hand([1, 0, 2], [-1, -3, -2, 0]), abs=1e-12)
     assert (anger["people"], fear["people"]) == (4, 4)
@@ -128,7 +128,7 @@ def test_a_row_falling_short_stands_only_at_the_bonferroni_level_of_its_criterio
     both = change_scorecard(pd.concat([change_frame("m", "anger", "NA", personas),
                                        change_frame("m", "fear", "NA", people)], ignore_index=True),
                             pd.concat([people_frame("anger", "NA", people), people_frame("fear", "NA", people)]))
-    anger = both.set_index("subscale").loc["NA (anger)"]
+    anger = both.set_index("subscale").loc["NA, anger"]
     assert anger["mark"] == "inconclusive" and figure(anger) == pytest.approx(shifted(shift), abs=1e-12)
     assert anger["note"].startswith("outside the region at 90 %, not at 95.0 % (Bonferroni for the 2 rows of this "
                                     "criterion); mean change: personas")
@@ -405,10 +405,10 @@ def test_an_imported_emotionbench_run_reported_with_people_gets_a_change_card(tm
     card = card.set_index("subscale")
     # The model "toy" saw anger only (test_emotionbench_report): PA changes −40, −20, NA +30, +10; the crowd's
     # anger PA changes −10, −10 and NA +10, +20. PA: pooled SD √(200/2) = 10, d = −2, J = 4/7, g = −8/7.
-    assert list(card.index) == ["NA (anger)", "PA (anger)"]
-    assert card.loc["PA (anger)", "value"] == pytest.approx(-8 / 7, abs=1e-12)
-    assert figure(card.loc["PA (anger)"]) == pytest.approx(g_by_hand([-40, -20], [-10, -10]), abs=1e-12)
-    assert figure(card.loc["NA (anger)"]) == pytest.approx(g_by_hand([30, 10], [10, 20]), abs=1e-12)
+    assert list(card.index) == ["NA, anger", "PA, anger"]
+    assert card.loc["PA, anger", "value"] == pytest.approx(-8 / 7, abs=1e-12)
+    assert figure(card.loc["PA, anger"]) == pytest.approx(g_by_hand([-40, -20], [-10, -10]), abs=1e-12)
+    assert figure(card.loc["NA, anger"]) == pytest.approx(g_by_hand([30, 10], [10, 20]), abs=1e-12)
     assert (card["group"] == "toy").all() and (card["instrument"] == "panas").all() and (card["people"] == 2).all()
     assert (card["level"] == "same direction").all() and (card["mark"] == "inconclusive").all()
     verdict_cards.clear()
@@ -430,10 +430,10 @@ def test_a_staged_run_gets_a_change_card(tmp_path, verdict_cards):
                       "h1,anger,,Z,20,18\nh2,anger,,Z,20,17\nh3,anger,,Z,20,16\n")
     build_sections(run_dir, human_change=humans)
     [card] = verdict_cards
-    z = card.set_index("subscale").loc["Z (anger)"]
+    z = card.set_index("subscale").loc["Z, anger"]
     # test_stages: each of 2 personas' Z changes by −7 (SD 0); people −2, −3, −4.
     assert figure(z) == pytest.approx(g_by_hand([-7, -7], [-2, -3, -4]), abs=1e-12) and z["mark"] == "falls short"
-    assert card.loc[card["subscale"] == "Z (joy)", "note"].tolist() == ["fewer than 2 respondents (humans)"]
+    assert card.loc[card["subscale"] == "Z, joy", "note"].tolist() == ["fewer than 2 respondents (humans)"]
 
 
 def test_a_leas_run_gets_a_card_refusing_the_norms(tmp_path, verdict_cards):

@@ -59,7 +59,7 @@ Three personas and three people whose PA falls after an anger situation, each by
 ...                        "change": [-3.0, -5, -7]})
 >>> card = change_scorecard(changes, people)
 >>> card[["criterion", "subscale", "value", "mark", "level"]].round(2).to_dict("records")
-[{'criterion': 'change', 'subscale': 'PA (anger)', 'value': 0.0, 'mark': 'inconclusive', 'level': 'same direction'}]
+[{'criterion': 'change', 'subscale': 'PA, anger', 'value': 0.0, 'mark': 'inconclusive', 'level': 'same direction'}]
 
 (g = 0, but with three on each side its 90 % interval, −1.07 to 1.07, reaches past ±0.3.)
 
@@ -226,17 +226,17 @@ def change_scorecard(changes: pd.DataFrame, human_changes: pd.DataFrame | None, 
     >>> changes = pd.DataFrame({"backend_id": "m", "respondent_id": ["a", "b"], "repeat": 0, "situation_id": "s1",
     ...                         "emotion": "fear", "instrument": "panas", "subscale": "NA", "change": [2.0, 3]})
     >>> change_scorecard(changes, None)[["subscale", "mark", "note"]].to_dict("records")
-    [{'subscale': 'NA (fear)', 'mark': 'not estimable', 'note': "no people's change to compare with"}]
+    [{'subscale': 'NA, fear', 'mark': 'not estimable', 'note': "no people's change to compare with"}]
     """
     if human_changes is None:
         keys = ["backend_id", "instrument", "subscale", "emotion"]
-        return _card([_card_row(b, i, "change", f"{s} ({e})", people=0, bound=bound,
+        return _card([_card_row(b, i, "change", f"{s}, {e}", people=0, bound=bound,
                                 note="no people's change to compare with")
                       for (b, i, s, e), _ in changes.groupby(keys, sort=True)], bound=bound, confidence=confidence)
     compared = compare_change_with_humans(changes, human_changes, by=["emotion"])
     rows = []
     for row in compared[compared["emotion"].astype(str) != OVERALL].itertuples():
-        label = f"{row.subscale} ({row.emotion})"
+        label = f"{row.subscale}, {row.emotion}"
         direction = direction_agreement(row.change_cohort, row.change_human)
         g = low = high = math.nan
         if row.n_cohort >= 2 and row.n_human >= 2 and (row.sd_cohort > 0 or row.sd_human > 0):
@@ -255,9 +255,8 @@ def change_scorecard(changes: pd.DataFrame, human_changes: pd.DataFrame | None, 
 # LEAS levels against the instrument's norms
 
 
-PSYQ_CONTENT = ("LEAS-format items written by psyq: the published LEAS norms were collected on the official LEAS "
-                "materials, not on these, so no norm is compared (content psyq wrote is never compared with norms "
-                "collected on other materials)")
+PSYQ_CONTENT = ("LEAS-format items written by psyq, and the published LEAS norms were collected on the official "
+                "LEAS materials: content psyq wrote is never compared with norms collected on other materials")
 """Why LEAS-format items psyq wrote are never marked against norms."""
 
 
@@ -293,7 +292,7 @@ def leas_scorecard(comparison: pd.DataFrame, instruments: Mapping[str, Instrumen
     >>> from psyq.engine.design.instrument import load_instrument
     >>> card = leas_scorecard(pd.DataFrame(), {"leas_psyq": load_instrument("leas_psyq")}, ["m"])
     >>> card[["group", "criterion", "mark"]].to_dict("records"), card["note"][0][:34]
-    ([{'group': 'm', 'criterion': 'leas_level', 'mark': 'not estimable'}], 'LEAS-format items written by psyq:')
+    ([{'group': 'm', 'criterion': 'leas_level', 'mark': 'not estimable'}], 'LEAS-format items written by psyq,')
     """
     rows = []
     for inst_id, instrument in instruments.items():

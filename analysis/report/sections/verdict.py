@@ -281,7 +281,11 @@ class VerdictSection(ReportSection):
             section.readings.append("Only published norms were at hand, so only level and spread are judged; "
                                     "structure, distinguishability, style, relations and individuals need people's "
                                     "item answers (psyq report RUN --human INSTRUMENT=FILE).")
-        design = [c for c in getattr(report, "design_cards", []) if c is not None and len(c)]
+        design = [c for c in report.design_cards if c is not None and len(c)]
+        if report.human_change is not None:        # the people a change card is compared with
+            for card in design:
+                for inst_id in card.loc[card["criterion"] == "change", "instrument"].unique():
+                    people.setdefault(inst_id, f"the people of {report.human_change.name}")
         for card in design:
             cards.append(card)
             for inst_id, part in card.groupby("instrument", sort=False):
