@@ -9,7 +9,11 @@ ordinal factor analysis: :mod:`.polychoric`); the instrument in the cohort (:mod
 :mod:`.fidelity`, :mod:`.effects`); change after situations (:mod:`.change`); ratings and their
 raters (:mod:`.agreement`, :mod:`.rater_agreement`, :mod:`.response_comparison`, :mod:`.robustness`,
 :mod:`.prompt_sensitivity`); corrections for multiple tests, shared by the others
-(:mod:`.multiple_testing`).
+(:mod:`.multiple_testing`). Can the personas stand in for people? The verdict's statistics
+(:mod:`.distinguishability`, :mod:`.style_trait`, :mod:`.relations`, :mod:`.prediction_powered`,
+:mod:`.twins`), its marks from intervals (:mod:`.equivalence`), the scorecard of a questionnaire
+(:mod:`.scorecard`) and of the other designs (:mod:`.design_verdict`), and how often its marks are
+right at a cohort size (:mod:`.verdict_power`).
 
 May import: psyq.analysis.scoring and the psyq.engine rooms that read runs and files (files,
 store, trials, kinds, design, results, judging); never psyq.analysis.report.
