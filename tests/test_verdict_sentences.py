@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 import pandas as pd
+import pytest
 
 from psyq.analysis.report.sections.verdict import personas_to_decide, use_sentences
 
@@ -113,3 +114,19 @@ def test_a_gap_is_called_a_response_style_only_when_style_itself_falls_short():
     assert not style_said(style_rows(shares=(0.9, 0.3)))                      # the keyed shift outweighs it on FS
     # Style meets on FS and falls short on PT with style outweighing there: still style (PT decides).
     assert style_said(style_rows(marks=("falls short", "meets"), shares=(0.9, 0.1)))
+
+
+def test_one_row_outside_its_region_decides_sooner_than_the_rows_inside():
+    # A use falls short as soon as one row does: an estimate outside its region (g = 0.5, 90 % CI
+    # 0.2 to 0.8 from 50: 50 · (0.3/0.2)² = 112.5 at 90 %, times (z.975/z.95)² = (1.960/1.645)² for the
+    # Bonferroni level of two rows: 159.7) decides before one inside near its bound would meet
+    # (0.25 ± 0.1 needs 50 · (0.1/0.05)² = 200): about 200 (to 50), from 159.7.
+    rows = [row("a", "level", "inconclusive", "PT", 0.5, 0.2, 0.8), row("a", "level", "inconclusive", "FS",
+                                                                         0.25, 0.15, 0.35)]
+    personas, _ = personas_to_decide(pd.DataFrame(rows), 50, 1973, 0.3)
+    assert personas == pytest.approx(112.5 * (1.959963984540054 / 1.6448536269514722) ** 2)
+    rows[1] = row("a", "level", "inconclusive", "FS", 0.25, 0.05, 0.45)          # 50 · (0.2/0.05)² = 800
+    assert "about 200 personas would decide it" in sentence(rows, sizes={"a": 50})
+    rows[1] = row("a", "level", "inconclusive", "FS", 0.25, 0.15, 0.35)
+    # Every estimate inside: the slowest to meet decides.
+    assert personas_to_decide(pd.DataFrame(rows[1:]), 50, 1973, 0.3)[0] == pytest.approx(200)

@@ -16,8 +16,9 @@ The rules that pick a sentence (each has a test in tests/test_verdict_sentences.
 * it *cannot* when any criterion of the use falls short; the figure said is the row of the first
   such criterion (in the use's order) lying furthest outside its region;
 * otherwise *cannot tell yet*, with about how many personas would decide it were the estimates to
-  stay where they are (:func:`~psyq.analysis.statistics.equivalence.sample_size_to_decide`, the
-  largest over the undecided rows), and as many people where the people are fewer;
+  stay where they are (:func:`~psyq.analysis.statistics.equivalence.sample_size_to_decide`: the
+  fewest that would put an estimate lying outside its region wholly outside, else the most any
+  row needs to lie inside), and as many people where the people are fewer;
 * "no model can stand in" only when every model falls short;
 * "largely a response style" only for a model whose level falls short and whose style falls
   short on every subscale it falls short on with style outweighing the keyed shift there
@@ -46,8 +47,8 @@ from psyq.analysis.report.apa import say_num
 from psyq.analysis.report.context import ReportContext, estimator_choice
 from psyq.analysis.report.section import ReportSection, Section
 from psyq.analysis.statistics.design_verdict import DESIGN_CUTOFFS, DESIGN_USES
-from psyq.analysis.statistics.equivalence import (FALLS_SHORT, INCONCLUSIVE, MEETS, NOT_ESTIMABLE, combine_marks,
-                                                  sample_size_to_decide)
+from psyq.analysis.statistics.equivalence import (CONFIDENCE, FALLS_SHORT, INCONCLUSIVE, MEETS, NOT_ESTIMABLE,
+                                                  combine_marks, sample_size_to_decide, z_value)
 from psyq.analysis.statistics.invariance.against_people import factor_structure, invariance_against_people
 from psyq.analysis.statistics.scorecard import (AUC_MIN_PER_SIDE, CUTOFFS, MIN_FOR_CORRELATIONAL, norm_scorecard,
                                                 row_region, scorecard)
@@ -130,12 +131,15 @@ def _shortfall(rows: pd.DataFrame, criteria: tuple[str, ...], bound: float) -> p
 def personas_to_decide(rows: pd.DataFrame, n_personas: int | None, n_people: int | None,
                        bound: float) -> tuple[float, float]:
     """About how many personas (and people) would decide the undecided rows of a use, were the
-    estimates to stay where they are: the largest :func:`sample_size_to_decide` over the inconclusive
-    rows, at least each criterion's minimum; people as many where they are fewer and the criterion
-    compares equal numbers (distinguishability) or where its interval needs both (NaN: not needed)."""
+    estimates to stay where they are (:func:`sample_size_to_decide`, at least each criterion's
+    minimum). A use falls short as soon as one row does: when some undecided estimate lies outside
+    its region, the fewest personas that would put one of those rows wholly outside (at the
+    Bonferroni level of its criterion's m rows, as the scorecard reads a shortfall); otherwise (every
+    estimate inside) the most any row needs to lie inside. People as many where they are fewer and the
+    classifier test, which compares equal numbers, is undecided (NaN: not needed)."""
     if not n_personas:
         return math.nan, math.nan
-    need = []
+    outside, inside = [], []
     for _, row in rows[rows["mark"] == INCONCLUSIVE].iterrows():
         if row["criterion"] in ("structure", "worth"):
             continue
@@ -144,12 +148,16 @@ def personas_to_decide(rows: pd.DataFrame, n_personas: int | None, n_people: int
         if row["criterion"] == "spread" and min(value, low, high) > 0:
             value, low, high, lower, upper = (math.log(x) for x in (value, low, high, lower, upper))
         n = sample_size_to_decide(value, low, high, n_personas, lower, upper)
-        need.append(max(n, MINIMUM.get(row["criterion"], 0)) if not math.isnan(n) else
-                    float(MINIMUM.get(row["criterion"], math.nan)))
-    need = [n for n in need if not math.isnan(n)]
-    if not need:
+        if not lower < value < upper:        # falling short is read at the Bonferroni level of m rows
+            m = int(((rows["criterion"] == row["criterion"]) & (rows["mark"] != NOT_ESTIMABLE)).sum())
+            n *= (z_value(1 - (1 - CONFIDENCE) / m) / z_value(CONFIDENCE)) ** 2 if m > 1 else 1.0
+        n = max(n, MINIMUM.get(row["criterion"], 0)) if not math.isnan(n) else \
+            float(MINIMUM.get(row["criterion"], math.nan))
+        if not math.isnan(n):
+            (outside if not lower < value < upper else inside).append(n)
+    if not outside and not inside:
         return math.nan, math.nan
-    personas = max(need)
+    personas = min(outside) if outside else max(inside)
     people = personas if n_people is not None and personas > n_people and \
         (rows.loc[rows["mark"] == INCONCLUSIVE, "criterion"] == "distinguishable").any() else math.nan
     return personas, people
