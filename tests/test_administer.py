@@ -366,6 +366,31 @@ def test_ctrl_c_stops_the_run_with_every_received_answer_stored_and_a_rerun_resu
         stub.wait()
 
 
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGHUP])
+def test_a_scheduler_stopping_the_whole_process_group_loses_no_answer(tmp_path, stop):
+    """`timeout`, `kill -- -PGID`, Slurm's scancel and systemctl stop send SIGTERM to the run's whole
+    process group (a closed terminal, SIGHUP): the store's writer ignores it as it ignores Ctrl-C, the
+    run stops cleanly as on Ctrl-C, every answer it received is stored, and it exits 130 as
+    interrupted. (Before:
+    the writer died of the signal, the run exited 1 saying so, and the answers it still held were lost
+    and paid for again by the resume.)"""
+    stub, runner, cmd, db = _run_until_some_are_stored(tmp_path)
+    try:
+        writer = _writer_of(runner)
+        os.killpg(runner.pid, stop)
+        out, err = runner.communicate(timeout=60)
+        assert runner.returncode == 130 and "Traceback" not in err, err
+        assert "interrupted: every answer received is stored" in err
+        answered = int(out.split("now answered ")[1].split()[0])   # what the run says it received
+        assert 20 <= answered < 200 and _count(db) == answered
+        assert subprocess.run(["ps", "-p", str(writer)], capture_output=True).returncode != 0   # it has exited
+        assert subprocess.run(cmd, cwd=ROOT, capture_output=True).returncode == 0
+        assert len(_finished(db)) == 200
+    finally:
+        stub.terminate()
+        stub.wait()
+
+
 def test_a_store_writer_that_dies_stops_the_run_at_once_saying_so(tmp_path):
     stub, runner, cmd, db = _run_until_some_are_stored(tmp_path)
     try:

@@ -32,9 +32,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     progress = RunProgress()
 
     async def main():
-        # SIGTERM stops a run the way Ctrl-C does: cleanly, keeping every answer received.
+        # SIGTERM (a scheduler, `timeout`, `systemctl stop`) and SIGHUP (a closed terminal) stop a run the
+        # way Ctrl-C does: cleanly, keeping every answer received.
         task = asyncio.current_task()
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+        for stop in (signal.SIGTERM, signal.SIGHUP):
+            asyncio.get_running_loop().add_signal_handler(stop, task.cancel)
         return await administer(study, args.runs_dir, configs, on_start=progress.start,
                                 on_trial=progress.trial, log=progress.say,
                                 overrides=[o.to_json() for o in overridden.overrides], prices=prices)

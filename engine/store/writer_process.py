@@ -16,8 +16,11 @@ Its input (stdin) is frames of a 4-byte big-endian length and a pickle, from the
 
 Its output (stdout) is one line per event: ``synced``, or ``error <sqlite3 class> <message>``. At
 the end of its input (the run closed the store, or was killed: what the pipe holds is still read)
-it commits what it has and exits. It ignores SIGINT, which a terminal sends to the whole process
-group: the run decides when the store stops.
+it commits what it has and exits. It ignores SIGINT, SIGTERM and SIGHUP, which a terminal, `timeout`,
+`kill -- -PGID`, Slurm's `scancel` and `systemctl stop` send to the whole process group: the run
+decides when the store stops (it stops cleanly on the same signal and closes the writer's input),
+and a run that is killed outright closes that input too (its end of the pipe), so the writer never
+outlives it.
 """
 
 from __future__ import annotations
@@ -126,7 +129,8 @@ def serve(source: BinaryIO, events: TextIO, database: str) -> None:
 
 
 def main() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for stop in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(stop, signal.SIG_IGN)
     serve(sys.stdin.buffer, sys.stdout, sys.argv[1])
 
 
