@@ -51,7 +51,7 @@ _EXPORTS = {
     "psyq.engine.store.run_dir": ["open_run_dir"],
     "psyq.engine.store.run_store": ["RunStore"],
     "psyq.engine.trials.scoring": ["keyed_answers", "reverse_key", "score", "score_wide"],
-    "psyq.analysis": ["HumanData", "build_sections", "compare_samples", "compare_with_humans", "compare_with_norms",
+    "psyq.analysis": ["HumanData", "backend_items", "build_sections", "compare_samples", "compare_with_humans", "compare_with_norms",
                       "differential_item_functioning", "distinguishability", "factor_congruence",
                       "graded_response_model", "group_matching", "human_data", "human_scores", "invariance_verdicts",
                       "item_distributions", "load_run_scores", "match_twins", "matching_warnings",
@@ -68,7 +68,7 @@ __all__ = [
     "BASELINE", "Cohort", "Instrument", "Persona", "Study", "administer", "instrument_json_schema", "load_cohort",
     "load_instrument", "load_study", "render_system_prompt",
     # responses
-    "RunStore", "export_table", "open_run_dir", "read_answers_csv", "wide_answers",
+    "RunStore", "backend_items", "export_table", "open_run_dir", "read_answers_csv", "wide_answers",
     # scoring
     "HumanData", "human_data", "human_scores", "keyed_answers", "load_run_scores", "reverse_key", "score",
     "score_answers", "score_humans", "score_wide", "spss_names", "wide_scores", "write_scores",

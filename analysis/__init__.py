@@ -76,12 +76,13 @@ _EXPORTS = {
                                           "target_loadings"],
     "psyq.analysis.statistics.weighting": ["twin_weights"],
     "psyq.analysis.report": ["build_sections", "write_report"],
+    "psyq.analysis.report.context": ["backend_items"],
     "psyq.analysis.report.readings": ["invariance_verdicts", "matching_warnings"],
 }
 __getattr__, __dir__ = lazy_names(__name__, {name: module for module, names in _EXPORTS.items() for name in names})
 
 __all__ = [
-    "HumanData", "build_sections", "compare_samples", "criterion_marks", "compare_with_humans", "compare_with_norms",
+    "HumanData", "backend_items", "build_sections", "compare_samples", "criterion_marks", "compare_with_humans", "compare_with_norms",
     "differential_item_functioning", "distinguishability", "factor_congruence", "graded_response_model", "group_matching", "human_data",
     "human_scores", "invariance_verdicts", "item_distributions", "load_run_scores", "match_twins",
     "matching_warnings", "measurement_invariance", "model_effects", "people_needed", "polychoric",

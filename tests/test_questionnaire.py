@@ -251,6 +251,63 @@ def test_an_item_text_with_markup_shows_as_literal_text(browser, tmp_path):
     page.close()
 
 
+QUOTED_ITEM = """He said "I'm fine" & <b>left</b> <img src=x onerror="document.title='pwned'">."""
+QUOTED_CATEGORY = """say "no" <i>&amp;</i> it's" onclick="document.title='pwned'"""
+
+
+def test_quotes_in_texts_and_in_the_attributes_that_carry_them_stay_as_written(browser, tmp_path):
+    """Guards questionnaire.js's escaping of `"` (and `'`, `<`, `&`): jsPsych's survey-multi-choice
+    puts each category into the radio's value="…" attribute, so an unescaped `"` ends the attribute
+    early (the value saved is cut short and the rest of the text becomes attributes of its own);
+    an item text and a category show exactly as written and the saved answer is the category."""
+    mini = yaml.safe_load((ROOT / "tests" / "data" / "mini_1to7.yaml").read_text())
+    mini["items"][0]["text"] = QUOTED_ITEM
+    (tmp_path / "mini.yaml").write_text(yaml.safe_dump(mini, sort_keys=False))
+    (tmp_path / "people.yaml").write_text(yaml.safe_dump({
+        "psyq": "cohort/1", "id": "people", "include_baseline": False,
+        "personas": [{"id": "p1", "attributes": {"group": QUOTED_CATEGORY}},
+                     {"id": "p2", "attributes": {"group": "plain"}}]}, sort_keys=False))
+    (tmp_path / "study.yaml").write_text(
+        "psyq: study/1\nid: quotes\ninstruments:\n  - ./mini.yaml\ncohort: ./people.yaml\n"
+        "backends:\n  - {id: local, kind: local}\nprotocol: {presentation: per_item, option_order: as_written}\n")
+    folder = tmp_path / "q"
+    code, _, err = _psyq(["questionnaire", str(tmp_path / "study.yaml"), "--to", "jspsych", "--out", str(folder)])
+    assert code == 0, err
+    context = browser.new_context(accept_downloads=True)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{(folder / 'index.html').as_uri()}?respondent_id=q1")
+    form, column = page.locator("#jspsych-survey-likert-form"), None
+    for k in range(4):                                   # items a, b, c, d, one per screen
+        column = page.wait_for_function("c => { const n = document.querySelector('#jspsych-survey-likert-form ul')"
+                                        "?.dataset.name; return n !== c && n; }", arg=column).json_value()
+        if k == 0:
+            assert column == "mini_a"
+            assert form.locator("label.jspsych-survey-likert-statement").inner_text() == QUOTED_ITEM
+            form.locator("input[type=radio][value='0']").check()
+        form.locator("#jspsych-survey-likert-next").click()
+    choice = page.locator("#jspsych-survey-multi-choice_form")
+    choice.wait_for()
+    radio = choice.locator("#jspsych-survey-multi-choice-response-0-0")
+    # the attribute holds the whole category and nothing spilled out of it into attributes of its own
+    assert radio.get_attribute("value") == QUOTED_CATEGORY
+    assert sorted(radio.evaluate("e => e.getAttributeNames()")) == ["data-option-index", "id", "name", "type",
+                                                                     "value"]
+    assert choice.locator("#jspsych-survey-multi-choice-option-0-0 label").inner_text().strip() == QUOTED_CATEGORY
+    injected = "#jspsych-content b, #jspsych-content i, #jspsych-content img, #jspsych-content [onclick]"
+    assert page.locator(injected).count() == 0
+    radio.check()
+    with page.expect_download() as download:
+        choice.locator("#jspsych-survey-multi-choice-next").click()
+    download.value.save_as(tmp_path / "q1.csv")
+    assert errors == [] and page.title() == "quotes"
+    context.close()
+    with (tmp_path / "q1.csv").open(newline="") as handle:
+        [saved] = list(csv.DictReader(handle))
+    assert saved["group"] == QUOTED_CATEGORY and saved["mini_a"] == "1"
+
+
 # --- joining people's files ---------------------------------------------------------------------------
 
 def test_gathering_files_of_another_questionnaire_is_an_error_at_its_line_1(tmp_path):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +30,7 @@ import pytest
 import yaml
 
 from cli_helper import psyq_in_process
+from psyq import keyed_answers
 from psyq.analysis.scoring.human_answers import read_answers_csv
 from psyq.analysis.scoring.scores import score_humans
 from psyq.engine.design.instrument import load_instrument
@@ -105,6 +107,50 @@ def test_what_a_platform_cannot_do_as_the_study_is_said(tmp_path):
     code, _, err = _psyq("questionnaire", "quickstart", "--to", "qualtrics", "--out", tmp_path)
     assert code == 0 and "note: the .qsf shows every person the options as written" in err
 
+
+
+MINI_1TO7 = Path(__file__).resolve().parent / "data" / "mini_1to7.yaml"
+
+
+def _redcap_calc(expression: str, answers: dict[str, int]) -> float:
+    """What REDCap computes for a calc field's expression (its sum() and mean() of fields and
+    ``(n-[field])`` terms), given one record's field values."""
+    assert re.fullmatch(r"(sum|mean)\((\(\d+-\[\w+\]\)|\[\w+\])(,(\(\d+-\[\w+\]\)|\[\w+\]))*\)", expression), expression
+    python = re.sub(r"\[(\w+)\]", r"v['\1']", expression)
+    return eval(python, {"__builtins__": {}, "v": answers,          # noqa: S307 (the pattern above allows no other)
+                         "sum": lambda *xs: sum(xs), "mean": lambda *xs: sum(xs) / len(xs)})
+
+
+def test_redcap_score_fields_reverse_key_as_psyq_does_on_a_1_to_7_scale(tmp_path):
+    """Guards the reverse key of the calc fields: ``(min + max - [item])``, not ``(max - [item])``
+    (the two agree on a 0-4 scale, as the IRI's, and differ by the scale's minimum on 1-7). Each
+    subscale's calc field, computed as REDCap would, equals psyq's own score of the same answers."""
+    assert _psyq("questionnaire", MINI_1TO7, "--to", "redcap", "--out", tmp_path)[0] == 0
+    with (tmp_path / "mini_dictionary.csv").open(newline="") as handle:
+        calcs = {row["Variable / Field Name"]: row["Choices, Calculations, OR Slider Labels"]
+                 for row in csv.DictReader(handle) if row["Field Type"] == "calc"}
+    mini = load_instrument(MINI_1TO7)
+    assert sorted(calcs) == [f"mini_{s.id.lower()}_score" for s in mini.rating_subscales]
+    # a person answering 1 everywhere: the reversed item a keys to 7, so X (a + b) is 7 + 1
+    ones = {f"mini_{i}": 1 for i in "abcd"}
+    assert _redcap_calc(calcs["mini_x_score"], ones) == 7 + 1
+    assert _redcap_calc(calcs["mini_x_score"], {**ones, "mini_a": 7}) == 1 + 1
+    rng = np.random.default_rng(17)
+    people = [[1, 1, 1, 1], [7, 7, 7, 7], [1, 7, 2, 6], *[[int(v) for v in rng.integers(1, 8, 4)] for _ in range(7)]]
+    typed = tmp_path / "typed.csv"
+    with typed.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["respondent_id", "a", "b", "c", "d"])
+        writer.writerows([f"r{k}", *answers] for k, answers in enumerate(people))
+    scores = score_humans(typed, mini).set_index(["respondent_id", "subscale"])["score"]
+    keyed = keyed_answers(mini, pd.DataFrame(people, columns=list("abcd")))
+    for k, answers in enumerate(people):
+        fields = {f"mini_{i}": v for i, v in zip("abcd", answers)}
+        for subscale in mini.rating_subscales:
+            redcap = _redcap_calc(calcs[f"mini_{subscale.id.lower()}_score"], fields)
+            assert redcap == pytest.approx(scores[(f"r{k}", subscale.id)]), (answers, subscale.id)
+            on_key = keyed.loc[k, [i.id for i in mini.subscale_items(subscale.id)]]
+            assert redcap == pytest.approx(on_key.sum() if subscale.score == "sum" else on_key.mean())
 
 # --- answers back: ten people each ---------------------------------------------------------------------
 

@@ -293,3 +293,32 @@ def test_power_is_the_cohorts_chance_to_show_the_peoples_effect(briganti):
     # More respondents, more power to show the same effect.
     bigger = relations(briganti.sample(600, random_state=4), briganti, ["gender"]).set_index(["attribute", "subscale"])
     assert bigger.loc[("gender", "EC"), "power"] > g["power"]
+
+
+def test_reference_level_is_the_peoples_most_frequent_ties_broken_by_the_first_as_text():
+    # Guards the choice of the reference with three or more levels: the level most frequent among
+    # people, ties broken by the first as text (sorted), whatever order the levels are first seen in
+    # and whatever the cohort's counts. The expected reference is found here by counting by hand; each
+    # g is checked against pingouin on that pair of levels.
+    rng = np.random.default_rng(7)
+    # A tie among people between "c" (seen first) and "b" (first as text); "a" (first as text of all)
+    # is rarer; the cohort's most frequent level is "a".
+    people = groups(rng, {"c": 20, "b": 20, "a": 10}, {"c": 2, "b": 1, "a": 0})
+    cohort = groups(rng, {"a": 30, "b": 10, "c": 12}, {"a": 0, "b": 1, "c": 3})
+    assert people["gender"].iloc[0] == "c"
+    counts = {level: int((people["gender"] == level).sum()) for level in ("a", "b", "c")}
+    tied = [level for level, n in counts.items() if n == max(counts.values())]
+    assert tied == ["b", "c"] and sorted(tied)[0] == "b"
+    out = relations(cohort, people, ["gender"], subscales=["S"])
+    assert out["contrast"].tolist() == ["a − b", "c − b"]
+    for _, row in out.iterrows():
+        level = row["contrast"].split(" − ")[0]
+        for side, frame in (("cohort", cohort), ("people", people)):
+            assert row[f"effect_{side}"] == pytest.approx(pingouin_g(frame, level, "b")[0], abs=1e-12)
+    # The people's single most frequent level "c" is the last as text and seen last: still the reference.
+    people = groups(rng, {"a": 12, "b": 15, "c": 25}, {"a": 0, "b": 1, "c": 2})
+    out = relations(cohort, people, ["gender"], subscales=["S"])
+    assert out["contrast"].tolist() == ["a − c", "b − c"]
+    for _, row in out.iterrows():
+        level = row["contrast"].split(" − ")[0]
+        assert row["effect_people"] == pytest.approx(pingouin_g(people, level, "c")[0], abs=1e-12)

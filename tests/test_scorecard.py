@@ -300,3 +300,16 @@ def test_structure_misfitting_both_samples_is_not_blamed_on_the_personas(iri, pe
     df = 344
     fit = _sized(noise, 1973, 300, (df * (1 + 0.12 ** 2 * 1972), df * (1 + 0.15 ** 2 * 299)))
     assert _structure(iri, people, fit)["mark"] == NOT_ESTIMABLE
+
+
+def test_the_model_answering_as_itself_is_not_one_of_the_personas(iri, people):
+    # backend_items of a run keeps the baseline respondent (no persona); the scorecard leaves it out:
+    # the distinguishability row counts 60 personas, not 61, and the level figure is the 60's own.
+    items = [i.id for i in iri.rating_items]
+    cohort = people.sample(60, random_state=5)[items].set_axis([f"x{k}" for k in range(60)])
+    with_baseline = pd.concat([cohort, pd.DataFrame([[4.0] * len(items)], columns=items, index=["baseline"])])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        alone = scorecard(cohort, people, iri, structure=False, permutations=20)
+        card = scorecard(with_baseline, people, iri, structure=False, permutations=20)
+    pd.testing.assert_frame_equal(card, alone)

@@ -156,6 +156,9 @@ def test_init_makes_a_study_folder_that_validates_and_plans(tmp_path, monkeypatc
                                                          "quickstart.yaml"]
     study = yaml.safe_load((folder / "quickstart.yaml").read_text())
     assert (study["instruments"], study["cohort"]) == (["iri"], "adults_small.yaml")
+    # The study is the user's: its id, which names the runs' folder, is the folder's name
+    # (it kept `quickstart`, so the user's runs landed in runs/quickstart beside the shipped study's).
+    assert study["id"] == "mystudy" and "psyq report runs/mystudy" in (folder / "README.md").read_text()
     assert (folder / ".gitignore").read_text() == "runs/\n"
     assert "psyq plan quickstart.yaml" in (folder / "README.md").read_text()
     monkeypatch.chdir(folder)

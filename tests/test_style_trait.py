@@ -214,3 +214,37 @@ def test_negligible_gap_gives_no_shares(people, iri):
     out = style_and_trait(people, people, iri)
     assert (out["gap"] == 0).all() and out["style_share"].isna().all() and out["style_abs_share"].isna().all()
     assert out["note"].str.contains("keyed gap negligible").all()
+
+
+def test_a_clearly_negative_gap_is_shared_out_not_negligible(people, iri):
+    """Guards the negligible-gap rule's absolute value (|gap| < 0.01, not gap < 0.01): a cohort whose
+    every keyed answer is one point lower (forward −1, reversed +1 raw, clipped to 0–4) has a keyed gap
+    far below 0 (about −0.8). Its shares must be given, equal to those computed here from the item
+    means (style and trait as (d̄_F ± d̄_R) / 2, the gap as the mean keyed item-mean difference), with
+    no "negligible" note; a gap of −0.004 (forward −0.004, reversed +0.004 raw) is negligible."""
+    keyed_down = people.copy()
+    for item in iri.rating_items:
+        keyed_down[item.id] = (people[item.id] + (1 if item.reverse else -1)).clip(iri.scale_min, iri.scale_max)
+    out = style_and_trait(keyed_down, people, iri).set_index("subscale")
+    keyed_d = keyed_answers(iri, keyed_down).mean() - keyed_answers(iri, people).mean()
+    for sub in out.index:
+        fwd, rev = _sides(iri, sub)
+        gap = keyed_d[fwd + rev].mean()
+        style, trait = _expected_from_item_means(keyed_down, people, iri, sub)
+        n_f, n_r = len(fwd), len(rev)
+        assert gap < -0.5, (sub, gap)
+        assert out.loc[sub, "gap"] == pytest.approx(gap, abs=1e-12)
+        assert out.loc[sub, "trait_share"] == pytest.approx(trait / gap, abs=1e-12), (sub, out.loc[sub, "note"])
+        assert out.loc[sub, "style_share"] == pytest.approx(style * (n_f - n_r) / (n_f + n_r) / gap, abs=1e-12)
+        assert out.loc[sub, "style_share"] + out.loc[sub, "trait_share"] == pytest.approx(1)
+        assert "keyed gap negligible" not in out.loc[sub, "note"]
+
+    items = [i.id for i in iri.rating_items]
+    tiny = people.copy()
+    tiny[items] = people[items].astype(float)
+    for item in iri.rating_items:
+        tiny[item.id] += 0.004 if item.reverse else -0.004
+    out = style_and_trait(tiny, people, iri)
+    assert np.allclose(out["gap"], -0.004, atol=1e-9)
+    assert out["style_share"].isna().all() and out["trait_share"].isna().all()
+    assert out["note"].str.contains("keyed gap negligible").all()

@@ -101,7 +101,7 @@ def test_psyq_installed_from_the_wheel_works_outside_the_clone(installed, tmp_pa
     with StubServer() as stub:
         run = _run(["psyq", "run", "quickstart.yaml", "--base-url", stub.url, "--model", "stub-model"], study, installed)
     assert "now answered 364" in run.stdout
-    [run_dir] = (study / "runs" / "quickstart").iterdir()
+    [run_dir] = (study / "runs" / study.name).iterdir()
     report = _run(["psyq", "report", str(run_dir), "--human", "iri=iri_briganti2018_keyed"], study, installed)
     html = (run_dir / "report.html").read_text(encoding="utf-8")
     assert "Cohort against human respondents" in html and "Is it the same construct?" in html, report.stderr

@@ -101,7 +101,19 @@ def backend_items(table: pd.DataFrame, instrument: Instrument) -> pd.DataFrame:
     """Raw answers of one instrument as respondent × item with the persona attributes and
     ``backend_id``: the first repeat of every backend (one administration per persona, as each person
     answered once), a row per backend and persona (index: respondent_id), the backends in the
-    table's order (:func:`in_study_order`)."""
+    table's order (:func:`in_study_order`): what :func:`psyq.scorecard` takes as the cohort's answers.
+
+    Example:
+        >>> from psyq.engine.design.instrument import load_instrument
+        >>> mini = load_instrument("tests/data/mini_1to7.yaml")
+        >>> table = pd.DataFrame({"backend_id": ["m", "m", "n"], "respondent_id": "p1", "repeat": 0,
+        ...                       "instrument": "mini", "item_id": ["a", "b", "a"], "value": [3.0, 5.0, 4.0]})
+        >>> backend_items(table, mini)[["backend_id", "a", "b"]]
+                     backend_id    a    b
+        respondent_id
+        p1                    m  3.0  5.0
+        p1                    n  4.0  NaN
+    """
     rows = table[table["instrument"] == instrument.id]
     first = rows[rows["repeat"] == rows.groupby("backend_id")["repeat"].transform("min")]
     wide = first.pivot_table(index=["backend_id", "respondent_id"], columns="item_id", values="value",

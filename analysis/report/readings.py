@@ -6,13 +6,16 @@ them into sentences, in the report's one number vocabulary (:mod:`psyq.analysis.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
 
+from psyq.engine import __version__
 from psyq.engine.design.instrument import Instrument
-from psyq.engine.files.codebook import WEIGHT_COLUMN
+from psyq.engine.files.codebook import WEIGHT_COLUMN, codebook_beside
+from psyq.engine.files.shipped import shipped_name
 
 from psyq.analysis.report.apa import fmt_num, fmt_r, p_clause
 from psyq.analysis.statistics.human_comparison import kish_n_eff
@@ -280,6 +283,32 @@ def weighting_methods(human_items: Mapping[str, pd.DataFrame], cohort_weights: M
             f"the norm comparison of the human data and the invariance, IRT and DIF analyses are unweighted.{cohort}")
 
 
+def shown_file(file: str | Path) -> str:
+    """A people's file as a report meant to be shared names it: a file psyq ships by its name and
+    psyq's version (never its place inside this machine's installation), any other file as the user
+    gave it (a relative path stays relative).
+
+    Example:
+        >>> from psyq.engine.files.shipped import locate
+        >>> shown_file(locate("iri_briganti2018_keyed", "human data")).startswith(
+        ...     "iri_briganti2018_keyed (shipped with psyq ")
+        True
+        >>> shown_file("mine/people.csv")
+        'mine/people.csv'
+    """
+    named = shipped_name(file)
+    return f"{named[1]} (shipped with psyq {__version__})" if named is not None else str(file)
+
+
+def _shown_codebook(codebook: str, file: str) -> str:
+    """The codebook a people's file was read with, as :func:`shown_file` names files: the one psyq
+    ships beside a shipped file is said to be that."""
+    beside = codebook_beside(Path(file)) if shipped_name(file) is not None else None
+    if beside is not None and Path(codebook).resolve() == beside.resolve():
+        return "the codebook shipped with it"
+    return f"the codebook {shown_file(codebook)}"
+
+
 def reading_notes(instrument: Instrument, answers: pd.DataFrame, file: str) -> tuple[list[str], list[str]]:
     """What the report says about how one human data file was read: (readings, warnings).
 
@@ -302,9 +331,11 @@ def reading_notes(instrument: Instrument, answers: pd.DataFrame, file: str) -> t
     from psyq.analysis.scoring.human_answers import keying_check, keying_warning
 
     readings, warnings_ = [], []
+    shown = shown_file(file)        # a shipped file by its name, never its path inside the installation
     if answers.attrs.get("codebook"):
-        readings.append(f"{instrument.id}: the human data {file} were read with the codebook "
-                        f"{answers.attrs['codebook']} ({answers.attrs.get('codebook_summary')}).")
+        readings.append(f"{instrument.id}: the human data {shown} were read with "
+                        f"{_shown_codebook(str(answers.attrs['codebook']), file)} "
+                        f"({answers.attrs.get('codebook_summary')}).")
     if answers.attrs.get("keyed"):
         readings.append(f"{instrument.id}: the human answers were declared already keyed; their reverse-keyed "
                         "items were taken as reversed and not reversed again.")
@@ -312,7 +343,7 @@ def reading_notes(instrument: Instrument, answers: pd.DataFrame, file: str) -> t
         column = answers.attrs.get("weight") or WEIGHT_COLUMN
         readings.append(f"{instrument.id}: the human data carry survey weights in column '{column}' (Kish n_eff = "
                         f"{kish_n_eff(answers[WEIGHT_COLUMN]):,.1f} of {len(answers):,} respondents).")
-    message = keying_warning(keying_check(instrument, answers), file, bool(answers.attrs.get("keyed")))
+    message = keying_warning(keying_check(instrument, answers), shown, bool(answers.attrs.get("keyed")))
     if message:
         warnings_.append(message)
     return readings, warnings_

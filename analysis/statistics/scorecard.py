@@ -88,6 +88,7 @@ import pandas as pd
 import pingouin as pg
 
 from psyq.engine.design.instrument import Instrument
+from psyq.engine.design.persona import BASELINE
 from psyq.engine.trials.scoring import score_wide
 
 from psyq.analysis.statistics.distinguishability import distinguishability
@@ -405,7 +406,8 @@ def scorecard(cohort_items: pd.DataFrame, human_items: pd.DataFrame, instrument:
         Raw answers (reverse items not reversed), one column per item id, indexed by respondent;
         other columns are attributes. Personas whose id is a respondent id of the people are
         their twins (:func:`~psyq.analysis.statistics.twins.match_twins`): the criteria
-        ``individuals`` and ``worth`` are computed for them.
+        ``individuals`` and ``worth`` are computed for them. The respondent ``baseline`` (the
+        model answering as itself, :data:`psyq.BASELINE`) is left out.
     instrument : Instrument
     by : str or None
         The column of `cohort_items` whose levels are the groups (a backend each); absent or None:
@@ -436,7 +438,8 @@ def scorecard(cohort_items: pd.DataFrame, human_items: pd.DataFrame, instrument:
     See the module docstring.
     """
     items = [i.id for i in instrument.rating_items]
-    cohort = cohort_items.copy()
+    # The model answering as itself is one respondent, not a persona of the cohort: never judged with them.
+    cohort = cohort_items[cohort_items.index.astype(str) != BASELINE.id].copy()
     if not by or by not in cohort.columns:
         by = "_group"
         cohort[by] = "cohort"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import warnings
 from pathlib import Path
 from typing import Any, Callable
@@ -210,8 +211,10 @@ def _reference(path: Path, folder: Path) -> str:
 
 def init_study_folder(folder: str | Path, study: str = "quickstart") -> list[Path]:
     """Make `folder` a study folder of one's own: a copy of `study` (a shipped name or a path)
-    naming shipped instruments by name, a copy of its cohort, a README of the next commands and
-    a .gitignore for runs/. Refuses (InputError, nothing written) when any of these files exists.
+    naming shipped instruments by name, its id the folder's name (so its runs go to
+    ``runs/<folder>``, not to the shipped study's), a copy of its cohort, a README of the next
+    commands and a .gitignore for runs/. Refuses (InputError, nothing written) when any of these
+    files exists.
 
     Example:
         >>> import tempfile
@@ -227,6 +230,9 @@ def init_study_folder(folder: str | Path, study: str = "quickstart") -> list[Pat
     doc = load_yaml(source)
     text = source.read_text(encoding="utf-8")
     cohort_file = folder / loaded.cohort_path.name
+    # The study is the user's now: its id (which names its runs' folder) is the folder's name, made an id.
+    study_id = re.sub(r"[^A-Za-z0-9_.-]+", "_", folder.resolve().name).strip("_.-") or loaded.id
+    text = _rewrite_scalar(text, doc, ("id",), str(doc.data["id"]), study_id)
     text = _rewrite_scalar(text, doc, ("cohort",), doc.data["cohort"], cohort_file.name)
     for i, (written, path) in enumerate(zip(doc.data["instruments"], loaded.instrument_paths)):
         text = _rewrite_scalar(text, doc, ("instruments", i), written, _reference(path, folder))
@@ -243,7 +249,7 @@ def init_study_folder(folder: str | Path, study: str = "quickstart") -> list[Pat
              cohort_file: _without_schema_line(cohort_text, "cohort"),
              folder / "README.md": INIT_README.format(folder=folder.name, study=source.stem, version=__version__,
                                                       cohort_file=cohort_file.name, study_file=source.name,
-                                                      study_id=loaded.id),
+                                                      study_id=study_id),
              folder / ".gitignore": "runs/\n"}
     if len(files) < 4:
         raise InputError.single(str(cohort_file), "the study and its cohort have the same file name; copy them by hand")
