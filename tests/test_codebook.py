@@ -261,3 +261,48 @@ def test_the_keying_check_of_an_instrument_with_a_total_uses_first_order_subscal
     assert list(zip(check["subscale"], check["item_id"])) == [("X", "a"), ("Y", "c")]
     assert (check["r_scored"] > 0.3).all() and not check["looks_wrong"].any()
     assert keying_warning(check, "people.csv", keyed=False) is None
+
+
+ORDERS_BOOK = ("psyq: codebook/1\ninstrument: mini\n"
+               "option_orders: {column: option_order, orders: [as_written, reversed]}\n")
+MINI = ROOT / "tests" / "data" / "mini_1to7.yaml"
+
+
+def test_an_order_of_the_options_written_with_spaces_around_it_is_that_order(tmp_path):
+    """Guards the codebook's option_orders check, through the path that reads people's answers: a
+    cell ' reversed ' (quoted, spaces kept by the CSV syntax) or 'as_written ' is the order
+    reversed or as_written, and a row's other order is refused at its line, named without its spaces.
+    (read_csv_table strips the cells before the codebook sees them; the test below checks the
+    comparison's own strip.)"""
+    (tmp_path / "people.codebook.yaml").write_text(ORDERS_BOOK)
+    people = tmp_path / "people.csv"
+    people.write_text('respondent_id,option_order,a,b,c,d\np1," reversed ",1,2,3,4\np2,as_written ,7,6,5,4\n'
+                      'p3,"\treversed",2,2,2,2\n')
+    answers = read_answers_csv(people, load_instrument(MINI), codebook=tmp_path / "people.codebook.yaml")
+    assert answers["option_order"].tolist() == ["reversed", "as_written", "reversed"]
+    assert answers.loc["p1", ["a", "b", "c", "d"]].tolist() == [1, 2, 3, 4]
+    people.write_text(people.read_text() + 'p4," shuffled ",1,1,1,1\n')
+    with pytest.raises(InputError) as caught:
+        read_answers_csv(people, load_instrument(MINI), codebook=tmp_path / "people.codebook.yaml")
+    assert f"{people}:5:2: column 'option_order': 'shuffled' is not an order of the options" in str(caught.value)
+
+
+def test_the_option_orders_check_strips_the_cells_of_any_table(tmp_path):
+    """Guards the strip in engine/files/codebook.py's option-order comparison itself: read_csv_table
+    strips every cell, which hides a comparison without strip on the CSV path above, so the check
+    is given a table whose cells keep their spaces, as a table read by any other reader would be."""
+    from psyq.engine.files.codebook import load_codebook, other_orders, plan_columns, recoded_answers
+    from psyq.engine.files.csvfile import CsvTable
+
+    (tmp_path / "book.yaml").write_text(ORDERS_BOOK)
+    book = load_codebook(tmp_path / "book.yaml")
+    header = ["respondent_id", "option_order", "a", "b", "c", "d"]
+    rows = [["p1", " reversed ", "1", "2", "3", "4"], ["p2", "as_written ", "7", "6", "5", "4"],
+            ["p3", "\treversed", "2", "2", "2", "2"]]
+    table = CsvTable("people.csv", header, rows, [2, 3, 4])
+    assert other_orders(book, table) == []
+    plan = plan_columns(book, header, list("abcd"), "mini", "people.csv")
+    assert recoded_answers(book, table, plan, list(range(1, 8))).rows == rows
+    rows.append(["p4", " shuffled ", "1", "1", "1", "1"])
+    problems = other_orders(book, CsvTable("people.csv", header, rows, [2, 3, 4, 5]))
+    assert [(p.line, p.column) for p in problems] == [(5, 2)] and "'shuffled' is not an order" in problems[0].message

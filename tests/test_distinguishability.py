@@ -232,3 +232,53 @@ def test_identical_constant_answers_are_not_estimable():
     row = distinguishability(constant.reindex(range(200), fill_value=2.0), varied, ["a", "b", "c"],
                              permutations=50).iloc[0]
     assert row["auc"] > 0.6 and "every cohort respondent used gave the same answers" in row["note"]
+
+
+def test_exactly_the_minimum_per_side_is_estimable_one_fewer_is_not():
+    # Guards the minimum per side (MIN_PER_SIDE = 10; fewer is not estimable, so the comparison is
+    # "< 10", not "<= 10"): 10 respondents on a side are compared, 9 are not — on either side, and with
+    # the other side the same size or larger. Where estimable, the reported AUCs are sklearn's
+    # roc_auc_score of the held-out scores, 5 per side tested (half of the 10 used).
+    rng = np.random.default_rng(3)
+    items = ["a", "b", "c"]
+
+    def sample(n: int, shift: float = 0.0) -> pd.DataFrame:
+        return pd.DataFrame(rng.normal(shift, 1.0, (n, 3)), columns=items)
+
+    for n_cohort, n_people in ((10, 10), (10, 40), (40, 10)):
+        result = distinguishability(sample(n_cohort, 1.0), sample(n_people), items, permutations=50)
+        row, held = result.iloc[0], result.attrs["held_out"][0]
+        assert row["note"] == "" and np.isfinite(row[["auc", "auc_low", "auc_high", "p"]].astype(float)).all(), \
+            (n_cohort, n_people, row["note"])
+        assert row["n_used"] == 10 and row["n_test"] == 5 and held is not None and len(held) == 10
+        assert [row["auc_linear"], row["auc_nonlinear"]] == pytest.approx(
+            [roc_auc_score(held["cohort"], held[c]) for c in ("linear", "nonlinear")], abs=1e-12)
+    for n_cohort, n_people, short in ((9, 10, "cohort 9"), (10, 9, "people 9"), (9, 40, "cohort 9"), (40, 9, "people 9")):
+        result = distinguishability(sample(n_cohort, 1.0), sample(n_people), items, permutations=50)
+        row = result.iloc[0]
+        assert np.isnan(row[["auc", "auc_low", "auc_high", "p"]].astype(float)).all()
+        assert result.attrs["held_out"][0] is None
+        assert row["note"] == f"not estimable: fewer than 10 respondents with answers on a side ({short})"
+
+
+def test_balancing_subsample_holds_distinct_respondents():
+    # Guards the balancing subsample's being drawn WITHOUT replacement: the larger side's subsample
+    # must hold each respondent at most once. The cohort has 41 respondents, every row distinct
+    # (continuous answers), the people 40, so 40 of the 41 are drawn; drawn with replacement, about 14
+    # of the 40 would be repeats. Observable: the logistic regression's held-out score is an affine
+    # function of the answers, so two distinct cohort rows get distinct scores and a repeated row the
+    # same score twice — among the 20 cohort respondents tested every linear score must differ. Five
+    # seeds (five subsamples and splits).
+    rng = np.random.default_rng(5)
+    items = ["a", "b", "c", "d"]
+    cohort = pd.DataFrame(rng.normal(0.3, 1.0, (41, 4)), columns=items)
+    people = pd.DataFrame(rng.normal(0.0, 1.0, (40, 4)), columns=items)
+    assert not cohort.duplicated().any()
+    for seed in range(5):
+        result = distinguishability(cohort, people, items, permutations=20, seed=seed)
+        row, held = result.iloc[0], result.attrs["held_out"][0]
+        assert row["balance"] == f"cohort subsampled 41 → 40 at random (seed {seed})" and row["n_test"] == 20
+        tested = held.loc[held["cohort"] == 1, "linear"].to_numpy()
+        assert len(tested) == 20
+        repeats = len(tested) - len(np.unique(tested))
+        assert repeats == 0, f"seed {seed}: {repeats} cohort respondent(s) tested twice (drawn with replacement)"

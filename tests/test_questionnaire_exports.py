@@ -20,8 +20,10 @@ Layouts followed:
 from __future__ import annotations
 
 import csv
+import html
 import json
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -30,14 +32,14 @@ import pytest
 import yaml
 
 from cli_helper import psyq_in_process
-from psyq import keyed_answers
+from psyq import keyed_answers, reverse_key
 from psyq.analysis.scoring.human_answers import read_answers_csv
 from psyq.analysis.scoring.scores import score_humans
 from psyq.engine.design.instrument import load_instrument
 from psyq.engine.files.errors import InputError
 from psyq.engine.files.shipped import locate
 from psyq.engine.questionnaire.form import questionnaire_from
-from psyq.engine.trials.prompts import option_lines, uses_codes
+from psyq.engine.trials.prompts import item_messages, option_lines, uses_codes
 
 SHIPPED_WITH_TEXTS = ["iri", "affect_psyq"]      # the shipped instruments of rating items with their texts
 QUALTRICS_META = ["StartDate", "EndDate", "Status", "IPAddress", "Progress", "Duration (in seconds)", "Finished",
@@ -151,6 +153,54 @@ def test_redcap_score_fields_reverse_key_as_psyq_does_on_a_1_to_7_scale(tmp_path
             assert redcap == pytest.approx(scores[(f"r{k}", subscale.id)]), (answers, subscale.id)
             on_key = keyed.loc[k, [i.id for i in mini.subscale_items(subscale.id)]]
             assert redcap == pytest.approx(on_key.sum() if subscale.score == "sum" else on_key.mean())
+
+
+def _shown_options(instrument, order: str) -> list[str]:
+    """The option lines of the prompt a persona reads in `order`, top to bottom."""
+    text = item_messages(instrument, instrument.rating_items[0], system_prompt=None, option_order=order,
+                         answer="text")[-1]["content"]
+    return text.split("Options:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+
+
+@pytest.mark.parametrize("presentation", ["per_item", "whole_instrument"])
+def test_a_qualtrics_choice_keeps_its_id_and_value_whichever_order_shows_it(presentation, tmp_path):
+    """Guards the .qsf's choice ids: numbered over the options as written, never over the order
+    shown, so that with the options reversed choice k still shows option k's label and recodes to
+    its value (reverse-keyed items to min + max - value); ChoiceOrder (AnswerOrder in a matrix)
+    alone gives the order the personas read. The ids, labels and recodes are the same in the
+    survey of a study showing the options as written, reversed and counterbalanced (the .qsf
+    shows a counterbalanced study as written, with a note)."""
+    shutil.copyfile(MINI_1TO7, tmp_path / "mini.yaml")
+    mini = load_instrument(MINI_1TO7)
+    value_of = {option_lines([o], uses_codes(mini)): o.value for o in mini.scale}   # the line each value is shown as
+    reverse = {f"mini_{i.id}": i.reverse for i in mini.rating_items}                 # by export tag
+    seen = {}
+    for order in ("as_written", "reversed", "counterbalanced"):
+        study = tmp_path / f"study_{order}.yaml"
+        study.write_text(f"psyq: study/1\nid: s_{order}\ninstruments:\n  - ./mini.yaml\ncohort: adults_small\n"
+                         f"backends:\n  - {{id: local, kind: local}}\n"
+                         f"protocol: {{presentation: {presentation}, option_order: {order}}}\n")
+        assert _psyq("questionnaire", study, "--to", "qualtrics", "--out", tmp_path / order)[0] == 0
+        survey = json.loads((tmp_path / order / f"s_{order}.qsf").read_text())
+        shown = _shown_options(mini, "reversed" if order == "reversed" else "as_written")
+        questions = [e["Payload"] for e in survey["SurveyElements"]
+                     if e["Element"] == "SQ" and e["Payload"]["DataExportTag"].startswith("mini_")
+                     and e["Payload"]["QuestionType"] in ("MC", "Matrix")]
+        assert len(questions) == (4 if presentation == "per_item" else 1)
+        mapping = {}
+        for q in questions:
+            choices, ids = (q["Choices"], q["ChoiceOrder"]) if q["QuestionType"] == "MC" else (q["Answers"],
+                                                                                             q["AnswerOrder"])
+            label = {k: html.unescape(c["Display"]) for k, c in choices.items()}
+            assert [label[k] for k in ids] == shown, (order, q["DataExportTag"])
+            assert sorted(ids) == sorted(choices) == sorted(q["RecodeValues"])
+            keyed = q["QuestionType"] == "MC" and reverse[q["DataExportTag"]]
+            for k, text in label.items():
+                value = value_of[text]
+                assert int(q["RecodeValues"][k]) == (reverse_key(value, 1, 7) if keyed else value), (order, k, text)
+            mapping[q["DataExportTag"]] = {k: (label[k], q["RecodeValues"][k]) for k in choices}
+        seen[order] = mapping
+    assert seen["reversed"] == seen["as_written"] == seen["counterbalanced"]
 
 # --- answers back: ten people each ---------------------------------------------------------------------
 

@@ -218,7 +218,7 @@ def _categorical_rows(attribute: str, cohort: pd.DataFrame, people: pd.DataFrame
         reference = levels[0]
     else:
         counts = pd.Series(lh if seen["people"] else lc).value_counts()
-        reference = counts.idxmax()    # most frequent among people; ties: first as text
+        reference = min(counts.index[counts == counts.max()])    # most frequent among people; ties: first as text
     mismatch = label_mismatch(attribute, seen["cohort"], seen["people"])
     rows = []
     for level in (v for v in levels if v != reference):
