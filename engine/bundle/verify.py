@@ -11,24 +11,16 @@ the stored answers to the stored scores needs ``psyq.analysis``: the command lin
 
 from __future__ import annotations
 
-import hashlib
 import os
 from contextlib import closing
 from pathlib import Path, PurePosixPath
 
 from psyq.engine.bundle.layout import RECORD, RUN, STUDY_FOLDER
+from psyq.engine.files.hashing import file_sha256
 from psyq.engine.bundle.read import OpenedBundle
 from psyq.engine.bundle.store_copy import row_counts, store_facts
 from psyq.engine.store.readonly import connect_readonly
 from psyq.engine.store.run_dir import DATABASE, open_run_dir
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(1024**2):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _members(folder: Path) -> set[str]:
@@ -42,7 +34,7 @@ def verify_members(bundle: OpenedBundle) -> list[str]:
     out = [f"{name}: in the record, not in the bundle" for name in sorted(set(recorded) - present)]
     out += [f"{name}: in the bundle, not in its record" for name in sorted(present - set(recorded))]
     for name in sorted(present & set(recorded)):
-        if _sha256(bundle.folder / name) != recorded[name]:
+        if file_sha256(bundle.folder / name) != recorded[name]:
             out.append(f"{name}: sha256 differs from the record's")
     return out
 
@@ -59,7 +51,7 @@ def verify_inputs(bundle: OpenedBundle) -> list[str]:
         if not path.is_file() or member.startswith(".."):
             if PurePosixPath(key).name not in left_out:
                 out.append(f"{key}: recorded by the manifest, neither in the bundle nor said to be left out")
-        elif _sha256(path) != digest and member not in changed:
+        elif file_sha256(path) != digest and member not in changed:
             out.append(f"{member}: sha256 differs from the one the run's manifest recorded")
     return out
 

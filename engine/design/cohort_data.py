@@ -19,7 +19,6 @@ The file is read through its codebook (:mod:`psyq.engine.files.codebook`, the sa
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import BeforeValidator, Field
 
 from psyq.engine.files.codebook import read_table_through_codebook
+from psyq.engine.files.hashing import file_sha256
 from psyq.engine.files.errors import InputError, Problem
 from psyq.engine.files.fields import Id, StrictModel, Text
 from psyq.engine.files.notices import notify
@@ -133,10 +133,6 @@ class DataPersonas:
     personas: list[tuple[str, dict[str, Any]]]
     provenance: dict[str, Any]
     files: tuple[Path, ...] = field(default_factory=tuple)
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _file_problem(doc: YamlDocument, where: FieldPath, what: str, path: Path) -> Problem | None:
@@ -254,8 +250,8 @@ def read_from_data(spec: FromDataSpec, doc: YamlDocument, cohort_path: str | Pat
                                           f"({'; '.join(f'{len(v)} with {k}' for k, v in skipped.items()) or 'none'})")])
 
     provenance: dict[str, Any] = {
-        "file": str(csv_path), "sha256": _sha256(csv_path),
-        "codebook": used_book, "codebook_sha256": _sha256(Path(used_book)) if used_book else None,
+        "file": str(csv_path), "sha256": file_sha256(csv_path),
+        "codebook": used_book, "codebook_sha256": file_sha256(Path(used_book)) if used_book else None,
         "attributes": list(spec.attributes), "rows_in_file": n_rows, "rows_usable": len(usable),
         "skipped": [{"reason": reason, "rows": len(ids), "respondent_ids": ids} for reason, ids in skipped.items()],
     }

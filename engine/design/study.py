@@ -7,7 +7,6 @@ items are presented, in which order, how answers are asked for, how often, and t
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from psyq.engine.backends.base import BackendConfig
+from psyq.engine.files.hashing import file_sha256
 from psyq.engine.backends.capabilities import design_problems
 from psyq.engine.backends.endpoint import base_url_problem, key_env_problem, normalise_endpoint
 from psyq.engine.backends.registry import backend_class, kinds_where, quoted_kinds
@@ -145,7 +145,7 @@ class Study:
         files = [self.path, *self.instrument_paths, *texts, self.cohort_path, *self.cohort.files]
         if self.situations_path is not None:    # another situation set is another run
             files.append(self.situations_path)
-        return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
+        return {str(p): file_sha256(p) for p in files}
 
 
 def _pool_problems(doc: YamlDocument, i: int, backend: BackendConfig) -> list[Problem]:
