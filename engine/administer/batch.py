@@ -29,12 +29,12 @@ import asyncio
 import json
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any, Callable
 
 from psyq.engine.backends.base import BackendError, ChatRequest, ChatResult, HttpBackend, kept_body
 from psyq.engine.backends.batch_api import BatchApiError, BatchLine, BatchState
 from psyq.engine.administer.runner import ProgressCallback, run_trial_conversation
+from psyq.engine.store.clock import utc_now
 from psyq.engine.store.run_store import RunStore, TrialRecord
 from psyq.engine.design.study import Protocol
 from psyq.engine.trials.trial import Trial
@@ -67,10 +67,6 @@ OPEN = "status NOT IN ('collected', 'lost')"
 REPLAY_CHUNK = 1000   # trials replayed at once (online re-asks among them run concurrently)
 
 Log = Callable[[str], None]
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def ensure_tables(store: RunStore) -> None:
@@ -261,7 +257,7 @@ async def _submit(client, backend: HttpBackend, store: RunStore, needs: list[tup
         intent = uuid.uuid4().hex
         store.db.execute("INSERT INTO batches (intent, backend_id, provider, status, trial_ids, created_at) "
                          "VALUES (?, ?, ?, 'preparing', ?, ?)",
-                         (intent, backend_id, client.provider, json.dumps(ids), _now()))
+                         (intent, backend_id, client.provider, json.dumps(ids), utc_now()))
         try:
             file_id = await client.upload(requests)
             store.db.execute("UPDATE batches SET input_file_id = ?, status = 'uploaded' WHERE intent = ?",
@@ -279,7 +275,7 @@ async def _submit(client, backend: HttpBackend, store: RunStore, needs: list[tup
                                 f"its trials are stored as failed; run the same command again to retry them")
             continue
         store.db.execute("UPDATE batches SET batch_id = ?, status = 'submitted', submitted_at = ? WHERE intent = ?",
-                         (batch_id, _now(), intent))
+                         (batch_id, utc_now(), intent))
         backend.stats.requests += len(ids)
         report.submitted += 1
         log(f"batch {batch_id} ({backend_id}): {len(ids)} requests submitted")
@@ -305,7 +301,7 @@ async def _collect_open(client, backend: HttpBackend, store: RunStore, no_result
                 report.notes.append(f"backend '{backend.config.id}': a batch of {len(ids)} requests {why}")
                 continue
             store.db.execute("UPDATE batches SET batch_id = ?, status = 'submitted', submitted_at = ? "
-                             "WHERE intent = ?", (batch_id, _now(), intent))
+                             "WHERE intent = ?", (batch_id, utc_now(), intent))
             log(f"batch {batch_id} ({backend.config.id}): found again by its psyq intent {intent}")
         try:
             state = await _wait(client, backend, store, intent, batch_id, log)
@@ -366,7 +362,7 @@ def _store_results(store: RunStore, intent: str, batch_id: str, ids: list[str], 
                        (line.custom_id, line.custom_id, batch_id,
                         json.dumps(line.body, ensure_ascii=False, separators=(",", ":"))))
         db.execute("UPDATE batches SET status = 'collected', collected_at = ?, counts = ?, note = ? WHERE intent = ?",
-                   (_now(), json.dumps(counts), note, intent))
+                   (utc_now(), json.dumps(counts), note, intent))
         db.execute("COMMIT")
     except BaseException:
         db.execute("ROLLBACK")

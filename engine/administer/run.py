@@ -22,7 +22,6 @@ import json
 import os
 import subprocess
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
@@ -33,6 +32,7 @@ from psyq.engine.backends.base import BackendUnreachable, ProviderRefused
 from psyq.engine.backends.endpoint import base_url_problem, key_env_problem, normalise_endpoint
 from psyq.engine.files.errors import InputError, Problem
 from psyq.engine.files.shipped import shipped_name
+from psyq.engine.store.clock import utc_now
 from psyq.engine.store.run_dir import DATABASE, SITUATIONS, RunDir
 from psyq.engine.design.persona import render_system_prompt
 from psyq.engine.design.prices import PriceTable, combine
@@ -177,10 +177,6 @@ def git_commit(folder: Path) -> str | None:
     return out.stdout.strip() or None if out.returncode == 0 else None
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
 def _manifest(study: Study, backends: dict[str, HttpBackend], run: RunDir, run_id: str,
               planned: int) -> dict[str, Any]:
     return {
@@ -280,7 +276,7 @@ async def _administer_locked(study: Study, run: RunDir, backends: dict[str, Http
         finished = store.finished_trial_ids()
         already = sum(t.trial_id in finished for t in trials)
         manifest["started_at"] = _started_at(run, store, notes)
-        manifest["resumed_at"] = _now() if already else None
+        manifest["resumed_at"] = utc_now() if already else None
         write_json_atomic(run.manifest, manifest)
         interrupted = False
         started: list[HttpBackend] = []
@@ -315,7 +311,7 @@ async def _administer_locked(study: Study, run: RunDir, backends: dict[str, Http
                 await backend.close()
             counts = store.status_counts()
             manifest.update({
-                "finished_at": None if interrupted or unreachable or refused else _now(),
+                "finished_at": None if interrupted or unreachable or refused else utc_now(),
                 "stopped_early": unreachable or refused,
                 "trial_counts": counts,
                 "answer_counts": store.answer_status_counts(),
@@ -379,11 +375,11 @@ def planned_by(trials: list) -> dict[str, dict[str, int]]:
 def _started_at(run: RunDir, store: RunStore, notes: list[str]) -> str:
     """When the run first started: from the manifest, or (damaged manifest) from the store."""
     if not run.manifest.exists():
-        return _now()
+        return utc_now()
     try:
-        return run.read_manifest().get("started_at") or _now()
+        return run.read_manifest().get("started_at") or utc_now()
     except InputError:
         first = store.db.execute("SELECT MIN(started_at) FROM trials").fetchone()[0]
         notes.append(f"{run.manifest} was damaged; rebuilt from the study and {DATABASE} "
                      f"(started_at taken from the first stored trial)")
-        return first or _now()
+        return first or utc_now()

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
-from datetime import datetime, timezone
 from typing import Awaitable, Callable, Iterable, Iterator, TypeVar
 
 import numpy as np
@@ -24,6 +23,7 @@ from psyq.engine.kinds import all_kinds, get_kind
 from psyq.engine.trials.parsing import (ParsedAnswer, expected_value, most_likely, option_distribution,
     sample_answer, too_long)
 from psyq.engine.design.persona import render_system_prompt
+from psyq.engine.store.clock import utc_now
 from psyq.engine.store.run_store import REPLY_SEPARATOR, AnswerRecord, RunStore, TrialRecord
 from psyq.engine.design.study import Protocol, Study
 from psyq.engine.trials.answer_mode import reply_problem
@@ -60,10 +60,6 @@ def answer_ids(trial: Trial) -> list[str]:
 
 def _answer_scale(trial: Trial) -> list:
     return get_kind(trial.item_kind).answer_scale(trial)
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
 def _parse(trial: Trial, text: str, protocol: Protocol) -> dict[str, ParsedAnswer]:
@@ -128,7 +124,7 @@ async def run_trial_conversation(trial: Trial, backend: HttpBackend,
                                  protocol: Protocol) -> tuple[TrialRecord, tuple[dict, ...], str | None]:
     """:func:`run_trial`, also returning the messages of the last request sent (re-asks included)
     and the last reply's text: what a later stage of a conversation carries (engine/administer/stages.py)."""
-    started = _now()
+    started = utc_now()
     request = trial.request
     # What the trial's kind says about it, asked once (each answer is a lookup in the registry).
     kind = get_kind(trial.item_kind)
@@ -279,7 +275,7 @@ def _record(trial: Trial, backend: HttpBackend, status: str, started: str, texts
         request=sent if sent is not None else request_body(backend, trial.request), response=response,
         raw_text=REPLY_SEPARATOR.join(texts) if texts else None, attempts=attempts, reasks=reasks,
         latency_s=latency, prompt_tokens=tokens[0] or None, completion_tokens=tokens[1] or None,
-        started_at=started, finished_at=_now(), error=error, answers=records)
+        started_at=started, finished_at=utc_now(), error=error, answers=records)
 
 
 ProgressCallback = Callable[[str, TrialRecord], None]

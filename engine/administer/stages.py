@@ -38,7 +38,6 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, replace
-from datetime import datetime, timezone
 from typing import Callable, Iterable, Literal
 
 import numpy as np
@@ -50,6 +49,7 @@ from psyq.engine.design.persona import Persona, render_system_prompt
 from psyq.engine.trials.prompts import answer_json_schema, instrument_messages
 from psyq.engine.administer.runner import option_order_for, per_backend_workers, run_trial_conversation
 from psyq.engine.design.situations import Situation
+from psyq.engine.store.clock import utc_now
 from psyq.engine.store.run_store import AnswerRecord, RunStore, StageRecord, TrialRecord
 from psyq.engine.design.study import EvokeStage, Study
 from psyq.engine.trials.trial import Trial, TrialContext, make_trial, max_tokens_for, stable_int
@@ -243,13 +243,9 @@ def with_history(step: StageStep, history: list[dict]) -> Trial:
     return replace(step.trial, request=replace(step.trial.request, messages=messages))
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-
-
 async def _send_evoke(trial: Trial, backend: HttpBackend) -> tuple[TrialRecord, tuple[dict, ...], str | None]:
     """Send an evoke stage: one request, the reply stored as text (no re-asks: any reply is one)."""
-    started = _now()
+    started = utc_now()
     situation_id = trial.item_ids[0]
     try:
         result = await backend.complete(trial.request)
@@ -281,7 +277,7 @@ def _evoke_record(trial: Trial, backend: HttpBackend, status: str, started: str,
         repeat=trial.repeat, option_order=trial.option_order, status=status,
         request=request_body(backend, trial.request), response=response, raw_text=text, attempts=attempts,
         reasks=0, latency_s=latency,
-        prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, started_at=started, finished_at=_now(),
+        prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, started_at=started, finished_at=utc_now(),
         error=error, answers=[answer])
 
 

@@ -26,9 +26,8 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 import pandas as pd
 
@@ -37,6 +36,7 @@ from psyq.engine.files.errors import InputError
 from psyq.engine.results.export import run_instruments
 from psyq.engine.trials.parsing import is_refusal, too_long
 from psyq.engine.design.perturbation_sets import Perturbation, PerturbationSet, RewriteParams, apply_rule
+from psyq.engine.store.clock import utc_now
 from psyq.engine.store.ratings import RatingTarget, open_ratings, put_targets
 from psyq.engine.store.run_dir import open_run_dir
 from psyq.engine.store.runlock import RunLock
@@ -66,10 +66,6 @@ FINISHED = ("perturbed", "unchanged", "unusable")
 def spec_of(p: Perturbation) -> dict[str, Any]:
     """What decides a perturbation's result (its params with the method's defaults filled in)."""
     return {"method": p.method, "seed": p.seed, "params": p.checked_params().model_dump()}
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 # --- the log --------------------------------------------------------------------------------------
@@ -116,7 +112,7 @@ def put_outcome(store: RunStore, set_id: str, o: Outcome) -> None:
         put_targets(store, [target])
     row = (o.original.response_id, o.perturbation.id, set_id, json.dumps(spec, sort_keys=True), o.status, o.reason,
            target.response_id if target else None, None if o.request is None else json.dumps(o.request, sort_keys=True),
-           o.raw_text, o.attempts, _now())
+           o.raw_text, o.attempts, utc_now())
     with store.db:
         store.db.execute("BEGIN")
         store.db.execute(f"INSERT OR REPLACE INTO perturbation_log VALUES ({', '.join('?' * len(row))})", row)
