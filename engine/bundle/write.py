@@ -18,7 +18,6 @@ Never: a secret, an environment variable's value, an absolute path of this machi
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import shutil
 import json
@@ -41,6 +40,7 @@ from psyq.engine.bundle.layout import (ENVIRONMENT, FORMAT, INPUTS, README, RECO
 from psyq.engine.bundle.scrub import Sensitive, is_absolute_path
 from psyq.engine.bundle.store_copy import (backup_store, finish_copy, open_for_redaction, redact_texts,
                                            replace_paths, replace_respondent_ids, row_counts)
+from psyq.engine.files.atomic import atomic_file
 from psyq.engine.files.errors import InputError
 from psyq.engine.files.shipped import ROOT, locate, shipped_name
 from psyq.engine.store.readonly import connect_readonly
@@ -448,28 +448,20 @@ def write_bundle(run_path: str | Path, out: str | Path, *, with_human: bool = Fa
 
 def _write_zip_atomic(out: Path, order: list[str], members: Mapping[str, bytes], files: Mapping[str, Path]) -> None:
     """The zip of `members` (in memory) and `files` (on disk, copied in pieces), in `order`, written
-    to a temporary file beside `out` that then replaces it: a reader never sees half a bundle."""
+    to a temporary file beside `out` that then replaces it (:func:`~psyq.engine.files.atomic.atomic_file`,
+    the folder fsync'd too): a reader never sees half a bundle."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            with zipfile.ZipFile(handle, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=6) as archive:
-                for name in order:
-                    info = zipfile.ZipInfo(name, date_time=_STAMP)
-                    info.external_attr = 0o644 << 16
-                    info.compress_type = zipfile.ZIP_DEFLATED
-                    if name in members:
-                        archive.writestr(info, members[name])
-                    else:
-                        with files[name].open("rb") as source, archive.open(info, "w", force_zip64=True) as target:
-                            shutil.copyfileobj(source, target, 1024 * 1024)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, out)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
+    with atomic_file(out) as handle:
+        with zipfile.ZipFile(handle, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=6) as archive:
+            for name in order:
+                info = zipfile.ZipInfo(name, date_time=_STAMP)
+                info.external_attr = 0o644 << 16
+                info.compress_type = zipfile.ZIP_DEFLATED
+                if name in members:
+                    archive.writestr(info, members[name])
+                else:
+                    with files[name].open("rb") as source, archive.open(info, "w", force_zip64=True) as target:
+                        shutil.copyfileobj(source, target, 1024 * 1024)
 
 
 def _as_text(data: bytes) -> str | None:

@@ -12,7 +12,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, Iterator
 
 
 def write_text_atomic(path: str | Path, text: str) -> None:
@@ -36,11 +36,29 @@ def write_bytes_atomic(path: str | Path, data: bytes) -> None:
         ...     (Path(folder) / "sheet.xlsx").read_bytes()
         b'PK'
     """
+    with atomic_file(path) as handle:
+        handle.write(data)
+
+
+@contextlib.contextmanager
+def atomic_file(path: str | Path) -> Iterator[BinaryIO]:
+    """A binary file to write in pieces (a bundle's zip, copied from disk), that replaces `path` only
+    when the block ends without an error, as :func:`write_bytes_atomic` does: flushed, fsync'd,
+    renamed over the target, the folder fsync'd; on an error the temporary file is removed and the
+    target left as it was.
+
+    Example (in a temporary folder; the target appears whole, nothing else is left):
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     with atomic_file(Path(folder) / "run.zip") as handle:
+        ...         _ = handle.write(b"PK"); _ = handle.write(b"..")
+        ...     [(p.name, p.read_bytes()) for p in Path(folder).iterdir()]
+        [('run.zip', b'PK..')]
+    """
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            yield handle
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
