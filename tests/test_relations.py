@@ -117,6 +117,15 @@ def test_zou_difference_of_independent_correlations_reproduces_the_published_exa
     assert fisher_ci(0.3, 3) == (-1.0, 1.0) and np.isnan(fisher_ci(0.3, 2)[0])
 
 
+def assert_effects_are_pingouins(out, cohort, people, reference: str, sides=("cohort", "people")) -> None:
+    """Each contrast's g on each side is pingouin's on that pair of levels (level − `reference`)."""
+    frames = {"cohort": cohort, "people": people}
+    for _, row in out.iterrows():
+        level = row["contrast"].split(" − ")[0]
+        for side in sides:
+            assert row[f"effect_{side}"] == pytest.approx(pingouin_g(frames[side], level, reference)[0], abs=1e-12)
+
+
 def test_more_than_two_levels_contrast_each_with_the_most_frequent_level_among_people():
     # Reference = the people's most frequent level ("b", 40 of them), not the alphabetically first;
     # each g checked against pingouin on that pair of levels.
@@ -125,10 +134,7 @@ def test_more_than_two_levels_contrast_each_with_the_most_frequent_level_among_p
     people = groups(rng, {"a": 15, "b": 40, "c": 25}, {"a": 0, "b": 1, "c": 2})
     out = relations(cohort, people, ["gender"], subscales=["S"])
     assert out["contrast"].tolist() == ["a − b", "c − b"]
-    for _, row in out.iterrows():
-        level = row["contrast"].split(" − ")[0]
-        for side, frame in (("cohort", cohort), ("people", people)):
-            assert row[f"effect_{side}"] == pytest.approx(pingouin_g(frame, level, "b")[0], abs=1e-12)
+    assert_effects_are_pingouins(out, cohort, people, "b")
 
 
 def test_a_level_on_one_side_only_gives_a_note_not_a_number():
@@ -311,14 +317,9 @@ def test_reference_level_is_the_peoples_most_frequent_ties_broken_by_the_first_a
     assert tied == ["b", "c"] and sorted(tied)[0] == "b"
     out = relations(cohort, people, ["gender"], subscales=["S"])
     assert out["contrast"].tolist() == ["a − b", "c − b"]
-    for _, row in out.iterrows():
-        level = row["contrast"].split(" − ")[0]
-        for side, frame in (("cohort", cohort), ("people", people)):
-            assert row[f"effect_{side}"] == pytest.approx(pingouin_g(frame, level, "b")[0], abs=1e-12)
+    assert_effects_are_pingouins(out, cohort, people, "b")
     # The people's single most frequent level "c" is the last as text and seen last: still the reference.
     people = groups(rng, {"a": 12, "b": 15, "c": 25}, {"a": 0, "b": 1, "c": 2})
     out = relations(cohort, people, ["gender"], subscales=["S"])
     assert out["contrast"].tolist() == ["a − c", "b − c"]
-    for _, row in out.iterrows():
-        level = row["contrast"].split(" − ")[0]
-        assert row["effect_people"] == pytest.approx(pingouin_g(people, level, "c")[0], abs=1e-12)
+    assert_effects_are_pingouins(out, cohort, people, "c", sides=("people",))
