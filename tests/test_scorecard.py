@@ -129,14 +129,15 @@ def test_each_mark_is_its_interval_against_its_region(card):
 def test_a_falls_short_by_chance_among_several_rows_is_inconclusive(iri, people):
     # A row just outside its region at 90 % but not at 1 − .10/m (m rows of one criterion): one of m
     # rows lies outside by chance far more often than 5 %, so it is not read as a shortfall.
-    from psyq.analysis.statistics.scorecard import _allow_for_rows, _row
+    from psyq.analysis.statistics.equivalence import allow_for_rows
+    from psyq.analysis.statistics.scorecard import _row
     rows = [_row("m", "iri", "level", s, v, lo, hi, region=(-0.3, 0.3))
             for s, v, lo, hi in [("PT", 0.45, 0.32, 0.58), ("FS", 0.0, -0.1, 0.1), ("EC", 0.9, 0.7, 1.1),
                                  ("PD", 0.0, -0.1, 0.1)]]
-    card = _allow_for_rows(pd.DataFrame(rows))
+    card = allow_for_rows(pd.DataFrame(rows))
     assert card["mark"].tolist() == [INCONCLUSIVE, MEETS, FALLS_SHORT, MEETS]
     assert "Bonferroni for the 4 rows" in card["note"].iloc[0]
-    alone = _allow_for_rows(pd.DataFrame(rows[:1]))         # one row: nothing to allow for
+    alone = allow_for_rows(pd.DataFrame(rows[:1]))         # one row: nothing to allow for
     assert alone["mark"].tolist() == [FALLS_SHORT]
 
 

@@ -92,8 +92,7 @@ from scipy import stats
 from psyq.engine.design.instrument import TRUSTED, Instrument
 
 from psyq.analysis.statistics.change import OVERALL, compare_change_with_humans
-from psyq.analysis.statistics.equivalence import (CONFIDENCE, FALLS_SHORT, INCONCLUSIVE, NOT_ESTIMABLE,
-                                                  interval_mark, z_value)
+from psyq.analysis.statistics.equivalence import CONFIDENCE, NOT_ESTIMABLE, allow_for_rows, interval_mark, z_value
 from psyq.analysis.statistics.norms.summary import hedges_g
 from psyq.analysis.statistics.response_comparison import compare_sources
 
@@ -144,27 +143,20 @@ def _quantile(confidence: float, df: float) -> float:
 
 
 def _card(rows: list[dict], *, bound: float, confidence: float) -> pd.DataFrame:
-    """The rows as a scorecard, a "falls short" allowed for the rows of its criterion: a criterion of m
-    rows falls short when any row does, so a row's "falls short" stands only when its interval at
-    1 − (1 − `confidence`)/m (Bonferroni) lies outside ±`bound` too, else it is ``inconclusive`` and its
-    note says so (as the questionnaires' scorecard does). "meets" needs no correction: every row must
-    meet (an intersection–union test, Berger 1982). Every interval here is symmetric, estimate ± quantile
-    × standard error, so the wider one keeps the standard error and takes the quantile of the new level."""
+    """The rows as a scorecard, a "falls short" allowed for the rows of its criterion
+    (:func:`~psyq.analysis.statistics.equivalence.allow_for_rows`, as the questionnaires' scorecard
+    does). Every interval here is symmetric, estimate ± quantile × standard error, so the wider one
+    keeps the standard error and takes the quantile of the new level (t with the row's `_df`)."""
     card = pd.DataFrame(rows, columns=[*COLUMNS, "_df"])
-    for _, part in card.groupby(["group", "instrument", "criterion"], sort=False):
-        m = int((part["mark"] != NOT_ESTIMABLE).sum())
-        if m < 2:
-            continue
-        wide = 1 - (1 - confidence) / m
-        for i in part.index[part["mark"] == FALLS_SHORT]:
-            value, low, high, df = card.loc[i, ["value", "low", "high", "_df"]]
-            half = (high - low) / 2 / _quantile(confidence, df) * _quantile(wide, df)
-            if interval_mark(value - half, value + half, -bound, bound) != FALLS_SHORT:
-                card.loc[i, "mark"] = INCONCLUSIVE
-                card.loc[i, "note"] = "; ".join(text for text in [
-                    f"outside the region at {100 * confidence:.0f} %, not at {100 * wide:.1f} % (Bonferroni for the "
-                    f"{m} rows of this criterion)", card.loc[i, "note"]] if text)
-    return card.drop(columns="_df")
+
+    def widen(value: float, low: float, high: float, df: float):
+        def at(level: float) -> tuple[float, float]:
+            half = (high - low) / 2 / _quantile(confidence, df) * _quantile(level, df)
+            return value - half, value + half
+        return at
+    card["_widen"] = [widen(*r) for r in zip(card["value"], card["low"], card["high"], card["_df"])]
+    card["_lower"], card["_upper"] = -bound, bound
+    return allow_for_rows(card.drop(columns="_df"), confidence=confidence)
 
 
 def _why(note: object) -> str:

@@ -57,6 +57,7 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+import pandas as pd
 from scipy import stats
 
 MEETS, FALLS_SHORT, INCONCLUSIVE, NOT_ESTIMABLE = "meets", "falls short", "inconclusive", "not estimable"
@@ -111,6 +112,48 @@ def combine_marks(marks: Sequence[str]) -> str:
     if all(m == NOT_ESTIMABLE for m in marks):
         return NOT_ESTIMABLE
     return INCONCLUSIVE
+
+
+def allow_for_rows(card: pd.DataFrame, *, confidence: float = CONFIDENCE,
+                   by: Sequence[str] = ("group", "instrument", "criterion")) -> pd.DataFrame:
+    """A scorecard's "falls short" allowed for the rows of its criterion. A criterion measured on m rows
+    falls short when any row does, so one row's 5 % chance of lying beyond a bound by chance would
+    become nearly m × 5 %: a row's "falls short" stands only when its interval at 1 − (1 −
+    `confidence`)/m (Bonferroni) lies outside the region too; otherwise it is ``inconclusive``, and its
+    note says so. "meets" needs no correction: every row must meet (an intersection–union test, Berger
+    1982).
+
+    `card` has, beside the scorecard's columns, ``_lower`` and ``_upper`` (the region; NaN: a row
+    without one, never changed) and ``_widen``: a function of a level giving the row's interval at it,
+    on the region's scale. Returns the card without those three columns.
+
+    Example
+    -------
+    g = 0.45 (90 % CI 0.32 to 0.58) is outside ±0.3, but not at 97.5 %, the level of one of four rows:
+    >>> card = pd.DataFrame({"group": "m", "instrument": "iri", "criterion": "level", "value": [0.45, 0.0],
+    ...     "low": [0.32, -0.1], "high": [0.58, 0.1], "mark": ["falls short", "meets"], "note": "",
+    ...     "_lower": -0.3, "_upper": 0.3})
+    >>> card["_widen"] = [lambda level, r=r: rescale_interval(r.value, r.low, r.high, 0.90, level)
+    ...                   for r in card[["value", "low", "high"]].itertuples()]
+    >>> allow_for_rows(card.iloc[:1])["mark"].tolist()                       # one row: stands
+    ['falls short']
+    >>> allow_for_rows(pd.concat([card, card]).reset_index(drop=True))["mark"].tolist()   # four rows
+    ['inconclusive', 'meets', 'inconclusive', 'meets']
+    """
+    card = card.copy()
+    for _, part in card.groupby(list(by), sort=False):
+        m = int((part["mark"] != NOT_ESTIMABLE).sum())
+        if m < 2:
+            continue
+        wide = 1 - (1 - confidence) / m
+        for i in part.index[(part["mark"] == FALLS_SHORT) & part["_lower"].notna()]:
+            low, high = card.at[i, "_widen"](wide)
+            if interval_mark(low, high, card.at[i, "_lower"], card.at[i, "_upper"]) != FALLS_SHORT:
+                card.at[i, "mark"] = INCONCLUSIVE
+                card.at[i, "note"] = "; ".join(p for p in [
+                    f"outside the region at {100 * confidence:.0f} %, not at {100 * wide:.1f} % (Bonferroni for the "
+                    f"{m} rows of this criterion)", card.at[i, "note"]] if p)
+    return card.drop(columns=["_lower", "_upper", "_widen"])
 
 
 def rescale_interval(value: float, low: float, high: float, confidence_from: float,

@@ -93,7 +93,7 @@ from psyq.engine.trials.scoring import score_wide
 
 from psyq.analysis.statistics.distinguishability import distinguishability
 from psyq.analysis.statistics.equivalence import (CONFIDENCE, FALLS_SHORT, INCONCLUSIVE, MEETS, NOT_ESTIMABLE,
-                                                  alpha_difference_interval, combine_marks, interval_mark,
+                                                  allow_for_rows, alpha_difference_interval, combine_marks, interval_mark,
                                                   rescale_interval, sd_ratio_interval)
 from psyq.analysis.statistics.human_comparison import compare_with_humans
 from psyq.analysis.statistics.invariance import level_reached
@@ -154,45 +154,24 @@ COLUMNS = ["group", "instrument", "criterion", "subscale", "value", "low", "high
 def _row(group, instrument, criterion, subscale="", value=np.nan, low=np.nan, high=np.nan, people=np.nan, mark=None,
          level="", note="", region: tuple[float, float] | None = None, log: bool = False, widen=None) -> dict:
     """One scorecard row; with `region` (the equivalence region, on the log scale when `log`) the mark
-    is the interval's, and the region is kept for :func:`_allow_for_rows`, with `widen`: the
-    function giving the row's interval at another level (default: the 90 % one rescaled)."""
+    is the interval's, and the region is kept for :func:`~psyq.analysis.statistics.equivalence.allow_for_rows`,
+    with `widen`: the function giving the row's interval at another level (default: the 90 % one
+    rescaled, keeping each side's standard error)."""
     if mark is None and region is not None:
         mark = interval_mark(low, high, *region)
     if mark is None or pd.isna(value):
         mark = NOT_ESTIMABLE if pd.isna(value) else mark
     lower, upper = region if region is not None else (np.nan, np.nan)
+
+    def widened(level: float) -> tuple[float, float]:       # on the region's scale
+        if widen is not None:
+            at = widen(level)
+            return (math.log(at[0]), math.log(at[1])) if log else at
+        v, lo, hi = (math.log(value), math.log(low), math.log(high)) if log else (value, low, high)
+        return rescale_interval(v, lo, hi, CONFIDENCE, level)
     return dict(group=group, instrument=instrument, criterion=criterion, subscale=subscale, value=value, low=low,
                 high=high, people=people, mark=mark, level=level, note=note if mark == NOT_ESTIMABLE or note else "",
-                _lower=lower, _upper=upper, _log=log, _widen=widen)
-
-
-def _allow_for_rows(card: pd.DataFrame) -> pd.DataFrame:
-    """A criterion measured on m rows falls short when any row does, so one row's 5 % chance of lying
-    beyond a bound by chance would become nearly m × 5 %: a row's "falls short" stands only when its
-    interval at 1 − .10/m (Bonferroni) lies outside the region too; otherwise it is inconclusive, and
-    says so. "meets" needs no correction: every row must meet (an intersection–union test, Berger
-    1982). The wider interval keeps each side's standard error (on the log scale for a ratio)."""
-    for _, part in card.groupby(["group", "instrument", "criterion"], sort=False):
-        m = int((part["mark"] != NOT_ESTIMABLE).sum())
-        if m < 2:
-            continue
-        wide = 1 - (1 - CONFIDENCE) / m
-        for i in part.index[(part["mark"] == FALLS_SHORT) & part["_lower"].notna()]:
-            r = card.loc[i]
-            if r["_widen"] is not None:
-                low, high = r["_widen"](wide)
-                if r["_log"]:
-                    low, high = math.log(low), math.log(high)
-            else:
-                value, low, high = ((math.log(r["value"]), math.log(r["low"]), math.log(r["high"])) if r["_log"]
-                                    else (r["value"], r["low"], r["high"]))
-                low, high = rescale_interval(value, low, high, CONFIDENCE, wide)
-            if interval_mark(low, high, r["_lower"], r["_upper"]) != FALLS_SHORT:
-                card.at[i, "mark"] = INCONCLUSIVE
-                card.at[i, "note"] = "; ".join(p for p in [
-                    f"outside the region at 90 %, not at {100 * wide:.1f} % (Bonferroni for the {m} rows of "
-                    f"this criterion)", r["note"]] if p)
-    return card.drop(columns=["_lower", "_upper", "_log", "_widen"])
+                _lower=lower, _upper=upper, _widen=widened)
 
 
 def _stopped_at(fit: pd.DataFrame, reached: str) -> tuple[str, float]:
@@ -479,7 +458,7 @@ def scorecard(cohort_items: pd.DataFrame, human_items: pd.DataFrame, instrument:
                              region=(-STYLE_MAX, STYLE_MAX)))
         rows.extend(_relation_rows(group, instrument, cohort_scores, people_scores, attributes, bound))
         rows.extend(_twin_rows(group, instrument, part[items], human_items[items]))
-    out = _allow_for_rows(pd.DataFrame(rows, columns=[*COLUMNS, "_lower", "_upper", "_log", "_widen"]))
+    out = allow_for_rows(pd.DataFrame(rows, columns=[*COLUMNS, "_lower", "_upper", "_widen"]))
     order = {c: k for k, c in enumerate(CRITERIA)}
     sub_order = {s: k for k, s in enumerate(["", *subs])}
     out = out.assign(_c=out["criterion"].map(order), _s=out["subscale"].map(sub_order).fillna(len(subs) + 1))
@@ -577,4 +556,4 @@ def norm_scorecard(comparison: pd.DataFrame, *, bound: float = 0.3) -> pd.DataFr
             if far is None or abs(math.log(ratio)) > abs(math.log(far[0])):
                 far = (ratio, low, high)
         rows.append(_row(group, inst, "spread", sub, *far, mark=combine_marks(marks)))
-    return _allow_for_rows(pd.DataFrame(rows, columns=[*COLUMNS, "_lower", "_upper", "_log", "_widen"]))
+    return allow_for_rows(pd.DataFrame(rows, columns=[*COLUMNS, "_lower", "_upper", "_widen"]))
