@@ -123,6 +123,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
     study = _with_prompt_variant(args, load_study(args.study))
     require_item_texts(study)
+    people = _people_for_power(args, study)     # a bad --human is said before anything is planned
     prices = _price_table(args, study)
     overridden = _backend_overrides(args, study)
     backends = {c.id: make_backend(c, log=lambda m: print(m, file=sys.stderr)) for c in overridden.configs}
@@ -147,7 +148,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if study.spec.stages:
         plan.notes.append(PREVIEW_NOTE)
     done = sum(t.trial_id in finished for t in trials)
-    power = _verdict_power(args, study)
+    power = _verdict_power(args, study, people) if people else None
     if args.json:
         print(json.dumps({**plan.to_json(), "already_finished": done,
                           "overrides": [o.to_json() for o in overridden.overrides],
@@ -160,21 +161,28 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _verdict_power(args: argparse.Namespace, study) -> dict | None:
-    """With --human INSTRUMENT=FILE: per instrument, how often a cohort of the study's size that truly
-    stood in for those people would be marked meets / falls short per criterion, and the cohort size
-    that meets in 80 % of draws (psyq.verdict_power, the people resampled)."""
+def _people_for_power(args: argparse.Namespace, study) -> dict:
+    """--human INSTRUMENT=FILE of `psyq plan`, checked: the files exist, the instruments are the study's."""
     if not getattr(args, "human", None):
-        return None
+        return {}
     from psyq.analysis.scoring.human_data import human_data
-    from psyq.analysis.statistics.verdict_power import DEFAULT_GRID, verdict_power
 
     people = human_data(id_paths(args.human, "--human"))
-    instruments = {i.id: i for i in study.instruments}
+    instruments = [i.id for i in study.instruments]
     unknown = sorted(set(people) - set(instruments))
     if unknown:
         raise InputError.single(", ".join(unknown), f"--human names no instrument of the study "
                                                     f"(its instruments: {', '.join(instruments)})")
+    return people
+
+
+def _verdict_power(args: argparse.Namespace, study, people: dict) -> dict:
+    """Per instrument of `people`, how often a cohort of the study's size that truly stood in for those
+    people would be marked meets / falls short per criterion, and the cohort size that meets in 80 % of
+    draws (psyq.verdict_power, the people resampled)."""
+    from psyq.analysis.statistics.verdict_power import DEFAULT_GRID, verdict_power
+
+    instruments = {i.id: i for i in study.instruments}
     n = sum(p.id != "baseline" for p in study.cohort.personas)
     out = {}
     for inst_id, data in people.items():
