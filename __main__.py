@@ -1,7 +1,7 @@
-"""`python -m psyq ...` runs the psyq command (as the `psyq` script and `python -m psyq.engine.cli` do)."""
+"""`python -m psyq ...` runs the psyq command (as the `psyq` script and `python -m psyq.cli` do)."""
 
 import sys
 
-from psyq.engine.cli import main
+from psyq.cli import main
 
 sys.exit(main())

@@ -62,7 +62,7 @@ def main() -> int:
                      "protocol": {"seed": 1, "answer": "text"}}
             (tmp / "study.yaml").write_text(yaml.safe_dump(study, sort_keys=False))
             began = time.monotonic()
-            out = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "run", str(tmp / "study.yaml"),
+            out = subprocess.run([sys.executable, "-m", "psyq.cli", "run", str(tmp / "study.yaml"),
                                   "--runs-dir", str(tmp / "runs")], cwd=ROOT, capture_output=True, text=True)
             seconds = time.monotonic() - began
             load_after = os.getloadavg()

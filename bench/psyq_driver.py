@@ -1,9 +1,9 @@
 """Time one `psyq run` exactly as the command line does it, without the interpreter's start-up.
 
-Imports ``psyq.engine.cli`` and the modules ``psyq run`` imports when it starts (the command line
+Imports ``psyq.cli`` and the modules ``psyq run`` imports when it starts (the command line
 imports a command's modules inside the command, so that light commands start at once) first, so
 that Python start-up and imports are not counted; then times
-``psyq.engine.cli.main(["run", STUDY, "--runs-dir", DIR])``: loading the study, planning and rendering
+``psyq.cli.main(["run", STUDY, "--runs-dir", DIR])``: loading the study, planning and rendering
 every trial, starting the backend, sending, parsing, storing, the progress display and the
 manifest. Prints one JSON line: seconds, trials planned, trial status counts, rate (trials/s),
 and the run directory. ``--profile FILE`` writes a pyinstrument HTML profile of the run.
@@ -36,7 +36,7 @@ def use_engine_tree(tree: str) -> None:
 
 
 def preimport_run_command() -> None:
-    """Import what ``psyq run`` imports inside its command (engine/cli/administering.py: the runner,
+    """Import what ``psyq run`` imports inside its command (cli/administering.py: the runner,
     the progress display, the study, overrides and prices), every backend's module (imported
     on first use) and aiohttp (imported when a backend opens its session), so that the timing starts
     after the imports, as it did when the command line imported them at its top."""
@@ -62,7 +62,7 @@ def add_payload_fields(extra: dict) -> None:
 
 def run(study: str, runs_dir: str, profile: str | None = None, payload_extra: dict | None = None) -> dict:
     """Run the study through the CLI entry point; return timing and counts."""
-    from psyq.engine.cli import main as cli_main
+    from psyq.cli import main as cli_main
     preimport_run_command()
 
     if payload_extra:

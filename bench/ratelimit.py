@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
             study = write_study(work / "study", n_personas=math.ceil(args.trials / 28), backend=backend,
                                 protocol={"answer": "text"})
             began = time.perf_counter()
-            run = subprocess.run([PYTHON, "-m", "psyq.engine.cli", "run", str(study), "--runs-dir", str(work / "runs")],
+            run = subprocess.run([PYTHON, "-m", "psyq.cli", "run", str(study), "--runs-dir", str(work / "runs")],
                                  cwd=ROOT, capture_output=True, text=True)
             wall = time.perf_counter() - began
         if run.returncode != 0:

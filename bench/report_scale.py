@@ -91,9 +91,9 @@ def timed_report(run: Path, out: Path, tree: str | None = None) -> dict:
     `tree`, the older copy of the package in ``tree/psyq`` instead of the installed one."""
     args = ["report", str(run), "--out", str(out), "--human", "iri=iri_briganti2018_keyed:keyed"]
     if tree:
-        argv = [PYTHON, "-c", TREE_PRELUDE.format(tree=tree) + "from psyq.engine.cli import main; sys.exit(main())", *args]
+        argv = [PYTHON, "-c", TREE_PRELUDE.format(tree=tree) + "from psyq.cli import main; sys.exit(main())", *args]
     else:
-        argv = [PYTHON, "-m", "psyq.engine.cli", *args]
+        argv = [PYTHON, "-m", "psyq.cli", *args]
     usage, _, err = child_usage(argv)
     if usage["exit"] != 0:
         raise RuntimeError(f"psyq report failed: {err[-2000:]}")

@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
                        "concurrency": args.concurrency, "max_retries": MAX_RETRIES, "timeout_s": 0.5,
                        "backoff_s": 0.01, "max_backoff_s": 0.2}
             study = write_study(work / "study", n_personas=n_personas, backend=backend, protocol={"answer": "text"})
-            command = [PYTHON, "-m", "psyq.engine.cli", "run", str(study), "--runs-dir", str(work / "runs")]
+            command = [PYTHON, "-m", "psyq.cli", "run", str(study), "--runs-dir", str(work / "runs")]
             runs = work / "runs"
             segments = []        # per run: record lines before it, trials committed before it
             began = time.perf_counter()

@@ -56,7 +56,7 @@ from common import PYTHON, median, save_results, stop_process, table  # noqa: E4
 PSYQ = str(Path(PYTHON).with_name("psyq"))
 TIME = "/usr/bin/time" if Path("/usr/bin/time").exists() else None   # GNU time: the child's own peak RSS
 # The psyq script's own code; with a tree, that tree's package is imported instead of the install.
-SCRIPT = "import sys; from psyq.engine.cli import main; sys.exit(main())"
+SCRIPT = "import sys; from psyq.cli import main; sys.exit(main())"
 TREE_PRELUDE = ("import sys; sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in "
                 "(getattr(f, '__module__', '') or '')]; sys.path.insert(0, {tree!r}); ")
 

@@ -83,7 +83,7 @@ TARGET_MS, TARGET_MB, TARGET_RATIO = 300, 300, 1.05
 @contextmanager
 def viewer(runs: Path) -> Iterator[tuple[str, subprocess.Popen]]:
     """`psyq view RUNS` in its own process; yield (its URL, the process); stop it."""
-    process = subprocess.Popen([PYTHON, "-m", "psyq.engine.cli", "view", str(runs)], stdout=subprocess.PIPE,
+    process = subprocess.Popen([PYTHON, "-m", "psyq.cli", "view", str(runs)], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, cwd=ROOT)
     try:
         line = process.stdout.readline() if process.stdout else ""
@@ -157,7 +157,7 @@ def seed_run(folder: Path, runs: Path) -> Path:
                  "cohort": "cohort.yaml", "backends": backends,
                  "protocol": {"seed": 1, "answer": "text", "presentation": "per_item", "reask_limit": 1}}
         (folder / "study.yaml").write_text(yaml.safe_dump(study, sort_keys=False))
-        out = subprocess.run([PYTHON, "-m", "psyq.engine.cli", "run", str(folder / "study.yaml"), "--runs-dir",
+        out = subprocess.run([PYTHON, "-m", "psyq.cli", "run", str(folder / "study.yaml"), "--runs-dir",
                               str(runs)], capture_output=True, text=True, cwd=ROOT, timeout=600)
     if out.returncode != 0:
         raise RuntimeError(f"seed run failed ({out.returncode}): {out.stderr[-2000:]}")

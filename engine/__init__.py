@@ -17,7 +17,6 @@ Instrument + Cohort + Backend -> administer -> Responses -> score -> compare wit
   with the codebooks that read their answers back
 - ``bundle/``     psyq bundle and psyq verify: one run as one zip to share, read back as untrusted input
 - ``view/``       psyq view: a read-only local web viewer of runs, their trials and conversations
-- ``cli/``        the psyq command, one module per command group
 
 A set of plug-ins (the backend kinds, the item kinds, the importers) is a ``Registry`` of
 ``registry.py``, filled by its room's ``__init__.py``. A package that re-exports names from heavy
@@ -25,8 +24,9 @@ modules (``psyq``, ``psyq.analysis``) imports them on first use with ``lazy.py``
 
 Imports point one way, down this list: a room may import the rooms above it here and never the
 ones below (tests/test_kinds.py checks it). ``psyq.analysis`` reads files, store, trials, kinds,
-design, results and judging; nothing here imports it except the command line. The curated API
-for scripts and notebooks is the top-level ``psyq`` namespace.
+design, results and judging; nothing here imports it. The command line (``psyq.cli``, the folder
+``cli/`` beside ``engine/`` and ``analysis/``) is the floor above both and the only code that drives
+both. The curated API for scripts and notebooks is the top-level ``psyq`` namespace.
 """
 
 from importlib.metadata import version as _installed_version

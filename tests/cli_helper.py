@@ -1,6 +1,6 @@
 """The psyq command run in this process, for tests where what is checked is what a command does (its
 files, its output, its exit code), not how a process starts: :func:`psyq_in_process` calls
-``psyq.engine.cli.main`` (what ``python -m psyq.engine.cli`` and the ``psyq`` script call, passing
+``psyq.cli.main`` (what ``python -m psyq.cli`` and the ``psyq`` script call, passing
 its return value to ``sys.exit``) with standard output and error captured, in the given folder and
 environment, and returns what ``subprocess.run(..., capture_output=True, text=True)`` would.
 
@@ -24,7 +24,7 @@ import warnings
 from pathlib import Path
 from typing import Iterator, Mapping
 
-from psyq.engine.cli import main
+from psyq.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -4,7 +4,7 @@ The malformed-input corpus runs well over a hundred commands; starting a new Pyt
 spends most of the suite's time importing pandas and pydantic again. This helper imports psyq
 once and then forks a child per command, so every command still runs in a process of its own
 (its exit code, output and peak resident memory are its own), started from the same state a
-fresh ``python -m psyq.engine.cli`` reaches after its imports.
+fresh ``python -m psyq.cli`` reaches after its imports.
 
 Protocol (one JSON object per line): the test writes ``{"args": [...], "cwd": ..., "out": path,
 "err": path}`` where ``args`` are what would follow ``python`` (``-m module ...`` or ``-c code

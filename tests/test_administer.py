@@ -256,7 +256,7 @@ def test_api_key_never_stored_or_logged(tmp_path):
     env = {**os.environ, "PSYQ_TEST_KEY": secret}
     with StubServer() as stub:
         study = write_study(tmp_path, stub.url, personas=[{"id": "p1"}], backend={"api_key_env": "PSYQ_TEST_KEY"})
-        out = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "run", str(study), "--runs-dir",
+        out = subprocess.run([sys.executable, "-m", "psyq.cli", "run", str(study), "--runs-dir",
                               str(tmp_path / "runs")], cwd=ROOT, env=env, capture_output=True, text=True)
         assert out.returncode == 0, out.stderr
         # The key was used …
@@ -274,7 +274,7 @@ def test_missing_api_key_stops_the_run_with_a_clear_error(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "PSYQ_ABSENT_KEY"}
     with StubServer() as stub:
         study = write_study(tmp_path, stub.url, backend={"api_key_env": "PSYQ_ABSENT_KEY"})
-        out = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "run", str(study), "--runs-dir",
+        out = subprocess.run([sys.executable, "-m", "psyq.cli", "run", str(study), "--runs-dir",
                               str(tmp_path / "runs")], cwd=ROOT, env=env, capture_output=True, text=True)
     assert out.returncode == 1
     assert "PSYQ_ABSENT_KEY is not set" in out.stderr and "Traceback" not in out.stderr
@@ -291,7 +291,7 @@ def test_sigkill_mid_run_then_rerun_loses_nothing_and_resends_nothing(tmp_path):
     try:
         url = stub.stdout.readline().split()[1]
         study = write_study(tmp_path, url, personas=personas, backend={"concurrency": 2})
-        cmd = [sys.executable, "-m", "psyq.engine.cli", "run", str(study), "--runs-dir", str(tmp_path / "runs")]
+        cmd = [sys.executable, "-m", "psyq.cli", "run", str(study), "--runs-dir", str(tmp_path / "runs")]
         runner = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         db = None
         deadline = time.monotonic() + 60
@@ -328,7 +328,7 @@ def _run_until_some_are_stored(tmp_path: Path, n_stored: int = 20):
                             stdout=subprocess.PIPE, text=True)
     url = stub.stdout.readline().split()[1]
     study = write_study(tmp_path, url, personas=personas, backend={"concurrency": 8})
-    cmd = [sys.executable, "-m", "psyq.engine.cli", "run", str(study), "--runs-dir", str(tmp_path / "runs")]
+    cmd = [sys.executable, "-m", "psyq.cli", "run", str(study), "--runs-dir", str(tmp_path / "runs")]
     runner = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               start_new_session=True)
     deadline, db = time.monotonic() + 60, None

@@ -81,7 +81,7 @@ def test_sigkill_after_submission_resumes_by_batch_id_and_sends_nothing_again(tm
     with BatchStub(in_progress_polls=10**9) as stub:   # stays in_progress until the test says
         study = write_study(tmp_path, stub.url, n_personas=4)
         runs = tmp_path / "runs"
-        proc = subprocess.Popen([sys.executable, "-m", "psyq.engine.cli", "run", str(study), "--runs-dir", str(runs)],
+        proc = subprocess.Popen([sys.executable, "-m", "psyq.cli", "run", str(study), "--runs-dir", str(runs)],
                                 cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             deadline = time.monotonic() + 120
@@ -210,7 +210,7 @@ def test_the_api_key_goes_in_a_header_only(tmp_path, monkeypatch):
     monkeypatch.setenv("PSYQ_BATCH_TEST_KEY", secret)
     with BatchStub() as stub:
         study = write_study(tmp_path, stub.url, n_personas=1, backend={"api_key_env": "PSYQ_BATCH_TEST_KEY"})
-        out = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "run", str(study), "--runs-dir",
+        out = subprocess.run([sys.executable, "-m", "psyq.cli", "run", str(study), "--runs-dir",
                               str(tmp_path / "runs")], cwd=ROOT, capture_output=True, text=True,
                              env={**os.environ, "PSYQ_BATCH_TEST_KEY": secret})
     assert out.returncode == 0, out.stderr
@@ -225,7 +225,7 @@ def test_the_api_key_goes_in_a_header_only(tmp_path, monkeypatch):
 def test_sigterm_while_waiting_says_the_batch_goes_on(tmp_path):
     with BatchStub(in_progress_polls=10**9) as stub:
         study = write_study(tmp_path, stub.url, n_personas=1)
-        proc = subprocess.Popen([sys.executable, "-m", "psyq.engine.cli", "run", str(study), "--runs-dir",
+        proc = subprocess.Popen([sys.executable, "-m", "psyq.cli", "run", str(study), "--runs-dir",
                                  str(tmp_path / "runs")], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True)
         deadline = time.monotonic() + 120

@@ -1,4 +1,4 @@
-"""psyq bundle, verify, and report/scores/export/view of a bundle (engine/bundle/, engine/cli/bundle.py).
+"""psyq bundle, verify, and report/scores/export/view of a bundle (engine/bundle/, cli/bundle.py).
 
 A quick-start run is made over the stub server by a user whose home folder and API key are
 planted (a fake home path, a key in the environment): the bundle must hold neither in any byte,
@@ -278,7 +278,7 @@ def test_psyq_view_serves_a_bundles_trials_with_a_hostile_reply_as_text(tmp_path
         _psyq("run", study, "--runs-dir", tmp_path / "runs", cwd=tmp_path)
     _psyq("bundle", tmp_path / "runs" / "view_run", "--out", "v.zip", cwd=tmp_path)
     before = _temporary_bundles()
-    process = subprocess.Popen([sys.executable, "-m", "psyq.engine.cli", "view", "v.zip"], cwd=tmp_path,
+    process = subprocess.Popen([sys.executable, "-m", "psyq.cli", "view", "v.zip"], cwd=tmp_path,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         url = re.search(r"(http://\S+)", process.stdout.readline()).group(1)

@@ -22,7 +22,7 @@ import psyq
 from cli_helper import psyq_in_process
 from psyq.engine.bundle import read
 from psyq.engine.bundle.scrub import Sensitive
-from psyq.engine.cli.common import EXIT_BAD_INPUT, EXIT_OK
+from psyq.cli.common import EXIT_BAD_INPUT, EXIT_OK
 from psyq.engine.files.codebook import codebook_beside
 from psyq.engine.files.shipped import ROOT, locate
 from stub_server import StubServer

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from psyq.engine.cli import build_parser, main
+from psyq.cli import build_parser, main
 from psyq.engine.results.runs import resolve_run
 from stub_server import StubServer
 
@@ -159,7 +159,7 @@ def test_run_ends_with_the_next_commands_which_paste_and_run(folder):
 
 
 def test_the_next_commands_quote_a_path_the_shell_would_split(tmp_path):
-    from psyq.engine.cli.administering import next_commands
+    from psyq.cli.administering import next_commands
 
     run = tmp_path / "my runs" / "s" / "ab12"
     lines = next_commands(run)
@@ -231,7 +231,7 @@ def test_a_closed_standard_output_ends_quietly():
     read, write = os.pipe()
     os.close(read)
     try:
-        done = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "schema", "study"], cwd=ROOT, stdout=write,
+        done = subprocess.run([sys.executable, "-m", "psyq.cli", "schema", "study"], cwd=ROOT, stdout=write,
                               stderr=subprocess.PIPE, text=True, timeout=120)
     finally:
         os.close(write)

@@ -1,7 +1,7 @@
 """Human data as it comes: a codebook names the columns and codes of a data file, keying that
 looks wrong is said loudly, and labels that differ from the cohort's and the norms' are pointed out.
 
-Runs the command line as a user would (``python -m psyq.engine.cli``) on the shipped Briganti et
+Runs the command line as a user would (``python -m psyq.cli``) on the shipped Briganti et
 al. (2018) IRI file, whose columns are ``davi1`` … ``davi28``, whose gender is ``F``/``M`` and
 whose reverse-keyed items are stored already reversed (instruments/data/README.md).
 """

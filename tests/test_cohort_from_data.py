@@ -343,7 +343,7 @@ def validate(path: Path) -> Child:
     """`psyq validate PATH` in a process of its own, forked from one that has imported psyq once
     (tests/forkrunner.py, as the malformed-input corpus runs): a fresh interpreter per mistake spent
     most of this file's time importing."""
-    return Child(["-m", "psyq.engine.cli", "validate", str(path)])
+    return Child(["-m", "psyq.cli", "validate", str(path)])
 
 
 def errors_of(path: Path) -> list[str]:

@@ -13,8 +13,8 @@ brings are played by the repository's test files (tests/data/, tests/fixtures/),
 
 (b) Command lines: every ```bash block preceded by ``<!-- run -->`` runs, line by line (``\\``
     continues a line, ``&&`` chains, ``> FILE`` writes standard output to FILE, ``# ...`` is a
-    comment), through the psyq command's own entry point (in-process, ``psyq.engine.cli.main``,
-    which `psyq` and `python -m psyq.engine.cli` call) in such a scratch folder, so that `--out`
+    comment), through the psyq command's own entry point (in-process, ``psyq.cli.main``,
+    which `psyq` and `python -m psyq.cli` call) in such a scratch folder, so that `--out`
     files land there and never in the checkout. Each command must exit 0, or N when its comment
     starts with ``exit N``. A marked block may hold only psyq commands. Marked are the commands
     that need no network, no model and little time: `psyq list`, `init`, `validate`, `schema`,
@@ -48,8 +48,8 @@ from pathlib import Path
 
 import pytest
 
-from psyq.engine.cli import main as psyq_main
-from psyq.engine.cli.common import EXIT_CODES_HELP
+from psyq.cli import main as psyq_main
+from psyq.cli.common import EXIT_CODES_HELP
 from runs_helper import make_mini_run
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,7 +1,7 @@
 """The pages that list "every command" and "every field" list what the code defines (issue 41).
 
 (a) README.md's command table ("## The commands a psychologist uses") against psyq's own
-    argparse parser (``psyq.engine.cli.build_parser``), built in-process:
+    argparse parser (``psyq.cli.build_parser``), built in-process:
 
     - every sub-command is named in a row as ```psyq COMMAND ...```, and the table names no
       ``psyq X`` that the parser lacks;
@@ -43,7 +43,7 @@ import pytest
 import yaml
 
 from cli_helper import psyq_in_process
-from psyq.engine.cli import build_parser
+from psyq.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -201,7 +201,7 @@ def test_alternatives_in_a_command_are_its_choices(table, commands):
 # --- (b) docs/studies.md's annotated format against the study JSON Schema ----------------------
 
 def study_schema() -> dict[str, Any]:
-    """What `psyq schema study` prints (engine/cli/files.py), without a process."""
+    """What `psyq schema study` prints (cli/files.py), without a process."""
     from psyq.engine.design.study import StudySpec
     from psyq.engine.files.fields import format_json_schema
     return format_json_schema(StudySpec, "psyq study (format study/1)")

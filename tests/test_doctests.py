@@ -47,7 +47,7 @@ def modules_with_examples(root: Path = ROOT) -> list[str]:
 MODULES = modules_with_examples()
 # Their examples name psyq's shipped files by name only, so they run from any folder (psyq installed,
 # no clone in sight): run again from an empty one.
-BY_NAME = ["psyq.engine.files.shipped", "psyq.engine.cli.starting", "psyq.engine.design.study",
+BY_NAME = ["psyq.engine.files.shipped", "psyq.cli.starting", "psyq.engine.design.study",
            "psyq.engine.design.persona", "psyq.engine.judging.answer_judge", "psyq.engine.trials.prompts",
            "psyq.engine.trials.scoring", "psyq.engine.kinds.response.rubrics", "psyq.engine.administer.run",
            "psyq.engine.kinds.vignette.accuracy", "psyq.analysis.statistics.invariance.against_people"]
@@ -79,7 +79,7 @@ def test_discovery_finds_the_modules_the_package_has():
     assert {"psyq.analysis", "psyq.engine.registry", "psyq.analysis.statistics.norms",
             "psyq.analysis.statistics.invariance.sequence"} <= set(MODULES)
     assert len(MODULES) > 100
-    assert "psyq.engine.cli.__main__" not in MODULES and not any(m.startswith("psyq.tests") for m in MODULES)
+    assert "psyq.cli.__main__" not in MODULES and not any(m.startswith("psyq.tests") for m in MODULES)
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -16,7 +16,7 @@ import pytest
 from psyq.analysis.report import build_sections
 from psyq.analysis.scoring.human_data import human_data
 from psyq.engine.backends import BackendConfig
-from psyq.engine.cli import main
+from psyq.cli import main
 from psyq.engine.judging.answer_judge import judge_run, load_rubric
 from stub_server import StubServer
 from test_administer import run, write_study

@@ -19,7 +19,7 @@ from psyq.analysis.statistics.agreement import level_agreement
 from psyq.analysis.statistics.lexicon_agreement import judge_lexicon_agreement, lexicon_answer_levels
 from psyq.analysis.report import build_sections
 from psyq.engine.backends import BackendConfig
-from psyq.engine.cli import main
+from psyq.cli import main
 from psyq.engine.files.errors import InputError
 from psyq.engine.results.export import export_table
 from psyq.engine.judging.answer_judge import judge_run, load_rubric

@@ -346,7 +346,7 @@ def test_a_model_named_in_the_study_is_kept_and_an_unknown_one_is_an_input_error
 
 
 def test_the_judge_without_a_server_uses_the_instruct_model(capsys):
-    from psyq.engine.cli.judging import helper_backend
+    from psyq.cli.judging import helper_backend
 
     config = helper_backend(argparse.Namespace(base_url=None, model=None, api_key_env=None, run="r"), "judge")
     assert config.kind == "local" and config.model == INSTRUCT_DEFAULT

@@ -39,7 +39,7 @@ MAX_ITEMS_RSS_MB = 150   # 12,000 items above 10 items: twice what they cost tod
 READER = """
 import sys
 from psyq.engine.kinds.vignette import accuracy
-from psyq.engine.cli import report_input_error
+from psyq.cli import report_input_error
 from psyq.engine.files.errors import InputError
 from psyq.engine.design.instrument import load_instrument
 from psyq.engine.files.notices import print_notices_to_stderr
@@ -56,7 +56,7 @@ class Child:
     """A finished child process: exit code, output and peak resident memory.
 
     Children are forked by ``tests/forkrunner.py``, which has imported psyq once: each command
-    still runs in a process of its own, from the state a fresh ``python -m psyq.engine.cli`` reaches
+    still runs in a process of its own, from the state a fresh ``python -m psyq.cli`` reaches
     after its imports, and ``os.wait4`` gives that child's own peak memory.
     """
 
@@ -66,8 +66,8 @@ class Child:
     def runner(cls, args: list[str]) -> subprocess.Popen:
         """The fork runner for this command: `psyq score` loads the analysis package before it
         reads its CSV; validate and the CSV readers need the engine only."""
-        preload = ("psyq.engine.cli", "psyq.analysis.scoring.score_table", "psyq.analysis.scoring.scores") if "score" in args \
-            else ("psyq.engine.cli", "psyq.engine.kinds.vignette.accuracy")
+        preload = ("psyq.cli", "psyq.analysis.scoring.score_table", "psyq.analysis.scoring.scores") if "score" in args \
+            else ("psyq.cli", "psyq.engine.kinds.vignette.accuracy")
         runner = cls._runners.get(preload)
         if runner is None or runner.poll() is not None:
             runner = cls._runners[preload] = subprocess.Popen(
@@ -102,16 +102,16 @@ def _stop_runner():
 
 
 def psyq(*args: str) -> Child:
-    return Child(["-m", "psyq.engine.cli", *args])
+    return Child(["-m", "psyq.cli", *args])
 
 
 def command_for(kind: str, path: str) -> list[str]:
     if kind == "answers":
-        return ["-m", "psyq.engine.cli", "score", "instruments/iri.yaml", path]
+        return ["-m", "psyq.cli", "score", "instruments/iri.yaml", path]
     if kind in ("perceiver", "target"):
         reader = "read_perceiver_csv" if kind == "perceiver" else "read_target_reports_csv"
         return ["-c", READER, reader, "instruments/ea_vignettes_psyq.yaml", path]
-    return ["-m", "psyq.engine.cli", "validate", path]
+    return ["-m", "psyq.cli", "validate", path]
 
 
 def corpus_files() -> list[str]:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from psyq.engine.backends import BackendConfig
-from psyq.engine.cli import main
+from psyq.cli import main
 from psyq.engine.files.errors import InputError
 from psyq.engine.judging.perturbed_replies import perturb_run, read_log
 from psyq.engine.design.perturbation_sets import apply_rule, load_perturbations

@@ -827,7 +827,7 @@ def test_judge_requests_conform(workdir: Path, rubric_id: str, answer: str, back
                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """`psyq judge` with a rubric/1 rubric (engine/judging/answer_judge.py), on answers of the study it applies to.
 
-    The CLI builds judges of kind local or openai only (engine/cli/ `helper_backend`); an
+    The CLI builds judges of kind local or openai only (cli/ `helper_backend`); an
     Anthropic judge is what :func:`psyq.engine.judging.answer_judge.judge_run` would send with such a config.
     `judge_run` itself does not refuse `logprobs` for Anthropic (only study loading does): that
     combination is not generated (JUDGES), as psyq's study validation would refuse it."""

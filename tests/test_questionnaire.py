@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from cli_helper import psyq_in_process
-from psyq.engine.cli.questionnaire import FORMATS
+from psyq.cli.questionnaire import FORMATS
 from psyq.engine.design.instrument import load_instrument
 from psyq.engine.design.study import load_study
 from psyq.engine.files.errors import InputError

@@ -19,7 +19,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 
-from psyq.engine.cli import main
+from psyq.cli import main
 from psyq.engine.judging.rating_sheet import read_rating_workbook, sheet_text
 from psyq.engine.store.ratings import RatingTarget, put_targets, read_ratings, read_targets
 from psyq.engine.store.run_store import RunStore

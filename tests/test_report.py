@@ -207,7 +207,7 @@ def test_report_reads_human_data_through_a_codebook_and_warns_of_keying(run_dir,
 
 def test_report_on_a_non_run_is_a_clean_error(tmp_path):
     # The command as a process of its own: exit code 2 and no traceback.
-    out = subprocess.run([sys.executable, "-m", "psyq.engine.cli", "report", str(tmp_path)], cwd=ROOT,
+    out = subprocess.run([sys.executable, "-m", "psyq.cli", "report", str(tmp_path)], cwd=ROOT,
                          capture_output=True, text=True)
     assert out.returncode == 2 and "not a run directory" in out.stderr and "Traceback" not in out.stderr
 

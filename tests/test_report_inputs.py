@@ -11,7 +11,7 @@ import pytest
 from psyq.analysis.report import build, context
 from psyq.analysis.report.sections import SECTIONS
 from psyq.analysis.scoring.human_data import human_data
-from psyq.engine.cli import main
+from psyq.cli import main
 from runs_helper import make_mini_run
 
 
@@ -79,7 +79,7 @@ def test_the_command_line_says_a_bad_file_before_it_imports_the_report(run, tmp_
     import sys
 
     bad = people_file(tmp_path, "2,3,9,1")
-    probe = ("import sys; from psyq.engine.cli import main; "
+    probe = ("import sys; from psyq.cli import main; "
              f"code = main(['report', {str(run)!r}, '--human', 'mini={bad}', '--out', {str(tmp_path / 'out')!r}]); "
              "print(code, 'psyq.analysis.report.build' in sys.modules, 'scipy.stats' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)

@@ -22,7 +22,7 @@ import pandas as pd
 import pytest
 
 from psyq.engine.backends import BackendConfig
-from psyq.engine.cli import main
+from psyq.cli import main
 from psyq.engine.files.errors import InputError
 from psyq.engine.store.ratings import RatingTarget, put_targets, read_ratings, read_targets, response_id_of
 from psyq.engine.kinds.response.rubrics import combine_levels, load_multi_rubric
@@ -350,7 +350,7 @@ def test_sigkill_mid_judge_then_rerun_never_asks_a_stored_rating_again(tmp_path)
         url = stub.stdout.readline().split()[1]
         # The stub answers a digit 1-4: a 4 is off the 1-3 scale and stored as unparseable, which
         # is still a finished rating (only `failed` ones are asked again).
-        cmd = [sys.executable, "-m", "psyq.engine.cli", "judge", str(run_dir), "--rubric", "empathy_ceb",
+        cmd = [sys.executable, "-m", "psyq.cli", "judge", str(run_dir), "--rubric", "empathy_ceb",
                "--base-url", url, "--model", "stub-model", "--answer", "text"]
         judge_process = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 60

@@ -61,7 +61,7 @@ def psyq(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
 
 def psyq_process(*args: str) -> subprocess.CompletedProcess:
     """`psyq ARGS` as a process of its own: everything it prints, wherever from."""
-    return subprocess.run([sys.executable, "-m", "psyq.engine.cli", *args], cwd=ROOT, capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "psyq.cli", *args], cwd=ROOT, capture_output=True, text=True)
 
 
 def chat_posts(stub: StubServer) -> list:
@@ -157,7 +157,7 @@ def test_two_runs_of_one_study_at_once_one_refuses_and_nothing_is_sent_twice(tmp
         url = stub.stdout.readline().split()[1]
         # 40 trials × 0.25 s / 2 at a time ≈ 5 s: time for a second Python process to start.
         study = write_study(tmp_path, url, n_personas=10)
-        cmd = [sys.executable, "-m", "psyq.engine.cli", "run", str(study), "--runs-dir", str(tmp_path / "runs")]
+        cmd = [sys.executable, "-m", "psyq.cli", "run", str(study), "--runs-dir", str(tmp_path / "runs")]
         first = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not list((tmp_path / "runs").rglob("run.sqlite")):

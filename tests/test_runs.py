@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from psyq import administer, load_study
-from psyq.engine.cli import main
+from psyq.cli import main
 from psyq.engine.store.runlock import RunLock
 from psyq.engine.results.runs import list_runs, run_breakdown, summarise_run
 from stub_server import StubServer, default_answer, prompt_chars

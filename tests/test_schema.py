@@ -67,7 +67,7 @@ def test_shipped_cohorts_point_to_the_cohort_schema_and_satisfy_it(path):
 def test_cohort_schema_rejects_what_the_loader_rejects(tmp_path):
     # A persona with an unknown field and a sample with a negative seed: both refused by
     # `psyq validate` (the loader) and by the schema (jsonschema, an independent validator).
-    from psyq.engine.cli import main
+    from psyq.cli import main
     validator = jsonschema.Draft202012Validator(json.loads(COHORT_SCHEMA.read_text()))
     for bad in ({"psyq": "cohort/1", "id": "c", "personas": [{"id": "p1", "agee": 3}]},
                 {"psyq": "cohort/1", "id": "c", "sample": {"size": 2, "seed": -1, "id_prefix": "p",

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from psyq.engine.cli import main
+from psyq.cli import main
 from psyq.engine.design.study import load_study
 from psyq.engine.files import shipped
 from psyq.engine.files.errors import InputError

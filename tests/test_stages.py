@@ -76,7 +76,7 @@ def test_sigkill_between_stages_resumes_at_the_next_stage_with_the_stored_histor
     # time, 0.3 s each, so the kill lands while one stage is in flight and the others are stored.
     with StubServer(answer=reply, latency_s=0.3) as stub:
         study = write_study(tmp_path, stub.url)
-        cmd = [sys.executable, "-m", "psyq.engine.cli", "run", str(study), "--runs-dir", str(tmp_path / "runs")]
+        cmd = [sys.executable, "-m", "psyq.cli", "run", str(study), "--runs-dir", str(tmp_path / "runs")]
         runner = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         db = None
         deadline = time.monotonic() + 120

@@ -45,7 +45,7 @@ MAY_IMPORT = {"--version": set(), "--help": set(), "status": set(), "runs": set(
 # Runs the psyq command as its script does, standard output swallowed; prints the packages imported.
 COMMAND = """
 import contextlib, io, json, sys
-from psyq.engine.cli import main
+from psyq.cli import main
 with contextlib.redirect_stdout(io.StringIO()):
     try:
         code = main(sys.argv[1:])
@@ -74,7 +74,7 @@ def run_and_look(self):
             raise SystemExit("the viewer did not answer " + page)
 
 ViewServer.run = run_and_look
-from psyq.engine.cli import main
+from psyq.cli import main
 with contextlib.redirect_stdout(io.StringIO()):
     code = main(["view", sys.argv[1]])
 print(json.dumps({"code": code, "packages": sorted({m.split(".")[0] for m in sys.modules})}))

@@ -34,7 +34,7 @@ def run_validate(*paths: Path) -> subprocess.CompletedProcess[str]:
 
 def run_validate_process(*paths: Path) -> subprocess.CompletedProcess[str]:
     """`psyq validate PATHS` as a process of its own: what the user sees, imports included."""
-    return subprocess.run([sys.executable, "-m", "psyq.engine.cli", "validate", *map(str, paths)],
+    return subprocess.run([sys.executable, "-m", "psyq.cli", "validate", *map(str, paths)],
                           cwd=ROOT, capture_output=True, text=True, timeout=60)
 
 

@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from psyq import administer, load_study
-from psyq.engine.cli import main
+from psyq.cli import main
 from psyq.analysis.report import methods_text
 from psyq.engine.view.server import ViewServer
 from runs_helper import MINI, ROOT

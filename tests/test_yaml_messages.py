@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from psyq.engine.cli import main
+from psyq.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 MINI = (ROOT / "tests" / "data" / "mini_1to7.yaml").read_text()

@@ -10,7 +10,7 @@
 - ``verify.py``   `psyq verify`: hashes, the store's integrity and counts against the record
 
 Scores need ``psyq.analysis``, which no room of the engine imports: the command line
-(engine/cli/bundle.py) computes them, hands them to the writer as a member, and compares them
+(cli/bundle.py) computes them, hands them to the writer as a member, and compares them
 when it verifies.
 
 May import: files, backends, store, trials, kinds, design, results (the rooms below it;

@@ -6,7 +6,7 @@ out must be one its record says it left out, a file it changed one it says it ch
 store's integrity (``PRAGMA integrity_check``), its rows per table against the record, and its
 trials and answers by status against the manifest. Whether the recorded instruments still score
 the stored answers to the stored scores needs ``psyq.analysis``: the command line checks that
-(engine/cli/bundle.py).
+(cli/bundle.py).
 """
 
 from __future__ import annotations

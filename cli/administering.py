@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from psyq.engine.files.errors import InputError
-from psyq.engine.cli.common import (EXIT_INTERRUPTED, EXIT_LOCKED, EXIT_OK, EXIT_REFUSED, EXIT_TRIALS_FAILED,
+from psyq.cli.common import (EXIT_INTERRUPTED, EXIT_LOCKED, EXIT_OK, EXIT_REFUSED, EXIT_TRIALS_FAILED,
                                     EXIT_UNREACHABLE, non_negative_float, non_negative_int, positive_float,
                                     positive_int, id_paths)
 
@@ -362,7 +362,7 @@ def _arguments_plan(p: argparse.ArgumentParser) -> None:
     _add_perturb_prompts_arg(p)
 
 
-# name -> (handler, help, arguments): read by engine/cli/__init__.py
+# name -> (handler, help, arguments): read by cli/__init__.py
 COMMANDS = {
     "run": (cmd_run, "administer a study (resumes a run of the same study)", _arguments_run),
     "plan": (cmd_plan, "what `psyq run` would send: requests, tokens, cost, time, a preview (nothing sent)", _arguments_plan),

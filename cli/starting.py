@@ -10,7 +10,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable
 
-from psyq.engine.cli.common import EXIT_OK
+from psyq.cli.common import EXIT_OK
 from psyq.engine.files.errors import InputError, Problem
 from psyq.engine.files.notices import InputNotice
 from psyq.engine.files.shipped import KINDS, ROOT, locate, shipped_name
@@ -288,7 +288,7 @@ def _arguments_init(p: argparse.ArgumentParser) -> None:
                         "(default: quickstart)")
 
 
-# name -> (handler, help, arguments): read by engine/cli/__init__.py
+# name -> (handler, help, arguments): read by cli/__init__.py
 COMMANDS = {
     "list": (cmd_list, "list the instruments, cohorts, studies, rubrics, situation and perturbation sets, "
                        "lexicons and human data psyq ships, by name", _arguments_list),

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from psyq.engine.cli.common import EXIT_BAD_INPUT, EXIT_OK
+from psyq.cli.common import EXIT_BAD_INPUT, EXIT_OK
 
 
 def methods_text(run_path: Path) -> str:
@@ -21,7 +21,7 @@ def methods_text(run_path: Path) -> str:
 
 def cmd_view(args: argparse.Namespace) -> int:
     from psyq.engine.bundle.read import is_bundle
-    from psyq.engine.cli.common import opened_run
+    from psyq.cli.common import opened_run
     from psyq.engine.results.runs import find_run_dirs
     from psyq.engine.view.server import is_loopback
 

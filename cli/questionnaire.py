@@ -13,7 +13,7 @@ FORMATS = ("jspsych", "redcap", "qualtrics")
 def cmd_questionnaire(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from psyq.engine.cli.common import EXIT_BAD_INPUT
+    from psyq.cli.common import EXIT_BAD_INPUT
 
     if args.gather:
         if args.source or args.to:
@@ -57,7 +57,7 @@ def _arguments_questionnaire(p: argparse.ArgumentParser) -> None:
                         "export) into one CSV at --out")
 
 
-# name -> (handler, help, arguments): read by engine/cli/__init__.py
+# name -> (handler, help, arguments): read by cli/__init__.py
 COMMANDS = {
     "questionnaire": (cmd_questionnaire, "write a study's questionnaire for people (jsPsych, REDCap, Qualtrics) "
                                          "with the codebooks of their answer exports; join people's jsPsych files", _arguments_questionnaire),

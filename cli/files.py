@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from psyq.engine.cli.common import EXIT_OK, prorated_summary
+from psyq.cli.common import EXIT_OK, prorated_summary
 from psyq.engine.files.errors import InputError
 from psyq.engine.files.shipped import locate
 from psyq.engine.files.yamlfile import load_yaml
@@ -189,7 +189,7 @@ def _arguments_score(p: argparse.ArgumentParser) -> None:
                         "(default: <csv name>.codebook.yaml beside the CSV, when there is one)")
 
 
-# name -> (handler, help, arguments): read by engine/cli/__init__.py
+# name -> (handler, help, arguments): read by cli/__init__.py
 COMMANDS = {
     "validate": (cmd_validate, "check instrument, cohort and study YAML files (schema and meaning)", _arguments_validate),
     "schema": (cmd_schema, "print the JSON Schema of the instrument (default), cohort, study, situations, perturbations or codebook format", _arguments_schema),

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Callable
 
-from psyq.engine.cli.common import EXIT_LOCKED, EXIT_OK, RUN_HELP, chosen_run
+from psyq.cli.common import EXIT_LOCKED, EXIT_OK, RUN_HELP, chosen_run
 from psyq.engine.files.errors import InputError
 from psyq.engine.files.yamlfile import load_yaml
 from psyq.engine.files.shipped import locate
@@ -220,7 +220,7 @@ def _arguments_rating_sheet(p: argparse.ArgumentParser) -> None:
                    help="also list the perturbed texts of psyq perturb (left out by default)")
 
 
-# name -> (handler, help, arguments): read by engine/cli/__init__.py
+# name -> (handler, help, arguments): read by cli/__init__.py
 COMMANDS = {
     "judge": (cmd_judge, "score a run's free-text answers with a judge model and a rubric", _arguments_judge),
     "perturb": (cmd_perturb, "add perturbed versions of a run's rating targets (typos, leetspeak, rewrites ...)", _arguments_perturb),

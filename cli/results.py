@@ -9,12 +9,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from psyq.engine.cli.common import EXIT_OK, RUN_HELP, chosen_run, id_paths, opened_run, prorated_summary
+from psyq.cli.common import EXIT_OK, RUN_HELP, chosen_run, id_paths, opened_run, prorated_summary
 from psyq.engine.files.errors import InputError
 
 if TYPE_CHECKING:
     from psyq.analysis.scoring.human_data import HumanData
-    from psyq.engine.cli.common import ChosenRun
+    from psyq.cli.common import ChosenRun
 
 
 def _usage_lines(run, manifest: dict, prices_file: str | None) -> list[str]:
@@ -307,7 +307,7 @@ def _arguments_report(p: argparse.ArgumentParser) -> None:
                                  "beside it)")
 
 
-# name -> (handler, help, arguments): read by engine/cli/__init__.py
+# name -> (handler, help, arguments): read by cli/__init__.py
 COMMANDS = {
     "status": (cmd_status, "summarise a run, per instrument x backend (or the latest run of a study's runs folder)", _arguments_status),
     "runs": (cmd_runs, "list the runs in a folder (default runs/), newest first", _arguments_runs),

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Iterator
 
-from psyq.engine.cli.common import EXIT_BAD_INPUT, EXIT_OK
+from psyq.cli.common import EXIT_BAD_INPUT, EXIT_OK
 
 SCORE_COLUMNS_ROUNDED = 10   # digits the scores are compared to: a CSV round trip, not a change of method
 
@@ -75,7 +75,7 @@ def _same_number(a: str, b: str) -> bool:
 def cmd_bundle(args: argparse.Namespace) -> int:
     from psyq.engine.bundle.layout import RUN, SCORES, SITE, member_path
     from psyq.engine.bundle.write import write_bundle
-    from psyq.engine.cli.common import chosen_run
+    from psyq.cli.common import chosen_run
     from psyq.engine.store.run_dir import open_run_dir
 
     run = chosen_run(args.run)

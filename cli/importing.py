@@ -17,7 +17,7 @@ def _arguments_import(p: argparse.ArgumentParser) -> None:
     add_import_arguments(p)
 
 
-# name -> (handler, help, arguments): read by engine/cli/__init__.py
+# name -> (handler, help, arguments): read by cli/__init__.py
 COMMANDS = {
     "import": (cmd_import, "turn a REDCap dictionary, R psych keys or a Qualtrics .qsf into instrument YAML; "
                           "import reference replies or human ratings into a run; convert EmotionBench's "

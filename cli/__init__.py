@@ -35,9 +35,9 @@ import os
 import sys
 
 from psyq.engine import __version__
-from psyq.engine.cli import administering, bundle, files, importing, judging, questionnaire, results, starting, viewing
-from psyq.engine.cli.common import EXIT_BAD_INPUT, EXIT_CODES_HELP, EXIT_FAILURE, report_input_error
-from psyq.engine.cli.administering import PLAN_HELP
+from psyq.cli import administering, bundle, files, importing, judging, questionnaire, results, starting, viewing
+from psyq.cli.common import EXIT_BAD_INPUT, EXIT_CODES_HELP, EXIT_FAILURE, report_input_error
+from psyq.cli.administering import PLAN_HELP
 from psyq.engine.files.errors import InputError, PsyqError
 from psyq.engine.files.notices import print_notices_to_stderr
 
