@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from psyq import human_data, load_instrument
-from psyq.analysis.statistics.verdict_power import simulate_verdicts, verdict_power
+from psyq.analysis.statistics.standin.verdict_power import simulate_verdicts, verdict_power
 
 IRI = load_instrument("iri")
 ITEMS = [i.id for i in IRI.rating_items]

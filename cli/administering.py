@@ -180,7 +180,7 @@ def _verdict_power(args: argparse.Namespace, study, people: dict) -> dict:
     """Per instrument of `people`, how often a cohort of the study's size that truly stood in for those
     people would be marked meets / falls short per criterion, and the cohort size that meets in 80 % of
     draws (psyq.verdict_power, the people resampled)."""
-    from psyq.analysis.statistics.verdict_power import DEFAULT_GRID, verdict_power
+    from psyq.analysis.statistics.standin.verdict_power import DEFAULT_GRID, verdict_power
 
     instruments = {i.id: i for i in study.instruments}
     n = sum(p.id != "baseline" for p in study.cohort.personas)

@@ -91,7 +91,7 @@ def test_norm_table_columns_and_cells():
 
 
 def test_answers_by_status_is_long_and_lists_only_statuses_that_occur(mini_run):
-    from psyq.analysis.statistics.fidelity import missingness
+    from psyq.analysis.statistics.standin.fidelity import missingness
     from psyq import export_table
 
     table = export_table(mini_run)

@@ -1,4 +1,4 @@
-"""The verdict of the designs other than questionnaires (analysis/statistics/design_verdict.py): change
+"""The verdict of the designs other than questionnaires (analysis/statistics/standin/design_verdict.py): change
 after an evoked situation, LEAS levels against norms, empathic accuracy, rated replies.
 
 Each figure is checked against Hedges' g and its normal interval written out here with numpy, or, for
@@ -23,7 +23,7 @@ from scipy import stats
 
 from psyq.analysis.report import build_sections
 from psyq.analysis.report.sections import report_section
-from psyq.analysis.statistics.design_verdict import (COLUMNS, DESIGN_CUTOFFS, DESIGN_USES, PSYQ_CONTENT,
+from psyq.analysis.statistics.standin.design_verdict import (COLUMNS, DESIGN_CUTOFFS, DESIGN_USES, PSYQ_CONTENT,
                                                      accuracy_scorecard, change_scorecard, leas_scorecard,
                                                      pooled_sd, ratings_scorecard)
 from psyq.analysis.statistics.norms import compare_with_norms

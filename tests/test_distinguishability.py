@@ -1,4 +1,4 @@
-"""Classifier two-sample test (psyq.analysis.statistics.distinguishability).
+"""Classifier two-sample test (psyq.analysis.statistics.standin.distinguishability).
 
 Independent checks:
 * the AUC arithmetic: the rank AUCs against sklearn.metrics.roc_auc_score, DeLong's variances and
@@ -27,7 +27,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
-from psyq.analysis.statistics.distinguishability import (COLUMNS, _delong, _permuted_max_auc,
+from psyq.analysis.statistics.standin.distinguishability import (COLUMNS, _delong, _permuted_max_auc,
                                                           distinguishability)
 
 

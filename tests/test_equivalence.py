@@ -14,7 +14,7 @@ import math
 import numpy as np
 import pytest
 
-from psyq.analysis.statistics.equivalence import (FALLS_SHORT, INCONCLUSIVE, MEETS, NOT_ESTIMABLE,
+from psyq.analysis.statistics.standin.equivalence import (FALLS_SHORT, INCONCLUSIVE, MEETS, NOT_ESTIMABLE,
                                                   alpha_difference_interval, alpha_interval, combine_marks,
                                                   interval_mark, rescale_interval, sample_size_to_decide,
                                                   sd_ratio_interval)

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from psyq.analysis.statistics.fidelity import (acquiescence, answer_entropy, fidelity_summary, item_order_effect,
+from psyq.analysis.statistics.standin.fidelity import (acquiescence, answer_entropy, fidelity_summary, item_order_effect,
     missingness, option_order_effect, response_styles, sd_ratio, straightlining)
 from psyq.engine.design.instrument import Instrument
 

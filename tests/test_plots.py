@@ -1,7 +1,7 @@
 """Figures: right panels and artists, values read back from the artists, files and data URIs.
 
 The comparison and SD-ratio tables are small hand-made frames following the column contracts of
-psyq.analysis.statistics.norms.compare_with_norms and psyq.analysis.statistics.fidelity.sd_ratio (those modules are not imported).
+psyq.analysis.statistics.norms.compare_with_norms and psyq.analysis.statistics.standin.fidelity.sd_ratio (those modules are not imported).
 """
 
 import base64

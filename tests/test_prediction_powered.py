@@ -1,4 +1,4 @@
-"""Prediction-powered inference (psyq.analysis.statistics.prediction_powered).
+"""Prediction-powered inference (psyq.analysis.statistics.standin.prediction_powered).
 
 Checked against ppi_py 0.2.3 (PyPI ``ppi-python``, the authors' implementation of Angelopoulos et
 al., 2023, Science 382:669, and PPI++, arXiv:2311.01453): point estimates, power-tuned CIs and the
@@ -17,7 +17,7 @@ import pytest
 from scipy import stats
 
 import psyq
-from psyq.analysis.statistics.prediction_powered import _ppi_mean, people_needed, prediction_powered
+from psyq.analysis.statistics.standin.prediction_powered import _ppi_mean, people_needed, prediction_powered
 
 SUBSCALES = ["PT", "FS", "EC", "PD"]
 Z = stats.norm.ppf(0.975)

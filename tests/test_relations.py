@@ -20,7 +20,7 @@ import pytest
 from scipy import stats
 
 import psyq
-from psyq.analysis.statistics.relations import correlation_difference_ci, fisher_ci, relations
+from psyq.analysis.statistics.standin.relations import correlation_difference_ci, fisher_ci, relations
 from psyq.analysis.statistics.validity import subscale_correlations
 from psyq.engine.design.instrument import load_instrument
 from psyq.engine.trials.scoring import score_wide

@@ -20,10 +20,10 @@ import pingouin as pg
 import pytest
 
 import psyq
-from psyq.analysis.statistics.equivalence import sd_ratio_interval
-from psyq.analysis.statistics.scorecard import (INCONCLUSIVE, MEETS, NOT_ESTIMABLE, criterion_marks, norm_scorecard,
+from psyq.analysis.statistics.standin.equivalence import sd_ratio_interval
+from psyq.analysis.statistics.standin.scorecard import (INCONCLUSIVE, MEETS, NOT_ESTIMABLE, criterion_marks, norm_scorecard,
                                                 scorecard)
-from psyq.analysis.statistics.style_trait import style_and_trait
+from psyq.analysis.statistics.standin.style_trait import style_and_trait
 
 FALLS_SHORT = "falls short"
 
@@ -115,7 +115,7 @@ def test_marks_say_what_each_cohort_was_built_to_do(card):
 
 def test_each_mark_is_its_interval_against_its_region(card):
     # The rule, row by row, from the figures the table shows (its regions are the module's constants).
-    from psyq.analysis.statistics.scorecard import row_region
+    from psyq.analysis.statistics.standin.scorecard import row_region
     _, table = card
     for _, row in table[table["criterion"].isin(["level", "spread", "reliability", "style", "distinguishable"])
                         ].iterrows():
@@ -129,8 +129,8 @@ def test_each_mark_is_its_interval_against_its_region(card):
 def test_a_falls_short_by_chance_among_several_rows_is_inconclusive(iri, people):
     # A row just outside its region at 90 % but not at 1 − .10/m (m rows of one criterion): one of m
     # rows lies outside by chance far more often than 5 %, so it is not read as a shortfall.
-    from psyq.analysis.statistics.equivalence import allow_for_rows
-    from psyq.analysis.statistics.scorecard import _row
+    from psyq.analysis.statistics.standin.equivalence import allow_for_rows
+    from psyq.analysis.statistics.standin.scorecard import _row
     rows = [_row("m", "iri", "level", s, v, lo, hi, region=(-0.3, 0.3))
             for s, v, lo, hi in [("PT", 0.45, 0.32, 0.58), ("FS", 0.0, -0.1, 0.1), ("EC", 0.9, 0.7, 1.1),
                                  ("PD", 0.0, -0.1, 0.1)]]

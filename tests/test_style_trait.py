@@ -1,4 +1,4 @@
-"""psyq.analysis.statistics.style_trait.style_and_trait: response style against keyed (trait) shift,
+"""psyq.analysis.statistics.standin.style_trait.style_and_trait: response style against keyed (trait) shift,
 checked on the 1,973 Briganti et al. (2018) people against computations made here from item means,
 numpy's least squares and scipy's Welch t interval."""
 
@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from psyq.analysis.statistics.style_trait import COLUMNS, style_and_trait
+from psyq.analysis.statistics.standin.style_trait import COLUMNS, style_and_trait
 from psyq.engine.design.instrument import Instrument
 from psyq.engine.trials.scoring import keyed_answers
 

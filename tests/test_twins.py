@@ -1,4 +1,4 @@
-"""Twins: each persona against the person it was made from (psyq.analysis.statistics.twins, the report section).
+"""Twins: each persona against the person it was made from (psyq.analysis.statistics.standin.twins, the report section).
 
 The normalisation and the cohort-mean baseline are checked on hand-made answers whose values are
 worked out by hand in the comments; the other-persons baseline on simulated twins (person + noise,
@@ -20,7 +20,7 @@ import yaml
 from psyq import administer, load_study
 from psyq.analysis.report.readings import twin_match_reading
 from psyq.analysis.report.sections.twins import NO_RETEST, TITLE, twins_section
-from psyq.analysis.statistics.twins import match_twins, twin_agreement, twin_summary
+from psyq.analysis.statistics.standin.twins import match_twins, twin_agreement, twin_summary
 from psyq.engine.design.instrument import Instrument, load_instrument
 from cli_helper import psyq_in_process
 from stub_server import StubServer

@@ -19,7 +19,7 @@ way, one build: a build fits the invariance sequence of every backend and takes 
 Every check compares the scorecard with what was built into the stub: each figure with its value
 expected by design, computed here with numpy from the people's answers alone (the independent
 computation), within four standard errors; each mark with its figure and the cut-off the
-scorecard states (:data:`psyq.analysis.statistics.scorecard.CUTOFFS`).
+scorecard states (:data:`psyq.analysis.statistics.standin.scorecard.CUTOFFS`).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from psyq import administer, human_data, load_instrument, load_study, write_repo
 from psyq.analysis.report import build
 from psyq.analysis.report.render import table_files
 from psyq.analysis.report.section import Section
-from psyq.analysis.statistics import scorecard as sc
+from psyq.analysis.statistics.standin import scorecard as sc
 from psyq.engine.trials.scoring import keyed_answers
 from stub_server import StubServer
 

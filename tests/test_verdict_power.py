@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 import psyq
-from psyq.analysis.statistics.verdict_power import personas_needed, simulate_verdicts, verdict_power
+from psyq.analysis.statistics.standin.verdict_power import personas_needed, simulate_verdicts, verdict_power
 
 
 def _by_hand(people, iri, n: int, reps: int, seed: int = 0) -> pd.DataFrame:

@@ -278,7 +278,7 @@ def norm_comparison(comp: pd.DataFrame) -> ApaTable:
 
 
 def answers_by_status(missing: pd.DataFrame) -> ApaTable:
-    """Missing answers (:func:`psyq.analysis.statistics.fidelity.missingness`) in long format: one row per backend ×
+    """Missing answers (:func:`psyq.analysis.statistics.standin.fidelity.missingness`) in long format: one row per backend ×
     instrument × status that occurs, with the number and share of answers.
 
     Not run: needs a run's answer table with missing answers; tests/test_apa_report.py renders this view.
@@ -661,7 +661,7 @@ def human_comparison(comp: pd.DataFrame) -> ApaTable:
 
 
 def twin_agreement(summary: pd.DataFrame) -> ApaTable:
-    """Twins against their persons (:func:`psyq.analysis.statistics.twins.twin_summary`): per metric and
+    """Twins against their persons (:func:`psyq.analysis.statistics.standin.twins.twin_summary`): per metric and
     comparison the mean over persons with its 95 % CI and the persons counted; a share or r without
     the leading zero, a ratio or score error with two decimals.
 
@@ -732,7 +732,7 @@ def _scorecard_cell(criterion: str, rows: pd.DataFrame) -> str:
 
 
 def scorecard_view(frame: pd.DataFrame) -> ApaTable:
-    """The scorecard (:func:`psyq.analysis.statistics.scorecard.scorecard`) as one row per backend and
+    """The scorecard (:func:`psyq.analysis.statistics.standin.scorecard.scorecard`) as one row per backend and
     instrument, one column per criterion: ✓ when every row meets (its 90 % interval inside the region),
     ✗ when one falls short (wholly outside), ? when the data cannot decide yet, with the figure
     furthest from people's among the rows that decide the mark (and its subscale or effect) and how

@@ -181,7 +181,7 @@ class ReportContext:
     # Invariance fits shared by the sections that need them: (instrument id, backend id) -> the frame of
     # measurement_invariance (the same-construct section fits the first backend; the verdict reuses it).
     invariance_fits: dict[tuple[str, str], pd.DataFrame] = field(default_factory=dict)
-    # The scorecards of the designs other than questionnaires (psyq.analysis.statistics.design_verdict), one
+    # The scorecards of the designs other than questionnaires (psyq.analysis.statistics.standin.design_verdict), one
     # frame each, appended by the section of the design as it is built (change, LEAS levels, empathic
     # accuracy, rated replies); the verdict, built last, reads them.
     design_cards: list[pd.DataFrame] = field(default_factory=list)

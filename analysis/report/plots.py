@@ -468,7 +468,7 @@ def _n_answers_text(per_item: pd.Series) -> str:
 
 def sd_ratio_chart(ratios: pd.DataFrame) -> Figure:
     """Cohort SD / norm SD with 95 % CI per instrument × subscale × norm group (one row each, as
-    returned by :func:`psyq.analysis.statistics.fidelity.sd_ratio`), one marker set per ``backend_id``; reference lines at 1 (human-like spread) and 0.5 (half the human SD).
+    returned by :func:`psyq.analysis.statistics.standin.fidelity.sd_ratio`), one marker set per ``backend_id``; reference lines at 1 (human-like spread) and 0.5 (half the human SD).
     Rows flagged ``collapsed`` are drawn hollow and labelled."""
     title = "Cohort SD relative to the human norm SD (95 % CI)"
     if ratios is None or ratios.empty:

@@ -20,7 +20,7 @@ from psyq.engine.files.shipped import shipped_name
 from psyq.analysis.report.apa import fmt_num, fmt_r, p_clause
 from psyq.analysis.statistics.human_comparison import kish_n_eff
 from psyq.analysis.statistics.norms import CORRECTIONS, POOLED, verification_flag
-from psyq.analysis.statistics.twins import TwinMatch
+from psyq.analysis.statistics.standin.twins import TwinMatch
 from psyq.analysis.statistics.invariance import (ACCEPTABLE_CFI, ACCEPTABLE_RMSEA, CHEN_DELTA_CFI, CHEN_DELTA_RMSEA,
                                                   CHEN_DELTA_SRMR)
 
@@ -353,7 +353,7 @@ def twin_match_reading(match: TwinMatch, label: str = "") -> str:
     """One sentence: how many matched, and (when only some did) how many did not on each side.
 
     Example:
-        >>> from psyq.analysis.statistics.twins import match_twins
+        >>> from psyq.analysis.statistics.standin.twins import match_twins
         >>> twin_match_reading(match_twins(["a", "b", "x"], ["a", "b", "c", "d"]), "iri")
         'iri: 2 of the 3 personas are twins of respondents of the human data (persona id = respondent_id); 1 persona(s) match no person, 2 person(s) have no twin.'
     """

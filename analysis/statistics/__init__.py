@@ -3,17 +3,14 @@
 One function per statistic, each returning a DataFrame (or a number) and naming in its docstring
 the R function or published result it is checked against; none writes report text. Comparing with
 people: norms (:mod:`.norms`), people's own data (:mod:`.human_comparison`, :mod:`.validity`,
-:mod:`.weighting`, :mod:`.twins`), the same construct (:mod:`.invariance`, :mod:`.irt`; ordinal
+:mod:`.weighting`), the same construct (:mod:`.invariance`, :mod:`.irt`; ordinal
 items' thresholds, polychoric correlations and their asymptotic covariance, the first step of
 ordinal factor analysis: :mod:`.polychoric`); the instrument in the cohort (:mod:`.reliability`,
-:mod:`.fidelity`, :mod:`.effects`); change after situations (:mod:`.change`); ratings and their
+:mod:`.effects`); change after situations (:mod:`.change`); ratings and their
 raters (:mod:`.agreement`, :mod:`.rater_agreement`, :mod:`.response_comparison`, :mod:`.robustness`,
 :mod:`.prompt_sensitivity`); corrections for multiple tests, shared by the others
-(:mod:`.multiple_testing`). Can the personas stand in for people? The verdict's statistics
-(:mod:`.distinguishability`, :mod:`.style_trait`, :mod:`.relations`, :mod:`.prediction_powered`,
-:mod:`.twins`), its marks from intervals (:mod:`.equivalence`), the scorecard of a questionnaire
-(:mod:`.scorecard`) and of the other designs (:mod:`.design_verdict`), and how often its marks are
-right at a cohort size (:mod:`.verdict_power`).
+(:mod:`.multiple_testing`). Can the personas stand in for people? The verdict's statistics have a
+room of their own, :mod:`.standin`.
 
 May import: psyq.analysis.scoring and the psyq.engine rooms that read runs and files (files,
 store, trials, kinds, design, results, judging); never psyq.analysis.report.

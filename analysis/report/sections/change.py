@@ -27,7 +27,7 @@ from psyq.engine.design.persona import BASELINE
 from psyq.analysis.report import apa
 from psyq.analysis.statistics.change import (EB_ALPHA, OVERALL, change_scores, compare_change_with_humans,
     emotionbench_comparison, human_paired_change, paired_change, per_person)
-from psyq.analysis.statistics.design_verdict import change_scorecard
+from psyq.analysis.statistics.standin.design_verdict import change_scorecard
 from psyq.analysis.report.context import ReportContext
 from psyq.analysis.report.section import ReportSection, Section, Table
 from psyq.analysis.report.plots import (NORM_COLOUR, new_figure, is_finite, legend_columns, message_figure, series_style,
@@ -300,7 +300,7 @@ def emotionbench_part(manifest: dict[str, Any], scores: pd.DataFrame) -> tuple[l
 
 
 def add_change_card(report: ReportContext, scores: pd.DataFrame, humans: pd.DataFrame | None) -> None:
-    """Append the verdict's ``change`` card (:func:`psyq.analysis.statistics.design_verdict.change_scorecard`:
+    """Append the verdict's ``change`` card (:func:`psyq.analysis.statistics.standin.design_verdict.change_scorecard`:
     the personas' change per emotion against people's, ``not estimable`` rows without people's change) to
     ``report.design_cards``, when any change score could be computed. The model answering as itself (the
     baseline respondent) is one respondent, not a cohort, and is left out, as in the questionnaires' verdict."""

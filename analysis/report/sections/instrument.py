@@ -13,7 +13,8 @@ from psyq.analysis.report import apa, plots
 from psyq.analysis.report.apa import say_pct
 from psyq.analysis.report.context import ReportContext
 from psyq.analysis.report.section import ReportSection, Section
-from psyq.analysis.statistics import effects, fidelity, reliability
+from psyq.analysis.statistics import effects, reliability
+from psyq.analysis.statistics.standin import fidelity
 
 
 class ReliabilitySection(ReportSection):
@@ -53,14 +54,14 @@ FIDELITY_CAPTIONS = {"sd_ratio": "SD of the cohort relative to the norm", "strai
                      "acquiescence": "Acquiescence", "response_styles": "Response styles",
                      "missingness": "Missing answers", "option_order_effect": "Option order effect",
                      "item_order_effect": "Item order effect", "answer_entropy": "Answer entropy"}
-"""The caption of each table of :func:`psyq.analysis.statistics.fidelity.fidelity_summary`, by its key."""
+"""The caption of each table of :func:`psyq.analysis.statistics.standin.fidelity.fidelity_summary`, by its key."""
 FIDELITY_VIEWS = {"sd_ratio": "sd_ratio", "missingness": "answers_by_status"}
 """The view of those tables that have one of their own (:data:`psyq.analysis.report.apa.VIEWS`); the
 others are printed by the plain view."""
 
 
 def fidelity_readings(diag: Mapping[str, pd.DataFrame]) -> list[str]:
-    """One plain sentence per diagnostic of :func:`psyq.analysis.statistics.fidelity.fidelity_summary`
+    """One plain sentence per diagnostic of :func:`psyq.analysis.statistics.standin.fidelity.fidelity_summary`
     that has something to say.
 
     Example:

@@ -35,7 +35,7 @@ from psyq.engine.files.yamlfile import load_yaml
 from psyq.analysis.report import apa
 from psyq.analysis.report.plots import new_figure, message_figure, series_style
 from psyq.analysis.report.sections.robustness import robustness_sections
-from psyq.analysis.statistics.design_verdict import ratings_scorecard
+from psyq.analysis.statistics.standin.design_verdict import ratings_scorecard
 from psyq.analysis.statistics.rater_agreement import alpha_table, icc_table, judge_vs_human
 from psyq.analysis.statistics.response_comparison import (attribute_effects, compare_sources, descriptives,
     target_scores, with_combined)
@@ -203,7 +203,7 @@ def reply_scores(ratings: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
 
 
 def add_ratings_card(report: ReportContext, ratings: pd.DataFrame, scores: pd.DataFrame) -> None:
-    """Append the verdict's ``ratings`` card (:func:`psyq.analysis.statistics.design_verdict.ratings_scorecard`)
+    """Append the verdict's ``ratings`` card (:func:`psyq.analysis.statistics.standin.design_verdict.ratings_scorecard`)
     to ``report.design_cards``: each backend's persona replies against the reference replies, per rubric
     dimension and rater kind, when any persona reply was rated. The model answering as itself (the
     baseline respondent) is one respondent, not a cohort, and is left out, as in the questionnaires' verdict."""

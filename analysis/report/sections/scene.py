@@ -15,7 +15,7 @@ from psyq.engine.design.persona import BASELINE
 from psyq.engine.kinds.scene import SceneItem, scene_levels
 from psyq.engine.kinds.scene.leas import DEFAULT_LEXICON, is_scene_answer, load_lexicon
 
-from psyq.analysis.statistics.design_verdict import leas_scorecard
+from psyq.analysis.statistics.standin.design_verdict import leas_scorecard
 from psyq.analysis.statistics.lexicon_agreement import judge_lexicon_agreement, lexicon_answer_levels
 from psyq.analysis.statistics.norms import COLUMNS as NORM_COLUMNS, compare_with_norms
 from psyq.analysis.report.apa import say_num, say_p, say_pct
@@ -41,7 +41,7 @@ class SceneSection(ReportSection):
 
 
 def add_leas_card(report: ReportContext, levels: pd.DataFrame) -> None:
-    """Append the verdict's ``leas_level`` card (:func:`psyq.analysis.statistics.design_verdict.leas_scorecard`)
+    """Append the verdict's ``leas_level`` card (:func:`psyq.analysis.statistics.standin.design_verdict.leas_scorecard`)
     of the instruments with scene answers in `levels` to ``report.design_cards``: the LEAS sums against the
     instrument's norms (the norm samples the report compares, ``--norms``; the model answering as itself,
     one respondent, left out as in the questionnaires' verdict), or a ``not estimable`` row saying why none

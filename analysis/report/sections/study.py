@@ -11,7 +11,7 @@ import pandas as pd
 from psyq.analysis.report.apa import say_pct
 from psyq.analysis.report.context import ReportContext
 from psyq.analysis.report.section import ReportSection, Section
-from psyq.analysis.statistics import fidelity
+from psyq.analysis.statistics.standin import fidelity
 
 
 def protocol_text(manifest: Mapping[str, Any]) -> str:

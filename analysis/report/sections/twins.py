@@ -1,13 +1,13 @@
 """The report section "Personas and their persons (twins)": each persona against the person it twins.
 
 When the personas of a run are twins of the people in a ``--human`` file (persona id = that
-file's ``respondent_id``, :func:`psyq.analysis.statistics.twins.match_twins`), this section says, per rating
+file's ``respondent_id``, :func:`psyq.analysis.statistics.standin.twins.match_twins`), this section says, per rating
 instrument, how many matched, and how closely each twin answers like its own person
-(:func:`psyq.analysis.statistics.twins.twin_agreement`): exact and within-one agreement, Pearson r across
+(:func:`psyq.analysis.statistics.standin.twins.twin_agreement`): exact and within-one agreement, Pearson r across
 items, absolute subscale-score errors, each beside the two baselines (other persons' twins, the
 cohort mean answer) and, with ``--retest``, the persons' own retest agreement and the normalised
 accuracy (twin ÷ retest per person; Park et al., 2024). Means over persons with percentile-bootstrap
-95 % CIs (persons resampled 2,000 times, seeded; :func:`psyq.analysis.statistics.twins.twin_summary`); a statistic that cannot be estimated is a reading
+95 % CIs (persons resampled 2,000 times, seeded; :func:`psyq.analysis.statistics.standin.twins.twin_summary`); a statistic that cannot be estimated is a reading
 "not estimable: reason", never a number.
 
 Example:
@@ -29,7 +29,7 @@ from psyq.analysis.report import apa
 from psyq.analysis.report.readings import twin_match_reading
 from psyq.analysis.report.context import ReportContext
 from psyq.analysis.report.section import ReportSection, Section
-from psyq.analysis.statistics.twins import (AGREEMENT, COHORT_MEAN, DIFFERENCE, ERROR_PREFIX, NORMALISED, OTHERS, RETEST,
+from psyq.analysis.statistics.standin.twins import (AGREEMENT, COHORT_MEAN, DIFFERENCE, ERROR_PREFIX, NORMALISED, OTHERS, RETEST,
                                  TWIN, twin_agreement, twin_summary)
 
 TITLE = "Personas and their persons (twins)"

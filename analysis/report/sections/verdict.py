@@ -1,5 +1,5 @@
 """The report's first section, "Can the personas stand in for people?": the scorecard of every model
-against people (:func:`psyq.analysis.statistics.scorecard.scorecard`), one table per instrument, and
+against people (:func:`psyq.analysis.statistics.standin.scorecard.scorecard`), one table per instrument, and
 a sentence per use the cohort can, cannot or cannot yet be said to stand in for, each naming the
 people and the figure that decides it.
 
@@ -16,7 +16,7 @@ The rules that pick a sentence (each has a test in tests/test_verdict_sentences.
 * it *cannot* when any criterion of the use falls short; the figure said is the row of the first
   such criterion (in the use's order) lying furthest outside its region;
 * otherwise *cannot tell yet*, with about how many personas would decide it were the estimates to
-  stay where they are (:func:`~psyq.analysis.statistics.equivalence.sample_size_to_decide`: the
+  stay where they are (:func:`~psyq.analysis.statistics.standin.equivalence.sample_size_to_decide`: the
   fewest that would put an estimate lying outside its region wholly outside, else the most any
   row needs to lie inside), and as many people where the people are fewer;
 * "no model can stand in" only when every model falls short;
@@ -46,11 +46,11 @@ from psyq.engine.trials.scoring import score_wide
 from psyq.analysis.report.apa import say_num
 from psyq.analysis.report.context import ReportContext, estimator_choice
 from psyq.analysis.report.section import ReportSection, Section
-from psyq.analysis.statistics.design_verdict import DESIGN_CUTOFFS, DESIGN_USES
-from psyq.analysis.statistics.equivalence import (CONFIDENCE, FALLS_SHORT, INCONCLUSIVE, MEETS, NOT_ESTIMABLE,
+from psyq.analysis.statistics.standin.design_verdict import DESIGN_CUTOFFS, DESIGN_USES
+from psyq.analysis.statistics.standin.equivalence import (CONFIDENCE, FALLS_SHORT, INCONCLUSIVE, MEETS, NOT_ESTIMABLE,
                                                   combine_marks, sample_size_to_decide, z_value)
 from psyq.analysis.statistics.invariance.against_people import factor_structure, invariance_against_people
-from psyq.analysis.statistics.scorecard import (AUC_MIN_PER_SIDE, CUTOFFS, MIN_FOR_CORRELATIONAL, norm_scorecard,
+from psyq.analysis.statistics.standin.scorecard import (AUC_MIN_PER_SIDE, CUTOFFS, MIN_FOR_CORRELATIONAL, norm_scorecard,
                                                 row_region, scorecard)
 
 TITLE = "Can the personas stand in for people?"

@@ -15,7 +15,7 @@ from psyq.engine.kinds.vignette.accuracy import (read_perceiver_csv, read_target
                                                  target_profiles, with_self_reports)
 
 from psyq.analysis.statistics import human_comparison as human
-from psyq.analysis.statistics.design_verdict import accuracy_scorecard
+from psyq.analysis.statistics.standin.design_verdict import accuracy_scorecard
 from psyq.analysis.statistics.empathic_accuracy import (Accuracy, cohort_accuracy, group_summary,
                                                         inference_levels, judged_percent, score_perceivers,
                                                         vignette_summary)

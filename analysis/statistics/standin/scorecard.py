@@ -4,7 +4,7 @@ criterion and subscale, each a figure with its interval and one of four marks.
 :func:`scorecard` gathers what the other statistics compute, personas against people's raw answers
 to the same instrument. Each figure has a 90 % interval and an *equivalence region* — where the
 personas would be as good as people for that criterion — and is marked by
-:func:`~psyq.analysis.statistics.equivalence.interval_mark`: ``meets`` (the interval inside the
+:func:`~psyq.analysis.statistics.standin.equivalence.interval_mark`: ``meets`` (the interval inside the
 region: two one-sided tests at α = .05, Lakens 2017), ``falls short`` (the interval wholly outside
 it: equivalence rejected), ``inconclusive`` (the data cannot decide yet) or ``not estimable`` (no
 figure; the ``note`` says why). One convention for every criterion and for the report's norm
@@ -91,17 +91,17 @@ from psyq.engine.design.instrument import Instrument
 from psyq.engine.design.persona import BASELINE
 from psyq.engine.trials.scoring import score_wide
 
-from psyq.analysis.statistics.distinguishability import distinguishability
-from psyq.analysis.statistics.equivalence import (CONFIDENCE, FALLS_SHORT, INCONCLUSIVE, MEETS, NOT_ESTIMABLE,
+from psyq.analysis.statistics.standin.distinguishability import distinguishability
+from psyq.analysis.statistics.standin.equivalence import (CONFIDENCE, FALLS_SHORT, INCONCLUSIVE, MEETS, NOT_ESTIMABLE,
                                                   allow_for_rows, alpha_difference_interval, combine_marks, interval_mark,
                                                   rescale_interval, sd_ratio_interval)
 from psyq.analysis.statistics.human_comparison import compare_with_humans
 from psyq.analysis.statistics.invariance import level_reached
 from psyq.analysis.statistics.invariance.against_people import PEOPLE, PERSONAS, invariance_against_people
-from psyq.analysis.statistics.prediction_powered import people_needed, prediction_powered
-from psyq.analysis.statistics.relations import relations
-from psyq.analysis.statistics.style_trait import style_and_trait
-from psyq.analysis.statistics.twins import match_twins, twin_agreement, twin_summary
+from psyq.analysis.statistics.standin.prediction_powered import people_needed, prediction_powered
+from psyq.analysis.statistics.standin.relations import relations
+from psyq.analysis.statistics.standin.style_trait import style_and_trait
+from psyq.analysis.statistics.standin.twins import match_twins, twin_agreement, twin_summary
 
 CRITERIA = ("level", "spread", "reliability", "structure", "latent_mean", "distinguishable", "style", "relations",
             "individuals", "worth")
@@ -154,7 +154,7 @@ COLUMNS = ["group", "instrument", "criterion", "subscale", "value", "low", "high
 def _row(group, instrument, criterion, subscale="", value=np.nan, low=np.nan, high=np.nan, people=np.nan, mark=None,
          level="", note="", region: tuple[float, float] | None = None, log: bool = False, widen=None) -> dict:
     """One scorecard row; with `region` (the equivalence region, on the log scale when `log`) the mark
-    is the interval's, and the region is kept for :func:`~psyq.analysis.statistics.equivalence.allow_for_rows`,
+    is the interval's, and the region is kept for :func:`~psyq.analysis.statistics.standin.equivalence.allow_for_rows`,
     with `widen`: the function giving the row's interval at another level (default: the 90 % one
     rescaled, keeping each side's standard error)."""
     if mark is None and region is not None:
@@ -386,7 +386,7 @@ def scorecard(cohort_items: pd.DataFrame, human_items: pd.DataFrame, instrument:
     cohort_items, human_items : pandas.DataFrame
         Raw answers (reverse items not reversed), one column per item id, indexed by respondent;
         other columns are attributes. Personas whose id is a respondent id of the people are
-        their twins (:func:`~psyq.analysis.statistics.twins.match_twins`): the criteria
+        their twins (:func:`~psyq.analysis.statistics.standin.twins.match_twins`): the criteria
         ``individuals`` and ``worth`` are computed for them. The respondent ``baseline`` (the
         model answering as itself, :data:`psyq.BASELINE`) is left out.
     instrument : Instrument
@@ -401,7 +401,7 @@ def scorecard(cohort_items: pd.DataFrame, human_items: pd.DataFrame, instrument:
     attributes : list of str, optional
         Attribute columns for ``relations`` (default: every non-item column both frames share but `by`).
     permutations, seed
-        Passed to :func:`~psyq.analysis.statistics.distinguishability.distinguishability` (the
+        Passed to :func:`~psyq.analysis.statistics.standin.distinguishability.distinguishability` (the
         permutation p is not read by the mark, which the AUC's interval decides).
 
     Returns
@@ -489,7 +489,7 @@ def row_region(row: Mapping, bound: float = 0.3) -> tuple[float, float]:
 
 def criterion_marks(card: pd.DataFrame) -> pd.DataFrame:
     """One mark per group, instrument and criterion of a scorecard
-    (:func:`~psyq.analysis.statistics.equivalence.combine_marks` over its rows: meets when every row
+    (:func:`~psyq.analysis.statistics.standin.equivalence.combine_marks` over its rows: meets when every row
     meets, falls short when any does), with the number of rows of each mark.
 
     Example

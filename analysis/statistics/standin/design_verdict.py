@@ -2,7 +2,7 @@
 design, each row a figure with its 90 % interval marked against an equivalence region.
 
 The questionnaires' scorecard compares rating items with people's answers. The other designs psyq
-runs get the same four marks (:func:`psyq.analysis.statistics.equivalence.interval_mark`: ``meets``,
+runs get the same four marks (:func:`psyq.analysis.statistics.standin.equivalence.interval_mark`: ``meets``,
 ``falls short``, ``inconclusive``, ``not estimable``) from one function each, all returning the
 scorecard's columns (:data:`COLUMNS`):
 
@@ -25,7 +25,7 @@ criterion       design (function)                 figure, persona − people, 90
                                                   the replies' scores
 ==============  ================================  ==============================================  ====================
 
-Every interval is 90 % (:data:`~psyq.analysis.statistics.equivalence.CONFIDENCE`: two one-sided
+Every interval is 90 % (:data:`~psyq.analysis.statistics.standin.equivalence.CONFIDENCE`: two one-sided
 tests at α = .05, Schuirmann 1987; Lakens 2017), and every region is ±`bound` standardised units,
 the report's equivalence bound (0.3 by default, psyq's convention, as for the questionnaires'
 ``level``); :data:`DESIGN_CUTOFFS` says each with its source, :data:`DESIGN_USES` the use each
@@ -92,7 +92,7 @@ from scipy import stats
 from psyq.engine.design.instrument import TRUSTED, Instrument
 
 from psyq.analysis.statistics.change import OVERALL, compare_change_with_humans
-from psyq.analysis.statistics.equivalence import CONFIDENCE, NOT_ESTIMABLE, allow_for_rows, interval_mark, z_value
+from psyq.analysis.statistics.standin.equivalence import CONFIDENCE, NOT_ESTIMABLE, allow_for_rows, interval_mark, z_value
 from psyq.analysis.statistics.norms.summary import hedges_g
 from psyq.analysis.statistics.response_comparison import compare_sources
 
@@ -144,7 +144,7 @@ def _quantile(confidence: float, df: float) -> float:
 
 def _card(rows: list[dict], *, bound: float, confidence: float) -> pd.DataFrame:
     """The rows as a scorecard, a "falls short" allowed for the rows of its criterion
-    (:func:`~psyq.analysis.statistics.equivalence.allow_for_rows`, as the questionnaires' scorecard
+    (:func:`~psyq.analysis.statistics.standin.equivalence.allow_for_rows`, as the questionnaires' scorecard
     does). Every interval here is symmetric, estimate ± quantile × standard error, so the wider one
     keeps the standard error and takes the quantile of the new level (t with the row's `_df`)."""
     card = pd.DataFrame(rows, columns=[*COLUMNS, "_df"])

@@ -3,7 +3,7 @@ whose answer is known.
 
 A cohort that truly stands in for people is one drawn from the people themselves. Resampling a
 human data set — n of its respondents as the "personas", the rest (or `n_people` of them) as the
-people — and marking each draw with :func:`~psyq.analysis.statistics.scorecard.scorecard` gives, per
+people — and marking each draw with :func:`~psyq.analysis.statistics.standin.scorecard.scorecard` gives, per
 criterion and cohort size, the chance that such a cohort is marked ``meets`` (the power of the
 equivalence test), ``falls short`` (the verdict's error: people told they cannot stand in for
 people), ``inconclusive`` or ``not estimable``. :func:`verdict_power` does that;
@@ -51,8 +51,8 @@ from threadpoolctl import threadpool_limits
 
 from psyq.engine.design.instrument import Instrument
 
-from psyq.analysis.statistics.equivalence import MARKS, MEETS
-from psyq.analysis.statistics.scorecard import CRITERIA, criterion_marks, scorecard
+from psyq.analysis.statistics.standin.equivalence import MARKS, MEETS
+from psyq.analysis.statistics.standin.scorecard import CRITERIA, criterion_marks, scorecard
 
 DEFAULT_GRID = (13, 50, 200, 500, 1000)
 """The cohort sizes :func:`verdict_power` simulates by default: the quick start's 13, then up to 1,000."""
@@ -118,7 +118,7 @@ def simulate_verdicts(people: pd.DataFrame, instrument: Instrument, n_personas: 
     ----------
     people : pandas.DataFrame
         Raw answers of real people (reverse items as answered), one row per respondent, as
-        :func:`~psyq.analysis.statistics.scorecard.scorecard` takes them; attribute columns (gender)
+        :func:`~psyq.analysis.statistics.standin.scorecard.scorecard` takes them; attribute columns (gender)
         give the relations.
     instrument : Instrument
     n_personas : sequence of int

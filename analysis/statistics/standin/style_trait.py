@@ -9,7 +9,7 @@ A persona cohort can differ from people in two ways that both move subscale scor
 
 :func:`style_and_trait` tells them apart per rating subscale, with the extreme and midpoint
 response styles (ERS, MRS; Baumgartner & Steenkamp, 2001) beside them. Within one cohort,
-:func:`psyq.analysis.statistics.fidelity.acquiescence` gives the balanced acquiescence index
+:func:`psyq.analysis.statistics.standin.fidelity.acquiescence` gives the balanced acquiescence index
 against the scale midpoint; here the same balanced index is compared between the cohort and
 people, and set against the keyed part of the gap.
 

@@ -113,7 +113,7 @@ def _z(alpha: float) -> float:
 # --- inputs ---------------------------------------------------------------------------------------------------
 
 def _by_id(frame: pd.DataFrame, name: str) -> pd.DataFrame:
-    """`frame` indexed by its ids as stripped text (as :func:`psyq.analysis.statistics.twins.match_twins`
+    """`frame` indexed by its ids as stripped text (as :func:`psyq.analysis.statistics.standin.twins.match_twins`
     compares them); ValueError on a repeated id (which row would be the person's?)."""
     out = frame.set_axis(frame.index.astype(str).str.strip())
     repeated = out.index[out.index.duplicated()].unique()
