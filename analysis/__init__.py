@@ -34,7 +34,8 @@ Example (run from the repository root; `run_dir` is any run directory):
     True
 
 Raw item answers of a cohort and of humans compare item by item and structurally
-(:mod:`psyq.analysis.statistics.validity`; item response theory and DIF in :mod:`psyq.analysis.statistics.irt`):
+(:mod:`psyq.analysis.statistics.validity`; item response theory in :mod:`psyq.analysis.statistics.irt`, DIF in
+:mod:`psyq.analysis.statistics.dif`):
     >>> import pandas as pd
     >>> from psyq.analysis import item_distributions
     >>> from psyq.analysis.scoring.human_answers import read_answers_csv
@@ -62,7 +63,8 @@ _EXPORTS = {
     "psyq.analysis.statistics.effects": ["model_effects"],
     "psyq.analysis.statistics.human_comparison": ["compare_samples", "compare_with_humans", "tucker_phi"],
     "psyq.analysis.statistics.invariance": ["measurement_invariance"],
-    "psyq.analysis.statistics.irt": ["differential_item_functioning", "graded_response_model", "test_information"],
+    "psyq.analysis.statistics.dif": ["differential_item_functioning"],
+    "psyq.analysis.statistics.irt": ["graded_response_model", "test_information"],
     "psyq.analysis.statistics.norms": ["compare_with_norms", "group_matching", "respondent_z"],
     "psyq.analysis.statistics.polychoric": ["polychoric"],
     "psyq.analysis.statistics.standin.prediction_powered": ["people_needed", "prediction_powered"],

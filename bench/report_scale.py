@@ -115,7 +115,7 @@ TIMED = {
     ("psyq.analysis.statistics.invariance.sequence", "measurement_invariance"): "invariance (measurement_invariance)",
     ("psyq.analysis.statistics.polychoric", "ordinal_moments"): "polychoric (ordinal_moments)",
     ("psyq.analysis.statistics.irt", "graded_response_model"): "GRM",
-    ("psyq.analysis.statistics.irt", "differential_item_functioning"): "DIF",
+    ("psyq.analysis.statistics.dif", "differential_item_functioning"): "DIF",
     ("psyq.analysis.statistics.standin.scorecard", "scorecard"): "scorecard (verdict)",
     ("psyq.analysis.report.plots", "figure_to_data_uri"): "figures drawn in this process (none: the figure process draws them)",
     ("psyq.analysis.report.render", "FigureImages.uri"): "figures: waiting for the figure process",

@@ -146,29 +146,6 @@ def test_analytic_hessian_equals_differenced_gradient():
     np.testing.assert_allclose(model.hessian(eta, posterior, expected), differenced, atol=1e-5 * np.abs(differenced).max())
 
 
-def test_ordinal_regression_derivatives_and_warm_start():
-    """DIF's proportional-odds fits: the analytic gradient and Hessian against central differences, and
-    a fit started from the nested model's estimate ends where a cold start does."""
-    rng = np.random.default_rng(5)
-    score, group = rng.normal(size=600), (rng.random(600) < 0.5).astype(float)
-    y = np.searchsorted([-1.5, 0.0, 1.2, 2.5], 1.2 * score + 0.5 * group + rng.logistic(size=600))
-    exog = np.column_stack([score, group, score * group])
-    params = np.array([1.0, 0.2, -0.9, -2.0, 0.8, 0.3, -0.1])
-    _, grad, hess = irt._ordinal_terms(y, exog, params)
-    h = 1e-6
-    steps = np.eye(len(params)) * h
-    num_grad = [(irt._ordinal_terms(y, exog, params + e)[0] - irt._ordinal_terms(y, exog, params - e)[0]) / (2 * h)
-                for e in steps]
-    num_hess = np.column_stack([(irt._ordinal_terms(y, exog, params + e)[1] - irt._ordinal_terms(y, exog, params - e)[1])
-                                / (2 * h) for e in steps])
-    np.testing.assert_allclose(grad, num_grad, atol=1e-5)
-    np.testing.assert_allclose(hess, num_hess, atol=1e-5)
-    ll2, fit2 = irt._cumulative_logit(y, exog[:, :2])
-    warm, _ = irt._cumulative_logit(y, exog, start=np.append(fit2, 0.0))
-    cold, _ = irt._cumulative_logit(y, exog)
-    assert warm == pytest.approx(cold, abs=1e-9) and warm >= ll2
-
-
 def test_an_item_unrelated_to_the_others_is_said_to_barely_relate_not_to_separate():
     """A rare answer given independently of the trait: its slope is flat, so b = −d / a runs past
     10. The note names that cause, not near-perfect separation (which is a slope running off)."""

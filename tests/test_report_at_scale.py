@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from psyq.analysis.statistics import irt
+from psyq.analysis.statistics import dif, irt
 from psyq.analysis.statistics.invariance import continuous, measurement_invariance
 from psyq.analysis.statistics.invariance.layout import Layout
 from psyq.analysis.statistics.invariance.ordinal import OrdinalModel
@@ -156,12 +156,12 @@ def test_dif_regressions_on_counted_rows_equal_the_rows():
     score = rng.integers(0, 12, size=2000).astype(float) - 5.5
     focal = rng.integers(0, 2, size=2000).astype(float)
     exog = np.column_stack([score, focal, score * focal])
-    ll, params = irt._cumulative_logit(y, exog)
+    ll, params = dif._cumulative_logit(y, exog)
     rows, counts = np.unique(np.column_stack([y, exog]), axis=0, return_counts=True)
-    ll_w, params_w = irt._cumulative_logit(rows[:, 0].astype(int), rows[:, 1:], weight=counts.astype(float))
+    ll_w, params_w = dif._cumulative_logit(rows[:, 0].astype(int), rows[:, 1:], weight=counts.astype(float))
     assert ll_w == pytest.approx(ll, rel=1e-12) and np.abs(params_w - params).max() < 1e-8
-    assert irt._cumulative_logit(y, None)[0] == pytest.approx(
-        irt._cumulative_logit(rows[:, 0].astype(int), None, weight=counts.astype(float))[0], rel=1e-12)
+    assert dif._cumulative_logit(y, None)[0] == pytest.approx(
+        dif._cumulative_logit(rows[:, 0].astype(int), None, weight=counts.astype(float))[0], rel=1e-12)
 
 
 def test_distinct_answer_patterns_as_numpy_finds_them():

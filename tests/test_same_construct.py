@@ -6,7 +6,7 @@ iri=<shipped Briganti file>:keyed` (run in this process, tests/cli_helper.py) ag
 of the analysis functions called here directly on the exported answers and the CSV (an
 independent path through the data: export table + pandas, not the report's own readers). The
 statistics themselves are checked against lavaan's published figures and by parameter recovery
-in tests/test_invariance.py and tests/test_irt.py.
+in tests/test_invariance.py, tests/test_irt.py and tests/test_dif.py.
 """
 
 from __future__ import annotations

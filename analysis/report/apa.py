@@ -583,7 +583,7 @@ def graded_response(params: pd.DataFrame) -> ApaTable:
 
 
 def item_functioning(dif: pd.DataFrame) -> ApaTable:
-    """Differential item functioning (:func:`psyq.analysis.statistics.irt.differential_item_functioning`): per
+    """Differential item functioning (:func:`psyq.analysis.statistics.dif.differential_item_functioning`): per
     item the 2-df likelihood-ratio χ², Holm p, Nagelkerke ΔR², its label and the flag."""
     ok = lambda fn: (lambda r: fn(r) if _truthy(r["estimable"]) else DASH)   # noqa: E731
     columns = {"Subscale": lambda r: str(r.get("subscale", "")), "Item": lambda r: str(r["item"]),

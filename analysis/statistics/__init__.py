@@ -3,7 +3,7 @@
 One function per statistic, each returning a DataFrame (or a number) and naming in its docstring
 the R function or published result it is checked against; none writes report text. Comparing with
 people: norms (:mod:`.norms`), people's own data (:mod:`.human_comparison`, :mod:`.validity`,
-:mod:`.weighting`), the same construct (:mod:`.invariance`, :mod:`.irt`; ordinal
+:mod:`.weighting`), the same construct (:mod:`.invariance`, :mod:`.irt`, :mod:`.dif`; ordinal
 items' thresholds, polychoric correlations and their asymptotic covariance, the first step of
 ordinal factor analysis: :mod:`.polychoric`); the instrument in the cohort (:mod:`.reliability`,
 :mod:`.effects`); change after situations (:mod:`.change`); ratings and their

@@ -10,7 +10,7 @@ first-order subscales (composite/total subscales left out, reverse items keyed f
   (:func:`psyq.analysis.statistics.irt.graded_response_model`), side by side, with both samples' test
   information curves in one plot;
 * differential item functioning per item between the samples
-  (:func:`psyq.analysis.statistics.irt.differential_item_functioning`).
+  (:func:`psyq.analysis.statistics.dif.differential_item_functioning`).
 
 Whatever cannot be estimated (too few personas, an item nobody varied on, a model that does not
 converge) is a reading "not estimable: reason", never a number; a table that would hold no
@@ -36,7 +36,8 @@ from psyq.analysis.report.apa import fmt_num
 from psyq.analysis.statistics.invariance.against_people import (PEOPLE, PERSONAS, SAMPLE, factor_structure,
                                                                  invariance_against_people, keyed_samples)
 from psyq.analysis.report.readings import invariance_verdicts
-from psyq.analysis.statistics.irt import differential_item_functioning, graded_response_model, test_information
+from psyq.analysis.statistics.dif import differential_item_functioning
+from psyq.analysis.statistics.irt import graded_response_model, test_information
 from psyq.analysis.report.context import ReportContext, estimator_choice
 from psyq.analysis.report.section import ReportSection, Section
 
