@@ -33,6 +33,8 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 from scipy import stats
 
+from psyq.analysis.statistics.intervals import mean_interval
+
 # Okabe & Ito (2008) colour-blind-safe palette, without yellow (too pale on white).
 COLOURS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000"]
 MARKERS = ["o", "s", "D", "^", "v", "P", "X"]
@@ -117,14 +119,6 @@ def is_finite(x: Any) -> bool:
 
 def _truthy(x: Any) -> bool:
     return False if x is None or (not isinstance(x, str) and pd.isna(x)) else bool(x)
-
-
-def mean_ci(mean: float, sd: float, n: float, level: float = 0.95) -> tuple[float, float]:
-    """Confidence interval of a mean, mean ± t_{n−1} · sd / √n; (nan, nan) when n < 2 or sd is missing."""
-    if not (is_finite(mean) and is_finite(sd) and is_finite(n)) or n < 2:
-        return math.nan, math.nan
-    half = stats.t.ppf(0.5 + level / 2, n - 1) * sd / math.sqrt(n)
-    return mean - half, mean + half
 
 
 def _n_text(values: list) -> str:
@@ -240,7 +234,7 @@ def profile_plot(comparison: pd.DataFrame, instrument_id: str) -> Figure:
                 if cell.empty or not is_finite(cell["mean"].iloc[0]):
                     continue
                 r = cell.iloc[0]
-                low, high = mean_ci(float(r["mean"]), r["sd"], r["n"])
+                low, high = mean_interval(float(r["mean"]), r["sd"], r["n"])
                 yerr = [[r["mean"] - low], [high - r["mean"]]] if is_finite(low) else None
                 ax.errorbar([x + offsets[b]], [r["mean"]], yerr=yerr, fmt=style["marker"],
                             color=style["color"], markersize=7, capsize=4, elinewidth=1.6,

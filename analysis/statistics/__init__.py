@@ -8,8 +8,8 @@ items' thresholds, polychoric correlations and their asymptotic covariance, the 
 ordinal factor analysis: :mod:`.polychoric`); the instrument in the cohort (:mod:`.reliability`,
 :mod:`.effects`); change after situations (:mod:`.change`); ratings and their
 raters (:mod:`.agreement`, :mod:`.rater_agreement`, :mod:`.response_comparison`, :mod:`.robustness`,
-:mod:`.prompt_sensitivity`); corrections for multiple tests, shared by the others
-(:mod:`.multiple_testing`). Can the personas stand in for people? The verdict's statistics have a
+:mod:`.prompt_sensitivity`); corrections for multiple tests and the t quantile and interval of a
+mean, shared by the others (:mod:`.multiple_testing`, :mod:`.intervals`). Can the personas stand in for people? The verdict's statistics have a
 room of their own, :mod:`.standin`.
 
 May import: psyq.analysis.scoring and the psyq.engine rooms that read runs and files (files,

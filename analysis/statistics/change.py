@@ -39,6 +39,7 @@ import pandas as pd
 from scipy import optimize, stats
 
 from psyq.analysis.statistics.human_comparison import compare_samples
+from psyq.analysis.statistics.intervals import t_quantile
 from psyq.analysis.statistics.multiple_testing import holm
 
 KEYS = ["backend_id", "respondent_id", "repeat", "situation_id", "emotion", "instrument", "subscale"]
@@ -326,7 +327,7 @@ def _diff_ci(c: np.ndarray, h: np.ndarray, level: float = 0.95) -> tuple[float, 
     if se == 0:
         return diff, math.nan, math.nan
     df = (vc + vh) ** 2 / (vc ** 2 / (c.size - 1) + vh ** 2 / (h.size - 1))
-    half = float(stats.t.ppf(0.5 + level / 2, df)) * se
+    half = t_quantile(level, df) * se
     return diff, diff - half, diff + half
 
 

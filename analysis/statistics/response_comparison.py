@@ -41,7 +41,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+
+from psyq.analysis.statistics.intervals import mean_interval
 
 MIN_MESSAGES = 3
 """A random intercept per message needs at least this many messages."""
@@ -152,9 +153,9 @@ def descriptives(scores: pd.DataFrame) -> pd.DataFrame:
         x = group["score"].to_numpy(dtype=float)
         n, mean = len(x), float(x.mean())
         sd = float(x.std(ddof=1)) if n > 1 else math.nan
-        half = stats.t.ppf(0.975, n - 1) * sd / math.sqrt(n) if n > 1 and sd > 0 else math.nan
+        low, high = mean_interval(mean, sd, n) if n > 1 and sd > 0 else (math.nan, math.nan)
         rows.append(dict(zip(["rubric_id", "dimension", "rater_kind", "source"], key), n=n, mean=mean, sd=sd,
-                         mean_ci_low=mean - half, mean_ci_high=mean + half))
+                         mean_ci_low=low, mean_ci_high=high))
     return pd.DataFrame(rows, columns=DESCRIPTIVE_COLUMNS)
 
 

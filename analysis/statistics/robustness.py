@@ -29,7 +29,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+
+from psyq.analysis.statistics.intervals import mean_interval
 
 CELL = ["perturbation", "rubric_id", "dimension", "rater_kind", "rater_id"]
 PAIR_COLUMNS = [*CELL, "original_id", "response_id", "original_level", "perturbed_level", "change"]
@@ -79,9 +80,9 @@ def mean_change_ci(changes: np.ndarray, level: float = 0.95) -> tuple[float, flo
     if n == 1:
         return mean, math.nan, math.nan, math.nan, "one pair only: no SD, so no confidence interval"
     sd = float(np.std(changes, ddof=1))
-    half = float(stats.t.ppf(0.5 + level / 2, n - 1)) * sd / math.sqrt(n)
+    low, high = mean_interval(mean, sd, n, level)
     reason = "every pair changed by the same amount: the interval has zero width" if sd == 0 else None
-    return mean, sd, mean - half, mean + half, reason
+    return mean, sd, low, high, reason
 
 
 def robustness_table(ratings: pd.DataFrame) -> pd.DataFrame:

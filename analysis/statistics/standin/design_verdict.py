@@ -87,12 +87,12 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from psyq.engine.design.instrument import TRUSTED, Instrument
 
 from psyq.analysis.statistics.change import OVERALL, compare_change_with_humans
-from psyq.analysis.statistics.standin.equivalence import CONFIDENCE, NOT_ESTIMABLE, allow_for_rows, interval_mark, z_value
+from psyq.analysis.statistics.intervals import t_quantile
+from psyq.analysis.statistics.standin.equivalence import CONFIDENCE, NOT_ESTIMABLE, allow_for_rows, interval_mark
 from psyq.analysis.statistics.norms.summary import hedges_g
 from psyq.analysis.statistics.response_comparison import compare_sources
 
@@ -137,11 +137,6 @@ def _card_row(group: object, instrument: object, criterion: str, subscale: objec
                 note=note, _df=df)
 
 
-def _quantile(confidence: float, df: float) -> float:
-    """The two-sided quantile of a normal (infinite `df`) or t interval at `confidence`."""
-    return z_value(confidence) if math.isinf(df) else float(stats.t.ppf(0.5 + confidence / 2, df))
-
-
 def _card(rows: list[dict], *, bound: float, confidence: float) -> pd.DataFrame:
     """The rows as a scorecard, a "falls short" allowed for the rows of its criterion
     (:func:`~psyq.analysis.statistics.standin.equivalence.allow_for_rows`, as the questionnaires' scorecard
@@ -151,7 +146,7 @@ def _card(rows: list[dict], *, bound: float, confidence: float) -> pd.DataFrame:
 
     def widen(value: float, low: float, high: float, df: float):
         def at(level: float) -> tuple[float, float]:
-            half = (high - low) / 2 / _quantile(confidence, df) * _quantile(level, df)
+            half = (high - low) / 2 / t_quantile(confidence, df) * t_quantile(level, df)
             return value - half, value + half
         return at
     card["_widen"] = [widen(*r) for r in zip(card["value"], card["low"], card["high"], card["_df"])]

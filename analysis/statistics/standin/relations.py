@@ -46,6 +46,7 @@ from scipy import stats
 from psyq.engine.design.instrument import Instrument
 from psyq.engine.files.codebook import WEIGHT_COLUMN
 
+from psyq.analysis.statistics.intervals import t_quantile
 from psyq.analysis.statistics.validity import level_text, pearson_pairwise, label_mismatch, part_whole
 
 CONFIDENCE = 0.95
@@ -73,11 +74,6 @@ class _Effect:
 @lru_cache(maxsize=None)
 def _z(confidence: float) -> float:
     return float(stats.norm.ppf(0.5 + confidence / 2))
-
-
-@lru_cache(maxsize=1024)
-def _t(confidence: float, dof: int) -> float:
-    return float(stats.t.ppf(0.5 + confidence / 2, dof))
 
 
 def _is_numeric(column: pd.Series) -> bool:
@@ -146,7 +142,7 @@ def _hedges_g(x: np.ndarray, y: np.ndarray, level: str, reference: str, subscale
     pooled = ((nx - 1) * x.var(ddof=1) + (ny - 1) * y.var(ddof=1)) / dof
     g = (x.mean() - y.mean()) / math.sqrt(pooled) * (1 - 3 / (4 * (nx + ny) - 9))
     se = math.sqrt((nx + ny) / (nx * ny) + g ** 2 / (2 * (nx + ny)))
-    half = _t(CONFIDENCE, dof) * se
+    half = t_quantile(CONFIDENCE, dof) * se
     out.value, out.low, out.high, out.se = float(g), float(g - half), float(g + half), se
     return out
 

@@ -37,9 +37,10 @@ import warnings
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from psyq.engine.design.instrument import Instrument
+
+from psyq.analysis.statistics.intervals import t_quantile
 
 COLUMNS = ["instrument", "subscale", "n_forward", "n_reversed", "n_cohort", "n_people", "n_cohort_left_out",
            "n_people_left_out", "style", "style_low", "style_high", "trait", "trait_low", "trait_high", "gap",
@@ -65,7 +66,7 @@ def _welch(c: np.ndarray, h: np.ndarray, what: str, confidence: float = LEVEL) -
     if se == 0:
         return diff, math.nan, math.nan, f"{what} CI not estimable: no spread on either side"
     df = (vc + vh) ** 2 / (vc ** 2 / (c.size - 1) + vh ** 2 / (h.size - 1))
-    half = float(stats.t.ppf(0.5 + confidence / 2, df)) * se
+    half = t_quantile(confidence, df) * se
     return diff, diff - half, diff + half, ""
 
 
