@@ -5,7 +5,7 @@ psyq: ``psyq run`` (bench/psyq_driver.py) of the IRI on ``kind: local`` (llama-s
 Its rate is taken over the administration (first trial started to last finished, from the run
 store), so llama-server's start is not counted.
 
-Raw loop: a fresh llama-server started exactly as psyq starts it (``psyq.engine.backends.local
+Raw loop: a fresh llama-server started exactly as psyq starts it (``psyq.engine.backends.local_server
 .LlamaServer``, same binary, model, slots and flags), then a plain aiohttp loop at the same
 concurrency posting the request bodies psyq stored (``trials.request``, in the order psyq
 started them) to ``/v1/chat/completions`` and reading the JSON: first request sent to last
@@ -81,7 +81,9 @@ async def raw_loop(url: str, bodies: list[bytes]) -> tuple[float, int]:
 def raw_once(bodies: list[bytes]) -> dict[str, Any]:
     """A fresh llama-server as psyq starts it, and the raw loop against it."""
     from psyq.engine.backends.catalogue import default_local_model
-    from psyq.engine.backends.local import LlamaServer, ensure_llama_server, ensure_model
+    from psyq.engine.backends.local_build import ensure_llama_server
+    from psyq.engine.backends.local_models import ensure_model
+    from psyq.engine.backends.local_server import LlamaServer
     model = ensure_model(default_local_model("logprobs", ["rating"])[0])   # what the psyq run's study gets
     server = LlamaServer(ensure_llama_server(), model, parallel=CONCURRENCY)
     server.start()

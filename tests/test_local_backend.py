@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from psyq.engine.backends.catalogue import CATALOGUE, INSTRUCT_DEFAULT, default_local_model
-from psyq.engine.backends.local import ensure_llama_server, llama_server_path
+from psyq.engine.backends.local_build import ensure_llama_server, llama_server_path
 from psyq.engine.administer.run import administer
 from psyq.engine.design.study import load_study
 

