@@ -89,6 +89,54 @@ def test_a_qualtrics_survey_round_trips_to_the_same_instrument(name, tmp_path):
     assert imported.instructions == original.instructions.strip()
 
 
+# SurveyEntry of a real export, its fields in their order (survey.qsf of psych251/porter_2016_1_rescue at
+# 1abd9e7, the same in ztangent/norms-cogsci19 at a9a1503): None where those exports hold null.
+REAL_SURVEY_ENTRY = ["SurveyID", "SurveyName", "SurveyDescription", "SurveyOwnerID", "SurveyBrandID", "DivisionID",
+                     "SurveyLanguage", "SurveyActiveResponseSet", "SurveyStatus", "SurveyStartDate",
+                     "SurveyExpirationDate", "SurveyCreationDate", "CreatorID", "LastModified", "LastAccessed",
+                     "LastActivated", "Deleted"]
+QUALTRICS_ID = {"SurveyID": "SV", "SurveyOwnerID": "UR", "CreatorID": "UR", "SurveyActiveResponseSet": "RS"}
+QUALTRICS_DATES = ["SurveyStartDate", "SurveyExpirationDate", "SurveyCreationDate", "LastModified", "LastAccessed",
+                   "LastActivated"]
+
+
+def test_a_qualtrics_survey_has_the_parts_of_a_real_export(tmp_path):
+    """The .qsf has what every export has: SurveyEntry's fields (ids in Qualtrics' form: a prefix and
+    15 letters or digits; dates as "YYYY-MM-DD hh:mm:ss"), the scoring, project and statistics
+    elements in an export's order and shape, and a number asked as a number: the age question is a
+    text entry validated as a whole number in the cohort's range (Qualtrics' content validation)."""
+    assert _psyq("questionnaire", "quickstart", "--to", "qualtrics", "--out", tmp_path)[0] == 0
+    survey = json.loads((tmp_path / "quickstart.qsf").read_text())
+    entry = survey["SurveyEntry"]
+    assert list(entry) == REAL_SURVEY_ENTRY
+    assert entry["SurveyName"] == "quickstart" and entry["SurveyStatus"] == "Inactive"
+    assert entry["SurveyDescription"] is entry["DivisionID"] is entry["Deleted"] is None
+    for field, prefix in QUALTRICS_ID.items():
+        assert re.fullmatch(rf"{prefix}_[A-Za-z0-9]{{15}}", entry[field]), (field, entry[field])
+    for field in QUALTRICS_DATES:
+        assert re.fullmatch(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}", entry[field]), (field, entry[field])
+    elements = survey["SurveyElements"]
+    assert {e["SurveyID"] for e in elements} == {entry["SurveyID"]}
+    kinds = [e["Element"] for e in elements]
+    assert kinds == ["BL", "FL", "SO", "SCO", "PROJ", "STAT", "QC", *["SQ"] * (kinds.count("SQ")), "RS"]
+    by_kind = {e["Element"]: e for e in elements}
+    assert by_kind["RS"]["PrimaryAttribute"] == entry["SurveyActiveResponseSet"]
+    assert (by_kind["SCO"]["PrimaryAttribute"], by_kind["SCO"]["Payload"]) == ("Scoring", {
+        "ScoringCategories": [], "ScoringCategoryGroups": [], "ScoringSummaryCategory": None,
+        "ScoringSummaryAfterQuestions": 0, "ScoringSummaryAfterSurvey": 0, "DefaultScoringCategory": None,
+        "AutoScoringCategory": None})
+    proj = by_kind["PROJ"]
+    assert (proj["PrimaryAttribute"], proj["TertiaryAttribute"], proj["Payload"]) == (
+        "CORE", "1.1.0", {"ProjectCategory": "CORE", "SchemaVersion": "1.1.0"})
+    stat = by_kind["STAT"]
+    assert stat["PrimaryAttribute"] == "Survey Statistics" and set(stat["Payload"]) == {"MobileCompatible", "ID"}
+    [age] = [e["Payload"] for e in elements if e["Element"] == "SQ" and e["Payload"]["DataExportTag"] == "age"]
+    assert (age["QuestionType"], age["Selector"]) == ("TE", "SL")
+    settings = age["Validation"]["Settings"]
+    assert (settings["Type"], settings["ContentType"]) == ("ContentType", "ValidNumber")
+    assert settings["ValidNumber"] == {"Min": "18", "Max": "80", "NumDecimals": "0"}
+
+
 def test_item_texts_with_markup_stay_text_through_both_platforms(tmp_path):
     iri = yaml.safe_load(locate("iri", "instrument").read_text())
     iri["items"][0]["text"] = "I <b>rarely</b> feel <script>x()</script> & sad."
@@ -109,6 +157,44 @@ def test_what_a_platform_cannot_do_as_the_study_is_said(tmp_path):
     code, _, err = _psyq("questionnaire", "quickstart", "--to", "qualtrics", "--out", tmp_path)
     assert code == 0 and "note: the .qsf shows every person the options as written" in err
 
+
+
+def _redcap_pages(dictionary: Path, form: str) -> list[list[dict[str, str]]]:
+    """The pages of a form's survey set to "One section per page": a new page at every field with a
+    section header (REDCap's pagination), the fields before the first one on the first page."""
+    pages: list[list[dict[str, str]]] = []
+    with dictionary.open(newline="") as handle:
+        for row in csv.DictReader(handle):
+            if row["Form Name"] != form:
+                continue
+            if row["Section Header"] or not pages:
+                pages.append([])
+            pages[-1].append(row)
+    return pages
+
+
+@pytest.mark.parametrize("presentation", ["per_item", "whole_instrument"])
+def test_a_redcap_survey_shows_the_items_per_page_as_the_personas_got_them(presentation, tmp_path):
+    """One item per screen (per_item): every item is a page of its own under REDCap's "one section per
+    page", each page showing the instructions above the item, as each per-item prompt did, and a note
+    says which survey setting to choose; the whole instrument at once: one page."""
+    study = tmp_path / "study.yaml"
+    study.write_text(f"psyq: study/1\nid: pages\ninstruments:\n  - iri\ncohort: adults_small\n"
+                     f"backends:\n  - {{id: local, kind: local}}\nprotocol: {{presentation: {presentation}}}\n")
+    code, _, err = _psyq("questionnaire", study, "--to", "redcap", "--out", tmp_path / "q")
+    assert code == 0, err
+    pages = _redcap_pages(tmp_path / "q" / "pages_dictionary.csv", "iri")
+    instructions = html.escape(load_instrument("iri").instructions.strip(), quote=False).replace("\n", "<br>")
+    items = [[row["Variable / Field Name"] for row in page if row["Field Type"] == "radio"] for page in pages]
+    if presentation == "per_item":
+        assert items == [[f"iri_{k}"] for k in range(1, 29)]
+        for page in pages:        # the instructions on every page: a descriptive field, or the section header
+            assert any(instructions in (row["Section Header"], row["Field Label"]) for row in page)
+        assert 'note: REDCap: in the Survey Settings of iri, set the question display format to "One section per ' \
+               'page (multiple pages)"' in err
+    else:
+        assert items == [[f"iri_{k}" for k in range(1, 29)]]
+        assert 'note: REDCap: keep the Survey Settings of iri at "All on one page"' in err
 
 
 MINI_1TO7 = Path(__file__).resolve().parent / "data" / "mini_1to7.yaml"

@@ -1,9 +1,11 @@
 """Qualtrics: a survey file (``.qsf``, JSON) that Qualtrics imports (Survey > Tools > Import/Export >
 Import survey).
 
-The file has the parts of a survey Qualtrics exports (``SurveyEntry``; ``SurveyElements``: the blocks
-``BL``, the flow ``FL``, the options ``SO``, the question count ``QC``, one ``SQ`` per question, the
-response set ``RS``), the layout ``psyq import qsf`` reads. Each instrument is a block: a text
+The file has the parts of a survey Qualtrics exports (``SurveyEntry`` with every field of an export,
+placeholders for the ids psyq cannot know; ``SurveyElements``: the blocks ``BL``, the flow ``FL``,
+the options ``SO``, the scoring ``SCO`` (none), project ``PROJ`` and statistics ``STAT`` elements,
+the question count ``QC``, one ``SQ`` per question, the response set ``RS``), the layout ``psyq
+import qsf`` reads. Each instrument is a block: a text
 question (``DB``) with its instructions, then one single-answer question (``MC``, ``SAVR``) per item,
 a page break between them, whose choices are the option lines the personas read in the study's
 order, scored by ``RecodeValues`` (the scale's values; for a reverse-keyed item the same labels on
@@ -11,7 +13,8 @@ mirrored values, the Qualtrics idiom ``psyq import qsf`` reads as reverse keying
 shows every item at once, one Likert matrix with the instructions as its text (a matrix recodes all
 its statements alike, so its reverse keys stay in the codebook alone, and a note says so). Each
 answer's column is its export tag (``iri_1``). The demographics are a block of ``MC`` questions
-(categories coded 1, 2 …) and single-line text entries for numbers.
+(categories coded 1, 2 …) and single-line text entries for numbers, validated as whole numbers
+within the cohort's range (Qualtrics' content validation "Number").
 
 Texts are HTML in Qualtrics, so every text is escaped (an item's ``<b>`` shows as ``<b>``);
 psyq's importer unescapes it again. Qualtrics shows every person the same order of options and
@@ -41,9 +44,21 @@ from psyq.engine.files.atomic import write_text_atomic
 from psyq.engine.questionnaire.base import QuestionnaireFormat, Written, codebook_yaml, write_codebook
 from psyq.engine.questionnaire.form import Part, Questionnaire
 
-SURVEY_ID = "SV_psyq"
 RESPONSE_ID = "ResponseId"       # the respondent column of Qualtrics' CSV export
 HEADER_ROWS = 2                  # the export's rows after the header: question texts, import ids
+
+# The shape of a real export, field by field: survey.qsf of github.com/psych251/porter_2016_1_rescue
+# (commit 1abd9e7, exported 2024) and of ztangent/norms-cogsci19 (a9a1503, exported 2019), which hold
+# the same SurveyEntry fields and the same SCO, PROJ and STAT elements. Ids take Qualtrics' form (a
+# prefix and 15 letters or digits, as SV_8AhNKUkgXXDVaOa); what psyq cannot know gets a placeholder
+# of that form. Qualtrics makes the imported survey its own (the importer's account owns it): .qsf
+# files shared publicly to be imported elsewhere carry their author's owner, creator and brand ids,
+# so other accounts' ids are accepted; that an import accepts these placeholders is unverified (no
+# Qualtrics account was at hand).
+SURVEY_ID = "SV_psyq00000000000"
+OWNER_ID = "UR_psyq00000000000"
+RESPONSE_SET = "RS_psyq00000000000"
+NO_DATE = "0000-00-00 00:00:00"  # how an export writes a date never set (LastAccessed, SurveyStartDate)
 
 
 def _text(text: str) -> str:
@@ -56,12 +71,49 @@ def _element(kind: str, primary: str, secondary: str | None, payload: Any) -> di
             "TertiaryAttribute": None, "Payload": payload}
 
 
-def _question(qid: str, tag: str, text: str, kind: str, selector: str, **rest: Any) -> dict[str, Any]:
+def _question(qid: str, tag: str, text: str, kind: str, selector: str, validation: dict[str, Any] | None = None,
+              **rest: Any) -> dict[str, Any]:
     payload = {"QuestionText": _text(text), "DataExportTag": tag, "QuestionType": kind, "Selector": selector,
                "Configuration": {"QuestionDescriptionOption": "UseText"}, "QuestionDescription": text[:100],
-               **rest, "Validation": {"Settings": {"ForceResponse": "OFF", "Type": "None"}}, "Language": [],
-               "QuestionID": qid}
+               **rest, "Validation": validation or {"Settings": {"ForceResponse": "OFF", "Type": "None"}},
+               "Language": [], "QuestionID": qid}
     return _element("SQ", qid, text[:100], payload)
+
+
+def _survey_entry(name: str) -> dict[str, Any]:
+    """``SurveyEntry`` with every field of a real export, in its order, the ids placeholders. Every
+    date is :data:`NO_DATE`, the value an export gives a date not set, where an export dates the
+    survey's creation and last change: the same study writes the same file (the survey an import
+    makes gets its own dates; unverified, as above)."""
+    return {"SurveyID": SURVEY_ID, "SurveyName": name, "SurveyDescription": None, "SurveyOwnerID": OWNER_ID,
+            "SurveyBrandID": "", "DivisionID": None, "SurveyLanguage": "EN", "SurveyActiveResponseSet": RESPONSE_SET,
+            "SurveyStatus": "Inactive", "SurveyStartDate": NO_DATE, "SurveyExpirationDate": NO_DATE,
+            "SurveyCreationDate": NO_DATE, "CreatorID": OWNER_ID, "LastModified": NO_DATE, "LastAccessed": NO_DATE,
+            "LastActivated": NO_DATE, "Deleted": None}
+
+
+def _survey_parts() -> list[dict[str, Any]]:
+    """The scoring (none: psyq scores from the export), project and statistics elements every export
+    holds, with the payloads of a survey that has none of its own (as the exports above)."""
+    return [
+        _element("SCO", "Scoring", None, {"ScoringCategories": [], "ScoringCategoryGroups": [],
+                                          "ScoringSummaryCategory": None, "ScoringSummaryAfterQuestions": 0,
+                                          "ScoringSummaryAfterSurvey": 0, "DefaultScoringCategory": None,
+                                          "AutoScoringCategory": None}),
+        {**_element("PROJ", "CORE", None, {"ProjectCategory": "CORE", "SchemaVersion": "1.1.0"}),
+         "TertiaryAttribute": "1.1.0"},
+        _element("STAT", "Survey Statistics", None, {"MobileCompatible": True, "ID": "Survey Statistics"}),
+    ]
+
+
+def _whole_number(low: int, high: int) -> dict[str, Any]:
+    """A text entry's validation as a number from `low` to `high` with no decimals: the settings of
+    Qualtrics' content validation "Number" as an export writes them (the text entry of
+    psych251/porter_2016_1_rescue's survey.qsf, where NumDecimals is "" for any number of decimals)."""
+    return {"Settings": {"ForceResponse": "OFF", "Type": "ContentType", "MinChars": "1", "ContentType": "ValidNumber",
+                         "ValidDateType": "DateWithFormat", "ValidPhoneType": "ValidUSPhone",
+                         "ValidZipType": "ValidUSZip",
+                         "ValidNumber": {"Min": str(low), "Max": str(high), "NumDecimals": "0"}}}
 
 
 def _choices(labels: list[str]) -> dict[str, dict[str, str]]:
@@ -127,7 +179,7 @@ class QualtricsFormat(QuestionnaireFormat):
                 else:
                     low, high = d.whole_numbers
                     add(_question(f"QID{len(questions) + 1}", d.name, f"{d.question} (a whole number from {low} to "
-                                  f"{high})", "TE", "SL"), elements)
+                                  f"{high})", "TE", "SL", validation=_whole_number(low, high)), elements)
             blocks.append({"Type": "Standard", "Description": "Demographics", "ID": f"BL_{len(blocks) + 1}",
                            "BlockElements": elements})
         blocks[0]["Type"] = "Default"
@@ -138,8 +190,7 @@ class QualtricsFormat(QuestionnaireFormat):
                          "a second survey from a study with option_order: reversed for the other half)")
         flow = [{"Type": "Block", "ID": b["ID"], "FlowID": f"FL_{k + 2}"} for k, b in enumerate(blocks[:-1])]
         survey = {
-            "SurveyEntry": {"SurveyID": SURVEY_ID, "SurveyName": asked.id, "SurveyDescription": None,
-                            "SurveyLanguage": "EN", "SurveyActiveResponseSet": "RS_psyq", "SurveyStatus": "Inactive"},
+            "SurveyEntry": _survey_entry(asked.id),
             "SurveyElements": [
                 _element("BL", "Survey Blocks", None, blocks),
                 _element("FL", "Survey Flow", None, {"Type": "Root", "FlowID": "FL_1", "Flow": flow,
@@ -147,9 +198,10 @@ class QualtricsFormat(QuestionnaireFormat):
                 _element("SO", "Survey Options", None, {"BackButton": "false", "SurveyProtection": "PublicSurvey",
                                                          "SurveyTermination": "DefaultMessage",
                                                          "ProgressBarDisplay": "None", "PartialData": "+1 week"}),
+                *_survey_parts(),
                 _element("QC", "Survey Question Count", str(len(questions)), None),
                 *questions,
-                _element("RS", "RS_psyq", "Default Response Set", None),
+                _element("RS", RESPONSE_SET, "Default Response Set", None),
             ],
         }
         survey_file = out / f"{asked.id}.qsf"

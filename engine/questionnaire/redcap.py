@@ -6,11 +6,13 @@ Field Name`` … ``Field Annotation``; field names in lower case, digits and ``_
 field of a project). Each instrument is a form of its own: a ``descriptive`` field with its
 instructions, then one ``radio`` field per item whose choices are the scale's values with the
 option lines the personas read (``0, A = Does not describe me well | 1, B | …``) in the study's
-order (a matrix group when the study shows every item at once), then one hidden ``calc`` field per
-subscale: ``sum(...)`` or ``mean(...)`` of its items, a reverse-keyed item written ``(min + max -
-[item])``, which is how ``psyq import redcap`` reads keys back. The demographics are a form
-``demographics``: a ``radio`` field per categorical attribute (codes 1, 2, … in the cohort's
-order) and an ``integer`` text field per numeric one.
+order (a matrix group when the study shows every item at once; when it shows one item per
+screen, every item after the first has the instructions as its section header, so that a survey
+set to show one section per page shows each item on its own page, as a note says), then one
+hidden ``calc`` field per subscale: ``sum(...)`` or ``mean(...)`` of its items, a reverse-keyed
+item written ``(min + max - [item])``, which is how ``psyq import redcap`` reads keys back. The
+demographics are a form ``demographics``: a ``radio`` field per categorical attribute (codes 1,
+2, … in the cohort's order) and an ``integer`` text field per numeric one.
 
 Labels are HTML in REDCap, so every text is escaped (an item's ``<b>`` shows as ``<b>``); psyq's
 importer unescapes it again.
@@ -60,8 +62,8 @@ def _text(text: str) -> str:
 
 
 def _row(**cells: str) -> list[str]:
-    names = {"field": 0, "form": 1, "type": 3, "label": 4, "choices": 5, "note": 6, "validation": 7, "low": 8,
-             "high": 9, "matrix": 15, "annotation": 17}
+    names = {"field": 0, "form": 1, "section": 2, "type": 3, "label": 4, "choices": 5, "note": 6, "validation": 7,
+             "low": 8, "high": 9, "matrix": 15, "annotation": 17}
     row = [""] * len(COLUMNS)
     for key, value in cells.items():
         row[names[key]] = value
@@ -77,6 +79,37 @@ def form_name(part: Part) -> str:
         'iri'
     """
     return answer_column(part.instrument.id, "")[:-1]
+
+
+def _page_header(part: Part, k: int, instructions: str) -> str:
+    """The ``Section Header`` of the `k`-th item (from 0): the instructions above every item but the
+    first when the study asked one item per screen, nothing on a matrix.
+
+    A REDCap survey set to show one section per page starts a page at every section header (REDCap
+    Knowledge Base RC-SURV-03, "Pagination",
+    https://bdeveer.github.io/REDCap_KB_RAG/RC-SURV-03_Survey-Settings-Behavior-Access-and-Termination/),
+    so each item is a page of its own below the instructions, as each per-item prompt gave them to a
+    persona; the first item shares its page with the descriptive field holding the instructions
+    (which ``psyq import redcap`` reads back as them)."""
+    return instructions if not part.matrix and k > 0 else ""
+
+
+def _pagination_notes(asked: Questionnaire) -> list[str]:
+    """Which survey setting shows each form's pages as the study showed them: the data dictionary
+    cannot set it (it is a survey setting of each form, not a column)."""
+    per_item = [form_name(p) for p in asked.parts if not p.matrix]
+    whole = [form_name(p) for p in asked.parts if p.matrix]
+    notes = []
+    if per_item:
+        notes.append(f"REDCap: in the Survey Settings of {', '.join(per_item)}, set the question display format to "
+                     "\"One section per page (multiple pages)\": each item has a section header, so each is a page "
+                     "of its own below the instructions, as the personas were asked one item per screen (the data "
+                     "dictionary cannot set this; with REDCap's default, \"All on one page\", every item shows on "
+                     "one page)")
+    if whole:
+        notes.append(f"REDCap: keep the Survey Settings of {', '.join(whole)} at \"All on one page\" (REDCap's "
+                     "default): the study showed the whole instrument at once")
+    return notes
 
 
 def _calc(part: Part, subscale) -> str:
@@ -97,12 +130,13 @@ class RedcapFormat(QuestionnaireFormat):
         order = asked.option_orders[0]
         for part in asked.parts:
             form = form_name(part)
-            rows.append(_row(field=f"{form}_instructions", form=form, type="descriptive",
-                             label=_text(part.instructions).replace("\n", "<br>")))
+            instructions = _text(part.instructions).replace("\n", "<br>")
+            rows.append(_row(field=f"{form}_instructions", form=form, type="descriptive", label=instructions))
             choices = " | ".join(f"{c.value}, {_text(c.label)}" for c in part.choices_in(order))
-            for item in part.items:
-                rows.append(_row(field=item.column, form=form, type="radio", label=_text(part.prompt(item)),
-                                 choices=choices, matrix=f"{form}_items" if part.matrix else ""))
+            for k, item in enumerate(part.items):
+                rows.append(_row(field=item.column, form=form, section=_page_header(part, k, instructions),
+                                 type="radio", label=_text(part.prompt(item)), choices=choices,
+                                 matrix=f"{form}_items" if part.matrix else ""))
             for subscale in part.instrument.rating_subscales:
                 rows.append(_row(field=answer_column(form, f"{subscale.id}_score"), form=form, type="calc",
                                  label=_text(f"{subscale.name} ({subscale.score})"),
@@ -110,6 +144,7 @@ class RedcapFormat(QuestionnaireFormat):
             if part.item_order == "shuffled":
                 notes.append(f"{part.instrument.id}: the study shuffles the items per persona; REDCap asks them in "
                              "the order written")
+        notes.extend(_pagination_notes(asked))
         for d in asked.demographics:
             if d.categories:
                 rows.append(_row(field=answer_column("demographics", d.name)[len("demographics_"):],
