@@ -43,12 +43,14 @@ from psyq.engine.lazy import lazy_names
 _EXPORTS = {
     "psyq.engine.administer.run": ["administer"],
     "psyq.engine.design.instrument": ["Instrument", "instrument_json_schema", "load_instrument"],
-    "psyq.engine.design.persona": ["BASELINE", "Cohort", "Persona", "load_cohort", "render_system_prompt"],
+    "psyq.engine.design.cohort_file": ["load_cohort"],
+    "psyq.engine.design.persona": ["BASELINE", "Cohort", "Persona"],
+    "psyq.engine.design.persona_prompt": ["render_system_prompt"],
     "psyq.engine.design.study": ["Study", "load_study"],
     "psyq.engine.files.errors": ["InputError", "Problem", "PsyqError"],
     "psyq.engine.results.export": ["export_table", "wide_answers"],
     "psyq.analysis.scoring.human_answers": ["read_answers_csv"],
-    "psyq.engine.store.run_dir": ["open_run_dir"],
+    "psyq.engine.results.run": ["Run", "open_run"],
     "psyq.engine.store.run_store": ["RunStore"],
     "psyq.engine.trials.scoring": ["keyed_answers", "reverse_key", "score", "score_wide"],
     "psyq.analysis": ["HumanData", "backend_items", "build_sections", "compare_samples", "compare_with_humans", "compare_with_norms",
@@ -68,7 +70,7 @@ __all__ = [
     "BASELINE", "Cohort", "Instrument", "Persona", "Study", "administer", "instrument_json_schema", "load_cohort",
     "load_instrument", "load_study", "render_system_prompt",
     # responses
-    "RunStore", "backend_items", "export_table", "open_run_dir", "read_answers_csv", "wide_answers",
+    "Run", "RunStore", "backend_items", "export_table", "open_run", "read_answers_csv", "wide_answers",
     # scoring
     "HumanData", "human_data", "human_scores", "keyed_answers", "load_run_scores", "reverse_key", "score",
     "score_answers", "score_humans", "score_wide", "spss_names", "wide_scores", "write_scores",

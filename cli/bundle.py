@@ -10,31 +10,33 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from psyq.cli.common import EXIT_BAD_INPUT, EXIT_OK
+
+if TYPE_CHECKING:
+    from psyq.engine.results.run import Run
 
 SCORE_COLUMNS_ROUNDED = 10   # digits the scores are compared to: a CSV round trip, not a change of method
 
 
-def scores_csv(run_path: Path) -> bytes:
+def scores_csv(run: Run) -> bytes:
     """The run's subscale scores as a bundle carries them (scores.csv): long, one row per backend x
     respondent x repeat x subscale (x stage and situation for a run with stages).
 
     Example (`run_dir`: a finished stub run of the mini instrument):
-        >>> scores_csv(run_dir).decode().splitlines()[0].split(",")[:4]
+        >>> from psyq.engine.results.run import open_run
+        >>> scores_csv(open_run(run_dir)).decode().splitlines()[0].split(",")[:4]
         ['backend_id', 'model', 'respondent_id', 'repeat']
     """
-    from psyq.engine.store.run_dir import open_run_dir
-
-    if open_run_dir(run_path).read_manifest().get("stages"):
+    if run.stages:
         from psyq.analysis.scoring.stage_scores import load_stage_scores
 
-        frame = load_stage_scores(run_path)
+        frame = load_stage_scores(run)
     else:
         from psyq.analysis.scoring.scores import load_run_scores
 
-        frame = load_run_scores(run_path)
+        frame = load_run_scores(run)
     return frame.to_csv(index=False, lineterminator="\n").encode("utf-8")
 
 
@@ -76,29 +78,30 @@ def cmd_bundle(args: argparse.Namespace) -> int:
     from psyq.engine.bundle.layout import RUN, SCORES, SITE, member_path
     from psyq.engine.bundle.write import write_bundle
     from psyq.cli.common import chosen_run
-    from psyq.engine.store.run_dir import open_run_dir
+    from psyq.engine.results.run import open_run
 
-    run = chosen_run(args.run)
-    manifest = open_run_dir(run).read_manifest()
-    out = Path(args.out) if args.out else Path(f"{manifest.get('study', 'run')}_{manifest.get('run_id', run.name)}.zip")
+    run = open_run(chosen_run(args.run))
+    manifest = run.manifest
+    out = Path(args.out) if args.out else Path(f"{manifest.get('study', 'run')}_{manifest.get('run_id', run.path.name)}.zip")
 
     notes = []
     if args.site:
         from psyq.engine.view.site import count_trials, site_size_note
 
-        note = site_size_note(count_trials(run))
+        note = site_size_note(count_trials(run.path))
         if note:
             print(f"note: {note}", file=sys.stderr)
             notes.append(note)
 
     def derived(bundled_run: Path) -> Iterator[tuple[str, bytes]]:
         # The scores of the run as the bundle holds it (twins' ids replaced): what verify computes again.
-        yield SCORES, scores_csv(bundled_run)
+        bundled = open_run(bundled_run)
+        yield SCORES, scores_csv(bundled)
         if args.site:
             # Rendered from the bundle's copy of the store, so that its redactions hold in the pages too.
             from psyq.engine.view.site import site_pages
 
-            for name, data in site_pages(bundled_run, report_at=f"../{RUN}/report.html"):
+            for name, data in site_pages(bundled, report_at=f"../{RUN}/report.html"):
                 yield member_path(SITE, name), data
 
     bundled = write_bundle(run, out, with_human=args.with_human, with_texts=args.with_texts, derived=derived,
@@ -114,14 +117,19 @@ def cmd_bundle(args: argparse.Namespace) -> int:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     from psyq.engine.bundle.layout import SCORES
-    from psyq.engine.bundle.read import open_bundle
+    from psyq.engine.bundle.read import is_bundle
     from psyq.engine.bundle.verify import verify_bundle
+    from psyq.engine.files.errors import InputError
+    from psyq.engine.results.run import open_run
 
-    with open_bundle(args.bundle) as bundle:
-        differences = verify_bundle(bundle)
+    if not is_bundle(args.bundle):
+        raise InputError.single(args.bundle, "not a psyq bundle (a .zip file made by psyq bundle)")
+    with open_run(args.bundle) as run:
+        bundle = run.bundle
+        differences = verify_bundle(run)
         checked = "hashes, the store's integrity and counts"
         if (bundle.folder / SCORES).is_file():
-            differences += score_differences((bundle.folder / SCORES).read_bytes(), scores_csv(bundle.run))
+            differences += score_differences((bundle.folder / SCORES).read_bytes(), scores_csv(run))
             checked += ", the scores computed again from the stored answers"
         else:
             differences.append(f"{SCORES}: not in the bundle, so the scores could not be checked")

@@ -7,9 +7,12 @@ import contextlib
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from psyq.engine.files.errors import InputError
+
+if TYPE_CHECKING:
+    from psyq.engine.results.run import Run
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
 EXIT_TRIALS_FAILED, EXIT_UNREACHABLE, EXIT_LOCKED, EXIT_REFUSED, EXIT_INTERRUPTED = 3, 4, 5, 6, 130
@@ -92,15 +95,24 @@ def chosen_run(path: str, prompts: str | None = None) -> Path:
     return chosen.path
 
 
-@dataclass(frozen=True)
+@dataclass
 class ChosenRun:
     """The run a command reads (`path`) and where it writes what it makes unless told (`out`): the
     run's own folder, or for a bundle, a folder named after the bundle beside it (a bundle is
-    read from a temporary folder, never unpacked into the user's)."""
+    read from a temporary folder, never unpacked into the user's). :meth:`run` opens it once."""
 
     path: Path
     out: Path
     bundle: Path | None = None
+    opened: Run | None = None
+
+    def run(self) -> Run:
+        """The run, opened once (:func:`psyq.engine.results.run.open_run`)."""
+        if self.opened is None:
+            from psyq.engine.results.run import open_run
+
+            self.opened = open_run(self.path)
+        return self.opened
 
     def output(self, name: str) -> Path:
         """Where a file `name` the command writes goes by default (its folder made when needed).
@@ -124,17 +136,18 @@ def opened_run(path: str, prompts: str | None = None) -> Iterator[ChosenRun]:
         ...     chosen.path == run_dir, chosen.bundle
         (True, None)
     """
-    from psyq.engine.bundle.read import is_bundle, open_bundle
+    from psyq.engine.bundle.read import is_bundle
+    from psyq.engine.results.run import open_run
 
     if not is_bundle(path):
         run = chosen_run(path, prompts)
         yield ChosenRun(run, run)
         return
-    with open_bundle(path) as bundle:
-        source = Path(path)
-        print(f"psyq: {path}: the run {bundle.record.get('study')}/{bundle.record.get('run_id')} of a bundle, read "
+    with open_run(path) as run:
+        source, record = Path(path), run.bundle.record
+        print(f"psyq: {path}: the run {record.get('study')}/{record.get('run_id')} of a bundle, read "
               "from a temporary folder", file=sys.stderr)
-        yield ChosenRun(bundle.run, source.parent / source.stem, source)
+        yield ChosenRun(run.path, source.parent / source.stem, source, run)
 
 
 def id_paths(specs: list[str] | None, option: str) -> dict[str, str]:

@@ -39,15 +39,15 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from psyq.engine.store.run_dir import open_run_dir
+    from psyq.engine.results.run import open_run
     from psyq.engine.results.runs import format_breakdown, run_breakdown, status_target
     from psyq.engine.store.run_store import RunStore
 
     path, listing = status_target(args.run)   # a study's runs folder: its runs, then the latest one
     if listing:
         print(listing + "\n")
-    run = open_run_dir(path)
-    manifest = run.read_manifest()
+    run = open_run(path)
+    manifest = run.manifest
     with RunStore(run.database) as store:
         trials, answers = store.status_counts(), store.answer_status_counts()
         batches = _batch_lines(store)
@@ -76,7 +76,7 @@ def _batch_lines(store) -> list[str]:
     # loaded for those runs only, so that `psyq status` stays quick.
     if not store.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'batches'").fetchone():
         return []
-    from psyq.engine.administer.batch import batch_status_lines
+    from psyq.engine.administer.send_batch import batch_status_lines
 
     return batch_status_lines(store)
 
@@ -85,7 +85,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from psyq.engine.results.export import export_table
 
     with opened_run(args.run) as chosen:
-        table = export_table(chosen.path)
+        table = export_table(chosen.run())
         out = Path(args.out) if args.out else chosen.output(f"answers.{args.format}")
     if args.format == "csv":
         table.to_csv(out, index=False)
@@ -98,22 +98,18 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_scores(args: argparse.Namespace) -> int:
     from psyq.analysis.scoring.score_table import wide_scores, write_scores
     from psyq.analysis.scoring.scores import load_run_scores
-    from psyq.engine.results.export import run_instruments
-    from psyq.engine.store.run_dir import open_run_dir
-
     from psyq.engine.results.imported_run import is_imported_run
 
     with opened_run(args.run) as chosen:
-        path = chosen.path
-        if is_imported_run(path):
+        if is_imported_run(chosen.path):
             return _write_stage_scores(args, chosen, imported=True)
-        run = open_run_dir(path)
-        if run.read_manifest().get("stages"):
+        run = chosen.run()
+        if run.stages:
             return _write_stage_scores(args, chosen, imported=False)
-        long = load_run_scores(run.path)
+        long = load_run_scores(run)
         wide = wide_scores(long)
         out = Path(args.out) if args.out else chosen.output(f"scores.{args.format}")
-        names = write_scores(wide, out, args.format, run_instruments(run))
+        names = write_scores(wide, out, args.format, run.instruments)
         print(prorated_summary(long, str(chosen.bundle or run.path)), file=sys.stderr)
     renamed = {a: b for a, b in names.items() if a != b}
     if renamed:
@@ -134,7 +130,7 @@ def _write_stage_scores(args: argparse.Namespace, chosen: ChosenRun, imported: b
     else:
         from psyq.analysis.scoring.stage_scores import load_stage_scores
 
-        frame = load_stage_scores(run_path)
+        frame = load_stage_scores(chosen.run())
     out = Path(args.out) if args.out else chosen.output(f"scores_by_stage.{args.format}")
     if args.format == "csv":
         frame.to_csv(out, index=False)
@@ -175,6 +171,7 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from psyq.analysis.scoring.human_data import human_data, input_file
+    from psyq.engine.results.imported_run import is_imported_run
 
     norm_samples = [s.strip() for s in args.norms.split(",") if s.strip()] if args.norms else None
     # Every input is checked before the analysis starts, and every problem said at once: a missing
@@ -201,14 +198,15 @@ def cmd_report(args: argparse.Namespace) -> int:
         except InputError as exc:
             problems[:0] = exc.problems
         if not problems and people:
-            problems.extend(_questionnaire_problems(chosen.path, people))
+            problems.extend(_questionnaire_problems(chosen, people))
         if problems:
             raise InputError(problems)
         from psyq.analysis.report import write_report      # the statistics stack: seconds, so after the checks
 
         # A bundle's report goes beside it, in a folder named after it (never into the temporary folder).
         out = args.out or (chosen.out if chosen.bundle is not None else None)
-        html_path, md_path = write_report(chosen.path, out, people=people, targets=targets, human_change=human_change,
+        run = chosen.path if is_imported_run(chosen.path) else chosen.run()
+        html_path, md_path = write_report(run, out, people=people, targets=targets, human_change=human_change,
                                           norm_samples=norm_samples, bound=args.bound, correction=args.correction,
                                           estimator=args.estimator,
                                           warn=lambda m: print(f"warning: {m}", file=sys.stderr))
@@ -216,18 +214,19 @@ def cmd_report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _questionnaire_problems(run: Path, people: Mapping[str, HumanData]) -> list:
+def _questionnaire_problems(chosen: ChosenRun, people: Mapping[str, HumanData]) -> list:
     """What is wrong in the people's answers to the run's questionnaires, read before the report's
     statistics are imported (which takes seconds): a bad file is said at once. The report reuses what
     was read (HumanData keeps it). A file for an instrument with items of other kinds (e.g. perceiver
     ratings) is left to the report, whose sections route it by kind."""
-    from psyq.engine.results.export import run_instruments
-    from psyq.engine.store.run_dir import open_run_dir
+    from psyq.engine.results.imported_run import is_imported_run
 
+    if is_imported_run(chosen.path):
+        return []           # not a run psyq administered (imported scores): the report says so
     try:
-        instruments = run_instruments(open_run_dir(run))
+        instruments = chosen.run().instruments
     except InputError:
-        return []           # not a run psyq administered (e.g. imported scores): the report says so
+        return []           # not a run at all: the report says so
     problems = []
     for inst_id, data in people.items():
         instrument = instruments.get(inst_id)

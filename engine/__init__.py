@@ -9,13 +9,14 @@ Instrument + Cohort + Backend -> administer -> Responses -> score -> compare wit
 - ``trials/``     what one question is: trial, prompt, answer scale, parsing, scoring
 - ``kinds/``      the item kinds, each a plug-in registered by name (kinds/__init__.py lists them)
 - ``design/``     what a study is: instruments, cohorts, the study file, situations, prices, perturbations
-- ``results/``    reading what runs gave: tidy answers, run listings, tokens, imported runs, human answers
+- ``bundle/``     psyq bundle and psyq verify: one run as one zip to share, read back as untrusted input
+- ``results/``    reading what runs gave: one run opened once (``open_run`` -> ``Run``: a run's folder or a
+  bundle), tidy answers, run listings, tokens, imported runs, human answers
 - ``administer/`` psyq run and psyq plan: sending, re-asking, stages, batches, progress
 - ``judging/``    judge models, human rating sheets, perturbed replies
 - ``importers/``  psyq import: other tools' files into psyq's formats
 - ``questionnaire/`` psyq questionnaire: a study's instruments for people (jsPsych, REDCap, Qualtrics),
   with the codebooks that read their answers back
-- ``bundle/``     psyq bundle and psyq verify: one run as one zip to share, read back as untrusted input
 - ``view/``       psyq view: a read-only local web viewer of runs, their trials and conversations
 
 A set of plug-ins (the backend kinds, the item kinds, the importers) is a ``Registry`` of

@@ -17,11 +17,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from psyq.analysis.report import apa, methods, plots
+from psyq.analysis.report import apa, methods, plots, views
 from psyq.analysis.statistics.norms import COLUMNS as NORM_COLUMNS, compare_with_norms
 from psyq.analysis.report.readings import norm_readings
 from psyq.analysis.report import TABLE_DIR, Section, render_html, render_markdown, table_files, write_report
-from psyq import open_run_dir
+from psyq import open_run
 from psyq.engine.design.instrument import load_instrument
 from psyq.engine.store.run_dir import manifest_file_paths
 from runs_helper import make_mini_run
@@ -71,7 +71,7 @@ def comparison_rows() -> pd.DataFrame:
 
 
 def test_norm_table_columns_and_cells():
-    view = apa.apa_table(comparison_rows(), "norm_comparison")
+    view = views.apa_table(comparison_rows(), "norm_comparison")
     # What a results section prints; backend and instrument hold one value, so they go to the note.
     assert list(view.frame.columns) == ["Subscale", "Norm group", "n", "M (SD)", "Norm M (SD)", "Norm n",
                                         "t (df)", "p (adj.)", "g [95 % CI]", "Equivalence"]
@@ -87,7 +87,7 @@ def test_norm_table_columns_and_cells():
     assert second[6:] == [apa.DASH] * 4
     # With two backends the backend becomes a column again.
     two = pd.concat([comparison_rows(), comparison_rows().assign(backend_id="c")], ignore_index=True)
-    assert apa.apa_table(two, "norm_comparison").frame.columns[0] == "Backend"
+    assert views.apa_table(two, "norm_comparison").frame.columns[0] == "Backend"
 
 
 def test_answers_by_status_is_long_and_lists_only_statuses_that_occur(mini_run):
@@ -96,7 +96,7 @@ def test_answers_by_status_is_long_and_lists_only_statuses_that_occur(mini_run):
 
     table = export_table(mini_run)
     wide = missingness(table)
-    view = apa.apa_table(wide, "answers_by_status")
+    view = views.apa_table(wide, "answers_by_status")
     assert list(view.frame.columns) == ["Status", "Answers", "%"]
     # Counted here directly from the SQLite store, not from the export.
     with sqlite3.connect(mini_run / "run.sqlite") as db:
@@ -111,7 +111,7 @@ def test_answers_by_status_is_long_and_lists_only_statuses_that_occur(mini_run):
 
 
 def test_methods_paragraph_states_the_runs_facts(mini_run):
-    facts = methods.run_facts(open_run_dir(mini_run))
+    facts = methods.run_facts(open_run(mini_run))
     text = methods.methods_paragraph(facts)
     manifest = json.loads((mini_run / "manifest.json").read_text())
     with sqlite3.connect(mini_run / "run.sqlite") as db:
@@ -143,9 +143,9 @@ def test_methods_paragraph_states_the_runs_facts(mini_run):
 
 
 def test_methods_paragraph_marks_what_the_run_does_not_record(mini_run, tmp_path):
-    facts = methods.run_facts(open_run_dir(mini_run))
+    facts = methods.run_facts(open_run(mini_run))
     unfinished = dict(facts.manifest) | {"finished_at": None}
-    cohort_path = next(p for p in manifest_file_paths(open_run_dir(mini_run), facts.manifest)
+    cohort_path = next(p for p in manifest_file_paths(open_run(mini_run), facts.manifest)
                        if p.name == "cohort.yaml")
     # A cohort file changed after the run cannot say how the run's personas were made.
     stale = methods.RunFacts(**{**facts.__dict__, "manifest": unfinished, "cohort_file": None})
@@ -155,10 +155,10 @@ def test_methods_paragraph_marks_what_the_run_does_not_record(mini_run, tmp_path
     original = cohort_path.read_text()
     try:
         cohort_path.write_text(original + "\n# edited after the run\n")
-        assert methods.run_facts(open_run_dir(mini_run)).cohort_file is None
+        assert methods.run_facts(open_run(mini_run)).cohort_file is None
     finally:
         cohort_path.write_text(original)
-    assert methods.run_facts(open_run_dir(mini_run)).cohort_file is not None
+    assert methods.run_facts(open_run(mini_run)).cohort_file is not None
 
 
 def test_histogram_and_heatmap_count_respondents_not_rows():
@@ -188,7 +188,7 @@ def test_norm_group_keeps_the_id_the_file_writes():
                            "score": [20.0, 22.0, 24.0, 18.0], "n_answered": 7, "n_items": 7})
     comp = compare_with_norms(scores, {"iri": iri}, samples=["briganti2018"])
     assert comp["norm_group"].tolist() == ["women", "all"]
-    groups = [plain(g) for g in apa.apa_table(comp, "norm_comparison").frame["Norm group"]]
+    groups = [plain(g) for g in views.apa_table(comp, "norm_comparison").frame["Norm group"]]
     assert groups == ["briganti2018: women", "briganti2018: all"]
     assert "pooled" not in " ".join(norm_readings(comp, bound=0.3))
 
@@ -243,17 +243,17 @@ def test_a_table_is_printed_by_the_view_its_section_names_never_by_its_columns()
     section = Section("New")
     section.add_table("Coefficients of something new", new)
     section.add_table("Regression of subscale score", fx, view="regression")
-    assert [(t.caption, t.view) for t in section.tables] == [("Coefficients of something new", apa.PLAIN),
+    assert [(t.caption, t.view) for t in section.tables] == [("Coefficients of something new", views.PLAIN),
                                                               ("Regression of subscale score", "regression")]
     manifest = {"study": "s", "run_id": "r"}
     md, html = render_markdown(manifest, [section]), render_html(manifest, [section])
     new_md = md[md.index("**Table 1**"):md.index("**Table 2**")]
     assert "| term | estimate | se |" in new_md and "b [95 % CI]" not in new_md and "Term" not in new_md
     assert md.count("b [95 % CI]") == 1 and html.count("b [95 % CI]") == 1    # the regression's table only
-    assert list(apa.apa_table(new).frame.columns) == ["term", "estimate", "se"]
-    assert {"Term", "b [95 % CI]", "SE"} <= set(apa.apa_table(fx, "regression").frame.columns)
+    assert list(views.apa_table(new).frame.columns) == ["term", "estimate", "se"]
+    assert {"Term", "b [95 % CI]", "SE"} <= set(views.apa_table(fx, "regression").frame.columns)
     # A (caption, frame) pair given to a Section is a table of the plain view; a view is a known name.
-    assert Section("S", tables=[("Coefficients", new)]).tables[0].view == apa.PLAIN
+    assert Section("S", tables=[("Coefficients", new)]).tables[0].view == views.PLAIN
     with pytest.raises(KeyError, match="no view 'regresion'"):
         section.add_table("A typo", new, view="regresion")
 
@@ -275,7 +275,7 @@ def test_sd_ratio_table_gives_no_verdict_where_no_ratio_was_estimated():
                            "norm_group": ["women", "all"], "n": [6, 1], "sd": [2.0, np.nan], "norm_n": 100,
                            "norm_sd": [4.0, 4.0], "sd_ratio": [0.5, np.nan], "ci_low": [0.3, np.nan],
                            "ci_high": [1.2, np.nan], "collapsed": [False, False]})
-    table = apa.apa_table(ratios, "sd_ratio")
+    table = views.apa_table(ratios, "sd_ratio")
     rows = table.frame.to_dict("records")
     assert rows[0]["Ratio [95 % CI]"] == f"0.50{NB}[0.30,{NB}1.20]" and rows[0]["Collapsed"] == "no"
     assert rows[1]["Ratio [95 % CI]"] == apa.DASH and rows[1]["Collapsed"] == apa.DASH
@@ -301,7 +301,7 @@ def human_comparison_rows() -> pd.DataFrame:
 
 
 def test_human_comparison_table_has_apa_headers_and_few_columns():
-    view = apa.apa_table(human_comparison_rows(), "human_comparison")
+    view = views.apa_table(human_comparison_rows(), "human_comparison")
     # Headers a reader knows (not the frame's `g low`, `p mwu`, `ks`); U, the BF statistic and α's
     # difference stay in the full table, so the printed table fits a page.
     assert list(view.frame.columns) == ["Subscale", "n (cohort, human)", "Cohort M (SD)", "Human M (SD)", "t (df)",
@@ -322,7 +322,7 @@ def test_internal_consistency_remarks_that_a_negative_alpha_does_not_hang_togeth
     rel = pd.DataFrame([{"instrument": "iri", "subscale": s, "n": 13, "k": 7, "alpha": a, "alpha_low": a - .5,
                          "alpha_high": a + .3, "omega": float("nan"), "note": note}
                         for s, a, note in (("PT", 0.11, ""), ("FS", -0.2, "ω not estimable: no proper one-factor solution"))])
-    remarks = apa.apa_table(rel, "internal_consistency").frame["Remark"].tolist()
+    remarks = views.apa_table(rel, "internal_consistency").frame["Remark"].tolist()
     assert remarks == ["", "α is negative: the items covary negatively on average, so the subscale does not hang "
                            "together and its score is not interpretable for this cohort; ω not estimable: no proper "
                            "one-factor solution"]
@@ -331,7 +331,7 @@ def test_internal_consistency_remarks_that_a_negative_alpha_does_not_hang_togeth
 def test_human_comparison_table_shows_n_eff_and_what_weighting_leaves_out():
     rows = human_comparison_rows().assign(weighted="human", n_eff_human=812.34, p_mwu=float("nan"),
                                           p_ks=float("nan"), p_bf=float("nan"))
-    view = apa.apa_table(rows, "human_comparison")
+    view = views.apa_table(rows, "human_comparison")
     assert plain(view.frame.iloc[0]["n (cohort, human)"]) == "13, 1,973 (n_eff 13.0, 812.3)"
     assert [plain(view.frame.iloc[0][c]) for c in ("Mann–Whitney p", "KS D (p)", "Variance ratio (BF p)")] == [
         apa.DASH, f".38 ({apa.DASH})", f"0.76 ({apa.DASH})"]

@@ -130,8 +130,9 @@ def test_a_page_holding_a_secret_stops_the_bundle(site, tmp_path):
     """The leak check runs on every derived member, the site's pages among them."""
     from psyq.engine.bundle.write import write_bundle
     from psyq.engine.files.errors import InputError
+    from psyq.engine.results.run import open_run
 
-    run = next((site["tmp"] / "runs" / "view_run").iterdir())
+    run = open_run(next((site["tmp"] / "runs" / "view_run").iterdir()))
     secret = "sk-planted-site-0c1e7b2d8e6f"
 
     def derived(bundled_run: Path):

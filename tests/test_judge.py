@@ -23,7 +23,7 @@ from psyq.cli import main
 from psyq.engine.files.errors import InputError
 from psyq.engine.results.export import export_table
 from psyq.engine.judging.answer_judge import judge_run, load_rubric
-from psyq.engine.results.judgements import read_judgements
+from psyq.engine.results.run import open_run
 from psyq.engine.kinds.scene.leas import DEFAULT_LEXICON, load_lexicon
 from stub_server import StubServer
 from test_administer import chat_requests, run, write_study
@@ -94,7 +94,7 @@ def test_judge_json_levels_are_stored_beside_the_answers_and_not_resent(tmp_path
     # 3 scenes × (self, other) = 6 answers with text: 6 requests, then none on the rerun.
     assert (result.tasks, result.already, result.counts) == (6, 0, {"answered": 6})
     assert first == 6 and second == 0 and again.already == 6
-    judged = read_judgements(run_path).set_index("item_id")["level"].to_dict()
+    judged = open_run(run_path).judgements.set_index("item_id")["level"].to_dict()
     assert judged == {"s1:self": 4, "s1:other": 3, "s2:self": 3, "s2:other": 4, "s3:self": 0, "s3:other": 1}
     # The answers themselves are untouched.
     table = export_table(run_path).set_index("item_id")
@@ -149,7 +149,7 @@ def test_judge_against_lexicon_in_the_report(tmp_path):
     order = ["s1:self", "s1:other", "s2:self", "s2:other", "s3:self", "s3:other"]
     assert [lexicon[k] for k in order] == [4, 3, 3, 4, 2, 1]
     got = judge_lexicon_agreement(lexicon_answer_levels(table, load_lexicon(DEFAULT_LEXICON)),
-                                  read_judgements(run_path)).iloc[0]
+                                  open_run(run_path).judgements).iloc[0]
     # The judge (scripted above) says 4, 3, 3, 4, 0, 1: one answer two levels apart.
     assert (got["n"], got["exact"], got["within_one"]) == (6, pytest.approx(5 / 6), pytest.approx(5 / 6))
     assert got["mean_difference"] == pytest.approx(-2 / 6)

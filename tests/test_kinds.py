@@ -63,7 +63,7 @@ def _graph() -> dict[str, set[str]]:
     files = [ROOT / "__init__.py"] + [f for top in ("engine", "analysis", "cli") for f in sorted(ROOT.glob(f"{top}/**/*.py"))]
     names = {_module_name(f) for f in files}
     # A module's own packages are not counted: Python imports them before the module, always
-    # (e.g. `from . import __version__` in engine/administer/run.py reads the half-imported engine package).
+    # (e.g. `from . import __version__` in engine/administer/record.py reads the half-imported engine package).
     return {(me := _module_name(f)): {m for m in _imports(f) if m in names and m != me
                                       and not me.startswith(m + ".")} for f in files}
 
@@ -299,8 +299,8 @@ def test_kind_names_appear_only_in_their_kinds_and_the_registries():
 # The rooms of engine/, lowest first (engine/__init__.py lists them in this order): a room imports
 # only rooms before it; analysis reads some of them, never administer; the command line (psyq.cli,
 # the floor above both) imports any of them.
-ROOMS = ["files", "backends", "store", "trials", "kinds", "design", "results", "administer", "judging",
-         "importers", "questionnaire", "bundle", "view"]
+ROOMS = ["files", "backends", "store", "trials", "kinds", "design", "bundle", "results", "administer", "judging",
+         "importers", "questionnaire", "view"]
 ANALYSIS_READS = {"files", "store", "trials", "kinds", "design", "results", "judging"}
 
 

@@ -93,8 +93,7 @@ def test_local_model_answers_every_trial_or_says_why(built, tmp_path, instrument
 def test_local_model_answers_leas_scenes_and_they_are_scored(built, tmp_path):
     from psyq.engine.kinds.scene import scene_levels
     from psyq import export_table
-    from psyq.engine.results.export import run_instruments
-    from psyq.engine.store.run_dir import open_run_dir
+    from psyq.engine.results.run import open_run
 
     personas = [{"id": "p1", "attributes": {"age": 45, "gender": "male", "occupation": "teacher"}}]
     path = _study(tmp_path, "tests/data/mini_scenes.yaml", "json", personas)
@@ -111,20 +110,20 @@ def test_local_model_answers_leas_scenes_and_they_are_scored(built, tmp_path):
     # The free-text fields are bounded to fit max_tokens: no reply is JSON cut off inside a string.
     assert not table["reason"].fillna("").str.contains("not a JSON object").any()
     assert len(answered) >= 0.8 * len(table)
-    levels = scene_levels(table, run_instruments(open_run_dir(result.run_dir.path)))
+    levels = scene_levels(table, open_run(result.run_dir.path).instruments)
     assert len(levels) == 3 and levels["total_level"].between(0, 5).all()
     # The judge option on the same run, with the local model as judge (level from the digit's
     # probabilities): every scene answer with text gets a level 0-4, stored beside the answers.
     from psyq.analysis.report import build_sections
     from psyq.engine.backends import BackendConfig
     from psyq.engine.judging.answer_judge import judge_run, load_rubric
-    from psyq.engine.results.judgements import read_judgements
+    from psyq.engine.results.run import open_run
 
     rubric = load_rubric(ROOT / "instruments" / "rubrics" / "leas_level.yaml")
     judged = asyncio.run(judge_run(result.run_dir.path, BackendConfig(id="judge", kind="local", temperature=0.0),
                                    rubric, "logprobs", log=print))
     assert judged.tasks == len(answered) and "failed" not in judged.counts
-    levels_judged = read_judgements(result.run_dir.path)
+    levels_judged = open_run(result.run_dir.path).judgements
     assert levels_judged["level"].dropna().between(0, 4).all() and len(levels_judged) == len(answered)
     _, sections = build_sections(result.run_dir.path)
     leas = next(s for s in sections if s.title.startswith("Emotional awareness"))

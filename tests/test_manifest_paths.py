@@ -19,10 +19,10 @@ from types import SimpleNamespace
 import pytest
 
 from psyq.analysis.report import methods
-from psyq import open_run_dir
+from psyq import open_run
 from psyq.engine.backends import BackendConfig
 from psyq.engine.store.run_dir import RunDir, manifest_file_paths
-from psyq.engine.administer.run import run_id_for
+from psyq.engine.administer.record import run_id_for
 from psyq.engine.design.study import load_study
 from runs_helper import make_mini_run
 
@@ -60,7 +60,7 @@ def test_manifest_names_input_files_relative_to_the_study_folder_and_a_moved_run
     moved = tmp_path / "elsewhere" / "copy"
     shutil.copytree(project, moved)
     shutil.rmtree(project)
-    moved_run = open_run_dir(moved / run.relative_to(project))
+    moved_run = open_run(moved / run.relative_to(project))
     paths = manifest_file_paths(moved_run, manifest)
     assert {p.resolve() for p in paths if p.name in {"study.yaml", "cohort.yaml"}} == {
         moved / "study.yaml", moved / "cohort.yaml"}

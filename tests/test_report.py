@@ -27,8 +27,7 @@ from psyq.analysis.report.sections.instrument import fidelity_readings
 from psyq.analysis.scoring.human_data import human_data
 from psyq.analysis.scoring.scores import score_answers
 from psyq.analysis.statistics.norms import compare_with_norms
-from psyq import administer, export_table, load_study, open_run_dir
-from psyq.engine.results.export import run_instruments
+from psyq import administer, export_table, load_study, open_run
 from cli_helper import psyq_in_process
 from stub_server import StubServer
 
@@ -77,8 +76,8 @@ def test_report_has_every_section_and_embedded_figures(run_dir, tmp_path):
 
     # The readings are those of the norm comparison computed independently here.
     table = export_table(run_dir)
-    comp = compare_with_norms(score_answers(table, run_instruments(open_run_dir(run_dir))),
-                              run_instruments(open_run_dir(run_dir)))
+    comp = compare_with_norms(score_answers(table, open_run(run_dir).instruments),
+                              open_run(run_dir).instruments)
     for reading in norm_readings(comp, bound=0.3):
         assert reading in md
     assert "Davis, M. H. (1980)" in md     # the norm's source is named
@@ -86,7 +85,7 @@ def test_report_has_every_section_and_embedded_figures(run_dir, tmp_path):
 
     # The same human answers stored keyed (reverse items as 4 − x) and declared so with ':keyed'
     # must give the same comparison tables as the raw file.
-    reversed_items = [i.id for i in run_instruments(open_run_dir(run_dir))["iri"].items if i.reverse]
+    reversed_items = [i.id for i in open_run(run_dir).instruments["iri"].items if i.reverse]
     keyed = humans.copy()
     keyed[reversed_items] = 4 - keyed[reversed_items]
     keyed.to_csv(tmp_path / "keyed.csv", index=False)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from psyq.analysis.report import build, context
+from psyq.analysis.report import build
+from psyq.engine.results import answers
 from psyq.analysis.report.sections import SECTIONS
 from psyq.analysis.scoring.human_data import human_data
 from psyq.cli import main
@@ -37,8 +38,8 @@ def watched(monkeypatch):
     """The recorder registered first, and every export of a run's answers counted."""
     recorder, exports = Recorder(), []
     monkeypatch.setattr(SECTIONS, "_plugins", {"recorder": recorder, **SECTIONS._plugins})
-    real = context.export_table
-    monkeypatch.setattr(context, "export_table", lambda path: exports.append(path) or real(path))
+    real = answers.answer_table
+    monkeypatch.setattr(answers, "answer_table", lambda run, **kw: exports.append(run.path) or real(run, **kw))
     return recorder, exports
 
 

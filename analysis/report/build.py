@@ -23,9 +23,8 @@ from threadpoolctl import threadpool_limits
 from psyq.engine.design.instrument import Instrument
 from psyq.engine.files.errors import InputError
 from psyq.engine.kinds import instruments_with
-from psyq.engine.results.export import run_instruments
 from psyq.engine.results.imported_run import is_imported_run
-from psyq.engine.store.run_dir import open_run_dir
+from psyq.engine.results.run import Run, as_run
 
 from psyq.analysis.report import methods
 from psyq.analysis.report.context import ReportContext
@@ -73,15 +72,14 @@ def _imported_sections(run_path: Path, human_change: str | Path | None, *, bound
     return facts, [*lead, study, change]
 
 
-def _context(run_path: str | Path, people: Mapping[str, HumanData], targets: Mapping[str, str | Path],
+def _context(run: Run, people: Mapping[str, HumanData], targets: Mapping[str, str | Path],
              human_change: str | Path | None, *, norm_samples: list[str] | None, bound: float, correction: str,
              estimator: str | None, warn: Callable[[str], None] | None) -> ReportContext:
     """The run's report context. Before the run's answers are exported (the long part of opening a large
     run), the people's files are routed and read: a kind's section that reads the ``--human`` files of its
     instruments itself (e.g. perceiver ratings) takes them out of the questionnaires' people's data, and
     every questionnaire's people's answers and retests are read and checked, every problem said at once."""
-    run = open_run_dir(run_path)
-    instruments = run_instruments(run)
+    instruments = run.instruments
     people = dict(people)
     parts = [p for p in report_sections() if p.kind is not None]
     data_ids = {p.kind: instruments_with(p.kind, instruments) for p in parts if p.human_data}
@@ -131,21 +129,23 @@ def _read_people(people: Mapping[str, HumanData], instruments: Mapping[str, Inst
 
 class Built(NamedTuple):
     """What :func:`_build` computed: the facts about the run, the sections, and what the methods
-    paragraph reads too rather than compute again: the run's answer table (None for imported
+    paragraph reads too rather than compute again: the run and its answer table (None for imported
     scores) and its scores when they are the rating items' only (else None)."""
 
     manifest: dict[str, Any]
     sections: list[Section]
+    run: Run | None
     table: pd.DataFrame | None
     scores: pd.DataFrame | None
 
 
-def build_sections(run_path: str | Path, *, people: Mapping[str, HumanData] | None = None,
+def build_sections(run: Run | str | Path, *, people: Mapping[str, HumanData] | None = None,
                    targets: Mapping[str, str | Path] | None = None, human_change: str | Path | None = None,
                    norm_samples: list[str] | None = None, bound: float = 0.3, correction: str = "holm",
                    estimator: str | None = None,
                    warn: Callable[[str], None] | None = None) -> tuple[dict[str, Any], list[Section]]:
-    """Compute everything the report shows; returns (facts about the run, sections).
+    """Compute everything the report shows; returns (facts about the run, sections). `run` is opened
+    by :func:`psyq.open_run`, or its path (a run's folder, a bundle, or an imported run's folder).
 
     `people` maps an instrument id to the people's data for it
     (:func:`psyq.analysis.scoring.human_data.human_data` builds and checks them): item answers of a
@@ -159,12 +159,12 @@ def build_sections(run_path: str | Path, *, people: Mapping[str, HumanData] | No
     reported by its change scores, compared with `human_change` (people's before and after,
     :func:`psyq.analysis.scoring.human_data.read_human_change_csv`) when given.
     """
-    built = _build(run_path, people=people, targets=targets, human_change=human_change, norm_samples=norm_samples,
+    built = _build(run, people=people, targets=targets, human_change=human_change, norm_samples=norm_samples,
                    bound=bound, correction=correction, estimator=estimator, warn=warn)
     return built.manifest, built.sections
 
 
-def _build(run_path: str | Path, *, people: Mapping[str, HumanData] | None = None,
+def _build(run: Run | str | Path, *, people: Mapping[str, HumanData] | None = None,
            targets: Mapping[str, str | Path] | None = None, human_change: str | Path | None = None,
            norm_samples: list[str] | None = None, bound: float = 0.3, correction: str = "holm",
            estimator: str | None = None, warn: Callable[[str], None] | None = None,
@@ -172,22 +172,23 @@ def _build(run_path: str | Path, *, people: Mapping[str, HumanData] | None = Non
     """:func:`build_sections`, with what the methods paragraph reads too rather than compute it again
     (:class:`Built`). `built` is handed each section as soon as it is built (the report starts
     drawing its figures)."""
-    if is_imported_run(run_path):   # scores psyq did not collect (engine/results/imported_run.py)
-        return Built(*_imported_sections(Path(run_path), human_change, bound=bound, warn=warn), None, None)
+    if not isinstance(run, Run) and is_imported_run(run):   # scores psyq did not collect (engine/results/imported_run.py)
+        facts, sections = _imported_sections(Path(run), human_change, bound=bound, warn=warn)
+        return Built(facts, sections, None, None, None)
     # The report's matrices are small: BLAS threads only wait for each other (up to ten times slower on a
     # busy two-core machine: statsmodels' factor analyses, the invariance fits' robust statistics).
     with threadpool_limits(limits=1, user_api="blas"):
-        return _build_run(run_path, people=people, targets=targets, human_change=human_change,
+        return _build_run(as_run(run), people=people, targets=targets, human_change=human_change,
                           norm_samples=norm_samples, bound=bound, correction=correction, estimator=estimator, warn=warn,
                           built=built)
 
 
-def _build_run(run_path: str | Path, *, people: Mapping[str, HumanData] | None, targets: Mapping[str, str | Path] | None,
+def _build_run(run: Run, *, people: Mapping[str, HumanData] | None, targets: Mapping[str, str | Path] | None,
                human_change: str | Path | None, norm_samples: list[str] | None, bound: float, correction: str,
                estimator: str | None, warn: Callable[[str], None] | None,
                built: Callable[[Section], None] | None = None) -> Built:
     """:func:`_build` of a run psyq collected."""
-    report = _context(run_path, people or {}, targets or {}, human_change, norm_samples=norm_samples, bound=bound,
+    report = _context(run, people or {}, targets or {}, human_change, norm_samples=norm_samples, bound=bound,
                       correction=correction, estimator=estimator, warn=warn)
     sections = []
     for part in report_sections():
@@ -201,16 +202,17 @@ def _build_run(run_path: str | Path, *, people: Mapping[str, HumanData] | None, 
     # Every item a rating item: every kind's scores are the rating items' (methods.run_facts's score_answers).
     rating_only = not report.staged and all(item.kind == "rating" for inst in report.instruments.values()
                                             for item in inst.items)
-    return Built(report.manifest, sections, report.table, report.scores if rating_only else None)
+    return Built(report.manifest, sections, run, report.table, report.scores if rating_only else None)
 
 
-def write_report(run_path: str | Path, out_dir: str | Path | None = None, *,
+def write_report(run: Run | str | Path, out_dir: str | Path | None = None, *,
                  people: Mapping[str, HumanData] | None = None, targets: Mapping[str, str | Path] | None = None,
                  human_change: str | Path | None = None, norm_samples: list[str] | None = None, bound: float = 0.3,
                  correction: str = "holm", estimator: str | None = None,
                  warn: Callable[[str], None] | None = None) -> tuple[Path, Path]:
     """Write report.html, report.md, methods.md and every table as CSV (into the run directory
-    unless `out_dir`); return the paths of the first two. The options are those of
+    unless `out_dir`); return the paths of the first two. `run` is opened by :func:`psyq.open_run`,
+    or its path, opened once here. The options are those of
     :func:`build_sections`; a people's file is read and checked before the run's answers are.
 
     Example:
@@ -220,18 +222,18 @@ def write_report(run_path: str | Path, out_dir: str | Path | None = None, *,
     """
     # The figures are drawn in a second process as their sections are built, while this one goes on.
     with FigureImages() as images:
-        built = _build(run_path, people=people, targets=targets, human_change=human_change,
+        built = _build(run, people=people, targets=targets, human_change=human_change,
                        norm_samples=norm_samples, bound=bound, correction=correction, estimator=estimator, warn=warn,
                        built=lambda s: images.add(s.figures))
-        return _write(run_path, out_dir, built, images)
+        return _write(run, out_dir, built, images)
 
 
-def _write(run_path: str | Path, out_dir: str | Path | None, built: Built, images: FigureImages) -> tuple[Path, Path]:
+def _write(run: Run | str | Path, out_dir: str | Path | None, built: Built, images: FigureImages) -> tuple[Path, Path]:
     """:func:`write_report`'s files, from the built sections."""
     manifest, sections = built.manifest, built.sections
-    out = Path(out_dir or run_path)
+    out = Path(out_dir or (built.run.path if built.run is not None else run))
     out.mkdir(parents=True, exist_ok=True)
-    text = " ".join([methods.methods_text(run_path, built.table, built.scores), *(s.methods for s in sections if s.methods)])
+    text = " ".join([methods.methods_text(built.run or run, built.table, built.scores), *(s.methods for s in sections if s.methods)])
     (out / TABLE_DIR).mkdir(exist_ok=True)
     for name, (_, frame) in zip(table_files(sections), (t for s in sections for t in s.tables)):
         full_frame(frame).to_csv(out / name, index=False)

@@ -10,8 +10,8 @@ context after it is built; what sections share as they are built is added to its
 :attr:`ReportContext.invariance_fits` and :attr:`ReportContext.design_cards` (read by the verdict).
 
 Example:
-    >>> from psyq.engine.store.run_dir import open_run_dir
-    >>> report = ReportContext.of_run(open_run_dir(run_dir))
+    >>> from psyq.engine.results.run import open_run
+    >>> report = ReportContext.of_run(open_run(run_dir))
     >>> sorted(report.instruments), report.staged
     (['mini'], False)
 """
@@ -30,28 +30,13 @@ import pandas as pd
 from psyq.engine.design.instrument import Instrument
 from psyq.engine.files.errors import InputError
 from psyq.engine.files.yamlfile import load_yaml
-from psyq.engine.results.judgements import read_judgements
 from psyq.engine.kinds import instruments_with
-from psyq.engine.results import export
-from psyq.engine.results.export import run_instruments
-from psyq.engine.store.run_dir import RunDir
+from psyq.engine.results.run import Run
 
 from psyq.analysis.scoring.human_data import HumanData
 from psyq.analysis.scoring.scores import human_scores, persona_columns, score_all_kinds
 from psyq.analysis.statistics import norms
 from psyq.analysis.statistics.weighting import twin_weights
-
-
-def export_table(run_path: str | Path) -> pd.DataFrame:
-    """The run's answers as the report reads them: :func:`psyq.engine.results.export.export_table`
-    without the replies' text, which no section reads (a whole-instrument reply would otherwise be held
-    once for each of its answers: 0.8 GB for 10⁵ personas × 28 items).
-
-    Example:
-        >>> "raw_text" in export_table(run_dir).columns
-        False
-    """
-    return export.export_table(run_path, raw_text=False)
 
 
 def items_by_instrument(table: pd.DataFrame, instruments: Mapping[str, Instrument]) -> dict[str, pd.DataFrame]:
@@ -160,10 +145,10 @@ class ReportContext:
 
     run_path: Path
     manifest: dict[str, Any]
-    table: pd.DataFrame                                  # the exported answers (export_table, in_study_order);
+    table: pd.DataFrame                                  # the run's answers (Run.answers, in_study_order);
                                                          # an imported run's stage scores (of_imported_run)
     instruments: Mapping[str, Instrument]
-    judgements: pd.DataFrame                             # read_judgements
+    judgements: pd.DataFrame                             # Run.judgements
     people: Mapping[str, HumanData] = field(default_factory=dict)   # questionnaires' people's data
     # The people's item answers and retest answers per questionnaire, read (and checked) before the
     # run's answers are exported, so that a bad people's file stops the report first (build.py).
@@ -187,7 +172,7 @@ class ReportContext:
     design_cards: list[pd.DataFrame] = field(default_factory=list)
 
     @classmethod
-    def of_run(cls, run: RunDir, instruments: Mapping[str, Instrument] | None = None, *,
+    def of_run(cls, run: Run, instruments: Mapping[str, Instrument] | None = None, *,
                people: Mapping[str, HumanData] | None = None, human_items: Mapping[str, pd.DataFrame] | None = None,
                retests: Mapping[str, pd.DataFrame] | None = None,
                kind_people: Mapping[str, Mapping[str, HumanData]] | None = None,
@@ -196,12 +181,12 @@ class ReportContext:
                estimator: str | None = None, warn: Callable[[str], None] | None = None) -> ReportContext:
         """The context of `run` (its `instruments` when read already), its answers exported in the
         study's order of backends; the people's data as :mod:`psyq.analysis.report.build` read them."""
-        manifest = run.read_manifest()
-        instruments = run_instruments(run) if instruments is None else instruments
+        manifest = run.manifest
+        instruments = run.instruments if instruments is None else instruments
         people, kind_people, targets = people or {}, kind_people or {}, targets or {}
         human_items, retests = human_items or {}, retests or {}
-        return cls(Path(run.path), manifest, in_study_order(export_table(run.path), manifest), instruments,
-                   read_judgements(run.path), people=people, human_items=human_items, retests=retests,
+        return cls(Path(run.path), manifest, in_study_order(run.answers(raw_text=False), manifest), instruments,
+                   run.judgements, people=people, human_items=human_items, retests=retests,
                    kind_people=kind_people, targets=targets, human_change=human_change, norm_samples=norm_samples,
                    bound=bound, correction=correction, estimator=estimator, warn=warn)
 

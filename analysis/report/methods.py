@@ -7,8 +7,8 @@ not record is left out or marked ``[fill in: ...]``. :func:`methods_text` does b
 (the report's methods and ``psyq view``'s methods page, which imports this module only, not the sections).
 
 Example (`run_dir`: a run of the toy instrument tests/data/mini_1to7.yaml):
-    >>> from psyq.engine.store.run_dir import open_run_dir
-    >>> text = methods_paragraph(run_facts(open_run_dir(run_dir)))
+    >>> from psyq.engine.results.run import open_run
+    >>> text = methods_paragraph(run_facts(open_run(run_dir)))
     >>> text.startswith("Responses were generated")
     True
 """
@@ -21,12 +21,11 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from psyq.engine.results.export import export_table, run_instruments
 from psyq.engine.files.hashing import file_sha256
 from psyq.engine.results.imported_run import is_imported_run
 from psyq.engine.results.runs import served_by_psyq
 from psyq.engine.design.instrument import Instrument
-from psyq.engine.store.run_dir import RunDir, manifest_file_paths, open_run_dir
+from psyq.engine.results.run import Run, as_run
 
 from psyq.analysis.scoring.scores import persona_columns, score_answers
 
@@ -63,14 +62,14 @@ class RunFacts:
     repeats_done: int | None = None
 
 
-COHORT_SOURCES = ("personas", "sample", "csv", "from_data")   # a cohort file gives exactly one (engine/design/persona.py)
+COHORT_SOURCES = ("personas", "sample", "csv", "from_data")   # a cohort file gives exactly one (engine/design/cohort_file.py)
 
 
-def _cohort_file(run: RunDir, manifest: Mapping[str, Any]) -> Mapping[str, Any] | None:
+def _cohort_file(run: Run) -> Mapping[str, Any] | None:
     """What the methods paragraph says of the cohort file the run read, when it is still at its path
     with the hash the manifest recorded (else None: a changed or moved file cannot say how this run's
     personas were made): its top-level ``psyq``, ``id`` and source (:func:`cohort_outline`)."""
-    for path, digest in manifest_file_paths(run, manifest).items():
+    for path, digest in run.input_files.items():
         if path.suffix not in (".yaml", ".yml") or not path.is_file() or file_sha256(path) != digest:
             continue
         outline = cohort_outline(path)
@@ -164,22 +163,22 @@ def cohort_outline(path: Path) -> dict[str, Any] | None:
     return out if out.get("psyq") == "cohort/1" else None
 
 
-def run_facts(run: RunDir, table: pd.DataFrame | None = None, scores: pd.DataFrame | None = None) -> RunFacts:
+def run_facts(run: Run, table: pd.DataFrame | None = None, scores: pd.DataFrame | None = None) -> RunFacts:
     """Gather the facts of a run for :func:`methods_paragraph` (reads the run directory; `table`, the
     run's exported answers, and `scores`, their :func:`~psyq.analysis.scoring.scores.score_answers`,
     when the caller has computed them already).
 
     Example:
-        >>> from psyq.engine.store.run_dir import open_run_dir
-        >>> run_facts(open_run_dir(run_dir)).respondents       # the toy run's 4 personas
+        >>> from psyq.engine.results.run import open_run
+        >>> run_facts(open_run(run_dir)).respondents       # the toy run's 4 personas
         4
     """
-    manifest = run.read_manifest()
-    table = export_table(run.path, raw_text=False) if table is None else table
-    instruments = run_instruments(run)
+    manifest = run.manifest
+    table = run.answers(raw_text=False) if table is None else table
+    instruments = run.instruments
     if "stage" in table.columns and table["stage"].notna().any():
         from psyq.analysis.scoring.stage_scores import load_stage_scores  # one score per measure stage and situation
-        scores = load_stage_scores(run.path)
+        scores = load_stage_scores(run)
     elif scores is None:
         scores = score_answers(table, instruments)
     rated = scores.dropna(subset=["subscale"]) if not scores.empty else scores
@@ -192,7 +191,7 @@ def run_facts(run: RunDir, table: pd.DataFrame | None = None, scores: pd.DataFra
         answer_counts={str(k): int(v) for k, v in table["status"].value_counts().items()},
         scores_total=len(rated), scores_prorated=prorated,
         scores_missing=int(rated["score"].isna().sum()) if len(rated) else 0,
-        cohort_file=_cohort_file(run, manifest),
+        cohort_file=_cohort_file(run),
         repeats_done=int(table["repeat"].nunique()) if len(table) else None)
 
 
@@ -403,12 +402,12 @@ def methods_paragraph(facts: RunFacts) -> str:
                      _protocol_sentence(facts.manifest, facts.repeats_done), _exclusion_sentence(facts)])
 
 
-def methods_text(run_path: str | Path, table: pd.DataFrame | None = None, scores: pd.DataFrame | None = None) -> str:
-    """The methods paragraph of a run (:func:`methods_paragraph`), from its manifest, copied study and
-    instruments, cohort file (when it is still where the run read it, unchanged) and answers (`table`:
-    the run's exported answers when already read; `scores`: their scores, likewise)."""
-    if is_imported_run(run_path):
+def methods_text(run: Run | str | Path, table: pd.DataFrame | None = None, scores: pd.DataFrame | None = None) -> str:
+    """The methods paragraph of a run (:func:`methods_paragraph`; `run` opened by
+    :func:`psyq.open_run`, or its path), from its manifest, copied study and instruments, cohort file
+    (when it is still where the run read it, unchanged) and answers (`table`: the run's exported
+    answers when already read; `scores`: their scores, likewise)."""
+    if not isinstance(run, Run) and is_imported_run(run):
         return ("The scores were imported, not collected by psyq (no request was made); see the Study section for "
                 "the file(s) they were read from and how.")
-    run = open_run_dir(run_path)
-    return methods_paragraph(run_facts(run, table, scores))
+    return methods_paragraph(run_facts(as_run(run), table, scores))

@@ -188,11 +188,10 @@ def write_scores(wide: pd.DataFrame, path: str | Path, fmt: str,
 
     >>> import tempfile
     >>> import pyreadstat
-    >>> from psyq import load_run_scores, open_run_dir
-    >>> from psyq.engine.results.export import run_instruments
+    >>> from psyq import load_run_scores, open_run
     >>> wide = wide_scores(load_run_scores(run_dir))
     >>> with tempfile.TemporaryDirectory() as folder:
-    ...     names = write_scores(wide, Path(folder) / "scores.sav", "sav", run_instruments(open_run_dir(run_dir)))
+    ...     names = write_scores(wide, Path(folder) / "scores.sav", "sav", open_run(run_dir).instruments)
     ...     meta = pyreadstat.read_sav(Path(folder) / "scores.sav", metadataonly=True)[1]
     >>> names["mini_Y_n"], meta.column_names_to_labels["mini_Y_n"]
     ('mini_Y_n', 'MINI Mean of b c d: items answered (of 3)')

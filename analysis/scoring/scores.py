@@ -1,10 +1,9 @@
 """From a run's tidy answers to subscale scores per respondent: the table every analysis reads.
 
 Example (`run_dir`: a run of the toy instrument tests/data/mini_1to7.yaml, 4 personas):
-    >>> from psyq import export_table, open_run_dir
-    >>> from psyq.engine.results.export import run_instruments
+    >>> from psyq import export_table, open_run
     >>> table = export_table(run_dir)
-    >>> scores = score_answers(table, run_instruments(open_run_dir(run_dir)))
+    >>> scores = score_answers(table, open_run(run_dir).instruments)
     >>> scores.loc[scores["respondent_id"] == "p03", ["subscale", "score", "n_answered", "prorated"]]
        subscale      score  n_answered  prorated
     9         X   8.000000           2     False
@@ -22,6 +21,7 @@ import pandas as pd
 from psyq.analysis.scoring.human_answers import read_answers_csv
 from psyq.engine.design.instrument import Instrument
 from psyq.engine.kinds import all_kinds, get_kind
+from psyq.engine.results.run import Run
 
 RESPONDENT_KEYS = ["backend_id", "model", "respondent_id", "repeat"]
 SCORE_VALUES = ["instrument", "subscale", "score", "n_answered", "n_items", "prorated"]
@@ -29,7 +29,7 @@ HUMAN_BACKEND = "human"
 ANSWER_COLUMNS = {"run_id", "study", "backend_id", "model", "respondent_id", "instrument", "item_id",
                   "position", "repeat", "option_order", "status", "reason", "disclaimer", "raw_text",
                   "value", "keyed_value", "expected", "option_mass", "distribution", "text", "trial_status",
-                  "attempts", "reasks", "stage", "situation_id"}   # the last two: runs with stages (engine/administer/stages.py)
+                  "attempts", "reasks", "stage", "situation_id"}   # the last two: runs with stages (engine/administer/plan.py)
 
 
 def persona_columns(table: pd.DataFrame) -> list[str]:
@@ -55,10 +55,10 @@ def score_all_kinds(table: pd.DataFrame, instruments: Mapping[str, Instrument]) 
     registration order.
 
     Example (`run_dir`: a run of the toy instrument tests/data/mini_1to7.yaml, rating items only):
-        >>> from psyq.engine.results.export import export_table, run_instruments
-        >>> from psyq.engine.store.run_dir import open_run_dir
+        >>> from psyq.engine.results.export import export_table
+        >>> from psyq.engine.results.run import open_run
         >>> table = export_table(run_dir)
-        >>> instruments = run_instruments(open_run_dir(run_dir))
+        >>> instruments = open_run(run_dir).instruments
         >>> score_all_kinds(table, instruments).equals(score_answers(table, instruments))
         True
     """
@@ -79,8 +79,9 @@ def with_people(scores: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
     return scores.merge(people, on=keys, how="left")[columns]
 
 
-def load_run_scores(run_dir: str | Path) -> pd.DataFrame:
-    """Every subscale score of a run (every kind of item that has scores), long format.
+def load_run_scores(run: Run | str | Path) -> pd.DataFrame:
+    """Every subscale score of a run (every kind of item that has scores), long format: `run`
+    opened by :func:`psyq.open_run`, or its path, opened once here.
 
     The columns are those of :func:`score_answers`; one row per backend × respondent × repeat ×
     instrument × subscale.
@@ -90,12 +91,10 @@ def load_run_scores(run_dir: str | Path) -> pd.DataFrame:
         >>> scores.groupby("subscale")["n_items"].first().to_dict()
         {'X': 2, 'Y': 3, 'Z': 4}
     """
-    from psyq.engine.results.export import export_table, run_instruments
-    from psyq.engine.store.run_dir import open_run_dir
+    from psyq.engine.results.run import as_run
 
-    table = export_table(run_dir)
-    instruments = run_instruments(open_run_dir(run_dir))
-    return score_all_kinds(table, instruments)
+    run = as_run(run)
+    return score_all_kinds(run.answers(), run.instruments)
 
 
 def human_scores(answers: pd.DataFrame, instrument: Instrument) -> pd.DataFrame:

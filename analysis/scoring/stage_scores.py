@@ -1,4 +1,4 @@
-"""Scores of a staged run (engine/administer/stages.py) in the tidy "scores with stages" frame.
+"""Scores of a staged run (engine/administer/plan.py) in the tidy "scores with stages" frame.
 
 One row per backend_id, respondent_id, repeat, situation_id, emotion, stage, phase, instrument,
 subscale, with the score and how it was reached (n_answered, n_items, prorated). `stage` is the
@@ -24,6 +24,7 @@ import pandas as pd
 from psyq.engine.design.instrument import Instrument
 from psyq.engine.kinds import get_kind
 from psyq.engine.design.situations import SituationSet
+from psyq.engine.results.run import Run
 
 STAGE_SCORE_COLUMNS = ["backend_id", "respondent_id", "repeat", "situation_id", "emotion", "stage", "phase",
                        "instrument", "subscale", "score", "n_answered", "n_items", "prorated"]
@@ -85,9 +86,9 @@ def stage_scores(table: pd.DataFrame, instruments: Mapping[str, Instrument], sit
                             "subscale"], ignore_index=True)
 
 
-def load_stage_scores(run_dir: str | Path) -> pd.DataFrame:
-    """:func:`stage_scores` of a run directory, from its own copies of the study, instruments and
-    situation set.
+def load_stage_scores(run: Run | str | Path) -> pd.DataFrame:
+    """:func:`stage_scores` of a run (opened by :func:`psyq.open_run`, or its path), from its own
+    copies of the study, instruments and situation set.
 
     Not run: needs a run with stages (`run_dir` here has none).
 
@@ -95,12 +96,11 @@ def load_stage_scores(run_dir: str | Path) -> pd.DataFrame:
         >>> load_stage_scores("runs/staged_mini/ab12cd34ef56").columns[:3].tolist()   # doctest: +SKIP
         ['backend_id', 'respondent_id', 'repeat']
     """
-    from psyq.engine.results.export import export_table, run_instruments
-    from psyq.engine.store.run_dir import SITUATIONS, open_run_dir
     from psyq.engine.design.situations import load_situations
     from psyq.engine.files.yamlfile import load_yaml
+    from psyq.engine.results.run import as_run
 
-    run = open_run_dir(run_dir)
+    run = as_run(run)
     study = load_yaml(run.path / "study.yaml").data   # psyq's bounded reader, as for every file it reads
-    return stage_scores(export_table(run.path), run_instruments(run), load_situations(run.path / SITUATIONS),
+    return stage_scores(run.answers(), run.instruments, load_situations(run.situations),
                         evoke_stage_of(study.get("stages") or []))

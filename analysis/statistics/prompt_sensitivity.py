@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from psyq.engine.store.run_dir import open_run_dir
+from psyq.engine.results.run import Run, as_run
 
 from psyq.analysis.statistics.robustness import CI_METHOD, mean_change_ci
 from psyq.analysis.scoring.scores import load_run_scores
@@ -73,7 +73,7 @@ def paired_score_changes(original: pd.DataFrame, perturbed: pd.DataFrame, varian
     return pd.DataFrame(rows, columns=SENSITIVITY_COLUMNS)
 
 
-def sensitivity_of_runs(original: str | Path, perturbed: Sequence[str | Path]) -> tuple[pd.DataFrame, list[str]]:
+def sensitivity_of_runs(original: Run | str | Path, perturbed: Sequence[Run | str | Path]) -> tuple[pd.DataFrame, list[str]]:
     """Read the runs and pair their scores (:func:`paired_score_changes`), with notes on anything
     that makes the comparison weaker (another study, another backend identity, a run not perturbed).
 
@@ -90,15 +90,17 @@ def sensitivity_of_runs(original: str | Path, perturbed: Sequence[str | Path]) -
     >>> notes[1].endswith("was not run with --perturb-prompts: compared as variant 'unperturbed'")
     True
     """
-    base = open_run_dir(original).read_manifest()
+    base_run = as_run(original)
+    original, base = _name(original), base_run.manifest
     notes = [f"intervals: {CI_METHOD.replace('original reply', 'respondent × repeat')}"]
     if base.get("prompt_perturbation"):
         notes.append(f"{original} is itself a perturbed run ({base['prompt_perturbation']['perturbation']}); "
                      "the changes are relative to it")
-    base_scores = load_run_scores(original)
+    base_scores = load_run_scores(base_run)
     frames = []
-    for path in perturbed:
-        manifest = open_run_dir(path).read_manifest()
+    for each in perturbed:
+        run, path = as_run(each), _name(each)
+        manifest = run.manifest
         variant = (manifest.get("prompt_perturbation") or {}).get("perturbation")
         if variant is None:
             notes.append(f"{path} was not run with --perturb-prompts: compared as variant 'unperturbed'")
@@ -110,7 +112,10 @@ def sensitivity_of_runs(original: str | Path, perturbed: Sequence[str | Path]) -
         if not same:
             notes.append(f"{path}: its backends are not those of {original} (model or settings differ), so "
                          "the change mixes the prompt with the backend")
-        frames.append(paired_score_changes(base_scores, load_run_scores(path), variant))
+        frames.append(paired_score_changes(base_scores, load_run_scores(run), variant))
     return pd.concat(frames, ignore_index=True), notes
 
 
+def _name(run: Run | str | Path) -> str | Path:
+    """How the notes name a run: its path as given, or an opened run's folder."""
+    return run.path if isinstance(run, Run) else run

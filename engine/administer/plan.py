@@ -1,394 +1,360 @@
-"""A plan: what `psyq run` would send for a study, counted before anything is sent.
+"""Multi-stage protocols: measure, imagine a situation, measure again, in ONE conversation.
 
-Built from the runner's own planned trials (:func:`psyq.engine.administer.runner.plan_trials`), so the counts
-are what a run sends, repeats and counterbalancing included; trials already finished in the
-run's store are left out, as the run leaves them out. Not counted, and said so: corrective
-re-asks (a reply that cannot be read is asked again, up to the protocol's `reask_limit`) and
-retries after transient failures; both may add requests, tokens and cost.
+A study with `stages:` (engine/design/study.py) gives every backend × repeat × respondent × situation
+a *chain*: its stages in order, each one stored trial. Stage k is sent with, as conversation
+history, the messages stage k-1 sent (the persona's system prompt first, then every earlier
+stage's question, re-asks included) and the model's own reply to it, then stage k's own
+question. A `measure:` stage asks the whole instrument in one request (the rating kind's
+whole-instrument prompt and reader, engine/trials/prompts.py); with ``answer: logprobs`` (one answer
+token per request) it asks the items one by one in the same conversation, each item a stored
+step of the stage, and the history carries the model's own reply token (the recorded answer is
+read from that reply's log probabilities: sampled or the most likely option, so it can differ
+from the token). An `evoke:` stage sends the situation's text with an instruction to imagine
+being in it and stores the reply as text.
 
-- tokens: prompt tokens by the backend's own tokenizer where it offers one, else a stated
-  approximation (engine/administer/tokenizer.py); completion tokens as their upper bound, the request's
-  `max_tokens`;
-- cost: from a price table (engine/design/prices.py); a model without a price is "not estimable";
-- wall time: the slowest of three paces per backend, backends running at the same time:
-  requests / concurrency × an assumed latency per request; requests / rpm; the rate limiter's
-  own token count (characters/4 + max_tokens per request) / tpm;
-- preview: the first requests of each backend, as its production code builds them (URL, headers
-  without the key's value, JSON body).
+Resuming: each stage trial is committed (with the exact messages it sent, table
+``stage_trials`` of engine/store/run_store/run_store.py) before the next stage of its chain is sent; a rerun rebuilds
+the history from the store, byte for byte what the model saw, and never re-sends a finished
+stage. A stage that *failed* (the backend gave no answer) stops its chain there; the rerun sends
+it again with the same history. A stage that finished without a reply to carry (an empty or
+unreadable reply) stops its chain for good, and the run says so.
 
-Building a plan is pure apart from the token counters it is given; :func:`plan_lines` renders it.
+Trial ids: a stage trial's id hashes the id the same request would have alone (backend,
+sampling, persona, instrument, repeat, seed, the stage's own question), the stage's index, the
+study's stages and the situation; its history is not in the id (it is not known when planning)
+but is stored with it.
+
+Example (a test study: two personas, two situations each, measure – evoke – measure; nothing is sent):
+    >>> from psyq import load_study
+    >>> from psyq.engine.backends import make_backend
+    >>> study = load_study("tests/fixtures/stages/staged_study.yaml")
+    >>> chains = plan_chains(study, {b.id: make_backend(b) for b in study.spec.backends})
+    >>> len(chains), [s.kind for s in chains[0].steps]
+    (4, ['measure', 'evoke', 'measure'])
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-import math
-import os
-from collections import Counter, defaultdict
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Callable, Iterable, Literal
 
-from psyq.engine.backends.base import BackendError, HttpBackend
-from psyq.engine.backends.base import token_cost   # the tpm pacer's own count, so the estimate follows it
-from psyq.engine.design.prices import Cost, PriceTable, cost_of
-from psyq.engine.administer.tokenizer import ApproximateCounter, TokenCounter, TokenizerFailed, request_chars
-from psyq.engine.trials.trial import Trial
+import numpy as np
 
-DEFAULT_LATENCY_S = 1.0
-DEFAULT_PREVIEW = 2
-# Server tokenizers count at most this many requests per backend × instrument × stage; the rest
-# are scaled by their characters (said in the method line). Bounds a plan of 100,000 requests.
-COUNTED_PER_GROUP = 1000
-COUNTING_THREADS = 8     # tokenizer calls in flight to a server (each waits on the network only)
-LOCAL_START_S, LOCAL_BUILD_S = 3.0, 300.0
+from psyq.engine.backends.base import BackendError, HttpBackend, request_body
+from psyq.engine.kinds import get_kind
+from psyq.engine.trials.parsing import too_long
+from psyq.engine.design.persona import Persona, render_system_prompt
+from psyq.engine.trials.prompts import answer_json_schema, instrument_messages
+from psyq.engine.administer.runner import option_order_for, per_backend_workers, run_trial_conversation
+from psyq.engine.design.situations import Situation
+from psyq.engine.store.clock import utc_now
+from psyq.engine.store.run_store import AnswerRecord, RunStore, StageRecord, TrialRecord
+from psyq.engine.design.study import EvokeStage, Study
+from psyq.engine.trials.trial import Trial, TrialContext, make_trial, max_tokens_for, stable_int
 
-
-@dataclass(frozen=True)
-class StageRow:
-    """Requests and tokens of one backend × instrument × stage (the trial kind the runner plans)."""
-
-    backend: str
-    instrument: str
-    stage: str
-    requests: int
-    prompt_tokens: float
-    completion_tokens_max: int
+EVOKE_ID = "evoke"                 # the instrument id an evoke stage's trial is stored under
+EVOKE_MAX_TOKENS = 300
+EVOKE_PROMPT = ("Imagine that you are the person in the following situation. Picture it as vividly as you can: "
+                "where you are, what happens, and what goes through your mind.\n\n"
+                "Situation: {text}\n\n"
+                "In two or three sentences, describe how you feel right now, as that person.")
+PLACEHOLDER = "<reply of stage {k}>"
+PREVIEW_NOTE = ("a later stage is sent with the earlier stages' questions and the model's own replies as "
+                "conversation history; the preview shows those replies as placeholders such as '<reply of stage 0>' "
+                "(they are not known before the run), so its prompt tokens are a lower bound")
 
 
 @dataclass(frozen=True)
-class BackendPlan:
-    """One backend's totals, cost and time."""
+class EvokeTarget:
+    """Stands in for an instrument in an evoke stage's trial (it asks no instrument's items)."""
 
-    backend: str
-    kind: str
-    model: str | None
-    requests: int
-    planned: int                  # before leaving out trials already finished
-    prompt_tokens: float
-    completion_tokens_max: int
-    token_method: str
-    tokens_exact: bool
-    cost: Cost
-    wall_s: float
-    wall_how: str
-    option_orders: dict[str, int]
-    reasoning_max: int = 0        # part of completion_tokens_max allowed for reasoning (reasoning models)
-    reasoning_how: str = ""       # how that allowance was sized
+    id: str = EVOKE_ID
+    version: str = ""
 
 
 @dataclass(frozen=True)
-class PreviewRequest:
-    """One request exactly as the backend will POST it (the key's value never shown)."""
+class StageStep:
+    """One stage of one chain: its trial, whose request holds the persona's system prompt (if
+    any) and this stage's own question only; the history is put before the question when sent."""
 
-    backend: str
-    instrument: str
-    stage: str
-    respondent: str
-    url: str
-    headers: dict[str, str]
-    body: dict[str, Any]
+    trial: Trial
+    stage: int
+    kind: Literal["measure", "evoke"]
+    chain_id: str
+    situation: Situation
 
 
 @dataclass(frozen=True)
-class Plan:
-    """Everything `psyq plan` reports."""
+class Chain:
+    """The stages one respondent goes through for one situation, repeat and backend."""
 
-    study: str
-    run_dir: str
-    latency_s: float
-    rows: list[StageRow]
-    backends: list[BackendPlan]
-    preview: list[PreviewRequest]
-    prices: str | None
-    notes: list[str] = field(default_factory=list)
+    chain_id: str
+    backend_id: str
+    steps: tuple[StageStep, ...]
 
-    @property
-    def requests(self) -> int:
-        return sum(b.requests for b in self.backends)
 
-    @property
-    def wall_s(self) -> float:
-        return max((b.wall_s for b in self.backends), default=0.0)
+def situations_for(study: Study, persona: Persona) -> list[Situation]:
+    """The situations `persona` is given: all, or a seeded sample (in the set's order).
 
-    def total_cost(self) -> Cost:
-        """The sum of the backends' costs, or not estimable naming each reason."""
-        costs = [b.cost for b in self.backends if b.requests]
-        if all(c.usd is not None for c in costs):
-            return Cost(sum(c.usd for c in costs))
-        return Cost(None, "; ".join(dict.fromkeys(c.why_not for c in costs if c.why_not)))
+    Example (a test study whose personas get every situation of a set of two):
+        >>> from psyq import load_study
+        >>> study = load_study("tests/fixtures/stages/staged_study.yaml")
+        >>> [s.id for s in situations_for(study, study.cohort.personas[0])]
+        ['anger_01', 'joy_01']
+    """
+    assert study.situations is not None and study.spec.situations is not None
+    every = list(study.situations.situations)
+    per = study.spec.situations.per_respondent
+    if per == "all":
+        return every
+    rng = np.random.default_rng(stable_int("situations", per.seed, persona.id))
+    chosen = sorted(rng.choice(len(every), size=per.sample, replace=False).tolist())
+    return [every[i] for i in chosen]
 
-    def to_json(self) -> dict[str, Any]:
-        """The plan as plain data (`psyq plan --json`)."""
-        out = asdict(self)
-        out["requests"], out["wall_s"] = self.requests, self.wall_s
-        cost = self.total_cost()
-        out["cost_usd"], out["cost_not_estimable"] = cost.usd, cost.why_not
-        for b in out["backends"]:
-            b["cost_usd"], b["cost_not_estimable"] = b["cost"]["usd"], b["cost"]["why_not"]
-            del b["cost"]
+
+def evoke_text(situation: Situation) -> str:
+    """The question of an evoke stage.
+
+    Example:
+        >>> from psyq.engine.design.situations import Situation
+        >>> evoke_text(Situation(id="a", emotion="joy", text="You win.")).splitlines()[2]
+        'Situation: You win.'
+    """
+    return EVOKE_PROMPT.format(text=situation.text.strip())
+
+
+def _hash(*parts: object) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:32]
+
+
+def _staged(trial: Trial, protocol_seed: int, chain_key: dict, stage: int) -> Trial:
+    """`trial` under a stage id (its own id, the chain and the stage's index) and that id's seed."""
+    trial_id = _hash("stage", trial.trial_id, chain_key, stage)
+    request = replace(trial.request, seed=stable_int(protocol_seed, trial_id) % 2**31)
+    return replace(trial, trial_id=trial_id, request=request)
+
+
+def plan_chains(study: Study, backends: dict[str, HttpBackend]) -> list[Chain]:
+    """Every chain of a staged study, in a deterministic order (backend, repeat, respondent,
+    situation); each chain's steps in the order of `stages:`."""
+    assert study.spec.stages is not None and study.situations is not None
+    protocol = study.protocol
+    by_id = {inst.id: inst for inst in study.instruments}
+    stages_key = [s.model_dump() for s in study.spec.stages]
+    chains = []
+    for backend_id, backend in backends.items():
+        for repeat in range(protocol.repeats):
+            for index, persona in enumerate(study.cohort.personas):
+                system_prompt = render_system_prompt(persona, study.cohort.template)
+                order = option_order_for(protocol, index)
+                ctx = TrialContext(study, backend_id, backend, persona, system_prompt, repeat, order)
+                for situation in situations_for(study, persona):
+                    chain_key = {"stages": stages_key, "set": study.situations.id,
+                                 "situation": [situation.id, situation.emotion, situation.text]}
+                    chain_id = _hash("chain", backend_id, backend.identity(), persona.id, repeat, chain_key,
+                                     protocol.seed)
+                    steps = []
+                    for k, stage in enumerate(study.spec.stages):
+                        if isinstance(stage, EvokeStage):
+                            trials = [_evoke_trial(ctx, situation, system_prompt)]
+                        elif protocol.answer == "logprobs":
+                            # One answer token per request: the measure is asked item by item inside
+                            # the conversation, each item a step of this stage (the rating kind's
+                            # per-item trials, in the protocol's item order).
+                            trials = list(get_kind("rating").plan_trials(ctx, by_id[stage.measure]))
+                        else:
+                            trials = [_measure_trial(ctx, by_id[stage.measure], system_prompt)]
+                        for trial in trials:
+                            # kind: what `psyq plan` groups and labels requests by (its "stage" column: "1: evoke")
+                            trial = replace(trial, kind=f"{k}: {'evoke' if isinstance(stage, EvokeStage) else 'measure'}")
+                            steps.append(StageStep(_staged(trial, protocol.seed, chain_key, k), k,
+                                                   "evoke" if isinstance(stage, EvokeStage) else "measure",
+                                                   chain_id, situation))
+                    chains.append(Chain(chain_id, backend_id, tuple(steps)))
+    return chains
+
+
+def _measure_trial(ctx: TrialContext, instrument, system_prompt: str | None) -> Trial:
+    """The whole instrument in one request (the rating kind's whole-instrument prompt)."""
+    protocol, backend = ctx.study.protocol, ctx.backend
+    items = list(instrument.rating_items)
+    messages = instrument_messages(instrument, items, system_prompt=system_prompt, option_order=ctx.option_order,
+                                   answer=protocol.answer)
+    schema = answer_json_schema(instrument, [i.id for i in items]) if protocol.answer == "json" else None
+    return make_trial(ctx, instrument, tuple(i.id for i in items), messages,
+                      max_tokens_for(protocol, len(items), backend), None, schema, "rating", "rating",
+                      ctx.option_order)
+
+
+def _evoke_trial(ctx: TrialContext, situation: Situation, system_prompt: str | None) -> Trial:
+    messages = ([{"role": "system", "content": system_prompt}] if system_prompt else []) + \
+        [{"role": "user", "content": evoke_text(situation)}]
+    return make_trial(ctx, EvokeTarget(), (situation.id,), messages,  # type: ignore[arg-type]
+                      ctx.backend.config.max_tokens or EVOKE_MAX_TOKENS, None, None, "evoke", EVOKE_ID,
+                      ctx.option_order)
+
+
+def stage_trials(chains: Iterable[Chain]) -> list[Trial]:
+    """The trials of `chains` (for counts: their requests hold no history)."""
+    return [step.trial for chain in chains for step in chain.steps]
+
+
+def preview_trials(chains: Iterable[Chain]) -> list[Trial]:
+    """The trials of `chains` as `psyq plan` shows them: each later stage with the earlier
+    stages' questions and placeholders for the replies not yet given (see :data:`PREVIEW_NOTE`).
+
+    Example (a test study of measure – evoke – measure; the third trial is the second measure):
+        >>> from psyq import load_study
+        >>> from psyq.engine.backends import make_backend
+        >>> study = load_study("tests/fixtures/stages/staged_study.yaml")
+        >>> chains = plan_chains(study, {b.id: make_backend(b) for b in study.spec.backends})
+        >>> messages = preview_trials(chains)[2].request.messages
+        >>> [m["role"] for m in messages], messages[2]["content"]
+        (['system', 'user', 'assistant', 'user', 'assistant', 'user'], '<reply of stage 0>')
+    """
+    out = []
+    for chain in chains:
+        history = list(chain.steps[0].trial.request.messages[:-1])
+        for step in chain.steps:
+            messages = history + [step.trial.request.messages[-1]]
+            out.append(replace(step.trial, request=replace(step.trial.request, messages=tuple(messages))))
+            history = messages + [{"role": "assistant", "content": PLACEHOLDER.format(k=step.stage)}]
+    return out
+
+
+def first_conversations(chains: Iterable[Chain]) -> list[Trial]:
+    """The preview trials of the first chain of each backend, in stage order (what `psyq plan`
+    shows first: one whole conversation per backend)."""
+    seen: set[str] = set()
+    firsts = []
+    for chain in chains:
+        if chain.backend_id not in seen:
+            seen.add(chain.backend_id)
+            firsts.append(chain)
+    return preview_trials(firsts)
+
+
+def with_history(step: StageStep, history: list[dict]) -> Trial:
+    """The trial of `step` as sent: `history` (system prompt, earlier questions and replies), then
+    this stage's own question."""
+    messages = tuple(history) + (step.trial.request.messages[-1],)
+    return replace(step.trial, request=replace(step.trial.request, messages=messages))
+
+
+async def _send_evoke(trial: Trial, backend: HttpBackend) -> tuple[TrialRecord, tuple[dict, ...], str | None]:
+    """Send an evoke stage: one request, the reply stored as text (no re-asks: any reply is one)."""
+    started = utc_now()
+    situation_id = trial.item_ids[0]
+    try:
+        result = await backend.complete(trial.request)
+    except BackendError as exc:
+        if exc.fatal:
+            raise
+        answer = AnswerRecord(situation_id, 0, None, "failed", str(exc))
+        return (_evoke_record(trial, backend, "failed", started, None, exc.body, exc.attempts, 0.0, None, None,
+                              answer, str(exc)), trial.request.messages, None)
+    text = result.text
+    status, reason = result.problem, result.problem_reason
+    if status is None and (long := too_long(text)) is not None:
+        status, reason = long.status, long.reason
+    if status is None and not text.strip():
+        status, reason = "empty", "the reply was empty"
+    answer = AnswerRecord(situation_id, 0, None, status or "answered", reason, text=text if status is None else None)
+    reply = text if status is None else None
+    return (_evoke_record(trial, backend, "missing" if status else "answered", started, text, result.raw,
+                          result.attempts, result.latency_s, result.prompt_tokens, result.completion_tokens,
+                          answer, None), trial.request.messages, reply)
+
+
+def _evoke_record(trial: Trial, backend: HttpBackend, status: str, started: str, text: str | None, response,
+                  attempts: int, latency: float, prompt_tokens, completion_tokens, answer: AnswerRecord,
+                  error: str | None) -> TrialRecord:
+    return TrialRecord(
+        trial_id=trial.trial_id, backend_id=trial.backend_id, model=backend.identity().get("model"),
+        respondent_id=trial.respondent_id, instrument_id=EVOKE_ID, item_ids=list(trial.item_ids),
+        repeat=trial.repeat, option_order=trial.option_order, status=status,
+        request=request_body(backend, trial.request), response=response, raw_text=text, attempts=attempts,
+        reasks=0, latency_s=latency,
+        prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, started_at=started, finished_at=utc_now(),
+        error=error, answers=[answer])
+
+
+ProgressCallback = Callable[[str, TrialRecord], None]
+
+
+@dataclass
+class ChainOutcome:
+    """How the chains of a run ended (for the run's notes)."""
+
+    complete: int = 0
+    stopped_failed: int = 0         # a stage failed: the rerun sends it again
+    stopped_no_reply: int = 0       # a stage finished without a reply to carry: stopped for good
+
+    def notes(self) -> list[str]:
+        """What the user should know, in words (none when every chain completed)."""
+        out = []
+        if self.stopped_failed:
+            out.append(f"{self.stopped_failed} conversation(s) stopped at a stage that failed (the backend gave no "
+                       "answer); their later stages were not sent; run the study again to resume them there")
+        if self.stopped_no_reply:
+            out.append(f"{self.stopped_no_reply} conversation(s) stopped at a stage whose reply was empty or "
+                       "unreadable: there is nothing to carry as history, so their later stages are not sent "
+                       "(stored as missing; not retried)")
         return out
 
 
-def estimate_prompt_tokens(trials: list[Trial], counter: TokenCounter,
-                           limit: int = COUNTED_PER_GROUP) -> tuple[float, int]:
-    """Prompt tokens of `trials` (one group) and how many were counted one by one.
-
-    Up to `limit` requests, evenly spread over the group, are counted; when that is not all of
-    them, the total is scaled by characters (counted tokens / counted characters × all characters).
-
-    Example (the shipped study quickstart planned for an OpenAI-compatible backend; nothing is sent):
-        >>> from psyq import load_study
-        >>> from psyq.engine.administer.runner import plan_trials
-        >>> from psyq.engine.backends import make_backend
-        >>> from psyq.engine.design.study import BackendConfig
-        >>> backend = make_backend(BackendConfig(id="b", kind="openai", model="m", base_url="http://127.0.0.1:9/v1"))
-        >>> trials = list(plan_trials(load_study("quickstart"), {"b": backend}))   # IRI: 28 items × 13 respondents
-        >>> estimate_prompt_tokens(trials, ApproximateCounter("no tokenizer asked"))
-        (84220.75, 364)
-    """
-    if not trials:
-        return 0.0, 0
-    if counter.exact is False:
-        return float(sum(counter.count(t.request) for t in trials)), len(trials)
-    step = len(trials) / limit
-    sample = trials if len(trials) <= limit else [trials[int(i * step)] for i in range(limit)]
-    with ThreadPoolExecutor(COUNTING_THREADS) as pool:
-        tokens = sum(pool.map(counter.count, [t.request for t in sample]))
-    if len(sample) == len(trials):
-        return float(tokens), len(trials)
-    chars = sum(request_chars(t.request) for t in sample)
-    every = sum(request_chars(t.request) for t in trials)
-    return (tokens / chars * every if chars else tokens / limit * len(trials)), limit
-
-
-def _reasoning_how(backend: HttpBackend) -> str:
-    """How a backend's reasoning allowance was sized, for the plan ('' when it has none).
-
-    Example:
-        >>> from psyq.engine.backends import make_backend
-        >>> from psyq.engine.design.study import BackendConfig
-        >>> _reasoning_how(make_backend(BackendConfig(id="o", kind="openai", model="o3", base_url="http://x/v1")))
-        'reasoning_effort medium (the provider default): 8,192 tokens per request on top of the answer'
-    """
-    from psyq.engine.backends.capabilities import reasoning_allowance
-
-    allowance = reasoning_allowance(backend.config, backend.capabilities)
-    if not allowance:
-        return ""
-    c = backend.config
-    if c.reasoning_budget is not None:
-        why = "reasoning_budget"
-    else:
-        why = (f"reasoning_effort {c.reasoning_effort}" if c.reasoning_effort
-               else f"reasoning_effort {backend.capabilities.default_effort} (the provider default)")
-    return f"{why}: {allowance:,} tokens per request on top of the answer"
+async def run_chain(chain: Chain, backend: HttpBackend, store: RunStore, protocol,
+                    stored: dict[str, tuple[str, list[dict], str | None]], outcome: ChainOutcome,
+                    on_trial: ProgressCallback | None = None) -> None:
+    """Send the stages of `chain` not yet finished, each with the history rebuilt from the store,
+    committing each stage before the next is sent."""
+    # A measure stage asks all items in one request, except with logprobs (one item per request).
+    whole = protocol if protocol.answer == "logprobs" else protocol.model_copy(update={"presentation": "whole_instrument"})
+    history = list(chain.steps[0].trial.request.messages[:-1])
+    for step in chain.steps:
+        done = stored.get(step.trial.trial_id)
+        if done is not None and done[0] in ("answered", "missing"):
+            status, messages, reply = done
+        else:
+            trial = with_history(step, history)
+            if step.kind == "evoke":
+                record, sent, reply = await _send_evoke(trial, backend)
+            else:
+                record, sent, reply = await run_trial_conversation(trial, backend, whole)
+            messages = [dict(m) for m in sent]
+            record.stage = StageRecord(chain.chain_id, step.stage, step.situation.id, step.situation.emotion,
+                                       messages, reply)
+            store.put_trial(record)          # committed before the next stage is sent
+            if on_trial:
+                on_trial(chain.backend_id, record)
+            status = record.status
+        if status == "failed":
+            outcome.stopped_failed += 1
+            return
+        if not reply:
+            outcome.stopped_no_reply += 1
+            return
+        history = list(messages) + [{"role": "assistant", "content": reply}]
+    outcome.complete += 1
 
 
-def wall_time(trials: list[Trial], backend: HttpBackend, latency_s: float) -> tuple[float, str]:
-    """Seconds to send `trials` on `backend` and which pace decides it (retries and re-asks not counted).
-
-    Example (the shipped study quickstart planned for an OpenAI-compatible backend; nothing is sent):
-        >>> from psyq import load_study
-        >>> from psyq.engine.administer.runner import plan_trials
-        >>> from psyq.engine.backends import make_backend
-        >>> from psyq.engine.design.study import BackendConfig
-        >>> backend = make_backend(BackendConfig(id="b", kind="openai", model="m", base_url="http://127.0.0.1:9/v1"))
-        >>> trials = list(plan_trials(load_study("quickstart"), {"b": backend}))   # IRI: 28 items × 13 respondents
-        >>> wall_time(trials, backend, 1.0)
-        (91.0, '364 requests at concurrency 4 × 1 s per request (assumed, --latency)')
-    """
-    n, config = len(trials), backend.config
-    slots = backend.served_at_once   # an endpoint pool: concurrency per endpoint; a queueing server: its slots
-    queued = "" if slots >= backend.capacity else f" (the server computes {slots} at a time; the rest wait in its queue)"
-    paces = [(math.ceil(n / slots) * latency_s,
-              f"{n:,} requests at concurrency {slots} × {latency_s:g} s per request (assumed, --latency){queued}")]
-    if config.requests_per_minute:
-        paces.append((60.0 * n / config.requests_per_minute, f"{n:,} requests at {config.requests_per_minute:g} rpm"))
-    if config.tokens_per_minute:
-        budget = sum(token_cost(t.request) for t in trials)
-        paces.append((60.0 * budget / config.tokens_per_minute,
-                      f"~{budget:,.0f} tokens at {config.tokens_per_minute:g} tpm (the pacer counts characters/4 "
-                      f"+ max_tokens per request)"))
-    seconds, how = max(paces, key=lambda p: p[0])
-    others = [f"{h} would take ~{_duration(s)}" for s, h in paces if h != how]
-    return seconds, how + "".join(f"; {o}" for o in others)
-
-
-def _headers(backend: HttpBackend) -> tuple[dict[str, str], str | None]:
-    """The request headers as the backend builds them, with the key's value replaced by its variable's name."""
-    name = backend.config.api_key_env
-    try:
-        headers = {"Content-Type": "application/json", **backend.headers()}
-    except BackendError as exc:   # the key's variable is not set: `psyq run` would stop at once
-        return {"Content-Type": "application/json"}, str(exc)
-    key = os.environ.get(name) if name else None
-    if key:
-        hidden = f"<value of ${name}, not shown>"
-        headers = {h: (v.replace(key, hidden) if len(key) >= 8 else hidden) if key in v else v
-                   for h, v in headers.items()}
-    return headers, None
-
-
-def build_plan(study_id: str, run_dir: str, backends: Mapping[str, HttpBackend], trials: Iterable[Trial],
-               finished: set[str], counters: Mapping[str, TokenCounter], prices: PriceTable | None,
-               latency_s: float = DEFAULT_LATENCY_S, preview: int = DEFAULT_PREVIEW,
-               start_s: Mapping[str, tuple[float, str]] | None = None,
-               shown_first: Iterable[Trial] | None = None) -> Plan:
-    """The plan of `trials` (the runner's), leaving out those in `finished`.
-
-    `counters`: a token counter per backend id; `start_s`: seconds a backend needs before its
-    first request and why (the local server's start), added to its time; `shown_first`: the
-    requests to preview in place of the first ones sent (e.g. one whole conversation of a staged
-    study, engine/administer/stages.py), those already finished left out.
-
-    Example (the shipped study quickstart planned for an OpenAI-compatible backend; nothing is sent):
-        >>> from psyq import load_study
-        >>> from psyq.engine.administer.runner import plan_trials
-        >>> from psyq.engine.backends import make_backend
-        >>> from psyq.engine.design.study import BackendConfig
-        >>> backend = make_backend(BackendConfig(id="b", kind="openai", model="m", base_url="http://127.0.0.1:9/v1"))
-        >>> trials = list(plan_trials(load_study("quickstart"), {"b": backend}))   # IRI: 28 items × 13 respondents
-        >>> plan = build_plan("quickstart", "runs/quickstart/ab12", {"b": backend}, trials,
-        ...                   set(), {"b": ApproximateCounter("no tokenizer asked")}, None)
-        >>> plan.requests, plan.backends[0].option_orders
-        (364, {'as_written': 196, 'reversed': 168})
-    """
-    planned: dict[str, int] = Counter()
-    groups: dict[tuple[str, str, str], list[Trial]] = defaultdict(list)
-    for trial in trials:
-        planned[trial.backend_id] += 1
-        if trial.trial_id not in finished:
-            groups[(trial.backend_id, trial.instrument.id, trial.kind)].append(trial)
-    rows, notes, plans, shown = [], [], [], []
-    for backend_id, backend in backends.items():
-        mine = {key: group for key, group in groups.items() if key[0] == backend_id}
-        counter = counters[backend_id]
-        try:
-            estimates = {key: estimate_prompt_tokens(group, counter) for key, group in mine.items()}
-        except TokenizerFailed as exc:   # the server stopped tokenizing: the whole backend is approximate
-            counter = ApproximateCounter(f"the server's tokenizer failed during the plan ({exc})")
-            estimates = {key: estimate_prompt_tokens(group, counter) for key, group in mine.items()}
-        for (_, instrument, stage), group in mine.items():
-            rows.append(StageRow(backend_id, instrument, stage, len(group), estimates[(backend_id, instrument, stage)][0],
-                                 sum(backend.token_limit(t.request) for t in group)))
-        sent = [t for group in mine.values() for t in group]
-        prompt_tokens = sum(e[0] for e in estimates.values())
-        done = sum(e[1] for e in estimates.values())
-        method, exact = counter.method, counter.exact and done == len(sent)
-        if counter.exact and done < len(sent):
-            method += f"; {done:,} of {len(sent):,} requests counted, the rest scaled by their characters"
-        # The whole token limit of each request: the answer budget plus a reasoning model's allowance.
-        completion = sum(backend.token_limit(t.request) for t in sent)
-        reasoning = completion - sum(t.request.max_tokens for t in sent)
-        model = backend.identity().get("model")
-        seconds, how = wall_time(sent, backend, latency_s) if sent else (0.0, "nothing to send")
-        if sent and start_s and backend_id in start_s:
-            seconds += start_s[backend_id][0]
-            how += f"; + {start_s[backend_id][1]}"
-        plans.append(BackendPlan(backend_id, backend.config.kind, model, len(sent), planned[backend_id],
-                                 prompt_tokens, completion, method, exact,
-                                 cost_of(model, prompt_tokens, completion, prices), seconds, how,
-                                 dict(Counter(t.option_order for t in sent)), reasoning, _reasoning_how(backend)))
-        headers, problem = _headers(backend)
-        if problem and sent:
-            notes.append(f"backend '{backend_id}': {problem}; `psyq run` would stop at its first request")
-        chosen = sent if shown_first is None else \
-            [t for t in shown_first if t.backend_id == backend_id and t.trial_id not in finished]
-        for trial in chosen[:preview]:
-            shown.append(PreviewRequest(backend_id, trial.instrument.id, trial.kind, trial.respondent_id,
-                                        backend.shown_endpoint(), headers, backend.payload(trial.request)))
-    return Plan(study_id, run_dir, latency_s, rows, plans, shown, prices.origin if prices else None, notes)
-
-
-def _duration(seconds: float) -> str:
-    """A duration in words a person reads at a glance.
+async def run_chains(chains: list[Chain], backends: dict[str, HttpBackend], store: RunStore, protocol,
+                     on_trial: ProgressCallback | None = None) -> ChainOutcome:
+    """Run (or resume) every chain; chains run side by side up to each backend's concurrency, the
+    stages of one chain one after the other.
 
     Example:
-        >>> _duration(3725), _duration(91), _duration(0.4)
-        ('1 h 2 min', '1 min 31 s', '0.4 s')
+        >>> outcome = asyncio.run(run_chains(chains, backends, store, study.protocol))  # sends requests  # doctest: +SKIP
     """
-    if seconds < 10:
-        return f"{seconds:.1f} s"
-    seconds = round(seconds)
-    h, rest = divmod(seconds, 3600)
-    m, s = divmod(rest, 60)
-    if h:
-        return f"{h} h {m} min"
-    return f"{m} min {s} s" if m else f"{s} s"
+    stored = store.stage_trials()
+    outcome = ChainOutcome()
+    await per_backend_workers(chains, lambda chain: chain.backend_id, backends,
+                              lambda chain, backend: run_chain(chain, backend, store, protocol, stored, outcome,
+                                                               on_trial))
+    return outcome
 
 
-def _tokens(value: float, exact: bool) -> str:
-    return f"{value:,.0f}" if exact else f"~{value:,.0f}"
-
-
-def plan_lines(plan: Plan, reask_limit: int, reads_logprobs: bool, finished: int = 0,
-               finished_note: str | None = None) -> list[str]:
-    """The plan as text for a terminal (`psyq plan`, `psyq run --dry-run`).
-
-    Example (the shipped study quickstart planned for an OpenAI-compatible backend; nothing is sent):
-        >>> from psyq import load_study
-        >>> from psyq.engine.administer.runner import plan_trials
-        >>> from psyq.engine.backends import make_backend
-        >>> from psyq.engine.design.study import BackendConfig
-        >>> backend = make_backend(BackendConfig(id="b", kind="openai", model="m", base_url="http://127.0.0.1:9/v1"))
-        >>> trials = list(plan_trials(load_study("quickstart"), {"b": backend}))   # IRI: 28 items × 13 respondents
-        >>> plan = build_plan("quickstart", "runs/quickstart/ab12", {"b": backend}, trials,
-        ...                   set(), {"b": ApproximateCounter("no tokenizer asked")}, None, preview=0)
-        >>> print("\\n".join(plan_lines(plan, 2, True)[:6]))
-        plan for study quickstart: nothing is sent and nothing is written (run directory: runs/quickstart/ab12)
-        364 requests to send
-        not counted: re-asks (answers read from log probabilities are never re-asked) and retries after transient failures; both may add requests, tokens and cost
-        <BLANKLINE>
-          backend  instrument  stage   requests  prompt tokens  completion tokens (max)
-          b        iri         rating       364        ~84,221                      364
-    """
-    exact = {b.backend: b.tokens_exact for b in plan.backends}
-    out = [f"plan for study {plan.study}: nothing is sent and nothing is written (run directory: {plan.run_dir})"]
-    planned = sum(b.planned for b in plan.backends)
-    out.append(f"{plan.requests:,} requests to send" + (f" ({planned:,} planned; {finished:,} already finished in "
-                                                         f"the run directory are not sent again)" if finished else ""))
-    if finished_note:
-        out.append(f"note: {finished_note}")
-    reasks = ("answers read from log probabilities are never re-asked" if reads_logprobs else
-              f"a reply that cannot be read is re-asked up to {reask_limit} times")
-    out.append(f"not counted: re-asks ({reasks}) and retries after transient failures; both may add requests, "
-               f"tokens and cost")
-    out.append("")
-    header = ("backend", "instrument", "stage", "requests", "prompt tokens", "completion tokens (max)")
-    table = [header] + [(r.backend, r.instrument, r.stage, f"{r.requests:,}", _tokens(r.prompt_tokens, exact[r.backend]),
-                         f"{r.completion_tokens_max:,}") for r in plan.rows]
-    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
-    for row in table:
-        out.append("  " + "  ".join(c.ljust(w) if i < 3 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))))
-    for b in plan.backends:
-        out.append("")
-        out.append(f"backend {b.backend} ({b.kind}, model {b.model}): {b.requests:,} requests"
-                   + (f"; option order: " + ", ".join(f"{k} {v:,}" for k, v in sorted(b.option_orders.items()))
-                      if b.option_orders else ""))
-        out.append(f"  prompt tokens      {_tokens(b.prompt_tokens, b.tokens_exact)}  ({b.token_method})")
-        out.append(f"  completion tokens  at most {b.completion_tokens_max:,}  (the sum of the token limits: an upper bound)")
-        if b.reasoning_max:
-            out.append(f"    of which reasoning at most {b.reasoning_max:,}  ({b.reasoning_how}; only the reasoning "
-                       f"tokens used are billed, as output, so the cost is an upper bound too)")
-        out.append(f"  cost               {b.cost}")
-        out.append(f"  wall time          ~{_duration(b.wall_s)}  ({b.wall_how})")
-    cost = plan.total_cost()
-    out.append("")
-    out.append(f"total: {plan.requests:,} requests; cost {cost}; wall time ~{_duration(plan.wall_s)}"
-               + (" (backends run at the same time)" if len(plan.backends) > 1 else ""))
-    if plan.prices:
-        out.append(f"prices: {plan.prices} (USD per 1M tokens)")
-    for note in plan.notes:
-        out.append(f"note: {note}")
-    if plan.preview:
-        out.append("")
-        out.append("preview: the first requests of each backend exactly as they will be sent "
-                   "(JSON indented here for reading; sent compact, UTF-8)")
-        for i, p in enumerate(plan.preview, 1):
-            out.append(f"--- request {i}: backend {p.backend}, instrument {p.instrument}, stage {p.stage}, "
-                       f"respondent {p.respondent}")
-            out.append(f"POST {p.url}")
-            out.extend(f"{h}: {v}" for h, v in p.headers.items())
-            out.append(json.dumps(p.body, indent=2, ensure_ascii=False))
-    return out
+__all__ = ["Chain", "StageStep", "ChainOutcome", "plan_chains", "run_chains", "preview_trials", "stage_trials",
+           "situations_for", "evoke_text", "EVOKE_ID", "PREVIEW_NOTE"]

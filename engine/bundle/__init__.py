@@ -13,6 +13,9 @@ Scores need ``psyq.analysis``, which no room of the engine imports: the command 
 (cli/bundle.py) computes them, hands them to the writer as a member, and compares them
 when it verifies.
 
-May import: files, backends, store, trials, kinds, design, results (the rooms below it;
-engine/__init__.py lists the order). Never: view, cli, or psyq.analysis.
+A run is opened (a bundle too) by :func:`psyq.engine.results.run.open_run`, in the room after this
+one: the writer and the checks are handed the opened :class:`~psyq.engine.results.run.Run`.
+
+May import: files, backends, store, trials, kinds, design (the rooms below it; engine/__init__.py
+lists the order). Never: results, view, psyq.cli, or psyq.analysis.
 """

@@ -166,7 +166,8 @@ def open_bundle(path: str | Path) -> Iterator[OpenedBundle]:
 
     Example (`run_dir`: a finished stub run):
         >>> from psyq.engine.bundle.write import write_bundle
-        >>> bundled = write_bundle(run_dir, Path(tempfile.mkdtemp()) / "run.zip")
+        >>> from psyq.engine.results.run import open_run
+        >>> bundled = write_bundle(open_run(run_dir), Path(tempfile.mkdtemp()) / "run.zip")
         >>> with open_bundle(bundled.path) as bundle:
         ...     (bundle.run / "manifest.json").is_file(), bundle.record["format"]
         (True, 'psyq-bundle/1')

@@ -14,13 +14,17 @@ from __future__ import annotations
 import os
 from contextlib import closing
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from psyq.engine.bundle.layout import RECORD, RUN, STUDY_FOLDER
 from psyq.engine.files.hashing import file_sha256
 from psyq.engine.bundle.read import OpenedBundle
 from psyq.engine.bundle.store_copy import row_counts, store_facts
 from psyq.engine.store.readonly import connect_readonly
-from psyq.engine.store.run_dir import DATABASE, open_run_dir
+from psyq.engine.store.run_dir import DATABASE
+
+if TYPE_CHECKING:
+    from psyq.engine.results.run import Run
 
 
 def _members(folder: Path) -> set[str]:
@@ -39,9 +43,10 @@ def verify_members(bundle: OpenedBundle) -> list[str]:
     return out
 
 
-def verify_inputs(bundle: OpenedBundle) -> list[str]:
-    """Differences between the input files in the bundle and the sha256 the run's manifest recorded."""
-    manifest = open_run_dir(bundle.run).read_manifest()
+def verify_inputs(run: Run) -> list[str]:
+    """Differences between the input files in the bundle and the sha256 the run's manifest recorded
+    (`run`: the bundle opened by :func:`psyq.open_run`)."""
+    bundle, manifest = run.bundle, run.manifest
     changed = {c.get("what") for c in bundle.record.get("changed") or []}
     left_out = " ".join(str(x.get("what")) for x in bundle.record.get("left_out") or [])
     out = []
@@ -56,9 +61,10 @@ def verify_inputs(bundle: OpenedBundle) -> list[str]:
     return out
 
 
-def verify_store(bundle: OpenedBundle) -> list[str]:
-    """The store's integrity, its rows against the record, its counts against the manifest."""
-    database = bundle.run / DATABASE
+def verify_store(run: Run) -> list[str]:
+    """The store's integrity, its rows against the record, its counts against the manifest (`run`:
+    the bundle opened by :func:`psyq.open_run`)."""
+    bundle, database = run.bundle, run.database
     with closing(connect_readonly(database)) as db:
         integrity = [row[0] for row in db.execute("PRAGMA integrity_check").fetchall()]
     if integrity != ["ok"]:
@@ -69,7 +75,7 @@ def verify_store(bundle: OpenedBundle) -> list[str]:
         if rows.get(table) != recorded.get(table):
             out.append(f"{RUN}/{DATABASE}: table {table} has {rows.get(table, 'no')} rows, the record says "
                        f"{recorded.get(table, 'none')}")
-    manifest = open_run_dir(bundle.run).read_manifest()
+    manifest = run.manifest
     facts = store_facts(database)
     for key in ("trial_counts", "answer_counts"):
         if key in manifest and dict(manifest[key]) != facts[key]:
@@ -77,15 +83,16 @@ def verify_store(bundle: OpenedBundle) -> list[str]:
     return out
 
 
-def verify_bundle(bundle: OpenedBundle) -> list[str]:
-    """Every difference between what the bundle holds and what it says (empty: none).
+def verify_bundle(run: Run) -> list[str]:
+    """Every difference between what a bundle holds and what it says (empty: none); `run` is the
+    bundle opened by :func:`psyq.open_run`.
 
     Example (`run_dir`: a finished stub run):
         >>> import tempfile
-        >>> from psyq.engine.bundle.read import open_bundle
         >>> from psyq.engine.bundle.write import write_bundle
-        >>> with open_bundle(write_bundle(run_dir, Path(tempfile.mkdtemp()) / "run.zip").path) as bundle:
+        >>> from psyq.engine.results.run import open_run
+        >>> with open_run(write_bundle(open_run(run_dir), Path(tempfile.mkdtemp()) / "run.zip").path) as bundle:
         ...     verify_bundle(bundle)
         []
     """
-    return verify_members(bundle) + verify_inputs(bundle) + verify_store(bundle)
+    return verify_members(run.bundle) + verify_inputs(run) + verify_store(run)

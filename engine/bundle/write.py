@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path, PurePosixPath
-from typing import Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from psyq.engine import __version__
 from psyq.engine.bundle.layout import (ENVIRONMENT, FORMAT, INPUTS, README, RECORD, RUN, SITE, STUDY_FOLDER,
@@ -44,7 +44,10 @@ from psyq.engine.files.atomic import atomic_file
 from psyq.engine.files.errors import InputError
 from psyq.engine.files.shipped import ROOT, locate, shipped_name
 from psyq.engine.store.readonly import connect_readonly
-from psyq.engine.store.run_dir import DATABASE, MANIFEST, SITUATIONS, RunDir, manifest_file_paths, open_run_dir
+from psyq.engine.store.run_dir import DATABASE, MANIFEST, SITUATIONS
+
+if TYPE_CHECKING:
+    from psyq.engine.results.run import Run
 
 REPORT_FILES = ("report.html", "report.md", "methods.md")
 REPORT_FOLDERS = ("report_tables",)
@@ -86,7 +89,7 @@ def _yaml_format(path: Path) -> str | None:
     return found.group(1) if found else None
 
 
-def _roles(run: RunDir, manifest: Mapping[str, Any], files: list[InputFile]) -> None:
+def _roles(run: Run, manifest: Mapping[str, Any], files: list[InputFile]) -> None:
     """Say what each input file is: the study, an instrument, a cohort, item texts, people's data."""
     from psyq.engine.design.instrument import item_texts_path, load_instrument
 
@@ -283,10 +286,10 @@ def _readme(manifest: Mapping[str, Any], name: str, files: list[InputFile], left
     return "\n".join(lines)
 
 
-def write_bundle(run_path: str | Path, out: str | Path, *, with_human: bool = False, with_texts: bool = False,
+def write_bundle(run: Run, out: str | Path, *, with_human: bool = False, with_texts: bool = False,
                  derived: Callable[[Path], Iterable[tuple[str, bytes]]] | None = None, notes: Iterable[str] = (),
                  environ: Mapping[str, str] | None = None, cwd: Path | None = None) -> Bundled:
-    """Write the bundle of the run at `run_path` to `out` (a zip, written atomically).
+    """Write the bundle of `run` (opened by :func:`psyq.open_run`) to `out` (a zip, written atomically).
 
     `derived`: further members (the scores, the static site) as (name, bytes) pairs, made from the
     bundle's own run (the run's folder as the bundle holds it, redactions made, unpacked in a
@@ -299,20 +302,20 @@ def write_bundle(run_path: str | Path, out: str | Path, *, with_human: bool = Fa
 
     Example (`run_dir`: a finished stub run):
         >>> import tempfile, zipfile
-        >>> bundled = write_bundle(run_dir, Path(tempfile.mkdtemp()) / "run.zip")
+        >>> from psyq.engine.results.run import open_run
+        >>> bundled = write_bundle(open_run(run_dir), Path(tempfile.mkdtemp()) / "run.zip")
         >>> names = zipfile.ZipFile(bundled.path).namelist()
         >>> [n in names for n in ("run/manifest.json", "run/run.sqlite", "run/instruments/mini.yaml", "bundle.json")]
         [True, True, True, True]
     """
-    run = open_run_dir(Path(run_path))
-    manifest = run.read_manifest()
+    manifest = run.manifest
     out = Path(out)
     environ = dict(os.environ if environ is None else environ)
     left_out: list[dict[str, str]] = []
     changed: list[dict[str, str]] = []
 
     recorded = manifest.get("files") or {}
-    paths = list(manifest_file_paths(run, manifest))
+    paths = list(run.input_files)
     files = [InputFile(key, path, digest) for (key, digest), path in zip(recorded.items(), paths)]
     _roles(run, manifest, files)
     study_key = next((f.key for f in files if f.role == "study"), None)
@@ -476,7 +479,7 @@ def _scrubbed_bytes(data: bytes, sensitive: Sensitive) -> bytes:
     return data if text is None else sensitive.scrub(text).encode("utf-8")
 
 
-def _licensed_texts(run: RunDir, files: list[InputFile]) -> dict[str, dict[str, str] | None]:
+def _licensed_texts(run: Run, files: list[InputFile]) -> dict[str, dict[str, str] | None]:
     """Instrument id -> its user-supplied item texts (None when they cannot be read now), for every
     instrument of the run whose texts the user supplied."""
     import csv

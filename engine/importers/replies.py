@@ -262,13 +262,12 @@ class ReferenceRepliesImporter(Importer):
 
     def into_run(self, path: str, options: dict[str, Any]) -> Converted:
         """Check the file, then add its replies to the run's rating targets (under the run's lock)."""
-        from psyq.engine.results.export import run_instruments
-        from psyq.engine.store.run_dir import open_run_dir
+        from psyq.engine.results.run import open_run
         from psyq.engine.store.runlock import RunLock
         from psyq.engine.store.run_store import RunStore
 
-        run = open_run_dir(options["run"])
-        instruments = run_instruments(run)
+        run = open_run(options["run"], write=True)
+        instruments = run.instruments
         with RunLock(run.path), RunStore(run.database) as store:
             targets = read_targets(store)
             # The unperturbed reference replies (a perturbed copy keeps its original's reply_id).
@@ -296,12 +295,12 @@ class HumanRatingsImporter(Importer):
     def into_run(self, path: str, options: dict[str, Any]) -> Converted:
         """Check the file against the rubric and the run's targets, then store every rating."""
         from psyq.engine.kinds.response.rubrics import load_multi_rubric
-        from psyq.engine.store.run_dir import open_run_dir
+        from psyq.engine.results.run import open_run
         from psyq.engine.store.runlock import RunLock
         from psyq.engine.store.run_store import RunStore
 
         rubric = load_multi_rubric(options["rubric"])
-        run = open_run_dir(options["run"])
+        run = open_run(options["run"], write=True)
         with RunLock(run.path), RunStore(run.database) as store:
             targets = read_targets(store)
             known = dict(zip(targets["response_id"], targets["text"]))

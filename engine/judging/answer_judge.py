@@ -35,7 +35,6 @@ import pandas as pd
 
 from psyq.engine.backends import BackendConfig, BackendError, ChatRequest, HttpBackend, make_backend
 from psyq.engine.files.errors import Problem
-from psyq.engine.results.export import run_instruments
 from psyq.engine.files.fields import Id, StrictModel, Text
 from psyq.engine.files.shipped import locate
 from psyq.engine.design.instrument import Instrument
@@ -43,7 +42,7 @@ from psyq.engine.trials.scale import Option
 from psyq.engine.kinds import JudgeTask, all_kinds, get_kind
 from psyq.engine.judging.asking import level_request
 from psyq.engine.trials.answer_mode import AnswerMode, read_level
-from psyq.engine.store.run_dir import open_run_dir
+from psyq.engine.results.run import open_run
 from psyq.engine.store.runlock import RunLock
 from psyq.engine.store.run_store import RunStore
 from psyq.engine.files.validation import parse_document, raise_problems
@@ -227,8 +226,8 @@ async def judge_run(run_path: str | Path, config: BackendConfig, rubric: Rubric,
         >>> cfg = BackendConfig(id="judge", kind="local")
         >>> asyncio.run(judge_run("runs/leas_repeated/ab12", cfg, load_rubric(path)))  # starts a local model  # doctest: +SKIP
     """
-    run = open_run_dir(run_path)
-    instruments = run_instruments(run)
+    run = open_run(run_path, write=True)
+    instruments = run.instruments
     backend = make_backend(config, log=log)
     # The run's own lock: a second judge (or a `psyq run` still writing) must not send the same
     # requests again; RunLocked names the process that holds it.

@@ -33,12 +33,11 @@ import pandas as pd
 
 from psyq.engine.backends import BackendConfig, BackendError, ChatRequest, HttpBackend, make_backend
 from psyq.engine.files.errors import InputError
-from psyq.engine.results.export import run_instruments
 from psyq.engine.trials.parsing import is_refusal, too_long
 from psyq.engine.design.perturbation_sets import Perturbation, PerturbationSet, RewriteParams, apply_rule
 from psyq.engine.store.clock import utc_now
 from psyq.engine.store.ratings import RatingTarget, open_ratings, put_targets
-from psyq.engine.store.run_dir import open_run_dir
+from psyq.engine.results.run import open_run
 from psyq.engine.store.runlock import RunLock
 from psyq.engine.store.run_store import RunStore
 from psyq.engine.judging.reply_judge import sync_persona_targets
@@ -233,13 +232,13 @@ async def perturb_run(run_path: str | Path, pset: PerturbationSet, config: Backe
     Example:
         >>> asyncio.run(perturb_run("runs/rated/ab12", load_perturbations("my.yaml"), None))   # doctest: +SKIP
     """
-    run = open_run_dir(run_path)
+    run = open_run(run_path, write=True)
     try:
         chosen = pset.select(only)
     except KeyError as exc:
         raise InputError.single(pset.id, f"--only names perturbations not in set '{pset.id}': {exc.args[0]} "
                                 f"(it has {', '.join(p.id for p in pset.perturbations)})") from None
-    instruments = run_instruments(run)
+    instruments = run.instruments
     with RunLock(run.path), RunStore(run.database) as store:
         open_log(store)
         added = sync_persona_targets(store, instruments)   # as psyq judge does: perturb may come first

@@ -168,16 +168,15 @@ def write_rating_sheet(run_path: str | Path, out: str | Path, rubric: MultiRubri
                        with_perturbed: bool = False) -> int:
     """Add the run's persona replies to its targets, then write the blind sheet (perturbed texts
     left out unless `with_perturbed`) as an .xlsx of text cells; returns its rows."""
-    from psyq.engine.results.export import run_instruments
     from psyq.engine.store.ratings import read_targets
-    from psyq.engine.store.run_dir import open_run_dir
+    from psyq.engine.results.run import open_run
     from psyq.engine.store.runlock import RunLock
     from psyq.engine.store.run_store import RunStore
     from psyq.engine.judging.reply_judge import sync_persona_targets
 
     check_sheet_path(out)
-    run = open_run_dir(run_path)
-    instruments = run_instruments(run)
+    run = open_run(run_path, write=True)
+    instruments = run.instruments
     with RunLock(run.path), RunStore(run.database) as store:
         sync_persona_targets(store, instruments)
         targets = read_targets(store)

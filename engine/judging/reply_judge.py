@@ -36,7 +36,6 @@ from typing import Callable, Mapping
 import pandas as pd
 
 from psyq.engine.backends import BackendConfig, BackendError, ChatRequest, HttpBackend, make_backend
-from psyq.engine.results.export import run_instruments
 from psyq.engine.design.instrument import Instrument
 from psyq.engine.trials.scale import Option
 from psyq.engine.kinds.response import ResponseItem, rating_targets, response_items
@@ -44,7 +43,7 @@ from psyq.engine.judging.asking import level_request
 from psyq.engine.trials.answer_mode import AnswerMode, read_level
 from psyq.engine.store.ratings import Rating, put_ratings, put_targets, rated_keys, read_targets
 from psyq.engine.kinds.response.rubrics import Dimension, MultiRubric, levels_text
-from psyq.engine.store.run_dir import open_run_dir
+from psyq.engine.results.run import open_run
 from psyq.engine.store.runlock import RunLock
 from psyq.engine.store.run_store import RunStore
 
@@ -169,8 +168,8 @@ async def judge_targets(run_path: str | Path, config: BackendConfig, rubric: Mul
         >>> asyncio.run(judge_targets("runs/rated_replies/ab12", cfg, rubric)).counts  # sends requests  # doctest: +SKIP
         {'answered': 144}
     """
-    run = open_run_dir(run_path)
-    instruments = run_instruments(run)
+    run = open_run(run_path, write=True)
+    instruments = run.instruments
     backend = make_backend(config, log=log)
     with RunLock(run.path), RunStore(run.database) as store:
         new = sync_persona_targets(store, instruments)

@@ -8,7 +8,6 @@ both happen), and whether a process holds a run is asked of its lock (engine/sto
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from contextlib import closing
 from dataclasses import dataclass, field
@@ -17,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from psyq.engine.files.errors import InputError, PsyqError
+from psyq.engine.results.run import open_run
 from psyq.engine.store.readonly import connect_readonly
 from psyq.engine.store.runlock import lock_holder
 
-MANIFEST, DATABASE = "manifest.json", "run.sqlite"   # the names engine/administer/run.py gives them
+MANIFEST, DATABASE = "manifest.json", "run.sqlite"   # the names engine/administer/record.py gives them
 TRIAL_STATUSES = ("answered", "missing", "failed")
 
 
@@ -104,11 +104,10 @@ def _connect(database: Path) -> sqlite3.Connection:
 
 
 def _read_manifest(path: Path, notes: list[str]) -> dict[str, Any]:
+    """The run's manifest, or (damaged) a note: a listing shows a damaged run rather than refuse it."""
     try:
-        data = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
-        if isinstance(data, dict):
-            return data
-    except (ValueError, OSError):
+        return open_run(path).manifest
+    except InputError:
         pass
     notes.append(f"{MANIFEST} is damaged (rerun the study to rebuild it); counts are from {DATABASE}")
     return {}
@@ -274,7 +273,7 @@ def run_breakdown(path: str | Path) -> tuple[list[Breakdown], list[str]]:
     try:
         with closing(_connect(path / DATABASE)) as db:
             trials = db.execute(
-                # `attempts` counts every HTTP attempt, re-asks included (engine/administer/runner.py): each request
+                # `attempts` counts every HTTP attempt, re-asks included (engine/administer/send_trial.py): each request
                 # sent (the first, then each re-ask) is one attempt plus its retries.
                 "SELECT instrument_id, backend_id, status, COUNT(*), SUM(attempts - 1 - reasks), SUM(reasks), "
                 "SUM(COALESCE(prompt_tokens, 0)), SUM(COALESCE(completion_tokens, 0)), "

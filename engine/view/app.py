@@ -36,7 +36,7 @@ from psyq.engine.files.errors import PsyqError
 from psyq.engine.results.runs import find_run_dirs, list_runs, run_breakdown, run_state, summarise_run
 from psyq.engine.results.usage import read_token_usage
 from psyq.engine.store.readonly import connect_readonly
-from psyq.engine.store.run_dir import RunDir
+from psyq.engine.results.run import open_run
 from psyq.engine.store.runlock import lock_holder
 from psyq.engine.view import reads
 
@@ -284,7 +284,7 @@ def _stamp(path: Path) -> tuple[int, int] | None:
 
 def _manifest(path: Path) -> dict[str, Any]:
     try:
-        return RunDir(path).read_manifest()
+        return open_run(path).manifest
     except PsyqError:
         return {}
 

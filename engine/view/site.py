@@ -41,7 +41,7 @@ from typing import Any, Iterator, Mapping
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urljoin, urlsplit
 
 from psyq.engine.store.readonly import connect_readonly
-from psyq.engine.store.run_dir import RunDir
+from psyq.engine.results.run import Run, as_run
 from psyq.engine.view.reads import PAGE_SIZE, TrialFilter, trial_filter_choices
 
 HERE = Path(__file__).parent
@@ -201,8 +201,8 @@ def _filters(db: Any, manifest: Mapping[str, Any]) -> list[dict[str, str]]:
     return out
 
 
-def site_pages(run_path: str | Path, report_at: str = "../run/report.html") -> Iterator[tuple[str, bytes]]:
-    """The static site of the run at `run_path`, file by file: (path relative to the site's root,
+def site_pages(run: Run | str | Path, report_at: str = "../run/report.html") -> Iterator[tuple[str, bytes]]:
+    """The static site of `run` (opened by :func:`psyq.open_run`, or its path), file by file: (path relative to the site's root,
     bytes), one page made at a time. `report_at`: where the run's report.html lies relative to the
     site's root (a bundle: ``../run/report.html``).
 
@@ -217,8 +217,8 @@ def site_pages(run_path: str | Path, report_at: str = "../run/report.html") -> I
 
     from psyq.engine.view.app import create_app
 
-    run_path = Path(run_path).resolve()
-    manifest = RunDir(run_path).read_manifest()
+    run = as_run(run)
+    run_path, manifest = run.path.resolve(), run.manifest
     rel = run_path.name                                  # the viewer's name of a root that is itself a run
     folder = f"run/{file_name(str(manifest.get('run_id') or rel))}"
     yield "static/view.css", (HERE / "static" / "view.css").read_bytes()

@@ -5,6 +5,10 @@ Each function reads the tidy answers table of :func:`psyq.engine.results.export.
 (× subscale × norm group for :func:`sd_ratio`), with stable column names and an empty frame with
 the same columns when the diagnostic does not apply.
 
+One concern: each function is one known failure mode of LLM respondents, counted in the units below
+with the same few helpers, and the report reads them together through :func:`fidelity_summary`;
+split by diagnostic, every part would import the units and helpers back from the others.
+
 Units, used throughout:
 
 * an *answer* is one row of the table; it *counts* when ``status == 'answered'`` and ``value`` is
@@ -30,10 +34,9 @@ Example
 `run_dir`: a run of the toy instrument tests/data/mini_1to7.yaml, 4 personas, one refusal:
 
 >>> from psyq import export_table
->>> from psyq.engine.results.export import run_instruments
->>> from psyq.engine.store.run_dir import open_run_dir
+>>> from psyq.engine.results.run import open_run
 >>> table = export_table(run_dir)
->>> report = fidelity_summary(table, run_instruments(open_run_dir(run_dir)))
+>>> report = fidelity_summary(table, open_run(run_dir).instruments)
 >>> report["missingness"][["instrument", "n_answers", "answered_rate", "refusal_rate"]]
   instrument  n_answers  answered_rate  refusal_rate
 0       mini         16         0.9375        0.0625
@@ -262,9 +265,8 @@ def acquiescence(table: pd.DataFrame, instruments: dict[str, Instrument]) -> pd.
     -------
     `run_dir`: a run of the toy instrument tests/data/mini_1to7.yaml (items a and c reversed, scale 1–7).
 
-    >>> from psyq import export_table, open_run_dir
-    >>> from psyq.engine.results.export import run_instruments
-    >>> table, instruments = export_table(run_dir), run_instruments(open_run_dir(run_dir))
+    >>> from psyq import export_table, open_run
+    >>> table, instruments = export_table(run_dir), open_run(run_dir).instruments
     >>> columns = ["n_respondents", "midpoint", "mean_forward", "mean_reversed", "acquiescence", "balanced"]
     >>> acquiescence(table, instruments)[columns].round(3)
        n_respondents  midpoint  mean_forward  mean_reversed  acquiescence  balanced
@@ -325,9 +327,8 @@ def response_styles(table: pd.DataFrame, instruments: dict[str, Instrument]) -> 
     -------
     `run_dir`: a run of the toy instrument tests/data/mini_1to7.yaml (scale 1–7, midpoint 4).
 
-    >>> from psyq import export_table, open_run_dir
-    >>> from psyq.engine.results.export import run_instruments
-    >>> table, instruments = export_table(run_dir), run_instruments(open_run_dir(run_dir))
+    >>> from psyq import export_table, open_run
+    >>> table, instruments = export_table(run_dir), open_run(run_dir).instruments
     >>> response_styles(table, instruments)[["instrument", "n_answers", "extreme", "midpoint"]].round(3)
       instrument  n_answers  extreme  midpoint
     0       mini         15    0.067       0.2
@@ -601,9 +602,8 @@ def fidelity_summary(table: pd.DataFrame, instruments: dict[str, Instrument],
     `run_dir`: a run of the toy instrument tests/data/mini_1to7.yaml, options as written, items in
     their order, answers as text (so no option-order, item-order or entropy diagnostic).
 
-    >>> from psyq import export_table, open_run_dir
-    >>> from psyq.engine.results.export import run_instruments
-    >>> sorted(fidelity_summary(export_table(run_dir), run_instruments(open_run_dir(run_dir))))
+    >>> from psyq import export_table, open_run
+    >>> sorted(fidelity_summary(export_table(run_dir), open_run(run_dir).instruments))
     ['acquiescence', 'missingness', 'response_styles', 'straightlining']
     """
     # Only the columns the diagnostics read: each selects rows, which copies every column it is given
