@@ -50,7 +50,8 @@ ITEMS_PER_RESPONDENT = 28                          # the IRI
 def request_payload() -> dict[str, Any]:
     """The body psyq sends for one IRI item to one persona (the loops send this one)."""
     from psyq.engine.design.instrument import load_instrument
-    from psyq.engine.design.persona import DEFAULT_TEMPLATE, Persona, render_system_prompt
+    from psyq.engine.design.persona import Persona
+    from psyq.engine.design.persona_prompt import DEFAULT_TEMPLATE, render_system_prompt
     from psyq.engine.trials.prompts import item_messages
     iri = load_instrument(IRI)
     persona = Persona(id="r000001", attributes={"gender": "male", "age": 19, "serial": 1})

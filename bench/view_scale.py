@@ -132,7 +132,7 @@ def attributes(serial: int) -> dict[str, Any]:
 
 
 def _block(serial: int) -> str:
-    """The attribute lines of a persona's system prompt (engine/design/persona.py's default template)."""
+    """The attribute lines of a persona's system prompt (engine/design/persona_prompt.py's default template)."""
     return "\n".join(f"- {k}: {v}" for k, v in attributes(serial).items())
 
 

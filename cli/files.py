@@ -54,7 +54,7 @@ def load_any(path: Path) -> object:
     from psyq.engine.judging.answer_judge import load_rubric
     from psyq.engine.kinds import all_kinds
     from psyq.engine.design.perturbation_sets import load_perturbations
-    from psyq.engine.design.persona import load_cohort
+    from psyq.engine.design.cohort_file import load_cohort
     from psyq.engine.design.situations import load_situations
     from psyq.engine.design.study import load_study
     from psyq.engine.files.codebook import load_codebook
@@ -113,7 +113,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
         from psyq.engine.design.instrument import instrument_json_schema
         schema = instrument_json_schema()
     elif args.format == "cohort":
-        from psyq.engine.design.persona import cohort_json_schema
+        from psyq.engine.design.cohort_file import cohort_json_schema
         schema = cohort_json_schema()
     elif args.format == "situations":
         from psyq.engine.design.situations import situations_json_schema

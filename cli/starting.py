@@ -34,7 +34,7 @@ def _instrument(path: Path) -> dict[str, Any]:
 
 
 def _cohort(path: Path) -> dict[str, Any]:
-    from psyq.engine.design.persona import load_cohort
+    from psyq.engine.design.cohort_file import load_cohort
 
     data = load_yaml(path).data
     cohort = load_cohort(path)

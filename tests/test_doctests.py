@@ -48,7 +48,7 @@ MODULES = modules_with_examples()
 # Their examples name psyq's shipped files by name only, so they run from any folder (psyq installed,
 # no clone in sight): run again from an empty one.
 BY_NAME = ["psyq.engine.files.shipped", "psyq.cli.starting", "psyq.engine.design.study",
-           "psyq.engine.design.persona", "psyq.engine.judging.answer_judge", "psyq.engine.trials.prompts",
+           "psyq.engine.design.cohort_file", "psyq.engine.judging.answer_judge", "psyq.engine.trials.prompts",
            "psyq.engine.trials.scoring", "psyq.engine.kinds.response.rubrics", "psyq.engine.administer.run",
            "psyq.engine.kinds.vignette.accuracy", "psyq.analysis.statistics.invariance.against_people"]
 

@@ -14,8 +14,10 @@ from pathlib import Path
 import pytest
 
 from psyq.engine.files.errors import InputError
-from psyq.engine.design.persona import (BASELINE, DEFAULT_TEMPLATE, Persona, SampleSpec, check_template,
-    load_cohort, read_personas_csv, render_system_prompt, sample_personas)
+from psyq.engine.design.cohort_csv import read_personas_csv
+from psyq.engine.design.cohort_file import load_cohort
+from psyq.engine.design.persona import BASELINE, Persona, SampleSpec, sample_personas
+from psyq.engine.design.persona_prompt import DEFAULT_TEMPLATE, check_template, render_system_prompt
 
 ROOT = Path(__file__).resolve().parents[1]
 

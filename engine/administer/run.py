@@ -34,7 +34,7 @@ from psyq.engine.files.errors import InputError, Problem
 from psyq.engine.files.shipped import shipped_name
 from psyq.engine.store.clock import utc_now
 from psyq.engine.store.run_dir import DATABASE, SITUATIONS, RunDir
-from psyq.engine.design.persona import render_system_prompt
+from psyq.engine.design.persona_prompt import render_system_prompt
 from psyq.engine.design.prices import PriceTable, combine
 from psyq.engine.store.runlock import RunLock
 from psyq.engine.administer.runner import ProgressCallback, plan_trials, run_pending

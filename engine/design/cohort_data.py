@@ -92,8 +92,8 @@ class FromDataSpec(StrictModel):
 def check_from_data(spec: FromDataSpec, doc: YamlDocument, *,
                     check_attribute_name: Callable[[str], str | None]) -> list[Problem]:
     """Meaning checks that need no file: twins or draw (one of them), attribute names usable as
-    placeholders (`check_attribute_name`: the cohort format's rule, from persona.py, which imports
-    this module) and not repeated."""
+    placeholders (`check_attribute_name`: the cohort format's rule, from persona.py, passed by
+    cohort_file.py, which imports this module) and not repeated."""
     at: FieldPath = ("from_data",)
     problems = []
     given = [k for k in ("twins", "draw") if getattr(spec, k) is not None]
@@ -162,7 +162,7 @@ def read_from_data(spec: FromDataSpec, doc: YamlDocument, cohort_path: str | Pat
     line for a bad cell (a twin's id that cannot be a persona id, a weight that is not a number
     ≥ 0). Rows with an empty attribute, weight or stratum cell, and rows of weight 0, are skipped:
     counted with their reason in a notice and in the provenance, never silently. The cohort
-    format's rules for persona ids and CSV cells come from persona.py (which imports this module).
+    format's rules for persona ids and CSV cells come from cohort_file.py (which imports this module).
     """
     at: FieldPath = ("from_data",)
     folder = Path(cohort_path).parent

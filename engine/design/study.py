@@ -24,7 +24,8 @@ from psyq.engine.files.errors import InputError, Problem
 from psyq.engine.files.fields import Id, StrictModel, Text
 from psyq.engine.design.instrument import Instrument, item_texts_path, load_instrument, missing_texts_message
 from psyq.engine.kinds import get_kind
-from psyq.engine.design.persona import Cohort, load_cohort
+from psyq.engine.design.cohort_file import load_cohort
+from psyq.engine.design.persona import Cohort
 from psyq.engine.design.prices import ModelPrice
 from psyq.engine.trials.prompts import answer_tokens
 from psyq.engine.design.situations import SituationSet, load_situations

@@ -40,7 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from psyq.engine.design.instrument import Instrument, load_instrument, missing_texts_message
-from psyq.engine.design.persona import CohortFile, Cohort
+from psyq.engine.design.cohort_file import CohortFile
+from psyq.engine.design.persona import Cohort
 from psyq.engine.design.study import Study, load_study, require_item_texts
 from psyq.engine.files.errors import InputError
 from psyq.engine.files.shipped import locate
