@@ -36,10 +36,11 @@ import sys
 
 from psyq.engine import __version__
 from psyq.cli import administering, bundle, files, importing, judging, questionnaire, results, starting, viewing
-from psyq.cli.common import EXIT_BAD_INPUT, EXIT_CODES_HELP, EXIT_FAILURE, report_input_error
+from psyq.cli.common import EXIT_BAD_INPUT, EXIT_CODES_HELP, EXIT_FAILURE, EXIT_LOCKED, Stopped, report_input_error
 from psyq.cli.administering import PLAN_HELP
 from psyq.engine.files.errors import InputError, PsyqError
 from psyq.engine.files.notices import print_notices_to_stderr
+from psyq.engine.store.runlock import RunLocked
 
 # Every command, in the order `psyq --help` lists them: name -> (handler, help, arguments).
 ORDER = ["list", "init", "validate", "schema", "score", "run", "plan", "status", "runs", "export", "scores", "judge", "sensitivity",
@@ -107,6 +108,12 @@ def main(argv: list[str] | None = None) -> int:
         except InputError as exc:
             report_input_error(exc)
             return EXIT_BAD_INPUT
+        except Stopped as exc:       # Ctrl-C, SIGTERM or SIGHUP while a command wrote into a run
+            print(exc.message, file=sys.stderr)
+            return exc.code
+        except RunLocked as exc:     # another process writes into the same run: it is named
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_LOCKED
         except PsyqError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return EXIT_FAILURE

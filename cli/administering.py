@@ -8,18 +8,14 @@ import sys
 from pathlib import Path
 
 from psyq.engine.files.errors import InputError
-from psyq.cli.common import (EXIT_INTERRUPTED, EXIT_LOCKED, EXIT_OK, EXIT_REFUSED, EXIT_TRIALS_FAILED,
-                                    EXIT_UNREACHABLE, non_negative_float, non_negative_int, positive_float,
-                                    positive_int, id_paths)
+from psyq.cli.common import (EXIT_INTERRUPTED, EXIT_OK, EXIT_REFUSED, EXIT_TRIALS_FAILED, EXIT_UNREACHABLE,
+                             id_paths, non_negative_float, non_negative_int, positive_float, positive_int,
+                             run_stoppable)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    import asyncio
-    import signal
-
     from psyq.engine.administer.progress import RunProgress
     from psyq.engine.administer.run import administer
-    from psyq.engine.store.runlock import RunLocked
     from psyq.engine.design.study import load_study
 
     if args.dry_run:
@@ -31,28 +27,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     prices = _price_table(args, study)
     progress = RunProgress()
 
-    async def main():
-        # SIGTERM (a scheduler, `timeout`, `systemctl stop`) and SIGHUP (a closed terminal) stop a run the
-        # way Ctrl-C does: cleanly, keeping every answer received.
-        task = asyncio.current_task()
-        for stop in (signal.SIGTERM, signal.SIGHUP):
-            asyncio.get_running_loop().add_signal_handler(stop, task.cancel)
-        return await administer(study, args.runs_dir, configs, on_start=progress.start,
-                                on_trial=progress.trial, log=progress.say,
-                                overrides=[o.to_json() for o in overridden.overrides], prices=prices)
-
     try:
-        result = asyncio.run(main())
-    except KeyboardInterrupt:
+        # SIGTERM and SIGHUP stop a run the way Ctrl-C does: administer keeps every answer received and
+        # returns, and the outcome says so (exit 130).
+        result = run_stoppable(lambda: administer(study, args.runs_dir, configs, on_start=progress.start,
+                                                  on_trial=progress.trial, log=progress.say,
+                                                  overrides=[o.to_json() for o in overridden.overrides],
+                                                  prices=prices), "answer")
+    finally:
         progress.stop()
-        print("interrupted: every answer received is stored; run the same command again to resume",
-              file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except RunLocked as exc:
-        progress.stop()
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_LOCKED
-    progress.stop()
     return run_outcome(result)
 
 
@@ -81,7 +64,7 @@ def _with_prompt_variant(args: argparse.Namespace, study):
 def _backend_overrides(args: argparse.Namespace, study):
     """The study's backends with the command-line flags applied; says on stderr where each setting came from."""
     from psyq.engine.administer.overrides import CliOverrides, apply_overrides
-    from psyq.engine.administer.run import check_command_line_backend
+    from psyq.engine.administer.overrides import check_command_line_backend
 
     if args.base_url is not None or args.api_key_env is not None:
         check_command_line_backend(args.base_url, args.api_key_env)   # refused without echoing a secret
@@ -113,10 +96,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from contextlib import ExitStack
 
     from psyq.engine.backends import make_backend
-    from psyq.engine.administer.plan import build_plan, plan_lines
+    from psyq.engine.administer.plan_estimate import build_plan, plan_lines
     from psyq.engine.store.run_dir import DATABASE
-    from psyq.engine.administer.run import run_id_for
-    from psyq.engine.administer.runner import plan_trials
+    from psyq.engine.administer.record import run_id_for
+    from psyq.engine.administer.plan import plan_trials
     from psyq.engine.design.study import load_study, require_item_texts
     from psyq.engine.administer.tokenizer import token_counter
     from psyq.engine.results.usage import read_finished_trials
@@ -130,7 +113,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     run_dir = Path(args.runs_dir) / study.id / run_id_for(study, backends)
     finished, finished_note = read_finished_trials(run_dir / DATABASE)
     if study.spec.stages:   # conversations: later stages shown with their history (placeholders for replies)
-        from psyq.engine.administer.stages import (PREVIEW_NOTE, first_conversations, plan_chains,
+        from psyq.engine.administer.plan import (PREVIEW_NOTE, first_conversations, plan_chains,
             preview_trials)
         chains = plan_chains(study, backends)
         trials, shown_first = preview_trials(chains), first_conversations(chains)

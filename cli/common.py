@@ -7,12 +7,14 @@ import contextlib
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Awaitable, Callable, Iterator, TypeVar
 
 from psyq.engine.files.errors import InputError
 
 if TYPE_CHECKING:
     from psyq.engine.results.run import Run
+
+T = TypeVar("T")
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
 EXIT_TRIALS_FAILED, EXIT_UNREACHABLE, EXIT_LOCKED, EXIT_REFUSED, EXIT_INTERRUPTED = 3, 4, 5, 6, 130
@@ -30,6 +32,43 @@ EXIT_CODES_HELP = """exit codes:
 MAX_PROBLEMS_SHOWN = 50
 RUN_HELP = ("a run's folder (runs/STUDY/RUN_ID), a study's runs folder (runs/STUDY) for its latest run, or a "
             "bundle (FILE.zip, from psyq bundle)")
+
+
+class Stopped(Exception):
+    """A command that writes into a run was interrupted (Ctrl-C, SIGTERM, SIGHUP): :func:`psyq.cli.main`
+    prints :attr:`message` and exits with :attr:`code`."""
+
+    def __init__(self, code: int, message: str):
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+def run_stoppable(work: Callable[[], Awaitable[T]], kept: str) -> T:
+    """Run the coroutine `work()` to its end. Ctrl-C, SIGTERM (a scheduler, `timeout`, `systemctl
+    stop`) and SIGHUP (a closed terminal) stop it the same clean way; then :class:`Stopped` says
+    "every `kept` received is stored" (exit 130). A coroutine that handles the stop itself (``administer`` keeps every
+    answer and returns) returns as usual.
+
+    Example:
+        >>> async def judged():
+        ...     return 3
+        >>> run_stoppable(judged, "judgement")
+        3
+    """
+    import asyncio
+    import signal
+
+    async def main() -> T:
+        task = asyncio.current_task()
+        for stop in (signal.SIGTERM, signal.SIGHUP):
+            asyncio.get_running_loop().add_signal_handler(stop, task.cancel)
+        return await work()
+
+    try:
+        return asyncio.run(main())
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        raise Stopped(EXIT_INTERRUPTED, f"interrupted: every {kept} received is stored; run the same command "
+                                        "again to resume") from None
 
 
 def positive_int(text: str) -> int:

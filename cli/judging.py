@@ -6,17 +6,14 @@ import argparse
 import sys
 from typing import Callable
 
-from psyq.cli.common import EXIT_LOCKED, EXIT_OK, RUN_HELP, chosen_run
+from psyq.cli.common import EXIT_OK, RUN_HELP, chosen_run, run_stoppable
 from psyq.engine.files.errors import InputError
 from psyq.engine.files.yamlfile import load_yaml
 from psyq.engine.files.shipped import locate
 
 
 def cmd_judge(args: argparse.Namespace) -> int:
-    import asyncio
-
     from psyq.engine.judging.answer_judge import judge_run, load_rubric
-    from psyq.engine.store.runlock import RunLocked
 
     rubric_path = locate(args.rubric, "rubric")
     multi = load_yaml(rubric_path).data.get("psyq") == "rubric/2" if rubric_path.exists() else False
@@ -34,16 +31,8 @@ def cmd_judge(args: argparse.Namespace) -> int:
     if multi:
         return _judge_targets(args, config, rubric, answer)
     tick = _every_fifty("judged")
-    try:
-        result = asyncio.run(judge_run(args.run, config, rubric, answer, on_judgement=tick,
-                                       log=lambda m: print(m, file=sys.stderr)))
-    except KeyboardInterrupt:
-        print("interrupted: every judgement received is stored; run the same command again to resume",
-              file=sys.stderr)
-        return 130
-    except RunLocked as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_LOCKED
+    result = run_stoppable(lambda: judge_run(args.run, config, rubric, answer, on_judgement=tick,
+                                             log=lambda m: print(m, file=sys.stderr)), "judgement")
     counts = ", ".join(f"{k} {v}" for k, v in sorted(result.counts.items())) or "nothing"
     print(f"{rubric.spec.id} by {config.id} ({answer}): {result.tasks} answers to judge, {result.already} "
           f"already judged before; now {counts}")
@@ -81,7 +70,7 @@ def helper_backend(args: argparse.Namespace, backend_id: str):
         print(f"note: {backend_id}: the local model {config.model} (instruction-tuned; --base-url URL "
               "--model NAME for another server)", file=sys.stderr)
         return config
-    from psyq.engine.administer.run import check_command_line_backend
+    from psyq.engine.administer.overrides import check_command_line_backend
 
     check_command_line_backend(args.base_url, args.api_key_env)
     from psyq.engine.backends.capabilities import capabilities_for
@@ -107,25 +96,15 @@ def _add_perturb_args(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_perturb(args: argparse.Namespace) -> int:
-    import asyncio
-
     from psyq.engine.judging.perturbed_replies import perturb_run
     from psyq.engine.design.perturbation_sets import load_perturbations
-    from psyq.engine.store.runlock import RunLocked
 
     pset = load_perturbations(args.set_file)
     args.run = str(chosen_run(args.run))
     only = [o.strip() for o in args.only.split(",") if o.strip()] if args.only else None
     config = helper_backend(args, args.rewriter_id)
-    try:
-        result = asyncio.run(perturb_run(args.run, pset, config, only=only, log=lambda m: print(m, file=sys.stderr)))
-    except KeyboardInterrupt:
-        print("interrupted: every perturbed text received is stored; run the same command again to resume",
-              file=sys.stderr)
-        return 130
-    except RunLocked as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_LOCKED
+    result = run_stoppable(lambda: perturb_run(args.run, pset, config, only=only,
+                                               log=lambda m: print(m, file=sys.stderr)), "perturbed text")
     if result.pairs == 0:
         print(f"warning: {args.run} has no rating targets to perturb (no persona replies to response items, no "
               "imported reference replies)", file=sys.stderr)
@@ -150,21 +129,11 @@ def cmd_perturb(args: argparse.Namespace) -> int:
 
 def _judge_targets(args: argparse.Namespace, config, rubric, answer: str) -> int:
     """`psyq judge` with a `rubric/2` rubric: every rating target × dimension, blind, resumable."""
-    import asyncio
-
-    from psyq.engine.store.runlock import RunLocked
     from psyq.engine.judging.reply_judge import judge_targets
 
     tick = _every_fifty("rated")
-    try:
-        result = asyncio.run(judge_targets(args.run, config, rubric, answer, order_seed=args.order_seed,
-                                           on_rating=tick, log=lambda m: print(m, file=sys.stderr)))
-    except KeyboardInterrupt:
-        print("interrupted: every rating received is stored; run the same command again to resume", file=sys.stderr)
-        return 130
-    except RunLocked as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_LOCKED
+    result = run_stoppable(lambda: judge_targets(args.run, config, rubric, answer, order_seed=args.order_seed,
+                                                 on_rating=tick, log=lambda m: print(m, file=sys.stderr)), "rating")
     for note in result.skipped:
         print(f"warning: {note}", file=sys.stderr)
     counts = ", ".join(f"{k} {v}" for k, v in sorted(result.counts.items())) or "nothing"
@@ -177,15 +146,10 @@ def _judge_targets(args: argparse.Namespace, config, rubric, answer: str) -> int
 def cmd_rating_sheet(args: argparse.Namespace) -> int:
     from psyq.engine.judging.rating_sheet import write_rating_sheet
     from psyq.engine.kinds.response.rubrics import load_multi_rubric
-    from psyq.engine.store.runlock import RunLocked
 
     rubric = load_multi_rubric(args.rubric)
     args.run = str(chosen_run(args.run))   # the sheet's import command then names the exact run
-    try:
-        n = write_rating_sheet(args.run, args.out, rubric, seed=args.seed, with_perturbed=args.with_perturbed)
-    except RunLocked as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_LOCKED
+    n = write_rating_sheet(args.run, args.out, rubric, seed=args.seed, with_perturbed=args.with_perturbed)
     print(f"{n} texts to rate on {', '.join(rubric.dimension_ids)} (blind, shuffled with seed {args.seed}) -> "
           f"{args.out}; fill in rater_id and the levels, then: psyq import ratings {args.out} --run {args.run} "
           f"--rubric {rubric.spec.id}")
