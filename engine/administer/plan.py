@@ -45,7 +45,8 @@ import numpy as np
 from psyq.engine.backends.base import BackendError, HttpBackend, request_body
 from psyq.engine.kinds import get_kind
 from psyq.engine.trials.parsing import too_long
-from psyq.engine.design.persona import Persona, render_system_prompt
+from psyq.engine.design.persona import Persona
+from psyq.engine.design.persona_prompt import render_system_prompt
 from psyq.engine.trials.prompts import answer_json_schema, instrument_messages
 from psyq.engine.administer.runner import option_order_for, per_backend_workers, run_trial_conversation
 from psyq.engine.design.situations import Situation

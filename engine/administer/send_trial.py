@@ -22,7 +22,7 @@ from psyq.engine.backends.base import BackendError, ChatRequest, HttpBackend, re
 from psyq.engine.kinds import all_kinds, get_kind
 from psyq.engine.trials.parsing import (ParsedAnswer, expected_value, most_likely, option_distribution,
     sample_answer, too_long)
-from psyq.engine.design.persona import render_system_prompt
+from psyq.engine.design.persona_prompt import render_system_prompt
 from psyq.engine.store.clock import utc_now
 from psyq.engine.store.run_store import REPLY_SEPARATOR, AnswerRecord, RunStore, TrialRecord
 from psyq.engine.design.study import Protocol, Study
