@@ -8,7 +8,7 @@ import sqlite3
 
 import pytest
 
-from psyq.engine.backends import base as backend_base
+from psyq.engine.backends import bodies
 from psyq.engine.store import run_store, writer_process
 from psyq.engine.store.run_store import AnswerRecord, RunStore, TrialRecord
 from psyq.engine.trials import parsing, prompts
@@ -19,7 +19,7 @@ def _record(trial_id: str, request: dict, response: dict | None) -> TrialRecord:
     answer = AnswerRecord("1", 0, 3, "answered", distribution={1: 0.25, 3: 0.75}, option_mass=0.9, expected=2.5)
     return TrialRecord(trial_id=trial_id, backend_id="b", model="m", respondent_id="r1", instrument_id="iri",
                        item_ids=["1"], repeat=0, option_order="as_written", status="answered",
-                       request=backend_base._compact_json(request),
+                       request=bodies.compact_json(request),
                        response=response, raw_text="D", attempts=1, reasks=0, latency_s=0.01, prompt_tokens=9,
                        completion_tokens=1, started_at="s", finished_at="f", error=None, answers=[answer])
 
@@ -47,7 +47,7 @@ def test_stored_json_is_what_json_dumps_gives_without_an_encoder_per_call(tmp_pa
     item_ids, request, response = db.execute("SELECT item_ids, request, response FROM trials").fetchone()
     distribution = db.execute("SELECT distribution FROM answers").fetchone()[0]
     assert (item_ids, request, response, distribution) == (
-        json.dumps(["1"]), backend_base._compact_json(REQUEST), json.dumps(RESPONSE), json.dumps({1: 0.25, 3: 0.75}))
+        json.dumps(["1"]), bodies.compact_json(REQUEST), json.dumps(RESPONSE), json.dumps({1: 0.25, 3: 0.75}))
 
 
 def test_a_reply_too_deep_to_encode_is_stored_as_the_same_note(tmp_path):
@@ -63,14 +63,14 @@ def test_a_reply_too_deep_to_encode_is_stored_as_the_same_note(tmp_path):
 
 
 def test_the_request_body_is_sent_as_compact_utf8_json_made_by_one_encoder(monkeypatch):
-    body = backend_base._compact_json(REQUEST)
+    body = bodies.compact_json(REQUEST)
     assert body == json.dumps(REQUEST, ensure_ascii=False, separators=(",", ":"))
 
     def no_encoder_per_call(*args, **kwargs):
         raise AssertionError("an encoder was built for one call")
 
     monkeypatch.setattr(json.JSONEncoder, "iterencode", no_encoder_per_call)
-    assert backend_base._compact_json(REQUEST) == body
+    assert bodies.compact_json(REQUEST) == body
 
 
 def test_the_store_checkpoints_its_wal_every_4000_pages(tmp_path):
@@ -144,9 +144,9 @@ class _Response:
 
 
 def test_a_body_that_has_arrived_is_taken_whole_and_still_bounded():
-    read = backend_base._read_bounded
+    read = bodies.read_bounded
     assert asyncio.run(read(_Response(b'{"a": 1}'))) == (b'{"a": 1}', False)
-    limit = backend_base.MAX_BODY_BYTES
+    limit = bodies.MAX_BODY_BYTES
     assert asyncio.run(read(_Response(b"x" * limit))) == (b"x" * limit, False)
     body, too_long = asyncio.run(read(_Response(b"x" * (limit + 10))))
     assert too_long and len(body) == limit

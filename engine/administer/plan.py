@@ -42,7 +42,8 @@ from typing import Callable, Iterable, Literal
 
 import numpy as np
 
-from psyq.engine.backends.base import BackendError, HttpBackend, request_body
+from psyq.engine.backends.base import BackendError, HttpBackend
+from psyq.engine.backends.bodies import request_body
 from psyq.engine.kinds import get_kind
 from psyq.engine.trials.parsing import too_long
 from psyq.engine.design.persona import Persona

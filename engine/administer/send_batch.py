@@ -31,7 +31,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from psyq.engine.backends.base import BackendError, ChatRequest, ChatResult, HttpBackend, kept_body
+from psyq.engine.backends.base import BackendError, ChatRequest, ChatResult, HttpBackend
+from psyq.engine.backends.bodies import kept_body
 from psyq.engine.backends.batch_api import BatchApiError, BatchLine, BatchState
 from psyq.engine.administer.runner import ProgressCallback, run_trial_conversation
 from psyq.engine.store.clock import utc_now

@@ -18,7 +18,8 @@ from typing import Awaitable, Callable, Iterable, Iterator, TypeVar
 
 import numpy as np
 
-from psyq.engine.backends.base import BackendError, ChatRequest, HttpBackend, request_body
+from psyq.engine.backends.base import BackendError, ChatRequest, HttpBackend
+from psyq.engine.backends.bodies import request_body
 from psyq.engine.kinds import all_kinds, get_kind
 from psyq.engine.trials.parsing import (ParsedAnswer, expected_value, most_likely, option_distribution,
     sample_answer, too_long)

@@ -3,7 +3,8 @@
 A backend turns a :class:`ChatRequest` into a :class:`ChatResult` over HTTP. Subclasses only say
 how to build the payload and read the response (:class:`HttpBackend`); the HTTP client (one
 ``aiohttp.ClientSession``), concurrency, request and token rate limits, timeouts and bounded
-retries with exponential backoff and jitter (honouring ``Retry-After``) live here once.
+retries with exponential backoff and jitter (honouring ``Retry-After``) live here once (the
+pacers in `pacing.py`, the bytes of a request and a reply in `bodies.py`).
 Secrets: an API key is read from the environment variable the configuration names, at request
 time, and put in a header only; it is never part of a payload, an identity, a log line or an
 error message.
@@ -25,24 +26,21 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import Field, field_validator
 from pydantic_core import PydanticCustomError
 
+from psyq.engine.backends.bodies import KEPT_BODY_CHARS, MAX_BODY_BYTES, kept_body, read_bounded, request_body
 from psyq.engine.backends.endpoint import normalise_endpoint
 from psyq.engine.backends.capabilities import (Capabilities, CapabilityOverride, capabilities_for,
     reasoning_allowance)
+from psyq.engine.backends.pacing import RateLimiter, parse_retry_after, token_cost
 from psyq.engine.backends.pool import EndpointPool
 from psyq.engine.backends.provider_errors import STOP_AFTER, STOP_AT_ONCE, ProviderRefusal, read_refusal
 from psyq.engine.backends.registry import BACKENDS, quoted_kinds
 from psyq.engine.files.errors import PsyqError
-from psyq.engine.files.json_text import json_encoder
 from psyq.engine.files.fields import Id, StrictModel
 
 if TYPE_CHECKING:
     import aiohttp
 
 RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
-# A reply body is read up to this size; a larger one is not a chat answer (a rating, a free text,
-# even 200 logprob alternatives are kilobytes) and is stored cut, as missing (`too_long`).
-MAX_BODY_BYTES = 4 * 2**20
-KEPT_BODY_CHARS = 64_000          # how much of an unreadable or oversized body is stored
 # Connection attempts that fail in a row (refused, unknown host, connect timeout) before the
 # backend counts as unreachable and the run stops, rather than retrying every trial for minutes.
 UNREACHABLE_AFTER = 20
@@ -215,49 +213,6 @@ class BackendStats:
     completion_tokens: int = 0
     reasoning_tokens: int = 0
     retry_reasons: dict[str, int] = field(default_factory=dict)
-
-
-class RateLimiter:
-    """Paces events so that at most `per_minute` units pass per minute, evenly spread.
-
-    Pacing (rather than bursting up to a window's budget) keeps a server that counts a sliding
-    window from ever seeing more than its limit, which is what keeps 429s near zero.
-
-    Example:
-        >>> limiter = RateLimiter(600)   # one unit every 0.1 s
-    """
-
-    def __init__(self, per_minute: float):
-        self.interval = 60.0 / per_minute
-        self._next = 0.0
-        self._lock = asyncio.Lock()
-
-    async def acquire(self, units: float = 1.0) -> None:
-        async with self._lock:
-            now = time.monotonic()
-            start = max(now, self._next)
-            self._next = start + units * self.interval
-        if start > now:
-            await asyncio.sleep(start - now)
-
-    def pause_until(self, t: float) -> None:
-        """Hold every later request until monotonic time `t` (a server asked us to wait)."""
-        self._next = max(self._next, t)
-
-
-def parse_retry_after(value: str | None) -> float | None:
-    """Seconds to wait from a ``Retry-After`` header (seconds form; dates are ignored).
-
-    Example:
-        >>> parse_retry_after("1.5"), parse_retry_after(None), parse_retry_after("soon")
-        (1.5, None, None)
-    """
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        return None
 
 
 class HttpBackend:
@@ -536,7 +491,7 @@ class HttpBackend:
             async with self._session.post(url, data=data, headers=headers) as response:
                 status, retry_after = response.status, response.headers.get("Retry-After")
                 self._unreachable_in_a_row = 0   # a server answered
-                body_bytes, too_long = await _read_bounded(response)
+                body_bytes, too_long = await read_bounded(response)
         except aiohttp.InvalidURL:
             raise BackendError(f"backend '{self.config.id}': the base_url is not a valid URL", fatal=True) from None
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
@@ -575,54 +530,6 @@ class HttpBackend:
         return result
 
 
-# How a request body is sent: compact UTF-8 JSON, by one encoder made once.
-_compact_json = json_encoder(ensure_ascii=False, separators=(",", ":"))
-
-
-def request_body(backend: Any, request: ChatRequest) -> str:
-    """The body `backend` sends for `request`: its payload as compact UTF-8 JSON (what the store
-    keeps as the trial's request, byte for byte what went out; no headers, so no key).
-
-    Example:
-        >>> from psyq.engine.backends import make_backend
-        >>> from psyq.engine.design.study import BackendConfig
-        >>> backend = make_backend(BackendConfig(id="b", kind="openai", model="m", base_url="http://127.0.0.1:9/v1"))
-        >>> request_body(backend, ChatRequest(messages=({"role": "user", "content": "Zoë?"},), max_tokens=8))
-        '{"model":"m","messages":[{"role":"user","content":"Zoë?"}],"max_tokens":8}'
-    """
-    return _compact_json(backend.payload(request))
-
-
-async def _read_bounded(response: aiohttp.ClientResponse) -> tuple[bytes, bool]:
-    """The response body, at most MAX_BODY_BYTES of it; True when there was more."""
-    content = response.content
-    if content.is_eof():
-        # The whole body arrived with the head (a chat reply nearly always does) and the parser
-        # is done with it: taken as it is, without a read per chunk.
-        body = content.read_nowait()
-        return (body[:MAX_BODY_BYTES], True) if len(body) > MAX_BODY_BYTES else (body, False)
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in response.content.iter_chunked(65536):
-        chunks.append(chunk)
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            return b"".join(chunks)[:MAX_BODY_BYTES], True
-    return b"".join(chunks), False
-
-
-def kept_body(body: bytes, truncated: bool = False) -> dict[str, Any]:
-    """An unreadable reply as stored: its text, cut to KEPT_BODY_CHARS, flagged when cut.
-
-    Example:
-        >>> kept_body(b"<html>oops</html>")
-        {'unreadable_body': '<html>oops</html>', 'truncated': False}
-    """
-    text = body.decode("utf-8", "replace")
-    cut = len(text) > KEPT_BODY_CHARS
-    return {"unreadable_body": text[:KEPT_BODY_CHARS], "truncated": truncated or cut}
-
-
 def _counts_against_endpoint(exc: _Retryable) -> bool:
     """True when a retried attempt says the replica is unwell (no connection, a timeout, a 5xx, a
     reply that is not a chat answer); a 429 or 408 says it is alive but busy."""
@@ -634,15 +541,3 @@ def _transport_reason(exc: BaseException) -> str:
     if isinstance(exc, asyncio.TimeoutError):   # aiohttp's read and connect timeouts are these
         return "timeout"
     return f"connection error ({type(exc).__name__})"
-
-
-def token_cost(request: ChatRequest) -> float:
-    """What a request costs the tokens-per-minute pacer: a rough count (4 characters a token,
-    enough to pace a budget) of its messages, plus its answer budget.
-
-    Example:
-        >>> token_cost(ChatRequest(messages=({"role": "user", "content": "12345678"},), max_tokens=10))
-        12.0
-    """
-    chars = sum(len(m.get("content", "")) for m in request.messages)
-    return chars / 4 + request.max_tokens
