@@ -147,7 +147,7 @@ NOTE_MODULE = '''
 from typing import Literal
 from pydantic import Field
 from psyq.engine.files.fields import Id, StrictModel, Text
-from psyq.engine.trials.parsing import parse_free_text
+from psyq.engine.trials.free_text import parse_free_text
 from psyq.engine.trials.trial import make_trial
 from psyq.engine.kinds.base import ItemKind
 

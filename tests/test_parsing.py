@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 
 from psyq.engine.trials.scale import Option
-from psyq.engine.trials.parsing import (ParsedAnswer, expected_value, is_refusal, most_likely,
-    option_distribution, parse_json_rating, parse_rating, parse_ratings_block, sample_answer)
+from psyq.engine.trials.logprobs import expected_value, most_likely, option_distribution, sample_answer
+from psyq.engine.trials.parsing import (ParsedAnswer, is_refusal, parse_json_rating, parse_rating,
+    parse_ratings_block)
 
 # IRI-like: 0-4, codes A-E, labels on the end points only.
 IRI = [

@@ -19,7 +19,7 @@ from __future__ import annotations
 import pandas as pd
 
 from psyq.engine.kinds.scene.leas import Lexicon, is_scene_answer, score_answer
-from psyq.engine.trials.parsing import has_text
+from psyq.engine.trials.free_text import has_text
 
 from psyq.analysis.statistics.agreement import AGREEMENT_COLUMNS, level_agreement
 

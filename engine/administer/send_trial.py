@@ -21,8 +21,8 @@ import numpy as np
 from psyq.engine.backends.base import BackendError, ChatRequest, HttpBackend
 from psyq.engine.backends.bodies import request_body
 from psyq.engine.kinds import all_kinds, get_kind
-from psyq.engine.trials.parsing import (ParsedAnswer, expected_value, most_likely, option_distribution,
-    sample_answer, too_long)
+from psyq.engine.trials.logprobs import expected_value, most_likely, option_distribution, sample_answer
+from psyq.engine.trials.parsing import ParsedAnswer, too_long
 from psyq.engine.design.persona_prompt import render_system_prompt
 from psyq.engine.store.clock import utc_now
 from psyq.engine.store.run_store import REPLY_SEPARATOR, AnswerRecord, RunStore, TrialRecord

@@ -39,7 +39,7 @@ be stored. The smallest kind is a one-question free-text item; in full, as a wor
     from typing import Literal
     from pydantic import Field
     from psyq.engine.files.fields import Id, StrictModel, Text
-    from psyq.engine.trials.parsing import parse_free_text
+    from psyq.engine.trials.free_text import parse_free_text
     from psyq.engine.trials.trial import make_trial
     from psyq.engine.kinds.base import ItemKind
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal, Sequence
 
-from psyq.engine.trials.parsing import (ParsedAnswer, most_likely, option_distribution, parse_json_rating,
-    parse_rating, too_long)
+from psyq.engine.trials.logprobs import most_likely, option_distribution
+from psyq.engine.trials.parsing import ParsedAnswer, parse_json_rating, parse_rating, too_long
 from psyq.engine.trials.scale import Option
 
 if TYPE_CHECKING:

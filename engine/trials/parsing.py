@@ -4,8 +4,10 @@ of the instrument's response scale.
 This module holds what several readers share, so it is not in one kind's module: a value on a
 scale is read for rating items, for another kind's ratings of emotions and for a judge's level
 (:mod:`psyq.engine.trials.answer_mode`); a block of ratings for rating items asked as a whole
-instrument and for a story's stop points; refusals, JSON objects and free text for every kind.
-What one kind alone reads is in that kind's module.
+instrument and for a story's stop points; refusals for every kind. What one kind alone reads is
+in that kind's module. Beside it: finding a JSON object in a reply (`json_object.py`), free-text
+answers kept whole (`free_text.py`), and an answer read from the first token's log-probabilities
+rather than from text (`logprobs.py`).
 
 Pure functions, no I/O. A missing answer is never imputed: when no single value of the scale can
 be read, the result has ``value=None`` and a status and reason saying why (empty, refusal, out of
@@ -27,18 +29,14 @@ Words and phrases that only describe the scale are not answers: a range spanning
 
 from __future__ import annotations
 
-import ast
-import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
+from psyq.engine.trials.json_object import find_json_object, lookup
 from psyq.engine.trials.scale import Option
-
-if TYPE_CHECKING:   # numpy is imported by the one function that draws: the item kinds import this module
-    import numpy as np
 
 Status = Literal["answered", "refusal", "out_of_range", "unparseable", "empty",
                  # set by the runner, not by these parsers: the reply was too long to read, the
@@ -384,92 +382,7 @@ def _parse_text(text: str, scale: Sequence[Option]) -> ParsedAnswer:
 # JSON
 # --------------------------------------------------------------------------------------------
 
-_FENCE_RE = re.compile(r"```[A-Za-z]*\s*(.*?)```", re.DOTALL)
 _ANSWER_KEYS = ("answer", "rating", "response", "score", "value", "choice", "option")
-
-
-# An answer object is shallow ({"answer": 3}, {"answers": {"1": 3}}): text nested deeper than
-# this is not read as JSON at all (the decoders recurse per level and would overflow the stack),
-# and at most this many "{" are tried as the start of an object embedded in prose.
-MAX_JSON_DEPTH = 32
-MAX_JSON_STARTS = 64
-_BRACKET_RE = re.compile(r"[{}\[\]]")
-
-
-def _nesting_depth(text: str) -> int:
-    """The deepest nesting of brackets and braces in `text` (strings not considered: an upper bound)."""
-    depth = deepest = 0
-    for m in _BRACKET_RE.finditer(text):
-        if m.group() in "{[":
-            depth += 1
-            deepest = max(deepest, depth)
-        else:
-            depth = max(0, depth - 1)
-    return deepest
-
-
-def _balanced_object(text: str, start: int) -> str | None:
-    """The {...} starting at text[start], braces balanced (strings not considered)."""
-    depth = 0
-    for m in re.compile(r"[{}]").finditer(text, start):
-        depth += 1 if m.group() == "{" else -1
-        if depth == 0:
-            return text[start:m.end()]
-    return None
-
-
-def find_json_object(text: str) -> dict[str, Any] | None:
-    """The first JSON object in the text: the whole text, a ``` fence, or embedded in prose.
-
-    Python-style dicts with single quotes are accepted as a fallback. Text nested deeper than
-    MAX_JSON_DEPTH holds no object (see there).
-
-    Example:
-        >>> find_json_object('Sure! {"answer": 3} Hope that helps.'), find_json_object("no object")
-        ({'answer': 3}, None)
-    """
-    if _nesting_depth(text) > MAX_JSON_DEPTH:
-        return None
-    candidates = [text.strip()] + [m.group(1).strip() for m in _FENCE_RE.finditer(text)]
-    decoder = json.JSONDecoder()
-    for candidate in candidates:
-        try:
-            obj = json.loads(candidate)
-        except (ValueError, RecursionError):
-            continue
-        if isinstance(obj, dict):
-            return obj
-    for tries, m in enumerate(re.finditer(r"\{", text)):
-        if tries >= MAX_JSON_STARTS:
-            break
-        try:
-            obj, _ = decoder.raw_decode(text, m.start())
-        except (ValueError, RecursionError):
-            snippet = _balanced_object(text, m.start())
-            if snippet is None:
-                continue
-            try:
-                obj = ast.literal_eval(snippet)
-            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-                continue
-        if isinstance(obj, dict):
-            return obj
-    return None
-
-
-def lookup(obj: Mapping[Any, Any], key: str) -> tuple[bool, Any]:
-    """Whether `obj` has `key` (else the same key in other case or with spaces around it), and its value.
-
-    Example:
-        >>> lookup({" Answer ": 2}, "answer"), lookup({}, "answer")
-        ((True, 2), (False, None))
-    """
-    if key in obj:
-        return True, obj[key]
-    for k, v in obj.items():
-        if str(k).strip().lower() == key.strip().lower():
-            return True, v
-    return False, None
 
 
 def _parse_json_value(value: Any, scale: Sequence[Option], key: str) -> ParsedAnswer:
@@ -677,134 +590,3 @@ def parse_ratings_block(text: str, item_ids: Sequence[str], scale: Sequence[Opti
             result = replace(result, disclaimer=True)
         out[item_id] = result
     return out
-
-
-# --------------------------------------------------------------------------------------------
-# Log-probabilities of the first answer token
-# --------------------------------------------------------------------------------------------
-
-def option_distribution(top_logprobs: Mapping[str, float],
-                        scale: Sequence[Option]) -> dict[int, float] | None:
-    """Probabilities of the scale's options from the first answer token's top log-probabilities.
-
-    A token counts for an option when, stripped of spaces, it equals the option's value as text or
-    its code (case-insensitive; a code wins if a token could be both). Probabilities are summed per
-    option and renormalised over the options found; None when no token names an option.
-    Caveat: with tokenizers that split numbers into digits, "1" on a 0-10 scale also carries the
-    start of "10".
-
-    Example:
-        >>> scale = [Option(value=v) for v in range(1, 4)]
-        >>> option_distribution({" 1": math.log(0.2), "2": math.log(0.3), " The": math.log(0.5)}, scale)
-        {1: 0.4, 2: 0.6, 3: 0.0}
-    """
-    by_code = {o.code.strip().lower(): o.value for o in scale if o.code}
-    by_value = {str(o.value): o.value for o in scale}
-    mass = {o.value: 0.0 for o in scale}
-    found = False
-    for token, logprob in top_logprobs.items():
-        key = token.strip()
-        value = by_code.get(key.lower(), by_value.get(key))
-        if value is None or math.isnan(logprob):
-            continue
-        mass[value] += math.exp(logprob)
-        found = True
-    total = sum(mass.values())
-    if not found or total <= 0.0:
-        return None
-    return {v: m / total for v, m in mass.items()}
-
-
-def _check_distribution(distribution: Mapping[int, float]) -> None:
-    if not distribution:
-        raise ValueError("the distribution is empty")
-    probs = list(distribution.values())
-    if any(not math.isfinite(p) or p < 0 for p in probs):
-        raise ValueError(f"probabilities must be finite and non-negative: {dict(distribution)}")
-    if abs(sum(probs) - 1.0) > 1e-6:
-        raise ValueError(f"probabilities must sum to 1 (they sum to {sum(probs)})")
-
-
-def expected_value(distribution: Mapping[int, float]) -> float:
-    """Σ value × probability (the distribution must sum to 1).
-
-    Example:
-        >>> expected_value({1: 0.4, 2: 0.6})
-        1.6
-    """
-    _check_distribution(distribution)
-    return float(sum(v * p for v, p in distribution.items()))
-
-
-def most_likely(distribution: Mapping[int, float]) -> int:
-    """The most probable value; on a tie, the lowest of the tied values.
-
-    Example:
-        >>> most_likely({1: 0.5, 2: 0.5, 3: 0.0})
-        1
-    """
-    _check_distribution(distribution)
-    return min(distribution, key=lambda v: (-distribution[v], v))
-
-
-def sample_answer(distribution: Mapping[int, float], rng: np.random.Generator) -> int:
-    """One value drawn from the distribution with `rng` (reproducible with a seeded generator).
-
-    Example:
-        >>> import numpy as np
-        >>> sample_answer({1: 0.0, 2: 1.0}, np.random.default_rng(0))
-        2
-    """
-    import numpy as np
-
-    _check_distribution(distribution)
-    values = sorted(distribution)
-    probs = np.array([distribution[v] for v in values], dtype=float)
-    return int(values[int(rng.choice(len(values), p=probs / probs.sum()))])
-
-
-# --- free text ---------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class ParsedText:
-    """A free-text answer: the text itself, or why there is none."""
-
-    text: str | None
-    status: Literal["answered", "refusal", "unparseable", "empty"]
-    reason: str | None = None
-
-
-def text_part(text: str | None) -> ParsedText:
-    """One free-text answer (or one part of a reply that holds several): answered, empty or a refusal.
-
-    Example:
-        >>> text_part("  I'd be glad. ").text, text_part("").status
-        ("I'd be glad.", 'empty')
-    """
-    if text is None or not str(text).strip():
-        return ParsedText(None, "empty", "no answer for this question")
-    text = str(text).strip()
-    if is_refusal(text):
-        return ParsedText(text, "refusal", "the answer is a refusal (it declines to answer)")
-    return ParsedText(text, "answered")
-
-
-def has_text(value: Any) -> bool:
-    """True for a string with something besides white space (a stored free-text answer).
-
-    Example:
-        >>> has_text("  "), has_text(None), has_text("sad")
-        (False, False, True)
-    """
-    return isinstance(value, str) and bool(value.strip())
-
-
-def parse_free_text(value: Any) -> ParsedAnswer:
-    """A free-text answer kept whole: answered, empty or a refusal (never a scale value).
-
-    Example:
-        >>> parse_free_text("  She is scared. ").text
-        'She is scared.'
-    """
-    part = text_part(value if isinstance(value, str) else None)
-    return ParsedAnswer(None, part.status, part.reason, text=part.text)

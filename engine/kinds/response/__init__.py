@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal, Mapping
 from pydantic import Field
 
 from psyq.engine.files.fields import Id, StrictModel, Text
-from psyq.engine.trials.parsing import ParsedAnswer, has_text, parse_free_text
+from psyq.engine.trials.free_text import has_text, parse_free_text
+from psyq.engine.trials.parsing import ParsedAnswer
 from psyq.engine.trials.prompts import with_system
 from psyq.engine.trials.trial import Trial, TrialContext, make_trial
 from psyq.engine.kinds.base import ItemKind, JudgeTask

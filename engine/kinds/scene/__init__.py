@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal, Mapping
 from pydantic import Field
 
 from psyq.engine.files.fields import Id, StrictModel, Text
-from psyq.engine.trials.parsing import (ParsedAnswer, ParsedText, find_json_object, lookup, has_text,
-    is_refusal, text_part)
+from psyq.engine.trials.free_text import ParsedText, has_text, text_part
+from psyq.engine.trials.json_object import find_json_object, lookup
+from psyq.engine.trials.parsing import ParsedAnswer, is_refusal
 from psyq.engine.trials.prompts import with_system
 from psyq.engine.trials.trial import Trial, TrialContext, make_trial
 from psyq.engine.kinds.base import SCORE_COLUMNS, ItemKind, JudgeTask

@@ -17,8 +17,9 @@ from pydantic import Field
 
 from psyq.engine.files.errors import Problem
 from psyq.engine.files.fields import Id, StrictModel, Text
-from psyq.engine.trials.parsing import (ParsedAnswer, find_json_object, lookup, normalise, has_text,
-    parse_free_text, parse_ratings_block)
+from psyq.engine.trials.free_text import has_text, parse_free_text
+from psyq.engine.trials.json_object import find_json_object, lookup
+from psyq.engine.trials.parsing import ParsedAnswer, normalise, parse_ratings_block
 from psyq.engine.trials.prompts import option_lines, with_system
 from psyq.engine.trials.scale import Option, check_scale
 from psyq.engine.trials.trial import Trial, TrialContext, make_trial
