@@ -117,7 +117,7 @@ TIMED = {
     ("psyq.analysis.statistics.irt", "graded_response_model"): "GRM",
     ("psyq.analysis.statistics.dif", "differential_item_functioning"): "DIF",
     ("psyq.analysis.statistics.standin.scorecard", "scorecard"): "scorecard (verdict)",
-    ("psyq.analysis.report.plots", "figure_to_data_uri"): "figures drawn in this process (none: the figure process draws them)",
+    ("psyq.analysis.report.figures", "figure_to_data_uri"): "figures drawn in this process (none: the figure process draws them)",
     ("psyq.analysis.report.render", "FigureImages.uri"): "figures: waiting for the figure process",
     ("psyq.analysis.report.methods", "methods_text"): "methods paragraph",
     ("psyq.analysis.report.render", "render_html"): "render HTML (figures included)",
@@ -186,7 +186,7 @@ def profiled_report(run: Path, out: Path, top: int) -> dict:
     from psyq.analysis.scoring.human_data import human_data
 
     import psyq.analysis.report.build as build
-    from psyq.analysis.report import plots
+    from psyq.analysis.report.figures import figure_to_data_uri
 
     totals: dict[str, list[float]] = {}
     built: list = []
@@ -213,7 +213,7 @@ def profiled_report(run: Path, out: Path, top: int) -> dict:
     figures = [fig for section in (built[0] if built else []) for _, fig in section.figures]
     start = time.perf_counter()
     for fig in figures:
-        plots.figure_to_data_uri(fig)
+        figure_to_data_uri(fig)
     totals["figures drawn one by one afterwards (what the figure process does beside the statistics)"] = [
         time.perf_counter() - start, len(figures)]
     parts = {k: {"s": round(v[0], 2), "calls": v[1]} for k, v in sorted(totals.items(), key=lambda kv: -kv[1][0])}

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from psyq.analysis.report import apa
+from psyq.analysis.report import views
 from psyq.analysis.scoring.human_data import read_human_change_csv
 from psyq.analysis.statistics.change import (change_flag, change_scores, compare_change_with_humans, dz_ci,
     paired_change)
@@ -307,10 +307,10 @@ def test_change_section_readings_tables_and_figure(tmp_path):
     assert captions[0].startswith("Scores left out")
     tables = {table.caption: table for table in section.tables}
     paired = tables["Paired change (after − before) per emotion and pooled"]
-    view = apa.apa_table(paired.frame, paired.view)
+    view = views.apa_table(paired.frame, paired.view)
     assert "dz [95 % CI]" in view.frame.columns and "p (Holm)" in view.frame.columns
     compared = tables["Change of the cohort against humans' change"]
-    human_view = apa.apa_table(compared.frame, compared.view)
+    human_view = views.apa_table(compared.frame, compared.view)
     assert "Flag" in human_view.frame.columns and "Difference [95 % CI]" in human_view.frame.columns
     (caption, fig), = section.figures
     assert "humans" in caption

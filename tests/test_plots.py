@@ -18,7 +18,7 @@ from matplotlib.image import AxesImage
 from matplotlib.patches import Rectangle
 from scipy import stats
 
-from psyq.analysis.report import plots
+from psyq.analysis.report import figures, plots
 from psyq.analysis.report.sections.vignette import vignette_accuracy_chart
 from psyq import load_instrument
 
@@ -282,7 +282,7 @@ def test_sd_ratio_chart_empty():
 
 def test_save_figure_writes_png_and_svg(tmp_path):
     fig = plots.profile_plot(make_comparison(), "iri")
-    paths = plots.save_figure(fig, tmp_path / "sub" / "iri.profile")
+    paths = figures.save_figure(fig, tmp_path / "sub" / "iri.profile")
     assert paths == [tmp_path / "sub" / "iri.profile.png", tmp_path / "sub" / "iri.profile.svg"]
     assert paths[0].read_bytes()[:8] == PNG_MAGIC
     svg = paths[1].read_text(encoding="utf-8")
@@ -291,7 +291,7 @@ def test_save_figure_writes_png_and_svg(tmp_path):
 
 def test_save_figure_dpi_150(tmp_path):
     fig = plots.sd_ratio_chart(make_ratios())
-    png = plots.save_figure(fig, tmp_path / "ratios")[0].read_bytes()
+    png = figures.save_figure(fig, tmp_path / "ratios")[0].read_bytes()
     width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
     w_in, h_in = fig.get_size_inches()
     assert width == pytest.approx(w_in * 150, abs=1) and height == pytest.approx(h_in * 150, abs=1)
@@ -299,13 +299,13 @@ def test_save_figure_dpi_150(tmp_path):
 
 def test_figure_to_data_uri():
     fig = plots.item_heatmap(make_answers(load_instrument(MINI)), load_instrument(MINI))
-    uri = plots.figure_to_data_uri(fig)
+    uri = figures.figure_to_data_uri(fig)
     assert uri.startswith("data:image/png;base64,")
     assert base64.b64decode(uri.split(",", 1)[1])[:8] == PNG_MAGIC
-    svg = plots.figure_to_data_uri(fig, "svg")
+    svg = figures.figure_to_data_uri(fig, "svg")
     assert svg.startswith("data:image/svg+xml;base64,") and b"<svg" in base64.b64decode(svg.split(",", 1)[1])
     with pytest.raises(ValueError):
-        plots.figure_to_data_uri(fig, "bmp")
+        figures.figure_to_data_uri(fig, "bmp")
 
 
 def test_no_pyplot_state():

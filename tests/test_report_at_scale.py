@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from psyq.analysis.statistics import dif, irt
-from psyq.analysis.statistics.invariance import continuous, measurement_invariance
+from psyq.analysis.statistics.invariance import continuous, measurement_invariance, normal_theory
 from psyq.analysis.statistics.invariance.layout import Layout
 from psyq.analysis.statistics.invariance.ordinal import OrdinalModel
 
@@ -81,8 +81,8 @@ def test_expected_information_without_the_weight_matrix():
     m = rng.normal(size=(p, p))
     sigma = m @ m.T + p * np.eye(p)
     delta = rng.normal(size=(p + p * (p + 1) // 2, 9))
-    dense = delta.T @ continuous.normal_weight(sigma) @ delta
-    assert np.abs(continuous._weighted_cross(delta, sigma) - dense).max() < 1e-12
+    dense = delta.T @ normal_theory.normal_weight(sigma) @ delta
+    assert np.abs(normal_theory.weighted_cross(delta, sigma) - dense).max() < 1e-12
 
 
 def ordinal_model(rng: np.random.Generator) -> tuple[OrdinalModel, Layout, np.ndarray]:
@@ -250,31 +250,31 @@ def test_cohort_outline_is_what_the_whole_file_says():
 
 
 def test_figures_drawn_in_the_second_process_are_the_same_bytes():
-    from psyq.analysis.report import plots
+    from psyq.analysis.report.figures import figure_to_data_uri, message_figure
     from psyq.analysis.report.render import FigureImages
-    figures = [plots.message_figure("no norms for this instrument"), plots.message_figure("another", "A title")]
+    figures = [message_figure("no norms for this instrument"), message_figure("another", "A title")]
     with FigureImages() as images:
         assert images.in_second_process == ((os.cpu_count() or 1) > 1)        # fork: Linux
         images.add([("a", f) for f in figures])
         drawn_there = [images.uri(f) for f in figures]
-    assert drawn_there == [plots.figure_to_data_uri(f) for f in figures]
+    assert drawn_there == [figure_to_data_uri(f) for f in figures]
 
 
 def test_figures_are_drawn_here_while_another_thread_runs():
     """A fork copies the locks other threads hold (a notebook's kernel, the viewer): with a second
     thread running, the figures are drawn in this process, the same bytes."""
     import threading
-    from psyq.analysis.report import plots
+    from psyq.analysis.report import figures
     from psyq.analysis.report.render import FigureImages
     release = threading.Event()
     other = threading.Thread(target=release.wait)
     other.start()
     try:
-        fig = plots.message_figure("drawn here")
+        fig = figures.message_figure("drawn here")
         with FigureImages() as images:
             assert not images.in_second_process
             images.add([("a", fig)])
-            assert images.uri(fig) == plots.figure_to_data_uri(fig)
+            assert images.uri(fig) == figures.figure_to_data_uri(fig)
     finally:
         release.set()
         other.join()

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from psyq.analysis.report import apa
+from psyq.analysis.report import apa, tables
 from psyq.analysis.report import ReportContext, build_sections, render_html, render_markdown
 from psyq.analysis.report.sections.response import ResponseSection
 from psyq.analysis.statistics.response_comparison import compare_sources, target_scores, with_combined
@@ -102,8 +102,8 @@ def test_report_shows_rated_replies_and_agreement_with_the_right_numbers(rated_r
     single, _ = hand_icc2(matrix.dropna().to_numpy())            # the reply h2 gave no level is left out
     agreement = section(sections, "Agreement between raters")
     all_raters = next(r for r in agreement.readings if r.startswith("empathy_ceb, all (4 raters)"))
-    assert f"cognitive ICC(2,1) {apa.fmt_r(single)}" in all_raters.replace(apa.NBSP, " ")
-    assert "(n = 19 replies; 1 reply left out: not rated by every rater), α" in all_raters.replace(apa.NBSP, " ")
+    assert f"cognitive ICC(2,1) {apa.fmt_r(single)}" in all_raters.replace(tables.NBSP, " ")
+    assert "(n = 19 replies; 1 reply left out: not rated by every rater), α" in all_raters.replace(tables.NBSP, " ")
     assert "1 target(s) left out: not rated by every one of the 4 raters" in md     # the table's note column
     # the one-judge rubric: not estimable, said, never a number
     assert "solo, all (1 rater): level ICC(2,1) not estimable: fewer than 2 raters (n = 20 replies), α not estimable" in md

@@ -3,7 +3,8 @@
 :func:`build_sections` computes every section of a run's report; :func:`write_report` writes
 ``report.html`` (self-contained, figures embedded) and ``report.md``. Each section has one builder
 in :mod:`.sections`, registered in the order the report shows them; numbers are written in one
-vocabulary (APA style, :mod:`.apa`); :mod:`.methods` writes the methods paragraph and
+vocabulary (APA style, :mod:`.apa`) and tables printed by the view their section names
+(:mod:`.views`, laid out by :mod:`.tables`); :mod:`.methods` writes the methods paragraph and
 :mod:`.plots` the figures.
 
 The names below are imported on first use (PEP 562, :mod:`psyq.engine.lazy`), so that the methods

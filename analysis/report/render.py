@@ -23,7 +23,8 @@ from typing import Any
 
 import pandas as pd
 
-from psyq.analysis.report import apa, plots
+from psyq.analysis.report import apa, views
+from psyq.analysis.report.figures import figure_to_data_uri
 from psyq.analysis.report.section import Section, Table
 
 CSS = """
@@ -102,7 +103,7 @@ def _html_table(number: int, table: Table, csv_name: str) -> str:
     """One numbered table: number and title above, the APA view its section named, notes below,
     and the full table behind a collapsible section with a link to its CSV file."""
     caption, frame = table
-    view = apa.apa_table(frame, table.view)
+    view = views.apa_table(frame, table.view)
     full = full_frame(frame)
     body = view.frame.to_html(index=False, border=0, na_rep="", classes="apa", escape=True)
     note = ("<p class='table-note'><i>Note.</i> " + html.escape(" ".join(view.notes)) + "</p>") if view.notes else ""
@@ -129,7 +130,7 @@ def _methods_html(methods: str, first: bool = True) -> str:
 
 def _figure_uri(data: bytes) -> str:
     """A pickled figure drawn as a PNG data URI (in the figure process of :class:`FigureImages`)."""
-    return plots.figure_to_data_uri(pickle.loads(data))
+    return figure_to_data_uri(pickle.loads(data))
 
 
 def _started() -> None:
@@ -138,7 +139,7 @@ def _started() -> None:
 
 class FigureImages:
     """The report's figures drawn as PNG data URIs, each once, by the one function that draws them
-    (:func:`psyq.analysis.report.plots.figure_to_data_uri`), in a second process while this one
+    (:func:`psyq.analysis.report.figures.figure_to_data_uri`), in a second process while this one
     computes the statistics (the report is single-threaded; the figures take a third of it).
 
     :meth:`add` hands over the figures of a section as soon as it is built; :meth:`uri` gives a
@@ -149,7 +150,8 @@ class FigureImages:
     would be here).
 
     Example:
-        >>> fig = plots.message_figure("no norms for this instrument")
+        >>> from psyq.analysis.report.figures import message_figure
+        >>> fig = message_figure("no norms for this instrument")
         >>> with FigureImages(parallel=False) as images:
         ...     images.add([("A figure", fig)])
         ...     images.uri(fig)[:22]
@@ -199,7 +201,7 @@ class FigureImages:
                 return future.result()
             except Exception:
                 pass
-        return plots.figure_to_data_uri(fig)
+        return figure_to_data_uri(fig)
 
     def close(self) -> None:
         if self._pool is not None:
@@ -237,7 +239,7 @@ def render_html(manifest: Mapping[str, Any], sections: list[Section], *, methods
             number += 1
             parts.append(_html_table(number, table, next(files)))
         for caption, fig in section.figures:
-            uri = images.uri(fig) if images is not None else plots.figure_to_data_uri(fig)
+            uri = images.uri(fig) if images is not None else figure_to_data_uri(fig)
             parts.append(f"<figure><img alt='{html.escape(caption)}' src='{uri}'>"
                          f"<figcaption>{html.escape(caption)}</figcaption></figure>")
         if section.note:
@@ -274,7 +276,7 @@ def render_markdown(manifest: Mapping[str, Any], sections: list[Section], *, met
         for table in section.tables:
             caption, frame = table
             number += 1
-            view = apa.apa_table(frame, table.view)
+            view = views.apa_table(frame, table.view)
             out += [f"**Table {number}**", "", f"*{caption}*", "", _md_table(view.frame), ""]
             if view.notes:
                 out += ["*Note.* " + " ".join(view.notes), ""]

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import pandas as pd
 
-from psyq.analysis.report.apa import PLAIN, VIEWS
+from psyq.analysis.report.views import PLAIN, VIEWS
 
 if TYPE_CHECKING:
     from psyq.analysis.report.context import ReportContext
@@ -28,9 +28,9 @@ if TYPE_CHECKING:
 
 class Table(tuple):
     """A table of a section: its caption and frame (``caption, frame = table``) and `view`, the
-    name of the view of :data:`psyq.analysis.report.apa.VIEWS` that prints it. The section names
+    name of the view of :data:`psyq.analysis.report.views.VIEWS` that prints it. The section names
     the view; a table added without one is printed by the plain view
-    (:data:`~psyq.analysis.report.apa.PLAIN`), whatever its columns.
+    (:data:`~psyq.analysis.report.views.PLAIN`), whatever its columns.
 
     Example:
         >>> caption, frame = table = Table("Regression", pd.DataFrame(), view="regression")
@@ -81,7 +81,7 @@ class Section:
 
     def add_table(self, caption: str, frame: pd.DataFrame, view: str = PLAIN) -> None:
         """Add a numbered table printed by the view named `view` (a key of
-        :data:`psyq.analysis.report.apa.VIEWS`; the plain view when not named)."""
+        :data:`psyq.analysis.report.views.VIEWS`; the plain view when not named)."""
         self.tables.append(Table(caption, frame, view))
 
 

@@ -3,7 +3,7 @@
 Built from the tidy scores with stages and, when given, humans' change (the "Human change CSV").
 Returns a :class:`psyq.analysis.report.section.Section` (title, readings, tables, figures, note), so the
 report shows it as one of its sections;
-the tables are the raw frames of :mod:`psyq.analysis.statistics.change`, printed by :func:`psyq.analysis.report.apa.apa_table`.
+the tables are the raw frames of :mod:`psyq.analysis.statistics.change`, printed by :func:`psyq.analysis.report.views.apa_table`.
 
 Example:
     >>> section = change_section(scores, humans)              # needs a staged run  # doctest: +SKIP
@@ -30,7 +30,7 @@ from psyq.analysis.statistics.change import (EB_ALPHA, OVERALL, change_scores, c
 from psyq.analysis.statistics.standin.design_verdict import change_scorecard
 from psyq.analysis.report.context import ReportContext
 from psyq.analysis.report.section import ReportSection, Section, Table
-from psyq.analysis.report.plots import (NORM_COLOUR, new_figure, is_finite, legend_columns, message_figure, series_style,
+from psyq.analysis.report.figures import (NORM_COLOUR, new_figure, is_finite, legend_columns, message_figure, series_style,
     in_order, wrap_to_width)
 
 TITLE = "Change after the evoked situations"

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from psyq.analysis.report import apa, plots
+from psyq.analysis.report import apa, plots, views
 from psyq.analysis.report.apa import say_pct
 from psyq.analysis.report.context import ReportContext
 from psyq.analysis.report.section import ReportSection, Section
@@ -33,7 +33,7 @@ class ReliabilitySection(ReportSection):
             if isinstance(row.alpha, float) and not math.isnan(row.alpha):
                 omega = (f"ω = {apa.fmt_r(row.omega)}" if isinstance(row.omega, float) and not math.isnan(row.omega)
                          else f"ω not estimable{': ' + row.note.split(': ', 1)[-1] if row.note else ''}")
-                remark = apa.alpha_remark(row.alpha)
+                remark = views.alpha_remark(row.alpha)
                 rel.readings.append(f"{row.instrument} {row.subscale}: Cronbach's α = {apa.fmt_r(row.alpha)} "
                                     f"(95 % CI {apa.fmt_r(row.alpha_low)} to {apa.fmt_r(row.alpha_high)}), {omega}"
                                     + (f"; {remark}." if remark else "."))
@@ -56,7 +56,7 @@ FIDELITY_CAPTIONS = {"sd_ratio": "SD of the cohort relative to the norm", "strai
                      "item_order_effect": "Item order effect", "answer_entropy": "Answer entropy"}
 """The caption of each table of :func:`psyq.analysis.statistics.standin.fidelity.fidelity_summary`, by its key."""
 FIDELITY_VIEWS = {"sd_ratio": "sd_ratio", "missingness": "answers_by_status"}
-"""The view of those tables that have one of their own (:data:`psyq.analysis.report.apa.VIEWS`); the
+"""The view of those tables that have one of their own (:data:`psyq.analysis.report.views.VIEWS`); the
 others are printed by the plain view."""
 
 
@@ -126,7 +126,7 @@ class FidelitySection(ReportSection):
         for name, frame in diag.items():
             if frame is not None and not frame.empty:
                 fid.add_table(FIDELITY_CAPTIONS.get(name, name.replace("_", " ").capitalize()), frame,
-                              view=FIDELITY_VIEWS.get(name, apa.PLAIN))
+                              view=FIDELITY_VIEWS.get(name, views.PLAIN))
         fid.readings.extend(fidelity_readings(diag))
         if "sd_ratio" in diag and diag["sd_ratio"] is not None and not diag["sd_ratio"].empty:
             fid.figures.append(("SD of the cohort relative to the norm (1 = human-like spread)",

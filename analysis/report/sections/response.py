@@ -33,7 +33,7 @@ from psyq.engine.store.run_store import RunStore
 from psyq.engine.files.yamlfile import load_yaml
 
 from psyq.analysis.report import apa
-from psyq.analysis.report.plots import new_figure, message_figure, series_style
+from psyq.analysis.report.figures import new_figure, message_figure, series_style
 from psyq.analysis.report.sections.robustness import robustness_sections
 from psyq.analysis.statistics.standin.design_verdict import ratings_scorecard
 from psyq.analysis.statistics.rater_agreement import alpha_table, icc_table, judge_vs_human

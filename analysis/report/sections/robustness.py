@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 
 from psyq.analysis.report.apa import say_num, say_pct
 from psyq.analysis.report.section import Section
-from psyq.analysis.report.plots import new_figure, is_finite, message_figure, series_style, in_order, wrap_to_width
+from psyq.analysis.report.figures import new_figure, is_finite, message_figure, series_style, in_order, wrap_to_width
 from psyq.analysis.statistics.robustness import CI_METHOD, TABLE_COLUMNS, robustness_table
 
 

@@ -19,7 +19,7 @@ from psyq.analysis.statistics.standin.design_verdict import accuracy_scorecard
 from psyq.analysis.statistics.empathic_accuracy import (Accuracy, cohort_accuracy, group_summary,
                                                         inference_levels, judged_percent, score_perceivers,
                                                         vignette_summary)
-from psyq.analysis.report.plots import new_figure, message_figure, series_style, in_order
+from psyq.analysis.report.figures import new_figure, message_figure, series_style, in_order
 from psyq.analysis.report.apa import say_num, say_p, say_pct
 from psyq.analysis.report.context import ReportContext
 from psyq.analysis.report.section import ReportSection, Section

@@ -22,7 +22,8 @@ other groups), **metric** (``"thresholds, loadings"``), **scalar** (``"threshold
 intercepts"``: intercepts back to 0, factor means free in the other groups).
 
 Estimation (:mod:`.continuous`, :mod:`.ordinal`): ML as lavaan's defaults for continuous items
-(likelihood "normal", marker-variable identification: the first item of each factor loads 1); MLR
+(likelihood "normal", marker-variable identification: the first item of each factor loads 1; the
+normal's information about its moments in :mod:`.normal_theory`); MLR
 the same estimates with the Yuan–Bentler scaled χ² (Mplus' variant), Huber–White standard errors
 and robust CFI/RMSEA; WLSMV diagonally weighted least squares on the thresholds and polychoric
 correlations (:func:`psyq.analysis.statistics.polychoric.polychoric`) with the mean- and

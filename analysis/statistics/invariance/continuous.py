@@ -13,7 +13,8 @@ and B₁ the expected and first-order (case-wise) information of the saturated m
 moments, B₀_g the first-order information of the model in group g and E the model's observed
 information; its standard errors are the sandwich E⁻¹B₀E⁻¹/N (Huber–White).
 
-May import numpy, scipy and the sibling :mod:`.layout`.
+May import numpy, scipy and the siblings :mod:`.layout`, :mod:`.fisher` and :mod:`.normal_theory` (the
+multivariate normal's information about its moments, which this module's ML and MLR rest on).
 
 Checked in tests/test_invariance.py (lavaan's published Holzinger & Swineford fit; the configural
 fit as the sum of per-group semopy fits; the analytic gradient against the numerical derivative of
@@ -33,6 +34,8 @@ from scipy import linalg
 
 from psyq.analysis.statistics.invariance import fisher
 from psyq.analysis.statistics.invariance.layout import Layout
+from psyq.analysis.statistics.invariance.normal_theory import (casewise_scores, normal_weight, saturated_trace,
+                                                               vech_indices, weighted_cross)
 
 try:   # installed with scikit-learn, which pingouin requires
     from threadpoolctl import threadpool_limits
@@ -280,29 +283,14 @@ class Fit:
 def expected_information(theta_split: np.ndarray, layout: Layout, samples: Sequence[Sample],
                          structure: Structure) -> np.ndarray:
     """Σ_g (N_g/N)·Δ_g'W_gΔ_g over the split vector: the expected information of one case, W_g the
-    normal weight of :func:`normal_weight` (Δ'WΔ taken through :func:`_weighted_cross`, without W)."""
+    normal weight of :func:`normal_weight` (Δ'WΔ taken through :func:`weighted_cross`, without W)."""
     n_total = sum(s.n for s in samples)
     total = np.zeros((layout.n_split, layout.n_split))
     for g, sample in enumerate(samples):
         delta = jacobian(theta_split, layout, structure, g)
         sigma, _ = implied(theta_split, layout, structure, g)
-        total += sample.n / n_total * _weighted_cross(delta, sigma)
+        total += sample.n / n_total * weighted_cross(delta, sigma)
     return total
-
-
-def _weighted_cross(delta: np.ndarray, sigma: np.ndarray) -> np.ndarray:
-    """Δ'WΔ for W = :func:`normal_weight` (Σ), Δ's rows (μ, vech Σ): the mean part Δ_μ'Σ⁻¹Δ_μ plus, with
-    each column's vech part as a symmetric matrix X_j, ½·tr(Σ⁻¹X_iΣ⁻¹X_j) — what W's covariance block
-    gives over vech, computed in p² per pair instead of a vech × vech matrix."""
-    p = len(sigma)
-    a = np.linalg.inv(sigma)
-    means = delta[:p]
-    rows, cols = _vech_indices(p)
-    x = np.zeros((delta.shape[1], p, p))
-    x[:, rows, cols] = delta[p:].T
-    x[:, cols, rows] = delta[p:].T
-    y = a @ x @ a                                            # Σ⁻¹ X_j Σ⁻¹, every column at once
-    return means.T @ a @ means + 0.5 * y.reshape(len(x), -1) @ x.reshape(len(x), -1).T
 
 
 def hessian(theta: np.ndarray, layout: Layout, samples: Sequence[Sample], structure: Structure) -> np.ndarray:
@@ -317,7 +305,7 @@ def hessian(theta: np.ndarray, layout: Layout, samples: Sequence[Sample], struct
     n_total = sum(s.n for s in samples)
     p, m = structure.p, structure.m
     factor_of = structure.factor_of
-    rows, cols = _vech_indices(p)
+    rows, cols = vech_indices(p)
     tril_r, tril_c = _tril(m)
     total = np.zeros((layout.n_split, layout.n_split))
     for g, sample in enumerate(samples):
@@ -429,14 +417,7 @@ def fit(layout: Layout, samples: Sequence[Sample], structure: Structure, items: 
                converged, f"{result.message} after {result.iterations} Fisher-scoring steps")
 
 
-# --- moments, information and case-wise scores (score tests, MLR) ---------------------------------
-
-@lru_cache(maxsize=64)
-def _vech_indices(p: int) -> tuple[np.ndarray, np.ndarray]:
-    """lavaan's vech order: the lower triangle column by column (cached: the fits ask thousands of times)."""
-    cols, rows = np.triu_indices(p)
-    return rows, cols
-
+# --- the implied moments and their Jacobian (score tests, MLR) ------------------------------------
 
 @lru_cache(maxsize=64)
 def _tril(m: int) -> tuple[np.ndarray, np.ndarray]:
@@ -447,7 +428,7 @@ def _tril(m: int) -> tuple[np.ndarray, np.ndarray]:
 def moments(theta_split: np.ndarray, layout: Layout, structure: Structure, g: int) -> np.ndarray:
     """Group g's implied moments (μ, vech Σ)."""
     sigma, mu = implied(theta_split, layout, structure, g)
-    rows, cols = _vech_indices(structure.p)
+    rows, cols = vech_indices(structure.p)
     return np.concatenate([mu, sigma[rows, cols]])
 
 
@@ -463,7 +444,7 @@ def jacobian(theta_split: np.ndarray, layout: Layout, structure: Structure, g: i
     factor_of = structure.factor_of
     loading = lam[np.arange(p), factor_of]
     items = np.arange(p)
-    k, l = _vech_indices(p)                      # σ_kl, k ≥ l, lavaan's order
+    k, l = vech_indices(p)                      # σ_kl, k ≥ l, lavaan's order
     rows_s = p + np.arange(len(k))
     phi_kl = phi[factor_of[k], factor_of[l]]
     tril_r, tril_c = _tril(m)
@@ -483,29 +464,6 @@ def jacobian(theta_split: np.ndarray, layout: Layout, structure: Structure, g: i
         keep = places >= 0
         np.add.at(jac, (rows[keep], places[keep]), values[keep])
     return jac
-
-
-def normal_weight(sigma: np.ndarray) -> np.ndarray:
-    """The expected information of one case about (μ, vech Σ) of a multivariate normal:
-    blockdiag(Σ⁻¹, ½·D'(Σ⁻¹ ⊗ Σ⁻¹)D), D the duplication matrix; written out over vech, the
-    (ij, kl) entry is c_ij·c_kl·¼(a_ik·a_jl + a_il·a_jk) with A = Σ⁻¹ and c = 2 off the diagonal."""
-    a = np.linalg.inv(sigma)
-    rows, cols = _vech_indices(len(sigma))
-    c = np.where(rows == cols, 1.0, 2.0)
-    block = np.outer(c, c) * 0.25 * (a[np.ix_(rows, rows)] * a[np.ix_(cols, cols)]
-                                     + a[np.ix_(rows, cols)] * a[np.ix_(cols, rows)])
-    return linalg.block_diag(a, block)
-
-
-def casewise_scores(values: np.ndarray, sigma: np.ndarray, mu: np.ndarray) -> np.ndarray:
-    """Each case's derivative of its normal log-likelihood with respect to (μ, vech Σ) at (μ, Σ)."""
-    p = len(mu)
-    sigma_inv = np.linalg.inv(sigma)
-    centred = (values - mu) @ sigma_inv              # Σ⁻¹(y − μ), one row per case
-    rows, cols = _vech_indices(p)
-    outer = centred[:, rows] * centred[:, cols] - sigma_inv[rows, cols]
-    # ∂ℓ/∂σ_ij = ½(Σ⁻¹(y−μ)(y−μ)'Σ⁻¹ − Σ⁻¹)_ij, counted twice off the diagonal (σ_ij = σ_ji).
-    return np.hstack([centred, np.where(rows == cols, 0.5, 1.0) * outer])
 
 
 class ContinuousModel:
@@ -585,7 +543,8 @@ class ContinuousModel:
         information_inv = np.linalg.pinv(self.information(result))
         trace = 0.0
         for g, (sample, b0) in enumerate(zip(self.samples, self._first_order(result, deltas))):
-            trace += _saturated_trace(sample) - self.weights[g] * np.sum((fold.T @ b0 @ fold) * information_inv.T)
+            trace += (saturated_trace(sample.values, sample.mean, sample.cov)
+                      - self.weights[g] * np.sum((fold.T @ b0 @ fold) * information_inv.T))
         return float(trace / df), 0.0
 
     def baseline(self) -> dict[str, float]:
@@ -596,7 +555,7 @@ class ContinuousModel:
         df = len(self.samples) * p * (p - 1) // 2
         out = {"chi2": float(chi2), "df": df, "scaling": float("nan"), "shift": 0.0}
         if self.estimator == "MLR":
-            rows, cols = _vech_indices(p)
+            rows, cols = vech_indices(p)
             select = np.zeros((p + len(rows), 2 * p))
             select[np.arange(p), np.arange(p)] = 1.0
             select[p + np.flatnonzero(rows == cols), p + np.arange(p)] = 1.0
@@ -606,7 +565,7 @@ class ContinuousModel:
                 information = select.T @ normal_weight(sigma) @ select   # this group's own parameters only
                 scores = casewise_scores(sample.values, sigma, sample.mean) @ select
                 b0 = scores.T @ scores / sample.n
-                trace += _saturated_trace(sample) - np.sum(b0 * np.linalg.inv(information).T)
+                trace += saturated_trace(sample.values, sample.mean, sample.cov) - np.sum(b0 * np.linalg.inv(information).T)
             out["scaling"] = float(trace / df)
         return out
 
@@ -632,11 +591,3 @@ class ContinuousModel:
     def factor_variance(self, result: Fit, g: int, f: int) -> float:
         """Factor f's latent variance in group g."""
         return float(matrices(result.theta_split, result.layout, self.structure, g)[1][f, f])
-
-
-def _saturated_trace(sample: Sample) -> float:
-    """tr(A₁⁻¹B₁) of the saturated model at the sample moments: A₁ its expected information, B₁ the mean
-    outer product of the cases' scores."""
-    scores = casewise_scores(sample.values, sample.cov, sample.mean)
-    b1 = scores.T @ scores / sample.n
-    return float(np.sum(np.linalg.inv(normal_weight(sample.cov)) * b1.T))
