@@ -203,9 +203,9 @@ def test_answer_table_read_by_columns_is_sqlites_join(tmp_path, monkeypatch, win
     value: NULL and non-NULL reasons, distributions, free texts and expected values, a value stored as
     a real number, disclaimers, tied positions, a text holding the record separator the texts are
     joined with."""
-    from psyq.engine.results import export
+    from psyq.engine.results import answers
     from psyq.engine.results.export import export_table
-    monkeypatch.setattr(export, "ANSWER_WINDOW", window)
+    monkeypatch.setattr(answers, "ANSWER_WINDOW", window)
     (tmp_path / "made").mkdir()
     run = make_mini_run(tmp_path / "made", n_personas=6, repeats=2)
     copy = tmp_path / "copy"
