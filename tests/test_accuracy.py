@@ -1,4 +1,4 @@
-"""Empathic-accuracy scoring (engine/kinds/vignette/accuracy.py): hand-computed values on a toy instrument,
+"""Empathic-accuracy scoring (engine/kinds/vignette/accuracy.py, accuracy_csv.py): hand-computed values on a toy instrument,
 independent checks against scipy and a differently written CCC, and the CSV readers' errors."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 from scipy import stats
 
 from psyq.engine.kinds.vignette.accuracy import (fisher_z, judge_percent, normative_profile,
-    perceiver_accuracy, read_perceiver_csv, read_target_reports_csv, stop_accuracy, target_profiles,
-    vignette_accuracy, with_self_reports)
+    perceiver_accuracy, stop_accuracy, target_profiles, vignette_accuracy, with_self_reports)
+from psyq.engine.kinds.vignette.accuracy_csv import read_perceiver_csv, read_target_reports_csv
 from psyq.engine.files.errors import InputError
 from psyq.engine.design.instrument import load_instrument
 

@@ -50,7 +50,8 @@ MODULES = modules_with_examples()
 BY_NAME = ["psyq.engine.files.shipped", "psyq.cli.starting", "psyq.engine.design.study",
            "psyq.engine.design.cohort_file", "psyq.engine.judging.answer_judge", "psyq.engine.trials.prompts",
            "psyq.engine.trials.scoring", "psyq.engine.kinds.response.rubrics", "psyq.engine.administer.run",
-           "psyq.engine.kinds.vignette.accuracy", "psyq.analysis.statistics.invariance.against_people"]
+           "psyq.engine.kinds.vignette.accuracy", "psyq.engine.kinds.vignette.accuracy_csv",
+           "psyq.analysis.statistics.invariance.against_people"]
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,7 @@
 ``tests/fixtures/malformed/<kind>/`` holds hostile or broken files of each kind psyq reads
 (instrument, study, cohort, rubric, lexicon: through ``psyq validate``; human answers: through
 ``psyq score instruments/iri.yaml FILE``; perceivers' and targets' CSVs: through their readers
-in ``psyq.engine.kinds.vignette.accuracy``, as ``psyq report`` calls them, since the command needs a run).
+in ``psyq.engine.kinds.vignette.accuracy_csv``, as ``psyq report`` calls them, since the command needs a run).
 ``expected.json`` maps each file to where its (first relevant) error must point —
 ``kind/file:line[:column]``, or only the file when it has no line (empty files) — and a part of
 the message. The expectations were written by reading each message and checking that it names
@@ -38,14 +38,14 @@ MAX_ITEMS_RSS_MB = 150   # 12,000 items above 10 items: twice what they cost tod
 
 READER = """
 import sys
-from psyq.engine.kinds.vignette import accuracy
+from psyq.engine.kinds.vignette import accuracy_csv
 from psyq.cli import report_input_error
 from psyq.engine.files.errors import InputError
 from psyq.engine.design.instrument import load_instrument
 from psyq.engine.files.notices import print_notices_to_stderr
 print_notices_to_stderr()
 try:
-    getattr(accuracy, sys.argv[1])(sys.argv[3], load_instrument(sys.argv[2]))
+    getattr(accuracy_csv, sys.argv[1])(sys.argv[3], load_instrument(sys.argv[2]))
 except InputError as exc:
     report_input_error(exc)
     sys.exit(2)
@@ -67,7 +67,7 @@ class Child:
         """The fork runner for this command: `psyq score` loads the analysis package before it
         reads its CSV; validate and the CSV readers need the engine only."""
         preload = ("psyq.cli", "psyq.analysis.scoring.score_table", "psyq.analysis.scoring.scores") if "score" in args \
-            else ("psyq.cli", "psyq.engine.kinds.vignette.accuracy")
+            else ("psyq.cli", "psyq.engine.kinds.vignette.accuracy_csv")
         runner = cls._runners.get(preload)
         if runner is None or runner.poll() is not None:
             runner = cls._runners[preload] = subprocess.Popen(

@@ -24,12 +24,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-import numpy as np
 import pandas as pd
 
 from psyq.engine.design.instrument import Instrument
-from psyq.engine.kinds.vignette.accuracy import (judge_percent, perceiver_accuracy, stop_accuracy, target_profiles,
-                                                 vignette_accuracy)
+from psyq.engine.kinds.vignette.accuracy import (back_transformed, judge_percent, perceiver_accuracy, stop_accuracy,
+                                                 target_profiles, vignette_accuracy)
 
 PERCEIVER_KEYS = ["backend_id", "respondent_id", "repeat"]
 
@@ -100,9 +99,7 @@ def _over_perceivers(scores: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     out = scores.groupby(by, sort=False).agg(
         perceivers=("z", "count"), z=("z", "mean"), z_sd=("z", "std"), mae=("mae", "mean"), ccc=("ccc", "mean"),
         distinctive_z=("distinctive_z", "mean")).reset_index()
-    out.insert(out.columns.get_loc("z"), "r", np.tanh(out["z"]))
-    out["distinctive_r"] = np.tanh(out.pop("distinctive_z"))
-    return out
+    return back_transformed(out).drop(columns="distinctive_z")
 
 
 def judged_percent(levels: pd.DataFrame) -> pd.DataFrame:

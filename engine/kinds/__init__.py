@@ -24,7 +24,8 @@ shared machinery asks the registry (:mod:`.registry`) instead of branching on th
 Built in: :mod:`~psyq.engine.kinds.rating` (answered on the instrument's scale),
 :mod:`~psyq.engine.kinds.scene` (free-text LEAS-format scenes; lexicon scoring in
 :mod:`psyq.engine.kinds.scene.leas`), :mod:`~psyq.engine.kinds.vignette` (empathic-accuracy stories with
-stop points; accuracy scores and the CSV readers in :mod:`psyq.engine.kinds.vignette.accuracy`),
+stop points; accuracy scores in :mod:`psyq.engine.kinds.vignette.accuracy`, the CSV readers in
+:mod:`psyq.engine.kinds.vignette.accuracy_csv`),
 :mod:`~psyq.engine.kinds.response` (free-text replies to a help-seeker's message, rated later on a
 rubric's dimensions). The
 shared prompt and parsing helpers they call are in :mod:`psyq.engine.trials.prompts` and :mod:`psyq.engine.trials.parsing`.

@@ -11,8 +11,8 @@ from matplotlib.figure import Figure
 
 from psyq.engine.design.instrument import Instrument
 from psyq.engine.design.persona import BASELINE
-from psyq.engine.kinds.vignette.accuracy import (read_perceiver_csv, read_target_reports_csv,
-                                                 target_profiles, with_self_reports)
+from psyq.engine.kinds.vignette.accuracy import target_profiles, with_self_reports
+from psyq.engine.kinds.vignette.accuracy_csv import read_perceiver_csv, read_target_reports_csv
 
 from psyq.analysis.statistics import human_comparison as human
 from psyq.analysis.statistics.standin.design_verdict import accuracy_scorecard

@@ -3,8 +3,9 @@ perceiver rates the target's emotions and says what the target thinks and feels.
 
 Everything particular to vignettes is here: the item model and the instrument-level fields the
 kind adds (`emotions`, `emotion_scale`), their checks, how a stop is asked and its reply read and
-re-asked, and what a judge model is asked about each inference. Profile-accuracy scoring and the
-CSV files of targets' and perceivers' reports are in :mod:`.accuracy`; the report section in
+re-asked, and what a judge model is asked about each inference. Profile-accuracy scoring is in
+:mod:`.accuracy`, the CSV files of targets' and perceivers' reports in :mod:`.accuracy_csv`; the
+report section in
 :mod:`psyq.analysis.report.sections.vignette`.
 """
 
