@@ -28,9 +28,8 @@ from psyq.engine.design.persona_prompt import (DEFAULT_TEMPLATE, check_template,
     unknown_placeholder_message, unknown_placeholders)
 from psyq.engine.files.errors import Problem
 from psyq.engine.files.fields import Id, StrictModel, Text, format_json_schema
-from psyq.engine.files.shipped import locate as locate_file
-from psyq.engine.files.validation import parse_document, raise_problems
-from psyq.engine.files.yamlfile import FieldPath, YamlDocument, load_yaml
+from psyq.engine.files.validation import load_document, raise_problems
+from psyq.engine.files.yamlfile import FieldPath, YamlDocument
 
 FORMAT = "cohort/1"
 
@@ -181,10 +180,7 @@ def load_cohort(path: str | Path) -> Cohort:
         >>> len(cohort.personas), [p.id for p in cohort.personas[:2]]
         (13, ['baseline', 'adult01'])
     """
-    path = locate_file(path, "cohort")
-    doc = load_yaml(path)
-    spec = parse_document(doc, CohortFile)
-    raise_problems(check_cohort(spec, doc))
+    spec, doc, path = load_document(path, CohortFile, "cohort", check_cohort)
 
     located: list[tuple[Locate | None, Persona]]
     source = given_sources(spec)[0]

@@ -24,9 +24,8 @@ from psyq.engine.kinds import all_kinds, get_kind, item_kinds, score_kinds
 from psyq.engine.kinds.rating import RATING_SCORES, Item
 from psyq.engine.trials.scale import Option, check_scale, duplicates
 from psyq.engine.files.notices import notify
-from psyq.engine.files.shipped import locate
-from psyq.engine.files.validation import parse_document, raise_problems
-from psyq.engine.files.yamlfile import YamlDocument, load_yaml
+from psyq.engine.files.validation import load_document, raise_problems
+from psyq.engine.files.yamlfile import YamlDocument
 
 FORMAT = "instrument/1"
 
@@ -419,6 +418,7 @@ def item_texts_path(inst: Instrument, instrument_path: str | Path) -> Path | Non
     """The user's file of item texts that `inst` declares in `item_texts` (None if none).
 
     Example (the BES declares ``file: ~/psyq/bes_texts.csv``; the IRI ships its texts):
+        >>> from psyq.engine.files.shipped import locate
         >>> path = item_texts_path(load_instrument("bes"), locate("bes", "instrument"))
         >>> path == Path("~/psyq/bes_texts.csv").expanduser()
         True
@@ -505,10 +505,7 @@ def load_instrument(path: str | Path) -> Instrument:
         >>> iri.scale_min, iri.scale_max, len(iri.items)
         (0, 4, 28)
     """
-    path = locate(path, "instrument")
-    doc = load_yaml(path)
-    inst = parse_document(doc, Instrument)
-    raise_problems(check_instrument(inst, doc))
+    inst, doc, path = load_document(path, Instrument, "instrument", check_instrument)
     for notice in composite_notices(inst, doc):
         notify(notice)
     return with_user_texts(inst, path)

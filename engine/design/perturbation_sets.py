@@ -36,9 +36,8 @@ from pydantic import Field
 
 from psyq.engine.files.errors import InputError, Problem
 from psyq.engine.files.fields import Id, StrictModel, Text, format_json_schema
-from psyq.engine.files.shipped import locate
-from psyq.engine.files.validation import parse_document, raise_problems
-from psyq.engine.files.yamlfile import YamlDocument, load_yaml
+from psyq.engine.files.validation import load_document, parse_document
+from psyq.engine.files.yamlfile import YamlDocument
 
 RuleMethod = Literal["repeat", "substitute", "typos"]
 Method = Literal["repeat", "substitute", "typos", "rewrite"]
@@ -150,11 +149,7 @@ def load_perturbations(path: str | Path) -> PerturbationSet:
         >>> load_perturbations("haleas7").id
         'haleas7'
     """
-    path = locate(path, "perturbations")
-    doc = load_yaml(path)
-    pset = parse_document(doc, PerturbationSet)
-    raise_problems(check_perturbations(pset, doc))
-    return pset
+    return load_document(path, PerturbationSet, "perturbations", check_perturbations).spec
 
 
 def perturbations_json_schema() -> dict[str, Any]:

@@ -23,8 +23,7 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, Field
 
 from psyq.engine.files.fields import StrictModel, Text
-from psyq.engine.files.validation import parse_document
-from psyq.engine.files.yamlfile import load_yaml
+from psyq.engine.files.validation import load_document
 
 PER_TOKENS = 1_000_000
 
@@ -83,7 +82,7 @@ def load_prices(path: str | Path) -> PriceTable:
         >>> table.prices["gpt-4o-mini"].input, table.origin
         (0.15, 'docs/examples/prices.yaml (as of 2026-11-01; source: example figures for the documentation)')
     """
-    spec = parse_document(load_yaml(path), PriceFile)
+    spec = load_document(path, PriceFile).spec
     notes = [f"as of {spec.as_of}" if spec.as_of else "", f"source: {spec.source}" if spec.source else ""]
     extra = "; ".join(n for n in notes if n)
     return PriceTable(dict(spec.prices), f"{path}" + (f" ({extra})" if extra else ""))

@@ -22,9 +22,8 @@ from pydantic import Field
 
 from psyq.engine.files.errors import Problem
 from psyq.engine.files.fields import Id, StrictModel, Text, format_json_schema
-from psyq.engine.files.shipped import locate
-from psyq.engine.files.validation import parse_document, raise_problems
-from psyq.engine.files.yamlfile import YamlDocument, load_yaml
+from psyq.engine.files.validation import load_document
+from psyq.engine.files.yamlfile import YamlDocument
 
 
 class Situation(StrictModel):
@@ -73,11 +72,7 @@ def load_situations(path: str | Path) -> SituationSet:
         >>> len(load_situations("psyq_everyday").situations) > 0
         True
     """
-    path = locate(path, "situations")
-    doc = load_yaml(path)
-    sset = parse_document(doc, SituationSet)
-    raise_problems(check_situations(sset, doc))
-    return sset
+    return load_document(path, SituationSet, "situations", check_situations).spec
 
 
 def situations_json_schema() -> dict[str, Any]:

@@ -30,7 +30,7 @@ from psyq.engine.design.prices import ModelPrice
 from psyq.engine.trials.prompts import answer_tokens
 from psyq.engine.design.situations import SituationSet, load_situations
 from psyq.engine.files.shipped import locate
-from psyq.engine.files.validation import parse_document, raise_problems
+from psyq.engine.files.validation import load_document, raise_problems
 from psyq.engine.files.yamlfile import YamlDocument, load_yaml
 
 
@@ -341,9 +341,7 @@ def load_study(path: str | Path) -> Study:
         >>> [i.id for i in study.instruments], study.cohort.id
         (['iri'], 'adults_small')
     """
-    path = locate(path, "study")
-    doc = load_yaml(path)
-    spec = parse_document(doc, StudySpec)
+    spec, doc, path = load_document(path, StudySpec, "study")
     problems: list[Problem] = []
     instruments, instrument_paths = [], []
     for i, name in enumerate(spec.instruments):

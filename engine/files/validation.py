@@ -4,18 +4,23 @@ Pydantic checks the shape (types, required fields, unknown fields); each of its 
 re-worded for a psychologist rather than a Python programmer and located in the file through
 the document's position index. Meaning checks (ids that must exist, ranges that must agree)
 live beside each model as functions returning :class:`~psyq.engine.files.errors.Problem` lists.
+:func:`load_document` is the one loader of psyq's YAML files: found (a shipped one by its name),
+read, its shape checked, then its meaning.
 """
 
 from __future__ import annotations
 
 import difflib
 import re
-from typing import Any, TypeVar
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from psyq.engine.files.errors import InputError, Problem
-from psyq.engine.files.yamlfile import FieldPath, YamlDocument
+from psyq.engine.files.shipped import locate
+from psyq.engine.files.yamlfile import FieldPath, YamlDocument, load_yaml
 
 M = TypeVar("M", bound=BaseModel)
 # The tags pydantic puts into an error's location for a discriminated union (the item kinds'
@@ -231,3 +236,36 @@ def raise_problems(problems: list[Problem]) -> None:
     """Raise an :class:`InputError` if there is anything in `problems`."""
     if problems:
         raise InputError(_dedupe(problems))
+
+
+class LoadedDocument(NamedTuple, Generic[M]):
+    """A YAML file read and checked by :func:`load_document`: its model, the document (for the
+    positions of later problems) and the file's path."""
+
+    spec: M
+    doc: YamlDocument
+    path: Path
+
+
+def load_document(path: str | Path, model: type[M], kind: str | None = None,
+                  check: Callable[[M, YamlDocument], list[Problem]] | None = None) -> LoadedDocument[M]:
+    """Read a YAML file of psyq's (with `kind`, a path or the name of a shipped file of that
+    kind: :func:`~psyq.engine.files.shipped.locate`), check its shape against `model`, then,
+    with `check`, its meaning; raises :class:`InputError` naming file, line, column and field of
+    every problem, shape problems before meaning.
+
+    Example (any model: here only a file's format and id):
+        >>> class Named(BaseModel):
+        ...     psyq: str
+        ...     id: str
+        >>> spec, doc, path = load_document("iri", Named, "instrument")
+        >>> spec.psyq, spec.id, path.name
+        ('instrument/1', 'iri', 'iri.yaml')
+    """
+    if kind is not None:
+        path = locate(path, kind)
+    doc = load_yaml(path)
+    spec = parse_document(doc, model)
+    if check is not None:
+        raise_problems(check(spec, doc))
+    return LoadedDocument(spec, doc, Path(path))
