@@ -1,6 +1,7 @@
 """Confidence intervals shared by the other statistics: the two-sided t quantile and the t interval
 of a mean, written once so that every interval of psyq takes its quantile the same way.
 
+* :func:`z_quantile` — the two-sided quantile of the normal at a confidence level (1.645 at .90).
 * :func:`t_quantile` — the two-sided quantile of Student's t at a confidence level (normal when
   the degrees of freedom are infinite); the Welch intervals of :mod:`.change` and
   :mod:`.standin.style_trait` and Hedges' g of :mod:`.standin.relations` multiply it by their own
@@ -28,6 +29,19 @@ from scipy import stats
 CONFIDENCE = 0.95
 
 
+@lru_cache(maxsize=256)
+def z_quantile(confidence: float) -> float:
+    """The two-sided quantile of the standard normal at `confidence`: the z with P(|Z| ≤ z) =
+    confidence, ``qnorm(0.5 + confidence / 2)`` in R.
+
+    Example
+    -------
+    >>> round(z_quantile(0.90), 6), round(z_quantile(0.95), 6)
+    (1.644854, 1.959964)
+    """
+    return float(stats.norm.ppf(0.5 + confidence / 2))
+
+
 # Cached: the verdict's simulations ask for the same few quantiles thousands of times.
 @lru_cache(maxsize=1024)
 def t_quantile(confidence: float, df: float) -> float:
@@ -41,7 +55,7 @@ def t_quantile(confidence: float, df: float) -> float:
     (2.228139, 1.959964)
     """
     if math.isinf(df):
-        return float(stats.norm.ppf(0.5 + confidence / 2))
+        return z_quantile(confidence)
     return float(stats.t.ppf(0.5 + confidence / 2, df))
 
 

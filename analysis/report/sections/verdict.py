@@ -46,9 +46,10 @@ from psyq.engine.trials.scoring import score_wide
 from psyq.analysis.report.apa import say_num
 from psyq.analysis.report.context import ReportContext, estimator_choice
 from psyq.analysis.report.section import ReportSection, Section
+from psyq.analysis.statistics.intervals import z_quantile
 from psyq.analysis.statistics.standin.design_verdict import DESIGN_CUTOFFS, DESIGN_USES
 from psyq.analysis.statistics.standin.equivalence import (CONFIDENCE, FALLS_SHORT, INCONCLUSIVE, MEETS, NOT_ESTIMABLE,
-                                                  combine_marks, sample_size_to_decide, z_value)
+                                                  combine_marks, sample_size_to_decide)
 from psyq.analysis.statistics.invariance.against_people import factor_structure, invariance_against_people
 from psyq.analysis.statistics.standin.scorecard import (AUC_MIN_PER_SIDE, CUTOFFS, MIN_FOR_CORRELATIONAL, norm_scorecard,
                                                 row_region, scorecard)
@@ -150,7 +151,7 @@ def personas_to_decide(rows: pd.DataFrame, n_personas: int | None, n_people: int
         n = sample_size_to_decide(value, low, high, n_personas, lower, upper)
         if not lower < value < upper:        # falling short is read at the Bonferroni level of m rows
             m = int(((rows["criterion"] == row["criterion"]) & (rows["mark"] != NOT_ESTIMABLE)).sum())
-            n *= (z_value(1 - (1 - CONFIDENCE) / m) / z_value(CONFIDENCE)) ** 2 if m > 1 else 1.0
+            n *= (z_quantile(1 - (1 - CONFIDENCE) / m) / z_quantile(CONFIDENCE)) ** 2 if m > 1 else 1.0
         n = max(n, MINIMUM.get(row["criterion"], 0)) if not math.isnan(n) else \
             float(MINIMUM.get(row["criterion"], math.nan))
         if not math.isnan(n):

@@ -26,6 +26,7 @@ from statsmodels.stats.meta_analysis import effectsize_smd
 
 from psyq.engine.design.instrument import SCORE_KINDS, Instrument, NormSample, Subscale
 from psyq.engine.kinds import get_kind
+from psyq.analysis.statistics.intervals import z_quantile
 
 
 POOLED = "pooled"
@@ -243,7 +244,7 @@ def hedges_g(m1: float, s1: float, n1: int, m2: float, s2: float, n2: int,
         j = 1 - 3 / (4 * (n1 + n2 - 2) - 1)
         d = g / j
         se = j * np.sqrt((n1 + n2) / (n1 * n2) + d**2 / (2 * (n1 + n2)))
-    z = stats.norm.ppf(0.5 + confidence / 2)
+    z = z_quantile(confidence)
     return float(g), float(g - z * se), float(g + z * se)
 
 

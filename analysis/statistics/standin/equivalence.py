@@ -60,16 +60,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from psyq.analysis.statistics.intervals import z_quantile
+
 MEETS, FALLS_SHORT, INCONCLUSIVE, NOT_ESTIMABLE = "meets", "falls short", "inconclusive", "not estimable"
 MARKS = (MEETS, FALLS_SHORT, INCONCLUSIVE, NOT_ESTIMABLE)
 """The four marks, in the order the verdict reads them."""
 CONFIDENCE = 0.90
 """The intervals' level: TOST at α = .05 on each side is the 90 % interval inside the region."""
-
-
-def z_value(confidence: float = CONFIDENCE) -> float:
-    """The two-sided normal quantile of `confidence` (1.645 at .90)."""
-    return float(stats.norm.ppf(0.5 + confidence / 2))
 
 
 def interval_mark(low: float, high: float, lower: float = -math.inf, upper: float = math.inf) -> str:
@@ -167,7 +164,7 @@ def rescale_interval(value: float, low: float, high: float, confidence_from: flo
     >>> [round(x, 4) for x in rescale_interval(0.2, 0.2 - 1.96, 0.2 + 1.96, 0.95)]
     [-1.4449, 1.8449]
     """
-    scale = z_value(confidence_to) / z_value(confidence_from)
+    scale = z_quantile(confidence_to) / z_quantile(confidence_from)
     return value - (value - low) * scale, value + (high - value) * scale
 
 
@@ -203,7 +200,7 @@ def sd_ratio_interval(first: Sequence[float] | np.ndarray, second: Sequence[floa
     v1, v2 = float(y1.var(ddof=1)), float(y2.var(ddof=1))
     if v1 == 0 or v2 == 0:
         return (math.sqrt(v1 / v2) if v2 else math.nan), math.nan, math.nan
-    z = z_value(confidence)
+    z = z_quantile(confidence)
     c0 = (n1 / (n1 - z)) * ((n2 - z) / n2)
     k1, k2 = (n1 - 3) / n1, (n2 - 3) / n2
     a1 = float(np.sum((y1 - _trimmed_mean(y1)) ** 4))

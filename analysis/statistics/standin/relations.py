@@ -37,7 +37,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -46,7 +45,7 @@ from scipy import stats
 from psyq.engine.design.instrument import Instrument
 from psyq.engine.files.codebook import WEIGHT_COLUMN
 
-from psyq.analysis.statistics.intervals import t_quantile
+from psyq.analysis.statistics.intervals import t_quantile, z_quantile
 from psyq.analysis.statistics.validity import level_text, pearson_pairwise, label_mismatch, part_whole
 
 CONFIDENCE = 0.95
@@ -69,11 +68,6 @@ class _Effect:
     se: float = math.nan
     n: int = 0
     why: str = ""
-
-
-@lru_cache(maxsize=None)
-def _z(confidence: float) -> float:
-    return float(stats.norm.ppf(0.5 + confidence / 2))
 
 
 def _is_numeric(column: pd.Series) -> bool:
@@ -100,7 +94,7 @@ def fisher_ci(r: float, n: int, confidence: float = CONFIDENCE) -> tuple[float, 
         return math.nan, math.nan
     if n == 3:
         return -1.0, 1.0
-    half = _z(confidence) / math.sqrt(n - 3)
+    half = z_quantile(confidence) / math.sqrt(n - 3)
     with np.errstate(divide="ignore"):
         z = np.arctanh(r)
     return float(np.tanh(z - half)), float(np.tanh(z + half))
@@ -178,7 +172,7 @@ def _power(measure: str, cohort: _Effect, people: _Effect) -> float:
             if cohort.n > 3 else math.nan
     if not math.isfinite(shift):
         return math.nan
-    z = _z(CONFIDENCE)
+    z = z_quantile(CONFIDENCE)
     return float(stats.norm.cdf(shift - z) + stats.norm.cdf(-shift - z))
 
 
@@ -186,7 +180,7 @@ def _row(attribute: str, subscale: str, kind: str, contrast: str, measure: str, 
          extra: Sequence[str] = (), confidence: float = CONFIDENCE) -> dict:
     difference = cohort.value - people.value
     if measure == G:
-        half = _z(confidence) * math.hypot(cohort.se, people.se)
+        half = z_quantile(confidence) * math.hypot(cohort.se, people.se)
         low, high = difference - half, difference + half
     else:
         low, high = correlation_difference_ci(cohort.value, cohort.n, people.value, people.n, confidence)
