@@ -276,7 +276,7 @@ def verdict_real_falls_short(data: dict[str, Any]) -> Reading | None:
         return None
     worst = max(rows, key=lambda r: r["falls_short"])
     return Reading(f"**{percent(worst['falls_short'])}** at most ({worst['criterion']} at {worst['n_personas']:,}; "
-                   f"{verdict_draws(data)})", worst["falls_short"] == 0)
+                   f"{verdict_draws(data)})", worst["falls_short"] <= 0.05)
 
 
 def verdict_real_power(data: dict[str, Any]) -> Reading | None:
@@ -368,7 +368,8 @@ MEASURES = [
             view_watched, "Issue 36 (session 2026-11-27)"),
     Measure("… trials stored in every run (answered + missing = planned)", "all (issue 36)", "view_scale", VIEW,
             view_stored, "Issue 36 (session 2026-11-27)"),
-    Measure("the verdict on real people: draws marked *falls short*", "0 % (should never: docs/reading-report.md)",
+    Measure("the verdict on real people: draws marked *falls short*",
+            "≤ 5 % (a 90 % interval's error: docs/reading-report.md)",
             "verdict_calibration", VERDICT, verdict_real_falls_short, "Issue 52 (session 2026-12-07)"),
     Measure("… personas for 80 % of draws marked *meets*, per criterion", MISSING, "verdict_calibration", VERDICT,
             verdict_real_power, "Issue 52 (session 2026-12-07)"),

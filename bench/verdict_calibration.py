@@ -31,14 +31,13 @@ docs/reading-report.md ("How often is the verdict wrong?") shows.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from common import save_results
 from psyq import human_data, load_instrument
 from psyq.analysis.statistics.standin.verdict_power import simulate_verdicts, verdict_power
 
@@ -122,10 +121,7 @@ def main() -> None:
         frames[-1].attrs = {}
         print(f"{case}: {time.perf_counter() - started:.0f} s", flush=True)
     table = pd.concat(frames, ignore_index=True)
-    out = Path(__file__).parent / "results" / "verdict_calibration.json"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps({"draws": args.draws, "sizes": args.sizes,
-                               "rows": table.to_dict("records")}, indent=1))
+    save_results("verdict_calibration", {"draws": args.draws, "sizes": args.sizes, "rows": table.to_dict("records")})
     print(markdown(table))
     if args.check_power and "real" in args.cases:
         power = verdict_power(people, IRI, args.sizes, reps=args.draws, seed=1, workers=args.workers)
