@@ -1,10 +1,11 @@
 """One shape for every set of plug-ins: a name, the plug-in registered under it, in order.
 
 Backends (``kind:`` of a study's backend entry), item kinds (``kind:`` of an item), importers
-(``psyq import NAME``) and the report's sections (:mod:`psyq.analysis.report.sections`) are each a
-:class:`Registry`; a package registers its built-in plug-ins
-in its ``__init__.py`` and everything else asks the registry, never names a plug-in. The
-registry imports nothing of psyq's own, so that any room can hold one.
+(``psyq import NAME``), questionnaire formats (``psyq questionnaire --to NAME``) and the report's
+sections (:mod:`psyq.analysis.report.sections`) are each a :class:`Registry`; a package registers
+its built-in plug-ins in its ``__init__.py`` and everything else asks the registry (its methods,
+under the package's own names where it gives them, as ``get_importer = IMPORTERS.get``), never
+names a plug-in. The registry imports nothing of psyq's own, so that any room can hold one.
 
 Example:
     >>> class Csv:

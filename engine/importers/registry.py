@@ -13,20 +13,8 @@ from psyq.engine.registry import Registry
 if TYPE_CHECKING:
     from psyq.engine.importers.base import Importer
 
+# The registry's own methods are the package's API: one shape for every set of plug-ins.
 IMPORTERS: Registry["Importer"] = Registry("importer")
-
-
-def register(importer: "Importer") -> "Importer":
-    """Make `importer` available as ``psyq import <importer.name>``; returns it."""
-    return IMPORTERS.register(importer)
-
-
-def get_importer(name: str) -> "Importer":
-    """The importer registered as `name` (:class:`~psyq.engine.registry.UnknownName`, a KeyError
-    naming the known formats, if none)."""
-    return IMPORTERS.get(name)
-
-
-def importer_names() -> tuple[str, ...]:
-    """Names of the registered importers, in registration order."""
-    return IMPORTERS.names()
+register = IMPORTERS.register          # make an importer available as ``psyq import <importer.name>``
+get_importer = IMPORTERS.get           # UnknownName (a KeyError naming the known formats) if none
+importer_names = IMPORTERS.names       # in registration order

@@ -14,20 +14,8 @@ from psyq.engine.registry import Registry
 if TYPE_CHECKING:
     from psyq.engine.questionnaire.base import QuestionnaireFormat
 
+# The registry's own methods are the package's API: one shape for every set of plug-ins.
 FORMATS: Registry["QuestionnaireFormat"] = Registry("questionnaire format")
-
-
-def register(form: "QuestionnaireFormat") -> "QuestionnaireFormat":
-    """Make `form` available as ``psyq questionnaire --to <form.name>``; returns it."""
-    return FORMATS.register(form)
-
-
-def get_format(name: str) -> "QuestionnaireFormat":
-    """The format registered as `name` (:class:`~psyq.engine.registry.UnknownName`, a KeyError
-    naming the known formats, if none)."""
-    return FORMATS.get(name)
-
-
-def format_names() -> tuple[str, ...]:
-    """Names of the registered formats, in registration order."""
-    return FORMATS.names()
+register = FORMATS.register            # make a format available as ``psyq questionnaire --to <form.name>``
+get_format = FORMATS.get               # UnknownName (a KeyError naming the known formats) if none
+format_names = FORMATS.names           # in registration order
