@@ -76,6 +76,9 @@ def test_a_redcap_dictionary_round_trips_to_the_same_instrument(name, tmp_path):
     assert {s.id: [i.id for i in imported.subscale_items(s.id)] for s in imported.subscales} == {
         f"{name}_{s.id.lower()}_score": [f"{name}_{i.id}".lower() for i in original.subscale_items(s.id)]
         for s in original.subscales}
+    # and their rule for blank items (psyq's, written into the calc fields): the same min_answered
+    assert [imported.min_answered(s) for s in imported.subscales] == [original.min_answered(s)
+                                                                      for s in original.subscales]
 
 
 @pytest.mark.parametrize("name", SHIPPED_WITH_TEXTS)
@@ -200,23 +203,86 @@ def test_a_redcap_survey_shows_the_items_per_page_as_the_personas_got_them(prese
 MINI_1TO7 = Path(__file__).resolve().parent / "data" / "mini_1to7.yaml"
 
 
-def _redcap_calc(expression: str, answers: dict[str, int]) -> float:
-    """What REDCap computes for a calc field's expression (its sum() and mean() of fields and
-    ``(n-[field])`` terms), given one record's field values."""
-    assert re.fullmatch(r"(sum|mean)\((\(\d+-\[\w+\]\)|\[\w+\])(,(\(\d+-\[\w+\]\)|\[\w+\]))*\)", expression), expression
-    python = re.sub(r"\[(\w+)\]", r"v['\1']", expression)
-    return eval(python, {"__builtins__": {}, "v": answers,          # noqa: S307 (the pattern above allows no other)
-                         "sum": lambda *xs: sum(xs), "mean": lambda *xs: sum(xs) / len(xs)})
+def _redcap_calc(expression: str, answers: dict[str, int | None]) -> float | None:
+    """What REDCap computes for a calc field of the shape psyq writes, by REDCap's documented rules
+    (engine/questionnaire/redcap.py, score_calc): ``sum()`` and ``mean()`` leave blank values out,
+    ``if(condition, then, else)``, ``""`` is blank, a term ``(K-[x])`` on a blank item is blank,
+    ``[x]<>""`` is true when x is answered, ``<``, ``=`` and ``*`` on numbers. None is blank.
+    Anything else in the expression is refused, so the test reads only what psyq writes."""
+    tokens = re.findall(r'\[\w+\]|\d+|""|<>|[(),<=*-]|\w+|\S', expression)
+    at = 0
+
+    def take(expected: str | None = None) -> str:
+        nonlocal at
+        token = tokens[at]
+        assert expected is None or token == expected, (expected, token, expression)
+        at += 1
+        return token
+
+    def value():
+        token = take()
+        if token in ("sum", "mean", "if"):
+            take("(")
+            args = [comparison()]
+            while tokens[at] == ",":
+                take(",")
+                args.append(comparison())
+            take(")")
+            if token == "if":
+                condition, then, otherwise = args
+                assert isinstance(condition, bool), expression
+                return then if condition else otherwise
+            numbers = [a for a in args if a is not None]
+            return sum(numbers) if token == "sum" else sum(numbers) / len(numbers)
+        if token == "(":                                    # (K-[x])
+            constant, _, field = int(take()), take("-"), take()
+            take(")")
+            answer = answers[field[1:-1]]
+            return None if answer is None else constant - answer
+        if token.startswith("["):
+            return answers[token[1:-1]]
+        if token == '""':
+            return None
+        assert token.isdigit(), (token, expression)
+        return int(token)
+
+    def product():
+        left = value()
+        while at < len(tokens) and tokens[at] == "*":
+            take("*")
+            right = value()
+            left = None if left is None or right is None else left * right
+        return left
+
+    def comparison():
+        left = product()
+        if at < len(tokens) and tokens[at] in ("<", "=", "<>"):
+            op, right = take(), product()
+            if op == "<>":
+                return left != right
+            assert left is not None and right is not None, expression
+            return left < right if op == "<" else left == right
+        return left
+
+    result = comparison()
+    assert at == len(tokens), expression
+    return result
+
+
+def _calcs(dictionary: Path) -> dict[str, str]:
+    with dictionary.open(newline="") as handle:
+        return {row["Variable / Field Name"]: row["Choices, Calculations, OR Slider Labels"]
+                for row in csv.DictReader(handle) if row["Field Type"] == "calc"}
 
 
 def test_redcap_score_fields_reverse_key_as_psyq_does_on_a_1_to_7_scale(tmp_path):
     """Guards the reverse key of the calc fields: ``(min + max - [item])``, not ``(max - [item])``
-    (the two agree on a 0-4 scale, as the IRI's, and differ by the scale's minimum on 1-7). Each
-    subscale's calc field, computed as REDCap would, equals psyq's own score of the same answers."""
+    (the two agree on a 0-4 scale, as the IRI's, and differ by the scale's minimum on 1-7), and psyq's
+    rule for blank items: each subscale's calc field, computed as REDCap would, equals psyq's own score
+    of the same answers, blank where psyq gives none (fewer answers than min_answered), a sum prorated
+    where some are blank."""
     assert _psyq("questionnaire", MINI_1TO7, "--to", "redcap", "--out", tmp_path)[0] == 0
-    with (tmp_path / "mini_dictionary.csv").open(newline="") as handle:
-        calcs = {row["Variable / Field Name"]: row["Choices, Calculations, OR Slider Labels"]
-                 for row in csv.DictReader(handle) if row["Field Type"] == "calc"}
+    calcs = _calcs(tmp_path / "mini_dictionary.csv")
     mini = load_instrument(MINI_1TO7)
     assert sorted(calcs) == [f"mini_{s.id.lower()}_score" for s in mini.rating_subscales]
     # a person answering 1 everywhere: the reversed item a keys to 7, so X (a + b) is 7 + 1
@@ -224,21 +290,45 @@ def test_redcap_score_fields_reverse_key_as_psyq_does_on_a_1_to_7_scale(tmp_path
     assert _redcap_calc(calcs["mini_x_score"], ones) == 7 + 1
     assert _redcap_calc(calcs["mini_x_score"], {**ones, "mini_a": 7}) == 1 + 1
     rng = np.random.default_rng(17)
-    people = [[1, 1, 1, 1], [7, 7, 7, 7], [1, 7, 2, 6], *[[int(v) for v in rng.integers(1, 8, 4)] for _ in range(7)]]
+    people = [[1, 1, 1, 1], [7, 7, 7, 7], [1, 7, 2, 6], *[[int(v) for v in rng.integers(1, 8, 4)] for _ in range(7)],
+              [None, 3, 5, 6], [2, None, 5, 6], [2, 3, None, None], [None, None, None, 4], [4, 3, 2, None]]
     typed = tmp_path / "typed.csv"
     with typed.open("w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["respondent_id", "a", "b", "c", "d"])
-        writer.writerows([f"r{k}", *answers] for k, answers in enumerate(people))
+        writer.writerows([f"r{k}", *["" if v is None else v for v in answers]] for k, answers in enumerate(people))
     scores = score_humans(typed, mini).set_index(["respondent_id", "subscale"])["score"]
-    keyed = keyed_answers(mini, pd.DataFrame(people, columns=list("abcd")))
+    blanks = 0
     for k, answers in enumerate(people):
         fields = {f"mini_{i}": v for i, v in zip("abcd", answers)}
         for subscale in mini.rating_subscales:
             redcap = _redcap_calc(calcs[f"mini_{subscale.id.lower()}_score"], fields)
-            assert redcap == pytest.approx(scores[(f"r{k}", subscale.id)]), (answers, subscale.id)
-            on_key = keyed.loc[k, [i.id for i in mini.subscale_items(subscale.id)]]
-            assert redcap == pytest.approx(on_key.sum() if subscale.score == "sum" else on_key.mean())
+            psyq = scores[(f"r{k}", subscale.id)]
+            if np.isnan(psyq):
+                blanks += 1
+                assert redcap is None, (answers, subscale.id, redcap)
+            else:
+                assert redcap == pytest.approx(psyq, rel=1e-12), (answers, subscale.id)
+    assert blanks >= 4           # the rows below min_answered are among them
+
+
+def test_a_redcap_score_field_prorates_a_sum_with_one_blank_item_as_psyq_does(tmp_path):
+    """The IRI's Fantasy scale with one of its 7 items blank: REDCap's plain sum() would give the sum
+    of the other six; psyq prorates (their mean times 7, min_answered 6), and so does the calc field."""
+    assert _psyq("questionnaire", "iri", "--to", "redcap", "--out", tmp_path)[0] == 0
+    iri = load_instrument("iri")
+    fs = [i.id for i in iri.subscale_items("FS")]
+    answers = {i.id: 2 for i in iri.rating_items}
+    answers[fs[1]] = None
+    typed = tmp_path / "typed.csv"
+    typed.write_text("respondent_id," + ",".join(answers) + "\nr1," +
+                     ",".join("" if v is None else str(v) for v in answers.values()) + "\n")
+    psyq = score_humans(typed, iri).set_index("subscale").loc["FS", "score"]
+    keyed = [4 - 2 if iri.item(i).reverse else 2 for i in fs if answers[i] is not None]
+    assert psyq == pytest.approx(sum(keyed) / 6 * 7) and psyq != sum(keyed)
+    redcap = _redcap_calc(_calcs(tmp_path / "iri_dictionary.csv")["iri_fs_score"],
+                          {f"iri_{i}": v for i, v in answers.items()})
+    assert redcap == pytest.approx(psyq, rel=1e-12)
 
 
 def _shown_options(instrument, order: str) -> list[str]:
@@ -333,6 +423,57 @@ def test_a_redcap_raw_export_reads_back_with_the_written_codebook(tmp_path):
     assert answers["education"].unique().tolist() == ["secondary school"]
     expected = _scores(_typed(tmp_path / "typed.csv", [str(k) for k in range(1, 11)], people))
     pd.testing.assert_frame_equal(_scores(tmp_path / "redcap_raw.csv", book), expected)
+
+
+def _redcap_labels_export(path: Path, people: list[list[int | None]], extra: list[tuple[str, str]] = ()) -> Path:
+    """REDCap's "CSV / Microsoft Excel (labels)" export of the quickstart project: field labels as the
+    header, every survey form with its "Survey Timestamp" before and "Complete?" after its fields (so
+    both names repeat with the demographics form), choice labels as answers; `extra` adds columns
+    (header, cell)."""
+    part = questionnaire_from("quickstart").parts[0]
+    label = {c.value: c.label for c in part.choices}
+    iri = load_instrument("iri")
+    header = ["Record ID", "Survey Identifier", "Survey Timestamp", *[i.text for i in part.items],
+              *[f"{s.name} ({s.score})" for s in iri.subscales], "Complete?",
+              "Survey Timestamp", "Gender", "Age", "Education", "Occupation", "Country", "Complete?",
+              *[h for h, _ in extra]]
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        for k, answers in enumerate(people, 1):
+            writer.writerow([k, "", "2026-11-28 10:09:01", *["" if v is None else label[v] for v in answers],
+                             *[""] * len(iri.subscales), "Complete", "2026-11-28 10:11:30",
+                             ["female", "male", "non-binary"][k % 3], 20 + k, "secondary school", "manager",
+                             "Japan", "Complete", *[cell for _, cell in extra]])
+    return path
+
+
+def test_a_redcap_labels_export_repeating_redcaps_own_columns_reads_back(tmp_path):
+    """REDCap's labels export names every form's timestamp "Survey Timestamp" and its status
+    "Complete?", so a project with demographics repeats both: columns the codebook does not read,
+    left out with a notice; the answers read as the same answers typed."""
+    assert _psyq("questionnaire", "quickstart", "--to", "redcap", "--out", tmp_path / "q")[0] == 0
+    people = _ten_answers()
+    export = _redcap_labels_export(tmp_path / "labels.csv", people)
+    book = tmp_path / "q" / "iri_labels.codebook.yaml"
+    with pytest.warns(Warning, match=r"'Survey Timestamp', 'Complete\?' appear more than once and are not read"):
+        answers = read_answers_csv(export, load_instrument("iri"), codebook=book)
+    assert "Complete?" not in answers.columns and answers["gender"].tolist()[:3] == ["male", "non-binary", "female"]
+    expected = _scores(_typed(tmp_path / "typed.csv", [str(k) for k in range(1, 11)], people))
+    pd.testing.assert_frame_equal(_scores(export, book), expected)
+    code, _, err = _psyq("score", "iri", export, "--codebook", book)
+    assert code == 0, err
+
+
+def test_an_item_column_repeated_in_a_labels_export_is_an_error_at_its_place(tmp_path):
+    """A column the codebook reads that the header names twice cannot be read (which one holds the
+    answers?): an error at the later one's line 1 and column."""
+    assert _psyq("questionnaire", "quickstart", "--to", "redcap", "--out", tmp_path / "q")[0] == 0
+    first = questionnaire_from("quickstart").parts[0].items[0].text
+    export = _redcap_labels_export(tmp_path / "labels.csv", _ten_answers(), extra=[(first, "B")])
+    code, _, err = _psyq("score", "iri", export, "--codebook", tmp_path / "q" / "iri_labels.codebook.yaml")
+    assert code == 2 and "Traceback" not in err
+    assert f"{export}:1:44: column '{first}': the header names '{first}' 2 times (columns 4, 44)" in err
 
 
 def _qualtrics_export(path: Path, columns: list[str], texts: list[str], rows: list[list[str]]) -> Path:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from psyq.engine.files.csvfile import read_csv_table
+from psyq.engine.files.csvfile import read_csv_table, without_repeated
 from psyq.engine.files.codebook import WEIGHT_COLUMN
 from psyq.engine.files.errors import InputError, Problem
 from psyq.engine.files.notices import notify
@@ -83,11 +83,17 @@ def read_answers_csv(path: str | Path, instrument: Instrument, keyed: bool | Non
     item_ids = [item.id for item in instrument.rating_items]
     # Shape checked before any value is read (psyq.engine.files.csvfile): no row is shifted into other columns.
     try:
-        csv_table = read_csv_table(path, required=() if book else (ID_COLUMN, *item_ids))
+        csv_table = read_csv_table(path, required=() if book else (ID_COLUMN, *item_ids),
+                                   repeated_names=book is not None)
     except InputError as exc:
         raise InputError([Problem(p.file, p.line, p.column, p.field, p.message + codebook_hint())
                           if p.message.startswith("missing column(s)") else p for p in exc.problems]) from None
     plan = plan_columns(book, csv_table.header, item_ids, instrument.id, file)
+    if book is not None:    # a platform's bookkeeping columns may repeat (REDCap's "Complete?" per form)
+        orders = [book.spec.option_orders.column] if book.spec.option_orders else []
+        csv_table = without_repeated(csv_table, [plan.id_column, *plan.items.values(), *plan.attributes.values(),
+                                                 *([plan.weight] if plan.weight else []), *orders,
+                                                 *book.spec.values], f"the codebook {book.file}")
     csv_table = recoded_answers(book, csv_table, plan, sorted(o.value for o in instrument.scale))   # item_values, skip_rows
     rename = {column: item_id for item_id, column in plan.items.items()}
     rename.update({column: attribute for attribute, column in plan.attributes.items()})

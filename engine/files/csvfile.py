@@ -6,7 +6,11 @@ then checks the shape before any value is used:
 
 - every row has as many cells as the header has names; a longer or shorter row is an error
   naming its line (pandas would shift it, or take its first cell as an index, without a word);
-- header names are not empty and not repeated (pandas renames a repeat ``x.1``);
+- header names are not empty and not repeated (pandas renames a repeat ``x.1``), unless the
+  caller reads the file through a codebook that names the columns it reads: a platform's export
+  may repeat its own bookkeeping columns (REDCap's labels export has a "Complete?" and a "Survey
+  Timestamp" per form), and :func:`without_repeated` then leaves those out, with a notice, and
+  refuses a repeated column that is read;
 - an empty last column on *every* row, as spreadsheet exports leave (each line ending with a
   comma, with or without one on the header), is dropped and said in a notice;
 - a file separated by ``;`` or tabs (spreadsheets in many locales) is read as such when that
@@ -125,12 +129,13 @@ def _drop_trailing_empty_column(file: str, header: list[str], records: list[tupl
 
 
 def _header_problems(file: str, header: list[str], required: Sequence[str],
-                     row_names: bool = False) -> list[Problem]:
+                     row_names: bool = False, repeated_names: bool = False) -> list[Problem]:
     problems = []
     if missing := [name for name in required if name not in header]:
         problems.append(Problem(file, 1, None, "", "missing column(s): " + ", ".join(missing)
                                 + _likely_separator(header)))
-    if repeated := [name for name, count in Counter(header).items() if count > 1 and name]:
+    repeated = [name for name, count in Counter(header).items() if count > 1 and name]
+    if repeated and not repeated_names:
         problems.append(Problem(file, 1, None, "", "duplicated column(s): " + ", ".join(repeated)
                                 + " (each column name may appear once)"))
     for k, name in enumerate(header):
@@ -139,13 +144,15 @@ def _header_problems(file: str, header: list[str], required: Sequence[str],
     return problems
 
 
-def read_csv_table(path: str | Path, required: Sequence[str] = (), row_names: bool = False) -> CsvTable:
+def read_csv_table(path: str | Path, required: Sequence[str] = (), row_names: bool = False,
+                   repeated_names: bool = False) -> CsvTable:
     """Read and shape-check a CSV file; `required` are column names it must have.
 
     Raises :class:`InputError` (file, line, what) for an unreadable file, a header lacking
     `required` columns or repeating or leaving out a name, or rows whose number of cells is not
     the header's. With `row_names`, the first column holds row names and may have no name in the
-    header (as R's ``write.csv`` writes a matrix). Emits an :class:`~psyq.engine.files.notices.InputNotice` for everything read otherwise
+    header (as R's ``write.csv`` writes a matrix). With `repeated_names`, a name may repeat: the
+    caller then passes the table through :func:`without_repeated` with the columns it reads. Emits an :class:`~psyq.engine.files.notices.InputNotice` for everything read otherwise
     than written (a dropped empty last column, a ';' or tab separator); they are also in
     :attr:`CsvTable.notices`.
 
@@ -166,7 +173,7 @@ def read_csv_table(path: str | Path, required: Sequence[str] = (), row_names: bo
     header = records[0][1]
     body = [(line, cells) for line, cells in records[1:] if any(cells)]
     header = _drop_trailing_empty_column(file, header, body, notices)
-    if problems := _header_problems(file, header, required, row_names):
+    if problems := _header_problems(file, header, required, row_names, repeated_names):
         raise InputError(problems)
     problems = []
     for line, cells in body:
@@ -180,3 +187,42 @@ def read_csv_table(path: str | Path, required: Sequence[str] = (), row_names: bo
     for notice in notices:
         notify(notice)
     return CsvTable(file, header, [cells for _, cells in body], [line for line, _ in body], delimiter, notices)
+
+
+def without_repeated(table: CsvTable, read: Sequence[str], reader: str) -> CsvTable:
+    """`table` without every column whose name its header repeats and that is not among `read`
+    (the columns `reader`, e.g. a codebook, reads); a notice names those left out. A column that is
+    read and repeated is an error at each of its later places (``file:1:column``): which of them
+    holds the answers cannot be told.
+
+    Example:
+        >>> table = CsvTable("x.csv", ["id", "Complete?", "q1", "Complete?"], [["p1", "2", "3", "2"]], [2])
+        >>> without_repeated(table, ["id", "q1"], "the codebook b.yaml").header
+        ['id', 'q1']
+        >>> without_repeated(CsvTable("x.csv", ["id", "q1", "q1"], [["p1", "3", "4"]], [2]), ["id", "q1"], "it")
+        Traceback (most recent call last):
+        ...
+        psyq.engine.files.errors.InputError: x.csv:1:3: column 'q1': the header names 'q1' 2 times (columns 2, 3); it reads it, so it must appear once
+    """
+    counts = Counter(table.header)
+    repeated = [name for name, count in counts.items() if count > 1]
+    if not repeated:
+        return table
+    wanted = set(read)
+    problems = []
+    for name in repeated:
+        if name not in wanted:
+            continue
+        places = [k + 1 for k, h in enumerate(table.header) if h == name]
+        for place in places[1:]:
+            problems.append(Problem(table.file, 1, place, f"column '{name}'", f"the header names '{name}' "
+                                    f"{counts[name]} times (columns {', '.join(map(str, places))}); {reader} reads "
+                                    "it, so it must appear once"))
+    if problems:
+        raise InputError(problems)
+    keep = [k for k, name in enumerate(table.header) if counts[name] == 1]
+    notice = Problem(table.file, 1, None, "", f"column(s) {', '.join(repr(n) for n in repeated)} appear more than "
+                                              f"once and are not read by {reader}: left out")
+    notify(notice)
+    return CsvTable(table.file, [table.header[k] for k in keep], [[row[k] for k in keep] for row in table.rows],
+                    list(table.lines), table.delimiter, [*table.notices, notice])

@@ -63,6 +63,7 @@ class DraftSubscale:
     name: str
     score: str = "sum"
     source: str = ""
+    min_answered: int | None = None     # fewer answered items give no score (None: all of them)
 
 
 @dataclass
@@ -138,7 +139,9 @@ class Draft:
                         "this CSV (header item_id,text), or put each text in its item."),
             }
         doc["items"] = [_item_data(i) for i in self.items]
-        doc["subscales"] = [{"id": s.id, "name": s.name, "score": s.score} for s in self.subscales]
+        doc["subscales"] = [{"id": s.id, "name": s.name, "score": s.score,
+                             **({"min_answered": s.min_answered} if s.min_answered is not None else {})}
+                            for s in self.subscales]
         return doc
 
     def _note_stored_keying(self) -> None:

@@ -266,6 +266,60 @@ def parse_sum(formula: str) -> tuple[str, list[tuple[int | None, str]]] | None:
     return (rule, terms) if len(terms) >= 2 else None
 
 
+def parse_scored(formula: str) -> tuple[str, list[tuple[int | None, str]], int] | None:
+    """('sum' or 'mean', [(K or None, field)], min_answered) for the score psyq writes
+    (:func:`psyq.engine.questionnaire.redcap.score_calc`): blank when fewer than m of the items are
+    answered, else their mean, or their sum (prorated as mean times n when some are blank); None for
+    any other calculation, or one that counts other fields than it scores.
+
+    Example:
+        >>> parse_scored('if(sum(if([a]<>"",1,0),if([b]<>"",1,0))<1,"",if(sum(if([a]<>"",1,0),'
+        ...              'if([b]<>"",1,0))=2,sum([a],(6-[b])),mean([a],(6-[b]))*2))')
+        ('sum', [(None, 'a'), (6, 'b')], 1)
+        >>> parse_scored("sum([a],[b])") is None
+        True
+    """
+    guard = _call(formula, "if")
+    if guard is None or len(guard) != 3 or guard[1].strip() != '""':
+        return None
+    condition = re.fullmatch(r"(.*)<\s*(\d+)", guard[0].strip(), flags=re.DOTALL)
+    counted = _counted(condition.group(1)) if condition else None
+    body = guard[2].strip()
+    prorated = _call(body, "if")
+    if prorated is not None:        # if(count=n, sum(terms), mean(terms)*n)
+        if len(prorated) != 3 or not re.fullmatch(r"mean\s*\(.*\)\s*\*\s*\d+", prorated[2].strip(), re.DOTALL):
+            return None
+        body = prorated[1].strip()
+    parsed = parse_sum(body) if re.match(r"(sum|mean)\s*\(", body, flags=re.IGNORECASE) else None
+    if counted is None or parsed is None or counted != [field for _, field in parsed[1]]:
+        return None
+    return parsed[0], parsed[1], int(condition.group(2))
+
+
+def _call(text: str, name: str) -> list[str] | None:
+    """The arguments of ``name(...)`` when `text` is one call of it, else None."""
+    call = re.fullmatch(rf"{name}\s*\((.*)\)", text.strip(), flags=re.IGNORECASE | re.DOTALL)
+    return _split_top(call.group(1), ",") if call and _balanced(call.group(1)) else None
+
+
+def _balanced(text: str) -> bool:
+    depth = 0
+    for ch in text:
+        depth += (ch == "(") - (ch == ")")
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+def _counted(text: str) -> list[str] | None:
+    """The fields of ``sum(if([a]<>"",1,0),…)``, the count of answered items; None for other text."""
+    terms = _call(text, "sum")
+    if terms is None:
+        return None
+    fields = [re.fullmatch(rf'\s*if\s*\(\s*{FIELD_REF}\s*<>\s*""\s*,\s*1\s*,\s*0\s*\)\s*', t) for t in terms]
+    return [f.group(1) for f in fields] if all(fields) else None
+
+
 def _split_top(text: str, sep: str) -> list[str]:
     """`text` split at `sep` outside parentheses."""
     parts, depth, start = [], 0, 0
@@ -280,7 +334,8 @@ def _split_top(text: str, sep: str) -> list[str]:
 
 def _read_calc(draft: Draft, row: dict[str, Any], scale: Options | None, where: str) -> None:
     field, formula = row["field"], " ".join(row["choices"].split())
-    parsed = parse_sum(formula)
+    scored = parse_scored(formula)       # psyq's own score, with its missing-data rule
+    parsed = scored[:2] if scored else parse_sum(formula)
     items = {i.id: i for i in draft.items}
     if parsed is None:
         draft.note(where, f"calc field '{field}' not mapped: `{formula}` is not a plain sum or mean of items; "
@@ -303,7 +358,8 @@ def _read_calc(draft: Draft, row: dict[str, Any], scale: Options | None, where: 
         return
     for constant, item_id in terms:
         items[item_id].reverse = _implied_reverse(items[item_id], constant)
-    draft.subscales.append(DraftSubscale(field, strip_html(row["label"]) or field, rule, where))
+    least = scored[2] if scored and scored[2] < len(terms) else None
+    draft.subscales.append(DraftSubscale(field, strip_html(row["label"]) or field, rule, where, least))
     for _, item_id in terms:
         if field not in items[item_id].subscales:
             items[item_id].subscales.append(field)

@@ -9,10 +9,11 @@ option lines the personas read (``0, A = Does not describe me well | 1, B | …`
 order (a matrix group when the study shows every item at once; when it shows one item per
 screen, every item after the first has the instructions as its section header, so that a survey
 set to show one section per page shows each item on its own page, as a note says), then one
-hidden ``calc`` field per subscale: ``sum(...)`` or ``mean(...)`` of its items, a reverse-keyed
-item written ``(min + max - [item])``, which is how ``psyq import redcap`` reads keys back. The
-demographics are a form ``demographics``: a ``radio`` field per categorical attribute (codes 1,
-2, … in the cohort's order) and an ``integer`` text field per numeric one.
+hidden ``calc`` field per subscale, scored by psyq's rule (:func:`score_calc`: blank below
+``min_answered``, a sum prorated over blank items), a reverse-keyed item written ``(min + max -
+[item])``, which is how ``psyq import redcap`` reads keys back. The demographics are a form
+``demographics``: a ``radio`` field per categorical attribute (codes 1, 2, … in the cohort's
+order) and an ``integer`` text field per numeric one.
 
 Labels are HTML in REDCap, so every text is escaped (an item's ``<b>`` shows as ``<b>``); psyq's
 importer unescapes it again.
@@ -112,11 +113,39 @@ def _pagination_notes(asked: Questionnaire) -> list[str]:
     return notes
 
 
-def _calc(part: Part, subscale) -> str:
+def score_calc(part: Part, subscale) -> str:
+    """A subscale's score as a REDCap calculation, by psyq's rule (:mod:`psyq.engine.trials.scoring`):
+    blank when fewer than ``min_answered`` items are answered; a mean subscale the mean of the
+    answered items; a sum subscale their sum when all are answered, else their mean times the number
+    of items (prorated). A reverse-keyed item is ``(min + max-[item])``.
+
+    REDCap's ``sum()`` and ``mean()`` leave blank values out, ``if(condition, then, else)`` chooses,
+    and a blank is written ``""`` (REDCap Help & FAQ, "Calculations", as the University of Florida's
+    "Calculated Fields - REDCap How-To Guide" gives it:
+    https://www.scribd.com/document/628776406/Calculated-Fields-REDCap-How; Wake Forest CTSI,
+    https://ctsi.wakehealth.edu/announcements/2021/05/redcap-calculated-fields-if-then); the answered
+    items are counted as ``sum(if([item]<>"",1,0),…)``, the idiom of Indiana University's
+    REDCap_Missing_Syntax.R (github.com/iu-dms/ayaniR), which counts blanks with ``if([item]='',1,0)``.
+    The expression is psyq's; it was not run on a REDCap server here.
+
+    Example:
+        >>> from psyq.engine.questionnaire.form import questionnaire_from
+        >>> part = questionnaire_from("iri").parts[0]
+        >>> fs = part.instrument.rating_subscales[1]
+        >>> fs.id, fs.score, part.instrument.min_answered(fs)
+        ('FS', 'sum', 6)
+        >>> score_calc(part, fs)[:46]
+        'if(sum(if([iri_1]<>"",1,0),if([iri_5]<>"",1,0)'
+    """
     low, high = part.instrument.scale_min, part.instrument.scale_max
-    terms = [f"({low + high}-[{i.column}])" if i.reverse else f"[{i.column}]"
-             for i in part.items if subscale.id in part.instrument.item(i.id).subscales]
-    return f"{subscale.score}({','.join(terms)})"
+    items = [i for i in part.items if subscale.id in part.instrument.item(i.id).subscales]
+    terms = ",".join(f"({low + high}-[{i.column}])" if i.reverse else f"[{i.column}]" for i in items)
+    answered = "sum(" + ",".join(f'if([{i.column}]<>"",1,0)' for i in items) + ")"
+    n, least = len(items), part.instrument.min_answered(subscale)
+    score = f"{subscale.score}({terms})"
+    if subscale.score == "sum" and least < n:
+        score = f"if({answered}={n},{score},mean({terms})*{n})"
+    return f'if({answered}<{least},"",{score})'
 
 
 class RedcapFormat(QuestionnaireFormat):
@@ -140,7 +169,7 @@ class RedcapFormat(QuestionnaireFormat):
             for subscale in part.instrument.rating_subscales:
                 rows.append(_row(field=answer_column(form, f"{subscale.id}_score"), form=form, type="calc",
                                  label=_text(f"{subscale.name} ({subscale.score})"),
-                                 choices=_calc(part, subscale), annotation="@HIDDEN"))
+                                 choices=score_calc(part, subscale), annotation="@HIDDEN"))
             if part.item_order == "shuffled":
                 notes.append(f"{part.instrument.id}: the study shuffles the items per persona; REDCap asks them in "
                              "the order written")
