@@ -195,6 +195,13 @@ def test_a_redcap_survey_shows_the_items_per_page_as_the_personas_got_them(prese
             assert any(instructions in (row["Section Header"], row["Field Label"]) for row in page)
         assert 'note: REDCap: in the Survey Settings of iri, set the question display format to "One section per ' \
                'page (multiple pages)"' in err
+        # read back, the instructions repeated above every item are said once, not once per item
+        code, _, err = _psyq("import", "redcap", tmp_path / "q" / "pages_dictionary.csv", "--form", "iri",
+                             "--out", tmp_path / "back.yaml")
+        assert code == 0, err
+        assert "the instructions repeated as the section header of 27 field(s) (iri_2 …)" in err
+        assert "section header above" not in err
+        assert load_instrument(tmp_path / "back.yaml").instructions.strip() == load_instrument("iri").instructions.strip()
     else:
         assert items == [[f"iri_{k}" for k in range(1, 29)]]
         assert 'note: REDCap: keep the Survey Settings of iri at "All on one page"' in err

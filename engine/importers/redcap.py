@@ -175,6 +175,11 @@ def _form_draft(path: str, form: str, rows: list[dict[str, Any]]) -> Draft:
                              f"one most fields use ({describe(scale)})", ("scale",))
     for row in rows:
         _read_field(draft, row, scale, rating, at[row["field"]])
+    repeated = [row["field"] for row in rows if row["section"] and draft.instructions is not None
+                and strip_html(row["section"]) == draft.instructions]
+    if repeated:    # psyq's one-item-per-page dictionary: the instructions above every item, as the personas saw them
+        draft.note(file, f"the instructions repeated as the section header of {len(repeated)} field(s) "
+                         f"({repeated[0]} …): one item per page; read once, as the instructions")
     for row in rows:
         if row["type"] == "calc":
             _read_calc(draft, row, scale, at[row["field"]])
@@ -187,7 +192,7 @@ def _form_draft(path: str, form: str, rows: list[dict[str, Any]]) -> Draft:
 def _read_field(draft: Draft, row: dict[str, Any], scale: Options | None, rating: dict[str, Options],
                 where: str) -> None:
     field, kind = row["field"], row["type"]
-    if row["section"]:
+    if row["section"] and strip_html(row["section"]) != draft.instructions:   # the instructions again: one note
         draft.note(where, f"section header above '{field}' not imported: {strip_html(row['section'])!r}")
     if kind == "calc":
         return
