@@ -1,4 +1,4 @@
-"""Batch mode (engine/administer/batch.py) against the batch-API stub (tests/batch_stub.py): real HTTP over
+"""Batch mode (engine/administer/send_batch.py) against the batch-API stub (tests/batch_stub.py): real HTTP over
 loopback, real SQLite, `psyq` in a subprocess where a kill is the point (else run in this process,
 tests/cli_helper.py).
 
@@ -252,7 +252,7 @@ def test_an_online_and_a_batch_backend_in_one_study(tmp_path):
 
 
 # What a run stores about its trials; `respondents` is rewritten with the same rows by every run
-# (engine/administer/run.py puts the cohort first), so it is compared by content only.
+# (engine/administer/record.py puts the cohort first), so it is compared by content only.
 TRIAL_TABLES = ("trials", "answers", "batches", "batch_replies")
 WRITE_LOG = "test_write_log"
 

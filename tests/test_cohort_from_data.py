@@ -22,7 +22,7 @@ import yaml
 
 from psyq import administer, load_cohort, load_study
 from psyq.engine.backends import make_backend
-from psyq.engine.administer.run import run_id_for
+from psyq.engine.administer.record import run_id_for
 from psyq.engine.design.cohort_data import allocate
 from psyq.engine.files.errors import InputError
 from psyq.engine.files.notices import InputNotice

@@ -49,7 +49,7 @@ MODULES = modules_with_examples()
 # no clone in sight): run again from an empty one.
 BY_NAME = ["psyq.engine.files.shipped", "psyq.cli.starting", "psyq.engine.design.study",
            "psyq.engine.design.cohort_file", "psyq.engine.judging.answer_judge", "psyq.engine.trials.prompts",
-           "psyq.engine.trials.scoring", "psyq.engine.kinds.response.rubrics", "psyq.engine.administer.run",
+           "psyq.engine.trials.scoring", "psyq.engine.kinds.response.rubrics", "psyq.engine.administer.record",
            "psyq.engine.kinds.vignette.accuracy", "psyq.engine.kinds.vignette.accuracy_csv",
            "psyq.analysis.statistics.invariance.against_people"]
 

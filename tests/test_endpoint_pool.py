@@ -19,8 +19,8 @@ import yaml
 from psyq.engine.backends import make_backend
 from psyq.engine.backends.pool import FAIL_AFTER, EndpointPool
 from psyq.engine.files.errors import InputError
-from psyq.engine.administer.run import run_id_for
-from psyq.engine.administer.runner import plan_trials
+from psyq.engine.administer.record import run_id_for
+from psyq.engine.administer.plan import plan_trials
 from psyq.engine.design.study import load_study
 from stub_server import StubServer
 from test_administer import run, write_study

@@ -373,7 +373,8 @@ def test_a_run_asks_its_backends_what_they_declare_and_probes_none():
     # plug-in backend says what differs by overriding it; hasattr/getattr would guess instead.
     from psyq.engine.backends import BackendConfig, HttpBackend, make_backend
 
-    askers = [ROOT / "engine" / "administer" / name for name in ("run.py", "runner.py", "tokenizer.py")]
+    askers = [ROOT / "engine" / "administer" / name
+              for name in ("run.py", "record.py", "send.py", "send_trial.py", "tokenizer.py")]
     askers.append(ROOT / "engine" / "judging" / "answer_judge.py")
     probes = [f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}" for path in askers
               for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.Call)

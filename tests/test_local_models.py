@@ -244,7 +244,7 @@ def test_serving_fast_batches_the_slots_with_the_prompt_cache_and_says_what_vari
 
 
 def test_the_serving_is_part_of_the_run_id(tmp_path):
-    from psyq.engine.administer.run import run_id_for
+    from psyq.engine.administer.record import run_id_for
 
     ids = set()
     for serving in (None, "reproducible", "fast"):
@@ -306,7 +306,7 @@ def _study(folder: Path, backend: dict, instrument: str = "instruments/leas_psyq
 
 
 def test_the_run_id_follows_the_files_content_not_where_it_lies(tmp_path):
-    from psyq.engine.administer.run import run_id_for
+    from psyq.engine.administer.record import run_id_for
 
     ids = []
     for folder, content in (("a", b"GGUF one"), ("b", b"GGUF one"), ("c", b"GGUF two")):

@@ -15,7 +15,7 @@ import yaml
 from psyq.engine.backends import BackendConfig, make_backend
 from psyq.engine.files.errors import InputError
 from psyq.engine.administer.overrides import CliOverrides, apply_overrides, backend_id_for_model
-from psyq.engine.administer.run import run_id_for
+from psyq.engine.administer.record import run_id_for
 from psyq.engine.design.study import load_study
 from stub_server import CHAT_PATH, StubServer
 from cli_helper import psyq_in_process

@@ -245,7 +245,7 @@ class _HalfChars:
 
 def _planned(tmp_path):
     from psyq.engine.backends import make_backend
-    from psyq.engine.administer.runner import plan_trials
+    from psyq.engine.administer.plan import plan_trials
     from psyq.engine.design.study import load_study
 
     study = load_study(write_two_backend_study(tmp_path, "http://127.0.0.1:9/v1"))
@@ -254,7 +254,7 @@ def _planned(tmp_path):
 
 
 def test_counting_a_sample_scales_by_characters_and_a_failing_tokenizer_falls_back(tmp_path):
-    from psyq.engine.administer.plan import build_plan, estimate_prompt_tokens
+    from psyq.engine.administer.plan_estimate import build_plan, estimate_prompt_tokens
     from psyq.engine.administer.tokenizer import request_chars
 
     study, backends, trials = _planned(tmp_path)
@@ -276,7 +276,7 @@ def test_the_plan_paces_a_reproducible_local_backend_by_its_one_slot():
     # request in flight.
     from types import SimpleNamespace
 
-    from psyq.engine.administer.plan import wall_time
+    from psyq.engine.administer.plan_estimate import wall_time
     from psyq.engine.backends.base import BackendConfig
     from psyq.engine.backends.local import LocalBackend
 

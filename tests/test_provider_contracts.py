@@ -2,8 +2,8 @@
 
 Every body here is built by psyq's own code: the shipped studies (and the staged fixture) are
 loaded through :func:`psyq.engine.design.study.load_study` with each backend configuration of
-:data:`BACKENDS` and each answer mode, planned with :func:`psyq.engine.administer.runner.plan_trials` /
-:func:`psyq.engine.administer.stages.plan_chains` and turned into JSON by ``backend.payload``; judge, target-judge
+:data:`BACKENDS` and each answer mode, planned with :func:`psyq.engine.administer.plan.plan_trials` /
+:func:`psyq.engine.administer.plan.plan_chains` and turned into JSON by ``backend.payload``; judge, target-judge
 and rewrite requests come from :mod:`psyq.engine.judging.answer_judge`, :mod:`psyq.engine.judging.reply_judge` and
 :mod:`psyq.engine.judging.perturbed_replies`; batch lines from the batch clients (:mod:`psyq.engine.backends.openai_batch`,
 :mod:`psyq.engine.backends.anthropic_batch`) with their HTTP calls replaced by a recorder. A combination
@@ -58,7 +58,7 @@ from psyq.engine.backends import anthropic_batch, batch_api, openai_batch
 from psyq.engine.backends.anthropic_batch import AnthropicBatchClient, parse_result_line
 from psyq.engine.backends.base import ChatRequest, HttpBackend
 from psyq.engine.backends.openai_batch import CHAT_URL, OpenAIBatchClient, parse_output_line
-from psyq.engine.administer.batch import read_body
+from psyq.engine.administer.send_batch import read_body
 from psyq.engine.files.errors import InputError
 from psyq.engine.judging.answer_judge import judge_request, judge_tasks, load_rubric
 from psyq.engine.kinds import get_kind
@@ -67,8 +67,8 @@ from psyq.engine.judging.perturbed_replies import rewrite_request
 from psyq.engine.design.perturbation_sets import load_perturbations
 from psyq.engine.design.perturbed_prompts import perturb_study_prompts
 from psyq.engine.kinds.response.rubrics import load_multi_rubric
-from psyq.engine.administer.runner import answer_ids, plan_trials
-from psyq.engine.administer.stages import plan_chains, preview_trials
+from psyq.engine.administer.record import answer_ids
+from psyq.engine.administer.plan import plan_chains, plan_trials, preview_trials
 from psyq.engine.design.study import Study, load_study
 from psyq.engine.judging.reply_judge import TargetTask, target_request
 from psyq.engine.trials.trial import Trial
@@ -587,7 +587,7 @@ def _backend(study: Study, backend_id: str) -> HttpBackend:
 
 
 def _planned(study: Study, backend: HttpBackend) -> list[Trial]:
-    """The trials as sent: staged chains with the earlier stages as history (as psyq.engine.administer.stages sends
+    """The trials as sent: staged chains with the earlier stages as history (as psyq.engine.administer.send sends
     them, the model's replies standing in as placeholders)."""
     backends = {backend.config.id: backend}
     if study.spec.stages:
@@ -596,7 +596,7 @@ def _planned(study: Study, backend: HttpBackend) -> list[Trial]:
 
 
 def _with_reask(trial: Trial, study: Study) -> Trial | None:
-    """The trial's request after one corrective re-ask, as psyq.engine.administer.runner builds it (None when the
+    """The trial's request after one corrective re-ask, as psyq.engine.administer.send_trial builds it (None when the
     trial is read from log probabilities or is an evoke stage: those are never re-asked)."""
     try:
         kind = get_kind(trial.item_kind)
@@ -881,7 +881,7 @@ def test_rewrite_requests_conform(backend_id: str, monkeypatch: pytest.MonkeyPat
 
 def batch_lines(backend: HttpBackend, requests: list[tuple[str, dict]], monkeypatch: pytest.MonkeyPatch) -> dict:
     """What the batch client of `backend` uploads and POSTs for `requests` ((custom_id, body) pairs,
-    as engine/administer/batch.py `_submit` builds them), with the HTTP calls replaced by a recorder."""
+    as engine/administer/send_batch.py `_submit` builds them), with the HTTP calls replaced by a recorder."""
     calls: list[tuple[str, str, Any]] = []
     uploaded: list[bytes] = []
 

@@ -101,7 +101,7 @@ def test_a_kept_reading_is_never_given_for_other_options():
 
 def test_the_options_block_is_made_once_per_scale_and_order(monkeypatch):
     from psyq import load_study
-    from psyq.engine.administer.runner import plan_trials
+    from psyq.engine.administer.plan import plan_trials
     from psyq.engine.backends import make_backend
     from psyq.engine.design.study import BackendConfig
 

@@ -331,15 +331,15 @@ def test_deeply_nested_text_is_unparseable_not_an_error():
 
 
 def test_a_parser_failure_costs_one_trial_not_the_run(tmp_path, monkeypatch):
-    import psyq.engine.administer.runner as runner
-    real = runner._parse
+    import psyq.engine.administer.send_trial as send_trial
+    real = send_trial._parse
 
     def flaky(trial, text, protocol):   # fails on item b only
         if trial.item_ids == ("b",):
             raise RecursionError("maximum recursion depth exceeded")
         return real(trial, text, protocol)
 
-    monkeypatch.setattr(runner, "_parse", flaky)
+    monkeypatch.setattr(send_trial, "_parse", flaky)
     with StubServer() as stub:
         result = asyncio.run(administer(load_study(write_study(tmp_path, stub.url)), tmp_path / "runs",
                                         log=lambda m: None))

@@ -52,7 +52,7 @@ def test_a_study_outside_the_clone_names_shipped_files(tmp_path, monkeypatch):
     study = load_study("mine.yaml")
     assert study.instrument_paths == ((ROOT / "instruments" / "iri.yaml").resolve(),)
     assert study.cohort_path == (ROOT / "personas" / "hand_written.yaml").resolve()
-    from psyq.engine.administer.run import manifest_files, shipped_record
+    from psyq.engine.administer.record import manifest_files, shipped_record
     record = shipped_record(study)
     assert sorted(v.split(" (")[0] for v in record.values()) == ["cohort hand_written", "instrument iri"]
     assert set(record) <= set(manifest_files(study))   # the same relative paths as `files`, with their hashes

@@ -1,4 +1,4 @@
-"""Multi-stage studies (engine/administer/stages.py): measure, imagine a situation, measure again, in one
+"""Multi-stage studies (engine/administer/plan.py, send.py): measure, imagine a situation, measure again, in one
 conversation; stored stage by stage, resumed after SIGKILL with the history rebuilt from the store.
 
 Real HTTP over loopback (tests/stub_server.py, in this process), `psyq run` in a subprocess that
@@ -26,7 +26,7 @@ from psyq.engine.files.errors import InputError
 from psyq.engine.results.export import export_table
 from psyq.engine.administer.run import administer
 from psyq.engine.design.situations import load_situations
-from psyq.engine.administer.stages import PLACEHOLDER, evoke_text, plan_chains, preview_trials
+from psyq.engine.administer.plan import PLACEHOLDER, evoke_text, plan_chains, preview_trials
 from psyq.engine.design.study import load_study
 from stub_server import StubServer
 from cli_helper import psyq_in_process
@@ -117,7 +117,7 @@ def test_sigkill_between_stages_resumes_at_the_next_stage_with_the_stored_histor
         for prev, cur in zip(stages, stages[1:]):
             expected = json.loads(prev[3]) + [{"role": "assistant", "content": prev[4]}] + [own[cur[0]]]
             assert json.loads(cur[3]) == expected
-        # The evoke stage's question is the situation's text in the evoke prompt (engine/administer/stages.py).
+        # The evoke stage's question is the situation's text in the evoke prompt (engine/administer/plan.py).
         assert json.loads(stages[1][3])[-1]["content"].startswith("Imagine that you are")
 
 
@@ -231,7 +231,7 @@ def test_cli_validate_exit_2_with_file_line_column(tmp_path):
 
 
 def test_seeded_sample_of_situations_per_respondent(tmp_path):
-    from psyq.engine.administer.stages import situations_for
+    from psyq.engine.administer.plan import situations_for
     study = load_study(write_study(tmp_path, "http://127.0.0.1:9/v1",
                                    situations={"file": "situations_two.yaml", "per_respondent": {"sample": 1, "seed": 5}}))
     picked = [[s.id for s in situations_for(study, p)] for p in study.cohort.personas]

@@ -19,7 +19,9 @@ Rules (also in docs/servers.md, "Overriding the study's backends"):
 Every changed setting is an :class:`Override` (flag, backend, field, old, new), recorded in the
 run's manifest. Pacing (concurrency, rpm, tpm) is not part of the run id, so resuming with
 another concurrency resumes the same run; the temperature and the model are, so changing them
-starts another run (engine/administer/run.py).
+starts another run (engine/administer/record.py). :func:`check_command_line_backend` checks
+``--base-url`` and ``--api-key-env`` as a study's backend is checked (also those of the helper
+model of `psyq judge` and `psyq perturb`).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from psyq.engine.backends.base import BackendConfig
+from psyq.engine.backends.endpoint import base_url_problem, key_env_problem
 from psyq.engine.backends.registry import URL_KIND, backend_class
 from psyq.engine.files.errors import InputError, Problem
 
@@ -91,6 +94,21 @@ class Overridden:
     configs: list[BackendConfig]
     overrides: list[Override]
     origins: list[str]          # one line per backend (empty when no flag was given)
+
+
+def check_command_line_backend(base_url: str | None, api_key_env: str | None) -> None:
+    """--base-url and --api-key-env checked as a study's backend is (InputError with the option's name).
+
+    Example:
+        >>> check_command_line_backend("http://127.0.0.1:8080/v1", "MY_KEY")
+    """
+    problems = []
+    if base_url is not None and (why := base_url_problem(base_url)):
+        problems.append(Problem("--base-url", None, None, "", why))
+    if api_key_env is not None and (why := key_env_problem(api_key_env)):
+        problems.append(Problem("--api-key-env", None, None, "", why))
+    if problems:
+        raise InputError(problems)
 
 
 def backend_id_for_model(model: str) -> str:

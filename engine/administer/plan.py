@@ -1,28 +1,27 @@
-"""Multi-stage protocols: measure, imagine a situation, measure again, in ONE conversation.
+"""Planning: which trials a study makes, in which order, under which ids (nothing is sent here).
 
-A study with `stages:` (engine/design/study.py) gives every backend × repeat × respondent × situation
-a *chain*: its stages in order, each one stored trial. Stage k is sent with, as conversation
-history, the messages stage k-1 sent (the persona's system prompt first, then every earlier
-stage's question, re-asks included) and the model's own reply to it, then stage k's own
-question. A `measure:` stage asks the whole instrument in one request (the rating kind's
-whole-instrument prompt and reader, engine/trials/prompts.py); with ``answer: logprobs`` (one answer
-token per request) it asks the items one by one in the same conversation, each item a stored
-step of the stage, and the history carries the model's own reply token (the recorded answer is
-read from that reply's log probabilities: sampled or the most likely option, so it can differ
-from the token). An `evoke:` stage sends the situation's text with an instruction to imagine
-being in it and stores the reply as text.
+A *trial* is one request (plus its corrective re-asks): one item for one respondent, or a whole
+instrument in one request, for one backend and one repeat. Its id hashes everything that decides
+the answer (backend identity and sampling parameters, the full messages, respondent, instrument,
+items, repeat), so two personas with identical attributes, or two repeats, are never collapsed,
+and a rerun of the same study recognises what it already has. Each item kind plans its own
+items' trials (engine/kinds/); :func:`plan_trials` puts them in order.
 
-Resuming: each stage trial is committed (with the exact messages it sent, table
-``stage_trials`` of engine/store/run_store/run_store.py) before the next stage of its chain is sent; a rerun rebuilds
-the history from the store, byte for byte what the model saw, and never re-sends a finished
-stage. A stage that *failed* (the backend gave no answer) stops its chain there; the rerun sends
-it again with the same history. A stage that finished without a reply to carry (an empty or
-unreadable reply) stops its chain for good, and the run says so.
+A study with `stages:` (engine/design/study.py) runs as conversations: every backend × repeat ×
+respondent × situation gives a *chain* (:func:`plan_chains`), its stages in order, each one stored
+trial. A `measure:` stage asks the whole instrument in one request (the rating kind's
+whole-instrument prompt and reader, engine/trials/prompts.py); with ``answer: logprobs`` (one
+answer token per request) it asks the items one by one in the same conversation, each item a step
+of the stage. An `evoke:` stage sends the situation's text with an instruction to imagine being in
+it (:func:`evoke_text`). How a chain is sent, each stage with the earlier ones as history, is
+engine/administer/send.py's. A stage trial's id hashes the id the same request would have alone
+(backend, sampling, persona, instrument, repeat, seed, the stage's own question), the stage's
+index, the study's stages and the situation; its history is not in the id (it is not known when
+planning) but is stored with it.
 
-Trial ids: a stage trial's id hashes the id the same request would have alone (backend,
-sampling, persona, instrument, repeat, seed, the stage's own question), the stage's index, the
-study's stages and the situation; its history is not in the id (it is not known when planning)
-but is stored with it.
+:func:`plan_run` is what `psyq run` sends (engine/administer/run.py); `psyq plan` counts the same
+trials (engine/administer/plan_estimate.py), a staged study's later stages shown with the earlier
+stages' questions and placeholders for the replies (:func:`preview_trials`).
 
 Example (a test study: two personas, two situations each, measure – evoke – measure; nothing is sent):
     >>> from psyq import load_study
@@ -38,22 +37,17 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, replace
-from typing import Callable, Iterable, Literal
+from typing import Iterable, Iterator, Literal
 
 import numpy as np
 
-from psyq.engine.backends.base import BackendError, HttpBackend
-from psyq.engine.backends.bodies import request_body
-from psyq.engine.kinds import get_kind
-from psyq.engine.trials.parsing import too_long
+from psyq.engine.backends.base import HttpBackend
+from psyq.engine.kinds import all_kinds, get_kind
 from psyq.engine.design.persona import Persona
 from psyq.engine.design.persona_prompt import render_system_prompt
 from psyq.engine.trials.prompts import answer_json_schema, instrument_messages
-from psyq.engine.administer.runner import option_order_for, per_backend_workers, run_trial_conversation
 from psyq.engine.design.situations import Situation
-from psyq.engine.store.clock import utc_now
-from psyq.engine.store.run_store import AnswerRecord, RunStore, StageRecord, TrialRecord
-from psyq.engine.design.study import EvokeStage, Study
+from psyq.engine.design.study import EvokeStage, Protocol, Study
 from psyq.engine.trials.trial import Trial, TrialContext, make_trial, max_tokens_for, stable_int
 
 EVOKE_ID = "evoke"                 # the instrument id an evoke stage's trial is stored under
@@ -66,6 +60,29 @@ PLACEHOLDER = "<reply of stage {k}>"
 PREVIEW_NOTE = ("a later stage is sent with the earlier stages' questions and the model's own replies as "
                 "conversation history; the preview shows those replies as placeholders such as '<reply of stage 0>' "
                 "(they are not known before the run), so its prompt tokens are a lower bound")
+
+
+def option_order_for(protocol: Protocol, respondent_index: int) -> str:
+    """Counterbalancing alternates respondents: even positions as written, odd reversed."""
+    if protocol.option_order == "counterbalanced":
+        return "as_written" if respondent_index % 2 == 0 else "reversed"
+    return protocol.option_order
+
+
+def plan_trials(study: Study, backends: dict[str, HttpBackend]) -> Iterator[Trial]:
+    """Every trial of the study, in a deterministic order (backend, repeat, respondent, instrument)."""
+    protocol = study.protocol
+    personas = study.cohort.personas
+    for backend_id, backend in backends.items():
+        for repeat in range(protocol.repeats):
+            for index, persona in enumerate(personas):
+                system_prompt = render_system_prompt(persona, study.cohort.template)
+                order = option_order_for(protocol, index)
+                ctx = TrialContext(study, backend_id, backend, persona, system_prompt, repeat, order)
+                for instrument in study.instruments:
+                    # Each kind plans its own items' trials (engine/kinds/), in the order of their plan_rank.
+                    for kind in sorted(all_kinds(), key=lambda k: k.plan_rank):
+                        yield from kind.plan_trials(ctx, instrument)
 
 
 @dataclass(frozen=True)
@@ -238,125 +255,33 @@ def first_conversations(chains: Iterable[Chain]) -> list[Trial]:
     return preview_trials(firsts)
 
 
-def with_history(step: StageStep, history: list[dict]) -> Trial:
-    """The trial of `step` as sent: `history` (system prompt, earlier questions and replies), then
-    this stage's own question."""
-    messages = tuple(history) + (step.trial.request.messages[-1],)
-    return replace(step.trial, request=replace(step.trial.request, messages=messages))
+@dataclass(frozen=True)
+class RunPlan:
+    """What a run sends: every trial in order, and for a staged study the same trials as chains
+    (``None`` otherwise: the trials are independent)."""
+
+    trials: list[Trial]
+    chains: list[Chain] | None = None
 
 
-async def _send_evoke(trial: Trial, backend: HttpBackend) -> tuple[TrialRecord, tuple[dict, ...], str | None]:
-    """Send an evoke stage: one request, the reply stored as text (no re-asks: any reply is one)."""
-    started = utc_now()
-    situation_id = trial.item_ids[0]
-    try:
-        result = await backend.complete(trial.request)
-    except BackendError as exc:
-        if exc.fatal:
-            raise
-        answer = AnswerRecord(situation_id, 0, None, "failed", str(exc))
-        return (_evoke_record(trial, backend, "failed", started, None, exc.body, exc.attempts, 0.0, None, None,
-                              answer, str(exc)), trial.request.messages, None)
-    text = result.text
-    status, reason = result.problem, result.problem_reason
-    if status is None and (long := too_long(text)) is not None:
-        status, reason = long.status, long.reason
-    if status is None and not text.strip():
-        status, reason = "empty", "the reply was empty"
-    answer = AnswerRecord(situation_id, 0, None, status or "answered", reason, text=text if status is None else None)
-    reply = text if status is None else None
-    return (_evoke_record(trial, backend, "missing" if status else "answered", started, text, result.raw,
-                          result.attempts, result.latency_s, result.prompt_tokens, result.completion_tokens,
-                          answer, None), trial.request.messages, reply)
+def plan_run(study: Study, backends: dict[str, HttpBackend]) -> RunPlan:
+    """The study's trials as `psyq run` sends them: a study with `stages:` as conversations
+    (:func:`plan_chains`), any other as independent trials (:func:`plan_trials`).
 
-
-def _evoke_record(trial: Trial, backend: HttpBackend, status: str, started: str, text: str | None, response,
-                  attempts: int, latency: float, prompt_tokens, completion_tokens, answer: AnswerRecord,
-                  error: str | None) -> TrialRecord:
-    return TrialRecord(
-        trial_id=trial.trial_id, backend_id=trial.backend_id, model=backend.identity().get("model"),
-        respondent_id=trial.respondent_id, instrument_id=EVOKE_ID, item_ids=list(trial.item_ids),
-        repeat=trial.repeat, option_order=trial.option_order, status=status,
-        request=request_body(backend, trial.request), response=response, raw_text=text, attempts=attempts,
-        reasks=0, latency_s=latency,
-        prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, started_at=started, finished_at=utc_now(),
-        error=error, answers=[answer])
-
-
-ProgressCallback = Callable[[str, TrialRecord], None]
-
-
-@dataclass
-class ChainOutcome:
-    """How the chains of a run ended (for the run's notes)."""
-
-    complete: int = 0
-    stopped_failed: int = 0         # a stage failed: the rerun sends it again
-    stopped_no_reply: int = 0       # a stage finished without a reply to carry: stopped for good
-
-    def notes(self) -> list[str]:
-        """What the user should know, in words (none when every chain completed)."""
-        out = []
-        if self.stopped_failed:
-            out.append(f"{self.stopped_failed} conversation(s) stopped at a stage that failed (the backend gave no "
-                       "answer); their later stages were not sent; run the study again to resume them there")
-        if self.stopped_no_reply:
-            out.append(f"{self.stopped_no_reply} conversation(s) stopped at a stage whose reply was empty or "
-                       "unreadable: there is nothing to carry as history, so their later stages are not sent "
-                       "(stored as missing; not retried)")
-        return out
-
-
-async def run_chain(chain: Chain, backend: HttpBackend, store: RunStore, protocol,
-                    stored: dict[str, tuple[str, list[dict], str | None]], outcome: ChainOutcome,
-                    on_trial: ProgressCallback | None = None) -> None:
-    """Send the stages of `chain` not yet finished, each with the history rebuilt from the store,
-    committing each stage before the next is sent."""
-    # A measure stage asks all items in one request, except with logprobs (one item per request).
-    whole = protocol if protocol.answer == "logprobs" else protocol.model_copy(update={"presentation": "whole_instrument"})
-    history = list(chain.steps[0].trial.request.messages[:-1])
-    for step in chain.steps:
-        done = stored.get(step.trial.trial_id)
-        if done is not None and done[0] in ("answered", "missing"):
-            status, messages, reply = done
-        else:
-            trial = with_history(step, history)
-            if step.kind == "evoke":
-                record, sent, reply = await _send_evoke(trial, backend)
-            else:
-                record, sent, reply = await run_trial_conversation(trial, backend, whole)
-            messages = [dict(m) for m in sent]
-            record.stage = StageRecord(chain.chain_id, step.stage, step.situation.id, step.situation.emotion,
-                                       messages, reply)
-            store.put_trial(record)          # committed before the next stage is sent
-            if on_trial:
-                on_trial(chain.backend_id, record)
-            status = record.status
-        if status == "failed":
-            outcome.stopped_failed += 1
-            return
-        if not reply:
-            outcome.stopped_no_reply += 1
-            return
-        history = list(messages) + [{"role": "assistant", "content": reply}]
-    outcome.complete += 1
-
-
-async def run_chains(chains: list[Chain], backends: dict[str, HttpBackend], store: RunStore, protocol,
-                     on_trial: ProgressCallback | None = None) -> ChainOutcome:
-    """Run (or resume) every chain; chains run side by side up to each backend's concurrency, the
-    stages of one chain one after the other.
-
-    Example:
-        >>> outcome = asyncio.run(run_chains(chains, backends, store, study.protocol))  # sends requests  # doctest: +SKIP
+    Example (the test study of measure – evoke – measure: 4 chains of 3 stages; nothing is sent):
+        >>> from psyq import load_study
+        >>> from psyq.engine.backends import make_backend
+        >>> study = load_study("tests/fixtures/stages/staged_study.yaml")
+        >>> planned = plan_run(study, {b.id: make_backend(b) for b in study.spec.backends})
+        >>> len(planned.trials), len(planned.chains)
+        (12, 4)
     """
-    stored = store.stage_trials()
-    outcome = ChainOutcome()
-    await per_backend_workers(chains, lambda chain: chain.backend_id, backends,
-                              lambda chain, backend: run_chain(chain, backend, store, protocol, stored, outcome,
-                                                               on_trial))
-    return outcome
+    if study.spec.stages:
+        chains = plan_chains(study, backends)
+        return RunPlan(stage_trials(chains), chains)
+    return RunPlan(list(plan_trials(study, backends)))
 
 
-__all__ = ["Chain", "StageStep", "ChainOutcome", "plan_chains", "run_chains", "preview_trials", "stage_trials",
-           "situations_for", "evoke_text", "EVOKE_ID", "PREVIEW_NOTE"]
+__all__ = ["Chain", "StageStep", "RunPlan", "plan_run", "plan_trials", "plan_chains", "preview_trials",
+           "first_conversations", "stage_trials", "option_order_for", "situations_for", "evoke_text", "EVOKE_ID",
+           "PLACEHOLDER", "PREVIEW_NOTE"]

@@ -1,10 +1,11 @@
-"""A plan: what `psyq run` would send for a study, counted before anything is sent.
+"""What `psyq plan` prints: what `psyq run` would send for a study, counted before anything is sent.
 
-Built from the runner's own planned trials (:func:`psyq.engine.administer.runner.plan_trials`), so the counts
-are what a run sends, repeats and counterbalancing included; trials already finished in the
-run's store are left out, as the run leaves them out. Not counted, and said so: corrective
-re-asks (a reply that cannot be read is asked again, up to the protocol's `reask_limit`) and
-retries after transient failures; both may add requests, tokens and cost.
+Built from the trials a run plans (:func:`~psyq.engine.administer.plan.plan_trials`, a staged
+study's chains: engine/administer/plan.py), so the counts are what a run sends, repeats and
+counterbalancing included; trials already finished in the run's store are left out, as the run
+leaves them out. Not counted, and said so: corrective re-asks (a reply that cannot be read is asked
+again, up to the protocol's `reask_limit`) and retries after transient failures; both may add
+requests, tokens and cost.
 
 - tokens: prompt tokens by the backend's own tokenizer where it offers one, else a stated
   approximation (engine/administer/tokenizer.py); completion tokens as their upper bound, the request's
@@ -46,7 +47,7 @@ LOCAL_START_S, LOCAL_BUILD_S = 3.0, 300.0
 
 @dataclass(frozen=True)
 class StageRow:
-    """Requests and tokens of one backend × instrument × stage (the trial kind the runner plans)."""
+    """Requests and tokens of one backend × instrument × stage (the trial kind engine/administer/plan.py plans)."""
 
     backend: str
     instrument: str
@@ -139,7 +140,7 @@ def estimate_prompt_tokens(trials: list[Trial], counter: TokenCounter,
 
     Example (the shipped study quickstart planned for an OpenAI-compatible backend; nothing is sent):
         >>> from psyq import load_study
-        >>> from psyq.engine.administer.runner import plan_trials
+        >>> from psyq.engine.administer.plan import plan_trials
         >>> from psyq.engine.backends import make_backend
         >>> from psyq.engine.design.study import BackendConfig
         >>> backend = make_backend(BackendConfig(id="b", kind="openai", model="m", base_url="http://127.0.0.1:9/v1"))
@@ -190,7 +191,7 @@ def wall_time(trials: list[Trial], backend: HttpBackend, latency_s: float) -> tu
 
     Example (the shipped study quickstart planned for an OpenAI-compatible backend; nothing is sent):
         >>> from psyq import load_study
-        >>> from psyq.engine.administer.runner import plan_trials
+        >>> from psyq.engine.administer.plan import plan_trials
         >>> from psyq.engine.backends import make_backend
         >>> from psyq.engine.design.study import BackendConfig
         >>> backend = make_backend(BackendConfig(id="b", kind="openai", model="m", base_url="http://127.0.0.1:9/v1"))
@@ -235,16 +236,16 @@ def build_plan(study_id: str, run_dir: str, backends: Mapping[str, HttpBackend],
                latency_s: float = DEFAULT_LATENCY_S, preview: int = DEFAULT_PREVIEW,
                start_s: Mapping[str, tuple[float, str]] | None = None,
                shown_first: Iterable[Trial] | None = None) -> Plan:
-    """The plan of `trials` (the runner's), leaving out those in `finished`.
+    """The plan of `trials` (as engine/administer/plan.py plans them), leaving out those in `finished`.
 
     `counters`: a token counter per backend id; `start_s`: seconds a backend needs before its
     first request and why (the local server's start), added to its time; `shown_first`: the
     requests to preview in place of the first ones sent (e.g. one whole conversation of a staged
-    study, engine/administer/stages.py), those already finished left out.
+    study, engine/administer/plan.py), those already finished left out.
 
     Example (the shipped study quickstart planned for an OpenAI-compatible backend; nothing is sent):
         >>> from psyq import load_study
-        >>> from psyq.engine.administer.runner import plan_trials
+        >>> from psyq.engine.administer.plan import plan_trials
         >>> from psyq.engine.backends import make_backend
         >>> from psyq.engine.design.study import BackendConfig
         >>> backend = make_backend(BackendConfig(id="b", kind="openai", model="m", base_url="http://127.0.0.1:9/v1"))
@@ -328,7 +329,7 @@ def plan_lines(plan: Plan, reask_limit: int, reads_logprobs: bool, finished: int
 
     Example (the shipped study quickstart planned for an OpenAI-compatible backend; nothing is sent):
         >>> from psyq import load_study
-        >>> from psyq.engine.administer.runner import plan_trials
+        >>> from psyq.engine.administer.plan import plan_trials
         >>> from psyq.engine.backends import make_backend
         >>> from psyq.engine.design.study import BackendConfig
         >>> backend = make_backend(BackendConfig(id="b", kind="openai", model="m", base_url="http://127.0.0.1:9/v1"))

@@ -4,8 +4,9 @@ A backend with ``mode: batch`` (OpenAI Batch API, Anthropic Message Batches) get
 trials written into batches built from the same planned trials and request bodies as the online
 path (``backend.payload``), with the trial id as each request's ``custom_id``. Every reply is
 read by the same code as an online reply (``backend.result`` and
-:func:`psyq.engine.administer.runner.run_trial_conversation`): the batch results are *replayed* through a
-stand-in backend, so parsing, re-asks and the stored records are exactly those of an online run.
+:func:`psyq.engine.administer.send_trial.run_trial_conversation`): the batch results are *replayed*
+through a stand-in backend, so parsing, re-asks and the stored records are exactly those of an
+online run. It is one way of sending (engine/administer/send.py starts it beside the online backends).
 
 Nothing submitted is ever lost or sent twice:
 
@@ -34,9 +35,10 @@ from typing import Any, Callable
 from psyq.engine.backends.base import BackendError, ChatRequest, ChatResult, HttpBackend
 from psyq.engine.backends.bodies import kept_body
 from psyq.engine.backends.batch_api import BatchApiError, BatchLine, BatchState
-from psyq.engine.administer.runner import ProgressCallback, run_trial_conversation
+from psyq.engine.administer.record import ProgressCallback, store_trial
+from psyq.engine.administer.send_trial import run_trial_conversation
 from psyq.engine.store.clock import utc_now
-from psyq.engine.store.run_store import RunStore, TrialRecord
+from psyq.engine.store.run_store import RunStore
 from psyq.engine.design.study import Protocol
 from psyq.engine.trials.trial import Trial
 
@@ -224,18 +226,12 @@ async def _replay_unfinished(trials: list[Trial], backend: HttpBackend, store: R
             return
         if record.status == "failed":
             failed.add(trial.trial_id)
-        _store(store, record, on_trial)
+        store_trial(store, record, on_trial)
 
     for start in range(0, len(todo), REPLAY_CHUNK):
         await asyncio.gather(*(one(t) for t in todo[start:start + REPLAY_CHUNK]))
         store.flush()
     return needs
-
-
-def _store(store: RunStore, record: TrialRecord, on_trial: ProgressCallback | None) -> None:
-    store.put_trial_soon(record)
-    if on_trial:
-        on_trial(record.backend_id, record)
 
 
 def _replies(store: RunStore, trial_ids: set[str]) -> dict[str, list[dict[str, Any]]]:

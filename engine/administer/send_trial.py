@@ -1,62 +1,36 @@
-"""Administration: plan the trials of a study, send the unfinished ones, store every answer.
+"""Sending one trial: asked, its reply read, re-asked until it can be read, and recorded.
 
-A *trial* is one request (plus its corrective re-asks): one item for one respondent, or a whole
-instrument in one request, for one backend and one repeat. Its id hashes everything that decides
-the answer (backend identity and sampling parameters, the full messages, respondent, instrument,
-items, repeat), so two personas with identical attributes, or two repeats, are never collapsed,
-and a rerun of the same study recognises what it already has.
+:func:`run_trial_conversation` sends a trial's request, reads every answer from the reply with the
+trial's item kind (:func:`read_reply`: never raises, never holds up the other requests) or from the
+first token's log probabilities, and asks again: once with a doubled token limit when the reply ran
+out of it before answering (reasoning models), and up to the protocol's ``reask_limit`` with the
+kind's corrective follow-up when an answer cannot be read (never when the reply itself was
+unusable). Retries after transient failures, pacing and refusals are the backend's
+(engine/backends/base.py). What could not be read is stored as a missing answer with its reason
+(engine/administer/record.py).
 
-Trials run concurrently (bounded by each backend's `concurrency`); each is committed to the
-:class:`~psyq.engine.store.run_store.RunStore` as soon as it ends.
+An evoke stage of a staged study (engine/administer/plan.py) is one request whose reply is kept
+as text (:func:`send_evoke`). Many trials at once, a staged study's chains and batch mode are
+engine/administer/send.py's and engine/administer/send_batch.py's.
 """
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
-from typing import Awaitable, Callable, Iterable, Iterator, TypeVar
 
 import numpy as np
 
 from psyq.engine.backends.base import BackendError, ChatRequest, HttpBackend
-from psyq.engine.backends.bodies import request_body
-from psyq.engine.kinds import all_kinds, get_kind
+from psyq.engine.kinds import get_kind
 from psyq.engine.trials.logprobs import expected_value, most_likely, option_distribution, sample_answer
 from psyq.engine.trials.parsing import ParsedAnswer, too_long
-from psyq.engine.design.persona_prompt import render_system_prompt
+from psyq.engine.administer.record import answer_ids, evoke_record, trial_record
 from psyq.engine.store.clock import utc_now
-from psyq.engine.store.run_store import REPLY_SEPARATOR, AnswerRecord, RunStore, TrialRecord
-from psyq.engine.design.study import Protocol, Study
+from psyq.engine.store.run_store import AnswerRecord, TrialRecord
+from psyq.engine.design.study import Protocol
 from psyq.engine.trials.answer_mode import reply_problem
-from psyq.engine.trials.trial import Trial, TrialContext, stable_int
-
-
-def option_order_for(protocol: Protocol, respondent_index: int) -> str:
-    """Counterbalancing alternates respondents: even positions as written, odd reversed."""
-    if protocol.option_order == "counterbalanced":
-        return "as_written" if respondent_index % 2 == 0 else "reversed"
-    return protocol.option_order
-
-
-def plan_trials(study: Study, backends: dict[str, HttpBackend]) -> Iterator[Trial]:
-    """Every trial of the study, in a deterministic order (backend, repeat, respondent, instrument)."""
-    protocol = study.protocol
-    personas = study.cohort.personas
-    for backend_id, backend in backends.items():
-        for repeat in range(protocol.repeats):
-            for index, persona in enumerate(personas):
-                system_prompt = render_system_prompt(persona, study.cohort.template)
-                order = option_order_for(protocol, index)
-                ctx = TrialContext(study, backend_id, backend, persona, system_prompt, repeat, order)
-                for instrument in study.instruments:
-                    # Each kind plans its own items' trials (engine/kinds/), in the order of their plan_rank.
-                    for kind in sorted(all_kinds(), key=lambda k: k.plan_rank):
-                        yield from kind.plan_trials(ctx, instrument)
-
-
-def answer_ids(trial: Trial) -> list[str]:
-    """The answer rows a trial produces, as its item kind says (e.g. one per rating item)."""
-    return get_kind(trial.item_kind).answer_ids(trial)
+from psyq.engine.trials.trial import Trial, stable_int
 
 
 def _answer_scale(trial: Trial) -> list:
@@ -86,6 +60,7 @@ async def read_reply(trial: Trial, text: str, protocol: Protocol,
 
     Example (the first trial of the shipped study quickstart: IRI item 1, options A to E):
         >>> from psyq import load_study
+        >>> from psyq.engine.administer.plan import plan_trials
         >>> from psyq.engine.backends import make_backend
         >>> from psyq.engine.design.study import BackendConfig
         >>> study = load_study("quickstart")
@@ -124,7 +99,7 @@ async def run_trial(trial: Trial, backend: HttpBackend, protocol: Protocol) -> T
 async def run_trial_conversation(trial: Trial, backend: HttpBackend,
                                  protocol: Protocol) -> tuple[TrialRecord, tuple[dict, ...], str | None]:
     """:func:`run_trial`, also returning the messages of the last request sent (re-asks included)
-    and the last reply's text: what a later stage of a conversation carries (engine/administer/stages.py)."""
+    and the last reply's text: what a later stage of a conversation carries (engine/administer/send.py)."""
     started = utc_now()
     request = trial.request
     # What the trial's kind says about it, asked once (each answer is a lookup in the registry).
@@ -197,14 +172,14 @@ async def run_trial_conversation(trial: Trial, backend: HttpBackend,
             raise
         # What the server last sent (an HTML page, a truncated body …) is kept with the trial.
         response = exc.body if exc.body is not None else (result.raw if result else None)
-        record = _record(trial, backend, "failed", started, texts, response, attempts + exc.attempts,
+        record = trial_record(trial, backend, "failed", started, texts, response, attempts + exc.attempts,
                          reasks, latency, tokens,
                          {i: ParsedAnswer(None, "failed", str(exc)) for i in ids}, {}, str(exc), ids, sent)
         record.endpoint, record.cached_tokens = exc.endpoint or (result.endpoint if result else None), cached
         record.reasoning_tokens, record.budget_reasks = reasoning, budget_reasks
         return record, request.messages, None
     status = "answered" if all(answers[i].status == "answered" for i in ids) else "missing"
-    record = _record(trial, backend, status, started, texts, result.raw if result else None, attempts, reasks,
+    record = trial_record(trial, backend, status, started, texts, result.raw if result else None, attempts, reasks,
                      latency, tokens, answers, extra, None, ids, sent)
     record.endpoint, record.cached_tokens = (result.endpoint if result else None), cached
     record.reasoning_tokens, record.budget_reasks = reasoning, budget_reasks
@@ -254,94 +229,26 @@ def _option_mass(logprobs: dict[str, float], trial: Trial) -> float:
     return float(sum(np.exp(lp) for tok, lp in logprobs.items() if tok.strip().lower() in tokens))
 
 
-def _record(trial: Trial, backend: HttpBackend, status: str, started: str, texts: list[str], response: dict | None,
-            attempts: int, reasks: int, latency: float, tokens: list[int],
-            answers: dict[str, ParsedAnswer], extra: dict[str, dict], error: str | None,
-            ids: list[str] | None = None, sent: str | None = None) -> TrialRecord:
-    records = []
-    for position, item_id in enumerate(answer_ids(trial) if ids is None else ids):
-        parsed = answers[item_id]
-        more = extra.get(item_id)
-        if more is None:   # nearly every answer: one read from text
-            records.append(AnswerRecord(item_id, position, parsed.value, parsed.status, parsed.reason,
-                                        parsed.disclaimer, None, None, None, parsed.text))
-            continue
-        records.append(AnswerRecord(item_id, position, parsed.value, parsed.status, parsed.reason,
-                                    parsed.disclaimer, more.get("distribution"), more.get("option_mass"),
-                                    more.get("expected"), parsed.text))
-    return TrialRecord(
-        trial_id=trial.trial_id, backend_id=trial.backend_id, model=backend.identity().get("model"),
-        respondent_id=trial.respondent_id, instrument_id=trial.instrument.id, item_ids=list(trial.item_ids),
-        repeat=trial.repeat, option_order=trial.option_order, status=status,
-        request=sent if sent is not None else request_body(backend, trial.request), response=response,
-        raw_text=REPLY_SEPARATOR.join(texts) if texts else None, attempts=attempts, reasks=reasks,
-        latency_s=latency, prompt_tokens=tokens[0] or None, completion_tokens=tokens[1] or None,
-        started_at=started, finished_at=utc_now(), error=error, answers=records)
-
-
-ProgressCallback = Callable[[str, TrialRecord], None]
-
-
-Job = TypeVar("Job")
-
-
-async def per_backend_workers(jobs: Iterable[Job], backend_of: Callable[[Job], str],
-                              backends: dict[str, HttpBackend],
-                              handle: Callable[[Job, HttpBackend], Awaitable[None]]) -> None:
-    """Await `handle(job, backend)` for every job, each backend with as many workers as its
-    capacity (its concurrency, per endpoint for a pool), taking jobs in order from its queue.
-
-    The backend's own semaphore enforces the bound; the workers just keep the number of waiting
-    coroutines small for huge studies. The first fatal error (bad key, unknown model) stops
-    every worker and is raised plainly, not as an ExceptionGroup.
-
-    Example:
-        >>> from psyq.engine.backends import make_backend
-        >>> from psyq.engine.design.study import BackendConfig
-        >>> backend = make_backend(BackendConfig(id="b", kind="openai", model="m", base_url="http://127.0.0.1:9/v1"))
-        >>> done = []
-        >>> async def handle(job, backend):            # a job that sends nothing
-        ...     done.append((job, backend.config.id))
-        >>> asyncio.run(per_backend_workers([1, 2, 3], lambda job: "b", {"b": backend}, handle))
-        >>> sorted(done)
-        [(1, 'b'), (2, 'b'), (3, 'b')]
-    """
-    queues: dict[str, asyncio.Queue] = {b: asyncio.Queue() for b in backends}
-    for job in jobs:
-        queues[backend_of(job)].put_nowait(job)
-
-    async def worker(backend_id: str) -> None:
-        queue, backend = queues[backend_id], backends[backend_id]
-        while True:
-            try:
-                job = queue.get_nowait()
-            except asyncio.QueueEmpty:
-                return
-            await handle(job, backend)
-
+async def send_evoke(trial: Trial, backend: HttpBackend) -> tuple[TrialRecord, tuple[dict, ...], str | None]:
+    """Send an evoke stage: one request, the reply stored as text (no re-asks: any reply is one)."""
+    started = utc_now()
+    situation_id = trial.item_ids[0]
     try:
-        async with asyncio.TaskGroup() as group:
-            for backend_id, backend in backends.items():
-                for _ in range(backend.capacity):   # per endpoint
-                    group.create_task(worker(backend_id))
-    except ExceptionGroup as group:
-        raise group.exceptions[0] from None
-
-
-async def run_pending(trials: Iterable[Trial], backends: dict[str, HttpBackend], store: RunStore,
-                      protocol: Protocol, on_trial: ProgressCallback | None = None) -> None:
-    """Send every trial not already finished in `store`, committing each as it ends
-    (:func:`per_backend_workers`: each backend's concurrency bounds its trials in flight)."""
-    finished = store.finished_trial_ids()
-
-    async def send(trial: Trial, backend: HttpBackend) -> None:
-        record = await run_trial(trial, backend, protocol)
-        store.put_trial_soon(record)   # committed with the others of this loop turn (group commit)
-        if on_trial:
-            on_trial(trial.backend_id, record)
-
-    try:
-        await per_backend_workers((t for t in trials if t.trial_id not in finished), lambda t: t.backend_id,
-                                  backends, send)
-    finally:
-        store.flush()   # whatever ended the run, every answer received is committed
+        result = await backend.complete(trial.request)
+    except BackendError as exc:
+        if exc.fatal:
+            raise
+        answer = AnswerRecord(situation_id, 0, None, "failed", str(exc))
+        return (evoke_record(trial, backend, "failed", started, None, exc.body, exc.attempts, 0.0, None, None,
+                             answer, str(exc)), trial.request.messages, None)
+    text = result.text
+    status, reason = result.problem, result.problem_reason
+    if status is None and (long := too_long(text)) is not None:
+        status, reason = long.status, long.reason
+    if status is None and not text.strip():
+        status, reason = "empty", "the reply was empty"
+    answer = AnswerRecord(situation_id, 0, None, status or "answered", reason, text=text if status is None else None)
+    reply = text if status is None else None
+    return (evoke_record(trial, backend, "missing" if status else "answered", started, text, result.raw,
+                         result.attempts, result.latency_s, result.prompt_tokens, result.completion_tokens,
+                         answer, None), trial.request.messages, reply)

@@ -73,7 +73,7 @@ class BackendConfig(StrictModel):
     max_retries: int = Field(default=5, ge=0)
     backoff_s: float = Field(default=0.5, gt=0)           # first retry waits up to this, doubling
     max_backoff_s: float = Field(default=30.0, gt=0)
-    # Provider batch APIs (engine/administer/batch.py): `mode: batch` sends the trials as OpenAI / Anthropic
+    # Provider batch APIs (engine/administer/send_batch.py): `mode: batch` sends the trials as OpenAI / Anthropic
     # batches (half price, answered within 24 h) instead of one request at a time.
     mode: Literal["online", "batch"] = "online"
     reasks: Literal["online", "batch"] = "online"   # batch mode: how corrective re-asks go out
@@ -109,7 +109,7 @@ class ChatRequest:
     top_logprobs: int | None = None       # ask for this many alternatives of each answer token
     json_schema: dict[str, Any] | None = None
     # The whole token limit is multiplied by this: 2 when a reply that ran out of its budget is
-    # sent again (engine/administer/runner.py), 1 otherwise.
+    # sent again (engine/administer/send_trial.py), 1 otherwise.
     budget_factor: int = 1
 
 

@@ -7,7 +7,7 @@ those texts. Ids, scales, keys and norms stay as they are, so the perturbed run 
 the original, and `psyq sensitivity ORIGINAL PERTURBED` pairs the two runs' scores respondent
 by respondent (analysis/statistics/prompt_sensitivity.py).
 
-The perturbation is part of the run's identity (engine/administer/run.py hashes it), so a perturbed run
+The perturbation is part of the run's identity (engine/administer/record.py hashes it), so a perturbed run
 never resumes into, or mixes its answers with, the unperturbed run; runs without it keep their
 ids. Response options (the scale labels) and personas' system prompts are not perturbed: the
 variant changes the question, not the answer format or who answers.

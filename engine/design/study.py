@@ -104,7 +104,7 @@ class StudySpec(StrictModel):
     # model name -> USD per 1M input/output tokens, for `psyq plan` and a run's cost (engine/design/prices.py);
     # not part of the run id: a price decides no answer
     prices: dict[Text, ModelPrice] = Field(default_factory=dict)
-    # Multi-stage protocol in one conversation per respondent x situation (engine/administer/stages.py);
+    # Multi-stage protocol in one conversation per respondent x situation (engine/administer/plan.py);
     # absent: every trial is one independent request, as always.
     stages: list[MeasureStage | EvokeStage] | None = Field(default=None, min_length=1)
     situations: SituationsSpec | None = None
@@ -239,7 +239,7 @@ def check_study(spec: StudySpec, doc: YamlDocument, instruments: list[Instrument
 
 
 def check_stages(spec: StudySpec, doc: YamlDocument, instruments: list[Instrument]) -> list[Problem]:
-    """Meaning checks of `stages:` and `situations:` (see engine/administer/stages.py for what they do).
+    """Meaning checks of `stages:` and `situations:` (see engine/administer/plan.py for what they do).
 
     A measure must name an instrument of the study with rating items only (it is asked whole, in
     one request); exactly one evoke stage, with a measure before and after it; `situations:` and

@@ -10,7 +10,8 @@ shared machinery asks the registry (:mod:`.registry`) instead of branching on th
 - :mod:`psyq.engine.design.instrument` builds its item union, its `score:` rules, the instrument fields the
   kinds add (:attr:`ItemKind.instrument_fields`) and its checks from the registered kinds;
 - :mod:`psyq.engine.files.validation` strips the kinds' tags from error locations;
-- :mod:`psyq.engine.administer.runner` has each kind plan its trials, then sends them and hands every reply back
+- :mod:`psyq.engine.administer.plan` has each kind plan its trials; :mod:`psyq.engine.administer.send_trial`
+  sends them and hands every reply back
   to the trial's kind to read (:meth:`ItemKind.parse`) and, when needed, re-ask
   (:meth:`ItemKind.reask`); the export holds the rows of :meth:`ItemKind.answer_ids`;
 - :mod:`psyq.analysis.scoring.scores` has each kind score its items (:meth:`ItemKind.score`);

@@ -82,7 +82,7 @@ CREATE TABLE IF NOT EXISTS answers (
     text TEXT,                         -- a free-text answer (item_id may name a part: '<item>:self')
     PRIMARY KEY (trial_id, item_id)
 );
-CREATE TABLE IF NOT EXISTS stage_trials (   -- only in runs of studies with `stages:` (engine/administer/stages.py)
+CREATE TABLE IF NOT EXISTS stage_trials (   -- only in runs of studies with `stages:` (engine/administer/send.py)
     trial_id TEXT PRIMARY KEY REFERENCES trials(trial_id) ON DELETE CASCADE,
     chain_id TEXT NOT NULL,            -- one respondent x situation x repeat x backend: one conversation
     stage INTEGER NOT NULL,            -- 0-based index in the study's `stages:`
@@ -322,7 +322,7 @@ class RunStore:
         return {r[0] for r in rows}
 
     def stage_trials(self) -> dict[str, tuple[str, list[dict[str, Any]], str | None]]:
-        """Every stored stage trial: trial_id -> (status, messages sent, reply) (engine/administer/stages.py)."""
+        """Every stored stage trial: trial_id -> (status, messages sent, reply) (engine/administer/send.py)."""
         self.flush()
         rows = self.db.execute("SELECT s.trial_id, t.status, s.messages, s.reply "
                                "FROM stage_trials s JOIN trials t USING (trial_id)")

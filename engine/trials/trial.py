@@ -78,7 +78,7 @@ def max_tokens_for(protocol: "Protocol", n_items: int, backend: HttpBackend) -> 
 def make_trial(ctx: TrialContext, instrument: "Instrument", item_ids: tuple[str, ...], messages: list[dict[str, str]],
                max_tokens: int, top_logprobs: int | None, schema: dict | None, kind: str, item_kind: str,
                option_order: str = "as_written") -> Trial:
-    """A trial whose id hashes everything that decides the answer (see engine/administer/runner.py)."""
+    """A trial whose id hashes everything that decides the answer (see engine/administer/plan.py)."""
     protocol, backend = ctx.study.protocol, ctx.backend
     key = {"backend": backend.identity(), "temperature": backend.config.temperature, "top_p": backend.config.top_p,
            "max_tokens": max_tokens, "answer": protocol.answer, "top_logprobs": top_logprobs,
