@@ -47,7 +47,8 @@ _EXPORTS = {
     "psyq.engine.design.persona": ["BASELINE", "Cohort", "Persona"],
     "psyq.engine.design.persona_prompt": ["render_system_prompt"],
     "psyq.engine.design.study": ["Study", "load_study"],
-    "psyq.engine.files.errors": ["InputError", "Problem", "PsyqError"],
+    "psyq.engine.files.errors": ["BackendError", "BackendUnreachable", "BatchApiError", "InputError", "Problem",
+                                 "ProviderRefused", "PsyqError", "RunLocked", "StoreWriterGone"],
     "psyq.engine.results.export": ["export_table", "wide_answers"],
     "psyq.analysis.scoring.human_answers": ["read_answers_csv"],
     "psyq.engine.results.run": ["Run", "open_run"],
@@ -85,6 +86,7 @@ __all__ = [
     "scorecard", "simulate_verdicts", "style_and_trait", "verdict_power",
     # the report
     "build_sections", "write_report",
-    # errors and the version
-    "InputError", "Problem", "PsyqError", "__version__",
+    # errors (the tree: psyq.errors) and the version
+    "BackendError", "BackendUnreachable", "BatchApiError", "InputError", "Problem", "ProviderRefused", "PsyqError",
+    "RunLocked", "StoreWriterGone", "errors", "__version__",
 ]

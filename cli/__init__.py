@@ -40,7 +40,7 @@ from psyq.cli.common import EXIT_BAD_INPUT, EXIT_CODES_HELP, EXIT_FAILURE, EXIT_
 from psyq.cli.administering import PLAN_HELP
 from psyq.engine.files.errors import InputError, PsyqError
 from psyq.engine.files.notices import print_notices_to_stderr
-from psyq.engine.store.runlock import RunLocked
+from psyq.engine.files.errors import RunLocked
 
 # Every command, in the order `psyq --help` lists them: name -> (handler, help, arguments).
 ORDER = ["list", "init", "validate", "schema", "score", "run", "plan", "status", "runs", "export", "scores", "judge", "sensitivity",

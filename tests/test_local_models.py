@@ -15,7 +15,8 @@ import pytest
 import yaml
 
 from psyq.engine.backends import BackendConfig, make_backend
-from psyq.engine.backends.base import BackendError, ChatRequest
+from psyq.engine.backends.base import ChatRequest
+from psyq.engine.files.errors import BackendError
 from psyq.engine.backends.catalogue import (CATALOGUE, INSTRUCT_DEFAULT, MODELS, RATING_DEFAULT, LocalModel,
     WheelPart, default_local_model)
 from psyq.engine.backends.json_bounds import CHARS_PER_TOKEN, bound_free_text

@@ -1266,7 +1266,7 @@ async def _refused_by_a_server(status: int, body: dict) -> tuple[Exception, list
      "HTTP 422: Input validation error: `max_new_tokens` must be <= 2048. Given: 4096", None, False),
 ])
 def test_a_string_error_from_a_server_is_shown_and_stored_as_the_server_wrote_it(status, body, shown, fix, fatal):
-    from psyq.engine.backends.base import ProviderRefused
+    from psyq.engine.files.errors import ProviderRefused
     exc, said = asyncio.run(_refused_by_a_server(status, body))
     assert isinstance(exc, ProviderRefused)
     assert str(exc) == shown and exc.status == status and exc.fatal is fatal and exc.fix == fix

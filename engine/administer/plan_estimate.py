@@ -30,7 +30,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Mapping
 
-from psyq.engine.backends.base import BackendError, HttpBackend
+from psyq.engine.backends.base import HttpBackend
+
+from psyq.engine.files.errors import BackendError
 from psyq.engine.backends.pacing import token_cost   # the tpm pacer's own count, so the estimate follows it
 from psyq.engine.design.prices import Cost, PriceTable, cost_of
 from psyq.engine.administer.tokenizer import ApproximateCounter, TokenCounter, TokenizerFailed, request_chars

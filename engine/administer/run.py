@@ -8,7 +8,7 @@ and writes in the manifest how the run ended (record). Running the same study ag
 directory and resumes it: nothing finished is sent again.
 
 One process writes a run at a time (:class:`~psyq.engine.store.runlock.RunLock`): a second `psyq run` of
-the same run stops at once with :class:`~psyq.engine.store.runlock.RunLocked`. A backend that cannot be
+the same run stops at once with :class:`~psyq.engine.files.errors.RunLocked`. A backend that cannot be
 reached, a provider that refuses requests in a way retrying cannot fix, and an interrupt (Ctrl-C,
 SIGTERM) stop the run early; every answer received is kept, and the result says why it stopped.
 """
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from psyq.engine.backends import BackendConfig, HttpBackend, make_backend
-from psyq.engine.backends.base import BackendUnreachable, ProviderRefused
+from psyq.engine.files.errors import BackendUnreachable, ProviderRefused
 from psyq.engine.store.run_dir import RunDir
 from psyq.engine.design.prices import PriceTable, combine
 from psyq.engine.store.runlock import RunLock

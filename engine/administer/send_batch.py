@@ -32,9 +32,12 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from psyq.engine.backends.base import BackendError, ChatRequest, ChatResult, HttpBackend
+from psyq.engine.backends.base import ChatRequest, ChatResult, HttpBackend
+
+from psyq.engine.files.errors import BackendError
 from psyq.engine.backends.bodies import kept_body
-from psyq.engine.backends.batch_api import BatchApiError, BatchLine, BatchState
+from psyq.engine.backends.batch_api import BatchLine, BatchState
+from psyq.engine.files.errors import BatchApiError
 from psyq.engine.administer.record import ProgressCallback, store_trial
 from psyq.engine.administer.send_trial import run_trial_conversation
 from psyq.engine.store.clock import utc_now

@@ -21,7 +21,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from psyq.engine.backends.base import BackendError, ChatRequest, HttpBackend
+from psyq.engine.backends.base import ChatRequest, HttpBackend
+
+from psyq.engine.files.errors import BackendError
 from psyq.engine.kinds import get_kind
 from psyq.engine.trials.logprobs import expected_value, most_likely, option_distribution, sample_answer
 from psyq.engine.trials.parsing import ParsedAnswer, too_long

@@ -34,7 +34,7 @@ from psyq.engine.backends.pacing import RateLimiter, parse_retry_after, token_co
 from psyq.engine.backends.pool import EndpointPool
 from psyq.engine.backends.provider_errors import STOP_AFTER, STOP_AT_ONCE, ProviderRefusal, read_refusal
 from psyq.engine.backends.registry import BACKENDS, quoted_kinds
-from psyq.engine.files.errors import PsyqError
+from psyq.engine.files.errors import BackendError, BackendUnreachable, ProviderRefused
 from psyq.engine.files.fields import Id, StrictModel
 
 if TYPE_CHECKING:
@@ -143,54 +143,6 @@ class ChatResult:
     # The request body this reply answers, as sent (JSON text; None for a reply not sent by psyq,
     # such as one read back from a batch's results).
     sent: str | None = None
-
-
-class BackendError(PsyqError):
-    """A request failed for good (retries exhausted, or an error that retrying cannot fix)."""
-
-    def __init__(self, message: str, *, status: int | None = None, fatal: bool = False, attempts: int = 1,
-                 body: dict[str, Any] | None = None):
-        super().__init__(message)
-        self.status = status
-        self.endpoint: str | None = None   # the endpoint last tried (endpoint pools)
-        self.fatal = fatal  # e.g. 401: every later request would fail the same way
-        self.attempts = attempts
-        self.body = body    # what the server last sent, cut to KEPT_BODY_CHARS (kept with the trial)
-
-
-class ProviderRefused(BackendError):
-    """The server refused a request in a way retrying cannot fix (a 4xx but 408/409/425/429).
-
-    ``fatal`` once the run should stop: at the first 401/403/404, or at the STOP_AFTER-th
-    identical refusal (engine/backends/provider_errors.py).
-    """
-
-    def __init__(self, message: str, *, refusal: ProviderRefusal, fix: str | None, count: int, fatal: bool,
-                 backend_id: str, body: dict[str, Any] | None = None):
-        super().__init__(message, status=refusal.status, fatal=fatal, body=body)
-        self.refusal, self.fix, self.count, self.backend_id = refusal, fix, count, backend_id
-
-    def stop_message(self) -> str:
-        """Why the run stopped, in the provider's words, with the fix where psyq knows one."""
-        times = "once" if self.count == 1 else f"{self.count} times"
-        return (f"backend '{self.backend_id}': the server refused requests {times} in a way retrying cannot fix: "
-                f"{self}" + (f"\nfix: {self.fix}" if self.fix else ""))
-
-
-class BackendUnreachable(BackendError):
-    """Connections to the server failed UNREACHABLE_AFTER times in a row: the run stops."""
-
-    def __init__(self, message: str, *, url: str):
-        super().__init__(message, fatal=True)
-        self.url = url
-
-
-class ReplyTooLong(Exception):
-    """A reply body over MAX_BODY_BYTES (only its start was read)."""
-
-    def __init__(self, head: bytes):
-        super().__init__("reply body too long")
-        self.head = head
 
 
 class _Retryable(Exception):

@@ -13,7 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 
-from psyq.engine.backends.base import BackendError, HttpBackend
+from psyq.engine.backends.base import HttpBackend
+
+
+from psyq.engine.files.errors import BatchApiError
 
 # Transient failures of a batch-API call (submit, poll, download) are retried this many times,
 # waiting 1, 2, 4 … s: a poll that fails once must not end a run that waited hours.
@@ -47,10 +50,6 @@ class BatchLine:
     custom_id: str
     body: dict[str, Any] | None
     error: str | None = None
-
-
-class BatchApiError(BackendError):
-    """A batch-API call failed for good."""
 
 
 async def call(backend: HttpBackend, method: str, url: str, *, json_body: Any = None,

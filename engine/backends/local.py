@@ -20,7 +20,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from psyq.engine.backends.base import BackendConfig, BackendError, ChatRequest
+from psyq.engine.backends.base import BackendConfig, ChatRequest
+
+from psyq.engine.files.errors import BackendError
 from psyq.engine.backends.catalogue import CATALOGUE, INSTRUCT_DEFAULT, catalogue_entry
 from psyq.engine.backends.json_bounds import bound_free_text
 from psyq.engine.backends.local_build import (LLAMA_CPP_PACKAGE, LLAMA_CPP_VERSION, ensure_llama_server,

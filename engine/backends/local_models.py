@@ -12,7 +12,7 @@ import zipfile
 from pathlib import Path
 from typing import Callable
 
-from psyq.engine.backends.base import BackendError
+from psyq.engine.files.errors import BackendError
 from psyq.engine.backends.catalogue import CATALOGUE, INSTRUCT_DEFAULT, LocalModel, catalogue_entry
 from psyq.engine.backends.local_cache import cache_dir, cache_lock, run_command
 from psyq.engine.files.hashing import file_sha256

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx
 
-from psyq.engine.backends.base import BackendError
+from psyq.engine.files.errors import BackendError
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,8 @@ from typing import Any, Iterator
 
 
 from psyq.engine.backends.base import HttpBackend
-from psyq.engine.backends.batch_api import BatchApiError, BatchLine, BatchState, call, jsonl, read_jsonl
+from psyq.engine.backends.batch_api import BatchLine, BatchState, call, jsonl, read_jsonl
+from psyq.engine.files.errors import BatchApiError
 
 ENDED = {"completed", "failed", "expired", "cancelled"}
 CHAT_URL = "/v1/chat/completions"

@@ -42,7 +42,7 @@ from typing import Any
 
 from psyq.engine.files.atomic import write_text_atomic
 from psyq.engine.questionnaire.base import QuestionnaireFormat, Written, codebook_yaml, write_codebook
-from psyq.engine.questionnaire.form import Part, Questionnaire
+from psyq.engine.questionnaire.form import Questionnaire
 
 RESPONSE_ID = "ResponseId"       # the respondent column of Qualtrics' CSV export
 HEADER_ROWS = 2                  # the export's rows after the header: question texts, import ids

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from psyq.engine.files.errors import PsyqError
+from psyq.engine.files.errors import StoreWriterGone
 from psyq.engine.files.json_text import json_encoder
 from psyq.engine.store import writer_process
 from psyq.engine.store.writer_process import frame, write_each
@@ -463,10 +463,6 @@ class _Writer:
         return StoreWriterGone(f"the run store's writer process ended (exit code {self._process.poll()}) before "
                                f"it had committed every answer handed to it; run the same command again to resume "
                                f"(what it did not commit is sent again)")
-
-
-class StoreWriterGone(PsyqError):
-    """The store's writer process ended while the run still had answers for it."""
 
 
 def _trial_row(trial: TrialRecord) -> tuple:

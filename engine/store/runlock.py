@@ -12,19 +12,9 @@ import fcntl
 import os
 from pathlib import Path
 
-from psyq.engine.files.errors import PsyqError
+from psyq.engine.files.errors import PsyqError, RunLocked
 
 LOCK_FILE = "run.lock"
-
-
-class RunLocked(PsyqError):
-    """Another live process is writing to this run directory."""
-
-    def __init__(self, run_dir: Path, pid: str | None):
-        holder = f"process {pid}" if pid else "another process"
-        super().__init__(f"run {run_dir} is in progress in {holder} (it holds {run_dir / LOCK_FILE}); "
-                         f"wait for it to finish or stop it, then run the same command again to resume")
-        self.run_dir, self.pid = run_dir, pid
 
 
 class RunLock:
@@ -53,7 +43,7 @@ class RunLock:
         except BlockingIOError:
             pid = os.read(fd, 32).decode("ascii", "replace").strip() or None
             os.close(fd)
-            raise RunLocked(self.run_dir, pid) from None
+            raise RunLocked(self.run_dir, pid, LOCK_FILE) from None
         except OSError as exc:   # a file system without locks: say so rather than run unguarded
             os.close(fd)
             raise PsyqError(f"cannot lock {self.run_dir / LOCK_FILE} ({exc.strerror}); psyq needs a file "

@@ -14,7 +14,6 @@ Routes (GET and HEAD only):
 from __future__ import annotations
 
 import json
-import os
 import time
 from contextlib import closing
 from pathlib import Path
