@@ -17,6 +17,8 @@ The API for scripts and notebooks, in one namespace that reads as the method (``
     psyq.scorecard(cohort_items, people_items, iri)                      # can they stand in for people?
     psyq.verdict_power(people_items, iri, n_personas=[50, 200])          # how many personas would tell?
     psyq.write_report(result.run_dir.path, people=people)                # report
+    run = psyq.open_run("runs/quickstart/RUN_ID")    # a run (or a bundle of it) opened once: a Run
+    psyq.errors.PsyqError                            # the one exception tree of what psyq raises on purpose
 
 Instruments, cohorts, studies, rubrics and human data that psyq ships are found by name from any
 folder (``psyq list`` shows them; :func:`psyq.engine.files.shipped.locate` says how).
@@ -88,5 +90,5 @@ __all__ = [
     "build_sections", "write_report",
     # errors (the tree: psyq.errors) and the version
     "BackendError", "BackendUnreachable", "BatchApiError", "InputError", "Problem", "ProviderRefused", "PsyqError",
-    "RunLocked", "StoreWriterGone", "errors", "__version__",
+    "RunLocked", "StoreWriterGone", "__version__",
 ]
