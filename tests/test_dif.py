@@ -14,18 +14,7 @@ from statsmodels.miscmodels.ordinal_model import OrderedModel
 from statsmodels.stats.multitest import multipletests
 
 from psyq.analysis.statistics import dif
-
-LEVELS5 = [0, 1, 2, 3, 4]
-
-
-def simulate_grm(rng: np.random.Generator, theta: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Answers 0..K−1 of a GRM, P(X ≥ k | θ) = logistic(a (θ − b_k)), written out independently of psyq."""
-    above = 1 / (1 + np.exp(-a[None, :, None] * (theta[:, None, None] - b[None, :, :])))
-    return (rng.random((len(theta), len(a), 1)) < above).sum(axis=2)
-
-
-def frame(x: np.ndarray, prefix: str = "q") -> pd.DataFrame:
-    return pd.DataFrame(x, columns=[f"{prefix}{j}" for j in range(x.shape[1])])
+from test_irt import LEVELS5, frame, simulate_grm   # the GRM written out independently of psyq
 
 DIF_ITEMS = [f"i{j}" for j in range(10)]
 

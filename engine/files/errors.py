@@ -1,13 +1,6 @@
-"""Every exception psyq raises on purpose, in one tree (``psyq.errors`` is its public name)::
-
-    PsyqError                  anything psyq raises on purpose (the command line: exit 1)
-    ├── InputError             a file the user gave is wrong: its Problems (exit 2)
-    ├── RunLocked              another process writes into the same run (exit 5)
-    ├── StoreWriterGone        the run store's writer process ended with answers not yet committed
-    └── BackendError           a request failed for good (retries exhausted, or not retryable)
-        ├── ProviderRefused    refused in a way retrying cannot fix: the provider's words (exit 6)
-        ├── BackendUnreachable connections failed again and again: the run stops (exit 4)
-        └── BatchApiError      a provider batch-API call failed for good
+"""Every exception psyq raises on purpose, in one tree under :class:`PsyqError`, defined here in
+the lowest room so that every room raises them; ``psyq.errors`` (the repository's errors.py) is
+their public name and draws the tree.
 
 Every problem a user can fix in a file is a :class:`Problem` that names the file, the line and
 column, the field path and what is wrong. Loaders collect all problems of a file before raising
