@@ -90,7 +90,7 @@ def test_every_path_contributing_names_exists():
     import re
 
     text = (ROOT / "CONTRIBUTING.md").read_text()
-    tops = ("engine/", "analysis/", "tests/", "docs/", "instruments/", "personas/", "studies/", "bench/",
+    tops = ("engine/", "analysis/", "cli/", "tests/", "docs/", "instruments/", "personas/", "studies/", "bench/",
             "notebooks/", ".ci/")
     named = {m for m in re.findall(r"`([^`\s]+)`", text) + re.findall(r"\]\(([^)\s#]+)", text)
              if m.startswith(tops) and not re.search(r"[<>*{}]", m)}
@@ -99,6 +99,10 @@ def test_every_path_contributing_names_exists():
     assert len(named) > 40, sorted(named)          # the recipes do name files: the search finds them
     missing = sorted(p for p in named if not (ROOT / p).exists())
     assert not missing, missing
+    # and the map names every room: each package folder of the engine and the analysis, and the command line
+    rooms = {f"{p.parent.relative_to(ROOT).as_posix()}/" for top in ("engine", "analysis") for p in (ROOT / top).glob("*/__init__.py")}
+    rooms |= {"cli/", "analysis/statistics/standin/"}
+    assert len(rooms) > 15 and not sorted(r for r in rooms if f"`{r}`" not in text), sorted(r for r in rooms if f"`{r}`" not in text)
 
 
 def _private_imports(root: Path) -> list[str]:
