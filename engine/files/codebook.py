@@ -62,8 +62,8 @@ from psyq.engine.files.errors import InputError, Problem
 from psyq.engine.files.fields import Id, StrictModel, Text, format_json_schema
 from psyq.engine.files.notices import notify
 from psyq.engine.files.shipped import locate
-from psyq.engine.files.validation import parse_document, raise_problems
-from psyq.engine.files.yamlfile import YamlDocument, load_yaml
+from psyq.engine.files.validation import load_document, raise_problems
+from psyq.engine.files.yamlfile import YamlDocument
 
 FORMAT = "codebook/1"
 SUFFIX = ".codebook.yaml"
@@ -225,9 +225,7 @@ def _where(doc: YamlDocument, path: tuple) -> str:
 
 def load_codebook(path: str | Path) -> Codebook:
     """Load and check a codebook file; problems raise :class:`InputError` with file:line:column."""
-    doc = load_yaml(path)
-    spec = parse_document(doc, CodebookSpec)
-    raise_problems(check_codebook(spec, doc))
+    spec, doc, _ = load_document(path, CodebookSpec, check=check_codebook)
     return Codebook(str(path), spec, doc)
 
 

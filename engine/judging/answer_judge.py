@@ -36,7 +36,6 @@ import pandas as pd
 from psyq.engine.backends import BackendConfig, BackendError, ChatRequest, HttpBackend, make_backend
 from psyq.engine.files.errors import Problem
 from psyq.engine.files.fields import Id, StrictModel, Text
-from psyq.engine.files.shipped import locate
 from psyq.engine.design.instrument import Instrument
 from psyq.engine.trials.scale import Option
 from psyq.engine.kinds import JudgeTask, all_kinds, get_kind
@@ -45,8 +44,7 @@ from psyq.engine.trials.answer_mode import AnswerMode, read_level
 from psyq.engine.results.run import open_run
 from psyq.engine.store.runlock import RunLock
 from psyq.engine.store.run_store import RunStore
-from psyq.engine.files.validation import parse_document, raise_problems
-from psyq.engine.files.yamlfile import load_yaml
+from psyq.engine.files.validation import load_document, raise_problems
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS judgements (
@@ -115,9 +113,7 @@ def load_rubric(path: str | Path) -> Rubric:
         >>> load_rubric("leas_level").spec.levels[3][:20]
         'One differentiated e'
     """
-    path = locate(path, "rubric")
-    doc = load_yaml(path)
-    spec = parse_document(doc, RubricFile)
+    spec, doc, path = load_document(path, RubricFile, "rubric")
     problems: list[Problem] = []
     values = sorted(spec.levels)
     if values != list(range(values[0], values[0] + len(values))) or len(values) < 2:

@@ -34,9 +34,7 @@ from pydantic import Field
 
 from psyq.engine.files.errors import Problem
 from psyq.engine.files.fields import Id, StrictModel, Text
-from psyq.engine.files.validation import parse_document, raise_problems
-from psyq.engine.files.yamlfile import load_yaml
-from psyq.engine.files.shipped import locate
+from psyq.engine.files.validation import load_document, raise_problems
 
 PLACEHOLDERS = ("message", "context", "reply", "dimension", "definition", "levels")
 """What a `rubric/2` prompt may use (see the module docstring)."""
@@ -106,9 +104,7 @@ def load_multi_rubric(path: str | Path) -> MultiRubric:
         >>> load_multi_rubric("empathy_ceb").dimension("emotional").levels[1][:12]
         'No sign that'
     """
-    path = locate(path, "rubric")
-    doc = load_yaml(path)
-    spec = parse_document(doc, MultiRubricFile)
+    spec, doc, path = load_document(path, MultiRubricFile, "rubric")
     problems: list[Problem] = []
     seen: set[str] = set()
     for k, dim in enumerate(spec.dimensions):

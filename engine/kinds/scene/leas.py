@@ -45,9 +45,8 @@ from pydantic import Field
 
 from psyq.engine.files.errors import Problem
 from psyq.engine.files.fields import Id, StrictModel, Text
-from psyq.engine.files.validation import parse_document, raise_problems
-from psyq.engine.files.yamlfile import load_yaml
-from psyq.engine.files.shipped import INSTRUMENTS, locate
+from psyq.engine.files.validation import load_document, raise_problems
+from psyq.engine.files.shipped import INSTRUMENTS
 
 # The lexicon the report and `psyq score` use unless told otherwise.
 DEFAULT_LEXICON = INSTRUMENTS / "lexicons" / "leas_psyq_lexicon.yaml"
@@ -113,9 +112,7 @@ def load_lexicon(path: str | Path) -> Lexicon:
         >>> sorted(load_lexicon("leas_psyq_lexicon").negators)[:3]
         ['aint', 'arent', 'barely']
     """
-    path = locate(path, "lexicon")
-    doc = load_yaml(path)
-    spec = parse_document(doc, LexiconFile)
+    spec, doc, path = load_document(path, LexiconFile, "lexicon")
     seen: dict[tuple[str, ...], tuple] = {}
     problems: list[Problem] = []
     by_first: dict[str, list[Term]] = {}
