@@ -20,13 +20,14 @@ The file is read through its codebook (:mod:`psyq.engine.files.codebook`, the sa
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field
 
+from psyq.engine.design.cohort_csv import parse_cell
+from psyq.engine.design.persona import check_attribute_name, check_persona_id
 from psyq.engine.files.codebook import read_table_through_codebook
 from psyq.engine.files.hashing import file_sha256
 from psyq.engine.files.errors import InputError, Problem
@@ -89,11 +90,10 @@ class FromDataSpec(StrictModel):
     draw: DrawSpec | None = None
 
 
-def check_from_data(spec: FromDataSpec, doc: YamlDocument, *,
-                    check_attribute_name: Callable[[str], str | None]) -> list[Problem]:
+def check_from_data(spec: FromDataSpec, doc: YamlDocument) -> list[Problem]:
     """Meaning checks that need no file: twins or draw (one of them), attribute names usable as
-    placeholders (`check_attribute_name`: the cohort format's rule, from persona.py, passed by
-    cohort_file.py, which imports this module) and not repeated."""
+    placeholders (the cohort format's rule, :func:`~psyq.engine.design.persona.check_attribute_name`)
+    and not repeated."""
     at: FieldPath = ("from_data",)
     problems = []
     given = [k for k in ("twins", "draw") if getattr(spec, k) is not None]
@@ -152,9 +152,7 @@ def _close(name: str, header: list[str]) -> str:
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 
-def read_from_data(spec: FromDataSpec, doc: YamlDocument, cohort_path: str | Path, *,
-                   check_persona_id: Callable[[str], str | None],
-                   parse_cell: Callable[[str], str | int | float]) -> DataPersonas:
+def read_from_data(spec: FromDataSpec, doc: YamlDocument, cohort_path: str | Path) -> DataPersonas:
     """The personas of a `from_data:` source (already shape- and meaning-checked by the caller).
 
     Raises :class:`InputError` for every problem: at the cohort file's line for the fields
@@ -213,7 +211,7 @@ def read_from_data(spec: FromDataSpec, doc: YamlDocument, cohort_path: str | Pat
                                                                 f"{first_line[rid]}"))
             continue
         first_line[rid] = line
-        if spec.twins is not None and (why := _twin_id_problem(rid, check_persona_id)):
+        if spec.twins is not None and (why := _twin_id_problem(rid)):
             problems.append(Problem(file, line, None, id_field, why))
             continue
         weight = 1.0
@@ -277,7 +275,7 @@ def read_from_data(spec: FromDataSpec, doc: YamlDocument, cohort_path: str | Pat
     return DataPersonas(personas, provenance, files)
 
 
-def _twin_id_problem(rid: str, check_persona_id: Callable[[str], str | None]) -> str | None:
+def _twin_id_problem(rid: str) -> str | None:
     import re
     if not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", rid):   # the pattern of psyq.engine.files.fields.Id
         return (f"respondent id {rid!r} cannot be a twin's persona id (the twin's id is the respondent id "

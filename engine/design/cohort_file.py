@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from psyq.engine.design.cohort_csv import parse_cell, read_personas_csv_lines
+from psyq.engine.design.cohort_csv import read_personas_csv_lines
 from psyq.engine.design.cohort_data import FromDataSpec, check_from_data, read_from_data
 from psyq.engine.design.persona import (BASELINE, Cohort, Persona, SampleSpec, check_attribute_name, check_persona_id,
     check_sample, sample_personas)
@@ -108,7 +108,7 @@ def check_cohort(spec: CohortFile, doc: YamlDocument) -> list[Problem]:
             bad(("sample",) + path, message)
 
     if spec.from_data is not None:
-        problems.extend(check_from_data(spec.from_data, doc, check_attribute_name=check_attribute_name))
+        problems.extend(check_from_data(spec.from_data, doc))
 
     if spec.template is not None:
         for message in check_template(spec.template):
@@ -193,7 +193,7 @@ def load_cohort(path: str | Path) -> Cohort:
     elif source == "from_data":
         assert spec.from_data is not None
         # Rows lacking an attribute are skipped: every persona has every attribute.
-        data = read_from_data(spec.from_data, doc, path, check_persona_id=check_persona_id, parse_cell=parse_cell)
+        data = read_from_data(spec.from_data, doc, path)
         located = [(None, Persona(id=pid, attributes=attributes)) for pid, attributes in data.personas]
     else:
         assert spec.csv is not None
