@@ -470,7 +470,8 @@ STUDIES: dict[str, tuple[str, dict[str, Any]]] = {
     "staged": ("studies/emotion_change.yaml", {}),
     "staged_fixture": ("tests/fixtures/stages/staged_study.yaml", {}),
 }
-ANSWERS = ("logprobs", "text", "json")
+ANSWERS = ("logprobs", "text", "json", "verbalized")
+JUDGE_ANSWERS = ("logprobs", "text", "json")   # a judge's answer modes (psyq judge --answer)
 
 # The backends of BACKENDS without log probabilities in psyq's capability table (checked by
 # test_the_backends_without_logprobs_are_those_of_the_capability_table).
@@ -492,6 +493,15 @@ REFUSAL_RULES: dict[str, tuple[Callable[[str, str, str], bool], str]] = {
                                   "answer: logprobs reads one answer token, so it needs presentation: per_item"),
     "response_items_free_text": (lambda study, answer, backend: study == "response" and answer != "text",
                                  "response items are answered in free text, so answer: "),
+    "verbalized_whole_instrument": (lambda study, answer, backend: study == "rating_whole" and answer == "verbalized",
+                                    "answer: verbalized asks for one distribution per item, so it needs "
+                                    "presentation: per_item"),
+    "verbalized_rating_items_only": (lambda study, answer, backend: answer == "verbalized"
+                                     and study in ("scene", "vignette", "response"),
+                                     "answer: verbalized asks rating items only"),
+    "verbalized_with_stages": (lambda study, answer, backend: answer == "verbalized"
+                               and study in ("staged", "staged_fixture"),
+                               "answer: verbalized is not available for a study with `stages:`"),
 }
 
 
@@ -817,7 +827,7 @@ def _judged(workdir: Path, rubric_id: str) -> tuple:
 
 # Judge requests with answer: logprobs are generated only for backends with log probabilities: a
 # study refuses the others (rule no_logprobs); judge_run and judge_targets do not check.
-JUDGES = [pytest.param(answer, backend_id, id=f"{answer}-{backend_id}") for answer in ANSWERS for backend_id in ONLINE
+JUDGES = [pytest.param(answer, backend_id, id=f"{answer}-{backend_id}") for answer in JUDGE_ANSWERS for backend_id in ONLINE
           if not (answer == "logprobs" and backend_id in NO_LOGPROBS)]
 
 

@@ -40,7 +40,9 @@ OPTION_ORDER = {"as_written": "the response options were shown as written",
                                    "and reversed to the other half (counterbalanced)"}
 ANSWER = {"text": "answers were read from the reply text",
           "json": "answers were requested and read as JSON",
-          "logprobs": "answers were read from the probabilities the model gave the answer token"}
+          "logprobs": "answers were read from the probabilities the model gave the answer token",
+          "verbalized": "respondents stated a probability for each option (a verbalized distribution, "
+                        "Meister et al., 2025)"}
 LOGPROB_ANSWER = {"sample": "the answer was drawn from that distribution with a seeded random draw",
                   "most_likely": "the most probable option was taken as the answer"}
 
@@ -345,7 +347,7 @@ def _protocol_sentence(manifest: Mapping[str, Any], repeats_done: int | None) ->
     answer = protocol.get("answer")
     if answer in ANSWER:
         text = ANSWER[answer]
-        if answer == "logprobs" and protocol.get("logprob_answer") in LOGPROB_ANSWER:
+        if answer in ("logprobs", "verbalized", "ssr") and protocol.get("logprob_answer") in LOGPROB_ANSWER:
             text += "; " + LOGPROB_ANSWER[protocol["logprob_answer"]]
         bits.append(text)
     if protocol.get("reask_limit") is not None:

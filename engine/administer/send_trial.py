@@ -25,14 +25,14 @@ from psyq.engine.backends.base import ChatRequest, HttpBackend
 
 from psyq.engine.files.errors import BackendError
 from psyq.engine.kinds import get_kind
-from psyq.engine.trials.logprobs import expected_value, most_likely, option_distribution, sample_answer
+from psyq.engine.trials.logprobs import chosen_value, expected_value, option_distribution
 from psyq.engine.trials.parsing import ParsedAnswer, too_long
 from psyq.engine.administer.record import answer_ids, evoke_record, trial_record
 from psyq.engine.store.clock import utc_now
 from psyq.engine.store.run_store import AnswerRecord, TrialRecord
 from psyq.engine.design.study import Protocol
 from psyq.engine.trials.answer_mode import reply_problem
-from psyq.engine.trials.trial import Trial, stable_int
+from psyq.engine.trials.trial import Trial
 
 
 def _answer_scale(trial: Trial) -> list:
@@ -180,6 +180,9 @@ async def run_trial_conversation(trial: Trial, backend: HttpBackend,
         record.endpoint, record.cached_tokens = exc.endpoint or (result.endpoint if result else None), cached
         record.reasoning_tokens, record.budget_reasks = reasoning, budget_reasks
         return record, request.messages, None
+    # An answer chosen from a distribution the reply stated (answer: verbalized) keeps it, as logprobs' do.
+    extra = extra or {i: {"distribution": a.distribution, "expected": expected_value(a.distribution)}
+                      for i, a in answers.items() if a.distribution is not None and a.status == "answered"}
     status = "answered" if all(answers[i].status == "answered" for i in ids) else "missing"
     record = trial_record(trial, backend, status, started, texts, result.raw if result else None, attempts, reasks,
                      latency, tokens, answers, extra, None, ids, sent)
@@ -215,10 +218,7 @@ def _logprob_answer(trial: Trial, logprobs: dict[str, float] | None, text: str,
         why = ("the server returned no log probabilities" if not logprobs
                else f"no answer option among the {len(logprobs)} most likely first tokens")
         return {item_id: ParsedAnswer(None, "no_option_tokens", why)}, {}
-    if protocol.logprob_answer == "sample":
-        value = sample_answer(dist, np.random.default_rng(stable_int("sample", trial.request.seed)))
-    else:
-        value = most_likely(dist)
+    value = chosen_value(dist, protocol.logprob_answer, trial.request.seed)
     mass = _option_mass(logprobs, trial)
     return ({item_id: ParsedAnswer(value, "answered")},
             {item_id: {"distribution": dist, "option_mass": mass, "expected": expected_value(dist)}})

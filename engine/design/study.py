@@ -12,14 +12,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_serializer
 
 from psyq.engine.backends.base import BackendConfig
 from psyq.engine.files.hashing import file_sha256
 from psyq.engine.backends.capabilities import design_problems
 from psyq.engine.backends.endpoint import base_url_problem, key_env_problem, normalise_endpoint
 from psyq.engine.backends.registry import backend_class, kinds_where, quoted_kinds
-from psyq.engine.trials.answer_mode import AnswerMode
+from psyq.engine.trials.answer_mode import ProtocolAnswer
+from psyq.engine.design.asking import VerbalizedSettings, distribution_mode_problems, without_unset_modes
 from psyq.engine.files.errors import InputError, Problem
 from psyq.engine.files.fields import Id, StrictModel, Text
 from psyq.engine.design.instrument import Instrument, item_texts_path, load_instrument, missing_texts_message
@@ -47,10 +48,17 @@ class Protocol(StrictModel):
     # Upper bounds: a typo (repeats: 1000000000) must not plan a billion trials, and the values
     # are stored as 64-bit SQLite integers.
     repeats: int = Field(default=1, ge=1, le=MAX_REPEATS)
-    answer: AnswerMode = "text"
+    answer: ProtocolAnswer = "text"
+    # The answer taken from a distribution (logprobs, verbalized, ssr): drawn with the seed, or the most likely.
     logprob_answer: Literal["sample", "most_likely"] = "sample"
     reask_limit: int = Field(default=2, ge=0, le=MAX_REASKS)
     seed: int = Field(default=0, ge=-(2**63) + 1, le=2**63 - 1)
+    # How a distribution mode's answer is read (engine/design/asking.py); dumped only when given.
+    verbalized: VerbalizedSettings | None = None
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: Any) -> dict[str, Any]:
+        return without_unset_modes(handler(self))
 
 
 class MeasureStage(StrictModel):
@@ -217,6 +225,7 @@ def check_study(spec: StudySpec, doc: YamlDocument, instruments: list[Instrument
             if any(len(t) != 1 for t in tokens):
                 problems.append(doc.problem(("instruments", i), f"answer: logprobs needs one-character answers, "
                                             f"but '{inst.id}' is answered with {', '.join(tokens)}"))
+    problems.extend(distribution_mode_problems(spec, doc, instruments))   # answer: verbalized
     for kind_name in dict.fromkeys(i.kind for inst in instruments for i in inst.items):
         if why := get_kind(kind_name).answer_mode_problem(spec.protocol.answer):   # e.g. free-text replies
             problems.append(doc.problem(("protocol", "answer"), why))

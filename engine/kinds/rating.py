@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Iterator, Literal, Mapping
 
 from pydantic import Field
@@ -9,10 +10,14 @@ from pydantic import Field
 from psyq.engine.files.errors import Problem, PsyqError
 from psyq.engine.files.fields import Id, StrictModel, Text
 from psyq.engine.trials.parsing import ParsedAnswer, parse_json_rating, parse_rating, parse_ratings_block
-from psyq.engine.trials.prompts import answer_json_schema, instrument_messages, item_messages, reask_message
+from psyq.engine.trials.prompts import (answer_json_schema, instrument_messages, item_messages, reask_message,
+    verbalized_json_schema)
 from psyq.engine.trials.trial import Trial, TrialContext, make_trial, max_tokens_for, stable_int
 from psyq.engine.files.yamlfile import YamlDocument
 from psyq.engine.kinds.base import SCORE_COLUMNS, ItemKind
+from psyq.engine.trials.answer_mode import DISTRIBUTION_MODES
+from psyq.engine.trials.logprobs import chosen_value
+from psyq.engine.trials.stated_distribution import DEFAULT_TOLERANCE, read_stated_distribution
 
 if TYPE_CHECKING:   # pandas is imported where answers are scored: loading an instrument never needs it
     import pandas as pd
@@ -21,6 +26,8 @@ if TYPE_CHECKING:   # pandas is imported where answers are scored: loading an in
     from psyq.engine.design.study import Protocol
 
 RATING_SCORES = ("sum", "mean")
+# Reply length allowed for a free-text answer to a rating item (`answer: ssr`): a sentence or two.
+FREE_TEXT_TOKENS = 96
 # Rating scores are kept per model too (the key of psyq.analysis.scoring.scores.score_answers, as always).
 RATING_KEYS = ["backend_id", "model", "respondent_id", "repeat"]
 
@@ -92,6 +99,8 @@ class Rating(ItemKind):
     def _trial(self, ctx: TrialContext, instrument: "Instrument", items: list) -> Trial:
         protocol, backend = ctx.study.protocol, ctx.backend
         ask = dict(system_prompt=ctx.system_prompt, option_order=ctx.option_order, answer=protocol.answer)
+        if protocol.answer in DISTRIBUTION_MODES:   # one item per request (the study's checks say so)
+            return self._distribution_trial(ctx, instrument, items[0])
         if len(items) == 1 and protocol.presentation == "per_item":
             messages = item_messages(instrument, items[0], **ask)
             schema = answer_json_schema(instrument) if protocol.answer == "json" else None
@@ -103,18 +112,40 @@ class Rating(ItemKind):
                           max_tokens_for(protocol, len(items), backend), top_logprobs, schema, "rating", self.name,
                           ctx.option_order)
 
+    def _distribution_trial(self, ctx: TrialContext, instrument: "Instrument", item: Item) -> Trial:
+        """A trial asking for a distribution over the options (`answer: verbalized`, a stated one;
+        `answer: ssr`, free text mapped onto them): its kind is the mode, so that it is read and
+        re-asked in that mode."""
+        answer = ctx.study.protocol.answer
+        messages = item_messages(instrument, item, system_prompt=ctx.system_prompt, option_order=ctx.option_order,
+                                 answer=answer)
+        schema = verbalized_json_schema(instrument) if answer == "verbalized" else None
+        # A stated distribution is an object of one number per option; a free-text answer a sentence or two.
+        max_tokens = ctx.backend.config.max_tokens or (16 + 12 * len(instrument.scale) if answer == "verbalized"
+                                                       else FREE_TEXT_TOKENS)
+        return make_trial(ctx, instrument, (item.id,), messages, max_tokens, None, schema, answer, self.name,
+                          ctx.option_order)
+
     def reads_logprobs(self, trial: Trial, protocol: "Protocol") -> bool:
         return protocol.answer == "logprobs"
 
     def parse(self, trial: Trial, text: str, protocol: "Protocol") -> dict[str, ParsedAnswer]:
         scale = trial.instrument.scale
+        if trial.kind == "verbalized":
+            settings = protocol.verbalized
+            stated = read_stated_distribution(text, scale, settings.tolerance if settings else DEFAULT_TOLERANCE)
+            if stated.distribution is not None:   # the answer: drawn from it, or its most likely option
+                stated = replace(stated, value=chosen_value(stated.distribution, protocol.logprob_answer,
+                                                            trial.request.seed))
+            return {trial.item_ids[0]: stated}
         if len(trial.item_ids) == 1 and protocol.presentation == "per_item":
             parse = parse_json_rating if protocol.answer == "json" else parse_rating
             return {trial.item_ids[0]: parse(text, scale)}
         return parse_ratings_block(text, list(trial.item_ids), scale, as_json=protocol.answer == "json")
 
     def reask(self, trial: Trial, reason: str, unread: list[str]) -> str:
-        return reask_message(trial.instrument, reason, unread if len(trial.item_ids) > 1 else None)
+        return reask_message(trial.instrument, reason, unread if len(trial.item_ids) > 1 else None,
+                             answer=trial.kind if trial.kind in DISTRIBUTION_MODES else "text")
 
     def score(self, table: pd.DataFrame, instruments: Mapping[str, "Instrument"]) -> pd.DataFrame:
         """Prorated sums or means of the raw answers on each instrument's scale

@@ -1,6 +1,7 @@
 """An answer read from the first answer token's log-probabilities (`answer: logprobs`): the
 distribution over the scale's options, and a value from it (the expected value, the most likely
-value, or one drawn).
+value, or one drawn). A stated distribution (`answer: verbalized`) and one mapped from free text
+(`answer: ssr`) get their value here the same way (:func:`chosen_value`).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from psyq.engine.trials.scale import Option
+from psyq.engine.trials.trial import stable_int
 
 if TYPE_CHECKING:   # numpy is imported by the one function that draws: the item kinds import this module
     import numpy as np
@@ -93,3 +95,19 @@ def sample_answer(distribution: Mapping[int, float], rng: np.random.Generator) -
     values = sorted(distribution)
     probs = np.array([distribution[v] for v in values], dtype=float)
     return int(values[int(rng.choice(len(values), p=probs / probs.sum()))])
+
+
+def chosen_value(distribution: Mapping[int, float], how: str, seed: int) -> int:
+    """The answer taken from `distribution` as the protocol's ``logprob_answer`` says: drawn
+    (``sample``, with a generator seeded by the trial's request seed `seed`) or the most likely
+    option (``most_likely``).
+
+    Example:
+        >>> chosen_value({1: 0.2, 2: 0.8}, "most_likely", seed=7), chosen_value({1: 0.0, 2: 1.0}, "sample", seed=7)
+        (2, 2)
+    """
+    import numpy as np
+
+    if how == "sample":
+        return sample_answer(distribution, np.random.default_rng(stable_int("sample", seed)))
+    return most_likely(distribution)

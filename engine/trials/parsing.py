@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from psyq.engine.trials.json_object import find_json_object, lookup
@@ -67,8 +67,10 @@ class ParsedAnswer:
     """The outcome of parsing one answer.
 
     `value` is a value of the scale, or None when the answer is missing; `status` says why it is
-    missing; `reason` says it in plain words (None when answered); `disclaimer` is True when a value
-    was found in a text that also contains refusal or AI-disclaimer language.
+    missing; `reason` says it in plain words (None when answered; for an answer read from a
+    stated distribution, what was done to read it); `disclaimer` is True when a value was found in
+    a text that also contains refusal or AI-disclaimer language; `distribution` is the
+    distribution over the options an answer was chosen from (`answer: verbalized`), None otherwise.
 
     Example:
         >>> ParsedAnswer(3, "answered")
@@ -80,6 +82,7 @@ class ParsedAnswer:
     reason: str | None = None
     disclaimer: bool = False
     text: str | None = None     # a free-text answer, kept whole
+    distribution: dict[int, float] | None = field(default=None, repr=False, compare=False)
 
 
 # --------------------------------------------------------------------------------------------

@@ -113,6 +113,8 @@ def item_messages(instrument: Instrument, item: Item, *, system_prompt: str | No
     block, kind = _options_and_kind(instrument, option_order)
     if answer == "json":
         how = f'Reply with JSON only, in the form {{"answer": <the {kind} of one option>}}.'
+    elif answer == "verbalized":
+        how = verbalized_request(instrument)
     else:
         how = f"Answer with the {kind} of one option only."
     user = (f"{instrument.instructions.strip()}\n\n"
@@ -139,8 +141,41 @@ def instrument_messages(instrument: Instrument, items: Sequence[Item], *, system
     return with_system(system_prompt, user)
 
 
-def reask_message(instrument: Instrument, reason: str, missing_items: Sequence[str] | None = None) -> str:
-    """The corrective follow-up after an answer that could not be read."""
+def verbalized_request(instrument: Instrument) -> str:
+    """How a stated distribution is asked for (`answer: verbalized`): one probability per option,
+    as a JSON object keyed by the options' letters (or values).
+
+    Example:
+        >>> from psyq.engine.design.instrument import load_instrument
+        >>> print(verbalized_request(load_instrument("iri")))
+        How likely are you to choose each option? Reply with JSON only: an object giving each option's probability as a number from 0 to 1, the probabilities summing to 1, in the form {"A": <probability>, "B": <probability>, "C": <probability>, "D": <probability>, "E": <probability>}.
+    """
+    keys = ", ".join(f'"{token}": <probability>' for token in answer_tokens(instrument))
+    return ("How likely are you to choose each option? Reply with JSON only: an object giving each option's "
+            f"probability as a number from 0 to 1, the probabilities summing to 1, in the form {{{keys}}}.")
+
+
+def verbalized_json_schema(instrument: Instrument) -> dict[str, Any]:
+    """JSON Schema of a stated distribution: an object with one number property per option, keyed
+    as :func:`answer_tokens` (servers that take a schema enforce it; the sum is checked on reading).
+
+    Example:
+        >>> from psyq.engine.design.instrument import load_instrument
+        >>> verbalized_json_schema(load_instrument("bes"))["properties"]["5"]
+        {'type': 'number'}
+    """
+    tokens = answer_tokens(instrument)
+    return {"type": "object", "properties": {t: {"type": "number"} for t in tokens}, "required": tokens,
+            "additionalProperties": False}
+
+
+def reask_message(instrument: Instrument, reason: str, missing_items: Sequence[str] | None = None,
+                  answer: str = "text") -> str:
+    """The corrective follow-up after an answer that could not be read (`answer`: the protocol's mode)."""
+    if answer == "verbalized":
+        tokens = ", ".join(answer_tokens(instrument))
+        return (f"Your answer could not be read ({reason}). Reply with JSON only: one probability from 0 to 1 for "
+                f"each option ({tokens}), the probabilities summing to 1.")
     kind = _answer_kind(instrument)
     tokens = ", ".join(answer_tokens(instrument))
     if missing_items:
