@@ -60,6 +60,8 @@ _EXPORTS = {
     "psyq.analysis.scoring.score_table": ["spss_names", "wide_scores", "write_scores"],
     "psyq.analysis.scoring.scores": ["human_scores", "load_run_scores", "score_answers", "score_humans"],
     "psyq.analysis.statistics.standin.distinguishability": ["distinguishability"],
+    "psyq.analysis.statistics.standin.conditions": ["compare_conditions", "rank_conditions"],
+    "psyq.analysis.statistics.distances": ["distribution_distances"],
     "psyq.analysis.statistics.effects": ["model_effects"],
     "psyq.analysis.statistics.human_comparison": ["compare_samples", "compare_with_humans", "tucker_phi"],
     "psyq.analysis.statistics.invariance": ["measurement_invariance"],
@@ -84,11 +86,11 @@ _EXPORTS = {
 __getattr__, __dir__ = lazy_names(__name__, {name: module for module, names in _EXPORTS.items() for name in names})
 
 __all__ = [
-    "HumanData", "backend_items", "build_sections", "compare_samples", "criterion_marks", "compare_with_humans", "compare_with_norms",
-    "differential_item_functioning", "distinguishability", "factor_congruence", "graded_response_model", "group_matching", "human_data",
+    "HumanData", "backend_items", "build_sections", "compare_conditions", "compare_samples", "criterion_marks", "compare_with_humans", "compare_with_norms",
+    "differential_item_functioning", "distinguishability", "distribution_distances", "factor_congruence", "graded_response_model", "group_matching", "human_data",
     "human_scores", "invariance_verdicts", "item_distributions", "load_run_scores", "match_twins",
     "matching_warnings", "measurement_invariance", "model_effects", "people_needed", "polychoric",
-    "prediction_powered", "relations", "reliability_table", "respondent_z", "score_answers", "score_humans",
+    "prediction_powered", "rank_conditions", "relations", "reliability_table", "respondent_z", "score_answers", "score_humans",
     "personas_needed", "scorecard", "simulate_verdicts", "spss_names", "style_and_trait", "subscale_correlations", "target_loadings", "test_information",
     "test_retest_icc", "tucker_phi", "twin_agreement", "twin_summary", "twin_weights", "wide_scores",
     "verdict_power", "write_report", "write_scores",
