@@ -8,7 +8,7 @@ items are presented, in which order, how answers are asked for, how often, and t
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -27,6 +27,8 @@ from psyq.engine.design.instrument import Instrument, item_texts_path, load_inst
 from psyq.engine.kinds import get_kind
 from psyq.engine.design.cohort_file import load_cohort
 from psyq.engine.design.persona import Cohort
+from psyq.engine.design.conditions import (Condition, ConditionDocument, ConditionsSpec, expand_conditions,
+    merge_condition_problems)
 from psyq.engine.design.prices import ModelPrice
 from psyq.engine.trials.prompts import answer_tokens
 from psyq.engine.design.situations import SituationSet, load_situations
@@ -123,6 +125,9 @@ class Study:
     """A loaded study: its spec, the instruments and cohort it names, and file hashes."""
 
     spec: StudySpec
+    # Named factors whose levels change part of the study, crossed or listed (engine/design/conditions.py);
+    # absent: the study is asked one way, as always.
+    conditions: ConditionsSpec | None = None
     path: Path
     instruments: tuple[Instrument, ...]
     instrument_paths: tuple[Path, ...]
@@ -143,6 +148,10 @@ class Study:
 
     @property
     def protocol(self) -> Protocol:
+    # The study's conditions (engine/design/conditions.py), in order; () for a study without `conditions:`.
+    conditions: tuple[Condition, ...] = ()
+    # The condition this study is asked under (a view made by condition_study); None for the study itself.
+    condition: Condition | None = None
         return self.spec.protocol
 
     def file_hashes(self) -> dict[str, str]:
@@ -316,6 +325,54 @@ def require_item_texts(study: Study) -> None:
     doc = load_yaml(study.path)
     problems = []
     for i, (inst, path) in enumerate(zip(study.instruments, study.instrument_paths)):
+def condition_spec(spec: StudySpec, condition: Condition) -> StudySpec:
+    """The study file as `condition` asks it: its protocol with the condition's fields, only the
+    backends that ask it, each with the condition's temperature and top_p.
+
+    Example (the shipped quickstart under a condition that reads answers from text, at temperature 0):
+        >>> from psyq.engine.design.conditions import Condition
+        >>> spec = load_study("quickstart").spec
+        >>> asked = condition_spec(spec, Condition("text", {}, {"answer": "text"}, sampling={"temperature": 0.0}))
+        >>> (spec.protocol.answer, asked.protocol.answer), asked.backends[0].temperature
+        (('logprobs', 'text'), 0.0)
+    """
+    protocol = Protocol.model_validate({**spec.protocol.model_dump(exclude_unset=True), **condition.protocol})
+    backends = [b.model_copy(update=condition.sampling) for b in spec.backends
+                if condition.backends is None or b.id in condition.backends]
+    return spec.model_copy(update={"protocol": protocol, "backends": backends})
+
+
+def condition_study(study: Study, condition: Condition) -> Study:
+    """The study as `condition` asks it (:func:`condition_spec`, and the persona template it
+    gives): what planning makes the condition's trials from (engine/administer/plan.py), so that
+    nothing after planning needs to know about conditions.
+
+    Example (the shipped quickstart under a condition with a persona template of its own):
+        >>> from psyq.engine.design.conditions import Condition
+        >>> study = load_study("quickstart")
+        >>> asked = condition_study(study, Condition("short", {}, template="You are {id}."))
+        >>> asked.condition.id, asked.cohort.template, asked.protocol == study.protocol
+        ('short', 'You are {id}.', True)
+    """
+    cohort = replace(study.cohort, template=condition.template) if condition.template is not None else study.cohort
+    return replace(study, spec=condition_spec(study.spec, condition), cohort=cohort, condition=condition)
+
+
+def check_conditions(spec: StudySpec, doc: YamlDocument, instruments: list[Instrument],
+                     conditions: tuple[Condition, ...]) -> list[Problem]:
+    """The meaning checks of a study (:func:`check_study`, :func:`check_stages`) on the study as
+    each condition asks it: a problem with a field a condition changes is pointed at the change
+    and names the condition (and how many more have it); one every condition has is the study's."""
+    found: list[tuple[Condition, Problem]] = []
+    for condition in conditions:
+        asked = condition_spec(spec, condition)
+        places = [i for i, b in enumerate(spec.backends) if condition.backends is None or b.id in condition.backends]
+        seen = ConditionDocument(doc, condition, places)
+        found += [(condition, p) for p in check_study(asked, seen, instruments)]   # type: ignore[arg-type]
+        found += [(condition, p) for p in check_stages(asked, seen, instruments)]   # type: ignore[arg-type]
+    return merge_condition_problems(found, conditions)
+
+
         message = missing_texts_message(inst, path)
         if message:
             problems.append(doc.problem(("instruments", i), f"cannot administer: {message}"))
@@ -384,11 +441,17 @@ def load_study(path: str | Path) -> Study:
             except InputError as exc:
                 problems.extend(exc.problems)
     raise_problems(problems)
-    raise_problems(check_study(spec, doc, instruments))
-    raise_problems(check_stages(spec, doc, instruments))
+    conditions: tuple[Condition, ...] = ()
+    if spec.conditions is None:
+        raise_problems(check_study(spec, doc, instruments))
+        raise_problems(check_stages(spec, doc, instruments))
+    else:   # the study is checked as each condition asks it (the study's own protocol may be asked by none)
+        conditions = tuple(expand_conditions(spec.conditions, doc, Protocol, [b.id for b in spec.backends],
+                                             cohort.personas if cohort is not None else None))
+        raise_problems(check_conditions(spec, doc, instruments, conditions))
     spec, notes = local_models(spec, doc, instruments, path.parent)
     return Study(spec, path.resolve(), tuple(instruments), tuple(instrument_paths), cohort, cohort_path,
-                 situations, situations_path, notes=notes)
+                 situations, situations_path, notes=notes, conditions=conditions)
 
 
 def local_models(spec: StudySpec, doc: YamlDocument, instruments: list[Instrument],

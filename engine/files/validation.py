@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import difflib
 import re
+import types
+import typing
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Generic, NamedTuple, TypeVar
@@ -42,12 +44,33 @@ def _model_at(model: type[BaseModel], loc: tuple) -> type[BaseModel] | None:
             if tagged:
                 current, annotation = tagged[0], None
                 continue
+            # A key of a mapping written as data (a factor's levels, a price table's models): its value's model.
+            if (values := _mapping_values(annotation)) is not None:
+                annotation, current = values, _inner_model(values)
+                continue
         if not (isinstance(current, type) and issubclass(current, BaseModel)) \
                 or part not in current.model_fields:
             return None
         annotation = current.model_fields[part].annotation
         current = _inner_model(annotation)
     return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _mapping_values(annotation: Any) -> Any:
+    """The type of the values of the mapping `annotation` is (or holds: ``dict[...] | None``), else None.
+
+    Example:
+        >>> _mapping_values(dict[str, int] | None)
+        <class 'int'>
+    """
+    stack = [annotation]
+    while stack:
+        tp = stack.pop(0)
+        if typing.get_origin(tp) is dict:
+            return typing.get_args(tp)[1]
+        if typing.get_origin(tp) in (typing.Union, types.UnionType):
+            stack.extend(typing.get_args(tp))
+    return None
 
 
 def _models_in(annotation: Any) -> list[type[BaseModel]]:
