@@ -7,6 +7,12 @@ items, repeat), so two personas with identical attributes, or two repeats, are n
 and a rerun of the same study recognises what it already has. Each item kind plans its own
 items' trials (engine/kinds/); :func:`plan_trials` puts them in order.
 
+A study with `conditions:` (engine/design/conditions.py) plans each condition's trials from the
+study as that condition asks it (:func:`condition_views`: its protocol, persona template,
+sampling and backends): the condition's id is in each trial's id and on the trial, and so is the
+protocol it is asked and read under, so that sending, reading and storing need no condition of
+their own.
+
 A study with `stages:` (engine/design/study.py) runs as conversations: every backend × repeat ×
 respondent × situation gives a *chain* (:func:`plan_chains`), its stages in order, each one stored
 trial. A `measure:` stage asks the whole instrument in one request (the rating kind's
@@ -34,6 +40,7 @@ Example (a test study: two personas, two situations each, measure – evoke – 
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from dataclasses import dataclass, replace
@@ -47,7 +54,7 @@ from psyq.engine.design.persona import Persona
 from psyq.engine.design.persona_prompt import render_system_prompt
 from psyq.engine.trials.prompts import answer_json_schema, instrument_messages
 from psyq.engine.design.situations import Situation
-from psyq.engine.design.study import EvokeStage, Protocol, Study
+from psyq.engine.design.study import EvokeStage, Protocol, Study, condition_study
 from psyq.engine.trials.trial import Trial, TrialContext, make_trial, max_tokens_for, stable_int
 
 EVOKE_ID = "evoke"                 # the instrument id an evoke stage's trial is stored under
@@ -69,17 +76,53 @@ def option_order_for(protocol: Protocol, respondent_index: int) -> str:
     return protocol.option_order
 
 
-def plan_trials(study: Study, backends: dict[str, HttpBackend]) -> Iterator[Trial]:
-    """Every trial of the study, in a deterministic order (backend, repeat, respondent, instrument)."""
-    protocol = study.protocol
-    personas = study.cohort.personas
+def condition_views(study: Study, backends: dict[str, HttpBackend]) -> Iterator[tuple[str, Study, HttpBackend]]:
+    """Per backend, the study as each of its conditions asks it (engine/design/study.py's
+    `condition_study`) and the backend as it plans that condition's requests (its temperature and
+    top_p the condition's), in the order the conditions are written, each backend only with the
+    conditions it asks; a study without conditions is itself, once per backend.
+
+    The backend a condition plans with is a copy that only its trials' requests and ids read: the
+    run sends every condition's requests through the backend itself (a request carries its own
+    temperature and top_p).
+
+    Example (the test study of conditions: 2 backends × 4 conditions):
+        >>> from psyq import load_study
+        >>> from psyq.engine.backends import make_backend
+        >>> study = load_study("tests/fixtures/conditions/conditions_study.yaml")
+        >>> views = list(condition_views(study, {b.id: make_backend(b) for b in study.spec.backends}))
+        >>> len(views), views[2][0], views[2][1].condition.id
+        (8, 'stub_a', 'asking=reversed,persona=plain')
+    """
+    if not study.conditions:
+        for backend_id, backend in backends.items():
+            yield backend_id, study, backend
+        return
+    asked = [condition_study(study, condition) for condition in study.conditions]
     for backend_id, backend in backends.items():
+        for view in asked:
+            condition = view.condition
+            assert condition is not None
+            if condition.backends is not None and backend_id not in condition.backends:
+                continue
+            planning = backend
+            if condition.sampling:
+                planning = copy.copy(backend)
+                planning.config = backend.config.model_copy(update=condition.sampling)
+            yield backend_id, view, planning
+
+
+def plan_trials(study: Study, backends: dict[str, HttpBackend]) -> Iterator[Trial]:
+    """Every trial of the study, in a deterministic order (backend, condition, repeat, respondent,
+    instrument; a study without conditions: backend, repeat, respondent, instrument)."""
+    for backend_id, asked, backend in condition_views(study, backends):
+        protocol = asked.protocol
         for repeat in range(protocol.repeats):
-            for index, persona in enumerate(personas):
-                system_prompt = render_system_prompt(persona, study.cohort.template)
+            for index, persona in enumerate(asked.cohort.personas):
+                system_prompt = render_system_prompt(persona, asked.cohort.template)
                 order = option_order_for(protocol, index)
-                ctx = TrialContext(study, backend_id, backend, persona, system_prompt, repeat, order)
-                for instrument in study.instruments:
+                ctx = TrialContext(asked, backend_id, backend, persona, system_prompt, repeat, order)
+                for instrument in asked.instruments:
                     # Each kind plans its own items' trials (engine/kinds/), in the order of their plan_rank.
                     for kind in sorted(all_kinds(), key=lambda k: k.plan_rank):
                         yield from kind.plan_trials(ctx, instrument)
@@ -156,22 +199,24 @@ def _staged(trial: Trial, protocol_seed: int, chain_key: dict, stage: int) -> Tr
 
 
 def plan_chains(study: Study, backends: dict[str, HttpBackend]) -> list[Chain]:
-    """Every chain of a staged study, in a deterministic order (backend, repeat, respondent,
-    situation); each chain's steps in the order of `stages:`."""
+    """Every chain of a staged study, in a deterministic order (backend, [condition,] repeat,
+    respondent, situation); each chain's steps in the order of `stages:`."""
     assert study.spec.stages is not None and study.situations is not None
-    protocol = study.protocol
     by_id = {inst.id: inst for inst in study.instruments}
     stages_key = [s.model_dump() for s in study.spec.stages]
     chains = []
-    for backend_id, backend in backends.items():
+    for backend_id, asked, backend in condition_views(study, backends):
+        protocol = asked.protocol
         for repeat in range(protocol.repeats):
-            for index, persona in enumerate(study.cohort.personas):
-                system_prompt = render_system_prompt(persona, study.cohort.template)
+            for index, persona in enumerate(asked.cohort.personas):
+                system_prompt = render_system_prompt(persona, asked.cohort.template)
                 order = option_order_for(protocol, index)
-                ctx = TrialContext(study, backend_id, backend, persona, system_prompt, repeat, order)
+                ctx = TrialContext(asked, backend_id, backend, persona, system_prompt, repeat, order)
                 for situation in situations_for(study, persona):
                     chain_key = {"stages": stages_key, "set": study.situations.id,
                                  "situation": [situation.id, situation.emotion, situation.text]}
+                    if asked.condition is not None:   # only then: the chains of other studies keep their ids
+                        chain_key["condition"] = asked.condition.id
                     chain_id = _hash("chain", backend_id, backend.identity(), persona.id, repeat, chain_key,
                                      protocol.seed)
                     steps = []
@@ -282,6 +327,6 @@ def plan_run(study: Study, backends: dict[str, HttpBackend]) -> RunPlan:
     return RunPlan(list(plan_trials(study, backends)))
 
 
-__all__ = ["Chain", "StageStep", "RunPlan", "plan_run", "plan_trials", "plan_chains", "preview_trials",
+__all__ = ["Chain", "StageStep", "RunPlan", "plan_run", "plan_trials", "plan_chains", "condition_views", "preview_trials",
            "first_conversations", "stage_trials", "option_order_for", "situations_for", "evoke_text", "EVOKE_ID",
            "PLACEHOLDER", "PREVIEW_NOTE"]

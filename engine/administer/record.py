@@ -4,7 +4,8 @@
 ``manifest.json`` (versions, hashes, backends, protocol, counts, times: :func:`run_manifest`,
 :func:`record_start`, :func:`record_end`) and ``run.sqlite`` (the
 :class:`~psyq.engine.store.run_store.RunStore`). The run id (:func:`run_id_for`) is a hash of the
-instrument and cohort files, the study's protocol and the backends' identities, so running the same
+instrument and cohort files, the study's protocol (and its conditions' changes, when it has
+`conditions:`) and the backends' identities, so running the same
 study again opens the same directory and resumes it; change anything that decides the answers and a
 new run begins. What does not decide an answer is left out of the id: the name of the environment
 variable holding the key, pacing and retry settings, and how the endpoint is spelled (``localhost``
@@ -24,6 +25,7 @@ import hashlib
 import json
 import os
 import subprocess
+from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
 
@@ -93,6 +95,8 @@ def run_id_for(study: Study, backends: dict[str, HttpBackend]) -> str:
     key["backends"] = {b: (backend.identity(), config_key(backend)) for b, backend in backends.items()}
     if study.prompt_perturbation is not None:   # perturbed prompts: another run (absent: not in the key)
         key["prompt_perturbation"] = study.prompt_perturbation
+    if study.conditions:   # what each condition changes decides answers (absent: not in the key)
+        key["conditions"] = [c.to_json() for c in study.conditions]
     return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
@@ -202,6 +206,8 @@ def run_manifest(study: Study, backends: dict[str, HttpBackend], run: RunDir, ru
         "seed": study.protocol.seed,
         "trials_planned": len(trials),
         **({"prompt_perturbation": study.prompt_perturbation} if study.prompt_perturbation is not None else {}),
+        # Only for a study with `conditions:`: each condition's id, factor levels and changes (engine/design/conditions.py).
+        **({"conditions": [c.to_json() for c in study.conditions]} if study.conditions else {}),
         # Only for a staged study, so that the manifests of all other runs stay as they were.
         **({"stages": [stage.model_dump() for stage in study.spec.stages],
             "situations": {"id": study.situations.id, "content_source": study.situations.content_source,
@@ -211,6 +217,8 @@ def run_manifest(study: Study, backends: dict[str, HttpBackend], run: RunDir, ru
     }
     manifest.update(extra or {})
     manifest["trials_planned_by"] = planned_by(trials)   # per backend and instrument, for `psyq status`
+    if study.conditions:
+        manifest["trials_planned_by_condition"] = dict(Counter(t.condition for t in trials))
     return manifest
 
 
@@ -309,7 +317,7 @@ def trial_record(trial: Trial, backend: HttpBackend, status: str, started: str, 
         request=sent if sent is not None else request_body(backend, trial.request), response=response,
         raw_text=REPLY_SEPARATOR.join(texts) if texts else None, attempts=attempts, reasks=reasks,
         latency_s=latency, prompt_tokens=tokens[0] or None, completion_tokens=tokens[1] or None,
-        started_at=started, finished_at=utc_now(), error=error, answers=records)
+        started_at=started, finished_at=utc_now(), error=error, answers=records, condition=trial.condition)
 
 
 def evoke_record(trial: Trial, backend: HttpBackend, status: str, started: str, text: str | None, response,
@@ -323,7 +331,7 @@ def evoke_record(trial: Trial, backend: HttpBackend, status: str, started: str, 
         request=request_body(backend, trial.request), response=response, raw_text=text, attempts=attempts,
         reasks=0, latency_s=latency,
         prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, started_at=started, finished_at=utc_now(),
-        error=error, answers=[answer])
+        error=error, answers=[answer], condition=trial.condition)
 
 
 ProgressCallback = Callable[[str, TrialRecord], None]

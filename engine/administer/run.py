@@ -88,8 +88,7 @@ async def _administer_locked(study: Study, run: RunDir, backends: dict[str, Http
         interrupted = False
         started: list[HttpBackend] = []
         try:
-            await send_run(planned, backends, store, study.protocol, finished, started, notes, on_start, on_trial,
-                           log)
+            await send_run(planned, backends, store, finished, started, notes, on_start, on_trial, log)
         except BackendUnreachable as exc:
             unreachable = str(exc)   # every answer received so far is committed; a rerun resumes
         except ProviderRefused as exc:

@@ -36,25 +36,25 @@ from psyq.engine.administer.plan import Chain, RunPlan, StageStep
 from psyq.engine.administer.record import ProgressCallback, store_trial
 from psyq.engine.administer.send_trial import run_trial, run_trial_conversation, send_evoke
 from psyq.engine.store.run_store import RunStore, StageRecord
-from psyq.engine.design.study import Protocol
 from psyq.engine.trials.trial import Trial
 
 # Called once the backends are up: the backends, the trials planned per backend and those already finished.
 StartCallback = Callable[[dict[str, HttpBackend], dict[str, int], dict[str, int]], None]
 
 
-async def send_run(planned: RunPlan, backends: dict[str, HttpBackend], store: RunStore, protocol: Protocol,
+async def send_run(planned: RunPlan, backends: dict[str, HttpBackend], store: RunStore,
                    finished: set[str], started: list[HttpBackend], notes: list[str],
                    on_start: StartCallback | None = None, on_trial: ProgressCallback | None = None,
                    log: Callable[[str], None] = print) -> None:
-    """Send every trial of `planned` not in `finished` and store each as it ends.
+    """Send every trial of `planned` not in `finished` and store each as it ends, each asked and
+    read under the protocol it carries (the study's, or its condition's: engine/administer/plan.py).
 
     Each backend with a trial to send is started and appended to `started`, for the caller to close
     once it has recorded how the run ended; what the user should know is appended to `notes`.
 
     Example:
         >>> started = []   # the backends it starts, closed by the caller
-        >>> asyncio.run(send_run(plan_run(study, backends), backends, store, study.protocol, set(), started, []))  # sends  # doctest: +SKIP
+        >>> asyncio.run(send_run(plan_run(study, backends), backends, store, set(), started, []))  # sends  # doctest: +SKIP
     """
     trials = planned.trials
     pending = {b: sum(1 for t in trials if t.backend_id == b and t.trial_id not in finished) for b in backends}
@@ -66,15 +66,14 @@ async def send_run(planned: RunPlan, backends: dict[str, HttpBackend], store: Ru
         totals = {b: sum(t.backend_id == b for t in trials) for b in backends}
         on_start(backends, totals, {b: totals[b] - pending[b] for b in backends})
     if planned.chains is not None:
-        notes.extend((await run_chains(planned.chains, backends, store, protocol, on_trial)).notes())
+        notes.extend((await run_chains(planned.chains, backends, store, on_trial)).notes())
         return
     # Backends with `mode: batch` go through their provider's batch API (engine/administer/send_batch.py).
     online = {b: x for b, x in backends.items() if x.config.mode != "batch"}
     batched = {b: x for b, x in backends.items() if x.config.mode == "batch"}
-    jobs = [run_pending([t for t in trials if t.backend_id in online], online, store, protocol,
-                        on_trial)] if online else []
+    jobs = [run_pending([t for t in trials if t.backend_id in online], online, store, on_trial)] if online else []
     if batched:
-        jobs.append(_run_batches(trials, batched, store, protocol, on_trial, log, notes))
+        jobs.append(_run_batches(trials, batched, store, on_trial, log, notes))
     await _all_or_none(jobs)
 
 
@@ -125,13 +124,13 @@ async def per_backend_workers(jobs: Iterable[Job], backend_of: Callable[[Job], s
 
 
 async def run_pending(trials: Iterable[Trial], backends: dict[str, HttpBackend], store: RunStore,
-                      protocol: Protocol, on_trial: ProgressCallback | None = None) -> None:
+                      on_trial: ProgressCallback | None = None) -> None:
     """Send every trial not already finished in `store`, committing each as it ends
     (:func:`per_backend_workers`: each backend's concurrency bounds its trials in flight)."""
     finished = store.finished_trial_ids()
 
     async def send(trial: Trial, backend: HttpBackend) -> None:
-        store_trial(store, await run_trial(trial, backend, protocol), on_trial)
+        store_trial(store, await run_trial(trial, backend, trial.protocol), on_trial)
 
     try:
         await per_backend_workers((t for t in trials if t.trial_id not in finished), lambda t: t.backend_id,
@@ -168,11 +167,12 @@ class ChainOutcome:
         return out
 
 
-async def run_chain(chain: Chain, backend: HttpBackend, store: RunStore, protocol,
+async def run_chain(chain: Chain, backend: HttpBackend, store: RunStore,
                     stored: dict[str, tuple[str, list[dict], str | None]], outcome: ChainOutcome,
                     on_trial: ProgressCallback | None = None) -> None:
     """Send the stages of `chain` not yet finished, each with the history rebuilt from the store,
-    committing each stage before the next is sent."""
+    committing each stage before the next is sent (under the protocol its trials carry)."""
+    protocol = chain.steps[0].trial.protocol
     # A measure stage asks all items in one request, except with logprobs (one item per request).
     whole = protocol if protocol.answer == "logprobs" else protocol.model_copy(update={"presentation": "whole_instrument"})
     history = list(chain.steps[0].trial.request.messages[:-1])
@@ -203,19 +203,18 @@ async def run_chain(chain: Chain, backend: HttpBackend, store: RunStore, protoco
     outcome.complete += 1
 
 
-async def run_chains(chains: list[Chain], backends: dict[str, HttpBackend], store: RunStore, protocol,
+async def run_chains(chains: list[Chain], backends: dict[str, HttpBackend], store: RunStore,
                      on_trial: ProgressCallback | None = None) -> ChainOutcome:
     """Run (or resume) every chain; chains run side by side up to each backend's concurrency, the
     stages of one chain one after the other.
 
     Example:
-        >>> outcome = asyncio.run(run_chains(chains, backends, store, study.protocol))  # sends requests  # doctest: +SKIP
+        >>> outcome = asyncio.run(run_chains(chains, backends, store))  # sends requests  # doctest: +SKIP
     """
     stored = store.stage_trials()
     outcome = ChainOutcome()
     await per_backend_workers(chains, lambda chain: chain.backend_id, backends,
-                              lambda chain, backend: run_chain(chain, backend, store, protocol, stored, outcome,
-                                                               on_trial))
+                              lambda chain, backend: run_chain(chain, backend, store, stored, outcome, on_trial))
     return outcome
 
 
@@ -231,14 +230,13 @@ async def _all_or_none(jobs: list) -> None:
         raise
 
 
-async def _run_batches(trials: list[Trial], batched: dict[str, HttpBackend], store: RunStore, protocol: Protocol,
+async def _run_batches(trials: list[Trial], batched: dict[str, HttpBackend], store: RunStore,
                        on_trial: ProgressCallback | None, log: Callable[[str], None], notes: list[str]) -> None:
     # batch mode only: the online path does not load it
     from psyq.engine.administer.send_batch import open_batch_count, run_batches
 
     try:
-        report = await run_batches([t for t in trials if t.backend_id in batched], batched, store, protocol,
-                                   on_trial, log)
+        report = await run_batches([t for t in trials if t.backend_id in batched], batched, store, on_trial, log)
     except asyncio.CancelledError:
         if open_batches := open_batch_count(store):
             notes.append(f"batch mode: {open_batches} submitted batch(es) go on at the provider; run the same "

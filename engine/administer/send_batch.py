@@ -42,7 +42,6 @@ from psyq.engine.administer.record import ProgressCallback, store_trial
 from psyq.engine.administer.send_trial import run_trial_conversation
 from psyq.engine.store.clock import utc_now
 from psyq.engine.store.run_store import RunStore
-from psyq.engine.design.study import Protocol
 from psyq.engine.trials.trial import Trial
 
 SCHEMA = """
@@ -171,17 +170,17 @@ class BatchReport:
     notes: list[str] | None = None
 
 
-async def run_batches(trials: list[Trial], backends: dict[str, HttpBackend], store: RunStore, protocol: Protocol,
+async def run_batches(trials: list[Trial], backends: dict[str, HttpBackend], store: RunStore,
                       on_trial: ProgressCallback | None = None, log: Log = print) -> BatchReport:
     """Administer `trials` of the batch-mode `backends` through their providers' batch APIs.
 
     Example:
-        >>> report = asyncio.run(run_batches(trials, {"b": backend}, store, study.protocol))  # sends batches  # doctest: +SKIP
+        >>> report = asyncio.run(run_batches(trials, {"b": backend}, store))  # sends batches  # doctest: +SKIP
     """
     ensure_tables(store)
     report = BatchReport(notes=[])
-    tasks = [asyncio.ensure_future(_run_backend([t for t in trials if t.backend_id == b], backend, store, protocol,
-                                                on_trial, log, report)) for b, backend in backends.items()]
+    tasks = [asyncio.ensure_future(_run_backend([t for t in trials if t.backend_id == b], backend, store, on_trial,
+                                                log, report)) for b, backend in backends.items()]
     try:
         await asyncio.gather(*tasks)
     except BaseException:
@@ -192,24 +191,25 @@ async def run_batches(trials: list[Trial], backends: dict[str, HttpBackend], sto
     return report
 
 
-async def _run_backend(trials: list[Trial], backend: HttpBackend, store: RunStore, protocol: Protocol,
+async def _run_backend(trials: list[Trial], backend: HttpBackend, store: RunStore,
                        on_trial: ProgressCallback | None, log: Log, report: BatchReport) -> None:
     client = client_for(backend)
     backend_id = backend.config.id
     no_result: dict[str, str] = {}   # trial -> why, for batches collected by this process
     failed: set[str] = set()          # trials this process stored as failed (not replayed again)
-    # Each trial needs at most 1 + reask_limit requests; one more round collects the last batch.
-    for _round in range(protocol.reask_limit + 3):
+    # Each trial needs at most 1 + reask_limit requests (its protocol's); one more round collects the last batch.
+    rounds = max((t.protocol.reask_limit for t in trials), default=0) + 3
+    for _round in range(rounds):
         await _collect_open(client, backend, store, no_result, log, report)
-        needs = await _replay_unfinished(trials, backend, store, protocol, no_result, failed, on_trial)
+        needs = await _replay_unfinished(trials, backend, store, no_result, failed, on_trial)
         if not needs:
             return
         await _submit(client, backend, store, needs, no_result, log, report)
     report.notes.append(f"backend '{backend_id}': trials still need requests after "
-                        f"{protocol.reask_limit + 3} batch rounds; run the same command again")
+                        f"{rounds} batch rounds; run the same command again")
 
 
-async def _replay_unfinished(trials: list[Trial], backend: HttpBackend, store: RunStore, protocol: Protocol,
+async def _replay_unfinished(trials: list[Trial], backend: HttpBackend, store: RunStore,
                              no_result: dict[str, str], failed: set[str], on_trial: ProgressCallback | None
                              ) -> list[tuple[Trial, ChatRequest]]:
     """Store every trial its replies complete; the requests the others still need."""
@@ -223,7 +223,7 @@ async def _replay_unfinished(trials: list[Trial], backend: HttpBackend, store: R
         stand_in = ReplayBackend(backend, replies.get(trial.trial_id, []), online=online,
                                  failure=no_result.get(trial.trial_id))
         try:
-            record = (await run_trial_conversation(trial, stand_in, protocol))[0]   # type: ignore[arg-type]
+            record = (await run_trial_conversation(trial, stand_in, trial.protocol))[0]   # type: ignore[arg-type]
         except NeedsRequest as need:
             needs.append((trial, need.request))
             return

@@ -64,7 +64,8 @@ CREATE TABLE IF NOT EXISTS trials (
     endpoint TEXT,                     -- the server that gave the last reply (normalised base URL; pools)
     cached_tokens INTEGER,             -- prompt tokens served from the server's prompt cache (NULL: not reported)
     reasoning_tokens INTEGER,          -- part of completion_tokens spent reasoning (NULL: not reported)
-    budget_reasks INTEGER              -- times sent again with a larger token limit after running out of it
+    budget_reasks INTEGER,             -- times sent again with a larger token limit after running out of it
+    condition TEXT NOT NULL DEFAULT '' -- the study's condition it was asked under ('' without `conditions:`)
 );
 CREATE TABLE IF NOT EXISTS answers (
     trial_id TEXT NOT NULL REFERENCES trials(trial_id) ON DELETE CASCADE,
@@ -113,7 +114,7 @@ WAL_CHECKPOINT_PAGES = 4000
 TRIAL_COLUMNS = ("trial_id", "backend_id", "model", "respondent_id", "instrument_id", "item_ids", "repeat",
                  "option_order", "status", "request", "response", "raw_text", "attempts", "reasks", "latency_s",
                  "prompt_tokens", "completion_tokens", "started_at", "finished_at", "error", "endpoint",
-                 "cached_tokens", "reasoning_tokens", "budget_reasks")
+                 "cached_tokens", "reasoning_tokens", "budget_reasks", "condition")
 # Every writing connection's settings (the store's own and its writer process's).
 PRAGMAS = ("PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", f"PRAGMA wal_autocheckpoint={WAL_CHECKPOINT_PAGES}",
            "PRAGMA foreign_keys=ON")
@@ -172,6 +173,7 @@ class TrialRecord:
     cached_tokens: int | None = None     # prompt tokens read from the server's cache (None: not reported)
     reasoning_tokens: int | None = None  # part of completion_tokens spent reasoning (None: not reported)
     budget_reasks: int = 0               # sent again with a doubled token limit (at most once)
+    condition: str = ""                  # the study's condition it was asked under ('' without `conditions:`)
 
 
 @dataclass
@@ -205,10 +207,11 @@ class RunStore:
         # Runs stored before free-text answers existed lack answers.text: add it (empty).
         if "text" not in {row[1] for row in self.db.execute("PRAGMA table_info(answers)")}:
             self.db.execute("ALTER TABLE answers ADD COLUMN text TEXT")
-        # Runs stored before endpoint pools, prompt-cache and reasoning accounting lack these: added (NULL).
+        # Runs stored before endpoint pools, prompt-cache and reasoning accounting lack these: added (NULL);
+        # runs stored before conditions lack `condition`: added, '' (they were asked one way).
         trial_columns = {row[1] for row in self.db.execute("PRAGMA table_info(trials)")}
         for column, kind in (("endpoint", "TEXT"), ("cached_tokens", "INTEGER"), ("reasoning_tokens", "INTEGER"),
-                             ("budget_reasks", "INTEGER")):
+                             ("budget_reasks", "INTEGER"), ("condition", "TEXT NOT NULL DEFAULT ''")):
             if column not in trial_columns:
                 self.db.execute(f"ALTER TABLE trials ADD COLUMN {column} {kind}")
         for name, (table, columns) in INDEXES.items():
@@ -472,7 +475,7 @@ def _trial_row(trial: TrialRecord) -> tuple:
             trial.request, _response_json(trial.response),
             trial.raw_text, trial.attempts, trial.reasks, trial.latency_s, trial.prompt_tokens,
             trial.completion_tokens, trial.started_at, trial.finished_at, trial.error, trial.endpoint,
-            trial.cached_tokens, trial.reasoning_tokens, trial.budget_reasks)
+            trial.cached_tokens, trial.reasoning_tokens, trial.budget_reasks, trial.condition)
 
 
 def _response_json(response: dict[str, Any] | None) -> str | None:

@@ -34,6 +34,10 @@ class Trial:
     # What the trial asks, in its item kind's words (e.g. "rating"; engine/kinds/ lists the others).
     kind: str = "rating"
     item_kind: str = "rating"       # the registered item kind (engine/kinds/) that planned and reads it
+    # The study's condition it is asked under (engine/design/conditions.py; '' without conditions),
+    # and the protocol it is asked and read under (that condition's, when the study has conditions).
+    condition: str = ""
+    protocol: "Protocol | None" = None
 
 
 @dataclass(frozen=True)
@@ -86,6 +90,9 @@ def make_trial(ctx: TrialContext, instrument: "Instrument", item_ids: tuple[str,
            "reask_limit": protocol.reask_limit, "messages": messages, "respondent": ctx.persona.id,
            "instrument": [instrument.id, instrument.version], "items": list(item_ids), "repeat": ctx.repeat,
            "seed": protocol.seed}
+    condition = ctx.study.condition.id if ctx.study.condition is not None else ""
+    if condition:   # a condition's trials are its own; in the key only then, so the ids of other studies stay
+        key["condition"] = condition
     # Reasoning controls decide answers; in the key only when set, so the ids of other studies stay.
     for name in ("reasoning_effort", "reasoning_budget"):
         if getattr(backend.config, name) is not None:
@@ -101,4 +108,4 @@ def make_trial(ctx: TrialContext, instrument: "Instrument", item_ids: tuple[str,
                           top_p=backend.config.top_p, seed=stable_int(protocol.seed, trial_id) % 2**31,
                           top_logprobs=top_logprobs, json_schema=schema)
     return Trial(trial_id, ctx.backend_id, ctx.persona.id, instrument, item_ids, ctx.repeat, option_order, request,
-                 kind, item_kind)
+                 kind, item_kind, condition, protocol)
