@@ -80,8 +80,18 @@ def _backend_overrides(args: argparse.Namespace, study):
     if overridden.overrides:   # what the model accepts, checked again for the backends as changed
         from psyq.engine.backends.capabilities import require_capable
         given = ", ".join(dict.fromkeys(o.flag for o in overridden.overrides))
-        require_capable(overridden.configs, study.protocol.answer, f"{args.study} with {given}")
+        for asked in _asked(study):   # each condition's answer mode on the backends that ask it
+            keep = asked.condition.backends if asked.condition is not None else None
+            require_capable([c for c in overridden.configs if keep is None or c.id in keep], asked.protocol.answer,
+                            f"{args.study} with {given}")
     return overridden
+
+
+def _asked(study) -> list:
+    """The study as each of its conditions asks it (engine/design/study.py), or the study itself without conditions."""
+    from psyq.engine.design.study import condition_study
+
+    return [condition_study(study, c) for c in study.conditions] or [study]
 
 
 def _price_table(args: argparse.Namespace, study):
@@ -137,7 +147,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
                           "overrides": [o.to_json() for o in overridden.overrides],
                           **({"verdict_power": power} if power is not None else {})}, indent=2, ensure_ascii=False))
     else:
-        print("\n".join(plan_lines(plan, study.protocol.reask_limit, study.protocol.answer == "logprobs",
+        protocols = [asked.protocol for asked in _asked(study)]
+        print("\n".join(plan_lines(plan, max(p.reask_limit for p in protocols),
+                                    all(p.answer == "logprobs" for p in protocols),
                                     done, finished_note)))
         if power is not None:
             print("\n".join(_power_lines(power)))

@@ -57,6 +57,19 @@ class StageRow:
     requests: int
     prompt_tokens: float
     completion_tokens_max: int
+    condition: str = ""           # the study's condition ('' without `conditions:`)
+
+
+@dataclass(frozen=True)
+class ConditionPlan:
+    """One condition's requests, tokens and cost, over the backends that ask it (a study with `conditions:`)."""
+
+    condition: str
+    requests: int
+    prompt_tokens: float
+    completion_tokens_max: int
+    tokens_exact: bool
+    cost: Cost
 
 
 @dataclass(frozen=True)
@@ -91,6 +104,7 @@ class PreviewRequest:
     url: str
     headers: dict[str, str]
     body: dict[str, Any]
+    condition: str = ""           # the study's condition ('' without `conditions:`)
 
 
 @dataclass(frozen=True)
@@ -105,6 +119,7 @@ class Plan:
     preview: list[PreviewRequest]
     prices: str | None
     notes: list[str] = field(default_factory=list)
+    conditions: list[ConditionPlan] = field(default_factory=list)   # empty without `conditions:`
 
     @property
     def requests(self) -> int:
@@ -116,14 +131,18 @@ class Plan:
 
     def total_cost(self) -> Cost:
         """The sum of the backends' costs, or not estimable naming each reason."""
-        costs = [b.cost for b in self.backends if b.requests]
-        if all(c.usd is not None for c in costs):
-            return Cost(sum(c.usd for c in costs))
-        return Cost(None, "; ".join(dict.fromkeys(c.why_not for c in costs if c.why_not)))
+        return _sum_costs([b.cost for b in self.backends if b.requests])
 
     def to_json(self) -> dict[str, Any]:
         """The plan as plain data (`psyq plan --json`)."""
         out = asdict(self)
+        if not self.conditions:   # a study without conditions: the plan as it always was
+            del out["conditions"]
+            for row in out["rows"] + out["preview"]:
+                del row["condition"]
+        for c in out.get("conditions", []):
+            c["cost_usd"], c["cost_not_estimable"] = c["cost"]["usd"], c["cost"]["why_not"]
+            del c["cost"]
         out["requests"], out["wall_s"] = self.requests, self.wall_s
         cost = self.total_cost()
         out["cost_usd"], out["cost_not_estimable"] = cost.usd, cost.why_not
@@ -258,12 +277,13 @@ def build_plan(study_id: str, run_dir: str, backends: Mapping[str, HttpBackend],
         (364, {'as_written': 196, 'reversed': 168})
     """
     planned: dict[str, int] = Counter()
-    groups: dict[tuple[str, str, str], list[Trial]] = defaultdict(list)
+    groups: dict[tuple[str, str, str, str], list[Trial]] = defaultdict(list)
     for trial in trials:
         planned[trial.backend_id] += 1
         if trial.trial_id not in finished:
-            groups[(trial.backend_id, trial.instrument.id, trial.kind)].append(trial)
+            groups[(trial.backend_id, trial.instrument.id, trial.kind, trial.condition)].append(trial)
     rows, notes, plans, shown = [], [], [], []
+    per_condition: dict[str, list[tuple[int, float, int, bool, Cost]]] = defaultdict(list)   # one entry per backend
     for backend_id, backend in backends.items():
         mine = {key: group for key, group in groups.items() if key[0] == backend_id}
         counter = counters[backend_id]
@@ -272,9 +292,9 @@ def build_plan(study_id: str, run_dir: str, backends: Mapping[str, HttpBackend],
         except TokenizerFailed as exc:   # the server stopped tokenizing: the whole backend is approximate
             counter = ApproximateCounter(f"the server's tokenizer failed during the plan ({exc})")
             estimates = {key: estimate_prompt_tokens(group, counter) for key, group in mine.items()}
-        for (_, instrument, stage), group in mine.items():
-            rows.append(StageRow(backend_id, instrument, stage, len(group), estimates[(backend_id, instrument, stage)][0],
-                                 sum(backend.token_limit(t.request) for t in group)))
+        for key, group in mine.items():
+            rows.append(StageRow(backend_id, key[1], key[2], len(group), estimates[key][0],
+                                 sum(backend.token_limit(t.request) for t in group), key[3]))
         sent = [t for group in mine.values() for t in group]
         prompt_tokens = sum(e[0] for e in estimates.values())
         done = sum(e[1] for e in estimates.values())
@@ -285,6 +305,12 @@ def build_plan(study_id: str, run_dir: str, backends: Mapping[str, HttpBackend],
         completion = sum(backend.token_limit(t.request) for t in sent)
         reasoning = completion - sum(t.request.max_tokens for t in sent)
         model = backend.identity().get("model")
+        for condition in dict.fromkeys(key[3] for key in mine):   # each condition's share of this backend
+            keys = [key for key in mine if key[3] == condition]
+            tokens = sum(estimates[key][0] for key in keys)
+            limit = sum(backend.token_limit(t.request) for key in keys for t in mine[key])
+            per_condition[condition].append((sum(len(mine[key]) for key in keys), tokens, limit, exact,
+                                             cost_of(model, tokens, limit, prices)))
         seconds, how = wall_time(sent, backend, latency_s) if sent else (0.0, "nothing to send")
         if sent and start_s and backend_id in start_s:
             seconds += start_s[backend_id][0]
@@ -300,8 +326,20 @@ def build_plan(study_id: str, run_dir: str, backends: Mapping[str, HttpBackend],
             [t for t in shown_first if t.backend_id == backend_id and t.trial_id not in finished]
         for trial in chosen[:preview]:
             shown.append(PreviewRequest(backend_id, trial.instrument.id, trial.kind, trial.respondent_id,
-                                        backend.shown_endpoint(), headers, backend.payload(trial.request)))
-    return Plan(study_id, run_dir, latency_s, rows, plans, shown, prices.origin if prices else None, notes)
+                                        backend.shown_endpoint(), headers, backend.payload(trial.request),
+                                        trial.condition))
+    conditions = [ConditionPlan(c, sum(p[0] for p in parts), sum(p[1] for p in parts), sum(p[2] for p in parts),
+                                all(p[3] for p in parts), _sum_costs([p[4] for p in parts]))
+                  for c, parts in per_condition.items()] if any(per_condition) else []
+    return Plan(study_id, run_dir, latency_s, rows, plans, shown, prices.origin if prices else None, notes,
+                conditions)
+
+
+def _sum_costs(costs: list[Cost]) -> Cost:
+    """The sum of `costs`, or not estimable naming each reason."""
+    if all(c.usd is not None for c in costs):
+        return Cost(sum(c.usd for c in costs))
+    return Cost(None, "; ".join(dict.fromkeys(c.why_not for c in costs if c.why_not)))
 
 
 def _duration(seconds: float) -> str:
@@ -319,6 +357,13 @@ def _duration(seconds: float) -> str:
     if h:
         return f"{h} h {m} min"
     return f"{m} min {s} s" if m else f"{s} s"
+
+
+def _aligned(table: list[tuple[str, ...]], numbers: range) -> list[str]:
+    """The rows of `table` in columns, indented by two spaces: the columns of `numbers` to the right, the rest to the left."""
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    return ["  " + "  ".join(c.rjust(w) if i in numbers else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths)))
+            for row in table]
 
 
 def _tokens(value: float, exact: bool) -> str:
@@ -358,12 +403,18 @@ def plan_lines(plan: Plan, reask_limit: int, reads_logprobs: bool, finished: int
     out.append(f"not counted: re-asks ({reasks}) and retries after transient failures; both may add requests, "
                f"tokens and cost")
     out.append("")
-    header = ("backend", "instrument", "stage", "requests", "prompt tokens", "completion tokens (max)")
-    table = [header] + [(r.backend, r.instrument, r.stage, f"{r.requests:,}", _tokens(r.prompt_tokens, exact[r.backend]),
-                         f"{r.completion_tokens_max:,}") for r in plan.rows]
-    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
-    for row in table:
-        out.append("  " + "  ".join(c.ljust(w) if i < 3 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))))
+    # A study with conditions: each row is one condition's (after its backend), and a table per condition follows.
+    named = ("condition",) if plan.conditions else ()
+    header = ("backend", *named, "instrument", "stage", "requests", "prompt tokens", "completion tokens (max)")
+    out.extend(_aligned([header] + [(r.backend, *((r.condition,) if named else ()), r.instrument, r.stage,
+                                     f"{r.requests:,}", _tokens(r.prompt_tokens, exact[r.backend]),
+                                     f"{r.completion_tokens_max:,}") for r in plan.rows], range(3 + len(named), 6 + len(named))))
+    if plan.conditions:
+        out.append("")
+        out.append(f"per condition ({len(plan.conditions)}; each over the backends that ask it):")
+        out.extend(_aligned([("condition", "requests", "prompt tokens", "completion tokens (max)", "cost")] + [
+            (c.condition, f"{c.requests:,}", _tokens(c.prompt_tokens, c.tokens_exact), f"{c.completion_tokens_max:,}",
+             str(c.cost)) for c in plan.conditions], range(1, 4)))
     for b in plan.backends:
         out.append("")
         out.append(f"backend {b.backend} ({b.kind}, model {b.model}): {b.requests:,} requests"
@@ -389,8 +440,8 @@ def plan_lines(plan: Plan, reask_limit: int, reads_logprobs: bool, finished: int
         out.append("preview: the first requests of each backend exactly as they will be sent "
                    "(JSON indented here for reading; sent compact, UTF-8)")
         for i, p in enumerate(plan.preview, 1):
-            out.append(f"--- request {i}: backend {p.backend}, instrument {p.instrument}, stage {p.stage}, "
-                       f"respondent {p.respondent}")
+            out.append(f"--- request {i}: backend {p.backend}, " + (f"condition {p.condition}, " if p.condition else "")
+                       + f"instrument {p.instrument}, stage {p.stage}, respondent {p.respondent}")
             out.append(f"POST {p.url}")
             out.extend(f"{h}: {v}" for h, v in p.headers.items())
             out.append(json.dumps(p.body, indent=2, ensure_ascii=False))
