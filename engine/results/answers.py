@@ -13,6 +13,14 @@ A run of a study with `stages:` (engine/administer/plan.py) has two more columns
 0-based index in `stages:`) and ``situation_id``, and holds the answers of its measure stages only:
 an evoke stage asks no items (its reply is in the store's ``stage_trials`` table and the trial's
 ``raw_text``). Runs without stages have neither column.
+
+A run of a study with `conditions:` (engine/design/conditions.py) has, after ``model``, a
+``condition`` column (the condition's id, as each trial is stored with it) and one column per
+factor, ``factor_<factor name>``, holding the condition's level of it (empty for a listed
+condition that names no level of that factor). The prefix keeps a factor apart from a persona
+attribute or a column of the table of the same name (a factor ``age`` beside the attribute
+``age``); the answers are in the order of backend, condition (by its id), repeat and respondent.
+Runs without conditions have none of these columns.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from psyq.engine.design.conditions import factor_names
 from psyq.engine.design.instrument import Instrument
 from psyq.engine.trials.scoring import reverse_key
 from psyq.engine.store.readonly import connect_readonly
@@ -35,7 +44,7 @@ if TYPE_CHECKING:
 # The trials that have answers (those the table holds; a staged run's evoke stages have none), and
 # their respondents' attributes: read row by row (one row per trial and per respondent).
 TRIALS = """
-SELECT t.trial_id, t.backend_id, t.model, t.respondent_id, t.instrument_id AS instrument, t.repeat, t.option_order,
+SELECT t.trial_id, t.backend_id, t.model{condition}, t.respondent_id, t.instrument_id AS instrument, t.repeat, t.option_order,
        {raw_text}t.status AS trial_status, t.attempts, t.reasks{staged_columns}
 FROM trials t{staged_join}
 WHERE EXISTS (SELECT 1 FROM answers a WHERE a.trial_id = t.trial_id){staged_where}
@@ -97,6 +106,9 @@ def answer_table(run: Run, *, raw_text: bool = True) -> pd.DataFrame:
         RunStore(run.database).close()   # brings a run stored by an older psyq up to the current schema
     staged = run.staged
     parts = STAGED if staged else dict.fromkeys(STAGED, "")
+    conditions = run.conditions
+    factors = factor_names(conditions)
+    parts = {**parts, "condition": ", t.condition" if conditions else ""}
     with closing(connect_readonly(run.database)) as db:
         trials = pd.read_sql_query(TRIALS.format(raw_text="t.raw_text, " if raw_text else "", **parts), db)
         answers, at = _read_answers(db, trials)
@@ -104,11 +116,18 @@ def answer_table(run: Run, *, raw_text: bool = True) -> pd.DataFrame:
     trials = trials.drop(columns="trial_id")
     own = {c: trials[c].take(at).reset_index(drop=True) for c in trials.columns}
     attributes = _attributes(own["respondent_id"], people)
-    clash = [c for c in attributes.columns if c in _TABLE_COLUMNS or (staged and c in ("stage", "situation_id"))]
+    clash = [c for c in attributes.columns if c in _TABLE_COLUMNS or (staged and c in ("stage", "situation_id"))
+             or (conditions and (c == "condition" or c.startswith("factor_")))]
     attributes = attributes.rename(columns={c: f"persona_{c}" for c in clash})
     index = pd.RangeIndex(len(at))
     columns = {"run_id": pd.Series(manifest["run_id"], index=index), "study": pd.Series(manifest["study"], index=index)}
-    columns.update({c: own[c] for c in ("backend_id", "model", "respondent_id")})
+    columns.update({c: own[c] for c in ("backend_id", "model")})
+    if conditions:   # the condition and its level of each factor
+        columns["condition"] = own["condition"]
+        levels = {c["id"]: c.get("factors") or {} for c in conditions}
+        for factor in factors:
+            columns[f"factor_{factor}"] = own["condition"].map({cid: f.get(factor) for cid, f in levels.items()})
+    columns["respondent_id"] = own["respondent_id"]
     columns.update({c: attributes[c] for c in attributes.columns})
     columns.update({"instrument": own["instrument"], "item_id": answers["item_id"], "position": answers["position"],
                     "repeat": own["repeat"], "option_order": own["option_order"], "status": answers["status"],
@@ -131,7 +150,7 @@ def _read_answers(db, trials: pd.DataFrame) -> tuple[dict[str, pd.Series], np.nd
     """The answers' own columns, in the table's order, and each answer's row in `trials` (answers of
     trials not among them — a staged run's evoke stages — left out). Columns as pandas' SQL reader
     types them: text as ``str`` with NaN for NULL (object None when every value is NULL), numbers as
-    float. The order is that of ``ORDER BY backend_id, repeat, respondent_id, [situation_id, stage,]
+    float. The order is that of ``ORDER BY backend_id, [condition,] repeat, respondent_id, [situation_id, stage,]
     instrument, position`` (NULL first, text by code point as SQLite's binary collation orders UTF-8),
     answers that tie in it in the order they were stored."""
     count, rowid, columns, joined, extras = _answer_columns(db)
@@ -165,7 +184,8 @@ def _read_answers(db, trials: pd.DataFrame) -> tuple[dict[str, pd.Series], np.nd
     keep = at >= 0
     at, rowid = at[keep], rowid[keep]
     # The table's order: the trials' sort keys ranked (ties share a rank), then position and storage.
-    keys = [trials[c] for c in ("backend_id", "repeat", "respondent_id") + (
+    keys = [trials[c] for c in ("backend_id",) + (("condition",) if "condition" in trials.columns else ()) + (
+        "repeat", "respondent_id") + (
         ("situation_id", "stage") if "stage" in trials.columns else ()) + ("instrument",)]
     rank = _dense_rank(keys)
     order = np.lexsort((rowid, columns["position"][keep], rank[at]))

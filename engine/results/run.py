@@ -117,6 +117,12 @@ class Run:
         return list(self.manifest.get("stages") or [])
 
     @property
+    def conditions(self) -> list[dict[str, Any]]:
+        """The study's conditions as the manifest records them (engine/design/conditions.py: each
+        one's id, factor levels and changes), in order; empty for a run without `conditions:`."""
+        return list(self.manifest.get("conditions") or [])
+
+    @property
     def input_files(self) -> dict[Path, str]:
         """Where the input files the manifest records are now, with their recorded SHA-256
         (:func:`~psyq.engine.store.run_dir.manifest_file_paths`)."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import time
 from contextlib import closing
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import urlencode
@@ -199,17 +200,22 @@ class Viewer:
     async def trials_page(self, request: Request) -> Response:
         path = self.run(request.path_params["rel"])
         chosen = reads.TrialFilter.from_query(request.query_params)
+        manifest = _manifest(path)
+        # A study's conditions (engine/design/conditions.py), in order; a run without them has no condition filter.
+        conditions = [str(c.get("id")) for c in manifest.get("conditions") or [] if isinstance(c, dict)]
+        if not conditions:
+            chosen = replace(chosen, condition="")
 
         def read() -> dict[str, Any]:
             with closing(connect_readonly(path / "run.sqlite")) as db:
-                return reads.trials_page(db, chosen)
+                return reads.trials_page(db, chosen, conditions=bool(conditions))
 
         page = await run_in_threadpool(read)
-        planned = _manifest(path).get("trials_planned_by") or {}
+        planned = manifest.get("trials_planned_by") or {}
         choices = await run_in_threadpool(self.filter_choices, path) if self.site else {}
         return self.render("trials.html", rel=request.path_params["rel"].strip("/"), f=chosen, reasons=reads.REASONS,
                            backends=sorted(planned), instruments=sorted({i for v in planned.values() for i in v}),
-                           choices=choices, **page)
+                           conditions=conditions, choices=choices, **page)
 
     def filter_choices(self, path: Path) -> dict[str, list[dict[str, Any]]]:
         """The values each filter of the static copy's trials pages takes in the run, with their counts

@@ -30,6 +30,7 @@ class TrialFilter:
     instrument: str = ""
     item: str = ""
     backend: str = ""
+    condition: str = ""    # a condition's id (studies with `conditions:`)
     attribute: str = ""    # a persona attribute, KEY=VALUE
     stage: str = ""        # a stage's 0-based index (studies with stages)
     q: str = ""            # text in the replies
@@ -41,7 +42,7 @@ class TrialFilter:
 
         Example:
             >>> TrialFilter.from_query({"status": "missing", "page": "x"})
-            TrialFilter(status='missing', reason='', instrument='', item='', backend='', attribute='', stage='', q='', page=0)
+            TrialFilter(status='missing', reason='', instrument='', item='', backend='', condition='', attribute='', stage='', q='', page=0)
         """
         values = {f.name: str(params.get(f.name, "")).strip()[:500] for f in fields(cls) if f.name != "page"}
         try:
@@ -65,7 +66,7 @@ class TrialFilter:
         terms: list[str] = []
         args: list[Any] = []
         for column, value in (("t.status", self.status), ("t.instrument_id", self.instrument),
-                              ("t.backend_id", self.backend)):
+                              ("t.backend_id", self.backend), ("t.condition", self.condition)):
             if value:
                 terms.append(f"{column} = ?")
                 args.append(value)
@@ -92,19 +93,21 @@ class TrialFilter:
         return (" AND ".join(terms) or "1"), args
 
 
-def trials_page(db: sqlite3.Connection, chosen: TrialFilter) -> dict[str, Any]:
-    """One page of trials matching `chosen`, newest stored first, and how many match in all."""
+def trials_page(db: sqlite3.Connection, chosen: TrialFilter, conditions: bool = False) -> dict[str, Any]:
+    """One page of trials matching `chosen`, newest stored first, and how many match in all (with
+    `conditions`, a run of a study with `conditions:`, each trial's condition too)."""
     where, args = chosen.where()
     rows = db.execute(
         "SELECT t.trial_id, t.started_at, t.instrument_id, t.item_ids, t.backend_id, t.respondent_id, t.status, "
         "t.reasks, t.attempts, t.latency_s, substr(t.raw_text, 1, 200), t.error, "
+        + ("t.condition, " if conditions else "'', ") +
         "(SELECT group_concat(a.item_id || '=' || COALESCE(a.value, a.status), ', ') FROM answers a "
         " WHERE a.trial_id = t.trial_id) "
         f"FROM trials t WHERE {where} ORDER BY t.rowid DESC LIMIT ? OFFSET ?",
         [*args, PAGE_SIZE, chosen.page * PAGE_SIZE]).fetchall()
     total = db.execute(f"SELECT COUNT(*) FROM trials t WHERE {where}", args).fetchone()[0]
     keys = ("trial_id", "started_at", "instrument", "items", "backend", "respondent", "status", "reasks", "attempts",
-            "latency_s", "reply", "error", "answers")
+            "latency_s", "reply", "error", "condition", "answers")
     trials = [dict(zip(keys, row)) for row in rows]
     for trial in trials:
         trial["items"] = ", ".join(_json(trial["items"], []))
@@ -114,7 +117,8 @@ def trials_page(db: sqlite3.Connection, chosen: TrialFilter) -> dict[str, Any]:
 
 def trial_filter_choices(db: sqlite3.Connection) -> dict[str, list[dict[str, Any]]]:
     """Per filter of the trials page that takes one of a few values (status, reason, instrument,
-    backend, item): each value the run's trials take, with how many trials it selects.
+    backend, item; condition, for a run of a study with `conditions:`): each value the run's trials
+    take, with how many trials it selects.
 
     Example:
         >>> db = sqlite3.connect(":memory:")
@@ -133,6 +137,9 @@ def trial_filter_choices(db: sqlite3.Connection) -> dict[str, list[dict[str, Any
         "backend": "SELECT backend_id, COUNT(*) FROM trials GROUP BY backend_id",
         "item": "SELECT item_id, COUNT(DISTINCT trial_id) FROM answers GROUP BY item_id",
     }
+    # Trials stored by a psyq before conditions have no such column; a run without conditions stores ''.
+    if "condition" in {row[1] for row in db.execute("PRAGMA table_info(trials)")}:
+        queries["condition"] = "SELECT condition, COUNT(*) FROM trials WHERE condition != '' GROUP BY condition"
     out = {}
     for key, sql in queries.items():
         rows = [(str(value), count) for value, count in db.execute(sql) if value is not None]
