@@ -26,9 +26,9 @@ from psyq.engine.files.fields import Id, StrictModel, Text
 from psyq.engine.design.instrument import Instrument, item_texts_path, load_instrument, missing_texts_message
 from psyq.engine.kinds import get_kind
 from psyq.engine.design.cohort_file import load_cohort
-from psyq.engine.design.persona import Cohort
 from psyq.engine.design.conditions import (Condition, ConditionDocument, ConditionsSpec, expand_conditions,
     merge_condition_problems)
+from psyq.engine.design.persona import Cohort
 from psyq.engine.design.prices import ModelPrice
 from psyq.engine.trials.prompts import answer_tokens
 from psyq.engine.design.situations import SituationSet, load_situations
@@ -118,6 +118,9 @@ class StudySpec(StrictModel):
     # absent: every trial is one independent request, as always.
     stages: list[MeasureStage | EvokeStage] | None = Field(default=None, min_length=1)
     situations: SituationsSpec | None = None
+    # Named factors whose levels change part of the study, crossed or listed (engine/design/conditions.py);
+    # absent: the study is asked one way, as always.
+    conditions: ConditionsSpec | None = None
 
 
 @dataclass(frozen=True)
@@ -125,9 +128,6 @@ class Study:
     """A loaded study: its spec, the instruments and cohort it names, and file hashes."""
 
     spec: StudySpec
-    # Named factors whose levels change part of the study, crossed or listed (engine/design/conditions.py);
-    # absent: the study is asked one way, as always.
-    conditions: ConditionsSpec | None = None
     path: Path
     instruments: tuple[Instrument, ...]
     instrument_paths: tuple[Path, ...]
@@ -141,6 +141,10 @@ class Study:
     # What loading chose for the study that the file does not say (a local backend's model by the
     # kind of answer), one line each, for `psyq run` and `psyq plan` to print.
     notes: tuple[str, ...] = ()
+    # The study's conditions (engine/design/conditions.py), in order; () for a study without `conditions:`.
+    conditions: tuple[Condition, ...] = ()
+    # The condition this study is asked under (a view made by condition_study); None for the study itself.
+    condition: Condition | None = None
 
     @property
     def id(self) -> str:
@@ -148,10 +152,6 @@ class Study:
 
     @property
     def protocol(self) -> Protocol:
-    # The study's conditions (engine/design/conditions.py), in order; () for a study without `conditions:`.
-    conditions: tuple[Condition, ...] = ()
-    # The condition this study is asked under (a view made by condition_study); None for the study itself.
-    condition: Condition | None = None
         return self.spec.protocol
 
     def file_hashes(self) -> dict[str, str]:
@@ -315,16 +315,6 @@ def check_stages(spec: StudySpec, doc: YamlDocument, instruments: list[Instrumen
     return problems
 
 
-def require_item_texts(study: Study) -> None:
-    """Raise :class:`InputError` (at the study's line naming the instrument) for every instrument
-    with items that have no text: such items cannot be administered.
-
-    Example:
-        >>> require_item_texts(load_study("quickstart"))   # the IRI ships its texts: nothing raised
-    """
-    doc = load_yaml(study.path)
-    problems = []
-    for i, (inst, path) in enumerate(zip(study.instruments, study.instrument_paths)):
 def condition_spec(spec: StudySpec, condition: Condition) -> StudySpec:
     """The study file as `condition` asks it: its protocol with the condition's fields, only the
     backends that ask it, each with the condition's temperature and top_p.
@@ -373,6 +363,16 @@ def check_conditions(spec: StudySpec, doc: YamlDocument, instruments: list[Instr
     return merge_condition_problems(found, conditions)
 
 
+def require_item_texts(study: Study) -> None:
+    """Raise :class:`InputError` (at the study's line naming the instrument) for every instrument
+    with items that have no text: such items cannot be administered.
+
+    Example:
+        >>> require_item_texts(load_study("quickstart"))   # the IRI ships its texts: nothing raised
+    """
+    doc = load_yaml(study.path)
+    problems = []
+    for i, (inst, path) in enumerate(zip(study.instruments, study.instrument_paths)):
         message = missing_texts_message(inst, path)
         if message:
             problems.append(doc.problem(("instruments", i), f"cannot administer: {message}"))
