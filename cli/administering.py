@@ -110,6 +110,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from psyq.engine.store.run_dir import DATABASE
     from psyq.engine.administer.record import run_id_for
     from psyq.engine.administer.plan import plan_trials
+    from psyq.engine.administer.ssr_rating import embedding_plan
     from psyq.engine.design.study import load_study, require_item_texts
     from psyq.engine.administer.tokenizer import token_counter
     from psyq.engine.results.usage import read_finished_trials
@@ -142,15 +143,19 @@ def cmd_plan(args: argparse.Namespace) -> int:
         plan.notes.append(PREVIEW_NOTE)
     done = sum(t.trial_id in finished for t in trials)
     power = _verdict_power(args, study, people) if people else None
+    embeddings = embedding_plan(study, trials, finished, prices)   # answer: ssr's embedding requests (else None)
     if args.json:
         print(json.dumps({**plan.to_json(), "already_finished": done,
                           "overrides": [o.to_json() for o in overridden.overrides],
+                          **({"embeddings": embeddings.to_json()} if embeddings is not None else {}),
                           **({"verdict_power": power} if power is not None else {})}, indent=2, ensure_ascii=False))
     else:
         protocols = [asked.protocol for asked in _asked(study)]
         print("\n".join(plan_lines(plan, max(p.reask_limit for p in protocols),
                                     all(p.answer == "logprobs" for p in protocols),
                                     done, finished_note)))
+        if embeddings is not None:
+            print("\n".join(embeddings.lines()))
         if power is not None:
             print("\n".join(_power_lines(power)))
     return EXIT_OK

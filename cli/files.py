@@ -51,6 +51,7 @@ def yaml_files_to_check(paths: list[str]) -> tuple[list[Path], int]:
 
 def load_any(path: Path) -> object:
     """Load a psyq YAML file of any format, chosen by its `psyq:` field."""
+    from psyq.engine.design.anchors import load_anchors
     from psyq.engine.judging.answer_judge import load_rubric
     from psyq.engine.kinds import all_kinds
     from psyq.engine.design.perturbation_sets import load_perturbations
@@ -62,7 +63,7 @@ def load_any(path: Path) -> object:
     kind_formats = {name: load for kind in all_kinds() for name, load in kind.file_formats().items()}
     loaders = {"instrument/1": load_instrument, "cohort/1": load_cohort, "study/1": load_study,
                **kind_formats, "rubric/1": load_rubric,
-               "situations/1": load_situations, "perturbations/1": load_perturbations,
+               "situations/1": load_situations, "perturbations/1": load_perturbations, "anchors/1": load_anchors,
                "codebook/1": load_codebook}
     doc = load_yaml(path)
     kind = doc.data.get("psyq")

@@ -98,9 +98,18 @@ def _human_data(path: Path) -> dict[str, Any]:
             "licence": f"see {readme.relative_to(ROOT).as_posix()}"}
 
 
+def _anchors(path: Path) -> dict[str, Any]:
+    from psyq.engine.design.anchors import load_anchors
+
+    anchors = load_anchors(path)
+    return {"title": _first_sentence(anchors.description),
+            "size": f"{len(anchors.sets)} sets of {len(anchors.scale)} statements (answer: ssr)",
+            "texts": _texts(anchors.content_source, False)}
+
+
 DESCRIBE: dict[str, Callable[[Path], dict[str, Any]]] = {
     "instrument": _instrument, "cohort": _cohort, "study": _study, "rubric": _rubric, "situations": _situations,
-    "perturbations": _perturbations, "lexicon": _lexicon, "human data": _human_data}
+    "perturbations": _perturbations, "lexicon": _lexicon, "anchors": _anchors, "human data": _human_data}
 
 
 def _count(n: int, word: str) -> str:

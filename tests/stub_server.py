@@ -20,7 +20,7 @@ SIGTERM/SIGINT.  With ``--record`` one JSON line per request received is appende
 flushed per line.
 
 Endpoints: ``GET /health``, ``GET /v1/models``, ``POST /v1/chat/completions`` (OpenAI),
-``POST /v1/messages`` (Anthropic). With ``tokenizer=True`` (``--tokenizer``) also llama.cpp's
+``POST /v1/messages`` (Anthropic), ``POST /v1/embeddings`` (OpenAI; see "Embeddings" below). With ``tokenizer=True`` (``--tokenizer``) also llama.cpp's
 ``POST /apply-template`` ({"messages"} -> {"prompt"}: :func:`toy_template`) and ``POST /tokenize``
 ({"content"} -> {"tokens"}: :func:`toy_tokens`), and the OpenAI replies' ``usage.prompt_tokens``
 is then the toy tokenizer's count of the templated prompt, as llama-server counts its own
@@ -59,6 +59,19 @@ distribution is :data:`LOGPROB_DISTRIBUTION` for every request, or ``distributio
 ``latency_s`` is applied to every POST before it is answered (whatever the outcome).
 The record (``requests`` and the record file) is written when the outcome is decided,
 before any latency or hang, so a request the client gave up on is still counted.
+
+Embeddings
+----------
+``POST /v1/embeddings`` answers OpenAI's CreateEmbeddingRequest [O1]: ``model`` (a string) and
+``input``, a string or a list of strings (each non-empty; at most 2,048 of them) [O1]; anything else
+is refused with 400 and OpenAI's error object (our wording). The reply is a CreateEmbeddingResponse
+[O1]: ``{"object": "list", "data": [{"object": "embedding", "embedding": [floats], "index": i},
+...], "model", "usage": {"prompt_tokens", "total_tokens"}}``, one entry per input in input order,
+each text's vector given by the ``embedding`` callback (default :func:`hashed_embedding`: the same
+text gets the same vector, of :data:`EMBEDDING_DIMENSIONS` numbers, or of ``dimensions`` when the
+request sets it [O1]); ``prompt_tokens`` is the stub's usual ``len(text) // 4 + 1`` per text.
+Scripted and random faults apply as to chat requests (429, 500, 503, timeout, drop, garbage); the
+kinds that shape a chat reply (pathological, invalid_answer, refusal) answer normally.
 
 Provider contracts (reasoning and thinking models)
 --------------------------------------------------
@@ -222,6 +235,9 @@ LOGPROB_DISTRIBUTION: tuple[tuple[str, float], ...] = (
 )
 
 CHAT_PATH = "/v1/chat/completions"
+EMBEDDINGS_PATH = "/v1/embeddings"
+EMBEDDING_DIMENSIONS = 16
+MAX_EMBEDDING_INPUTS = 2048          # OpenAI: an input array holds at most 2,048 items [O1]
 MESSAGES_PATH = "/v1/messages"
 TEMPLATE_PATH = "/apply-template"
 TOKENIZE_PATH = "/tokenize"
@@ -478,6 +494,40 @@ class Recorded:
     raw: bytes = b""  # the body exactly as received
 
 
+def hashed_embedding(text: str, dimensions: int = EMBEDDING_DIMENSIONS) -> list[float]:
+    """A deterministic vector for `text`: numbers in [-1, 1) from the SHA-256 of the text (chained
+    for more than 16 dimensions).
+
+    Example:
+        >>> hashed_embedding("I cry easily.") == hashed_embedding("I cry easily."), len(hashed_embedding("x", 3))
+        (True, 3)
+    """
+    out: list[float] = []
+    block = text.encode("utf-8")
+    while len(out) < dimensions:
+        block = hashlib.sha256(block).digest()
+        out.extend(int.from_bytes(block[i:i + 2], "big") / 32768.0 - 1.0 for i in range(0, 32, 2))
+    return out[:dimensions]
+
+
+def embeddings_request_problem(body: Any) -> str | None:
+    """Why a body is not a CreateEmbeddingRequest the stub answers (None: it is)."""
+    if not isinstance(body, dict):
+        return "request body must be a JSON object"
+    if not isinstance(body.get("model"), str) or not body["model"]:
+        return "'model' is required (a string)"
+    given = body.get("input")
+    texts = [given] if isinstance(given, str) else given
+    if not isinstance(texts, list) or not texts or not all(isinstance(t, str) and t for t in texts):
+        return "'input' must be a non-empty string or a list of non-empty strings"
+    if len(texts) > MAX_EMBEDDING_INPUTS:
+        return f"'input' holds {len(texts)} items; at most {MAX_EMBEDDING_INPUTS} are allowed"
+    dims = body.get("dimensions")
+    if dims is not None and not (_is_int(dims) and dims >= 1):
+        return "'dimensions' must be an integer of at least 1"
+    return None
+
+
 def default_answer(body: dict) -> str:
     """A digit "1".."4" chosen by sha256 of the JSON of body["messages"]."""
     blob = json.dumps(body.get("messages"), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -678,6 +728,9 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 self._send_json(200, {"tokens": toy_tokens(str(body.get("content", "")))})
             return
+        if path == EMBEDDINGS_PATH:
+            self._embeddings(body)
+            return
         if path not in (CHAT_PATH, MESSAGES_PATH):
             stub._record(self, path, body, "not_found")
             self._send_json(404, err(404, f"no route for POST {path}"))
@@ -759,6 +812,37 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, stub._openai_response(body, text, want_logprobs, reasoning))
 
 
+    def _embeddings(self, body: Any) -> None:
+        """``POST /v1/embeddings`` (module doc, "Embeddings")."""
+        stub = self.stub
+        problem = embeddings_request_problem(body)
+        if problem is not None:
+            stub._record(self, EMBEDDINGS_PATH, body, "bad_request", error=problem)
+            self._send_json(400, _openai_error(400, problem))
+            return
+        outcome, retry_after = stub._decide()
+        if outcome not in ("429", "500", "503", "timeout", "drop", "garbage"):
+            outcome = "ok"   # the kinds that shape a chat reply do not apply
+        stub._record(self, EMBEDDINGS_PATH, body, outcome)
+        if not stub._wait(stub.latency_s) or outcome == "drop":
+            self._drop()
+            return
+        if outcome == "429":
+            ra = stub.retry_after_s if retry_after is None else retry_after
+            self._send_json(429, _openai_error(429, "Rate limit exceeded (stub)."), {"Retry-After": format_seconds(ra)})
+            return
+        if outcome in ("500", "503"):
+            self._send_json(int(outcome), _openai_error(int(outcome), f"Stub server error {outcome}."))
+            return
+        if outcome == "garbage":
+            self._send(200, GARBAGE_BODY, "text/html")
+            return
+        if outcome == "timeout" and not stub._wait(stub.timeout_hang_s):
+            self._drop()
+            return
+        self._send_json(200, stub._embeddings_response(body))
+
+
 def _system_text(body: dict) -> str | None:
     """The system prompt of a request: Anthropic's top-level `system` (text or blocks), or the
     content of an OpenAI first message with role system."""
@@ -805,7 +889,8 @@ class StubServer:
                  pathological_every: int | None = None,
                  pathological_kinds: Sequence[str] = PATHOLOGICAL_KINDS, tokenizer: bool = False,
                  prompt_cache: str | None = None,
-                 distribution: Callable[[dict], Sequence[tuple[str, float]]] | None = None):
+                 distribution: Callable[[dict], Sequence[tuple[str, float]]] | None = None,
+                 embedding: Callable[[str], Sequence[float]] | None = None):
         if not 0.0 <= fault_rate <= 1.0:
             raise ValueError("fault_rate must be within [0, 1]")
         if fault_rate > 0 and not fault_kinds:
@@ -814,6 +899,7 @@ class StubServer:
             raise ValueError("rpm_limit must be >= 1 or None")
         self.answer: Callable[[dict], str] = answer or default_answer
         self.distribution = distribution or (lambda body: LOGPROB_DISTRIBUTION)
+        self.embedding: Callable[[str], Sequence[float]] = embedding or hashed_embedding
         self._initial_faults = [_check_kind(k) for k in (faults or [])]
         self.fault_rate = float(fault_rate)
         self.fault_kinds = tuple(_check_kind(k) for k in fault_kinds)
@@ -1083,6 +1169,22 @@ class StubServer:
             }],
             "usage": usage,
         }
+
+    def _embeddings_response(self, body: dict) -> dict:
+        """A CreateEmbeddingResponse: one embedding per input, in input order."""
+        texts = [body["input"]] if isinstance(body["input"], str) else body["input"]
+        dims = body.get("dimensions")
+        data = []
+        for index, text in enumerate(texts):
+            vector = self.embedding(text) if dims is None else self.embedding(text)[:dims]
+            if dims is not None and len(vector) < dims:
+                vector = hashed_embedding(text, dims)
+            data.append({"object": "embedding", "embedding": [float(x) for x in vector], "index": index})
+        tokens = sum(len(t) // 4 + 1 for t in texts)
+        usage = {"prompt_tokens": tokens, "total_tokens": tokens}
+        with self._lock:
+            self.sent_usage.append(dict(usage))
+        return {"object": "list", "data": data, "model": body["model"], "usage": usage}
 
     def _pathological(self, kind: str, body: dict, text: str, want_logprobs: bool,
                       reasoning: int | None = None) -> bytes:

@@ -1285,3 +1285,44 @@ def test_a_string_error_from_a_server_is_shown_and_stored_as_the_server_wrote_it
                                   f"{shown}" + (f"\nfix: {fix}" if fix else ""))
     # The body is kept with the trial exactly as sent (web.json_response writes json.dumps' text).
     assert exc.body == {"unreadable_body": json.dumps(body), "truncated": False}
+
+
+# --- embeddings (answer: ssr) -------------------------------------------------------------------
+
+OPENAI_EMBEDDING_REQUEST = _json(SCHEMAS / "openai" / "embedding_request.schema.json")
+OPENAI_EMBEDDING_RESPONSE = _json(SCHEMAS / "openai" / "embedding_response.schema.json")
+
+
+def test_embedding_requests_and_the_stubs_replies_conform_and_are_read():
+    """The body psyq sends to ``POST /v1/embeddings`` (engine/backends/embeddings.py) is OpenAI's
+    CreateEmbeddingRequest, which the document closes itself (a key it does not declare fails);
+    the stub's reply is a CreateEmbeddingResponse, and psyq's reader gives its vectors in input order."""
+    import urllib.request
+
+    from psyq.engine.backends.embeddings import EmbeddingRequest, EmbeddingsClient
+    from stub_server import StubServer, hashed_embedding
+
+    client = EmbeddingsClient.for_server(OPENAI_URL, "text-embedding-3-small", api_key_env="OPENAI_API_KEY")
+    texts = ("I cry easily.", "That's mostly like me.", "Describes me very well.")
+    body = client.payload(EmbeddingRequest(texts))
+    request_schema = Draft202012Validator(OPENAI_EMBEDDING_REQUEST)
+    assert [e.message for e in request_schema.iter_errors(body)] == []
+    assert not request_schema.is_valid({**body, "texts": list(texts)})   # closed: a stray key is refused
+    assert not request_schema.is_valid({"model": "m", "input": []})      # 1 to 2,048 inputs
+    with StubServer() as stub:
+        def post(payload: dict) -> tuple[int, dict]:
+            req = urllib.request.Request(stub.url + "/embeddings", data=json.dumps(payload).encode(),
+                                         headers={"Content-Type": "application/json"})
+            try:
+                with urllib.request.urlopen(req, timeout=5) as reply:
+                    return reply.status, json.loads(reply.read())
+            except urllib.error.HTTPError as refused:
+                return refused.code, json.loads(refused.read())
+        status, reply = post(body)
+        assert status == 200
+        assert [e.message for e in Draft202012Validator(OPENAI_EMBEDDING_RESPONSE).iter_errors(reply)] == []
+        # The stub refuses what OpenAI's document does: no input and no model (the schema), an empty
+        # string (its prose: the input "cannot be an empty string").
+        for bad in ({"model": "m", "input": []}, {"model": "m", "input": [""]}, {"input": ["x"]}):
+            assert post(bad)[0] == 400
+    assert client.result(reply).raw["vectors"] == [hashed_embedding(t) for t in texts]

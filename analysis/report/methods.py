@@ -42,7 +42,9 @@ ANSWER = {"text": "answers were read from the reply text",
           "json": "answers were requested and read as JSON",
           "logprobs": "answers were read from the probabilities the model gave the answer token",
           "verbalized": "respondents stated a probability for each option (a verbalized distribution, "
-                        "Meister et al., 2025)"}
+                        "Meister et al., 2025)",
+          "ssr": "respondents answered in their own words, mapped onto the options by the similarity of the "
+                 "answer's embedding to anchor statements (semantic similarity rating, Maier et al., 2025)"}
 LOGPROB_ANSWER = {"sample": "the answer was drawn from that distribution with a seeded random draw",
                   "most_likely": "the most probable option was taken as the answer"}
 

@@ -29,6 +29,7 @@ from psyq.engine.administer.plan import plan_run
 from psyq.engine.administer.record import (ProgressCallback, copy_inputs, record_end, record_start, run_id_for,
                                            run_manifest)
 from psyq.engine.administer.send import StartCallback, send_run
+from psyq.engine.administer.ssr_rating import rate_unrated
 from psyq.engine.store.run_store import RunStore
 from psyq.engine.design.study import Study, require_item_texts
 
@@ -89,6 +90,7 @@ async def _administer_locked(study: Study, run: RunDir, backends: dict[str, Http
         started: list[HttpBackend] = []
         try:
             await send_run(planned, backends, store, finished, started, notes, on_start, on_trial, log)
+            notes.extend((await rate_unrated(study, planned.trials, store, log)).notes())   # answer: ssr's mapping
         except BackendUnreachable as exc:
             unreachable = str(exc)   # every answer received so far is committed; a rerun resumes
         except ProviderRefused as exc:

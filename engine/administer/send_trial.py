@@ -32,6 +32,7 @@ from psyq.engine.store.clock import utc_now
 from psyq.engine.store.run_store import AnswerRecord, TrialRecord
 from psyq.engine.design.study import Protocol
 from psyq.engine.trials.answer_mode import reply_problem
+from psyq.engine.trials.ssr import awaiting_rating
 from psyq.engine.trials.trial import Trial
 
 
@@ -183,6 +184,8 @@ async def run_trial_conversation(trial: Trial, backend: HttpBackend,
     # An answer chosen from a distribution the reply stated (answer: verbalized) keeps it, as logprobs' do.
     extra = extra or {i: {"distribution": a.distribution, "expected": expected_value(a.distribution)}
                       for i, a in answers.items() if a.distribution is not None and a.status == "answered"}
+    if trial.kind == "ssr":   # free text, mapped onto the options once the run's replies are in (ssr_rating.py)
+        answers = {i: awaiting_rating(a) for i, a in answers.items()}
     status = "answered" if all(answers[i].status == "answered" for i in ids) else "missing"
     record = trial_record(trial, backend, status, started, texts, result.raw if result else None, attempts, reasks,
                      latency, tokens, answers, extra, None, ids, sent)

@@ -1,5 +1,6 @@
 """How a study asks for a distribution over the options: the protocol's settings of
-`answer: verbalized` (a distribution the respondent states) and their checks.
+`answer: verbalized` (a distribution the respondent states) and `answer: ssr` (free text mapped
+onto the options by the similarity of its embedding to anchor statements), and their checks.
 
 The settings are optional blocks of `protocol:`; a protocol that leaves them out is dumped (into
 the run id and the manifest) exactly as before they existed (:func:`without_unset_modes`).
@@ -7,12 +8,15 @@ the run id and the manifest) exactly as before they existed (:func:`without_unse
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
-from psyq.engine.files.errors import Problem
-from psyq.engine.files.fields import StrictModel
+from psyq.engine.backends.endpoint import base_url_problem, key_env_problem
+from psyq.engine.design.anchors import FoundAnchors, anchors_for
+from psyq.engine.files.errors import InputError, Problem
+from psyq.engine.files.fields import StrictModel, Text
 from psyq.engine.files.yamlfile import YamlDocument
 from psyq.engine.trials.answer_mode import DISTRIBUTION_MODES
 from psyq.engine.trials.stated_distribution import DEFAULT_TOLERANCE
@@ -20,7 +24,7 @@ from psyq.engine.trials.stated_distribution import DEFAULT_TOLERANCE
 if TYPE_CHECKING:
     from psyq.engine.design.instrument import Instrument
 
-MODE_SETTINGS = ("verbalized",)
+MODE_SETTINGS = ("verbalized", "ssr")
 """The protocol's blocks of settings of one answer mode each (left out of a dump when unset)."""
 
 
@@ -30,6 +34,48 @@ class VerbalizedSettings(StrictModel):
     # How far the stated probabilities may sum from 1 (after percentages are read) and still be
     # read, renormalised; further is unreadable and re-asked.
     tolerance: float = Field(default=DEFAULT_TOLERANCE, ge=0, le=0.5)
+
+
+class EmbeddingsConfig(StrictModel):
+    """`protocol: ssr: embeddings:` — the OpenAI-compatible server that embeds the answers and the
+    anchor statements (``POST {base_url}/embeddings``, engine/backends/embeddings.py): one for the
+    whole study, whichever backend answered, so that every answer is measured with the same ruler."""
+
+    base_url: Text                          # e.g. https://api.openai.com/v1
+    model: Text                             # e.g. text-embedding-3-small
+    api_key_env: str | None = None          # the NAME of an environment variable, never the key
+    batch_size: int = Field(default=64, ge=1, le=2048)   # texts per request (OpenAI takes up to 2,048)
+    concurrency: int = Field(default=2, ge=1)
+    timeout_s: float = Field(default=60.0, gt=0)
+    max_retries: int = Field(default=5, ge=0)
+
+
+class SsrSettings(StrictModel):
+    """`protocol: ssr:` — how a free-text answer is mapped onto the options (engine/trials/ssr.py,
+    Maier et al. 2025): with which anchor statements, embedded by which server, with which ε and T."""
+
+    # Anchors files (names of shipped ones, or paths from the study file); absent: every shipped
+    # anchors file. Each instrument is read with the first whose scale is its own.
+    anchors: list[Text] | None = Field(default=None, min_length=1)
+    embeddings: EmbeddingsConfig
+    temperature: float = Field(default=1.0, gt=0)   # p ∝ p^(1/T) after the sets are averaged
+    epsilon: float = Field(default=0.0, ge=0)       # added to the least similar option (eq. 8)
+
+
+def reading_key(protocol: Any) -> dict[str, Any]:
+    """What decides how a distribution mode's answer is read, for a trial's id (empty for the other
+    modes, so that their ids stay those of every run before).
+
+    Example:
+        >>> from types import SimpleNamespace as NS
+        >>> reading_key(NS(answer="json")), reading_key(NS(answer="verbalized", logprob_answer="sample", verbalized=None))
+        ({}, {'reading': {'value': 'sample', 'verbalized': None}})
+    """
+    if protocol.answer not in DISTRIBUTION_MODES:
+        return {}
+    settings = getattr(protocol, protocol.answer)
+    return {"reading": {"value": protocol.logprob_answer,
+                        protocol.answer: settings.model_dump(mode="json") if settings is not None else None}}
 
 
 def without_unset_modes(dumped: dict[str, Any]) -> dict[str, Any]:
@@ -71,4 +117,43 @@ def distribution_mode_problems(spec: Any, doc: YamlDocument, instruments: list["
         if other:
             problems.append(doc.problem(("instruments", i), f"answer: {answer} asks rating items only, but "
                                         f"'{inst.id}' has {', '.join(other)} items"))
+    if answer == "ssr":
+        problems.extend(ssr_problems(protocol.ssr, doc, instruments))
     return problems
+
+
+def ssr_problems(settings: SsrSettings | None, doc: YamlDocument, instruments: list["Instrument"]) -> list[Problem]:
+    """What keeps `answer: ssr` from mapping the study's answers: no `ssr:` settings, an
+    embeddings server psyq cannot reach as written, an instrument whose scale no anchors file
+    fits (named, with its scale), an anchors file that does not load."""
+    if settings is None:
+        return [doc.problem(("protocol", "answer"), "answer: ssr needs `ssr:` in the protocol, with `embeddings:` "
+                            "(base_url and model: the server that embeds the answers and the anchor statements)")]
+    problems = []
+    if (why := base_url_problem(settings.embeddings.base_url)) is not None:
+        problems.append(doc.problem(("protocol", "ssr", "embeddings", "base_url"), why))
+    if settings.embeddings.api_key_env is not None and (why := key_env_problem(settings.embeddings.api_key_env)):
+        problems.append(doc.problem(("protocol", "ssr", "embeddings", "api_key_env"), why))
+    try:
+        _, missing = study_anchors(settings, instruments, Path(doc.file).parent)
+    except InputError as exc:   # a named anchors file not found, or not a good one: its own file:line:column
+        at = ("protocol", "ssr", "anchors")
+        return problems + [p if p.line is not None else doc.problem(at, f"{p.file}: {p.message}") for p in exc.problems]
+    where = ("protocol", "ssr", "anchors") if settings.anchors else ("protocol", "answer")
+    return problems + [doc.problem(where, why) for why in missing]
+
+
+def study_anchors(settings: SsrSettings, instruments: list["Instrument"],
+                  folder: Path) -> tuple[dict[str, FoundAnchors], list[str]]:
+    """The anchors each rating instrument of a study is read with under `settings`, and why an
+    instrument has none (engine/design/anchors.py); `folder`: the study file's.
+
+    Example:
+        >>> from psyq.engine.design.instrument import load_instrument
+        >>> settings = SsrSettings(embeddings={"base_url": "http://127.0.0.1:9/v1", "model": "e"})
+        >>> found, missing = study_anchors(settings, [load_instrument("iri"), load_instrument("bes")], Path("."))
+        >>> {i: a.anchors.id for i, a in found.items()}, missing
+        ({'iri': 'iri_describes_me', 'bes': 'bes_agreement'}, [])
+    """
+    scales = {inst.id: inst.scale for inst in instruments if inst.rating_items}
+    return anchors_for(scales, settings.anchors, folder)

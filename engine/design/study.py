@@ -20,7 +20,8 @@ from psyq.engine.backends.capabilities import design_problems
 from psyq.engine.backends.endpoint import base_url_problem, key_env_problem, normalise_endpoint
 from psyq.engine.backends.registry import backend_class, kinds_where, quoted_kinds
 from psyq.engine.trials.answer_mode import ProtocolAnswer
-from psyq.engine.design.asking import VerbalizedSettings, distribution_mode_problems, without_unset_modes
+from psyq.engine.design.asking import (SsrSettings, VerbalizedSettings, distribution_mode_problems, reading_key,
+    study_anchors, without_unset_modes)
 from psyq.engine.files.errors import InputError, Problem
 from psyq.engine.files.fields import Id, StrictModel, Text
 from psyq.engine.design.instrument import Instrument, item_texts_path, load_instrument, missing_texts_message
@@ -57,10 +58,16 @@ class Protocol(StrictModel):
     seed: int = Field(default=0, ge=-(2**63) + 1, le=2**63 - 1)
     # How a distribution mode's answer is read (engine/design/asking.py); dumped only when given.
     verbalized: VerbalizedSettings | None = None
+    ssr: SsrSettings | None = None
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: Any) -> dict[str, Any]:
         return without_unset_modes(handler(self))
+
+    def reading_key(self) -> dict[str, Any]:
+        """What decides how this protocol's distribution mode reads an answer, for a trial's id
+        (engine/design/asking.py; empty for the other modes)."""
+        return reading_key(self)
 
 
 class MeasureStage(StrictModel):
@@ -163,6 +170,9 @@ class Study:
         files = [self.path, *self.instrument_paths, *texts, self.cohort_path, *self.cohort.files]
         if self.situations_path is not None:    # another situation set is another run
             files.append(self.situations_path)
+        if self.protocol.ssr is not None:   # the anchor statements answer: ssr reads with: others are another run
+            found, _ = study_anchors(self.protocol.ssr, list(self.instruments), self.path.parent)
+            files.extend(a.path for a in found.values())
         return {str(p): file_sha256(p) for p in files}
 
 

@@ -67,6 +67,7 @@ KINDS = {kind.name: kind for kind in (
     FileKind("situations", "situations", "instruments/situations", (".yaml",)),
     FileKind("perturbations", "perturbations", "instruments/perturbations", (".yaml",)),
     FileKind("lexicon", "lexicons", "instruments/lexicons", (".yaml",)),
+    FileKind("anchors", "anchors", "instruments/anchors", (".yaml",)),
     FileKind("human data", "human-data", "instruments/data", (".csv",), needs_codebook=True),
 )}
 

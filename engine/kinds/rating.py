@@ -16,6 +16,7 @@ from psyq.engine.trials.trial import Trial, TrialContext, make_trial, max_tokens
 from psyq.engine.files.yamlfile import YamlDocument
 from psyq.engine.kinds.base import SCORE_COLUMNS, ItemKind
 from psyq.engine.trials.answer_mode import DISTRIBUTION_MODES
+from psyq.engine.trials.free_text import parse_free_text
 from psyq.engine.trials.logprobs import chosen_value
 from psyq.engine.trials.stated_distribution import DEFAULT_TOLERANCE, read_stated_distribution
 
@@ -138,6 +139,8 @@ class Rating(ItemKind):
                 stated = replace(stated, value=chosen_value(stated.distribution, protocol.logprob_answer,
                                                             trial.request.seed))
             return {trial.item_ids[0]: stated}
+        if trial.kind == "ssr":   # the text kept whole; mapped onto the options after the run's replies
+            return {trial.item_ids[0]: parse_free_text(text)}
         if len(trial.item_ids) == 1 and protocol.presentation == "per_item":
             parse = parse_json_rating if protocol.answer == "json" else parse_rating
             return {trial.item_ids[0]: parse(text, scale)}

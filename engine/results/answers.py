@@ -6,7 +6,7 @@ attribute, then ``instrument, item_id, position, repeat, option_order, status, r
 disclaimer, raw_text, value, keyed_value, expected, option_mass, distribution, trial_status,
 attempts, reasks, text``. ``text`` holds free-text answers (a kind may store several rows per item, e.g.
 ``<item>:self`` and ``<item>:other``: :meth:`psyq.engine.kinds.ItemKind.answer_ids`). ``distribution`` is the JSON text ``{value: probability}`` (answer mode
-`logprobs`), else empty. ``value`` is the raw scale value (missing stays missing), ``keyed_value`` the value
+`logprobs`, `verbalized`, `ssr`), else empty. ``value`` is the raw scale value (missing stays missing), ``keyed_value`` the value
 after reverse keying with the instrument copy stored in the run.
 
 A run of a study with `stages:` (engine/administer/plan.py) has two more columns at the end, ``stage`` (the

@@ -8,13 +8,14 @@ already hold no answer (:func:`reply_problem`); a judge's level is then read by
 
 A study's respondents may also be asked for a distribution over the options
 (:data:`DISTRIBUTION_MODES`, rating items only): ``verbalized``, the respondent states one
-probability per option (engine/trials/stated_distribution.py). :data:`ProtocolAnswer` is what
-`protocol: answer:` takes.
+probability per option (engine/trials/stated_distribution.py); ``ssr``, the respondent answers in
+its own words and the text is mapped onto the options by the similarity of its embedding to
+anchor statements (engine/trials/ssr.py). :data:`ProtocolAnswer` is what `protocol: answer:` takes.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal, Sequence
+from typing import TYPE_CHECKING, Literal, Sequence
 
 from psyq.engine.trials.logprobs import most_likely, option_distribution
 from psyq.engine.trials.parsing import ParsedAnswer, parse_json_rating, parse_rating, too_long
@@ -26,25 +27,9 @@ if TYPE_CHECKING:
 # How a judge's or a trial's reply is read.
 AnswerMode = Literal["text", "json", "logprobs"]
 # What a study's protocol may ask for, in this order in the study file's schema (`protocol: answer:`).
-ProtocolAnswer = Literal["text", "json", "logprobs", "verbalized"]
-DISTRIBUTION_MODES = ("verbalized",)
+ProtocolAnswer = Literal["text", "json", "logprobs", "verbalized", "ssr"]
+DISTRIBUTION_MODES = ("verbalized", "ssr")
 """The answer modes whose answer is a distribution over the options, its value chosen from it."""
-
-
-def reading_key(protocol: Any) -> dict[str, Any]:
-    """What decides how a distribution mode's answer is read, for a trial's id (empty for the other
-    modes, so that their ids stay those of every run before).
-
-    Example:
-        >>> from types import SimpleNamespace as NS
-        >>> reading_key(NS(answer="json")), reading_key(NS(answer="verbalized", logprob_answer="sample", verbalized=None))
-        ({}, {'reading': {'value': 'sample', 'verbalized': None}})
-    """
-    if protocol.answer not in DISTRIBUTION_MODES:
-        return {}
-    settings = getattr(protocol, protocol.answer)
-    return {"reading": {"value": protocol.logprob_answer,
-                        protocol.answer: settings.model_dump(mode="json") if settings is not None else None}}
 
 
 def reply_problem(result: "ChatResult", reads_logprobs: bool) -> ParsedAnswer | None:

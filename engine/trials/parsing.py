@@ -41,7 +41,9 @@ from psyq.engine.trials.scale import Option
 Status = Literal["answered", "refusal", "out_of_range", "unparseable", "empty",
                  # set by the runner, not by these parsers: the reply was too long to read, the
                  # server's reply held no readable answer, or a parser failed on it
-                 "too_long", "unreadable_response", "parse_error", "token_budget_exhausted"]
+                 "too_long", "unreadable_response", "parse_error", "token_budget_exhausted",
+                 # a free-text answer waiting to be mapped onto the options (answer: ssr, engine/trials/ssr.py)
+                 "unrated"]
 
 # Replies longer than this are not parsed (stored whole, missing as `too_long`): reading costs
 # time in proportion to length, and no rating or free-text answer needs 12,000 characters

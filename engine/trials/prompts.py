@@ -115,6 +115,8 @@ def item_messages(instrument: Instrument, item: Item, *, system_prompt: str | No
         how = f'Reply with JSON only, in the form {{"answer": <the {kind} of one option>}}.'
     elif answer == "verbalized":
         how = verbalized_request(instrument)
+    elif answer == "ssr":
+        how = FREE_TEXT_REQUEST
     else:
         how = f"Answer with the {kind} of one option only."
     user = (f"{instrument.instructions.strip()}\n\n"
@@ -139,6 +141,13 @@ def instrument_messages(instrument: Instrument, items: Sequence[Item], *, system
             f"Options:\n{block}\n\n"
             f"Statements:\n{statements}\n\n{how}")
     return with_system(system_prompt, user)
+
+
+# How a free-text answer to a rating item is asked for (`answer: ssr`): the options are shown, as
+# the instrument's instructions speak of them, but the answer is the respondent's own words, which
+# engine/trials/ssr.py maps onto the options by their similarity to anchor statements.
+FREE_TEXT_REQUEST = ("Answer in your own words, in one or two sentences: how well does the statement fit you? "
+                     "Do not answer with a letter or a number.")
 
 
 def verbalized_request(instrument: Instrument) -> str:
@@ -172,6 +181,8 @@ def verbalized_json_schema(instrument: Instrument) -> dict[str, Any]:
 def reask_message(instrument: Instrument, reason: str, missing_items: Sequence[str] | None = None,
                   answer: str = "text") -> str:
     """The corrective follow-up after an answer that could not be read (`answer`: the protocol's mode)."""
+    if answer == "ssr":
+        return f"Your answer could not be read ({reason}). {FREE_TEXT_REQUEST}"
     if answer == "verbalized":
         tokens = ", ".join(answer_tokens(instrument))
         return (f"Your answer could not be read ({reason}). Reply with JSON only: one probability from 0 to 1 for "

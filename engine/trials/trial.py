@@ -97,9 +97,7 @@ def make_trial(ctx: TrialContext, instrument: "Instrument", item_ids: tuple[str,
     for name in ("reasoning_effort", "reasoning_budget"):
         if getattr(backend.config, name) is not None:
             key[name] = getattr(backend.config, name)
-    from psyq.engine.trials.answer_mode import reading_key   # here: it reads answers, which draw with stable_int
-
-    key.update(reading_key(protocol))   # a distribution mode's reading (empty for the other modes)
+    key.update(protocol.reading_key())   # how a distribution mode's answer is read (empty for the other modes)
     trial_id = hashlib.sha256(_key_json(key).encode()).hexdigest()[:32]
     # Imported here: the item kinds import this module, and loading an instrument needs no backend.
     from psyq.engine.backends.base import ChatRequest

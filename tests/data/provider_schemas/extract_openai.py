@@ -7,6 +7,8 @@ Writes, into ``openai/`` next to this script, JSON Schema (draft 2020-12) docume
 - ``chat_completion_request.schema.json``  CreateChatCompletionRequest + every schema it reaches
 - ``chat_completion_response.schema.json`` CreateChatCompletionResponse + every schema it reaches
 - ``batch_create_request.schema.json``     CreateBatchRequest (the body of POST /v1/batches)
+- ``embedding_request.schema.json``        CreateEmbeddingRequest (the body of POST /v1/embeddings)
+- ``embedding_response.schema.json``       CreateEmbeddingResponse + every schema it reaches
 - ``batch_request_input.schema.json``      BatchRequestInput (one line of a batch input file);
   the current document no longer has it, so it comes from an older commit of the same repository
   (``--batch-commit``, default 498c71dd, the last commit whose openapi.yaml still holds it)
@@ -54,6 +56,8 @@ ROOTS = {
     "chat_completion_request.schema.json": "CreateChatCompletionRequest",
     "chat_completion_response.schema.json": "CreateChatCompletionResponse",
     "batch_create_request.schema.json": "CreateBatchRequest",
+    "embedding_request.schema.json": "CreateEmbeddingRequest",
+    "embedding_response.schema.json": "CreateEmbeddingResponse",
 }
 BATCH_ROOTS = {"batch_request_input.schema.json": "BatchRequestInput"}
 PROSE = {"description", "title", "example", "examples", "externalDocs", "discriminator", "xml"}

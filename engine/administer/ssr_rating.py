@@ -1,0 +1,210 @@
+"""The phase after sending in a run that asks `answer: ssr`: every free-text answer mapped onto
+the options by the similarity of its embedding to the anchor statements (engine/trials/ssr.py).
+
+Sending stores each free-text answer at once, as ``unrated`` (its trial ``missing`` until then:
+finished, never sent again); :func:`rate_unrated` then embeds the anchor statements of every
+instrument's scale and the answers' texts in batches (engine/backends/embeddings.py), keeps every
+embedding as it arrives (engine/store/embeddings.py: a text is embedded once per run, whatever is
+interrupted), and writes each answer's distribution, its expectation and the value taken from it
+(drawn with the trial's seed, or the most likely: the protocol's ``logprob_answer``), its status
+``answered`` and its trial's. A run stopped before or during this phase finishes it when run again,
+asking only for the embeddings it does not have.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Callable
+
+from psyq.engine.backends.embeddings import EmbeddingsClient
+from psyq.engine.backends.endpoint import normalise_endpoint
+from psyq.engine.design.asking import EmbeddingsConfig, study_anchors
+from psyq.engine.design.prices import Cost, PriceTable, cost_of
+from psyq.engine.design.study import Study
+from psyq.engine.files.errors import BackendError, ProviderRefused
+from psyq.engine.store.embeddings import EmbeddingStore
+from psyq.engine.store.run_store import RunStore
+from psyq.engine.trials.logprobs import chosen_value, expected_value
+from psyq.engine.trials.ssr import UNRATED, similarity_rating
+from psyq.engine.trials.trial import Trial
+
+
+def embedder_name(config: EmbeddingsConfig) -> str:
+    """How the embeddings table names the model and where it is served.
+
+    Example:
+        >>> embedder_name(EmbeddingsConfig(base_url="http://localhost:8000/v1/", model="e5"))
+        'e5 @ http://127.0.0.1:8000/v1'
+    """
+    return f"{config.model} @ {normalise_endpoint(config.base_url)}"
+
+
+@dataclass
+class RatingOutcome:
+    """What the phase did: answers mapped, embedding requests sent, texts embedded, and those
+    read from the run's store instead."""
+
+    rated: int = 0
+    unreadable: int = 0
+    waiting: int = 0              # still unrated: their embeddings did not arrive
+    requests: int = 0
+    embedded: int = 0
+    reused: int = 0
+    failed: str | None = None     # why the embeddings server gave no answer, when it did not
+
+    def notes(self) -> list[str]:
+        """The phase in words, for the run's notes (none when it had nothing to do)."""
+        out = []
+        if self.rated or self.unreadable:
+            out.append(f"answer: ssr: {self.rated:,} free-text answer(s) mapped onto the options ({self.embedded:,} "
+                       f"text(s) embedded; {self.reused:,} embedding(s) already in the run's store)")
+        if self.unreadable:
+            out.append(f"answer: ssr: {self.unreadable:,} answer(s) could not be mapped (their reason is stored)")
+        if self.waiting:
+            out.append(f"answer: ssr: {self.waiting:,} free-text answer(s) still wait to be mapped (the embeddings "
+                       f"server gave no answer: {self.failed}); run the study again to finish them (no reply is sent "
+                       "again, no embedding asked twice)")
+        return out
+
+
+async def rate_unrated(study: Study, trials: list[Trial], store: RunStore,
+                       log: Callable[[str], None] = print) -> RatingOutcome:
+    """Map every ``unrated`` free-text answer of `trials` in `store` onto its options (see the
+    module docstring); nothing to do (no such answer, or a study without ``ssr:``) sends nothing.
+
+    Example:
+        >>> outcome = asyncio.run(rate_unrated(study, plan_run(study, backends).trials, store))  # embeds  # doctest: +SKIP
+    """
+    outcome = RatingOutcome()
+    settings = study.protocol.ssr
+    by_id = {t.trial_id: t for t in trials if t.kind == "ssr"}
+    if settings is None or not by_id:
+        return outcome
+    store.flush()   # every trial handed to the writer is committed before its answers are updated
+    unrated = [row for row in store.db.execute("SELECT trial_id, item_id, text FROM answers WHERE status = ?",
+                                               (UNRATED,)) if row[0] in by_id]
+    if not unrated:
+        return outcome
+    found, _ = study_anchors(settings, list(study.instruments), study.path.parent)
+    anchor_texts = [text for a in found.values() for text in a.anchors.statement_texts()]
+    texts = list(dict.fromkeys(anchor_texts + [text for _, _, text in unrated]))
+    embedder = embedder_name(settings.embeddings)
+    kept = EmbeddingStore(store.db)
+    have = kept.get(embedder, texts)
+    outcome.reused = len(have)
+    need = [t for t in texts if t not in have]
+    if need:
+        config = settings.embeddings
+        client = EmbeddingsClient.for_server(config.base_url, config.model, api_key_env=config.api_key_env,
+                                             concurrency=config.concurrency, timeout_s=config.timeout_s,
+                                             max_retries=config.max_retries)
+        client.log = log
+
+        def keep(batch: list[str], vectors: list[list[float]]) -> None:
+            kept.put(embedder, batch, vectors)   # committed at once: paid for
+            have.update(zip(batch, vectors))
+
+        log(f"answer: ssr: embedding {len(need):,} text(s) with {config.model} "
+            f"({-(-len(need) // config.batch_size):,} request(s) to {client.endpoint()})")
+        await client.start()
+        try:
+            outcome.requests = await client.embed_all(need, config.batch_size, keep)
+        except BackendError as exc:
+            if exc.fatal or isinstance(exc, ProviderRefused):   # the run stops, saying why (engine/administer/run.py)
+                raise
+            outcome.failed = str(exc)   # what arrived is kept; the rest waits for the next run
+        finally:
+            await client.close()
+        outcome.embedded = sum(t in have for t in need)
+    updates, unreadable = [], []
+    for trial_id, item_id, text in unrated:
+        trial = by_id[trial_id]
+        anchors = found[trial.instrument.id].anchors
+        if text not in have or any(t not in have for t in anchors.statement_texts()):
+            outcome.waiting += 1   # its embeddings did not arrive: still unrated
+            continue
+        sets = [[have[s.statements[o.value]] for o in anchors.scale] for s in anchors.sets]
+        try:
+            rating = similarity_rating(have[text], sets, settings.epsilon, settings.temperature)
+        except ValueError as exc:   # a degenerate answer (equally like every statement): missing, with why
+            unreadable.append((f"the answer could not be mapped onto the options: {exc}", trial_id, item_id))
+            continue
+        distribution = {o.value: p for o, p in zip(trial.instrument.scale, rating.distribution)}
+        protocol = getattr(trial, "protocol", None) or study.protocol   # a condition's protocol where it has one
+        value = chosen_value(distribution, protocol.logprob_answer, trial.request.seed)
+        updates.append((value, json.dumps(distribution), expected_value(distribution), trial_id, item_id))
+    with store.db:
+        store.db.execute("BEGIN")
+        store.db.executemany("UPDATE answers SET value = ?, status = 'answered', reason = NULL, distribution = ?, "
+                             "expected = ? WHERE trial_id = ? AND item_id = ?", updates)
+        store.db.executemany("UPDATE answers SET status = 'unparseable', reason = ? WHERE trial_id = ? AND item_id = ?",
+                             unreadable)
+        done = sorted({row[3] for row in updates})
+        store.db.executemany("UPDATE trials SET status = 'answered' WHERE trial_id = ? AND NOT EXISTS (SELECT 1 FROM "
+                             "answers a WHERE a.trial_id = trials.trial_id AND a.status != 'answered')",
+                             [(t,) for t in done])
+    outcome.rated, outcome.unreadable = len(updates), len(unreadable)
+    return outcome
+
+
+@dataclass(frozen=True)
+class EmbeddingPlan:
+    """What `psyq plan` counts of the phase: embedding requests (an upper bound: an answer that is
+    empty or a refusal is not embedded, and a resumed run reuses what it has), the texts in them,
+    their tokens (characters / 4, a free-text answer at its token limit) and their cost."""
+
+    endpoint: str
+    model: str
+    requests: int
+    anchor_statements: int
+    answers: int
+    batch_size: int
+    tokens: float
+    cost: Cost
+
+    def lines(self) -> list[str]:
+        """The plan's lines about the embeddings."""
+        return [f"embeddings (answer: ssr): at most {self.requests:,} requests to {self.endpoint} (model {self.model}): "
+                f"{self.anchor_statements:,} anchor statements and up to {self.answers:,} free-text answers, "
+                f"{self.batch_size:,} texts per request; ~{self.tokens:,.0f} tokens (characters / 4, each answer at "
+                f"its token limit); cost {self.cost}; a text already embedded in the run's store is not asked again"]
+
+    def to_json(self) -> dict:
+        """The plan's embeddings as plain data (`psyq plan --json`)."""
+        return {"endpoint": self.endpoint, "model": self.model, "requests": self.requests,
+                "anchor_statements": self.anchor_statements, "answers": self.answers, "batch_size": self.batch_size,
+                "tokens": self.tokens, "cost_usd": self.cost.usd, "cost_not_estimable": self.cost.why_not}
+
+
+def embedding_plan(study: Study, trials: list[Trial], finished: set[str],
+                   prices: PriceTable | None = None) -> EmbeddingPlan | None:
+    """The embedding requests a run of `study` would send for its `answer: ssr` trials not in
+    `finished` (None when it asks no free text to map).
+
+    Example (the shipped quickstart asked with answer: ssr; nothing is sent):
+        >>> from dataclasses import replace
+        >>> from psyq import load_study
+        >>> from psyq.engine.administer.plan import plan_trials
+        >>> from psyq.engine.backends import make_backend
+        >>> from psyq.engine.design.study import BackendConfig, Protocol
+        >>> study = load_study("quickstart")
+        >>> ssr = Protocol(answer="ssr", ssr={"embeddings": {"base_url": "http://127.0.0.1:9/v1", "model": "e"}})
+        >>> study = replace(study, spec=study.spec.model_copy(update={"protocol": ssr}))
+        >>> backend = make_backend(BackendConfig(id="b", kind="openai", model="m", base_url="http://127.0.0.1:9/v1"))
+        >>> plan = embedding_plan(study, list(plan_trials(study, {"b": backend})), set())
+        >>> plan.answers, plan.anchor_statements, plan.requests   # 13 respondents × 28 items; 3 sets of 5; 64 a request
+        (364, 15, 6)
+    """
+    settings = study.protocol.ssr
+    asked = [t for t in trials if t.kind == "ssr" and t.trial_id not in finished]
+    if settings is None or not asked:
+        return None
+    found, _ = study_anchors(settings, list(study.instruments), study.path.parent)
+    statements = list(dict.fromkeys(text for a in found.values() for text in a.anchors.statement_texts()))
+    config = settings.embeddings
+    requests = -(-(len(statements) + len(asked)) // config.batch_size)
+    tokens = sum(len(s) / 4 for s in statements) + sum(t.request.max_tokens for t in asked)
+    client = EmbeddingsClient.for_server(config.base_url, config.model)
+    return EmbeddingPlan(client.endpoint(), config.model, requests, len(statements), len(asked), config.batch_size,
+                         tokens, cost_of(config.model, tokens, 0, prices))
