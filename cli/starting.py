@@ -155,6 +155,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     for kind in kinds or list(KINDS):
         group = [r for r in rows if r["kind"] == kind]
         print(f"{KINDS[kind].plural} ({len(group)})")
+        if not group:
+            print("  none shipped with this psyq\n")
+            continue
         width = max(len(r["name"]) for r in group)
         for r in group:
             extra = [r["size"]] + [f"{key}: {r[key]}" for key in ("texts", "licence") if r.get(key)] + (

@@ -148,6 +148,15 @@ def test_psyq_list_shows_every_shipped_file(capsys):
     assert out.startswith("rubrics (4)\n") and "empathy_ceb" in out and "iri " not in out
 
 
+def test_psyq_list_says_a_kind_has_no_shipped_file(capsys, monkeypatch):
+    # A kind psyq ships no file of (a new kind, before its first file) is listed as such, not a crash.
+    from psyq.cli import starting
+
+    monkeypatch.setattr(starting, "shipped_catalogue", lambda kinds: [])
+    assert main(["list", "lexicons"]) == 0
+    assert capsys.readouterr().out.startswith("lexicons (0)\n  none shipped with this psyq\n")
+
+
 def test_init_makes_a_study_folder_that_validates_and_plans(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert main(["init", "mystudy"]) == 0
