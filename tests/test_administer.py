@@ -320,11 +320,13 @@ def test_sigkill_mid_run_then_rerun_loses_nothing_and_resends_nothing(tmp_path):
 
 
 def _run_until_some_are_stored(tmp_path: Path, n_stored: int = 20):
-    """A `psyq run` of 200 trials in its own process group against a stub that answers in 50 ms,
-    left to store at least `n_stored` trials; returns (stub, run process, command, store path)."""
+    """A `psyq run` of 200 trials in its own process group against a stub that answers in 200 ms (8 at
+    a time: 5 s in all, so that a signal sent once `n_stored` are stored finds the run still sending,
+    however the writer batches its commits), left to store at least `n_stored` trials; returns (stub,
+    run process, command, store path)."""
     personas = [{"id": f"p{i:03d}", "attributes": {"age": 20 + i}} for i in range(50)]   # 200 trials
     stub = subprocess.Popen([sys.executable, str(ROOT / "tests" / "stub_server.py"), "--port", "0",
-                             "--latency", "0.05", "--record", str(tmp_path / "record.jsonl")],
+                             "--latency", "0.2", "--record", str(tmp_path / "record.jsonl")],
                             stdout=subprocess.PIPE, text=True)
     url = stub.stdout.readline().split()[1]
     study = write_study(tmp_path, url, personas=personas, backend={"concurrency": 8})
@@ -357,6 +359,7 @@ def test_stopping_the_whole_process_group_keeps_every_received_answer_and_a_reru
     stub, runner, cmd, db = _run_until_some_are_stored(tmp_path)
     try:
         writer = _writer_of(runner)
+        assert runner.poll() is None and _count(db) < 200     # the signal finds the run sending
         os.killpg(runner.pid, stop)
         out, err = runner.communicate(timeout=60)
         assert runner.returncode == 130 and "Traceback" not in err, err
