@@ -9,6 +9,14 @@ comparison, construct-validity, same-construct, twins and verdict sections. Noth
 context after it is built; what sections share as they are built is added to its two collections,
 :attr:`ReportContext.invariance_fits` and :attr:`ReportContext.design_cards` (read by the verdict).
 
+A run with conditions (engine/design/conditions.py) is reported by its groups of answers, one per
+backend and condition: in the context's `table` each group is a ``backend_id`` of its own, named
+``"<backend> · <condition>"`` (:func:`as_condition_groups`), so every per-backend table, figure and
+scorecard row is one per group, and :attr:`ReportContext.condition_groups` says which backend,
+condition and factor levels each group is. The conditions compared head to head with people
+(:attr:`ReportContext.condition_comparison`) are read by the "Conditions compared" section and the
+verdict.
+
 Example:
     >>> from psyq.engine.results.run import open_run
     >>> report = ReportContext.of_run(open_run(run_dir))
@@ -28,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from psyq.engine.design.instrument import Instrument
+from psyq.engine.design.persona import BASELINE
 from psyq.engine.files.errors import InputError
 from psyq.engine.files.yamlfile import load_yaml
 from psyq.engine.kinds import instruments_with
@@ -36,6 +45,8 @@ from psyq.engine.results.run import Run
 from psyq.analysis.scoring.human_data import HumanData
 from psyq.analysis.scoring.scores import human_scores, persona_columns, score_all_kinds
 from psyq.analysis.statistics import norms
+from psyq.analysis.statistics.distances import distribution_distances
+from psyq.analysis.statistics.standin.conditions import compare_conditions, rank_conditions
 from psyq.analysis.statistics.weighting import twin_weights
 
 
@@ -111,6 +122,65 @@ def backend_items(table: pd.DataFrame, instrument: Instrument) -> pd.DataFrame:
     return wide.sort_values("_order", kind="stable").drop(columns="_order")
 
 
+GROUP_JOIN = " · "
+"""Between a group's backend and condition in its name (``"local · asking=logprobs,persona=plain"``)."""
+
+
+@dataclass(frozen=True)
+class ConditionGroup:
+    """One group of answers of a run with conditions: its name in the report, its backend, its
+    condition's id and the condition's level of each factor (empty for a listed condition naming none)."""
+
+    label: str
+    backend: str
+    condition: str
+    factors: Mapping[str, str]
+
+
+def condition_groups(table: pd.DataFrame, conditions: list[Mapping[str, Any]]) -> dict[str, ConditionGroup]:
+    """The (backend, condition) groups of an answer table with a ``condition`` column, by name, in
+    the order of the table's backends (:func:`in_study_order`), then of the study's conditions (the
+    manifest's); empty for a table without conditions.
+
+    Example:
+        >>> table = pd.DataFrame({"backend_id": ["b", "b", "a"], "condition": ["y", "x", "x"]})
+        >>> list(condition_groups(table, [{"id": "x", "factors": {"f": "1"}}, {"id": "y", "factors": {"f": "2"}}]))
+        ['b · x', 'b · y', 'a · x']
+    """
+    if "condition" not in table.columns or not len(table):
+        return {}
+    rank = {str(c["id"]): k for k, c in enumerate(conditions)}
+    factors = {str(c["id"]): dict(c.get("factors") or {}) for c in conditions}
+    backends = {b: k for k, b in enumerate(pd.unique(table["backend_id"]))}
+    pairs = table[["backend_id", "condition"]].drop_duplicates()
+    pairs = sorted(((str(b), str(c)) for b, c in pairs.itertuples(index=False)),
+                   key=lambda pair: (backends[pair[0]], rank.get(pair[1], len(rank)), pair[1]))
+    return {f"{b}{GROUP_JOIN}{c}": ConditionGroup(f"{b}{GROUP_JOIN}{c}", b, c, factors.get(c, {})) for b, c in pairs}
+
+
+def as_condition_groups(table: pd.DataFrame, groups: Mapping[str, ConditionGroup]) -> pd.DataFrame:
+    """An answer table of a run with conditions as the report reads it: each (backend, condition)
+    group a ``backend_id`` of its own (its name in `groups`), the rows in the order of `groups`, the
+    ``condition`` and ``factor_<name>`` columns left out (they are the group's, not the personas'
+    attributes: :attr:`ReportContext.condition_groups` keeps them).
+
+    Example:
+        >>> table = pd.DataFrame({"backend_id": ["a", "a"], "condition": ["y", "x"], "factor_f": ["2", "1"],
+        ...                       "respondent_id": "p1"})
+        >>> groups = condition_groups(table, [{"id": "x", "factors": {"f": "1"}}, {"id": "y", "factors": {"f": "2"}}])
+        >>> as_condition_groups(table, groups).to_dict("list")
+        {'backend_id': ['a · x', 'a · y'], 'respondent_id': ['p1', 'p1']}
+    """
+    if not groups:
+        return table
+    labels = table["backend_id"].astype(str) + GROUP_JOIN + table["condition"].astype(str)
+    rank = {label: k for k, label in enumerate(groups)}
+    order = labels.map(rank).to_numpy().argsort(kind="stable")
+    out = table.drop(columns=["condition", *(c for c in table.columns if c.startswith("factor_"))])
+    out = out.assign(backend_id=labels)
+    return out.iloc[order].reset_index(drop=True)
+
+
 def norm_choice(run_path: Path, norm_samples: list[str] | None) -> norms.SampleChoice:
     """The norm samples to compare: `norm_samples` (``--norms``) if given, else the study's `norms`,
     else all."""
@@ -170,6 +240,8 @@ class ReportContext:
     # frame each, appended by the section of the design as it is built (change, LEAS levels, empathic
     # accuracy, rated replies); the verdict, built last, reads them.
     design_cards: list[pd.DataFrame] = field(default_factory=list)
+    # A run with conditions: its (backend, condition) groups by name, in order (each a backend_id of `table`).
+    condition_groups: Mapping[str, ConditionGroup] = field(default_factory=dict)
 
     @classmethod
     def of_run(cls, run: Run, instruments: Mapping[str, Instrument] | None = None, *,
@@ -185,10 +257,12 @@ class ReportContext:
         instruments = run.instruments if instruments is None else instruments
         people, kind_people, targets = people or {}, kind_people or {}, targets or {}
         human_items, retests = human_items or {}, retests or {}
-        return cls(Path(run.path), manifest, in_study_order(run.answers(raw_text=False), manifest), instruments,
+        table = in_study_order(run.answers(raw_text=False), manifest)
+        groups = condition_groups(table, run.conditions) if run.conditions else {}
+        return cls(Path(run.path), manifest, as_condition_groups(table, groups), instruments,
                    run.judgements, people=people, human_items=human_items, retests=retests,
                    kind_people=kind_people, targets=targets, human_change=human_change, norm_samples=norm_samples,
-                   bound=bound, correction=correction, estimator=estimator, warn=warn)
+                   bound=bound, correction=correction, estimator=estimator, warn=warn, condition_groups=groups)
 
     @classmethod
     def of_imported_run(cls, run_path: str | Path, manifest: dict[str, Any], scores: pd.DataFrame, *,
@@ -277,6 +351,45 @@ class ReportContext:
         present = set(self.rated_table["instrument"].unique())
         return {i: backend_items(self.rated_table, self.rated[i]) for i in self.human_items
                 if i in self.rated and i in present}
+
+    def condition_answers(self, instrument: str) -> dict[str, pd.DataFrame]:
+        """A run with conditions: each group's answers to `instrument` (first repeat, persona attributes)
+        by the group's name, in the order of :attr:`condition_groups`, the model answering as itself left
+        out; what :func:`psyq.compare_conditions` takes. Empty without conditions or people's data."""
+        answers = self.backend_answers.get(instrument) if self.condition_groups else None
+        if answers is None:
+            return {}
+        answers = answers[answers.index.astype(str) != BASELINE.id]
+        parts = {str(label): part.drop(columns="backend_id") for label, part in answers.groupby("backend_id", sort=False)}
+        return {label: parts[label] for label in self.condition_groups if label in parts}
+
+    @cached_property
+    def condition_comparison(self) -> dict[str, pd.DataFrame]:
+        """A run with conditions, per rating instrument with people's data: every pair of groups on every
+        criterion (:func:`psyq.compare_conditions`, Holm over pairs × criteria; its ``attrs["distances"]``
+        each group's distance from people). Computed once, for the "Conditions compared" section and the
+        verdict."""
+        out = {}
+        for inst_id in self.backend_answers if self.condition_groups else ():
+            frames = self.condition_answers(inst_id)
+            if len(frames) > 1:
+                out[inst_id] = compare_conditions(frames, self.human_items[inst_id], self.rated[inst_id])
+        return out
+
+    @cached_property
+    def condition_ranks(self) -> dict[str, pd.DataFrame]:
+        """The groups ranked per criterion (:func:`psyq.rank_conditions`), per instrument of
+        :attr:`condition_comparison`."""
+        return {inst_id: rank_conditions(frame) for inst_id, frame in self.condition_comparison.items()}
+
+    @cached_property
+    def condition_distances(self) -> dict[str, pd.DataFrame]:
+        """Per instrument of :attr:`condition_comparison`, every group's answer distribution against the
+        people's, item by item (:func:`psyq.distribution_distances`: TVD, Wasserstein-1, the people's
+        split-half ceiling, SimBench's score)."""
+        return {inst_id: distribution_distances(self.condition_answers(inst_id), self.human_items[inst_id],
+                                                self.rated[inst_id])
+                for inst_id in self.condition_comparison}
 
     @cached_property
     def first_backend(self) -> str:

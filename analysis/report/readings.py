@@ -367,6 +367,46 @@ def twin_match_reading(match: TwinMatch, label: str = "") -> str:
     return text + "."
 
 
+def most_people_like(ranks: pd.DataFrame, comparison: pd.DataFrame,
+                     uses: list[tuple[str, tuple[str, ...]]]) -> list[str]:
+    """A sentence per use and criterion compared: the condition closest to people
+    (:func:`psyq.rank_conditions`' first) and whether it is distinguishably better than the next in
+    the order (``ahead_of_next``) or not distinguishable from it at this size; how many share the
+    first rank when more than two do. `uses` gives each use's criteria (the verdict's); a criterion
+    the comparison does not hold, or holds for no condition, says nothing. The measure of each
+    distance is the comparison's own (``measure``); several instruments are named.
+
+    Example:
+        >>> ranks = pd.DataFrame({"instrument": "iri", "criterion": "level", "condition": ["a", "b", "c"],
+        ...     "distance": [0.1, 0.2, 0.6], "rank": [1, 1, 3], "ahead_of_next": [False, True, False], "note": ""})
+        >>> comparison = pd.DataFrame({"instrument": ["iri"], "criterion": ["level"],
+        ...                            "measure": ["mean |g| over 4 subscales"]})
+        >>> print(most_people_like(ranks, comparison, [("Estimating people's subscale means", ("level",))])[0])
+        a is the most people-like for estimating people's subscale means (level: mean |g| over 4 subscales); not distinguishable from b at this size.
+    """
+    measures = {(r.instrument, r.criterion): r.measure for r in comparison.itertuples()}
+    several = ranks["instrument"].nunique() > 1
+    sentences = []
+    for use, criteria in uses:
+        for criterion in criteria:
+            for instrument, part in ranks[ranks["criterion"] == criterion].groupby("instrument", sort=False):
+                ranked = part[part["rank"].notna()]
+                if ranked.empty:
+                    continue
+                best = ranked.iloc[0]
+                lead = f"{instrument}: " if several else ""
+                what = f"{use[0].lower()}{use[1:]} ({criterion}: {measures.get((instrument, criterion), criterion)})"
+                text = f"{lead}{best['condition']} is the most people-like for {what}"
+                if len(ranked) > 1:
+                    following = ranked.iloc[1]["condition"]
+                    shared = int((ranked["rank"] == 1).sum())
+                    text += (f"; distinguishably better than {following}" if best["ahead_of_next"] else
+                             f"; not distinguishable from {following} at this size"
+                             + (f" ({shared} conditions share the first rank)" if shared > 2 else ""))
+                sentences.append(text + ".")
+    return sentences
+
+
 def sensitivity_text(table: pd.DataFrame) -> str:
     """The table of :func:`psyq.analysis.statistics.prompt_sensitivity.sensitivity_of_runs` as plain
     text, one line per row (numbers to 3 decimals; 'not estimable' where NaN), as `psyq sensitivity`

@@ -1,7 +1,8 @@
 """The views of the report's own tables (APA 7th edition style): each picks the columns a paper
 shows of one statistic's wide frame (norm comparison, missing answers by status, reliability,
 test–retest ICC, regression, SD ratios, norm group matching, change, invariance, GRM, DIF, the
-comparison with people, twins, the scorecard) and formats every number. A section names the view of
+comparison with people, twins) and formats every number; the verdict's (the scorecard, the conditions
+compared head to head) are in :mod:`psyq.analysis.report.verdict_views`. A section names the view of
 each table it adds (:data:`VIEWS`); :func:`apa_table` prints a table by that name, or by the plain
 view of :mod:`psyq.analysis.report.tables` when it names none. The full table is kept by the report
 (behind a collapsible section and as CSV); nothing here computes.
@@ -16,12 +17,12 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-import numpy as np
 import pandas as pd
 
 from psyq.analysis.report.apa import (DASH, MINUS, fmt_ci, fmt_int, fmt_num, fmt_p, fmt_pct, fmt_r, is_missing,
                                       sentence_case)
 from psyq.analysis.report.tables import NBSP, ApaTable, assemble, generic   # NBSP: read by the examples
+from psyq.analysis.report.verdict_views import condition_distances, condition_pairs, condition_ranks, scorecard_view
 
 
 def _truthy(x: Any) -> bool:
@@ -490,73 +491,6 @@ def twin_agreement(summary: pd.DataFrame) -> ApaTable:
     }, {"instrument": "Instrument"}, notes)
 
 
-SCORECARD_HEADERS = {"level": "Level (g)", "spread": "Spread (SD ratio)", "reliability": "Reliability (Δα)",
-                     "structure": "Structure", "latent_mean": "Latent means (d)",
-                     "distinguishable": "Distinguishable (AUC)", "style": "Style (points)",
-                     "relations": "Relations (difference)", "individuals": "Individuals (twin − others r)",
-                     "worth": "Worth (people per person)", "change": "Change (g)", "leas_level": "LEAS level (g)",
-                     "accuracy": "Accuracy (g)", "ratings": "Ratings (d)"}
-MARK_SIGNS = {"meets": "✓", "falls short": "✗", "inconclusive": "?"}
-
-
-def _worst(criterion: str, rows: pd.DataFrame) -> pd.Series:
-    """The row of a subscale criterion furthest from what people show."""
-    value = rows["value"].astype(float)
-    with np.errstate(divide="ignore", invalid="ignore"):     # an SD ratio of 0: infinitely far
-        log_ratio = np.log(value).abs()
-    far = {"spread": log_ratio, "worth": -value, "distinguishable": value,
-           "individuals": -value}.get(criterion, value.abs())
-    return rows.loc[far.idxmax()]
-
-
-def _scorecard_cell(criterion: str, rows: pd.DataFrame) -> str:
-    """One criterion of one backend: its mark, the deciding figure and, for subscales, how many meet."""
-    estimated = rows[rows["mark"] != "not estimable"]
-    if estimated.empty:
-        return "not estimable"
-    # The rows' marks combined as the verdict combines them (equivalence.combine_marks).
-    marks = set(rows["mark"])
-    mark = ("falls short" if "falls short" in marks else "meets" if marks == {"meets"} else "inconclusive")
-    decided = estimated[estimated["mark"] == mark] if mark != "inconclusive" else estimated
-    worst = _worst(criterion, decided if len(decided) else estimated)
-    figure = fmt_r(worst["value"]) if criterion == "distinguishable" else fmt_num(worst["value"])
-    if criterion == "structure":
-        figure = f"{worst['level'] or 'none'}, CFI {fmt_r(worst['value'], 3)}"
-    if worst["subscale"]:
-        figure += f" ({worst['subscale']})"
-    meets = int((estimated["mark"] == "meets").sum())
-    count = f", {meets}/{len(rows)} meet" if len(rows) > 1 else ""
-    return f"{MARK_SIGNS[mark]} {figure}{count}"
-
-
-def scorecard_view(frame: pd.DataFrame) -> ApaTable:
-    """The scorecard (:func:`psyq.analysis.statistics.standin.scorecard.scorecard`) as one row per backend and
-    instrument, one column per criterion: ✓ when every row meets (its 90 % interval inside the region),
-    ✗ when one falls short (wholly outside), ? when the data cannot decide yet, with the figure
-    furthest from people's among the rows that decide the mark (and its subscale or effect) and how
-    many rows meet.
-
-    Example
-    -------
-    >>> card = pd.DataFrame({"group": "m", "instrument": "iri", "criterion": "level", "subscale": ["PT", "EC"],
-    ...                      "value": [0.1, -0.5], "low": [0.0, -0.6], "high": [0.2, -0.4], "people": float("nan"),
-    ...                      "mark": ["meets", "falls short"], "level": "", "note": ""})
-    >>> scorecard_view(card).frame.to_dict("records")
-    [{'Model': 'm', 'Instrument': 'iri', 'Level (g)': '✗ −0.50 (EC), 1/2 meet'}]
-    """
-    cells = []
-    for (group, inst), part in frame.groupby(["group", "instrument"], sort=False):
-        row = {"Model": str(group), "Instrument": str(inst)}
-        for criterion, rows in part.groupby("criterion", sort=False):
-            row[SCORECARD_HEADERS.get(criterion, criterion)] = _scorecard_cell(criterion, rows)
-        cells.append(row)
-    notes = ["✓ every row meets (its 90 % interval inside the region); ✗ at least one falls short (wholly "
-             "outside); ? the data cannot decide yet (an interval astride a bound); the figure is the one furthest "
-             "from people's among the rows deciding the mark, with its subscale or effect; not estimable: see the "
-             "full table's note column."]
-    return ApaTable(pd.DataFrame(cells).fillna(""), notes)
-
-
 PLAIN = "plain"
 """The view of a table whose section names none: :func:`generic`, whatever the table's columns."""
 
@@ -577,6 +511,9 @@ VIEWS: dict[str, Callable[[pd.DataFrame], ApaTable]] = {
     "item_functioning": item_functioning,
     "twin_agreement": twin_agreement,
     "human_comparison": human_comparison,
+    "condition_pairs": condition_pairs,
+    "condition_ranks": condition_ranks,
+    "condition_distances": condition_distances,
     PLAIN: generic,
 }
 """The views of report tables by name. A section names the view of each table it adds

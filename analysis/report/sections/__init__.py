@@ -28,7 +28,7 @@ and register ``note.NoteSection()`` in :data:`SECTIONS` below where the report s
 
 Example:
     >>> [part.name for part in report_sections()][:4]
-    ['study', 'missing', 'change', 'norms']
+    ['study', 'missing', 'conditions', 'change']
     >>> report_section("twins").kind is None, report_section("vignette").takes_targets
     (True, True)
 """
@@ -38,13 +38,14 @@ from __future__ import annotations
 from psyq.engine.registry import Registry
 
 from psyq.analysis.report.section import ReportSection
-from psyq.analysis.report.sections import (change, instrument, norms, people, response, same_construct, scene, study,
-                                           twins, verdict, vignette)
+from psyq.analysis.report.sections import (change, conditions, instrument, norms, people, response, same_construct,
+                                           scene, study, twins, verdict, vignette)
 
 SECTIONS: Registry[ReportSection] = Registry("report section")
 """The report's section builders, registered in the order the report shows them."""
 
-for part in (study.StudySection(), study.MissingSection(), change.ChangeSection(), norms.NormSection(),
+for part in (study.StudySection(), study.MissingSection(), conditions.ConditionsSection(), change.ChangeSection(),
+             norms.NormSection(),
              scene.SceneSection(), vignette.VignetteSection(), response.ResponseSection(),
              instrument.ReliabilitySection(), instrument.FidelitySection(), instrument.EffectsSection(),
              instrument.ItemResponsesSection(), people.PeopleSection(), people.ConstructValiditySection(),

@@ -43,10 +43,13 @@ class StudySection(ReportSection):
         table, manifest, instruments = report.table, report.manifest, report.instruments
         study = Section("Study")
         answered = (table["status"] == "answered").mean()
+        groups = report.condition_groups
+        asked = (f"on {table['backend_id'].nunique()} backend(s)" if not groups else   # a group: a backend × condition
+                 f"on {len({g.backend for g in groups.values()})} backend(s) under "
+                 f"{len({g.condition for g in groups.values()})} condition(s), {len(groups)} groups of answers")
         study.readings.append(
             f"{table['respondent_id'].nunique()} respondents answered {len(instruments)} instrument(s) "
-            f"({', '.join(sorted(instruments))}) on {table['backend_id'].nunique()} backend(s); "
-            f"{say_pct(answered)} of {len(table)} item answers were read.")
+            f"({', '.join(sorted(instruments))}) {asked}; {say_pct(answered)} of {len(table)} item answers were read.")
         facts = pd.DataFrame({"": [
             manifest["study"], manifest["run_id"], manifest.get("psyq_version"), manifest.get("git_commit") or "-",
             ", ".join(f"{b}: {v['identity'].get('model')}" for b, v in manifest["backends"].items()),

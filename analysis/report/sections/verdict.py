@@ -9,6 +9,15 @@ criterion is computed for every backend; with published norms only, level and sp
 answering as itself (the baseline respondent, no persona) is one respondent, not a cohort: it is left
 out of the verdict and its scores are shown beside it.
 
+In a run with conditions the scorecard's rows are its groups of answers, one per backend and
+condition (:attr:`~psyq.analysis.report.context.ReportContext.condition_groups`), each with its
+condition's factor levels as columns (:func:`with_condition_columns`), and the verdict first names
+the most people-like condition for each use (:data:`CONDITION_USES`) and whether it is
+distinguishably better than the next
+(:func:`~psyq.analysis.report.readings.most_people_like`, from the head-to-head comparison of
+:attr:`~psyq.analysis.report.context.ReportContext.condition_comparison`); without people's item
+answers it says that the conditions are not compared with people.
+
 The rules that pick a sentence (each has a test in tests/test_verdict_sentences.py):
 
 * a model *can stand in* for a use only when every criterion of the use meets (every row's 90 %
@@ -44,7 +53,8 @@ from psyq.engine.design.persona import BASELINE as BASELINE_PERSONA
 from psyq.engine.trials.scoring import score_wide
 
 from psyq.analysis.report.apa import say_num
-from psyq.analysis.report.context import ReportContext, estimator_choice
+from psyq.analysis.report.context import ConditionGroup, ReportContext, estimator_choice
+from psyq.analysis.report.readings import most_people_like
 from psyq.analysis.report.section import ReportSection, Section
 from psyq.analysis.statistics.intervals import z_quantile
 from psyq.analysis.statistics.standin.design_verdict import DESIGN_CUTOFFS, DESIGN_USES
@@ -78,6 +88,11 @@ USES = [
     ("Answering indistinguishably from people", ("distinguishable",)),
     ("Standing in for particular people (twins)", ("individuals",)),
 ]
+CONDITION_USES = [*USES, ("Reproducing people's answer distributions item by item", ("tvd", "w1"))]
+"""The uses a run with conditions names its most people-like condition for, each by the criteria of
+:func:`psyq.compare_conditions` it rests on (structure is not compared head to head)."""
+NOT_COMPARED = ("The conditions are not compared head to head with people: that needs people's item answers "
+                "(psyq report RUN --human INSTRUMENT=FILE); each group of answers is judged on its own.")
 MINIMUM = {"distinguishable": AUC_MIN_PER_SIDE, "reliability": MIN_FOR_CORRELATIONAL}
 """The smallest cohort at which a criterion decides at all (below it the rows are inconclusive)."""
 
@@ -168,6 +183,26 @@ def _about(n: float) -> str:
     """A planning figure rounded as a plan should be: to 10 below 100, to 50 below 1,000, else to 100."""
     step = 10 if n < 100 else 50 if n < 1000 else 100
     return f"{int(math.ceil(n / step) * step):,}"
+
+
+def with_condition_columns(card: pd.DataFrame, groups: Mapping[str, ConditionGroup]) -> pd.DataFrame:
+    """A scorecard whose groups are a run's (backend, condition) groups with, after ``group``, each
+    group's ``backend_id``, ``condition`` and one ``factor_<name>`` column per factor (the level, empty
+    where a listed condition names none): what the scorecard's view shows as its columns.
+
+    Example:
+        >>> from psyq.analysis.report.context import ConditionGroup
+        >>> card = pd.DataFrame({"group": ["a · x"], "instrument": "iri", "criterion": "level"})
+        >>> with_condition_columns(card, {"a · x": ConditionGroup("a · x", "a", "x", {"asking": "ssr"})}).columns.tolist()
+        ['group', 'backend_id', 'condition', 'factor_asking', 'instrument', 'criterion']
+    """
+    factors = list(dict.fromkeys(f for g in groups.values() for f in g.factors))
+    known = card["group"].map(groups)
+    added = {"backend_id": known.map(lambda g: g.backend if g else ""),
+             "condition": known.map(lambda g: g.condition if g else "")}
+    added.update({f"factor_{f}": known.map(lambda g, f=f: (g.factors.get(f, "") if g else "")) for f in factors})
+    at = card.columns.get_loc("group") + 1
+    return pd.concat([card.iloc[:, :at], pd.DataFrame(added, index=card.index), card.iloc[:, at:]], axis=1)
 
 
 def use_sentences(card: pd.DataFrame, *, people: Mapping[str, str] | None = None,
@@ -279,6 +314,8 @@ class VerdictSection(ReportSection):
                         fits[backend] = fit
                 card = scorecard(answers, human, instrument, by="backend_id", bound=report.bound,
                                  structure=fits if fits else False)
+                if report.condition_groups:
+                    card = with_condition_columns(card, report.condition_groups)
                 cards.append(card)
                 section.add_table(f"Scorecard: {inst_id}, each model against people ({people[inst_id]})",
                                   card, view="scorecard")
@@ -299,14 +336,19 @@ class VerdictSection(ReportSection):
             cards.append(card)
             for inst_id, part in card.groupby("instrument", sort=False):
                 section.add_table(f"Scorecard: {inst_id}, each model against people", part, view="scorecard")
+        compared = []
+        if report.condition_groups:          # which condition is the most people-like, for each use
+            compared = [NOT_COMPARED] if not report.condition_comparison else most_people_like(
+                pd.concat(report.condition_ranks.values(), ignore_index=True),
+                pd.concat(report.condition_comparison.values(), ignore_index=True), CONDITION_USES)
         if not cards:
             section.readings.append("No comparison with people is possible: no instrument of this run has people's "
                                     "answers (--human) or published norms.")
-            section.readings.extend(beside)
+            section.readings.extend(compared + beside)
             return [section]
         card = pd.concat(cards, ignore_index=True)
-        section.readings[:0] = use_sentences(card, people=people, sizes=sizes, people_sizes=people_sizes,
-                                             bound=report.bound, uses=USES + list(DESIGN_USES))
+        section.readings[:0] = compared + use_sentences(card, people=people, sizes=sizes, people_sizes=people_sizes,
+                                                        bound=report.bound, uses=USES + list(DESIGN_USES))
         section.readings.extend(beside)
         if not (card["criterion"] == "individuals").any() and report.backend_answers:
             section.readings.append("No persona is a twin of one of the people (persona ids are no respondent ids), "
