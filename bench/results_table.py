@@ -226,6 +226,14 @@ def report(run: str, seconds: float, mib: float | None = None) -> Callable[[dict
     return read
 
 
+def conditions_report(data: dict[str, Any]) -> Reading | None:
+    """The report of a conditions study (bench/conditions_report.py): wall seconds against 60."""
+    if "wall_s" not in data:
+        return None
+    return Reading(f"**{data['wall_s']:.2f} s** wall (CPU {data['cpu_s']:.2f} s, peak {data['peak_rss_mib']:,} MiB; "
+                   f"{data['groups']} groups × {data['personas']:,} personas)", data["wall_s"] <= 60)
+
+
 def view_store(field: str) -> Callable[[dict[str, Any]], Reading | None]:
     """The viewer on a 10⁵-trial store (bench/view_scale.py's `store`)."""
     def read(data: dict[str, Any]) -> Reading | None:
@@ -360,6 +368,9 @@ MEASURES = [
             "Issue 42 (session 2026-11-28): a report of 3,000 and 10⁵ personas"),
     Measure("`psyq report`, 10⁵ personas, small-model answers", "≤ 60 s and ≤ 2 GiB (issue 42)", "report_scale",
             REPORT, report("small-model 100000", 60, 2048), SIXTH),
+    Measure("`psyq report`, 12 conditions × 1,000 personas against the 1,973 people", "≤ 60 s on two cores (issue 54)",
+            "conditions_report", "`python bench/conditions_report.py`", conditions_report,
+            "Issue 54 (session 2026-12-07): a report of 12 conditions × 1,000 personas"),
     Measure("`psyq view` on a large run: filtered trials page", "< 300 ms (issue 36)", "view_scale", VIEW,
             view_store("filtered_worst_max_ms"), "Issue 36 (session 2026-11-27)"),
     Measure("`psyq view` on a large run: the viewer's peak memory", "< 300 MB (issue 36)", "view_scale", VIEW,
