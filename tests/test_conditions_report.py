@@ -263,6 +263,10 @@ def test_without_people_the_conditions_are_not_compared(reported, tmp_path):
     assert plan["condition"].tolist() == [f"asking={a},persona={p}" for a in ASKINGS for p in TEMPLATES]
     assert plan["trials_planned"].eq(2 * N * 28).all() and plan["backends"].eq("stub_a, stub_b").all()
     assert NOT_COMPARED in markdown.split("## Can the personas stand in for people?")[1].split("\n## ")[0]
+    # the verdict against published norms: a row per group all the same, its factors as columns
+    card = pd.read_csv(next((tmp_path / "report_tables").glob("table*_scorecard*.csv")))
+    assert list(card.columns[:5]) == ["group", "backend_id", "condition", "factor_asking", "factor_persona"]
+    assert card["group"].nunique() == 12
 
 
 # --- the parts, on frames made here -------------------------------------------------------------------------

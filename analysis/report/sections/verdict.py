@@ -321,6 +321,8 @@ class VerdictSection(ReportSection):
                                   card, view="scorecard")
         elif not report.norm_comparison.empty:
             card = norm_scorecard(report.norm_comparison, bound=report.bound)
+            if report.condition_groups:
+                card = with_condition_columns(card, report.condition_groups)
             cards.append(card)
             for inst_id, part in card.groupby("instrument", sort=False):
                 section.add_table(f"Scorecard: {inst_id}, each model against published norms", part, view="scorecard")
