@@ -3,7 +3,8 @@ the options by the similarity of its embedding to the anchor statements (engine/
 
 Sending stores each free-text answer at once, as ``unrated`` (its trial ``missing`` until then:
 finished, never sent again); :func:`rate_unrated` then embeds the anchor statements of every
-instrument's scale and the answers' texts in batches (engine/backends/embeddings.py), keeps every
+instrument's scale and the answers' texts in batches (by an embeddings server,
+engine/backends/embeddings.py, or by psyq's local model, engine/backends/local_embeddings.py), keeps every
 embedding as it arrives (engine/store/embeddings.py: a text is embedded once per run, whatever is
 interrupted), and writes each answer's distribution, its expectation and the value taken from it
 (drawn with the trial's seed, or the most likely: the protocol's ``logprob_answer``), its status
@@ -17,9 +18,8 @@ import json
 from dataclasses import dataclass
 from typing import Callable
 
-from psyq.engine.backends.embeddings import EmbeddingsClient
-from psyq.engine.backends.endpoint import normalise_endpoint
-from psyq.engine.design.asking import EmbeddingsConfig, study_anchors
+from psyq.engine.backends.embedders import embedder_name, make_embedder
+from psyq.engine.design.asking import study_anchors
 from psyq.engine.design.prices import Cost, PriceTable, cost_of
 from psyq.engine.design.study import Study
 from psyq.engine.files.errors import BackendError, ProviderRefused
@@ -28,16 +28,6 @@ from psyq.engine.store.run_store import RunStore
 from psyq.engine.trials.logprobs import chosen_value, expected_value
 from psyq.engine.trials.ssr import UNRATED, similarity_rating
 from psyq.engine.trials.trial import Trial
-
-
-def embedder_name(config: EmbeddingsConfig) -> str:
-    """How the embeddings table names the model and where it is served.
-
-    Example:
-        >>> embedder_name(EmbeddingsConfig(base_url="http://localhost:8000/v1/", model="e5"))
-        'e5 @ http://127.0.0.1:8000/v1'
-    """
-    return f"{config.model} @ {normalise_endpoint(config.base_url)}"
 
 
 @dataclass
@@ -51,7 +41,7 @@ class RatingOutcome:
     requests: int = 0
     embedded: int = 0
     reused: int = 0
-    failed: str | None = None     # why the embeddings server gave no answer, when it did not
+    failed: str | None = None     # why the embeddings server (or the local model) gave no answer, when it did not
 
     def notes(self) -> list[str]:
         """The phase in words, for the run's notes (none when it had nothing to do)."""
@@ -62,8 +52,8 @@ class RatingOutcome:
         if self.unreadable:
             out.append(f"answer: ssr: {self.unreadable:,} answer(s) could not be mapped (their reason is stored)")
         if self.waiting:
-            out.append(f"answer: ssr: {self.waiting:,} free-text answer(s) still wait to be mapped (the embeddings "
-                       f"server gave no answer: {self.failed}); run the study again to finish them (no reply is sent "
+            out.append(f"answer: ssr: {self.waiting:,} free-text answer(s) still wait to be mapped (their embeddings "
+                       f"did not come: {self.failed}); run the study again to finish them (no reply is sent "
                        "again, no embedding asked twice)")
         return out
 
@@ -89,26 +79,24 @@ async def rate_unrated(study: Study, trials: list[Trial], store: RunStore,
     found, _ = study_anchors(settings, list(study.instruments), study.path.parent)
     anchor_texts = [text for a in found.values() for text in a.anchors.statement_texts()]
     texts = list(dict.fromkeys(anchor_texts + [text for _, _, text in unrated]))
-    embedder = embedder_name(settings.embeddings)
+    name = embedder_name(settings.embeddings)
     kept = EmbeddingStore(store.db)
-    have = kept.get(embedder, texts)
+    have = kept.get(name, texts)
     outcome.reused = len(have)
     need = [t for t in texts if t not in have]
     if need:
         config = settings.embeddings
-        client = EmbeddingsClient.for_server(config.base_url, config.model, api_key_env=config.api_key_env,
-                                             concurrency=config.concurrency, timeout_s=config.timeout_s,
-                                             max_retries=config.max_retries)
-        client.log = log
+        client = make_embedder(config, log)
 
         def keep(batch: list[str], vectors: list[list[float]]) -> None:
-            kept.put(embedder, batch, vectors)   # committed at once: paid for
+            kept.put(name, batch, vectors)   # committed at once: paid for (or computed)
             have.update(zip(batch, vectors))
 
-        log(f"answer: ssr: embedding {len(need):,} text(s) with {config.model} "
-            f"({-(-len(need) // config.batch_size):,} request(s) to {client.endpoint()})")
-        await client.start()
+        batches = -(-len(need) // config.batch_size)
+        log(f"answer: ssr: embedding {len(need):,} text(s) with {config.model} " +
+            (f"on {client.where()}" if client.computes_here else f"({batches:,} request(s) to {client.where()})"))
         try:
+            await client.start()   # the local model: fetched once (said on the log), loaded
             outcome.requests = await client.embed_all(need, config.batch_size, keep)
         except BackendError as exc:
             if exc.fatal or isinstance(exc, ProviderRefused):   # the run stops, saying why (engine/administer/run.py)
@@ -152,7 +140,9 @@ async def rate_unrated(study: Study, trials: list[Trial], store: RunStore,
 class EmbeddingPlan:
     """What `psyq plan` counts of the phase: embedding requests (an upper bound: an answer that is
     empty or a refusal is not embedded, and a resumed run reuses what it has), the texts in them,
-    their tokens (characters / 4, a free-text answer at its token limit) and their cost."""
+    their tokens (characters / 4, a free-text answer at its token limit) and their cost. The local
+    model sends no request and costs nothing but time (`seconds`: at the rate measured in
+    docs/local-models.md)."""
 
     endpoint: str
     model: str
@@ -162,19 +152,40 @@ class EmbeddingPlan:
     batch_size: int
     tokens: float
     cost: Cost
+    local: bool = False
+    rate: tuple[float, str] | None = None    # the local model's texts a second, and where they were measured
+
+    @property
+    def seconds(self) -> float | None:
+        """How long the local model takes for the texts, at its measured rate (None: a server's)."""
+        return None if self.rate is None else (self.anchor_statements + self.answers) / self.rate[0]
 
     def lines(self) -> list[str]:
         """The plan's lines about the embeddings."""
+        texts = f"{self.anchor_statements:,} anchor statements and up to {self.answers:,} free-text answers"
+        if self.local:
+            return [f"embeddings (answer: ssr): computed on {self.endpoint}, no request sent: {texts}; cost nothing "
+                    f"but time, {_duration(self.seconds)} (at {self.rate[0]:,.0f} texts a second, measured on "
+                    f"{self.rate[1]}; the first run also fetches the model once); a text already embedded in "
+                    "the run's store is not computed again"]
         return [f"embeddings (answer: ssr): at most {self.requests:,} requests to {self.endpoint} (model {self.model}): "
-                f"{self.anchor_statements:,} anchor statements and up to {self.answers:,} free-text answers, "
-                f"{self.batch_size:,} texts per request; ~{self.tokens:,.0f} tokens (characters / 4, each answer at "
-                f"its token limit); cost {self.cost}; a text already embedded in the run's store is not asked again"]
+                f"{texts}, {self.batch_size:,} texts per request; ~{self.tokens:,.0f} tokens (characters / 4, each "
+                f"answer at its token limit); cost {self.cost}; a text already embedded in the run's store is not "
+                "asked again"]
 
     def to_json(self) -> dict:
         """The plan's embeddings as plain data (`psyq plan --json`)."""
         return {"endpoint": self.endpoint, "model": self.model, "requests": self.requests,
                 "anchor_statements": self.anchor_statements, "answers": self.answers, "batch_size": self.batch_size,
-                "tokens": self.tokens, "cost_usd": self.cost.usd, "cost_not_estimable": self.cost.why_not}
+                "tokens": self.tokens, "cost_usd": self.cost.usd, "cost_not_estimable": self.cost.why_not,
+                **({"local": True, "seconds": self.seconds} if self.local else {})}
+
+
+def _duration(seconds: float | None) -> str:
+    """A time estimate in words: under a second, seconds, or minutes."""
+    if seconds is None or seconds < 1:
+        return "under a second"
+    return f"about {seconds:,.0f} s" if seconds < 120 else f"about {seconds / 60:,.0f} minutes"
 
 
 def embedding_plan(study: Study, trials: list[Trial], finished: set[str],
@@ -203,8 +214,12 @@ def embedding_plan(study: Study, trials: list[Trial], finished: set[str],
     found, _ = study_anchors(settings, list(study.instruments), study.path.parent)
     statements = list(dict.fromkeys(text for a in found.values() for text in a.anchors.statement_texts()))
     config = settings.embeddings
-    requests = -(-(len(statements) + len(asked)) // config.batch_size)
+    texts = len(statements) + len(asked)
     tokens = sum(len(s) / 4 for s in statements) + sum(t.request.max_tokens for t in asked)
-    client = EmbeddingsClient.for_server(config.base_url, config.model)
-    return EmbeddingPlan(client.endpoint(), config.model, requests, len(statements), len(asked), config.batch_size,
-                         tokens, cost_of(config.model, tokens, 0, prices))
+    client = make_embedder(config)   # not started: asked where it computes
+    if client.computes_here:
+        return EmbeddingPlan(client.where(), str(config.model), 0, len(statements), len(asked), config.batch_size,
+                             tokens, Cost(0.0, note="computed on this machine"), local=True,
+                             rate=(client.entry.texts_per_second, client.entry.measured))
+    return EmbeddingPlan(client.where(), str(config.model), -(-texts // config.batch_size), len(statements),
+                         len(asked), config.batch_size, tokens, cost_of(config.model, tokens, 0, prices))

@@ -182,6 +182,8 @@ EMBEDDING_MODELS: tuple[EmbeddingModel, ...] = (
         not_for=("text past 256 word pieces (about 200 words: the rest is cut off)", "languages other than English",
                  "a study's final numbers: Maier et al. (2025) used larger embedding models; check a run against "
                  "one served by an OpenAI-compatible /v1/embeddings"),
+        texts_per_second=50.0,
+        measured="one core of this project's 2-core x86-64 machine, 2026-12-07",
     ),
 )
 EMBEDDING_CATALOGUE: dict[str, EmbeddingModel] = {m.name: m for m in EMBEDDING_MODELS}

@@ -9,8 +9,8 @@ The vectors are put back in the order of the inputs by ``index``; a reply that i
 malformed chat reply. Retries, pacing, refusals and the key's header are :class:`HttpBackend`'s.
 
 Served by OpenAI, vLLM (``--task embed``), Ollama and llama.cpp's llama-server started with
-``--embeddings``; psyq's own local model does not serve embeddings yet (a study names an
-embeddings server in ``protocol.ssr.embeddings``).
+``--embeddings`` (a study names the server in ``protocol.ssr.embeddings``); without a server,
+``kind: local`` computes them with psyq's own model (local_embeddings.py; embedders.py chooses).
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ class EmbeddingsClient(HttpBackend):
     """
 
     kind = "openai"
+    computes_here = False      # a server computes the embeddings (LocalEmbeddings: this process)
 
     @classmethod
     def for_server(cls, base_url: str, model: str, *, api_key_env: str | None = None, concurrency: int = 2,
@@ -53,6 +54,10 @@ class EmbeddingsClient(HttpBackend):
 
     def endpoint(self) -> str:
         return f"{self.base_url}/embeddings"
+
+    def where(self) -> str:
+        """Where the embeddings are computed, for messages: the endpoint."""
+        return self.endpoint()
 
     def headers(self) -> dict[str, str]:
         key = self.api_key()

@@ -9,11 +9,11 @@ the run id and the manifest) exactly as before they existed (:func:`without_unse
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_serializer, model_validator
 
-from psyq.engine.backends.endpoint import base_url_problem, key_env_problem
+from psyq.engine.backends.embedders import default_embedding_model, dumped_settings, settings_problems
 from psyq.engine.design.anchors import FoundAnchors, anchors_for
 from psyq.engine.files.errors import InputError, Problem
 from psyq.engine.files.fields import StrictModel, Text
@@ -37,17 +37,37 @@ class VerbalizedSettings(StrictModel):
 
 
 class EmbeddingsConfig(StrictModel):
-    """`protocol: ssr: embeddings:` — the OpenAI-compatible server that embeds the answers and the
-    anchor statements (``POST {base_url}/embeddings``, engine/backends/embeddings.py): one for the
-    whole study, whichever backend answered, so that every answer is measured with the same ruler."""
+    """`protocol: ssr: embeddings:` — what embeds the answers and the anchor statements: an
+    OpenAI-compatible server (`kind: openai`, the default: ``POST {base_url}/embeddings``,
+    engine/backends/embeddings.py) or psyq's local model (`kind: local`: a catalogue model computed
+    in psyq's own process, fetched once, engine/backends/local_embeddings.py). One for the whole
+    study, whichever backend answered, so that every answer is measured with the same ruler."""
 
-    base_url: Text                          # e.g. https://api.openai.com/v1
-    model: Text                             # e.g. text-embedding-3-small
+    kind: Literal["openai", "local"] = "openai"
+    base_url: Text | None = None            # kind openai (required): e.g. https://api.openai.com/v1
+    model: Text | None = None               # openai (required): e.g. text-embedding-3-small; local: a catalogue name
     api_key_env: str | None = None          # the NAME of an environment variable, never the key
-    batch_size: int = Field(default=64, ge=1, le=2048)   # texts per request (OpenAI takes up to 2,048)
+    # texts per request (OpenAI takes up to 2,048); local: texts computed between two saves
+    batch_size: int = Field(default=64, ge=1, le=2048)
     concurrency: int = Field(default=2, ge=1)
     timeout_s: float = Field(default=60.0, gt=0)
     max_retries: int = Field(default=5, ge=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_model(cls, data: Any) -> Any:
+        """`kind: local` without `model:` names the catalogue's default, so that the dump (the
+        trials' ids, the manifest) says which model it was."""
+        if isinstance(data, dict) and data.get("model") is None and (
+                model := default_embedding_model(str(data.get("kind", "openai")))) is not None:
+            return {**data, "model": model}
+        return data
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: Any) -> dict[str, Any]:
+        """A server's settings dump as before `kind` existed (their trials keep their ids); the
+        local model's without the fields only a server has (engine/backends/embedders.py)."""
+        return dumped_settings(self.kind, handler(self))
 
 
 class SsrSettings(StrictModel):
@@ -125,15 +145,14 @@ def distribution_mode_problems(spec: Any, doc: YamlDocument, instruments: list["
 def ssr_problems(settings: SsrSettings | None, doc: YamlDocument, instruments: list["Instrument"]) -> list[Problem]:
     """What keeps `answer: ssr` from mapping the study's answers: no `ssr:` settings, an
     embeddings server psyq cannot reach as written, an instrument whose scale no anchors file
-    fits (named, with its scale), an anchors file that does not load."""
+    fits (named, with its scale), an anchors file that does not load (engine/backends/embedders.py's
+    `settings_problems` says what is wrong with the embeddings)."""
     if settings is None:
         return [doc.problem(("protocol", "answer"), "answer: ssr needs `ssr:` in the protocol, with `embeddings:` "
-                            "(base_url and model: the server that embeds the answers and the anchor statements)")]
-    problems = []
-    if (why := base_url_problem(settings.embeddings.base_url)) is not None:
-        problems.append(doc.problem(("protocol", "ssr", "embeddings", "base_url"), why))
-    if settings.embeddings.api_key_env is not None and (why := key_env_problem(settings.embeddings.api_key_env)):
-        problems.append(doc.problem(("protocol", "ssr", "embeddings", "api_key_env"), why))
+                            "(base_url and model: the server that embeds the answers and the anchor statements; "
+                            "or kind: local, psyq's own local model)")]
+    problems = [doc.problem(("protocol", "ssr", "embeddings", *at), why)
+                for at, why in settings_problems(settings.embeddings)]
     try:
         _, missing = study_anchors(settings, instruments, Path(doc.file).parent)
     except InputError as exc:   # a named anchors file not found, or not a good one: its own file:line:column
