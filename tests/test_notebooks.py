@@ -184,7 +184,7 @@ def test_notebooks_ship_with_outputs():
     names a folder of the machine that made it."""
     paths = sorted(NOTEBOOKS.glob("*.ipynb"))
     assert [p.name for p in paths] == ["01_analyse_a_run.ipynb", "02_compare_models.ipynb",
-                                       "03_same_construct.ipynb"]
+                                       "03_same_construct.ipynb", "04_compare_conditions.ipynb"]
     for path in paths:
         nb = nbformat.read(path, as_version=4)
         code = [c for c in nb.cells if c.cell_type == "code"]
@@ -250,3 +250,55 @@ def test_03_same_construct(construct_run, monkeypatch):
     assert facts["card_criteria"] == sorted(["level", "spread", "reliability", "structure", "latent_mean",
                                              "distinguishable", "style", "relations"])
     assert set(facts["card_marks"]) <= {"meets", "falls short", "inconclusive", "not estimable"}
+
+
+def written(body: dict) -> str:
+    """The option a written answer (answer: text) gives: the stub's most probable letter for the request."""
+    return next(token for token, _ in next_token(body) if token in LETTERS)
+
+
+@pytest.fixture(scope="module")
+def conditions_nb_run(tmp_path_factory) -> Path:
+    """The study notebook 04 writes (its own cell, run here: 8 sampled personas × the IRI × asking
+    {logprobs, text} × two persona templates), its local backend replaced by the stub server, which
+    answers log probabilities as OpenAI documents them and a letter in text."""
+    import contextlib
+
+    from stub_server import StubServer
+
+    folder = tmp_path_factory.mktemp("conditions_nb")
+    nb = nbformat.read(NOTEBOOKS / "04_compare_conditions.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if c.cell_type == "code" and "STUDY = " in c.source)
+    with contextlib.chdir(folder), contextlib.redirect_stdout(None):
+        exec(cell.source, {"Path": Path, "load_study": load_study, "RUNS": Path("runs")})
+    shipped = folder / "runs" / "compare_conditions.yaml"
+    with StubServer(answer=written, distribution=next_token) as stub:
+        study = load_study(on_stub(shipped, shipped.parent, stub.url))
+        assert [c.id for c in study.conditions] == ["asking=logprobs,persona=profile",
+                                                    "asking=logprobs,persona=first_person",
+                                                    "asking=text,persona=profile",
+                                                    "asking=text,persona=first_person"]
+        result = asyncio.run(administer(study, folder / "runs", log=lambda m: None))
+    assert result.counts == {"answered": 4 * 8 * 28}
+    return result.run_dir.path
+
+
+@pytest.mark.slow
+def test_04_compare_conditions(conditions_nb_run, monkeypatch):
+    probe = ("import json; print(json.dumps({'conditions': sorted(personas['condition'].unique()), "
+             "'per_condition': personas.groupby('condition').size().tolist(), "
+             "'pairs': len(comparison[['condition_a', 'condition_b']].drop_duplicates()), "
+             "'criteria': comparison['criterion'].unique().tolist(), 'ranked': len(ranks), "
+             "'distances': len(distances), 'verdict': [r for r in verdict.readings if 'most people-like' in r]}))")
+    nb, out = execute("04_compare_conditions.ipynb", {"PSYQ_RUN": str(conditions_nb_run)}, monkeypatch, probe)
+    assert not errors(nb)
+    facts = json.loads(out)
+    assert facts["conditions"] == sorted(["asking=logprobs,persona=profile", "asking=logprobs,persona=first_person",
+                                          "asking=text,persona=profile", "asking=text,persona=first_person"])
+    assert facts["per_condition"] == [8] * 4 and facts["pairs"] == 6
+    assert facts["criteria"][:2] == ["level", "spread"] and {"tvd", "w1"} <= set(facts["criteria"])
+    assert facts["ranked"] == 4 * len(facts["criteria"]) and facts["distances"] == 4 * 28
+    # the verdict as the report gives it: a sentence per use and criterion, each naming a group of the run
+    assert facts["verdict"] and all(r.startswith("stub · asking=") for r in facts["verdict"])
+    assert n_images(nb) >= 1
+
