@@ -240,12 +240,13 @@ BOX = """(title) => {
 }"""
 
 
-def screenshot(browser, html: Path, png: Path) -> None:
+def screenshot(browser, html: Path, png: Path, title: str = TITLE) -> None:
+    """The section of `html` whose <h2> is `title`, alone, at its full height, into `png`."""
     page = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
     page.goto(html.resolve().as_uri(), wait_until="load")
-    found = page.evaluate(BOX, TITLE)
+    found = page.evaluate(BOX, title)
     if found is None:
-        sys.exit(f"{html}: no <h2> '{TITLE}'")
+        sys.exit(f"{html}: no <h2> '{title}'")
     content, everything = found["content"], found["all"]
     if found["pageWidth"] > WIDTH:
         print(f"  warning: the page is {found['pageWidth']} px wide, wider than the {WIDTH} px viewport")
