@@ -331,8 +331,11 @@ def _run_until_some_are_stored(tmp_path: Path, n_stored: int = 20):
     url = stub.stdout.readline().split()[1]
     study = write_study(tmp_path, url, personas=personas, backend={"concurrency": 8})
     cmd = [sys.executable, "-m", "psyq.cli", "run", str(study), "--runs-dir", str(tmp_path / "runs")]
+    # Ctrl-C as a terminal sends it: the run starts with SIGINT's default action, also when the suite
+    # itself runs as a background job of a non-interactive shell, which ignores SIGINT and passes
+    # that on (Python then sets no KeyboardInterrupt handler, and the run rightly ignores Ctrl-C).
     runner = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              start_new_session=True)
+                              start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline, db = time.monotonic() + 60, None
     while time.monotonic() < deadline:
         db = next((tmp_path / "runs").rglob("run.sqlite"), None) if (tmp_path / "runs").exists() else None
