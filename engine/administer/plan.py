@@ -112,20 +112,27 @@ def condition_views(study: Study, backends: dict[str, HttpBackend]) -> Iterator[
             yield backend_id, view, planning
 
 
+def respondent_contexts(study: Study, backends: dict[str, HttpBackend]) -> Iterator[TrialContext]:
+    """What every respondent is asked under, in a deterministic order (backend, [condition,] repeat,
+    respondent): the study as its condition asks it, the persona's system prompt, its option order.
+    Both independent trials (:func:`plan_trials`) and a staged study's chains (:func:`plan_chains`)
+    are planned from these."""
+    for backend_id, asked, backend in condition_views(study, backends):
+        for repeat in range(asked.protocol.repeats):
+            for index, persona in enumerate(asked.cohort.personas):
+                system_prompt = render_system_prompt(persona, asked.cohort.template)
+                yield TrialContext(asked, backend_id, backend, persona, system_prompt, repeat,
+                                   option_order_for(asked.protocol, index))
+
+
 def plan_trials(study: Study, backends: dict[str, HttpBackend]) -> Iterator[Trial]:
     """Every trial of the study, in a deterministic order (backend, condition, repeat, respondent,
     instrument; a study without conditions: backend, repeat, respondent, instrument)."""
-    for backend_id, asked, backend in condition_views(study, backends):
-        protocol = asked.protocol
-        for repeat in range(protocol.repeats):
-            for index, persona in enumerate(asked.cohort.personas):
-                system_prompt = render_system_prompt(persona, asked.cohort.template)
-                order = option_order_for(protocol, index)
-                ctx = TrialContext(asked, backend_id, backend, persona, system_prompt, repeat, order)
-                for instrument in asked.instruments:
-                    # Each kind plans its own items' trials (engine/kinds/), in the order of their plan_rank.
-                    for kind in sorted(all_kinds(), key=lambda k: k.plan_rank):
-                        yield from kind.plan_trials(ctx, instrument)
+    for ctx in respondent_contexts(study, backends):
+        for instrument in ctx.study.instruments:
+            # Each kind plans its own items' trials (engine/kinds/), in the order of their plan_rank.
+            for kind in sorted(all_kinds(), key=lambda k: k.plan_rank):
+                yield from kind.plan_trials(ctx, instrument)
 
 
 @dataclass(frozen=True)
@@ -205,38 +212,34 @@ def plan_chains(study: Study, backends: dict[str, HttpBackend]) -> list[Chain]:
     by_id = {inst.id: inst for inst in study.instruments}
     stages_key = [s.model_dump() for s in study.spec.stages]
     chains = []
-    for backend_id, asked, backend in condition_views(study, backends):
-        protocol = asked.protocol
-        for repeat in range(protocol.repeats):
-            for index, persona in enumerate(asked.cohort.personas):
-                system_prompt = render_system_prompt(persona, asked.cohort.template)
-                order = option_order_for(protocol, index)
-                ctx = TrialContext(asked, backend_id, backend, persona, system_prompt, repeat, order)
-                for situation in situations_for(study, persona):
-                    chain_key = {"stages": stages_key, "set": study.situations.id,
-                                 "situation": [situation.id, situation.emotion, situation.text]}
-                    if asked.condition is not None:   # only then: the chains of other studies keep their ids
-                        chain_key["condition"] = asked.condition.id
-                    chain_id = _hash("chain", backend_id, backend.identity(), persona.id, repeat, chain_key,
-                                     protocol.seed)
-                    steps = []
-                    for k, stage in enumerate(study.spec.stages):
-                        if isinstance(stage, EvokeStage):
-                            trials = [_evoke_trial(ctx, situation, system_prompt)]
-                        elif protocol.answer == "logprobs":
-                            # One answer token per request: the measure is asked item by item inside
-                            # the conversation, each item a step of this stage (the rating kind's
-                            # per-item trials, in the protocol's item order).
-                            trials = list(get_kind("rating").plan_trials(ctx, by_id[stage.measure]))
-                        else:
-                            trials = [_measure_trial(ctx, by_id[stage.measure], system_prompt)]
-                        for trial in trials:
-                            # kind: what `psyq plan` groups and labels requests by (its "stage" column: "1: evoke")
-                            trial = replace(trial, kind=f"{k}: {'evoke' if isinstance(stage, EvokeStage) else 'measure'}")
-                            steps.append(StageStep(_staged(trial, protocol.seed, chain_key, k), k,
-                                                   "evoke" if isinstance(stage, EvokeStage) else "measure",
-                                                   chain_id, situation))
-                    chains.append(Chain(chain_id, backend_id, tuple(steps)))
+    for ctx in respondent_contexts(study, backends):
+        asked, backend_id, backend, persona = ctx.study, ctx.backend_id, ctx.backend, ctx.persona
+        protocol, repeat, system_prompt = asked.protocol, ctx.repeat, ctx.system_prompt
+        for situation in situations_for(study, persona):
+            chain_key = {"stages": stages_key, "set": study.situations.id,
+                         "situation": [situation.id, situation.emotion, situation.text]}
+            if asked.condition is not None:   # only then: the chains of other studies keep their ids
+                chain_key["condition"] = asked.condition.id
+            chain_id = _hash("chain", backend_id, backend.identity(), persona.id, repeat, chain_key,
+                             protocol.seed)
+            steps = []
+            for k, stage in enumerate(study.spec.stages):
+                if isinstance(stage, EvokeStage):
+                    trials = [_evoke_trial(ctx, situation, system_prompt)]
+                elif protocol.answer == "logprobs":
+                    # One answer token per request: the measure is asked item by item inside
+                    # the conversation, each item a step of this stage (the rating kind's
+                    # per-item trials, in the protocol's item order).
+                    trials = list(get_kind("rating").plan_trials(ctx, by_id[stage.measure]))
+                else:
+                    trials = [_measure_trial(ctx, by_id[stage.measure], system_prompt)]
+                for trial in trials:
+                    # kind: what `psyq plan` groups and labels requests by (its "stage" column: "1: evoke")
+                    trial = replace(trial, kind=f"{k}: {'evoke' if isinstance(stage, EvokeStage) else 'measure'}")
+                    steps.append(StageStep(_staged(trial, protocol.seed, chain_key, k), k,
+                                           "evoke" if isinstance(stage, EvokeStage) else "measure",
+                                           chain_id, situation))
+            chains.append(Chain(chain_id, backend_id, tuple(steps)))
     return chains
 
 
