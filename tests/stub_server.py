@@ -60,6 +60,11 @@ distribution is :data:`LOGPROB_DISTRIBUTION` for every request, or ``distributio
 The record (``requests`` and the record file) is written when the outcome is decided,
 before any latency or hang, so a request the client gave up on is still counted.
 
+What was served: an OpenAI reply's ``model`` is the model requested unless a ``served(body)``
+callback returns another ``model`` (a provider serving a dated snapshot for an alias) and a
+``system_fingerprint`` (OpenAI's chat completion object has both); an Anthropic reply's ``model``
+likewise (its message object has no fingerprint).
+
 Embeddings
 ----------
 ``POST /v1/embeddings`` answers OpenAI's CreateEmbeddingRequest [O1]: ``model`` (a string) and
@@ -890,7 +895,8 @@ class StubServer:
                  pathological_kinds: Sequence[str] = PATHOLOGICAL_KINDS, tokenizer: bool = False,
                  prompt_cache: str | None = None,
                  distribution: Callable[[dict], Sequence[tuple[str, float]]] | None = None,
-                 embedding: Callable[[str], Sequence[float]] | None = None):
+                 embedding: Callable[[str], Sequence[float]] | None = None,
+                 served: Callable[[dict], dict] | None = None):
         if not 0.0 <= fault_rate <= 1.0:
             raise ValueError("fault_rate must be within [0, 1]")
         if fault_rate > 0 and not fault_kinds:
@@ -898,6 +904,10 @@ class StubServer:
         if rpm_limit is not None and rpm_limit < 1:
             raise ValueError("rpm_limit must be >= 1 or None")
         self.answer: Callable[[dict], str] = answer or default_answer
+        # What the reply says was served: served(body) -> {"model": …, "system_fingerprint": …}
+        # (OpenAI's chat completion object has both; Anthropic's message only `model`, so only that
+        # is taken there). Default: the model requested, no fingerprint.
+        self.served: Callable[[dict], dict] = served or (lambda body: {})
         self.distribution = distribution or (lambda body: LOGPROB_DISTRIBUTION)
         self.embedding: Callable[[str], Sequence[float]] = embedding or hashed_embedding
         self._initial_faults = [_check_kind(k) for k in (faults or [])]
@@ -1161,6 +1171,7 @@ class StubServer:
             "object": "chat.completion",
             "created": int(time.time()),
             "model": body.get("model") or MODEL_ID,
+            **{k: v for k, v in self.served(body).items() if k in ("model", "system_fingerprint")},
             "choices": [{
                 "index": 0,
                 "message": {"role": "assistant", "content": text, "refusal": None},
@@ -1273,7 +1284,7 @@ class StubServer:
             "id": f"msg_stub_{n}",
             "type": "message",
             "role": "assistant",
-            "model": body.get("model") or MODEL_ID,
+            "model": self.served(body).get("model") or body.get("model") or MODEL_ID,
             "content": blocks,
             "stop_reason": stop_reason,
             "stop_sequence": None,

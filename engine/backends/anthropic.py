@@ -29,6 +29,7 @@ class AnthropicBackend(HttpBackend):
 
     kind = "anthropic"
     batch_client = AnthropicBatchClient
+    served_model_field = "model"   # the Messages API's response names the model that answered
     tokenizer_unavailable = "Anthropic's tokenizer is not public (counting needs the API key)"
 
     def __init__(self, config, *, base_url: str | None = None):

@@ -193,6 +193,11 @@ class HttpBackend:
     judge_answer: ClassVar[str] = "json"
     # Why psyq cannot count this provider's tokens exactly (None: it asks the server's tokenizer).
     tokenizer_unavailable: ClassVar[str | None] = None
+    # Where a reply names what the provider served (engine/results/served.py): the top-level
+    # field of the response body holding the model (snapshot) that answered, and the one holding
+    # the serving configuration's fingerprint; None: the provider does not say.
+    served_model_field: ClassVar[str | None] = None
+    fingerprint_field: ClassVar[str | None] = None
     # What a backend object holds, declared here with its default so that the rest of psyq asks
     # it rather than probing for it:
     # the folder where the server it starts (a kind that `starts_server`) writes its log; a run
@@ -201,6 +206,9 @@ class HttpBackend:
     # The replicas sharing its requests (`base_urls`, engine/backends/pool.py; their health goes in
     # the run's manifest); None: one endpoint.
     pool: EndpointPool | None = None
+    # The most of a reply that is read (bodies.py): a chat answer's bound; an embeddings client
+    # sizes its own to the texts of a request (engine/backends/embeddings.py).
+    max_reply_bytes: int = MAX_BODY_BYTES
 
     def __init__(self, config: BackendConfig, *, base_url: str | None = None):
         self.config = config
@@ -443,7 +451,7 @@ class HttpBackend:
             async with self._session.post(url, data=data, headers=headers) as response:
                 status, retry_after = response.status, response.headers.get("Retry-After")
                 self._unreachable_in_a_row = 0   # a server answered
-                body_bytes, too_long = await read_bounded(response)
+                body_bytes, too_long = await read_bounded(response, self.max_reply_bytes)
         except aiohttp.InvalidURL:
             raise BackendError(f"backend '{self.config.id}': the base_url is not a valid URL", fatal=True) from None
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
@@ -460,7 +468,7 @@ class HttpBackend:
         if too_long:
             return ChatResult(text="", first_token_logprobs=None, prompt_tokens=None, completion_tokens=None,
                               raw=kept_body(body_bytes, truncated=True), problem="too_long",
-                              problem_reason=f"the server's reply is longer than {MAX_BODY_BYTES} bytes; "
+                              problem_reason=f"the server's reply is longer than {self.max_reply_bytes:,} bytes; "
                                              f"its first {KEPT_BODY_CHARS} characters are kept")
         try:
             body = json.loads(body_bytes)

@@ -26,6 +26,10 @@ class OpenAIBackend(HttpBackend):
     kind = "openai"
     needs_base_url = True
     batch_client = OpenAIBatchClient
+    # OpenAI's chat completion object: `model` (the snapshot used), `system_fingerprint` (the
+    # backend configuration; vLLM and llama.cpp send one too, others may not).
+    served_model_field = "model"
+    fingerprint_field = "system_fingerprint"
 
     def endpoint(self) -> str:
         return f"{self.base_url}/chat/completions"
