@@ -34,6 +34,19 @@ subscale with items of both keyings, relations at least two subscales or an attr
 individuals conditions whose personas are twins of the people (at least 3); a condition for which
 an applicable criterion cannot be computed has NaN there, with the reason in the note.
 
+People with survey weights (a ``survey_weight`` column,
+:data:`psyq.engine.files.codebook.WEIGHT_COLUMN`, as
+:func:`~psyq.analysis.scoring.human_answers.read_answers_csv` keeps a codebook's ``weight:``) are
+weighted where the function a criterion is named after weights them, so every condition is set
+against the population the scorecard compares with: level and spread take the people's weighted
+mean and SD (reliability-weights variance, Hedges' g with Kish's n_eff in place of n, as
+:func:`~psyq.compare_with_humans`), tvd and w1 the weighted answer distributions (as
+:func:`~psyq.analysis.statistics.distances.distribution_distances`). Reliability, distinguishable,
+style, relations and individuals stay unweighted, as :func:`~psyq.compare_with_humans`' α,
+:func:`~psyq.distinguishability`, :func:`~psyq.style_and_trait`, :func:`~psyq.relations` and
+:func:`~psyq.twin_agreement` are, and their rows say so in the note. In each resample a person's
+weight multiplies the number of times they are drawn. The personas are not weighted.
+
 The difference ``distance_a − distance_b`` (negative: A is closer) has a bootstrap standard error:
 in each of `resamples` resamples (default 1,000, numpy's generator seeded by `seed`) the people
 are drawn with replacement once and shared by every condition (each condition is compared with
@@ -57,17 +70,19 @@ whose differences from the closest are not distinguishable from 0 all share rank
 
 What the distances do not allow for: a distance grows with sampling noise (|g|, TVD and W1 of a
 sample from people's very population are above 0), more for a smaller sample, so conditions of
-very different sizes favour the larger (a note says so beyond 2 to 1); the people's survey
-weights are not read. Near "no difference" the tests lean conservative: where a distance sits at
-its noise floor its bootstrap spread is inflated (a resample adds its own noise to the sample's),
-so on conditions identical by construction a single criterion's unadjusted p fell below .05 in
-1–3 % of the studies rather than 5 % (bench/conditions_calibration.py).
+very different sizes favour the larger (a note says so beyond 2 to 1). Near "no difference" the
+tests lean conservative: where a distance sits at its noise floor its bootstrap spread is inflated
+(a resample adds its own noise to the sample's), so on conditions identical by construction a
+single criterion's unadjusted p fell below .05 in 1–3 % of the studies rather than 5 %
+(bench/conditions_calibration.py).
 
 Checked in tests/test_conditions_compare.py: each distance against the statistic it is named
 after, called directly (compare_with_humans' g and α, style_and_trait's style, relations' r,
-distinguishability's AUC, distribution_distances' TVD and W1); known answers on the 1,973
-Briganti et al. (2018) people — conditions of 300 drawn from other people, the same shifted by
-a point, and uniform answers, ranked as their population distances order them, the first two
+distinguishability's AUC, distribution_distances' TVD and W1), and in
+tests/test_conditions_weights.py with weighted people (compare_with_humans' weighted g and SD,
+distribution_distances' weighted TVD and W1; equal weights give the unweighted frame); known
+answers on the 1,973 Briganti et al. (2018) people — conditions of 300 drawn from other people,
+the same shifted by a point, and uniform answers, ranked as their population distances order them, the first two
 distinguishably apart; and conditions identical by construction called different in no more
 than 5 % of simulated studies (bench/conditions_calibration.py: 2 of 200 studies for two draws of
 300 people against 1,373 others, 0 of 200 for the same 300 people twice with noise, paired).
@@ -134,6 +149,13 @@ COLUMNS = ["instrument", "criterion", "measure", "condition_a", "condition_b", "
            "distance_b", "difference", "low", "high", "p", "p_holm", "distinguishable", "closer", "note"]
 RANK_COLUMNS = ["instrument", "criterion", "condition", "distance", "rank", "ahead_of_next", "note"]
 DISTANCE_COLUMNS = ["instrument", "criterion", "measure", "condition", "n", "distance", "low", "high", "note"]
+UNWEIGHTED = {"reliability": "α is unweighted, as in compare_with_humans",
+              "distinguishable": "the classifier test is unweighted, as distinguishability",
+              "style": "the style shift is unweighted, as style_and_trait",
+              "relations": "the relations are unweighted, as in relations",
+              "individuals": "the twins' agreement is unweighted, as twin_agreement"}
+"""The criteria that do not read the people's survey weights (the functions they are named after do
+not), with the note their rows get when the people are weighted."""
 
 
 def _relation_spec(frames: list[pd.DataFrame], people: pd.DataFrame, subs: list[str], items: list[str],
@@ -165,16 +187,23 @@ def _relation_spec(frames: list[pd.DataFrame], people: pd.DataFrame, subs: list[
 
 class _Sample:
     """One sample's per-respondent quantities as columns whose weighted sums give every distance:
-    a resample's statistic is computed from ``counts @ columns`` (counts of each respondent)."""
+    a resample's statistic is computed from ``counts @ columns`` (counts of each respondent).
 
-    def __init__(self, frame: pd.DataFrame, instrument: Instrument, spec: dict, twin_values: np.ndarray | None):
+    `weights` (the people's survey weights) multiply the counts of the blocks the weighted criteria
+    read — the subscale scores (level, spread) and the answer indicators (tvd, w1) — as the columns
+    pre-multiplied by them; a score block carries one more column, the weight itself, whose weighted
+    sum Σ count·w² gives Kish's n_eff. The other blocks stay unweighted."""
+
+    def __init__(self, frame: pd.DataFrame, instrument: Instrument, spec: dict, twin_values: np.ndarray | None,
+                 weights: np.ndarray | None = None):
         blocks: list[np.ndarray] = []
         self.at: dict[str, slice] = {}
+        w = np.ones(len(frame)) if weights is None else np.asarray(weights, dtype=float)
 
-        def add(name: str, mask: np.ndarray, *values: np.ndarray) -> None:
+        def add(name: str, mask: np.ndarray, *values: np.ndarray, weighted: bool = False) -> None:
             cols = [mask] + [np.where(mask > 0, np.nan_to_num(v), 0.0) for v in values]
             start = sum(b.shape[1] for b in blocks)
-            blocks.append(np.column_stack(cols))
+            blocks.append(np.column_stack(cols) * (w[:, None] if weighted else 1.0))
             self.at[name] = slice(start, start + len(cols))
 
         scores = score_wide(instrument, frame).reindex(columns=spec["subs"])
@@ -183,7 +212,7 @@ class _Sample:
         raw = frame.reindex(columns=spec["items"]).to_numpy(dtype=float)
         for s in spec["subs"]:
             y = scores[s].to_numpy(dtype=float)
-            add(f"score {s}", (~np.isnan(y)).astype(float), y, y ** 2)
+            add(f"score {s}", (~np.isnan(y)).astype(float), y, y ** 2, w, weighted=True)
         for s, members in spec["alpha"].items():
             x = keyed[members].to_numpy(dtype=float)
             complete = (~np.isnan(x).any(axis=1)).astype(float)
@@ -208,7 +237,7 @@ class _Sample:
             add(f"relation {name}", mask, a, b, a ** 2, b ** 2, a * b)
         chosen, answered = answer_indicators(frame, spec["items"], spec["options"])
         start = sum(b.shape[1] for b in blocks)
-        blocks += [chosen.reshape(len(frame), -1), answered]
+        blocks += [chosen.reshape(len(frame), -1) * w[:, None], answered * w[:, None]]
         self.at["chosen"] = slice(start, start + chosen.shape[1] * chosen.shape[2])
         self.at["answered"] = slice(self.at["chosen"].stop, self.at["chosen"].stop + answered.shape[1])
         if twin_values is not None:
@@ -237,6 +266,17 @@ def _moments(block: np.ndarray, j: int, j2: int) -> tuple[np.ndarray, np.ndarray
         return mean, (block[:, j2] - n * mean ** 2) / (n - 1)
 
 
+def _score_moments(block: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The weighted mean, variance and Kish's n_eff of a score block [Σw, Σwy, Σwy², Σw²], as
+    :func:`~psyq.analysis.statistics.human_comparison.weighted_mean_var` and
+    :func:`~psyq.analysis.statistics.human_comparison.kish_n_eff` compute them: variance
+    Σw(y − m)² / (V₁ − V₂/V₁), n_eff V₁²/V₂ (the mean, the n − 1 variance and n when unweighted)."""
+    v1, s1, s2, v2 = block.T
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = s1 / v1
+        return mean, (s2 - v1 * mean ** 2) / (v1 - v2 / v1), v1 ** 2 / v2
+
+
 def _alpha(block: np.ndarray, k: int) -> np.ndarray:
     n = block[:, 0]
     item_var = sum(_moments(block, 1 + i, 1 + k + i)[1] for i in range(k))
@@ -256,8 +296,7 @@ def _distances(c: dict[str, np.ndarray], p: dict[str, np.ndarray], spec: dict) -
     out: dict[str, np.ndarray] = {}
     level, spread, reliability = [], [], []
     for s in spec["subs"]:
-        (m_c, v_c), (m_h, v_h) = _moments(c[f"score {s}"], 1, 2), _moments(p[f"score {s}"], 1, 2)
-        n_c, n_h = c[f"score {s}"][:, 0], p[f"score {s}"][:, 0]
+        (m_c, v_c, n_c), (m_h, v_h, n_h) = _score_moments(c[f"score {s}"]), _score_moments(p[f"score {s}"])
         with np.errstate(invalid="ignore", divide="ignore"):
             pooled = np.sqrt(((n_c - 1) * v_c + (n_h - 1) * v_h) / (n_c + n_h - 2))
             level.append(np.abs((m_c - m_h) / pooled * (1 - 3 / (4 * (n_c + n_h) - 9))))
@@ -351,7 +390,9 @@ def compare_conditions(conditions: Mapping[str, pd.DataFrame] | pd.DataFrame, pe
         (index: respondent id), or one frame whose column `by` names each row's condition. Other
         columns are attributes. The model answering as itself (``baseline``) is left out.
     people : pandas.DataFrame
-        The people's raw answers to the same instrument, one row per respondent.
+        The people's raw answers to the same instrument, one row per respondent; a
+        ``survey_weight`` column weights them in level, spread, tvd and w1 (see the module
+        docstring; each weight positive and finite, else ValueError).
     instrument : Instrument
     by : str
         The condition column when `conditions` is one frame.
@@ -398,9 +439,12 @@ def compare_conditions(conditions: Mapping[str, pd.DataFrame] | pd.DataFrame, pe
     if all(v is None for v in twin_values.values()):
         wanted = [c for c in wanted if c != "individuals"]
     wanted = [c for c in wanted if (c != "style" or spec["style"]) and (c != "relations" or spec["relations"])]
+    weights = _people_weights(people)
+    unweighted = {c: f"people's survey weights not used: {why}" for c, why in UNWEIGHTED.items()} if (
+        weights is not None) else {}
     rng = np.random.default_rng(seed)
     people_counts = resample_counts(len(people), resamples, rng)
-    people_sums = _Sample(people, instrument, spec, None).sums(people_counts)
+    people_sums = _Sample(people, instrument, spec, None, weights).sums(people_counts)
     shared_counts: dict[frozenset, np.ndarray] = {}
     draws: dict[str, dict[str, np.ndarray]] = {}
     notes: dict[str, dict[str, str]] = {}
@@ -425,12 +469,26 @@ def compare_conditions(conditions: Mapping[str, pd.DataFrame] | pd.DataFrame, pe
             else:
                 draws[label]["distinguishable"] = _auc_draws(held_out, auc["classifier"].iloc[0], resamples, rng) - 0.5
     measures = _measures(spec)
-    return _pairs(instrument.id, wanted, frames, draws, notes, measures, confidence)
+    return _pairs(instrument.id, wanted, frames, draws, notes, measures, confidence, unweighted)
+
+
+def _people_weights(people: pd.DataFrame) -> np.ndarray | None:
+    """The people's survey weights (their ``survey_weight`` column), None without one; each must be
+    a positive finite number (as :func:`~psyq.compare_samples` requires)."""
+    if WEIGHT_COLUMN not in people.columns:
+        return None
+    weights = pd.to_numeric(people[WEIGHT_COLUMN], errors="coerce").to_numpy(dtype=float)
+    bad = ~(np.isfinite(weights) & (weights > 0))
+    if bad.any():
+        raise ValueError(f"people's weights: every person needs a positive finite weight ({int(bad.sum())} missing "
+                         "or not positive)")
+    return weights
 
 
 def _pairs(instrument: str, wanted: list[str], frames: dict[str, pd.DataFrame], draws: dict, notes: dict,
-           measures: dict[str, str], confidence: float) -> pd.DataFrame:
-    """The pairwise rows (with Holm over all of them) and the per-condition distances."""
+           measures: dict[str, str], confidence: float, unweighted: dict[str, str]) -> pd.DataFrame:
+    """The pairwise rows (with Holm over all of them) and the per-condition distances; `unweighted`:
+    the note of each criterion that left the people's weights out."""
     z = z_quantile(confidence)
     rows, own = [], []
     for criterion in wanted:
@@ -442,11 +500,13 @@ def _pairs(instrument: str, wanted: list[str], frames: dict[str, pd.DataFrame], 
             own.append({"instrument": instrument, "criterion": criterion, "measure": measures[criterion],
                         "condition": label, "n": len(frame), "distance": d[0], "low": low if np.isfinite(d[0]) else
                         np.nan, "high": high if np.isfinite(d[0]) else np.nan,
-                        "note": notes[label].get(criterion, "" if np.isfinite(d[0]) else "not estimable")})
+                        "note": "; ".join(n for n in (unweighted.get(criterion), notes[label].get(
+                            criterion, "" if np.isfinite(d[0]) else "not estimable")) if n)})
         for a, b in combinations(frames, 2):
             da, db = draws[a][criterion], draws[b][criterion]
             paired = set(frames[a].index.astype(str)) == set(frames[b].index.astype(str))
-            said = [f"{x}: {notes[x][criterion]}" for x in (a, b) if criterion in notes[x]]
+            said = [*([unweighted[criterion]] if criterion in unweighted else []),
+                    *(f"{x}: {notes[x][criterion]}" for x in (a, b) if criterion in notes[x])]
             row = {"instrument": instrument, "criterion": criterion, "measure": measures[criterion],
                    "condition_a": a, "condition_b": b, "n_a": len(frames[a]), "n_b": len(frames[b]),
                    "paired": paired, "distance_a": da[0], "distance_b": db[0], "difference": da[0] - db[0],
