@@ -325,7 +325,7 @@ def test_the_run_id_follows_the_files_content_not_where_it_lies(tmp_path):
 @pytest.mark.parametrize("study, expected", [
     ("leas_repeated.yaml", INSTRUCT_DEFAULT), ("rated_replies.yaml", INSTRUCT_DEFAULT),
     ("ea_vignettes.yaml", INSTRUCT_DEFAULT), ("emotion_change.yaml", INSTRUCT_DEFAULT),
-    ("quickstart.yaml", RATING_DEFAULT)])
+    ("quickstart.yaml", RATING_DEFAULT), ("compare_conditions.yaml", INSTRUCT_DEFAULT)])
 def test_a_shipped_study_gets_the_default_for_its_kind_of_answer_and_says_so(study, expected):
     loaded = load_study(ROOT / "studies" / study)
     assert loaded.spec.backends[0].model == expected

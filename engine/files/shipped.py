@@ -123,7 +123,7 @@ def locate(reference: str | Path, kind: str | None = None, folder: str | Path | 
         >>> locate("adults", "cohort")
         Traceback (most recent call last):
         psyq.engine.files.errors.InputError: adults: no such file here, and psyq ships no cohort of this name; \
-its cohorts: adults_small, briganti_twins, hand_written, young_adults_150 (psyq list cohorts)
+its cohorts: adults_small, briganti_twins, hand_written, young_adults_150, young_adults_small (psyq list cohorts)
     """
     base = Path(folder) if folder is not None else Path()
     given = base / reference
