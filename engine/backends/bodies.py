@@ -1,6 +1,6 @@
 """The bytes of one exchange: a request's body as sent and stored (compact UTF-8 JSON, by one
-encoder made once), a reply read at most MAX_BODY_BYTES, and an unreadable reply as kept with its
-trial (cut to KEPT_BODY_CHARS).
+encoder made once), a reply read at most MAX_BODY_BYTES (or its backend's own bound), and an
+unreadable reply as kept with its trial (cut to KEPT_BODY_CHARS).
 """
 
 from __future__ import annotations
@@ -38,21 +38,22 @@ def request_body(backend: Any, request: ChatRequest) -> str:
     return compact_json(backend.payload(request))
 
 
-async def read_bounded(response: aiohttp.ClientResponse) -> tuple[bytes, bool]:
-    """The response body, at most MAX_BODY_BYTES of it; True when there was more."""
+async def read_bounded(response: aiohttp.ClientResponse, limit: int = MAX_BODY_BYTES) -> tuple[bytes, bool]:
+    """The response body, at most `limit` bytes of it (a chat reply's MAX_BODY_BYTES unless told);
+    True when there was more (the rest is never read)."""
     content = response.content
     if content.is_eof():
         # The whole body arrived with the head (a chat reply nearly always does) and the parser
         # is done with it: taken as it is, without a read per chunk.
         body = content.read_nowait()
-        return (body[:MAX_BODY_BYTES], True) if len(body) > MAX_BODY_BYTES else (body, False)
+        return (body[:limit], True) if len(body) > limit else (body, False)
     chunks: list[bytes] = []
     size = 0
     async for chunk in response.content.iter_chunked(65536):
         chunks.append(chunk)
         size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            return b"".join(chunks)[:MAX_BODY_BYTES], True
+        if size > limit:
+            return b"".join(chunks)[:limit], True
     return b"".join(chunks), False
 
 
