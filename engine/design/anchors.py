@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -34,11 +34,16 @@ from psyq.engine.files.yamlfile import YamlDocument
 from psyq.engine.trials.scale import Option
 
 
+# An option's value as a statement's key: strictly a whole number (YAML reads `true:` as true, which
+# a lax number would take for the option 1, and `yes:` likewise).
+OptionValue = Annotated[int, Field(strict=True)]
+
+
 class AnchorSet(StrictModel):
     """One set of statements: one per option of the scale, keyed by the option's value."""
 
     id: Id
-    statements: dict[int, Text]
+    statements: dict[OptionValue, Text]
 
 
 class Anchors(StrictModel):
@@ -85,7 +90,7 @@ def scale_text(scale: Sequence[Option]) -> str:
 
 def check_anchors(anchors: Anchors, doc: YamlDocument) -> list[Problem]:
     """Meaning checks: the scale's values unique; every set has exactly one statement per option,
-    different statements for different options; set ids unique."""
+    none of them blank, different statements for different options; set ids unique."""
     problems = []
     values = [o.value for o in anchors.scale]
     for value, n in Counter(values).items():
@@ -103,10 +108,13 @@ def check_anchors(anchors: Anchors, doc: YamlDocument) -> list[Problem]:
             problems.append(doc.problem(("sets", i, "statements"), f"set '{anchor_set.id}' has no statement for "
                                         f"option{'s' if len(missing) > 1 else ''} {', '.join(missing)} (one statement "
                                         f"per option of the scale: {', '.join(map(str, values))})"))
-        for value in anchor_set.statements:
+        for value, text in anchor_set.statements.items():
             if value not in values:
-                problems.append(doc.problem(("sets", i, "statements", str(value)), f"{value} is not a value of the "
+                problems.append(doc.problem(("sets", i, "statements", value), f"{value} is not a value of the "
                                             f"scale ({', '.join(map(str, values))})", at_key=True))
+            elif not text.strip():
+                problems.append(doc.problem(("sets", i, "statements", value), "must not be empty (it is only "
+                                            "spaces): write the statement for this option"))
         texts = Counter(" ".join(t.lower().split()) for t in anchor_set.statements.values())
         for text, n in texts.items():
             if n > 1:

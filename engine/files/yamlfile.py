@@ -50,6 +50,7 @@ class YamlDocument:
 
     def where(self, path: FieldPath) -> tuple[int | None, int | None]:
         """Position of `path`, or of its closest ancestor present in the file (for missing fields)."""
+        path = self.as_written(path)
         for end in range(len(path), -1, -1):
             pos = self.positions.get(tuple(path[:end]))
             if pos is not None:
@@ -59,8 +60,25 @@ class YamlDocument:
     def problem(self, path: FieldPath, message: str, at_key: bool = False) -> Problem:
         """A :class:`Problem` located at `path` in this file (at its key with `at_key`, for
         problems with the field's name rather than its value)."""
-        line, column = (self.key_positions.get(tuple(path)) if at_key else None) or self.where(path)
+        line, column = (self.key_positions.get(self.as_written(path)) if at_key else None) or self.where(path)
         return Problem(self.file, line, column, format_path(path), message)
+
+    def as_written(self, path: FieldPath) -> FieldPath:
+        """`path` with each number that is a mapping's key in the file (``1:``, as an anchors file
+        keys its statements by option value) written as that key is indexed, as text; a list's
+        index stays a number.
+
+        Example:
+            >>> doc = YamlDocument("a.yaml", None, {("sets",): (1, 1), ("sets", 0): (2, 3), ("sets", 0, "2"): (4, 5)})
+            >>> doc.as_written(("sets", 0, 2)), doc.where(("sets", 0, 2))
+            (('sets', 0, '2'), (4, 5))
+        """
+        out: tuple[str | int, ...] = ()
+        for part in path:
+            if isinstance(part, int) and out + (part,) not in self.positions and out + (str(part),) in self.positions:
+                part = str(part)
+            out += (part,)
+        return out
 
 
 def _mark(node: yaml.Node) -> tuple[int, int]:
