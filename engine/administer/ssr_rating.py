@@ -9,20 +9,25 @@ embedding as it arrives (engine/store/embeddings.py: a text is embedded once per
 interrupted), and writes each answer's distribution, its expectation and the value taken from it
 (drawn with the trial's seed, or the most likely: the protocol's ``logprob_answer``), its status
 ``answered`` and its trial's. A run stopped before or during this phase finishes it when run again,
-asking only for the embeddings it does not have.
+asking only for the embeddings it does not have. Each answer is read under its own trial's
+``ssr:`` settings (a condition may give its own anchors and embeddings, engine/design/conditions.py):
+the answers are taken by settings, each group embedded by its embedder with its anchors.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Callable
 
-from psyq.engine.backends.embedders import embedder_name, make_embedder
-from psyq.engine.design.asking import study_anchors
+from psyq.engine.backends.embedders import embedder_name, embedder_record, make_embedder
+from psyq.engine.design.anchors import FoundAnchors
+from psyq.engine.design.asking import SsrSettings, study_anchors
 from psyq.engine.design.prices import Cost, PriceTable, cost_of
 from psyq.engine.design.study import Study
 from psyq.engine.files.errors import BackendError, ProviderRefused
+from psyq.engine.files.hashing import file_sha256
 from psyq.engine.store.embeddings import EmbeddingStore
 from psyq.engine.store.run_store import RunStore
 from psyq.engine.trials.logprobs import chosen_value, expected_value
@@ -58,55 +63,116 @@ class RatingOutcome:
         return out
 
 
+def trial_ssr(trial: Trial, study: Study) -> SsrSettings | None:
+    """The ``ssr:`` settings `trial` is read under: its condition's protocol's, else the study's.
+
+    Example:
+        >>> trial_ssr(trial, study) == (trial.protocol or study.protocol).ssr  # a planned trial  # doctest: +SKIP
+        True
+    """
+    return (trial.protocol or study.protocol).ssr
+
+
+def by_settings(study: Study, trials: list[Trial]) -> list[tuple[SsrSettings, list[Trial]]]:
+    """`trials` taken by the ``ssr:`` settings they are read under (:func:`trial_ssr`), in order of
+    first use; one group for a study whose conditions change no ``ssr:``.
+
+    Example:
+        >>> [len(ts) for _, ts in by_settings(study, trials)]   # two conditions, two anchor sets  # doctest: +SKIP
+        [4, 4]
+    """
+    groups: dict[str, tuple[SsrSettings, list[Trial]]] = {}
+    for trial in trials:
+        if (settings := trial_ssr(trial, study)) is not None:
+            key = json.dumps(settings.model_dump(mode="json"), sort_keys=True)
+            groups.setdefault(key, (settings, []))[1].append(trial)
+    return list(groups.values())
+
+
+async def _embed(settings: SsrSettings, texts: list[str], kept: EmbeddingStore, outcome: RatingOutcome,
+                 log: Callable[[str], None]) -> dict[str, list[float]]:
+    """The vectors of `texts` under `settings`' embedder: those in the run's store, the others
+    asked for (each batch kept as it arrives); a text whose vector did not come is left out."""
+    name = embedder_name(settings.embeddings)
+    have = kept.get(name, texts)
+    outcome.reused += len(have)
+    need = [t for t in texts if t not in have]
+    if not need:
+        return have
+    config = settings.embeddings
+    client = make_embedder(config, log)
+
+    def keep(batch: list[str], vectors: list[list[float]]) -> None:
+        kept.put(name, batch, vectors)   # committed at once: paid for (or computed)
+        have.update(zip(batch, vectors))
+
+    batches = -(-len(need) // config.batch_size)
+    log(f"answer: ssr: embedding {len(need):,} text(s) with {config.model} " +
+        (f"on {client.where()}" if client.computes_here else f"({batches:,} request(s) to {client.where()})"))
+    try:
+        await client.start()   # the local model: fetched once (said on the log), loaded
+        outcome.requests += await client.embed_all(need, config.batch_size, keep)
+    except BackendError as exc:
+        if exc.fatal or isinstance(exc, ProviderRefused):   # the run stops, saying why (engine/administer/run.py)
+            raise
+        outcome.failed = str(exc)   # what arrived is kept; the rest waits for the next run
+    finally:
+        await client.close()
+    outcome.embedded += sum(t in have for t in need)
+    return have
+
+
 async def rate_unrated(study: Study, trials: list[Trial], store: RunStore,
                        log: Callable[[str], None] = print) -> RatingOutcome:
-    """Map every ``unrated`` free-text answer of `trials` in `store` onto its options (see the
-    module docstring); nothing to do (no such answer, or a study without ``ssr:``) sends nothing.
+    """Map every ``unrated`` free-text answer of `trials` in `store` onto its options, each under
+    its trial's ``ssr:`` settings (see the module docstring); nothing to do (no such answer, or no
+    ``ssr:``) sends nothing.
 
     Example:
         >>> outcome = asyncio.run(rate_unrated(study, plan_run(study, backends).trials, store))  # embeds  # doctest: +SKIP
     """
     outcome = RatingOutcome()
-    settings = study.protocol.ssr
-    by_id = {t.trial_id: t for t in trials if t.kind == "ssr"}
-    if settings is None or not by_id:
+    by_id = {t.trial_id: t for t in trials if t.kind == "ssr" and trial_ssr(t, study) is not None}
+    if not by_id:
         return outcome
     store.flush()   # every trial handed to the writer is committed before its answers are updated
     unrated = [row for row in store.db.execute("SELECT trial_id, item_id, text FROM answers WHERE status = ?",
                                                (UNRATED,)) if row[0] in by_id]
     if not unrated:
         return outcome
-    found, _ = study_anchors(settings, list(study.instruments), study.path.parent)
-    anchor_texts = [text for a in found.values() for text in a.anchors.statement_texts()]
-    texts = list(dict.fromkeys(anchor_texts + [text for _, _, text in unrated]))
-    name = embedder_name(settings.embeddings)
     kept = EmbeddingStore(store.db)
-    have = kept.get(name, texts)
-    outcome.reused = len(have)
-    need = [t for t in texts if t not in have]
-    if need:
-        config = settings.embeddings
-        client = make_embedder(config, log)
-
-        def keep(batch: list[str], vectors: list[list[float]]) -> None:
-            kept.put(name, batch, vectors)   # committed at once: paid for (or computed)
-            have.update(zip(batch, vectors))
-
-        batches = -(-len(need) // config.batch_size)
-        log(f"answer: ssr: embedding {len(need):,} text(s) with {config.model} " +
-            (f"on {client.where()}" if client.computes_here else f"({batches:,} request(s) to {client.where()})"))
-        try:
-            await client.start()   # the local model: fetched once (said on the log), loaded
-            outcome.requests = await client.embed_all(need, config.batch_size, keep)
-        except BackendError as exc:
-            if exc.fatal or isinstance(exc, ProviderRefused):   # the run stops, saying why (engine/administer/run.py)
-                raise
-            outcome.failed = str(exc)   # what arrived is kept; the rest waits for the next run
-        finally:
-            await client.close()
-        outcome.embedded = sum(t in have for t in need)
-    updates, unreadable = [], []
+    updates: list[tuple] = []
+    unreadable: list[tuple] = []
+    texts_of: dict[str, list[tuple[str, str, str]]] = {}
     for trial_id, item_id, text in unrated:
+        texts_of.setdefault(trial_id, []).append((trial_id, item_id, text))
+    for settings, group in by_settings(study, [by_id[t] for t in dict.fromkeys(r[0] for r in unrated)]):
+        rows = [row for trial in group for row in texts_of[trial.trial_id]]
+        found, _ = study_anchors(settings, list(study.instruments), study.path.parent)
+        anchor_texts = [text for a in found.values() for text in a.anchors.statement_texts()]
+        have = await _embed(settings, list(dict.fromkeys(anchor_texts + [text for _, _, text in rows])), kept,
+                            outcome, log)
+        _rate(settings, found, rows, by_id, have, study, outcome, updates, unreadable)
+    with store.db:
+        store.db.execute("BEGIN")
+        store.db.executemany("UPDATE answers SET value = ?, status = 'answered', reason = NULL, distribution = ?, "
+                             "expected = ? WHERE trial_id = ? AND item_id = ?", updates)
+        store.db.executemany("UPDATE answers SET status = 'unparseable', reason = ? WHERE trial_id = ? AND item_id = ?",
+                             unreadable)
+        done = sorted({row[3] for row in updates})
+        store.db.executemany("UPDATE trials SET status = 'answered' WHERE trial_id = ? AND NOT EXISTS (SELECT 1 FROM "
+                             "answers a WHERE a.trial_id = trials.trial_id AND a.status != 'answered')",
+                             [(t,) for t in done])
+    outcome.rated, outcome.unreadable = len(updates), len(unreadable)
+    return outcome
+
+
+def _rate(settings: SsrSettings, found: dict[str, FoundAnchors], rows: list[tuple[str, str, str]],
+          by_id: dict[str, Trial], have: dict[str, list[float]], study: Study, outcome: RatingOutcome,
+          updates: list[tuple], unreadable: list[tuple]) -> None:
+    """Each answer of `rows` mapped onto its options with `settings` and its instrument's anchors
+    (`found`), as an update of the store (or unreadable, with why; or still waiting for its vectors)."""
+    for trial_id, item_id, text in rows:
         trial = by_id[trial_id]
         anchors = found[trial.instrument.id].anchors
         if text not in have or any(t not in have for t in anchors.statement_texts()):
@@ -122,18 +188,34 @@ async def rate_unrated(study: Study, trials: list[Trial], store: RunStore,
         protocol = getattr(trial, "protocol", None) or study.protocol   # a condition's protocol where it has one
         value = chosen_value(distribution, protocol.logprob_answer, trial.request.seed)
         updates.append((value, json.dumps(distribution), expected_value(distribution), trial_id, item_id))
-    with store.db:
-        store.db.execute("BEGIN")
-        store.db.executemany("UPDATE answers SET value = ?, status = 'answered', reason = NULL, distribution = ?, "
-                             "expected = ? WHERE trial_id = ? AND item_id = ?", updates)
-        store.db.executemany("UPDATE answers SET status = 'unparseable', reason = ? WHERE trial_id = ? AND item_id = ?",
-                             unreadable)
-        done = sorted({row[3] for row in updates})
-        store.db.executemany("UPDATE trials SET status = 'answered' WHERE trial_id = ? AND NOT EXISTS (SELECT 1 FROM "
-                             "answers a WHERE a.trial_id = trials.trial_id AND a.status != 'answered')",
-                             [(t,) for t in done])
-    outcome.rated, outcome.unreadable = len(updates), len(unreadable)
-    return outcome
+
+
+def ssr_record(study: Study, trials: list[Trial]) -> list[dict]:
+    """What the run's manifest records of how its `answer: ssr` trials are read, for the methods
+    paragraph: per way of reading (one, unless conditions give their own ``ssr:``), the embedder
+    (engine/backends/embedders.py's `embedder_record`), the anchors files with the instruments
+    each reads, where they come from and their SHA-256, and the conditions it is for (a study with
+    conditions). Empty when no trial asks `answer: ssr`.
+
+    Example:
+        >>> [r["anchors"][0]["id"] for r in ssr_record(study, trials)]  # two conditions' anchors  # doctest: +SKIP
+        ['tiny_anchors', 'tiny_reversed']
+    """
+    out = []
+    for settings, group in by_settings(study, [t for t in trials if t.kind == "ssr"]):
+        found, _ = study_anchors(settings, list(study.instruments), study.path.parent)
+        files: dict[Path, list[str]] = {}
+        for inst_id, match in found.items():
+            files.setdefault(match.path, []).append(inst_id)
+        anchors = {a.path: a.anchors for a in found.values()}
+        record = {"embeddings": embedder_record(settings.embeddings),
+                  "anchors": [{"id": anchors[path].id, "instruments": ids, "content_source": anchors[path].content_source,
+                               "source": anchors[path].source, "sha256": file_sha256(path)}
+                              for path, ids in files.items()]}
+        if study.conditions:
+            record["conditions"] = list(dict.fromkeys(t.condition for t in group))
+        out.append(record)
+    return out
 
 
 @dataclass(frozen=True)
@@ -154,6 +236,7 @@ class EmbeddingPlan:
     cost: Cost
     local: bool = False
     rate: tuple[float, str] | None = None    # the local model's texts a second, and where they were measured
+    conditions: tuple[str, ...] = ()         # the conditions it is for, when conditions embed differently
 
     @property
     def seconds(self) -> float | None:
@@ -163,12 +246,14 @@ class EmbeddingPlan:
     def lines(self) -> list[str]:
         """The plan's lines about the embeddings."""
         texts = f"{self.anchor_statements:,} anchor statements and up to {self.answers:,} free-text answers"
+        head = "embeddings (answer: ssr)" + (f" of condition{'s' * (len(self.conditions) > 1)} "
+                                             f"{', '.join(self.conditions)}" if self.conditions else "")
         if self.local:
-            return [f"embeddings (answer: ssr): computed on {self.endpoint}, no request sent: {texts}; cost nothing "
+            return [f"{head}: computed on {self.endpoint}, no request sent: {texts}; cost nothing "
                     f"but time, {_duration(self.seconds)} (at {self.rate[0]:,.0f} texts a second, measured on "
                     f"{self.rate[1]}; the first run also fetches the model once); a text already embedded in "
                     "the run's store is not computed again"]
-        return [f"embeddings (answer: ssr): at most {self.requests:,} requests to {self.endpoint} (model {self.model}): "
+        return [f"{head}: at most {self.requests:,} requests to {self.endpoint} (model {self.model}): "
                 f"{texts}, {self.batch_size:,} texts per request; ~{self.tokens:,.0f} tokens (characters / 4, each "
                 f"answer at its token limit); cost {self.cost}; a text already embedded in the run's store is not "
                 "asked again"]
@@ -178,7 +263,27 @@ class EmbeddingPlan:
         return {"endpoint": self.endpoint, "model": self.model, "requests": self.requests,
                 "anchor_statements": self.anchor_statements, "answers": self.answers, "batch_size": self.batch_size,
                 "tokens": self.tokens, "cost_usd": self.cost.usd, "cost_not_estimable": self.cost.why_not,
-                **({"local": True, "seconds": self.seconds} if self.local else {})}
+                **({"local": True, "seconds": self.seconds} if self.local else {}),
+                **({"conditions": list(self.conditions)} if self.conditions else {})}
+
+
+@dataclass(frozen=True)
+class EmbeddingPlans:
+    """The phase's plan when conditions embed differently (their own anchors or embeddings): one
+    :class:`EmbeddingPlan` per way, each naming its conditions, and their sums."""
+
+    plans: tuple[EmbeddingPlan, ...]
+
+    def lines(self) -> list[str]:
+        """Each way's lines, in order of the conditions."""
+        return [line for plan in self.plans for line in plan.lines()]
+
+    def to_json(self) -> dict:
+        """The sums (requests, texts, cost: none when a part's is not estimable) and each way's plan."""
+        usd = [plan.cost.usd for plan in self.plans]
+        return {"requests": sum(p.requests for p in self.plans), "answers": sum(p.answers for p in self.plans),
+                "cost_usd": None if None in usd else sum(u for u in usd if u is not None),
+                "by_settings": [plan.to_json() for plan in self.plans]}
 
 
 def _duration(seconds: float | None) -> str:
@@ -189,9 +294,10 @@ def _duration(seconds: float | None) -> str:
 
 
 def embedding_plan(study: Study, trials: list[Trial], finished: set[str],
-                   prices: PriceTable | None = None) -> EmbeddingPlan | None:
+                   prices: PriceTable | None = None) -> EmbeddingPlan | EmbeddingPlans | None:
     """The embedding requests a run of `study` would send for its `answer: ssr` trials not in
-    `finished` (None when it asks no free text to map).
+    `finished` (None when it asks no free text to map); :class:`EmbeddingPlans` when its
+    conditions read them under different ``ssr:`` settings.
 
     Example (the shipped quickstart asked with answer: ssr; nothing is sent):
         >>> from dataclasses import replace
@@ -207,10 +313,18 @@ def embedding_plan(study: Study, trials: list[Trial], finished: set[str],
         >>> plan.answers, plan.anchor_statements, plan.requests   # 13 respondents × 28 items; 3 sets of 5; 64 a request
         (364, 15, 6)
     """
-    settings = study.protocol.ssr
-    asked = [t for t in trials if t.kind == "ssr" and t.trial_id not in finished]
-    if settings is None or not asked:
+    groups = by_settings(study, [t for t in trials if t.kind == "ssr" and t.trial_id not in finished])
+    if not groups:
         return None
+    if len(groups) == 1:
+        return _plan(study, *groups[0], prices)
+    return EmbeddingPlans(tuple(replace(_plan(study, settings, asked, prices),
+                                        conditions=tuple(dict.fromkeys(t.condition for t in asked)))
+                                for settings, asked in groups))
+
+
+def _plan(study: Study, settings: SsrSettings, asked: list[Trial], prices: PriceTable | None) -> EmbeddingPlan:
+    """The embedding plan of the trials `asked`, read under `settings`."""
     found, _ = study_anchors(settings, list(study.instruments), study.path.parent)
     statements = list(dict.fromkeys(text for a in found.values() for text in a.anchors.statement_texts()))
     config = settings.embeddings

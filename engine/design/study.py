@@ -7,6 +7,7 @@ items are presented, in which order, how answers are asked for, how often, and t
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -170,8 +171,12 @@ class Study:
         files = [self.path, *self.instrument_paths, *texts, self.cohort_path, *self.cohort.files]
         if self.situations_path is not None:    # another situation set is another run
             files.append(self.situations_path)
-        if self.protocol.ssr is not None:   # the anchor statements answer: ssr reads with: others are another run
-            found, _ = study_anchors(self.protocol.ssr, list(self.instruments), self.path.parent)
+        # The anchor statements answer: ssr reads with (the study's, and those a condition's `ssr:` names):
+        # others are another run.
+        settings = [self.protocol.ssr] + [condition_spec(self.spec, c).protocol.ssr for c in self.conditions
+                                          if "ssr" in c.protocol]
+        for ssr in {json.dumps(s.model_dump(mode="json"), sort_keys=True): s for s in settings if s}.values():
+            found, _ = study_anchors(ssr, list(self.instruments), self.path.parent)
             files.extend(a.path for a in found.values())
         return {str(p): file_sha256(p) for p in files}
 
@@ -336,7 +341,10 @@ def condition_spec(spec: StudySpec, condition: Condition) -> StudySpec:
         >>> (spec.protocol.answer, asked.protocol.answer), asked.backends[0].temperature
         (('logprobs', 'text'), 0.0)
     """
-    protocol = Protocol.model_validate({**spec.protocol.model_dump(exclude_unset=True), **condition.protocol})
+    changes = dict(condition.protocol)
+    if isinstance(changes.get("ssr"), dict) and spec.protocol.ssr is not None:   # merged over the study's, key by key
+        changes["ssr"] = {**spec.protocol.ssr.model_dump(exclude_unset=True), **changes["ssr"]}
+    protocol = Protocol.model_validate({**spec.protocol.model_dump(exclude_unset=True), **changes})
     backends = [b.model_copy(update=condition.sampling) for b in spec.backends
                 if condition.backends is None or b.id in condition.backends]
     return spec.model_copy(update={"protocol": protocol, "backends": backends})
