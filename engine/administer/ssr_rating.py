@@ -47,6 +47,9 @@ class RatingOutcome:
     embedded: int = 0
     reused: int = 0
     failed: str | None = None     # why the embeddings server (or the local model) gave no answer, when it did not
+    # The error that stops the run (fatal, or a refusal in the provider's words): raised once what
+    # arrived before it is mapped and the waiting answers carry the reason.
+    stopped: BackendError | None = None
 
     def notes(self) -> list[str]:
         """The phase in words, for the run's notes (none when it had nothing to do)."""
@@ -97,7 +100,7 @@ async def _embed(settings: SsrSettings, texts: list[str], kept: EmbeddingStore, 
     have = kept.get(name, texts)
     outcome.reused += len(have)
     need = [t for t in texts if t not in have]
-    if not need:
+    if not need or outcome.stopped is not None:   # stopped: another embedder failed for good, ask nothing more
         return have
     config = settings.embeddings
     client = make_embedder(config, log)
@@ -113,9 +116,11 @@ async def _embed(settings: SsrSettings, texts: list[str], kept: EmbeddingStore, 
         await client.start()   # the local model: fetched once (said on the log), loaded
         outcome.requests += await client.embed_all(need, config.batch_size, keep)
     except BackendError as exc:
-        if exc.fatal or isinstance(exc, ProviderRefused):   # the run stops, saying why (engine/administer/run.py)
-            raise
-        outcome.failed = str(exc)   # what arrived is kept; the rest waits for the next run
+        # What arrived is kept and mapped; the rest waits for the next run, the reason stored with
+        # each answer. A fatal error or a refusal then stops the run, saying why (engine/administer/run.py).
+        outcome.failed = str(exc)
+        if exc.fatal or isinstance(exc, ProviderRefused):
+            outcome.stopped = exc
     finally:
         await client.close()
     outcome.embedded += sum(t in have for t in need)
@@ -143,6 +148,7 @@ async def rate_unrated(study: Study, trials: list[Trial], store: RunStore,
     kept = EmbeddingStore(store.db)
     updates: list[tuple] = []
     unreadable: list[tuple] = []
+    waiting: list[tuple] = []
     texts_of: dict[str, list[tuple[str, str, str]]] = {}
     for trial_id, item_id, text in unrated:
         texts_of.setdefault(trial_id, []).append((trial_id, item_id, text))
@@ -152,31 +158,39 @@ async def rate_unrated(study: Study, trials: list[Trial], store: RunStore,
         anchor_texts = [text for a in found.values() for text in a.anchors.statement_texts()]
         have = await _embed(settings, list(dict.fromkeys(anchor_texts + [text for _, _, text in rows])), kept,
                             outcome, log)
-        _rate(settings, found, rows, by_id, have, study, outcome, updates, unreadable)
+        _rate(settings, found, rows, by_id, have, study, outcome, updates, unreadable, waiting)
     with store.db:
         store.db.execute("BEGIN")
         store.db.executemany("UPDATE answers SET value = ?, status = 'answered', reason = NULL, distribution = ?, "
                              "expected = ? WHERE trial_id = ? AND item_id = ?", updates)
         store.db.executemany("UPDATE answers SET status = 'unparseable', reason = ? WHERE trial_id = ? AND item_id = ?",
                              unreadable)
+        store.db.executemany("UPDATE answers SET reason = ? WHERE trial_id = ? AND item_id = ?", waiting)
         done = sorted({row[3] for row in updates})
         store.db.executemany("UPDATE trials SET status = 'answered' WHERE trial_id = ? AND NOT EXISTS (SELECT 1 FROM "
                              "answers a WHERE a.trial_id = trials.trial_id AND a.status != 'answered')",
                              [(t,) for t in done])
     outcome.rated, outcome.unreadable = len(updates), len(unreadable)
+    if outcome.stopped is not None:
+        raise outcome.stopped
     return outcome
 
 
 def _rate(settings: SsrSettings, found: dict[str, FoundAnchors], rows: list[tuple[str, str, str]],
           by_id: dict[str, Trial], have: dict[str, list[float]], study: Study, outcome: RatingOutcome,
-          updates: list[tuple], unreadable: list[tuple]) -> None:
+          updates: list[tuple], unreadable: list[tuple], waiting: list[tuple]) -> None:
     """Each answer of `rows` mapped onto its options with `settings` and its instrument's anchors
-    (`found`), as an update of the store (or unreadable, with why; or still waiting for its vectors)."""
+    (`found`), as an update of the store (or unreadable, with why; or still waiting for its vectors,
+    with why they did not come)."""
     for trial_id, item_id, text in rows:
         trial = by_id[trial_id]
         anchors = found[trial.instrument.id].anchors
         if text not in have or any(t not in have for t in anchors.statement_texts()):
             outcome.waiting += 1   # its embeddings did not arrive: still unrated
+            if outcome.failed:
+                waiting.append((f"the free-text answer waits to be mapped onto the options (answer: ssr): its "
+                                f"embedding did not come ({outcome.failed}); run the study again to finish it",
+                                trial_id, item_id))
             continue
         sets = [[have[s.statements[o.value]] for o in anchors.scale] for s in anchors.sets]
         try:
