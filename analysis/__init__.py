@@ -7,6 +7,9 @@
 * :mod:`psyq.analysis.report` — the report: one builder per section, in order, turning the
   statistics' frames into sentences, APA tables, figures, HTML and Markdown.
 
+Beside them, :mod:`psyq.analysis.preregistration`: a study's plan before it is run (``psyq
+preregister``), and every difference of a run from it, which the report says first.
+
 Scoring imports neither of the others; statistics imports scoring, never the report; the report
 imports both (tests/test_kinds.py checks it).
 

@@ -1,5 +1,5 @@
 """The ``psyq`` command line: this module builds the parser from the command groups (files,
-administering, results, judging, importing: one module each) and runs the chosen command.
+administering, results, judging, importing, publishing: one module each) and runs the chosen command.
 
 Exit codes (also in ``psyq --help``):
 
@@ -35,7 +35,8 @@ import os
 import sys
 
 from psyq.engine import __version__
-from psyq.cli import administering, bundle, files, importing, judging, questionnaire, results, starting, viewing
+from psyq.cli import (administering, bundle, files, importing, judging, publishing, questionnaire, results, starting,
+                      viewing)
 from psyq.cli.common import EXIT_BAD_INPUT, EXIT_CODES_HELP, EXIT_FAILURE, EXIT_LOCKED, Stopped, report_input_error
 from psyq.cli.administering import PLAN_HELP
 from psyq.engine.files.errors import InputError, PsyqError
@@ -43,10 +44,10 @@ from psyq.engine.files.notices import print_notices_to_stderr
 from psyq.engine.files.errors import RunLocked
 
 # Every command, in the order `psyq --help` lists them: name -> (handler, help, arguments).
-ORDER = ["list", "init", "validate", "schema", "score", "run", "plan", "status", "runs", "export", "scores", "judge", "sensitivity",
+ORDER = ["list", "init", "validate", "schema", "score", "run", "plan", "preregister", "status", "runs", "export", "scores", "judge", "sensitivity",
          "perturb", "report", "import", "questionnaire", "rating-sheet", "view", "bundle", "verify"]
 _ALL = {**starting.COMMANDS, **files.COMMANDS, **administering.COMMANDS, **results.COMMANDS, **judging.COMMANDS, **importing.COMMANDS,
-        **viewing.COMMANDS, **questionnaire.COMMANDS, **bundle.COMMANDS}
+        **viewing.COMMANDS, **questionnaire.COMMANDS, **bundle.COMMANDS, **publishing.COMMANDS}
 COMMANDS = {name: _ALL[name] for name in ORDER}
 
 

@@ -22,9 +22,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         return cmd_plan(args)
     # Items without text are refused by administer(), the first thing it does (for a script too).
     study = _with_prompt_variant(args, load_study(args.study))
-    overridden = _backend_overrides(args, study)
+    overridden = backend_overrides(args, study)
     configs = overridden.configs if overridden.overrides or overridden.origins else None
-    prices = _price_table(args, study)
+    prices = price_table(args, study)
     progress = RunProgress()
 
     try:
@@ -61,7 +61,7 @@ def _with_prompt_variant(args: argparse.Namespace, study):
     return study
 
 
-def _backend_overrides(args: argparse.Namespace, study):
+def backend_overrides(args: argparse.Namespace, study):
     """The study's backends with the command-line flags applied; says on stderr where each setting came from."""
     from psyq.engine.administer.overrides import CliOverrides, apply_overrides
     from psyq.engine.administer.overrides import check_command_line_backend
@@ -94,7 +94,7 @@ def _asked(study) -> list:
     return [condition_study(study, c) for c in study.conditions] or [study]
 
 
-def _price_table(args: argparse.Namespace, study):
+def price_table(args: argparse.Namespace, study):
     """The study's `prices:` with --prices FILE on top (None: no table)."""
     from psyq.engine.design.prices import combine, load_prices
 
@@ -117,9 +117,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
     study = _with_prompt_variant(args, load_study(args.study))
     require_item_texts(study)
-    people = _people_for_power(args, study)     # a bad --human is said before anything is planned
-    prices = _price_table(args, study)
-    overridden = _backend_overrides(args, study)
+    people = people_for_power(args, study)     # a bad --human is said before anything is planned
+    prices = price_table(args, study)
+    overridden = backend_overrides(args, study)
     backends = {c.id: make_backend(c, log=lambda m: print(m, file=sys.stderr)) for c in overridden.configs}
     run_dir = Path(args.runs_dir) / study.id / run_id_for(study, backends)
     finished, finished_note = read_finished_trials(run_dir / DATABASE)
@@ -142,7 +142,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if study.spec.stages:
         plan.notes.append(PREVIEW_NOTE)
     done = sum(t.trial_id in finished for t in trials)
-    power = _verdict_power(args, study, people) if people else None
+    power = study_verdict_power(args, study, people) if people else None
     embeddings = embedding_plan(study, trials, finished, prices)   # answer: ssr's embedding requests (else None)
     if args.json:
         print(json.dumps({**plan.to_json(), "already_finished": done,
@@ -161,7 +161,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _people_for_power(args: argparse.Namespace, study) -> dict:
+def people_for_power(args: argparse.Namespace, study) -> dict:
     """--human INSTRUMENT=FILE of `psyq plan`, checked: the files exist, the instruments are the study's."""
     if not getattr(args, "human", None):
         return {}
@@ -176,7 +176,7 @@ def _people_for_power(args: argparse.Namespace, study) -> dict:
     return people
 
 
-def _verdict_power(args: argparse.Namespace, study, people: dict) -> dict:
+def study_verdict_power(args: argparse.Namespace, study, people: dict) -> dict:
     """Per instrument of `people`, how often a cohort of the study's size that truly stood in for those
     people would be marked meets / falls short per criterion, and the cohort size that meets in 80 % of
     draws (psyq.verdict_power, the people resampled)."""
@@ -213,7 +213,7 @@ def _power_lines(power: dict) -> list[str]:
     return lines
 
 
-def _add_backend_override_args(p: argparse.ArgumentParser) -> None:
+def add_backend_override_args(p: argparse.ArgumentParser) -> None:
     """--base-url, --model, --api-key-env, --concurrency, --rpm, --tpm, --temperature, --reasoning-effort
     (run and plan)."""
     g = p.add_argument_group("overriding the study's backends (recorded in the run's manifest; engine/administer/overrides.py)")
@@ -342,7 +342,7 @@ def _arguments_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("study", help="study YAML file")
     p.add_argument("--runs-dir", default="runs", help="where runs go (default: runs/)")
     p.add_argument("--dry-run", action="store_true", help="print the plan (as `psyq plan`) and send nothing")
-    _add_backend_override_args(p)
+    add_backend_override_args(p)
     _add_plan_args(p)
     _add_perturb_prompts_arg(p)
 
@@ -357,7 +357,7 @@ def _arguments_plan(p: argparse.ArgumentParser) -> None:
                    help="draws per cohort size for --human (default 100)")
     p.add_argument("--runs-dir", default="runs", help="where runs go, to leave out trials already finished "
                                                        "(default: runs/; read only)")
-    _add_backend_override_args(p)
+    add_backend_override_args(p)
     _add_plan_args(p)
     _add_perturb_prompts_arg(p)
 

@@ -170,6 +170,7 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from psyq.analysis.preregistration.record import read_preregistration
     from psyq.analysis.scoring.human_data import human_data, input_file
     from psyq.engine.results.imported_run import is_imported_run
 
@@ -191,6 +192,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     targets = {i: checked(lambda path=path: input_file(path, "--targets"))
                for i, path in id_paths(args.targets, "--targets").items()}
     human_change = checked(lambda: input_file(args.human_change, "--human-change")) if args.human_change else None
+    planned = checked(lambda: read_preregistration(args.preregistration)) if args.preregistration else None
     with contextlib.ExitStack() as stack:
         chosen = None
         try:
@@ -208,7 +210,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         run = chosen.path if is_imported_run(chosen.path) else chosen.run()
         html_path, md_path = write_report(run, out, people=people, targets=targets, human_change=human_change,
                                           norm_samples=norm_samples, bound=args.bound, correction=args.correction,
-                                          estimator=args.estimator,
+                                          estimator=args.estimator, preregistration=planned,
                                           warn=lambda m: print(f"warning: {m}", file=sys.stderr))
     print(f"report -> {html_path}\nsummary -> {md_path}")
     return EXIT_OK
@@ -302,6 +304,8 @@ def _arguments_report(p: argparse.ArgumentParser) -> None:
     p.add_argument("--estimator", choices=["ML", "MLR", "WLSMV"], default=None,
                    help="measurement invariance estimator, as lavaan's (default: WLSMV, items ordinal, when "
                         "every item has 7 answer categories or fewer; else ML, items continuous)")
+    p.add_argument("--preregistration", metavar="DIR", help="the folder `psyq preregister` wrote (or its "
+                   "preregistration.json): the report opens with every difference between the run and that plan")
     p.add_argument("--out", help="output folder (default: the run directory; for a bundle, a folder named after it "
                                  "beside it)")
 

@@ -26,6 +26,8 @@ from psyq.engine.kinds import instruments_with
 from psyq.engine.results.imported_run import is_imported_run
 from psyq.engine.results.run import Run, as_run
 
+from psyq.analysis.preregistration.deviations import deviations
+from psyq.analysis.preregistration.record import LoadedPreregistration, check_study, read_preregistration
 from psyq.analysis.report import methods
 from psyq.analysis.report.context import ReportContext
 from psyq.analysis.report.render import TABLE_DIR, FigureImages, full_frame, render_html, render_markdown, table_files
@@ -142,8 +144,9 @@ class Built(NamedTuple):
 def build_sections(run: Run | str | Path, *, people: Mapping[str, HumanData] | None = None,
                    targets: Mapping[str, str | Path] | None = None, human_change: str | Path | None = None,
                    norm_samples: list[str] | None = None, bound: float = 0.3, correction: str = "holm",
-                   estimator: str | None = None,
-                   warn: Callable[[str], None] | None = None) -> tuple[dict[str, Any], list[Section]]:
+                   estimator: str | None = None, warn: Callable[[str], None] | None = None,
+                   preregistration: LoadedPreregistration | str | Path | None = None
+                   ) -> tuple[dict[str, Any], list[Section]]:
     """Compute everything the report shows; returns (facts about the run, sections). `run` is opened
     by :func:`psyq.open_run`, or its path (a run's folder, a bundle, or an imported run's folder).
 
@@ -157,10 +160,13 @@ def build_sections(run: Run | str | Path, *, people: Mapping[str, HumanData] | N
     else ML); `warn` receives every warning
     the report also shows (e.g. respondents matching no norm group). A run with `stages:` is
     reported by its change scores, compared with `human_change` (people's before and after,
-    :func:`psyq.analysis.scoring.human_data.read_human_change_csv`) when given.
+    :func:`psyq.analysis.scoring.human_data.read_human_change_csv`) when given. With `preregistration`
+    (the folder ``psyq preregister`` wrote, or its record read by
+    :func:`~psyq.analysis.preregistration.record.read_preregistration`), the report opens with every
+    deviation of the run from it (:mod:`psyq.analysis.report.sections.deviations`).
     """
     built = _build(run, people=people, targets=targets, human_change=human_change, norm_samples=norm_samples,
-                   bound=bound, correction=correction, estimator=estimator, warn=warn)
+                   bound=bound, correction=correction, estimator=estimator, warn=warn, preregistration=preregistration)
     return built.manifest, built.sections
 
 
@@ -168,11 +174,15 @@ def _build(run: Run | str | Path, *, people: Mapping[str, HumanData] | None = No
            targets: Mapping[str, str | Path] | None = None, human_change: str | Path | None = None,
            norm_samples: list[str] | None = None, bound: float = 0.3, correction: str = "holm",
            estimator: str | None = None, warn: Callable[[str], None] | None = None,
-           built: Callable[[Section], None] | None = None) -> Built:
+           built: Callable[[Section], None] | None = None,
+           preregistration: LoadedPreregistration | str | Path | None = None) -> Built:
     """:func:`build_sections`, with what the methods paragraph reads too rather than compute it again
     (:class:`Built`). `built` is handed each section as soon as it is built (the report starts
     drawing its figures)."""
     if not isinstance(run, Run) and is_imported_run(run):   # scores psyq did not collect (engine/results/imported_run.py)
+        if preregistration is not None:
+            raise InputError.single(str(run), "--preregistration checks a run psyq administered; this run's scores "
+                                    "were imported")
         facts, sections = _imported_sections(Path(run), human_change, bound=bound, warn=warn)
         return Built(facts, sections, None, None, None)
     # The report's matrices are small: BLAS threads only wait for each other (up to ten times slower on a
@@ -180,16 +190,26 @@ def _build(run: Run | str | Path, *, people: Mapping[str, HumanData] | None = No
     with threadpool_limits(limits=1, user_api="blas"):
         return _build_run(as_run(run), people=people, targets=targets, human_change=human_change,
                           norm_samples=norm_samples, bound=bound, correction=correction, estimator=estimator, warn=warn,
-                          built=built)
+                          built=built, preregistration=preregistration)
 
 
 def _build_run(run: Run, *, people: Mapping[str, HumanData] | None, targets: Mapping[str, str | Path] | None,
                human_change: str | Path | None, norm_samples: list[str] | None, bound: float, correction: str,
                estimator: str | None, warn: Callable[[str], None] | None,
-               built: Callable[[Section], None] | None = None) -> Built:
+               built: Callable[[Section], None] | None = None,
+               preregistration: LoadedPreregistration | str | Path | None = None) -> Built:
     """:func:`_build` of a run psyq collected."""
+    planned = None
+    if preregistration is not None:       # read and checked before the run's answers are exported
+        planned = preregistration if isinstance(preregistration, LoadedPreregistration) else \
+            read_preregistration(preregistration)
+        check_study(planned, str(run.manifest.get("study")))
     report = _context(run, people or {}, targets or {}, human_change, norm_samples=norm_samples, bound=bound,
                       correction=correction, estimator=estimator, warn=warn)
+    if planned is not None:
+        report.preregistration = planned
+        report.deviations = deviations(run, planned.plan, bound=bound, correction=correction, estimator=estimator,
+                                       norm_samples=norm_samples, people=people or {})
     sections = []
     for part in report_sections():
         if part.applies(report):
@@ -209,11 +229,13 @@ def write_report(run: Run | str | Path, out_dir: str | Path | None = None, *,
                  people: Mapping[str, HumanData] | None = None, targets: Mapping[str, str | Path] | None = None,
                  human_change: str | Path | None = None, norm_samples: list[str] | None = None, bound: float = 0.3,
                  correction: str = "holm", estimator: str | None = None,
+                 preregistration: LoadedPreregistration | str | Path | None = None,
                  warn: Callable[[str], None] | None = None) -> tuple[Path, Path]:
     """Write report.html, report.md, methods.md and every table as CSV (into the run directory
     unless `out_dir`); return the paths of the first two. `run` is opened by :func:`psyq.open_run`,
     or its path, opened once here. The options are those of
-    :func:`build_sections`; a people's file is read and checked before the run's answers are.
+    :func:`build_sections` (`preregistration`: the deviations from it first); a people's file is read and
+    checked before the run's answers are.
 
     Example:
         >>> html_path, md_path = write_report(run_dir)
@@ -224,7 +246,7 @@ def write_report(run: Run | str | Path, out_dir: str | Path | None = None, *,
     with FigureImages() as images:
         built = _build(run, people=people, targets=targets, human_change=human_change,
                        norm_samples=norm_samples, bound=bound, correction=correction, estimator=estimator, warn=warn,
-                       built=lambda s: images.add(s.figures))
+                       built=lambda s: images.add(s.figures), preregistration=preregistration)
         return _write(run, out_dir, built, images)
 
 

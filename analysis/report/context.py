@@ -242,6 +242,10 @@ class ReportContext:
     design_cards: list[pd.DataFrame] = field(default_factory=list)
     # A run with conditions: its (backend, condition) groups by name, in order (each a backend_id of `table`).
     condition_groups: Mapping[str, ConditionGroup] = field(default_factory=dict)
+    # `psyq report --preregistration DIR`: the pre-registration read (analysis/preregistration/record.py) and every
+    # difference of the run from it (deviations.py), computed once in build.py; None without one.
+    preregistration: Any = None
+    deviations: pd.DataFrame | None = None
 
     @classmethod
     def of_run(cls, run: Run, instruments: Mapping[str, Instrument] | None = None, *,

@@ -28,7 +28,7 @@ and register ``note.NoteSection()`` in :data:`SECTIONS` below where the report s
 
 Example:
     >>> [part.name for part in report_sections()][:4]
-    ['study', 'missing', 'conditions', 'change']
+    ['deviations', 'study', 'missing', 'conditions']
     >>> report_section("twins").kind is None, report_section("vignette").takes_targets
     (True, True)
 """
@@ -38,13 +38,15 @@ from __future__ import annotations
 from psyq.engine.registry import Registry
 
 from psyq.analysis.report.section import ReportSection
-from psyq.analysis.report.sections import (change, conditions, instrument, norms, people, response, same_construct,
-                                           scene, study, twins, verdict, vignette)
+from psyq.analysis.report.sections import (change, conditions, deviations, instrument, norms, people, response,
+                                           same_construct, scene, study, twins, verdict, vignette)
 
 SECTIONS: Registry[ReportSection] = Registry("report section")
 """The report's section builders, registered in the order the report shows them."""
 
-for part in (study.StudySection(), study.MissingSection(), conditions.ConditionsSection(), change.ChangeSection(),
+# The deviations from a pre-registration (only with --preregistration) come first of all, before the verdict.
+for part in (deviations.DeviationsSection(), study.StudySection(), study.MissingSection(),
+             conditions.ConditionsSection(), change.ChangeSection(),
              norms.NormSection(),
              scene.SceneSection(), vignette.VignetteSection(), response.ResponseSection(),
              instrument.ReliabilitySection(), instrument.FidelitySection(), instrument.EffectsSection(),
