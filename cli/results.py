@@ -204,15 +204,18 @@ def cmd_report(args: argparse.Namespace) -> int:
         if problems:
             raise InputError(problems)
         from psyq.analysis.report import write_report      # the statistics stack: seconds, so after the checks
+        from psyq.analysis.report.build import DOCX_NAME
 
         # A bundle's report goes beside it, in a folder named after it (never into the temporary folder).
         out = args.out or (chosen.out if chosen.bundle is not None else None)
         run = chosen.path if is_imported_run(chosen.path) else chosen.run()
         html_path, md_path = write_report(run, out, people=people, targets=targets, human_change=human_change,
                                           norm_samples=norm_samples, bound=args.bound, correction=args.correction,
-                                          estimator=args.estimator, preregistration=planned,
+                                          estimator=args.estimator, preregistration=planned, docx=args.format == "docx",
                                           warn=lambda m: print(f"warning: {m}", file=sys.stderr))
     print(f"report -> {html_path}\nsummary -> {md_path}")
+    if args.format == "docx":
+        print(f"word -> {html_path.parent / DOCX_NAME}")
     return EXIT_OK
 
 
@@ -304,6 +307,9 @@ def _arguments_report(p: argparse.ArgumentParser) -> None:
     p.add_argument("--estimator", choices=["ML", "MLR", "WLSMV"], default=None,
                    help="measurement invariance estimator, as lavaan's (default: WLSMV, items ordinal, when "
                         "every item has 7 answer categories or fewer; else ML, items continuous)")
+    p.add_argument("--format", choices=["html", "docx"], default="html",
+                   help="html (default): report.html, report.md, methods.md and every table as CSV; docx: also "
+                        "report.docx for Word (APA 7 tables and figures, the same cells as the HTML's)")
     p.add_argument("--preregistration", metavar="DIR", help="the folder `psyq preregister` wrote (or its "
                    "preregistration.json): the report opens with every difference between the run and that plan")
     p.add_argument("--out", help="output folder (default: the run directory; for a bundle, a folder named after it "
@@ -319,5 +325,6 @@ COMMANDS = {
                            "(a run with stages, or an imported one: one row per stage and situation)", _arguments_scores),
     "sensitivity": (cmd_sensitivity, "prompt sensitivity: pair a run's scores with those of the same study run with "
                                      "--perturb-prompts, respondent by respondent", _arguments_sensitivity),
-    "report": (cmd_report, "write an HTML report and a Markdown summary of a run", _arguments_report),
+    "report": (cmd_report, "write an HTML report and a Markdown summary of a run (and a Word document: "
+                          "--format docx)", _arguments_report),
 }

@@ -37,6 +37,10 @@ from psyq.analysis.report.sections.change import add_change_card, change_section
 from psyq.analysis.scoring.human_data import HumanData
 
 
+DOCX_NAME = "report.docx"
+"""The Word report's file name, beside report.html (``write_report(..., docx=True)``)."""
+
+
 def _imported_sections(run_path: Path, human_change: str | Path | None, *, bound: float = 0.3,
                        warn: Callable[[str], None] | None = None) -> tuple[dict[str, Any], list[Section]]:
     """(facts, sections) of an imported run (engine/results/imported_run.py: scores psyq did not collect,
@@ -230,10 +234,11 @@ def write_report(run: Run | str | Path, out_dir: str | Path | None = None, *,
                  human_change: str | Path | None = None, norm_samples: list[str] | None = None, bound: float = 0.3,
                  correction: str = "holm", estimator: str | None = None,
                  preregistration: LoadedPreregistration | str | Path | None = None,
-                 warn: Callable[[str], None] | None = None) -> tuple[Path, Path]:
+                 warn: Callable[[str], None] | None = None, docx: bool = False) -> tuple[Path, Path]:
     """Write report.html, report.md, methods.md and every table as CSV (into the run directory
-    unless `out_dir`); return the paths of the first two. `run` is opened by :func:`psyq.open_run`,
-    or its path, opened once here. The options are those of
+    unless `out_dir`), and report.docx when `docx` (the report for Word, APA 7 tables:
+    :func:`psyq.analysis.report.word.render_docx`); return the paths of the first two. `run` is
+    opened by :func:`psyq.open_run`, or its path, opened once here. The options are those of
     :func:`build_sections` (`preregistration`: the deviations from it first); a people's file is read and
     checked before the run's answers are.
 
@@ -247,10 +252,11 @@ def write_report(run: Run | str | Path, out_dir: str | Path | None = None, *,
         built = _build(run, people=people, targets=targets, human_change=human_change,
                        norm_samples=norm_samples, bound=bound, correction=correction, estimator=estimator, warn=warn,
                        built=lambda s: images.add(s.figures), preregistration=preregistration)
-        return _write(run, out_dir, built, images)
+        return _write(run, out_dir, built, images, docx=docx)
 
 
-def _write(run: Run | str | Path, out_dir: str | Path | None, built: Built, images: FigureImages) -> tuple[Path, Path]:
+def _write(run: Run | str | Path, out_dir: str | Path | None, built: Built, images: FigureImages, *,
+           docx: bool = False) -> tuple[Path, Path]:
     """:func:`write_report`'s files, from the built sections."""
     manifest, sections = built.manifest, built.sections
     out = Path(out_dir or (built.run.path if built.run is not None else run))
@@ -263,5 +269,9 @@ def _write(run: Run | str | Path, out_dir: str | Path | None, built: Built, imag
     html_path.write_text(render_html(manifest, sections, methods=text, images=images), encoding="utf-8")
     md_path.write_text(render_markdown(manifest, sections, methods=text), encoding="utf-8")
     (out / "methods.md").write_text(text + "\n", encoding="utf-8")
+    if docx:
+        from psyq.analysis.report.word import render_docx    # python-docx: only for the Word report
+
+        (out / DOCX_NAME).write_bytes(render_docx(manifest, sections, methods=text, images=images))
     return html_path, md_path
 

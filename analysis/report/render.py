@@ -161,6 +161,7 @@ class FigureImages:
     def __init__(self, parallel: bool = True):
         self._futures: dict[int, Future] = {}
         self._figures: dict[int, Any] = {}
+        self._uris: dict[int, str] = {}       # drawn once for both the HTML and the Word report
         self._pool: ProcessPoolExecutor | None = None
         # Forked only from a process with no other Python thread (a notebook's kernel, the viewer): a fork
         # copies the locks other threads hold, and the child could wait on them for ever.
@@ -194,14 +195,21 @@ class FigureImages:
                     pass
 
     def uri(self, fig: Any) -> str:
-        """The figure's PNG data URI."""
-        future = self._futures.pop(id(fig), None)
+        """The figure's PNG data URI (drawn once, however often asked for)."""
+        key = id(fig)
+        if key in self._uris:
+            return self._uris[key]
+        future = self._futures.pop(key, None)
+        uri = None
         if future is not None:
             try:
-                return future.result()
+                uri = future.result()
             except Exception:
                 pass
-        return figure_to_data_uri(fig)
+        uri = uri or figure_to_data_uri(fig)
+        if key in self._figures:              # kept alive by self._figures: its id is not reused
+            self._uris[key] = uri
+        return uri
 
     def close(self) -> None:
         if self._pool is not None:
