@@ -70,7 +70,7 @@ def cmd_preregister(args: argparse.Namespace) -> int:
 def _arguments_preregister(p: argparse.ArgumentParser) -> None:
     p.add_argument("study", help="study YAML file")
     p.add_argument("--out", required=True, metavar="DIR",
-                   help="folder for preregistration.md and preregistration.json (and the tables as CSV)")
+                   help="folder for preregistration.md, .docx and .json (and the tables as CSV)")
     p.add_argument("--human", action="append", metavar="INSTRUMENT=CSV",
                    help="people's answers the run will be compared with (as for psyq report): the plan names them "
                         "with their SHA-256 and gives the verdict's power at the study's cohort size (as psyq plan "

@@ -11,6 +11,7 @@ import json
 import math
 from pathlib import Path
 
+import docx
 from scipy.stats import norm
 
 from cli_helper import psyq_in_process as psyq
@@ -45,6 +46,16 @@ def test_the_quickstart_plan_is_what_the_run_then_records_in_the_templates_secti
     assert plan["psyq"] == "preregistration/1" and plan["psyq_version"] == manifest["psyq_version"]
     assert plan["date"] == plan["created_at"][:10]
     assert [line[3:] for line in md.splitlines() if line.startswith("## ")] == SECTIONS
+    # The same in Word (the report's renderer): the title, the sections in order, each table's cells
+    # the Markdown's.
+    word = docx.Document(tmp_path / "prereg" / "preregistration.docx")
+    headings = [p.text for p in word.paragraphs if p.style.name.startswith(("Heading", "Title"))]
+    assert headings[0] == md.splitlines()[0][2:] and headings[0].startswith("Pre-registration: quickstart (psyq ")
+    assert headings[1:] == SECTIONS
+    md_rows = [[c.strip() for c in line.strip("|").split("|")] for line in md.splitlines()
+               if line.startswith("|") and not set(line) <= set("|-: ")]
+    assert len(word.tables) >= 5 and len(md_rows) > 20
+    assert [[c.text for c in row.cells] for t in word.tables for row in t.rows] == md_rows
     # The models with every setting, the files and the run id: what `psyq run` then wrote.
     assert plan["study"]["run_id"] == manifest_path.parent.name == manifest["run_id"]
     assert plan["run"]["backends"] == manifest["backends"]

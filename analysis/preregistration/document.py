@@ -24,6 +24,7 @@ from psyq.analysis.preregistration.record import FILE_NAME, MARKDOWN_NAME, Prere
 from psyq.analysis.report.apa import say_num, say_pct
 from psyq.analysis.report.render import TABLE_DIR, full_frame, render_markdown, table_files
 from psyq.analysis.report.section import Section
+from psyq.analysis.report.word import render_docx
 
 DRAWN = {"sample": "drawn by psyq's seeded sampler", "personas": "written by hand in the cohort file",
          "csv": "read from the CSV file the cohort file names", "from_data": "taken from the people of a data file"}

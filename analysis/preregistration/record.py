@@ -34,6 +34,7 @@ from psyq.engine.files.yamlfile import YamlDocument, load_yaml
 FORMAT = "preregistration/1"
 FILE_NAME = "preregistration.json"
 MARKDOWN_NAME = "preregistration.md"
+DOCX_NAME = "preregistration.docx"
 
 Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
 Day = Annotated[str, StringConstraints(pattern=r"^\d{4}-\d{2}-\d{2}$")]
@@ -237,5 +238,5 @@ def cutoff_values() -> dict[str, int | float | list[float]]:
             "power_target": TARGET}
 
 
-__all__ = ["FILE_NAME", "FORMAT", "MARKDOWN_NAME", "LoadedPreregistration", "Preregistration",
+__all__ = ["DOCX_NAME", "FILE_NAME", "FORMAT", "MARKDOWN_NAME", "LoadedPreregistration", "Preregistration",
            "check_study", "cutoff_values", "preregistration_file", "read_preregistration"]

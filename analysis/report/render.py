@@ -266,10 +266,22 @@ def _md_table(frame: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def render_markdown(manifest: Mapping[str, Any], sections: list[Section], *, methods: str | None = None) -> str:
+def report_title(manifest: Mapping[str, Any]) -> str:
+    """The report's title, naming the study and run (what each renderer heads the report with).
+
+    Example:
+        >>> report_title({"study": "quickstart", "run_id": "3f86b62be981"})
+        'psyq report: quickstart (run 3f86b62be981)'
+    """
+    return f"psyq report: {manifest['study']} (run {manifest['run_id']})"
+
+
+def render_markdown(manifest: Mapping[str, Any], sections: list[Section], *, methods: str | None = None,
+                    title: str | None = None) -> str:
     """A Markdown summary: the methods paragraph (when given), the readings and the numbered
-    tables in APA style with their notes and the CSV file of the full table (no figures)."""
-    out = [f"# psyq report: {manifest['study']} (run {manifest['run_id']})", ""]
+    tables in APA style with their notes and the CSV file of the full table (no figures). `title`
+    heads the document (default: the report's, naming the study and run)."""
+    out = [f"# {title or report_title(manifest)}", ""]
     files = iter(table_files(sections))
     number = 0
     methods_part = ["## Methods (generated: paste and edit)", "", methods, ""] if methods else []

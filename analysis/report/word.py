@@ -46,7 +46,7 @@ from docx.text.paragraph import Paragraph
 from psyq.analysis.report import views
 from psyq.analysis.report.apa import is_missing
 from psyq.analysis.report.figures import figure_to_data_uri
-from psyq.analysis.report.render import FigureImages, table_files
+from psyq.analysis.report.render import FigureImages, report_title, table_files
 from psyq.analysis.report.section import Section, Table
 
 FONT = "Times New Roman"      # one of APA 7's fonts (LibreOffice shows Liberation Serif, of the same metrics)
