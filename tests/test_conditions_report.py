@@ -312,7 +312,8 @@ def test_the_sentence_says_distinguishably_better_only_when_it_is():
     shared = most_people_like(ranks_of([0.1, 0.2, 0.3, 0.9], [1, 1, 1, 4], [False, False, True, False]), COMPARISON,
                               CONDITION_USES)
     assert shared == ["a is the most people-like for estimating people's subscale means (level: mean |g| over 4 "
-                      "subscales); not distinguishable from b at this size (3 conditions share the first rank)."]
+                      "subscales); not distinguishable from b at this size: cannot tell yet, 3 share rank 1 (ranked "
+                      "below)."]
     alone = most_people_like(ranks_of([0.1], [1], [False]), COMPARISON, CONDITION_USES)
     assert alone == ["a is the most people-like for estimating people's subscale means (level: mean |g| over 4 "
                      "subscales)."]

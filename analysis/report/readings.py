@@ -367,14 +367,30 @@ def twin_match_reading(match: TwinMatch, label: str = "") -> str:
     return text + "."
 
 
+NAME_MAX = 60
+"""The most characters of a condition's name a verdict sentence prints: a longer one is cut, ending
+in "…" (the section "Conditions compared" names every condition in full). With at most two names
+said, a sentence of :func:`most_people_like` stays under 380 characters whatever the conditions are
+called (the rest is psyq's own words: the use, the criterion and its measure; and the instrument's
+id before it in a run of several)."""
+
+
+def _said_name(label: str) -> str:
+    """A condition's name as a verdict sentence prints it (at most :data:`NAME_MAX` characters)."""
+    return label if len(label) <= NAME_MAX else label[:NAME_MAX - 1] + "…"
+
+
 def most_people_like(ranks: pd.DataFrame, comparison: pd.DataFrame,
                      uses: list[tuple[str, tuple[str, ...]]]) -> list[str]:
     """A sentence per use and criterion compared: the condition closest to people
-    (:func:`psyq.rank_conditions`' first) and whether it is distinguishably better than the next in
-    the order (``ahead_of_next``) or not distinguishable from it at this size; how many share the
-    first rank when more than two do. `uses` gives each use's criteria (the verdict's); a criterion
-    the comparison does not hold, or holds for no condition, says nothing. The measure of each
-    distance is the comparison's own (``measure``); several instruments are named.
+    (:func:`psyq.rank_conditions`' first) when it is distinguishably better than the next in the order
+    (``ahead_of_next``), naming the next; otherwise that it cannot tell yet, naming the closest and the
+    next not distinguishable from it at this size, and how many share rank 1 when more than two do
+    (the others are left to the ranks of the section "Conditions compared"). A sentence names at most
+    two conditions, each cut at :data:`NAME_MAX` characters, so its length is bounded however many
+    conditions there are. `uses` gives each use's criteria (the verdict's); a criterion the
+    comparison does not hold, or holds for no condition, says nothing. The measure of each distance
+    is the comparison's own (``measure``); several instruments are named.
 
     Example:
         >>> ranks = pd.DataFrame({"instrument": "iri", "criterion": "level", "condition": ["a", "b", "c"],
@@ -382,7 +398,7 @@ def most_people_like(ranks: pd.DataFrame, comparison: pd.DataFrame,
         >>> comparison = pd.DataFrame({"instrument": ["iri"], "criterion": ["level"],
         ...                            "measure": ["mean |g| over 4 subscales"]})
         >>> print(most_people_like(ranks, comparison, [("Estimating people's subscale means", ("level",))])[0])
-        a is the most people-like for estimating people's subscale means (level: mean |g| over 4 subscales); not distinguishable from b at this size.
+        a is the most people-like for estimating people's subscale means (level: mean |g| over 4 subscales); not distinguishable from b at this size: cannot tell yet.
     """
     measures = {(r.instrument, r.criterion): r.measure for r in comparison.itertuples()}
     several = ranks["instrument"].nunique() > 1
@@ -393,16 +409,16 @@ def most_people_like(ranks: pd.DataFrame, comparison: pd.DataFrame,
                 ranked = part[part["rank"].notna()]
                 if ranked.empty:
                     continue
-                best = ranked.iloc[0]
+                best = _said_name(str(ranked.iloc[0]["condition"]))
                 lead = f"{instrument}: " if several else ""
                 what = f"{use[0].lower()}{use[1:]} ({criterion}: {measures.get((instrument, criterion), criterion)})"
-                text = f"{lead}{best['condition']} is the most people-like for {what}"
+                text = f"{lead}{best} is the most people-like for {what}"
                 if len(ranked) > 1:
-                    following = ranked.iloc[1]["condition"]
+                    following = _said_name(str(ranked.iloc[1]["condition"]))
                     shared = int((ranked["rank"] == 1).sum())
-                    text += (f"; distinguishably better than {following}" if best["ahead_of_next"] else
-                             f"; not distinguishable from {following} at this size"
-                             + (f" ({shared} conditions share the first rank)" if shared > 2 else ""))
+                    text += (f"; distinguishably better than {following}" if ranked.iloc[0]["ahead_of_next"] else
+                             f"; not distinguishable from {following} at this size: cannot tell yet"
+                             + (f", {shared} share rank 1 (ranked below)" if shared > 2 else ""))
                 sentences.append(text + ".")
     return sentences
 

@@ -16,6 +16,7 @@ import html
 import multiprocessing
 import os
 import pickle
+import re
 import threading
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -99,13 +100,31 @@ def full_frame(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.reset_index() if not isinstance(frame.index, pd.RangeIndex) else frame
 
 
+WORD_COMMA = re.compile(r"(?<=[^\s\d,<>]),(?=[^\s,<>])|(?<=\d),(?=[^\s\d,<>])")
+"""A comma joining two words with no space (a condition's levels: ``asking=ssr,temperature=0.7,persona=plain``),
+not one inside a number (1,973)."""
+
+
+def break_after_commas(cells: str) -> str:
+    """Escaped table cells with a line-break opportunity (``<wbr>``) after each comma joining two words,
+    so that a long label of a condition wraps in its cell rather than widening the table past the
+    page; the text, and what is copied or searched, is unchanged. Numbers (1,973) and lists with
+    spaces keep their commas as they are.
+
+    Example:
+        >>> break_after_commas("<td>a · asking=ssr,t=0.7,persona=plain</td><td>1,973</td><td>[0.1, 0.2]</td>")
+        '<td>a · asking=ssr,<wbr>t=0.7,<wbr>persona=plain</td><td>1,973</td><td>[0.1, 0.2]</td>'
+    """
+    return WORD_COMMA.sub(",<wbr>", cells)
+
+
 def _html_table(number: int, table: Table, csv_name: str) -> str:
     """One numbered table: number and title above, the APA view its section named, notes below,
     and the full table behind a collapsible section with a link to its CSV file."""
     caption, frame = table
     view = views.apa_table(frame, table.view)
     full = full_frame(frame)
-    body = view.frame.to_html(index=False, border=0, na_rep="", classes="apa", escape=True)
+    body = break_after_commas(view.frame.to_html(index=False, border=0, na_rep="", classes="apa", escape=True))
     note = ("<p class='table-note'><i>Note.</i> " + html.escape(" ".join(view.notes)) + "</p>") if view.notes else ""
     wide = _round(full).to_html(index=False, border=0, na_rep="")
     return (f"<div class='apa-table'><p class='table-number'>Table {number}</p>"

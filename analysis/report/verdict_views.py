@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from psyq.analysis.report.apa import DASH, fmt_ci, fmt_int, fmt_num, fmt_r, is_missing
-from psyq.analysis.report.tables import ApaTable, assemble
+from psyq.analysis.report.tables import NBSP, ApaTable, assemble
 
 SCORECARD_HEADERS = {"level": "Level (g)", "spread": "Spread (SD ratio)", "reliability": "Reliability (Δα)",
                      "structure": "Structure", "latent_mean": "Latent means (d)",
@@ -34,6 +34,9 @@ DISTANCE_HEADERS = {"level": "Level (|g|)", "spread": "Spread (|ln SD ratio|)", 
                     "distinguishable": "Distinguishable (AUC − .5)", "style": "Style (|shift|)",
                     "relations": "Relations (|Δr|)", "individuals": "Individuals (1 − gain)", "tvd": "TVD",
                     "w1": "W1"}
+PAIRS_SHOWN = 15
+"""Up to this many pairs of conditions (six groups) the head-to-head table prints them all; beyond, only
+those distinguishable on some criterion (:func:`condition_pairs`)."""
 
 
 def _worst(criterion: str, rows: pd.DataFrame) -> pd.Series:
@@ -120,8 +123,11 @@ def scorecard_view(frame: pd.DataFrame) -> ApaTable:
 
 def condition_pairs(comparison: pd.DataFrame) -> ApaTable:
     """The conditions head to head (:func:`psyq.compare_conditions`) as one row per pair, one column
-    per criterion: the difference in distance from people, A − B (negative: A closer), with its 95 %
-    interval, and the condition distinguishably closer (Holm-adjusted p < .05) named after it.
+    per criterion: the difference in distance from people, A − B (negative: A closer), the condition
+    distinguishably closer (Holm-adjusted p < .05) named after it, then its 95 % interval. Beyond
+    :data:`PAIRS_SHOWN` pairs (seven groups and more) only the pairs distinguishable on some criterion are
+    printed, so that the table is read for what differs; the note says how many are left out, and the
+    full table (behind the printed one, and its CSV file) holds every pair.
 
     Example
     -------
@@ -129,20 +135,31 @@ def condition_pairs(comparison: pd.DataFrame) -> ApaTable:
     ...     "difference": [-0.3, -0.01], "low": [-0.5, -0.03], "high": [-0.1, 0.01], "p_holm": [0.01, 0.4],
     ...     "distinguishable": [True, False], "closer": ["a", ""]})
     >>> condition_pairs(pairs).frame.to_dict("records")[0]["Level (|g|)"].replace("\\xa0", " ")
-    '−0.30 [−0.50, −0.10] A'
+    '−0.30 A [−0.50, −0.10]'
     """
     cells = {}
+    apart = set()
     for r in comparison.itertuples():
         row = cells.setdefault((r.condition_a, r.condition_b), {"A": str(r.condition_a), "B": str(r.condition_b)})
-        figure = DASH if is_missing(r.difference) else (
-            fmt_num(r.difference) + ("" if is_missing(r.low) else f" {fmt_ci(r.low, r.high)}"))
         closer = ("A" if r.closer == r.condition_a else "B") if r.distinguishable else ""
-        row[DISTANCE_HEADERS.get(r.criterion, r.criterion)] = figure + (f" {closer}" if closer else "")
+        # The closer one's letter beside the difference, the interval after: a narrow cell breaks between them.
+        row[DISTANCE_HEADERS.get(r.criterion, r.criterion)] = DASH if is_missing(r.difference) else (
+            fmt_num(r.difference) + (f"{NBSP}{closer}" if closer else "")
+            + ("" if is_missing(r.low) else f" {fmt_ci(r.low, r.high)}"))
+        if r.distinguishable:
+            apart.add((r.condition_a, r.condition_b))
     notes = ["Each cell: the difference of the two conditions' distances from people, A − B (negative: A is "
              "closer to people), with its 95 % interval (bootstrap: people resampled once and shared, the same "
-             "personas resampled together); A or B after it: that condition is distinguishably closer (Holm-adjusted "
-             "p < .05 over every pair and criterion). The full table gives each distance, p and Holm's p."]
-    return ApaTable(pd.DataFrame(list(cells.values())).fillna(DASH), notes)
+             "personas resampled together); A or B after the difference: that condition is distinguishably closer "
+             "(Holm-adjusted p < .05 over every pair and criterion). The full table gives each distance, p and "
+             "Holm's p."]
+    shown = list(cells)
+    if len(cells) > PAIRS_SHOWN and apart:
+        shown = [pair for pair in cells if pair in apart]
+        notes.append(f"Shown: the {len(shown)} pairs distinguishable on at least one criterion; the other "
+                     f"{len(cells) - len(shown)} of the {len(cells)} pairs, distinguishable on none, are in the full "
+                     "table with every pair (below it, and in its CSV file).")
+    return ApaTable(pd.DataFrame([cells[pair] for pair in shown]).fillna(DASH), notes)
 
 
 def condition_ranks(ranks: pd.DataFrame) -> ApaTable:

@@ -13,8 +13,9 @@ In a run with conditions the scorecard's rows are its groups of answers, one per
 condition (:attr:`~psyq.analysis.report.context.ReportContext.condition_groups`), each with its
 condition's factor levels as columns (:func:`with_condition_columns`), and the verdict first names
 the most people-like condition for each use (:data:`CONDITION_USES`) and whether it is
-distinguishably better than the next
-(:func:`~psyq.analysis.report.readings.most_people_like`, from the head-to-head comparison of
+distinguishably better than the next, or that it cannot tell yet and how many share rank 1 (two
+conditions named at most, so a sentence stays short however many there are;
+:func:`~psyq.analysis.report.readings.most_people_like`, from the head-to-head comparison of
 :attr:`~psyq.analysis.report.context.ReportContext.condition_comparison`); without people's item
 answers it says that the conditions are not compared with people.
 
