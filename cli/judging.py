@@ -147,12 +147,32 @@ def cmd_rating_sheet(args: argparse.Namespace) -> int:
     from psyq.engine.judging.rating_sheet import write_rating_sheet
     from psyq.engine.kinds.response.rubrics import load_multi_rubric
 
+    rubric_path = locate(args.rubric, "rubric")
+    if rubric_path.exists() and load_yaml(rubric_path).data.get("psyq") == "rubric/1":
+        return _answer_sheet(args, rubric_path)
+    if args.flagged:
+        raise InputError.single(args.rubric, "--flagged lists the answers a lexicon flags; give a rubric/1 rubric "
+                                             "of answers (leas_level)")
     rubric = load_multi_rubric(args.rubric)
     args.run = str(chosen_run(args.run))   # the sheet's import command then names the exact run
     n = write_rating_sheet(args.run, args.out, rubric, seed=args.seed, with_perturbed=args.with_perturbed)
     print(f"{n} texts to rate on {', '.join(rubric.dimension_ids)} (blind, shuffled with seed {args.seed}) -> "
           f"{args.out}; fill in rater_id and the levels, then: psyq import ratings {args.out} --run {args.run} "
           f"--rubric {rubric.spec.id}")
+    return EXIT_OK
+
+
+def _answer_sheet(args: argparse.Namespace, rubric_path) -> int:
+    """`psyq rating-sheet` with a `rubric/1` rubric: a sheet of the run's answers (psyq.engine.judging.answer_sheet)."""
+    from psyq.engine.judging.answer_judge import load_rubric
+    from psyq.engine.judging.answer_sheet import write_answer_sheet
+
+    rubric = load_rubric(rubric_path)
+    args.run = str(chosen_run(args.run))
+    n = write_answer_sheet(args.run, args.out, rubric, seed=args.seed, flagged=args.flagged)
+    which = "flagged answers (a fragile scoring rule decided their level)" if args.flagged else "answers"
+    print(f"{n} {which} to score on {rubric.spec.id} (blind, shuffled with seed {args.seed}) -> {args.out}; fill in "
+          f"rater_id and level, then: psyq import ratings {args.out} --run {args.run} --rubric {rubric.spec.id}")
     return EXIT_OK
 
 
@@ -178,15 +198,18 @@ def _arguments_rating_sheet(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", help=RUN_HELP)
     p.add_argument("out", help="the sheet to write, an .xlsx whose every cell is text (never a formula)")
     p.add_argument("--rubric", required=True, help="rubric/2 file or shipped name whose dimensions are rated "
-                                                   "(e.g. empathy_ceb)")
+                                                   "(e.g. empathy_ceb), or a rubric/1 of answers (leas_level)")
     p.add_argument("--seed", type=int, default=0, help="seed of the shuffled row order (default: 0)")
     p.add_argument("--with-perturbed", action="store_true",
                    help="also list the perturbed texts of psyq perturb (left out by default)")
+    p.add_argument("--flagged", action="store_true",
+                   help="rubric/1 (leas_level): only the answers whose lexicon level a fragile rule decided "
+                        "(negation, irony, another sense, whose feeling, a feeling taken back, near-synonyms, a misspelling)")
 
 
 # name -> (handler, help, arguments): read by cli/__init__.py
 COMMANDS = {
     "judge": (cmd_judge, "score a run's free-text answers with a judge model and a rubric", _arguments_judge),
     "perturb": (cmd_perturb, "add perturbed versions of a run's rating targets (typos, leetspeak, rewrites ...)", _arguments_perturb),
-    "rating-sheet": (cmd_rating_sheet, "write a blind .xlsx sheet of a run's replies for people to rate on a rubric", _arguments_rating_sheet),
+    "rating-sheet": (cmd_rating_sheet, "write a blind .xlsx sheet of a run's replies (or answers) for people to rate on a rubric", _arguments_rating_sheet),
 }

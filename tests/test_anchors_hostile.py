@@ -75,10 +75,10 @@ CASES = {
     "nesting 20,000 deep": (HEAD + "sets: " + "[" * 20_000 + "]" * 20_000 + "\n",
                             "8:106: values are nested more than 100 levels deep here"),
     "another format": (GOOD.replace("anchors/1", "anchors/2"), "1:7: psyq: must be one of instrument/1, cohort/1, "
-                       "study/1, lexicon/1, rubric/2, rubric/1, situations/1, perturbations/1, anchors/1, codebook/1, "
+                       "study/1, lexicon/1, real_words/1, rubric/2, rubric/1, situations/1, perturbations/1, anchors/1, codebook/1, "
                        "not 'anchors/2'"),
     "no format": (GOOD.replace("psyq: anchors/1\n", ""), "1:1: psyq: must be one of instrument/1, cohort/1, study/1, "
-                  "lexicon/1, rubric/2, rubric/1, situations/1, perturbations/1, anchors/1, codebook/1, not None"),
+                  "lexicon/1, real_words/1, rubric/2, rubric/1, situations/1, perturbations/1, anchors/1, codebook/1, not None"),
     "binary garbage": (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe", "1:1: the file is not UTF-8 text (the "
                        "character here is in another encoding); save it as UTF-8"),
     "a NUL byte": (HEAD.replace("id: x", "id: x\x00").encode(), "2:6: the file holds a NUL byte (binary data, or a "

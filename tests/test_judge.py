@@ -33,7 +33,7 @@ LEAS_RUBRIC = ROOT / "instruments" / "rubrics" / "leas_level.yaml"
 SCENES = ROOT / "tests" / "data" / "mini_scenes.yaml"
 ANSWERS = {"birthday": "You: I'd feel hurt and a bit angry.\nOther: embarrassed when she remembers.",
            "credit": "You: furious.\nOther: smug, and a bit guilty.",
-           "pregnant": "You: I'd think it was great news.\nOther: tired."}
+           "pregnant": "You: I'd think it was great, honestly.\nOther: tired."}
 
 
 def scene_run(tmp_path: Path):
@@ -54,7 +54,7 @@ def judge_config(url: str, **extra) -> BackendConfig:
 
 # Judge levels scripted per answer (what a careful judge would say under the rubric).
 JUDGE_LEVELS = {"hurt and a bit angry": 4, "embarrassed when she remembers": 3, "furious": 3,
-                "smug, and a bit guilty": 4, "think it was great news": 0, "tired": 1}
+                "smug, and a bit guilty": 4, "think it was great": 0, "tired": 1}
 
 
 def json_judge(body) -> str:

@@ -30,7 +30,8 @@ def lexicon_answer_levels(table: pd.DataFrame, lexicon: Lexicon) -> pd.DataFrame
     rows = table[is_scene_answer(table["item_id"]) & table["text"].map(has_text)]
     keys = ["backend_id", "respondent_id", "repeat", "instrument", "item_id"]
     out = rows[keys].copy()
-    out["lexicon_level"] = [score_answer(text, lexicon).level for text in rows["text"]]
+    out["lexicon_level"] = [score_answer(text, lexicon, str(item).split(":")[1]).level   # read as a self or other answer
+                            for text, item in zip(rows["text"], rows["item_id"])]
     return out.reset_index(drop=True)
 
 

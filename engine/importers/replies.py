@@ -289,16 +289,31 @@ class HumanRatingsImporter(Importer):
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--run", required=True, help="the run's own folder (runs/STUDY/RUN_ID): the imported rows are written into it")
-        parser.add_argument("--rubric", required=True, help="the rubric/2 file or shipped name the ratings are on "
-                                                            "(e.g. empathy_ceb)")
+        parser.add_argument("--rubric", required=True, help="the rubric file or shipped name the ratings are on "
+                                                            "(rubric/2, e.g. empathy_ceb; or rubric/1, e.g. "
+                                                            "leas_level: a sheet of answers)")
 
     def into_run(self, path: str, options: dict[str, Any]) -> Converted:
-        """Check the file against the rubric and the run's targets, then store every rating."""
+        """Check the file against the rubric and the run's targets, then store every rating. A
+        `rubric/1` rubric (``leas_level``) scores answers, not replies: its sheet
+        (:mod:`psyq.engine.judging.answer_sheet`) is stored as judgements."""
+        from psyq.engine.files.shipped import locate
+        from psyq.engine.files.yamlfile import load_yaml
         from psyq.engine.kinds.response.rubrics import load_multi_rubric
         from psyq.engine.results.run import open_run
         from psyq.engine.store.runlock import RunLock
         from psyq.engine.store.run_store import RunStore
 
+        rubric_path = locate(options["rubric"], "rubric")
+        if rubric_path.exists() and load_yaml(rubric_path).data.get("psyq") == "rubric/1":
+            from psyq.engine.judging.answer_judge import load_rubric
+            from psyq.engine.judging.answer_sheet import store_answer_levels
+
+            rubric1 = load_rubric(rubric_path)
+            n, raters, empty = store_answer_levels(options["run"], path, rubric1)
+            notes = [f"{empty} levels left empty: stored as missing (no level)"] if empty else []
+            return Converted("", f"{n} levels on {rubric1.spec.id} by {len(raters)} rater(s) ({', '.join(raters)}) "
+                                 "stored as judgements (judge ids people:<rater_id>)", notes, "")
         rubric = load_multi_rubric(options["rubric"])
         run = open_run(options["run"], write=True)
         with RunLock(run.path), RunStore(run.database) as store:

@@ -177,13 +177,14 @@ async def judge_one(rubric: Rubric, task: JudgeTask, backend: HttpBackend, answe
 
 # --- the run's judgements table ------------------------------------------------------------
 
-def _open(store: RunStore) -> None:
+def open_judgements(store: RunStore) -> None:
+    """Create table ``judgements`` in a run's store if it is not there yet (a run never judged has none)."""
     store.db.executescript(SCHEMA)
 
 
 def judged_keys(store: RunStore, rubric_id: str, judge_id: str) -> set[tuple[str, str]]:
     """(trial_id, item_id) already judged (failed ones are asked again)."""
-    _open(store)
+    open_judgements(store)
     rows = store.db.execute("SELECT trial_id, item_id FROM judgements WHERE rubric_id = ? AND judge_id = ? "
                             "AND status != 'failed'", (rubric_id, judge_id))
     return {(t, i) for t, i in rows}

@@ -118,6 +118,13 @@ class ItemKind:
         :attr:`judge_placeholders` except ``levels``."""
         return []
 
+    def answer_flags(self, answers: "pd.DataFrame", instruments: Mapping[str, "Instrument"]
+                     ) -> dict[tuple[str, str], tuple[str, ...]]:
+        """The answers among `answers` (columns as :meth:`judge_tasks` takes them) whose automatic
+        score a rule known to be fragile decided, by ``(trial_id, item_id)``, with those rules: the
+        answers ``psyq rating-sheet --flagged`` gives people to score. None by default."""
+        return {}
+
     def file_formats(self) -> dict[str, Callable[[Any], Any]]:
         """Loaders of the YAML file formats the kind brings (`psyq:` value -> load(path)), which
         ``psyq validate`` checks like instruments and studies."""

@@ -35,6 +35,7 @@ class SceneSection(ReportSection):
         if levels.empty:
             return []
         section = leas_section(levels, report.scores, report.instruments)
+        flagged_into(section, levels, report.table)
         judge_agreement_into(section, report.table, report.judgements)
         add_leas_card(report, levels)
         return [section]
@@ -73,8 +74,9 @@ def leas_section(levels: pd.DataFrame, scores: pd.DataFrame, instruments: Mappin
         section.readings.append(
             f"{inst_id}: mean total {total['score'].mean():.1f} of a possible {5 * n_scenes} "
             f"(SD {total['score'].std():.1f}, {total['respondent_id'].nunique()} respondents), scored "
-            "automatically with psyq's lexicon (an approximation of hand scoring: r = .91 with a "
-            "single developer's hand scores on 131 answers).")
+            "automatically with psyq's lexicon (an approximation of hand scoring: r = .99 with a "
+            "single developer's hand scores on 131 answers, a set the scoring rules were written beside, "
+            "not a held-out test).")
         if inst.content_source == "psyq":
             section.readings.append(f"{inst_id}: these scenes were written by psyq, not the official LEAS "
                                     "scenes; published LEAS norms do not apply and none are compared.")
@@ -92,6 +94,44 @@ def leas_section(levels: pd.DataFrame, scores: pd.DataFrame, instruments: Mappin
                     f"p {say_p(test.pvalue)}), the repeated design of Elyoseph et al. (2023).")
     section.figures.append(("Distribution of LEAS levels", leas_level_chart(levels)))
     return section
+
+
+def flagged_answers(levels: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
+    """Per backend, the scene answers (with text) and how many of them are flagged: a rule known to
+    be fragile decided their lexicon level (:attr:`psyq.engine.kinds.scene.leas.AnswerScore.flags`),
+    with how often each rule did. Columns ``backend_id, answers, flagged, share, rules``.
+
+    Example:
+        >>> levels = pd.DataFrame({"backend_id": ["b", "b"], "self_flags": ["negation", ""],
+        ...                        "other_flags": ["", "whose; negation"]})
+        >>> table = pd.DataFrame({"backend_id": "b", "item_id": ["s1:self", "s1:other", "s2:self", "s2:other"],
+        ...                       "text": ["a", "b", "c", "d"]})
+        >>> row = flagged_answers(levels, table).iloc[0]
+        >>> int(row.answers), int(row.flagged), float(row.share), row.rules
+        (4, 2, 0.5, 'negation 2, whose 1')
+    """
+    answered = table[is_scene_answer(table["item_id"]) & table["text"].map(lambda x: isinstance(x, str) and x.strip() != "")]
+    rows = []
+    for backend, group in levels.groupby("backend_id", sort=False):
+        flags = [f for f in list(group["self_flags"]) + list(group["other_flags"]) if isinstance(f, str) and f]
+        n = int((answered["backend_id"] == backend).sum())
+        counts = pd.Series([rule for f in flags for rule in f.split("; ")]).value_counts()
+        rows.append({"backend_id": backend, "answers": n, "flagged": len(flags),
+                     "share": len(flags) / n if n else np.nan,
+                     "rules": ", ".join(f"{rule} {count}" for rule, count in counts.items())})
+    return pd.DataFrame(rows, columns=["backend_id", "answers", "flagged", "share", "rules"])
+
+
+def flagged_into(section: Section, levels: pd.DataFrame, table: pd.DataFrame) -> None:
+    """Add the share of flagged scene answers per backend to `section` (:func:`flagged_answers`)."""
+    flagged = flagged_answers(levels, table)
+    section.add_table("Scene answers whose lexicon level a fragile rule decided (flagged), per backend", flagged)
+    for row in flagged.itertuples():
+        section.readings.append(
+            f"{row.backend_id}: {say_pct(row.share)} of {row.answers} scene answers are flagged ({row.flagged}): a "
+            "rule known to be fragile (negation, irony, another sense, whose feeling, a feeling taken back, "
+            "near-synonyms, a misspelling) decided their level" + (f" ({row.rules})" if row.rules else "")
+            + "; psyq rating-sheet RUN sheet.xlsx --rubric leas_level --flagged gives them to people to score.")
 
 
 def judge_agreement_into(section: Section, table: pd.DataFrame, judgements: pd.DataFrame) -> None:

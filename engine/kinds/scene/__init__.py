@@ -3,8 +3,11 @@ would feel; the answers are scored into levels 0-5 (:mod:`.leas`, Lane et al. 19
 
 Everything particular to scenes is here: the item model, how a scene is asked and its reply
 split into its two answers (``<scene>:self``, ``<scene>:other``), re-asking, the lexicon scoring
-of the answers into `leas_self`, `leas_other` and `leas_total` sums (:mod:`.leas`), what a judge
-model is asked about each answer, and the lexicon file format (`lexicon/1`). Its report section is
+of the answers into `leas_self`, `leas_other` and `leas_total` sums (:mod:`.leas`, read clause by
+clause: :mod:`.leas_clauses`, :mod:`.leas_people`, :mod:`.leas_spelling`), the LEAS details of
+each answer (:func:`scene_answer_levels`: the rules that fired, and a flag where a fragile one
+decided the level), what a judge model or a person is asked about each answer, and the lexicon
+file formats (`lexicon/1`, its companion `real_words/1`). Its report section is
 :mod:`psyq.analysis.report.sections.scene`.
 """
 
@@ -121,9 +124,19 @@ def scene_instruments(instruments: Mapping[str, "Instrument"]) -> list[str]:
     return [i for i, inst in instruments.items() if any(isinstance(x, SceneItem) for x in inst.items)]
 
 
+def scene_others(instruments: Mapping[str, "Instrument"]) -> dict[tuple[str, str], tuple[str, ...]]:
+    """(instrument, scene) -> the words naming the scene's other person (:func:`.leas.other_words`),
+    which the scorer reads to tell whose feeling a word names."""
+    from psyq.engine.kinds.scene.leas import other_words
+
+    return {(inst_id, item.id): other_words(item.other) for inst_id, inst in instruments.items()
+            for item in inst.items if isinstance(item, SceneItem)}
+
+
 def scene_levels(table: pd.DataFrame, instruments: Mapping[str, "Instrument"],
                  lexicon: "Lexicon | None" = None) -> pd.DataFrame:
-    """LEAS levels per scene (self, other, total) for every instrument with scene items
+    """LEAS levels per scene (self, other, total) for every instrument with scene items, with the
+    rules that fired on each answer and the fragile ones that decided its level
     (:func:`.leas.score_scenes`; default lexicon :data:`.leas.DEFAULT_LEXICON`)."""
     import pandas as pd
 
@@ -132,7 +145,34 @@ def scene_levels(table: pd.DataFrame, instruments: Mapping[str, "Instrument"],
     ids = scene_instruments(instruments)
     if not ids:   # nothing to score, so no lexicon to read
         return pd.DataFrame(columns=SCENE_LEVEL_COLUMNS)
-    return score_scenes(table[table["instrument"].isin(ids)], lexicon or load_lexicon(DEFAULT_LEXICON))
+    return score_scenes(table[table["instrument"].isin(ids)], lexicon or load_lexicon(DEFAULT_LEXICON),
+                        scene_others(instruments))
+
+
+def scene_answer_levels(table: pd.DataFrame, instruments: Mapping[str, "Instrument"],
+                        lexicon: "Lexicon | None" = None) -> pd.DataFrame:
+    """Every scene answer with text, one row each, with the LEAS details the scorer gives it:
+    the columns of `table` and ``leas_level`` (0-4), ``leas_rules`` (the rules that fired, e.g.
+    ``negation(angry); whose(furious)``), ``leas_flags`` (the fragile rules that decided the level)
+    and ``leas_flagged`` (whether any did: an answer for people to score).
+
+    Example:
+        >>> import pandas as pd
+        >>> from psyq.engine.design.instrument import load_instrument
+        >>> table = pd.DataFrame({"backend_id": "b", "respondent_id": "r", "repeat": 0, "instrument": "leas_psyq",
+        ...                       "item_id": ["s01:self", "s01:other"], "text": ["Fine. She'd be livid.", "Grateful."]})
+        >>> scene_answer_levels(table, {"leas_psyq": load_instrument("leas_psyq")})[["leas_level", "leas_flagged"]].values.tolist()
+        [[2, True], [3, False]]
+    """
+    import pandas as pd
+
+    from psyq.engine.kinds.scene.leas import ANSWER_COLUMNS, DEFAULT_LEXICON, load_lexicon, score_scene_rows
+
+    ids = scene_instruments(instruments)
+    rows = table[table["instrument"].isin(ids) & table["text"].map(has_text)]
+    if rows.empty:
+        return pd.DataFrame(columns=list(table.columns) + ANSWER_COLUMNS)
+    return score_scene_rows(rows, lexicon or load_lexicon(DEFAULT_LEXICON), scene_others(instruments))[0]
 
 
 def score_scene_answers(table: pd.DataFrame, instruments: Mapping[str, "Instrument"],
@@ -194,22 +234,42 @@ class Scene(ItemKind):
     def judge_tasks(self, answers: pd.DataFrame, instruments: Mapping[str, "Instrument"]) -> list[JudgeTask]:
         """A task per non-empty scene answer (``<scene>:self`` / ``<scene>:other``)."""
         tasks = []
-        for row in answers.itertuples(index=False):
-            instrument = instruments.get(row.instrument)
-            scene_id, _, role = str(row.item_id).partition(":")
-            item = _item(instrument, scene_id)
-            if item is None or role not in ("self", "other") or not has_text(row.text):
-                continue
+        for row, item, role in _scene_answers(answers, instruments):
             question = "How would you feel?" if role == "self" else f"How would {item.other} feel?"
             tasks.append(JudgeTask(row.trial_id, row.item_id, {"scene": item.text, "question": question,
                                                                  "answer": row.text}))
         return tasks
 
-    def file_formats(self) -> dict[str, Callable[[Any], Any]]:
-        """Lexicon files (format `lexicon/1`), checked by ``psyq validate``."""
-        from psyq.engine.kinds.scene.leas import load_lexicon
+    def answer_flags(self, answers: pd.DataFrame, instruments: Mapping[str, "Instrument"]
+                     ) -> dict[tuple[str, str], tuple[str, ...]]:
+        """The scene answers whose lexicon level a fragile rule decided (:attr:`.leas.AnswerScore.flags`)."""
+        from psyq.engine.kinds.scene.leas import DEFAULT_LEXICON, load_lexicon, other_words, score_answer
 
-        return {"lexicon/1": load_lexicon}
+        found = list(_scene_answers(answers, instruments))
+        lexicon = load_lexicon(DEFAULT_LEXICON) if found else None
+        flags = {}
+        for row, item, role in found:
+            decided = score_answer(row.text, lexicon, role, other_words(item.other)).flags
+            if decided:
+                flags[(row.trial_id, row.item_id)] = decided
+        return flags
+
+    def file_formats(self) -> dict[str, Callable[[Any], Any]]:
+        """Lexicon files (format `lexicon/1`) and their companion files of real words
+        (`real_words/1`), checked by ``psyq validate``."""
+        from psyq.engine.kinds.scene.leas import load_lexicon
+        from psyq.engine.kinds.scene.leas_spelling import load_real_words
+
+        return {"lexicon/1": load_lexicon, "real_words/1": load_real_words}
+
+
+def _scene_answers(answers: pd.DataFrame, instruments: Mapping[str, "Instrument"]) -> Iterator[tuple[Any, SceneItem, str]]:
+    """(row, scene, role) of each non-empty scene answer among `answers`."""
+    for row in answers.itertuples(index=False):
+        scene_id, _, role = str(row.item_id).partition(":")
+        item = _item(instruments.get(row.instrument), scene_id)
+        if item is not None and role in ("self", "other") and has_text(row.text):
+            yield row, item, role
 
 
 def _item(instrument: "Instrument | None", item_id: str) -> SceneItem | None:

@@ -1,44 +1,58 @@
-"""Automatic scoring of LEAS-format answers with a levelled emotion lexicon.
+"""Automatic scoring of LEAS-format answers with a levelled emotion lexicon, read as a trained
+rater reads an answer.
 
-The rules (Lane et al. 1990; the level summary in ``instruments/README.md``): each
-answer gets the level of its words — 0 no emotion word (or only "think" words), 1 bodily
-sensation, 2 action tendency or undifferentiated state, 3 one differentiated emotion,
-4 two or more level-3 words that together say more than one alone (here: level-3 words from at
-least two different emotion families). A scene's total is the higher of the self and other
-levels, or 5 when both are 4 and the two are differentiated from each other (here: different
-sets of emotion families).
+The levels (Lane et al. 1990; Lane & Smith 2021, J Intell 9:42, Table 1; the level summary in
+``instruments/README.md``): each answer gets the level of its words — 0 no emotion word (or only
+"think" words), 1 bodily sensation, 2 action tendency or undifferentiated state, 3 one
+differentiated emotion, 4 two or more level-3 words that together say more than one alone (here:
+level-3 words naming at least two different emotions: from two emotion families, not joined as
+near-synonyms by the lexicon's ``near_synonyms``). A scene's total is the higher of the self and
+other levels, or 5 when both are 4 and the two are differentiated from each other (here:
+different sets of emotion families). Barchard et al. (2010, Behav Res Methods 42:586-595) score a
+word list the same way ("334": VETA's ``_334``) and say of programs before theirs that they
+"cannot mimic LEAS hand scoring"; a word list reads no context. Hand scorers do, and so does this
+module, rule by rule, each rule reading the clause around a lexicon word:
 
-Two rules read a little grammar around the lexicon's words (the lexicon lists cues and phrases only;
-its header leaves how they are read to this module):
+- **Negation**, by clause, not by a window (:func:`.leas_clauses.negation_at`): a cue anywhere
+  before the word in its clause ("wouldn't feel the slightest bit of guilt"; understatement, "I
+  can't say I'd be thrilled", is a denial), a list joined by "or/nor" negated as a whole when its
+  first term is ("I wouldn't be angry, sad or scared"), but not emphasis ("I have never been so
+  scared", "I couldn't be happier").
+- **A feeling taken back** (:func:`.leas_clauses.taken_back`): "Angry? Not really.", "A twinge of
+  jealousy? No – scratch that", "... consumed with remorse. Not."
+- **Irony** (:func:`.leas_clauses.ironic_spans`): "Oh, delighted, obviously", "Oh great".
+- **Another sense** (the lexicon's ``senses``): "a mad rush", "a sad excuse for", "I'm afraid I'd
+  have to", "happy to help", "I'd hate to look petty", "a terrible shame that ...".
+- **Whose feeling** (:mod:`.leas_people`): the other person's feeling written in the self answer
+  does not count there, nor the respondent's own in the other answer.
+- **Near-synonyms** (the lexicon's ``near_synonyms``): "gutted ... devastated" is one emotion.
+- **Misspellings** (:mod:`.leas_spelling`): "embarassed", "greatful", "frustated" are read as meant.
+- **An AI disowning feelings** (:func:`.leas_clauses.disowned_spans`): "As an AI I don't have
+  feelings of fear" names no feeling; such a refusal scores 0.
+- "feel like" + an -ing verb is an action tendency, level 2: "I'd feel like walking away". The verb
+  is any word of five or more letters ending in "-ing" after "feel/feels/felt/feeling like", but
+  for "being" and the "-thing" pronouns; where the lexicon lists a phrase there, the lexicon
+  decides ("feel like crying" 2; "feel like a fool" 3); "feel like" before a noun or a clause is no
+  action ("I feel like a failure": 0).
 
-- Negation. A term preceded by a negator (the lexicon's ``negators``) at most
-  :data:`NEGATION_WINDOW` words back, with no clause break (:data:`CLAUSE_BREAKS`: punctuation,
-  "but", "just" ...) in between, does not count ("I wasn't angry, just tired": tired counts). The
-  negation also covers the terms coordinated with a negated one by "or" / "nor": a run of terms
-  separated only by "or", "nor" and commas, with at least one "or" or "nor" in it, is negated as
-  a whole when its first term is ("I would not feel angry or sad", "I wouldn't be angry, sad or
-  scared": no emotion counts). A comma alone does not carry it ("not angry, sad": sad counts),
-  nor does "but" ("not angry but sad"), nor anything else between the terms ("not angry or even
-  sad" keeps sad: the rule stays with the plain list).
-- "feel like" + an -ing verb is an action tendency, level 2: "I'd feel like walking away",
-  "feel like giving up", "felt like leaving". The verb is any word of five or more letters
-  ending in "-ing" after "feel/feels/felt/feeling like", but for "being" (a state, not an act)
-  and the "-thing" pronouns ("feel like nothing matters"). Where the lexicon lists a phrase
-  there, the lexicon decides ("feel like crying" 2; "feel like a fool" is embarrassment, 3; "feel
-  like hurting him" is read by its word "hurting", 3); "feel like" before a noun or a clause is
-  no action ("I feel like a failure", "I feel like I failed": 0). A bare noun in "-ing" right
-  after "feel like" ("feel like spring") would be misread as an act; it is rare in these answers.
+Matching: longest phrase first; a phrase's words may stand apart by up to :data:`MAX_GAP` filler
+words ("feel really down", "my heart would be in my throat"), and "my" in a phrase stands for any
+possessive ("a lump in her throat").
+
+**Uncertainty said.** Each answer carries the rules that fired (:attr:`AnswerScore.rules`) and,
+in :attr:`AnswerScore.flags`, the fragile ones (:data:`FRAGILE`) that decided its level: a rule is
+flagged when undoing it alone gives another level. Flagged answers are the ones to have people
+score (``psyq rating-sheet RUN OUT.xlsx --rubric leas_level --flagged``).
 
 The lexicon is ours (``instruments/lexicons/leas_psyq_lexicon.yaml``); see its header for how it
-was built and how it relates to the computer scoring of Barchard et al. (2010).
+was built, its sources, and how it relates to the computer scoring of Barchard et al. (2010).
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Mapping
 
 import pandas as pd
 from pydantic import Field
@@ -47,15 +61,52 @@ from psyq.engine.files.errors import Problem
 from psyq.engine.files.fields import Id, StrictModel, Text
 from psyq.engine.files.validation import load_document, raise_problems
 from psyq.engine.files.shipped import INSTRUMENTS
+from psyq.engine.kinds.scene.leas_clauses import (PUNCTUATION, cased_tokens, disowned_spans, ironic_spans,
+                                                  negation_at, taken_back)
+from psyq.engine.kinds.scene.leas_people import PERSON_NOUNS, experiencer, person_marks, speaks_of_other
+from psyq.engine.kinds.scene.leas_spelling import Speller, load_real_words, make_speller
 
 # The lexicon the report and `psyq score` use unless told otherwise.
 DEFAULT_LEXICON = INSTRUMENTS / "lexicons" / "leas_psyq_lexicon.yaml"
 SCENE_LEVEL_COLUMNS = ["backend_id", "respondent_id", "repeat", "instrument", "scene",
-                       "self_level", "other_level", "total_level"]
-NEGATION_WINDOW = 3   # a negator this many words or fewer before a term negates it
+                       "self_level", "other_level", "total_level", "self_rules", "other_rules",
+                       "self_flags", "other_flags"]
+ANSWER_COLUMNS = ["leas_level", "leas_rules", "leas_flags", "leas_flagged"]
 COORDINATORS = frozenset({"or", "nor"})   # carry a negation on to the next term of a list
 FEEL_FORMS = frozenset({"feel", "feels", "felt", "feeling"})
 ACTION_LEVEL = 2      # "feel like <doing>": an action tendency
+# Words a phrase's words may stand apart by ("my heart would be in my throat"), at most MAX_GAP in all.
+FILLERS = frozenset({"would", "will", "might", "could", "should", "must", "be", "been", "is", "was", "were", "are",
+                     "am", "probably", "definitely", "just", "really", "totally", "completely", "literally",
+                     "absolutely", "so", "all", "immediately", "instantly", "suddenly", "start", "started",
+                     "starting", "kind", "of", "sort", "bit", "a", "little", "quite", "very", "pretty"})
+MAX_GAP = 3
+POSSESSIVES = frozenset({"my", "her", "his", "their", "your", "our"})
+# Rules known to be fragile: an answer whose level one of them decided is flagged.
+FRAGILE = ("negation", "irony", "other_sense", "whose", "taken_back", "near_synonym", "misspelling")
+
+
+class Idiom(StrictModel):
+    """Phrases of one level (and family, at level 3) from one source."""
+
+    phrases: list[Text] = Field(min_length=1)
+    level: Literal[1, 2, 3]
+    family: Id | None = None
+    source: Text
+
+
+class NearSynonyms(StrictModel):
+    """Level-3 words of different families that name one emotion, and why."""
+
+    words: list[Text] = Field(min_length=2)
+    reason: Text
+
+
+class Sense(StrictModel):
+    """An emotion word in another sense: the phrase ("|" alternatives, "*" any word) and why."""
+
+    phrase: Text
+    reason: Text
 
 
 class LexiconFile(StrictModel):
@@ -67,6 +118,11 @@ class LexiconFile(StrictModel):
     levels: dict[Literal["1", "2", "3"], list[Text] | dict[Id, list[Text]]]
     negators: list[Text] = Field(default_factory=list)
     cognitive: list[Text] = Field(default_factory=list)
+    sources: dict[Id, Text] = Field(default_factory=dict)
+    idioms: list[Idiom] = Field(default_factory=list)
+    near_synonyms: list[NearSynonyms] = Field(default_factory=list)
+    senses: list[Sense] = Field(default_factory=list)
+    real_words: Text | None = None      # companion `real_words/1` file, relative to this one
 
 
 @dataclass(frozen=True)
@@ -74,22 +130,33 @@ class Term:
     words: tuple[str, ...]
     level: int
     family: str | None
+    source: str | None = None
 
 
 @dataclass(frozen=True)
 class Lexicon:
-    """Terms by their first word (for a longest-match scan), negators and cognitive words."""
+    """Terms by their first word (for a longest-match scan), negators, and the rules' data: other
+    senses by word (slots, the word's slot, reason), near-synonym groups by phrase, the speller."""
 
     id: str
     terms: dict[str, tuple[Term, ...]]
     negators: frozenset[str]
     size: int
+    cognitive: frozenset[str] = frozenset()
+    senses: dict[str, tuple[tuple[tuple[frozenset[str], ...], int, str], ...]] = field(default_factory=dict)
+    near: dict[str, frozenset[int]] = field(default_factory=dict)
+    speller: Speller | None = None
 
+    def single(self, word: str) -> Term | None:
+        """The one-word term `word`, if listed."""
+        return next((t for t in self.terms.get(word, ()) if len(t.words) == 1), None)
 
-_WORD = re.compile(r"[a-z]+(?:'[a-z]+)?|n't|[,.;:!?]")
-# A negation reaches forward until the clause turns ("not angry, just tired": tired counts).
-CLAUSE_BREAKS = frozenset({",", ".", ";", ":", "!", "?", "but", "just", "only", "though", "although", "yet",
-                           "instead", "rather", "however"})
+    def comparative(self, word: str) -> bool:
+        """Whether `word` is a comparative of a listed word ("happier", "angrier", "prouder")."""
+        if not word.endswith("er") or self.single(word) is None:
+            return False
+        stems = (word[:-2], word[:-3] + "y", word[:-3], word[:-1])
+        return any(self.single(s) is not None for s in stems if s)
 
 
 def tokens(text: str) -> list[str]:
@@ -99,14 +166,17 @@ def tokens(text: str) -> list[str]:
         >>> tokens("I wasn't ANGRY, just tired.")
         ['i', 'was', "n't", 'angry', ',', 'just', 'tired', '.']
     """
-    text = text.lower().replace("’", "'")
-    text = re.sub(r"([a-z])n't\b", r"\1 n't", text)
-    return _WORD.findall(text)
+    return [t.lower() for t in cased_tokens(text)]
+
+
+def _phrase(text: str) -> tuple[str, ...]:
+    return tuple(w for w in tokens(text) if w not in PUNCTUATION)
 
 
 def load_lexicon(path: str | Path) -> Lexicon:
     """Load a `lexicon/1` file, given its path or the name of a shipped one; a phrase in two
-    levels or two families is an error.
+    levels or two families, an idiom of an unknown family or source, a near-synonym that is no
+    level-3 term and a sense naming no lexicon word are errors.
 
     Example:
         >>> sorted(load_lexicon("leas_psyq_lexicon").negators)[:3]
@@ -116,49 +186,124 @@ def load_lexicon(path: str | Path) -> Lexicon:
     seen: dict[tuple[str, ...], tuple] = {}
     problems: list[Problem] = []
     by_first: dict[str, list[Term]] = {}
+
+    def add(phrase: str, level: int, family: str | None, where: tuple, source: str | None = None) -> None:
+        words = _phrase(phrase)
+        if not words:
+            problems.append(doc.problem(where, f"{phrase!r} has no words"))
+            return
+        if words in seen and seen[words] != (level, family):
+            problems.append(doc.problem(where, f"{phrase!r} is also in level {seen[words][0]}"
+                                        + (f" ({seen[words][1]})" if seen[words][1] else "")))
+            return
+        if words not in seen:
+            by_first.setdefault(words[0], []).append(Term(words, level, family, source))
+        seen[words] = (level, family)
+
     for level, entries in spec.levels.items():
         groups = entries.items() if isinstance(entries, dict) else [(None, entries)]
         for family, phrases in groups:
             for i, phrase in enumerate(phrases):
-                words = tuple(w for w in tokens(phrase) if w not in CLAUSE_BREAKS or len(w) > 1)
-                where = ("levels", level) + ((family,) if family else ()) + (i,)
-                if not words:
-                    problems.append(doc.problem(where, f"{phrase!r} has no words"))
-                    continue
-                if words in seen and seen[words] != (int(level), family):
-                    problems.append(doc.problem(where, f"{phrase!r} is also in level {seen[words][0]}"
-                                                + (f" ({seen[words][1]})" if seen[words][1] else "")))
-                    continue
-                seen[words] = (int(level), family)
-                by_first.setdefault(words[0], []).append(Term(words, int(level), family))
+                add(phrase, int(level), family, ("levels", level) + ((family,) if family else ()) + (i,))
+    families = set(spec.levels["3"]) if isinstance(spec.levels.get("3"), dict) else set()
+    for i, idiom in enumerate(spec.idioms):
+        if (idiom.level == 3) != (idiom.family is not None) or (idiom.family and idiom.family not in families):
+            problems.append(doc.problem(("idioms", i, "family"), "a level-3 idiom names one of the level-3 families "
+                                        f"({', '.join(sorted(families))}); other levels name none"))
+            continue
+        if idiom.source.split(":")[0] not in spec.sources:
+            problems.append(doc.problem(("idioms", i, "source"), f"{idiom.source!r} is not one of `sources` "
+                                        f"({', '.join(spec.sources) or 'none'}), optionally followed by ':entry'"))
+            continue
+        for k, phrase in enumerate(idiom.phrases):
+            add(phrase, idiom.level, idiom.family, ("idioms", i, "phrases", k), idiom.source)
+    near: dict[str, set[int]] = {}
+    for i, group in enumerate(spec.near_synonyms):
+        for k, word in enumerate(group.words):
+            if seen.get(_phrase(word), (0,))[0] != 3:
+                problems.append(doc.problem(("near_synonyms", i, "words", k), f"{word!r} is no level-3 term"))
+            near.setdefault(" ".join(_phrase(word)), set()).add(i)
+    senses = _senses(spec, doc, set(by_first), problems)
     raise_problems(problems)
     # Longest phrases first, so "want to scream" wins over "want".
     terms = {w: tuple(sorted(ts, key=lambda t: -len(t.words))) for w, ts in by_first.items()}
     negators = frozenset(w for n in spec.negators for w in tokens(n))
-    return Lexicon(spec.id, terms, negators, len(seen))
+    cognitive = frozenset(w for c in spec.cognitive for w in tokens(c))
+    speller = None
+    if spec.real_words:
+        singles = [ts[0] for ts, level in seen.items() if len(ts) == 1 and level[0] in (1, 2, 3)]
+        speller = make_speller([w for w in singles if w not in cognitive and w not in negators],
+                               load_real_words(Path(path).parent / spec.real_words),
+                               {w: seen[(w,)] for w in singles})
+    return Lexicon(spec.id, terms, negators, len(seen), cognitive, senses,
+                   {k: frozenset(v) for k, v in near.items()}, speller)
+
+
+def _senses(spec: LexiconFile, doc, lexicon_words: set[str], problems: list[Problem]) -> dict:
+    """The `senses` by the lexicon word each can hold: (slots, that word's slot, reason)."""
+    out: dict[str, list] = {}
+    for i, sense in enumerate(spec.senses):
+        slots = []
+        for alternatives in sense.phrase.split():
+            words = [] if alternatives == "*" else [tokens(a) for a in alternatives.split("|")]
+            if any(len(w) != 1 for w in words):
+                problems.append(doc.problem(("senses", i, "phrase"), f"{alternatives!r}: each alternative is one word"))
+            slots.append(frozenset(w[0] for w in words if len(w) == 1))
+        held = [(word, j) for j, slot in enumerate(slots) for word in slot if word in lexicon_words]
+        if not held:
+            problems.append(doc.problem(("senses", i, "phrase"), f"{sense.phrase!r} holds no word of the lexicon"))
+        for word, j in held:
+            out.setdefault(word, []).append((tuple(slots), j, sense.reason))
+    return {w: tuple(v) for w, v in out.items()}
 
 
 @dataclass(frozen=True)
 class AnswerScore:
-    """The level of one answer and the emotion families that gave it."""
+    """The level of one answer, the emotion families that gave it, the rules that fired and the
+    fragile rules that decided the level (:data:`FRAGILE`)."""
 
     level: int
     families: frozenset[str]
     matched: tuple[str, ...]
+    rules: tuple[str, ...] = ()
+    flags: tuple[str, ...] = ()
+
+    @property
+    def flagged(self) -> bool:
+        """Whether a fragile rule decided the level: an answer for people to score."""
+        return bool(self.flags)
 
 
-def _negated(words: list[str], i: int, negators: frozenset[str]) -> bool:
-    for w in reversed(words[max(0, i - NEGATION_WINDOW):i]):
-        if w in CLAUSE_BREAKS:
-            return False
-        if w in negators:
-            return True
-    return False
+@dataclass
+class Found:
+    """A lexicon term found in an answer: where, as written, and the rules keeping it from counting."""
+
+    term: Term
+    start: int
+    end: int
+    spelled: str | None = None        # the word as written, when read as a misspelling
+    drop: set[str] = field(default_factory=set)
+    kept_by: str | None = None        # a cue in its clause that does not deny it: emphatic, out_of_scope
+
+    @property
+    def name(self) -> str:
+        return " ".join(self.term.words)
 
 
-def _term_at(words: list[str], i: int, lexicon: Lexicon) -> Term | None:
-    """The longest lexicon term starting at word `i`, or None."""
-    return next((t for t in lexicon.terms.get(words[i], ()) if tuple(words[i:i + len(t.words)]) == t.words), None)
+def _same(word: str, wanted: str) -> bool:
+    return word == wanted or (wanted in POSSESSIVES and word in POSSESSIVES)
+
+
+def _match_end(words: list[str], i: int, term: Term) -> int | None:
+    """One past the last word of `term` matched at word `i` (filler words between its words allowed)."""
+    k, gaps = i, 0
+    for n, wanted in enumerate(term.words):
+        while n > 0 and k < len(words) and not _same(words[k], wanted) and words[k] in FILLERS and gaps < MAX_GAP:
+            k, gaps = k + 1, gaps + 1
+        if k >= len(words) or not _same(words[k], wanted):
+            return None
+        k += 1
+    return k
 
 
 def _is_action_verb(word: str) -> bool:
@@ -166,33 +311,95 @@ def _is_action_verb(word: str) -> bool:
     return len(word) >= 5 and word.endswith("ing") and word != "being" and not word.endswith("thing")
 
 
-def _feel_like_action(words: list[str], i: int, lexicon: Lexicon) -> Term | None:
-    """"feel like <-ing verb>" at word `i` as an action tendency, unless the lexicon has a term at the verb."""
-    if (words[i] in FEEL_FORMS and i + 2 < len(words) and words[i + 1] == "like" and _is_action_verb(words[i + 2])
-            and _term_at(words, i + 2, lexicon) is None):
-        return Term(tuple(words[i:i + 3]), ACTION_LEVEL, None)
+def _feel_like_doing(words: list[str], i: int, lexicon: Lexicon) -> bool:
+    """"feel like <-ing verb>" at word `i`, unless the lexicon has a term at the verb."""
+    return (words[i] in FEEL_FORMS and i + 2 < len(words) and words[i + 1] == "like" and _is_action_verb(words[i + 2])
+            and not any(_match_end(words, i + 2, t) for t in lexicon.terms.get(words[i + 2], ())))
+
+
+def find_terms(words: list[str], lexicon: Lexicon) -> list[Found]:
+    """The lexicon's terms in `words`, longest first and not overlapping; a "feel like <-ing>"
+    action; a misspelt lexicon word (when the lexicon has a speller).
+
+    Example:
+        >>> lexicon = load_lexicon("leas_psyq_lexicon")
+        >>> [f.name for f in find_terms(tokens("I'd feel like walking out, so greatful"), lexicon)]
+        ['feel like walking', 'grateful']
+    """
+    found: list[Found] = []
+    i = 0
+    while i < len(words):
+        hit = next(((t, e) for t in lexicon.terms.get(words[i], ()) if (e := _match_end(words, i, t)) is not None),
+                   None)
+        if hit is None and _feel_like_doing(words, i, lexicon):
+            hit = (Term(tuple(words[i:i + 3]), ACTION_LEVEL, None), i + 3)
+        if hit is not None:
+            found.append(Found(hit[0], i, hit[1]))
+            i = hit[1]
+            continue
+        word = words[i]
+        if lexicon.speller and word not in lexicon.terms and word not in lexicon.cognitive \
+                and word not in lexicon.negators:
+            meant = lexicon.speller.correct(word)
+            if meant is not None and lexicon.single(meant) is not None:
+                found.append(Found(lexicon.single(meant), i, i + 1, spelled=word))
+        i += 1
+    return found
+
+
+def _other_sense(words: list[str], f: Found, lexicon: Lexicon) -> str | None:
+    for slots, j, reason in lexicon.senses.get(words[f.start], ()):
+        begin = f.start - j
+        if begin >= 0 and begin + len(slots) <= len(words) and all(
+                not slot or words[begin + k] in slot for k, slot in enumerate(slots)):
+            return reason
     return None
 
 
-def _lists(matches: list[tuple[Term, int, bool]], words: list[str]) -> list[tuple[list[tuple[Term, int, bool]], bool]]:
-    """`matches` cut into lists: runs of terms with only commas, "or" and "nor" between them; each
-    with whether an "or"/"nor" joins it ("angry, sad or scared": one list, joined)."""
-    runs: list[tuple[list[tuple[Term, int, bool]], bool]] = []
-    for match in matches:
-        if runs:
-            run, joined = runs[-1]
-            last, start = run[-1], match[1]
-            gap = words[last[1] + len(last[0].words):start]
-            if gap and all(w == "," or w in COORDINATORS for w in gap):
-                run.append(match)
-                runs[-1] = (run, joined or any(w in COORDINATORS for w in gap))
-                continue
-        runs.append(([match], False))
-    return runs
+def _negate_lists(found: list[Found], words: list[str]) -> None:
+    """A run of terms with only commas, "or" and "nor" between them, joined by at least one
+    "or"/"nor", is negated as a whole when its first term is ("not angry, sad or scared")."""
+    runs: list[list[Found]] = []
+    for f in found:
+        gap = words[runs[-1][-1].end:f.start] if runs else []
+        if gap and all(w == "," or w in COORDINATORS for w in gap):
+            runs[-1].append(f)
+        else:
+            runs.append([f])
+    for run in runs:
+        joined = any(w in COORDINATORS for a, b in zip(run, run[1:]) for w in words[a.end:b.start])
+        if joined and "negation" in run[0].drop:
+            for f in run[1:]:
+                f.drop.add("negation")
 
 
-def score_answer(text: str | None, lexicon: Lexicon) -> AnswerScore:
-    """Level 0–4 of one free-text answer.
+def _level(counting: list[Found], near: Mapping[str, frozenset[int]], merge: bool = True) -> tuple[int, frozenset[str], int]:
+    """(level, level-3 families, emotions): emotions are the level-3 terms grouped by family and,
+    with `merge`, by near-synonym group."""
+    threes = [f for f in counting if f.term.level == 3 and f.term.family]
+    parent = {f.name: f.name for f in threes}
+
+    def root(x: str) -> str:
+        while parent[x] != x:
+            x = parent[x]
+        return x
+    for a in threes:
+        for b in threes:
+            if a.term.family == b.term.family or (merge and near.get(a.name, frozenset()) & near.get(b.name, frozenset())):
+                parent[root(a.name)] = root(b.name)
+    emotions = len({root(f.name) for f in threes})
+    families = frozenset(f.term.family for f in threes)
+    level = 4 if emotions >= 2 else max((f.term.level for f in counting), default=0)
+    return level, families, emotions
+
+
+def score_answer(text: str | None, lexicon: Lexicon, role: Literal["self", "other"] | None = None,
+                 others: tuple[str, ...] = ()) -> AnswerScore:
+    """Level 0–4 of one free-text answer, with the rules that fired and those that decided it.
+
+    `role` says which question the answer is to ("self": how would you feel; "other"): with it,
+    a feeling of the other person in a self answer does not count, nor the reverse. `others`: the
+    words naming the other person in the scene ("your friend Aiko": friend, aiko).
 
     Example:
         >>> lex = load_lexicon("leas_psyq_lexicon")
@@ -200,30 +407,62 @@ def score_answer(text: str | None, lexicon: Lexicon) -> AnswerScore:
         4
         >>> score_answer("I wouldn't be angry or sad, I'd feel like walking away", lex).matched
         ('feel like walking',)
+        >>> got = score_answer("Honestly, I'd be fine. She'd be livid.", lex, role="self")
+        >>> got.level, got.rules, got.flags
+        (2, ('whose(livid)',), ('whose',))
     """
     if not text:
         return AnswerScore(0, frozenset(), ())
-    words = tokens(text)
-    matches: list[tuple[Term, int, bool]] = []   # term, its first word, negated by a cue before it
-    i = 0
-    while i < len(words):
-        term = _term_at(words, i, lexicon) or _feel_like_action(words, i, lexicon)
-        if term is None:
-            i += 1
-            continue
-        matches.append((term, i, _negated(words, i, lexicon.negators)))
-        i += len(term.words)
-    found: list[Term] = []
-    for run, joined in _lists(matches, words):
-        # A list joined by "or"/"nor" whose first term is negated is negated as a whole.
-        whole = joined and run[0][2]
-        found.extend(term for term, _start, negated in run if not (negated or whole))
-    families = frozenset(t.family for t in found if t.level == 3 and t.family)
-    if len(families) >= 2:
-        level = 4
-    else:
-        level = max((t.level for t in found), default=0)
-    return AnswerScore(level, families, tuple(" ".join(t.words) for t in found))
+    cased = cased_tokens(text)
+    words = [w.lower() for w in cased]
+    found = find_terms(words, lexicon)
+    inside = frozenset(k for f in found for k in range(f.start, f.end))   # "couldn't breathe": no cue
+
+    def within(spans, rule: str) -> None:
+        for s, e in spans:
+            for f in found:
+                if s <= f.start < e:
+                    f.drop.add(rule)
+    within(disowned_spans(words), "ai")
+    within(ironic_spans(words, {f.start for f in found}), "irony")
+    within([(s, e) for s, e, _cue in taken_back(words, lambda s, e: any(s <= f.start < e for f in found))], "taken_back")
+    for f in found:
+        if _other_sense(words, f, lexicon):
+            f.drop.add("other_sense")
+        negation = negation_at(words, f.start, lexicon.negators, inside, lexicon.comparative)
+        if negation is not None and negation.kind == "negated":
+            f.drop.add("negation")
+        elif negation is not None:
+            f.kept_by = negation.kind    # emphatic, or out of the cue's scope
+    _negate_lists(found, words)
+    if role is not None:
+        marks = person_marks(words, cased, others, frozenset(lexicon.terms))
+        other_named = speaks_of_other(marks)
+        for f in found:
+            who = experiencer(words, marks, f.start, f.end)
+            if (role == "self" and who == "third") or (role == "other" and who == "first" and other_named):
+                f.drop.add("whose")
+    counting = [f for f in found if not f.drop]
+    level, families, emotions = _level(counting, lexicon.near)
+    rules = [f"{rule}({f.spelled or f.name})" for f in found for rule in sorted(f.drop)]
+    rules += [f"{'emphasis' if f.kept_by == 'emphatic' else 'negation_scope'}({f.name})" for f in counting if f.kept_by]
+    rules += [f"misspelling({f.spelled}->{f.name})" for f in found if f.spelled]
+    if emotions < len(families):
+        rules.append("near_synonym(" + "~".join(sorted({f.name for f in counting if f.term.level == 3})) + ")")
+    flags = tuple(rule for rule in FRAGILE if _undone(rule, found, counting, lexicon.near) != level)
+    return AnswerScore(level, families, tuple(f.spelled or f.name for f in counting), tuple(rules), flags)
+
+
+def _undone(rule: str, found: list[Found], counting: list[Found], near: Mapping[str, frozenset[int]]) -> int:
+    """The level with `rule` alone undone: what it dropped counted, what it read or kept not."""
+    if rule == "near_synonym":
+        return _level(counting, near, merge=False)[0]
+    if rule == "misspelling":
+        return _level([f for f in counting if not f.spelled], near)[0]
+    again = counting + [f for f in found if f.drop == {rule}]
+    if rule == "negation":
+        again = [f for f in again if not f.kept_by]
+    return _level(again, near)[0]
 
 
 def scene_total(self_score: AnswerScore, other_score: AnswerScore) -> int:
@@ -249,25 +488,63 @@ def is_scene_answer(item_ids: pd.Series) -> pd.Series:
     return item_ids.astype(str).str.fullmatch(r"[^:]+:(?:self|other)")
 
 
-def score_scenes(table: pd.DataFrame, lexicon: Lexicon) -> pd.DataFrame:
+def other_words(label: str) -> tuple[str, ...]:
+    """The words naming the other person of a scene, as :func:`score_answer` takes them: its head
+    noun (the label's last word), its names and person nouns.
+
+    Example:
+        >>> other_words("your friend Aiko"), other_words("the woman at the bus stop"), other_words("Mr. Okafor")
+        (('aiko', 'friend'), ('woman',), ('okafor',))
+    """
+    skip = {"the", "a", "an", "your", "my", "at", "next", "door", "bus", "stop", "mr", "mrs", "ms", "dr"}
+    cased = [w for w in cased_tokens(label) if w not in PUNCTUATION and w.lower() not in skip]
+    words = [w.lower() for w in cased]
+    keep = words[-1:] + [w.lower() for w in cased if w[:1].isupper() or w.lower() in PERSON_NOUNS]
+    return tuple(dict.fromkeys(keep))
+
+
+def score_scene_rows(table: pd.DataFrame, lexicon: Lexicon,
+                     others: Mapping[tuple[str, str], tuple[str, ...]] | None = None) -> tuple[pd.DataFrame, list[AnswerScore]]:
+    """The scene answers of an exported table with the columns :data:`ANSWER_COLUMNS` added
+    (level, rules that fired, fragile rules that decided it, flagged), and their scores.
+    `others`: (instrument, scene) -> the words naming the other person (:func:`other_words`)."""
+    rows = table[is_scene_answer(table["item_id"])].copy()
+    scores = []
+    for row in rows.itertuples(index=False):
+        scene, role = str(row.item_id).split(":", 1)
+        text = row.text if isinstance(row.text, str) else None
+        scores.append(score_answer(text, lexicon, role, (others or {}).get((row.instrument, scene), ())))
+    rows["leas_level"] = [s.level for s in scores]
+    rows["leas_rules"] = ["; ".join(s.rules) for s in scores]
+    rows["leas_flags"] = ["; ".join(s.flags) for s in scores]
+    rows["leas_flagged"] = [s.flagged for s in scores]
+    return rows, scores
+
+
+def score_scenes(table: pd.DataFrame, lexicon: Lexicon,
+                 others: Mapping[tuple[str, str], tuple[str, ...]] | None = None) -> pd.DataFrame:
     """Scene levels per respondent from an exported answers table (scene rows only).
 
     Returns one row per backend × respondent × repeat × instrument × scene with columns
-    ``self_level, other_level, total_level``. A missing answer (refusal, unreadable) scores 0,
-    as an answer without emotion words does in hand scoring; its status stays in the export.
+    ``self_level, other_level, total_level`` and, per answer, the rules that fired and the
+    fragile ones that decided its level (``self_rules, other_rules, self_flags, other_flags``). A
+    missing answer (refusal, unreadable) scores 0, as an answer without emotion words does in hand
+    scoring; its status stays in the export.
     """
-    rows = table[is_scene_answer(table["item_id"])].copy()
+    rows, scores = score_scene_rows(table, lexicon, others)
     if rows.empty:
         return pd.DataFrame(columns=SCENE_LEVEL_COLUMNS)
     rows[["scene", "role"]] = rows["item_id"].str.split(":", n=1, expand=True)
+    rows["score"] = scores
     keys = ["backend_id", "respondent_id", "repeat", "instrument", "scene"]
+    empty = AnswerScore(0, frozenset(), ())
     out = []
     for key, group in rows.groupby(keys, sort=False):
-        texts = dict(zip(group["role"], group["text"]))
-        own = score_answer(texts.get("self") if isinstance(texts.get("self"), str) else None, lexicon)
-        other = score_answer(texts.get("other") if isinstance(texts.get("other"), str) else None, lexicon)
-        out.append((*key, own.level, other.level, scene_total(own, other)))
-    return pd.DataFrame(out, columns=keys + ["self_level", "other_level", "total_level"])
+        by_role = dict(zip(group["role"], group["score"]))
+        own, other = by_role.get("self", empty), by_role.get("other", empty)
+        out.append((*key, own.level, other.level, scene_total(own, other), "; ".join(own.rules),
+                    "; ".join(other.rules), "; ".join(own.flags), "; ".join(other.flags)))
+    return pd.DataFrame(out, columns=SCENE_LEVEL_COLUMNS)
 
 
 def leas_scores(scene_levels: pd.DataFrame) -> pd.DataFrame:

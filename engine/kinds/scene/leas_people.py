@@ -1,0 +1,190 @@
+"""Whose feeling an emotion word names, for the LEAS scorer (:mod:`.leas`).
+
+The LEAS asks two questions of each scene, how would you feel and how would the other person
+feel, and scores the two answers separately (Lane et al. 1990; the Bio-protocol summary of its
+scoring: "the self- and other-related responses are scored separately"). A feeling of the other
+person written in the self answer ("I'd be fine. She'd be furious.") is not the respondent's
+own, and the respondent's feeling in the other answer is not the other's: the hand-scored set
+psyq checks itself against counts neither (``tests/data/leas_validation_README.md``, rule 8; the
+attribution rule is ours, no source we could read states it).
+
+Who feels a word (:func:`experiencer`) is read from the people the sentence names, as a subject
+("I", "she", "my friend", "the tailor": :data:`PERSON_NOUNS`, the other person's name or label as
+the scene gives it, a capitalised name: "Sofia would be thrilled"), an object ("me", "him") or a
+possessive ("my", "his"), in this order:
+
+1. the object of a verb that puts the feeling in its object ("it would upset her":
+   :data:`OBJECT_FEELERS`), "<-ing word> for her" ("embarrassing for her"), "how <feeling> I was";
+2. an object or possessive right before the word, but for degree words and "feel/be/to"
+   ("make her happy", "his anger", "leave me feeling hurt", "want him to feel sorry");
+3. a possessive inside the phrase ("a lump in her throat");
+4. the nearest subject or possessive before the word in its clause (up to a comma);
+5. else the main subject of the nearest clause before it in the sentence (the first subject not
+   inside a "that/because/when ..." clause: "I'd be touched that he remembered, and happy" is
+   mine).
+
+In a sentence that takes the other's place ("if I were her, I'd be hurt") the first person is the
+other. A word with nobody named belongs to whoever the answer is about; "you" is read as the
+generic you and names nobody; "we/us/our" name both.
+
+The scorer then drops the other person's words from a self answer, and the respondent's words
+from an other answer only when that answer also speaks of the other in the third person (an
+other answer written wholly in the first person is read as written in the other's voice).
+
+Example:
+    >>> text = "I'd be fine, but she'd be furious with me."
+    >>> words = [w.lower() for w in cased_tokens(text)]
+    >>> marks = person_marks(words, cased_tokens(text), ("neighbour",), frozenset())
+    >>> experiencer(words, marks, words.index("fine"), words.index("fine") + 1)
+    'first'
+    >>> experiencer(words, marks, words.index("furious"), words.index("furious") + 1)
+    'third'
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from psyq.engine.kinds.scene.leas_clauses import (FUNCTION, PUNCTUATION, SENTENCE_ENDS, SUBJECTS,
+                                                  SUBORDINATORS, TURNS, cased_tokens, sentence_of)
+
+Person = Literal["first", "third", "both"]
+Case = Literal["subject", "object", "possessive"]
+Mark = tuple[Person, Case]
+
+PRONOUNS: dict[str, Mark] = {
+    **{w: ("first", "subject") for w in ("i", "i'd", "i'm", "i'll", "i've")},
+    **{w: ("first", "object") for w in ("me", "myself")},
+    **{w: ("first", "possessive") for w in ("my", "mine")},
+    **{w: ("third", "subject") for w in ("he", "he'd", "he's", "he'll", "she", "she'd", "she's", "she'll", "they",
+                                         "they'd", "they're", "they'll", "people", "someone", "somebody", "anyone",
+                                         "anybody", "everyone", "everybody")},
+    **{w: ("third", "object") for w in ("him", "them", "himself", "herself", "themselves")},
+    **{w: ("third", "possessive") for w in ("his", "their", "hers", "theirs")},
+    **{w: ("both", "subject") for w in ("we", "we'd", "we're", "we'll")},
+    **{w: ("both", "object") for w in ("us", "ourselves")},
+    "our": ("both", "possessive"),
+}
+PREPOSITIONS = frozenset({"to", "with", "about", "for", "at", "of", "from", "by", "on", "near", "towards", "toward",
+                          "around", "like", "than"})
+OBJECTS: dict[str, Person] = {"me": "first", "him": "third", "her": "third", "them": "third", "us": "both"}
+# Words between an object or possessive and the feeling word that keep it the feeler's ("make her so happy").
+BRIDGE = frozenset({"so", "very", "really", "quite", "a", "bit", "little", "too", "feel", "feeling", "feels", "felt",
+                    "totally", "completely", "absolutely", "more", "most", "all", "kind", "sort", "of", "pretty",
+                    "rather", "somewhat", "extremely", "incredibly", "deeply", "being", "be", "been", "get",
+                    "getting", "got", "go", "going", "look", "looking", "seem", "seeming", "to", "even", "sound"})
+PERSON_NOUNS = frozenset({"friend", "brother", "sister", "mother", "mum", "mom", "father", "dad", "boss", "manager",
+                          "colleague", "coworker", "neighbour", "neighbor", "partner", "wife", "husband", "son",
+                          "daughter", "girl", "boy", "man", "woman", "child", "kid", "teacher", "supervisor", "uncle",
+                          "aunt", "cousin", "stranger", "grandmother", "grandfather", "grandma", "grandpa", "nan",
+                          "girlfriend", "boyfriend", "roommate", "flatmate", "guy", "lady", "person", "driver"})
+# Verbs that put the feeling in their object: "it would upset her" is her feeling.
+OBJECT_FEELERS = re.compile(r"^(?:upset|hurt|annoy|scare|frighten|embarrass|disappoint|anger|worry|bother|sadden|"
+                            r"please|surprise|shock|amuse|excite|thrill|delight|frustrate|irritate|offend|insult|"
+                            r"humiliate|relieve|reassure|depress|disgust|horrify|terrify|impress|touch|move|"
+                            r"infuriate|enrage|madden|stress|unsettle|devastate|crush|gut|flatter)(?:s|es|ed|d|ing)?$")
+# Capitalised words that are no names at the start of a sentence.
+NOT_NAMES = frozenset({"the", "it", "this", "that", "there", "honestly", "probably", "maybe", "perhaps", "definitely",
+                       "also", "then", "so", "and", "but", "if", "when", "as", "being", "seeing", "knowing",
+                       "hearing", "after", "before", "while", "because", "in", "on", "at", "for", "with", "oh",
+                       "well", "yes", "no", "not", "what", "how", "why", "who", "which", "where", "a", "an", "all",
+                       "some", "most", "many", "any", "every", "each", "both", "either", "neither", "one", "first",
+                       "still", "even", "just", "really", "very", "god", "ai", "self", "other", "you", "your",
+                       "nobody", "everything", "nothing", "something", "mostly", "likely", "surely", "overall"})
+VERBISH = frozenset({"would", "will", "might", "may", "could", "must", "should", "is", "was", "feels", "felt",
+                     "seems", "seemed", "gets", "got", "probably", "likely", "definitely", "might", "'d", "has"})
+TAKE_PLACE = tuple(("if", "i", verb, who) for verb in ("were", "was") for who in ("her", "him", "them", "she", "he")) + \
+    tuple(("in", whose, place) for whose in ("her", "his", "their") for place in ("shoes", "position", "place"))
+
+
+def person_marks(words: list[str], cased: list[str], others: tuple[str, ...], feeling_words: frozenset[str]
+                 ) -> list[Mark | None]:
+    """For each word, the person it names and how (None: nobody). `others`: the words of the other
+    person's label in the scene (:func:`.leas.other_words`); `feeling_words`: the lexicon's words,
+    which are never names."""
+    starts = {0} | {k + 1 for k, w in enumerate(words) if w in SENTENCE_ENDS}
+    marks: list[Mark | None] = []
+    for k, w in enumerate(words):
+        nxt = words[k + 1] if k + 1 < len(words) else "."
+        if w == "her":   # an object before a function word ("tell her a", "her and"), else a possessive
+            plain = nxt in FUNCTION or nxt in PUNCTUATION or nxt in SUBJECTS or nxt in SUBORDINATORS or nxt in TURNS
+            marks.append(("third", "object" if plain else "possessive"))
+        elif w in PRONOUNS:
+            marks.append(PRONOUNS[w])
+        elif w in PERSON_NOUNS or w in others or _is_name(words, cased, k, k in starts, feeling_words):
+            marks.append(("third", "subject"))
+        else:
+            marks.append(None)
+        if k > 0 and marks[-1] is not None and marks[-1][1] == "subject" and words[k - 1] in PREPOSITIONS:
+            marks[-1] = (marks[-1][0], "object")    # "close to someone", "angry at Lena"
+    return marks
+
+
+def _is_name(words: list[str], cased: list[str], k: int, at_start: bool, feeling_words: frozenset[str]) -> bool:
+    token = cased[k] if k < len(cased) else ""
+    w = words[k]
+    if not token[:1].isupper() or w in NOT_NAMES or w in feeling_words or w in PUNCTUATION or "'" in w:
+        return False
+    nxt = words[k + 1] if k + 1 < len(words) else ""
+    return not at_start or nxt in VERBISH
+
+
+def experiencer(words: list[str], marks: list[Mark | None], start: int, end: int) -> Person | None:
+    """Who feels the term at ``words[start:end]`` (see the module docstring), or None: nobody named."""
+    nxt = words[end] if end < len(words) else ""
+    if OBJECT_FEELERS.match(words[start]) and nxt in OBJECTS:
+        return OBJECTS[nxt]
+    if words[start].endswith("ing") and nxt == "for" and end + 1 < len(words) and words[end + 1] in OBJECTS:
+        return OBJECTS[words[end + 1]]
+    after = marks[end] if end < len(marks) else None
+    if start > 0 and words[start - 1] == "how" and after is not None:   # "how angry I was"
+        return after[0]
+    s, _e = sentence_of(words, start)
+    found = _nearest(words, marks, start, end, s)
+    if found == "first" and _takes_place(words, s, end):
+        return "third"
+    return found
+
+
+def _nearest(words: list[str], marks: list[Mark | None], start: int, end: int, s: int) -> Person | None:
+    k = start - 1
+    while k >= s and words[k] in BRIDGE:
+        k -= 1
+    if k >= s and marks[k] is not None and marks[k][1] != "subject":
+        return marks[k][0]
+    inside = next((marks[j][0] for j in range(start, end - 1) if marks[j] and marks[j][1] == "possessive"), None)
+    if inside:
+        return inside
+    clause = max([s] + [j + 1 for j in range(s, start) if words[j] == ","])
+    own = next((marks[j][0] for j in range(start - 1, clause - 1, -1) if marks[j] and marks[j][1] != "object"), None)
+    if own:
+        return own
+    bounds = [s] + [j + 1 for j in range(s, clause - 1) if words[j] == ","] + [clause]
+    for a, b in reversed(list(zip(bounds, bounds[1:]))):
+        main = _main_subject(words, marks, a, b - 1)
+        if main:
+            return main
+    return None
+
+
+def _main_subject(words: list[str], marks: list[Mark | None], a: int, b: int) -> Person | None:
+    """The first subject (or possessive) of words[a:b] not inside a subordinate clause; a
+    possessive before a person ("my supervisor") gives way to the person."""
+    for j in range(a, b):
+        if words[j] in SUBORDINATORS:
+            return None
+        if marks[j] is not None and marks[j][1] != "object":
+            owned = marks[j + 1] if j + 1 < b else None
+            return owned[0] if marks[j][1] == "possessive" and owned and owned[1] == "subject" else marks[j][0]
+    return None
+
+
+def _takes_place(words: list[str], s: int, e: int) -> bool:
+    part = words[s:e]
+    return any(tuple(part[k:k + len(p)]) == p for p in TAKE_PLACE for k in range(len(part)))
+
+
+def speaks_of_other(marks: list[Mark | None]) -> bool:
+    """Whether an answer names the other person in the third person anywhere."""
+    return any(m is not None and m[0] == "third" for m in marks)

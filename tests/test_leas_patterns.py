@@ -1,0 +1,342 @@
+"""The LEAS scorer's rules for the answers a word list misreads (issue 56), each on answers written
+for this file (not the issue's examples), with the level a hand scorer gives by the rules of
+tests/data/leas_validation_README.md; then the flags that say which answers a fragile rule decided,
+the report's share of them, and the rating sheet of the flagged answers read back as judgements.
+
+Each expected level is decided by hand from the README's rules (1 bodily, 2 action or valence, 3 one
+emotion, 4 two different emotions; negated, ironic, retracted, other-sense and other-person words
+do not count); each rule was undone once in the code and its tests seen to fail.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import openpyxl
+import pytest
+
+from psyq.cli import main
+from psyq.engine.kinds.scene import scene_levels
+from psyq.engine.kinds.scene.leas import DEFAULT_LEXICON, load_lexicon, score_answer
+from psyq.engine.kinds.scene.leas_spelling import edit_distance, load_real_words
+from psyq.engine.results.run import open_run
+from stub_server import StubServer
+from test_administer import run, write_study
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENES = ROOT / "tests" / "data" / "mini_scenes.yaml"
+
+
+@pytest.fixture(scope="module")
+def lex():
+    return load_lexicon(DEFAULT_LEXICON)
+
+
+def scored(lex, text: str, role: str = "self"):
+    got = score_answer(text, lex, role)
+    return got.level, got.flags
+
+
+# --- negation by clause, emphasis, understatement -----------------------------------------------
+
+@pytest.mark.parametrize("text, level", [
+    ("I wouldn't feel even the faintest trace of envy.", 0),      # the cue six words back, same clause
+    ("There's no way I'd be cheerful about it.", 0),              # "no way": the whole clause
+    ("I don't think I'd be embarrassed at all.", 0),              # "think" passes the negation down
+    ("I wouldn't say I'd be over the moon about it.", 0),         # understatement is a denial
+    ("I can't pretend I'd be overjoyed.", 0),
+    ("No regrets at all.", 0),                                    # "no" + its noun phrase
+    ("I would not be cross with her or even a little hurt.", 0),  # one clause: "not" reaches "hurt"
+])
+def test_a_negation_reaches_through_its_clause(lex, text, level):
+    got, flags = scored(lex, text)
+    assert got == level and "negation" in flags
+
+
+@pytest.mark.parametrize("text, level", [
+    ("I've never felt so humiliated in my life.", 3),             # a negated comparison is emphasis
+    ("Honestly, I couldn't be more grateful.", 3),
+    ("Never been this nervous before a talk.", 3),
+    ("I can't tell you how relieved I'd be.", 3),                 # "... how <feeling>"
+    ("I couldn't stop grinning.", 2),                             # "couldn't stop": the grin happens
+    ("I didn't expect to feel so lonely.", 3),                    # surprise at one's feeling
+    ("Not getting an answer would leave me anxious.", 3),         # the cue negates "getting", not anxious
+    ("No one would blame me for being upset.", 2),                # "no one": a noun phrase only
+])
+def test_emphatic_forms_and_other_clauses_are_not_negation(lex, text, level):
+    got, flags = scored(lex, text)
+    assert got == level and "negation" in flags   # a rule decided: it is flagged for people
+
+
+def test_a_negation_stops_at_the_turn_of_the_clause(lex):
+    wistful = score_answer("I wouldn't be bitter, more wistful really.", lex, "self")
+    assert (wistful.level, wistful.rules) == (3, ("negation(bitter)",))          # longing counts, bitterness not
+    assert scored(lex, "Not only nervous but proud.") == (4, ())                  # "not only" is no denial
+    assert scored(lex, "Not merely irritated: betrayed.") == (4, ())
+
+
+# --- a feeling taken back, irony -------------------------------------------------------------
+
+@pytest.mark.parametrize("text, level", [
+    ("Jealous? Not in the slightest.", 0),                        # the following clause negates it
+    ("Proud, not really.", 0),
+    ("A flicker of envy? Actually no, scratch that: mostly pride.", 3),   # envy taken back, pride stays
+    ("I'd be ecstatic... not.", 0),
+    ("Would I be scared? No. Excited? Very.", 3),                 # only the fear is taken back
+])
+def test_a_feeling_taken_back_does_not_count(lex, text, level):
+    got, flags = scored(lex, text)
+    assert got == level and "taken_back" in flags
+
+
+@pytest.mark.parametrize("text, level, flagged", [
+    ("Oh, thrilled, naturally.", 0, True),                        # interjection + mock certainty, no subject
+    ("Yeah right, like I'd be grateful.", 0, True),
+    ("Oh great, another delay. Annoyed.", 3, False),              # "oh great" ironic; annoyed says the level
+    ("I'd be thrilled, obviously!", 3, False),                    # a subject: sincere
+])
+def test_irony(lex, text, level, flagged):
+    got, flags = scored(lex, text)
+    assert got == level and ("irony" in flags) == flagged
+
+
+# --- emotion words in other senses -------------------------------------------------------------
+
+@pytest.mark.parametrize("text", [
+    "It was a mad scramble to get there on time.",
+    "I'm afraid I'd have to decline the invitation.",
+    "I'm glad to help out with the move.",
+    "I'd hate to seem ungrateful about the gift.",
+    "It's a real shame the bakery closed down.",
+    "What a sad state of affairs that is.",
+    "Good luck to him with that plan.",
+    "I'm terrible at remembering dates.",
+])
+def test_an_emotion_word_in_another_sense_does_not_count(lex, text):
+    assert scored(lex, text) == (0, ("other_sense",))
+
+
+def test_the_same_words_as_feelings_still_count(lex):
+    assert scored(lex, "I'd be afraid of him, and mad at myself.")[0] == 4
+    assert scored(lex, "I'd feel a deep sense of shame.")[0] == 3
+    assert scored(lex, "Glad to see him home safe.")[0] == 3
+
+
+# --- whose feeling --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, role, level", [
+    ("I'd be calm. He'd be livid.", "self", 3),                   # his anger is not mine
+    ("It would really upset her.", "self", 0),                    # the feeling is in the object
+    ("Seeing him so proud would make me relieved.", "self", 3),   # his pride, my relief
+    ("He'd be ashamed, and I'd be livid.", "other", 3),           # my anger is not his
+    ("Ravi would feel guilty, while I'd feel sorry for him.", "other", 3),
+])
+def test_a_feeling_of_the_other_person_is_not_counted_for_the_answer_asked(lex, text, role, level):
+    got = score_answer(text, lex, role, ("ravi",))
+    assert got.level == level and "whose" in got.flags
+
+
+def test_whose_feeling_cases_that_stay(lex):
+    # An other answer in the other's own voice (no third person anywhere): read as the other's words.
+    assert scored(lex, "I'm so sorry, I feel awful.", "other")[0] == 3
+    # Taking the other's place: "if I were her" makes the first person hers.
+    assert scored(lex, "If I were her, I'd be mortified.", "other")[0] == 3
+    # Without a role, nothing is dropped (as before issue 56).
+    assert score_answer("I'd be calm. He'd be livid.", lex).level == 4
+
+
+# --- near-synonyms are one emotion -------------------------------------------------------------
+
+@pytest.mark.parametrize("text, level, flagged", [
+    ("Crushed, honestly heartbroken.", 3, True),                  # disappointment + sadness, one blow
+    ("Elated, thrilled to bits.", 3, True),                       # happiness + excitement, one joy
+    ("Nervous at first, then plain terrified.", 3, True),
+    ("Seething, absolutely incensed.", 3, False),                 # one family already
+    ("Crushed and furious.", 4, False),                           # two emotions
+    ("Sad and disappointed.", 4, False),
+])
+def test_near_synonyms_are_one_emotion(lex, text, level, flagged):
+    got, flags = scored(lex, text)
+    assert got == level and ("near_synonym" in flags) == flagged
+
+
+# --- bodily and idiomatic emotion --------------------------------------------------------------
+
+@pytest.mark.parametrize("text, level", [
+    ("My knees would knock and my palms would sweat.", 1),
+    ("My throat would tighten up.", 1),
+    ("Her stomach would lurch.", 1),
+    ("A lump in her throat, honestly.", 1),                       # "her" read for the lexicon's "my"
+    ("I'd be hot under the collar.", 3),
+    ("I'd be kicking myself for weeks.", 3),
+    ("I'd want the ground to swallow me up.", 2),                 # a wish to vanish, like "sink into the floor"
+    ("I'd see red, then feel guilty about it.", 4),               # anger (idiom) + guilt
+    ("Honestly, tickled pink.", 3),
+    ("On pins and needles the whole evening.", 3),
+])
+def test_bodily_and_idiomatic_emotion(lex, text, level):
+    assert scored(lex, text, "other")[0] == level
+
+
+def test_every_idiom_names_its_source(lex):
+    from psyq.engine.files.yamlfile import load_yaml
+
+    data = load_yaml(DEFAULT_LEXICON).data
+    sources = set(data["sources"])
+    for idiom in data["idioms"]:
+        assert idiom["source"].split(":")[0] in sources, idiom
+    wiktionary = [i for i in data["idioms"] if i["source"].startswith("wiktionary:")]
+    assert wiktionary and all(i["level"] in (2, 3) for i in wiktionary)
+
+
+# --- misspellings -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, level", [
+    ("I'd feel so greatful and releived.", 4),                    # two edits (8+ letters), one swap
+    ("Angery and embarased.", 4),
+    ("Dissapointed, mostly.", 3),
+    ("Exausted.", 1),
+])
+def test_a_misspelt_emotion_word_is_read_as_meant(lex, text, level):
+    got, flags = scored(lex, text)
+    assert got == level and "misspelling" in flags
+
+
+@pytest.mark.parametrize("text, level", [
+    ("I shared the news and tried to smile.", 2),                 # shared/scared, tried/tired: real words
+    ("He'd hurl the phone and curse.", 0),                        # hurl/hurt
+    ("I received a letter from the council.", 0),                 # received/relieved
+    ("Kate said she made dinner.", 0),                            # short words are never corrected
+])
+def test_a_real_word_near_an_emotion_word_is_not_a_misspelling(lex, text, level):
+    assert scored(lex, text) == (level, ())
+
+
+def test_the_real_words_file_holds_what_it_says():
+    words = load_real_words(ROOT / "instruments" / "lexicons" / "leas_psyq_lexicon.real_words.yaml")
+    assert {"tried", "fired", "shared", "sacred", "hurl", "received", "believed"} <= words
+    # An independent check of the distance the file was made with (by hand: one swap, two edits).
+    assert (edit_distance("tried", "tired"), edit_distance("received", "relieved"), edit_distance("hurl", "hurt")) == (1, 2, 1)
+
+
+# --- an AI disowning feelings ------------------------------------------------------------------
+
+@pytest.mark.parametrize("text", [
+    "As a language model I don't have emotions like guilt or pride, but I can see this is a hard moment.",
+    "I am an AI and cannot feel jealousy. A good friend would check in.",
+    "As an AI assistant, I do not experience sadness or relief.",
+    "As an AI, I can describe fear and relief, but I do not experience them.",   # named, not negated: disowned
+])
+def test_an_ai_refusal_naming_feelings_it_disowns_scores_zero(lex, text):
+    assert score_answer(text, lex, "self").level == 0
+
+
+def test_an_ai_disclaimer_leaves_the_other_sentences(lex):
+    text = "As an AI I don't have feelings. If I were in this situation, I'd be anxious."
+    assert score_answer(text, lex, "self").level == 3
+
+
+# --- uncertainty said ------------------------------------------------------------------------
+
+def test_plain_answers_carry_no_flag_and_the_rules_say_what_fired(lex):
+    plain = score_answer("I'd be angry and a bit hurt.", lex, "self")
+    assert (plain.level, plain.flags, plain.flagged, plain.rules) == (4, (), False, ())
+    # A rule that fired without deciding the level is said, not flagged.
+    quiet = score_answer("Furious, not annoyed.", lex, "self")          # annoyed is anger too: no other level
+    assert (quiet.level, quiet.rules, quiet.flags) == (3, ("negation(annoyed)",), ())
+
+
+def test_scene_levels_carry_the_rules_and_flags_of_each_answer():
+    import pandas as pd
+    from psyq.engine.design.instrument import load_instrument
+
+    table = pd.DataFrame({"backend_id": "b", "respondent_id": "r", "repeat": 0, "instrument": "mini_scenes",
+                          "item_id": ["s1:self", "s1:other"], "text": ["Hurt. She'd be mortified.", "Mortified."]})
+    levels = scene_levels(table, {"mini_scenes": load_instrument(SCENES)}).iloc[0]
+    assert (levels.self_level, levels.other_level, levels.self_rules, levels.self_flags, levels.other_flags) == (
+        3, 3, "whose(mortified)", "whose", "")
+
+
+# --- the report's share and the rating sheet of the flagged answers --------------------------------
+
+FLAGGY = {"birthday": "You: Hurt? Not really. Just tired.\nOther: embarrassed, and sorry.",
+          "credit": "You: Furious, and she'd be smug.\nOther: smug.",
+          "pregnant": "You: Delighted and excited.\nOther: tired but happy."}
+
+
+def flaggy_run(tmp_path: Path) -> Path:
+    """A run of the three mini scenes whose answers hold two flagged ones (s1:self, s2:self)."""
+    def answer(body):
+        return next(v for k, v in FLAGGY.items() if k in body["messages"][-1]["content"])
+    with StubServer(answer=answer) as stub:
+        result = run(write_study(tmp_path, stub.url, personas=[{"id": "p1"}], instrument=SCENES), tmp_path / "runs")
+    return result.run_dir.path
+
+
+def test_the_report_gives_the_share_of_flagged_answers_per_backend(tmp_path):
+    from psyq.analysis.report import build_sections
+
+    run_path = flaggy_run(tmp_path)
+    _, sections = build_sections(run_path)
+    leas = next(s for s in sections if s.title.startswith("Emotional awareness"))
+    table = next(t.frame for t in leas.tables if t.caption.startswith("Scene answers whose lexicon level"))
+    # By hand: 6 answers; s1:self "Hurt? Not really." taken back (1, not 3); s2:self "she'd be smug"
+    # is hers (3, not 4): 2 of 6 flagged.
+    assert table[["backend_id", "answers", "flagged"]].values.tolist() == [["stub", 6, 2]]
+    assert table["share"].iloc[0] == pytest.approx(2 / 6)
+    assert any("33 % of 6 scene answers are flagged" in r for r in leas.readings)
+
+
+def test_the_sheet_of_flagged_answers_round_trips_as_judgements(tmp_path, capsys):
+    run_path = flaggy_run(tmp_path)
+    sheet = tmp_path / "flagged.xlsx"
+    assert main(["rating-sheet", str(run_path), str(sheet), "--rubric", "leas_level", "--flagged", "--seed", "3"]) == 0
+    book = openpyxl.load_workbook(sheet)
+    rows = list(book["ratings"].iter_rows(values_only=True))
+    assert list(rows[0]) == ["rater_id", "response_id", "message", "reply", "level"]
+    replies = {r[3] for r in rows[1:]}
+    assert replies == {"Hurt? Not really. Just tired.", "Furious, and she'd be smug."}   # the flagged two only
+    assert all(r[2].startswith("Scene: ") and "\nQuestion: How would you feel?" in r[2] for r in rows[1:])
+    everything = tmp_path / "all.xlsx"
+    assert main(["rating-sheet", str(run_path), str(everything), "--rubric", "leas_level"]) == 0
+    assert openpyxl.load_workbook(everything)["ratings"].max_row == 7   # header + all six answers
+    # Two raters fill in the flagged sheet (one leaves a level empty); psyq reads it back.
+    given = {"Hurt? Not really. Just tired.": "1", "Furious, and she'd be smug.": "3"}
+    sheet_rows = book["ratings"]
+    for k in range(2, sheet_rows.max_row + 1):
+        sheet_rows[f"A{k}"].value = "h1"
+        sheet_rows[f"E{k}"].value = given[sheet_rows[f"D{k}"].value]
+    book.save(sheet)
+    assert main(["import", "ratings", str(sheet), "--run", str(run_path), "--rubric", "leas_level"]) == 0
+    judged = open_run(run_path).judgements
+    people = judged[judged["judge_id"] == "people:h1"].set_index("item_id")
+    assert people["level"].to_dict() == {"s1:self": 1, "s2:self": 3}
+    assert set(people["answer_mode"]) == {"people"} and set(people["status"]) == {"answered"}
+    # Read back as today's judgements are: the report's agreement of judges with the lexicon shows the rater.
+    from psyq.analysis.report import build_sections
+
+    _, sections = build_sections(run_path)
+    leas = next(s for s in sections if s.title.startswith("Emotional awareness"))
+    assert any(re.search(r"judge 'people:h1' .* agrees with the lexicon on 100 % of 2 answers", r) for r in leas.readings)
+
+
+def test_a_bad_level_in_the_answer_sheet_is_named_and_nothing_is_written(tmp_path, capsys):
+    run_path = flaggy_run(tmp_path)
+    sheet = tmp_path / "flagged.xlsx"
+    assert main(["rating-sheet", str(run_path), str(sheet), "--rubric", "leas_level", "--flagged"]) == 0
+    book = openpyxl.load_workbook(sheet)
+    page = book["ratings"]
+    for k in (2, 3):
+        page[f"A{k}"].value, page[f"E{k}"].value = "h2", "7"
+    book.save(sheet)
+    capsys.readouterr()
+    assert main(["import", "ratings", str(sheet), "--run", str(run_path), "--rubric", "leas_level"]) == 2
+    assert "!E2: level: 7 must be one of the levels 0, 1, 2, 3, 4 of leas_level" in capsys.readouterr().err
+    assert open_run(run_path).judgements.empty
+
+
+def test_flagged_takes_a_rubric_of_answers(tmp_path, capsys):
+    run_path = flaggy_run(tmp_path)
+    assert main(["rating-sheet", str(run_path), str(tmp_path / "x.xlsx"), "--rubric", "empathy_ceb", "--flagged"]) == 2
+    assert "--flagged lists the answers a lexicon flags" in capsys.readouterr().err
