@@ -296,11 +296,11 @@ def test_report_of_a_staged_run_shows_change_and_compares_it_with_humans(tmp_pat
     _, sections = build_sections(run_dir, human_change=humans)
     # The verdict leads: the change of each emotion, personas against people, with its mark.
     from psyq.analysis.report.sections.verdict import TITLE as VERDICT
-    assert [s.title for s in sections] == [VERDICT, "Study", "Missing answers and refusals", TITLE]
+    assert [s.title for s in sections] == [VERDICT, "Study", "Missing answers and refusals", TITLE, "Materials"]
     (_, card), = sections[0].tables
     assert set(card["criterion"]) == {"change"} and card["mark"].notna().all()
     assert any(r.startswith("Reproducing people's change") for r in sections[0].readings), sections[0].readings
-    tables = dict(sections[-1].tables)
+    tables = dict(sections[3].tables)
     paired = next(frame for caption, frame in tables.items() if caption.startswith("Paired change"))
     z_anger = paired[(paired["subscale"] == "Z") & (paired["emotion"] == "anger")].iloc[0]
     assert z_anger["n"] == 2 and z_anger["mean_change"] == pytest.approx(-7)

@@ -214,7 +214,7 @@ def _build_run(run: Run, *, people: Mapping[str, HumanData] | None, targets: Map
         report.preregistration = planned
         report.deviations = deviations(run, planned.plan, bound=bound, correction=correction, estimator=estimator,
                                        norm_samples=norm_samples, people=people or {})
-    sections = []
+    sections = report.sections          # the Materials appendix, built last, reads the others
     for part in report_sections():
         if part.applies(report):
             for section in part.sections(report):

@@ -219,6 +219,10 @@ class ReportContext:
                                                          # an imported run's stage scores (of_imported_run)
     instruments: Mapping[str, Instrument]
     judgements: pd.DataFrame                             # Run.judgements
+    run: Run | None = None                               # the run itself (None: imported scores): what it sent
+    # The sections built so far, in the order built (build.py adds each): the Materials appendix, built last,
+    # looks for the places of the GUIDE-LLM checklist among them (analysis/report/guide_llm.py).
+    sections: list[Any] = field(default_factory=list)
     people: Mapping[str, HumanData] = field(default_factory=dict)   # questionnaires' people's data
     # The people's item answers and retest answers per questionnaire, read (and checked) before the
     # run's answers are exported, so that a bad people's file stops the report first (build.py).
@@ -264,7 +268,7 @@ class ReportContext:
         table = in_study_order(run.answers(raw_text=False), manifest)
         groups = condition_groups(table, run.conditions) if run.conditions else {}
         return cls(Path(run.path), manifest, as_condition_groups(table, groups), instruments,
-                   run.judgements, people=people, human_items=human_items, retests=retests,
+                   run.judgements, run=run, people=people, human_items=human_items, retests=retests,
                    kind_people=kind_people, targets=targets, human_change=human_change, norm_samples=norm_samples,
                    bound=bound, correction=correction, estimator=estimator, warn=warn, condition_groups=groups)
 

@@ -15,9 +15,11 @@ Example (`run_dir`: a run of the toy instrument tests/data/mini_1to7.yaml):
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
+from urllib.parse import urlsplit
 
 import pandas as pd
 
@@ -25,7 +27,11 @@ from psyq.engine.files.hashing import file_sha256
 from psyq.engine.results.imported_run import is_imported_run
 from psyq.engine.results.runs import served_by_psyq
 from psyq.engine.design.instrument import Instrument
+from psyq.engine.design.prices import PriceTable
 from psyq.engine.results.run import Run, as_run
+from psyq.engine.results.served import served_models
+from psyq.engine.results.usage import Usage, token_usage
+from psyq.engine.store.readonly import connect_readonly
 
 from psyq.analysis.scoring.scores import persona_columns, score_answers
 
@@ -64,37 +70,43 @@ class RunFacts:
     scores_missing: int = 0
     cohort_file: Mapping[str, Any] | None = None   # the cohort file as written, when verified
     repeats_done: int | None = None
+    served: pd.DataFrame | None = None        # what the replies said was served (engine/results/served.py)
+    usage: tuple[Usage, ...] = ()             # tokens per backend, as the servers reported them
 
 
 COHORT_SOURCES = ("personas", "sample", "csv", "from_data")   # a cohort file gives exactly one (engine/design/cohort_file.py)
 
 
-def _cohort_file(run: Run) -> Mapping[str, Any] | None:
+def cohort_file_outline(run: Run, *, template: bool = False) -> Mapping[str, Any] | None:
     """What the methods paragraph says of the cohort file the run read, when it is still at its path
     with the hash the manifest recorded (else None: a changed or moved file cannot say how this run's
-    personas were made): its top-level ``psyq``, ``id`` and source (:func:`cohort_outline`)."""
+    personas were made): its top-level ``psyq``, ``id`` and source (:func:`cohort_outline`; with
+    `template`, its ``template`` too)."""
     for path, digest in run.input_files.items():
         if path.suffix not in (".yaml", ".yml") or not path.is_file() or file_sha256(path) != digest:
             continue
-        outline = cohort_outline(path)
+        outline = cohort_outline(path, template=template)
         if outline is not None:
             return outline
     return None
 
 
-def cohort_outline(path: Path) -> dict[str, Any] | None:
+def cohort_outline(path: Path, *, template: bool = False) -> dict[str, Any] | None:
     """The top of a cohort file: ``psyq``, ``id`` and its source of personas — ``personas`` (True when
     it lists any), ``sample`` (its ``size`` and ``seed``), ``csv`` or ``from_data`` — read from the
     YAML event stream, which stops as soon as they are known: a file of 10⁵ personas written one by one
-    is not built as data (that took 20 s). None when the file is not a cohort file or not YAML. Read
-    only from a file whose hash the manifest recorded, i.e. one psyq's bounded loader read whole when
-    the run began.
+    is not built as data (that took 20 s). With `template`, the stream is read to the end of the top
+    level for the persona ``template`` (as written; absent when the file has none). None when the file
+    is not a cohort file or not YAML. Read only from a file whose hash the manifest recorded, i.e. one
+    psyq's bounded loader read whole when the run began.
 
     Example:
         >>> from psyq.engine.files.shipped import locate
         >>> outline = cohort_outline(locate("adults_small", "cohort"))
         >>> outline["psyq"], sorted(outline["sample"]), "personas" in outline
         ('cohort/1', ['seed', 'size'], False)
+        >>> "template" in cohort_outline(locate("adults_small", "cohort"), template=True)   # it has none
+        False
     """
     import yaml
 
@@ -122,7 +134,7 @@ def cohort_outline(path: Path) -> dict[str, Any] | None:
                 return
 
     def known() -> bool:
-        return out.get("psyq") is not None and any(k in out for k in COHORT_SOURCES)
+        return not template and out.get("psyq") is not None and any(k in out for k in COHORT_SOURCES)
 
     try:
         while not isinstance(loader.peek_event(), yaml.MappingStartEvent):     # stream and document start
@@ -134,7 +146,8 @@ def cohort_outline(path: Path) -> dict[str, Any] | None:
             if not isinstance(key, yaml.ScalarEvent):
                 return None
             value = loader.peek_event()
-            if key.value in ("psyq", "id", "csv") and isinstance(value, yaml.ScalarEvent):
+            wanted = key.value in ("psyq", "id", "csv") or (template and key.value == "template")
+            if wanted and isinstance(value, yaml.ScalarEvent):
                 out[key.value] = scalar(loader.get_event())
             elif key.value == "personas" and isinstance(value, yaml.SequenceStartEvent):
                 loader.get_event()
@@ -195,8 +208,21 @@ def run_facts(run: Run, table: pd.DataFrame | None = None, scores: pd.DataFrame 
         answer_counts={str(k): int(v) for k, v in table["status"].value_counts().items()},
         scores_total=len(rated), scores_prorated=prorated,
         scores_missing=int(rated["score"].isna().sum()) if len(rated) else 0,
-        cohort_file=_cohort_file(run),
-        repeats_done=int(table["repeat"].nunique()) if len(table) else None)
+        cohort_file=cohort_file_outline(run),
+        repeats_done=int(table["repeat"].nunique()) if len(table) else None,
+        served=served_models(run), usage=tuple(run_usage(run)))
+
+
+def run_usage(run: Run) -> list[Usage]:
+    """Tokens per backend as the run's store counts them (:func:`~psyq.engine.results.usage.token_usage`);
+    none for a run held in memory, which has no store."""
+    if not run.database.exists():
+        return []
+    db = connect_readonly(run.database)
+    try:
+        return token_usage(db)
+    finally:
+        db.close()
 
 
 def _join(words: list[str]) -> str:
@@ -246,9 +272,77 @@ def local_serving_clause(identity: Mapping[str, Any], config: Mapping[str, Any])
             "differ between runs of the same study (by up to 0.1 in psyq's measurement on its quick start)")
 
 
-def backends_sentence(manifest: Mapping[str, Any]) -> str:
+QUANTISATION = re.compile(r"(?<![A-Za-z0-9])(I?Q[1-8](?:_[A-Z0-9]+)*|BF16|F16|F32)(?![A-Za-z0-9])", re.IGNORECASE)
+"""llama.cpp's quantisation types as GGUF file names carry them (``Q4_K_M``, ``Q8_0``, ``IQ2_XS``, ``F16``)."""
+
+
+def quantisation(name: str | None) -> str | None:
+    """The quantisation a GGUF model's name or file name gives (by llama.cpp's naming convention),
+    or None when it gives none.
+
+    Example:
+        >>> quantisation("smollm2-135m-instruct-q4_1"), quantisation("Llama-3.1-8B.Q4_K_M.gguf"), quantisation("x")
+        ('Q4_1', 'Q4_K_M', None)
+    """
+    found = QUANTISATION.findall(name or "")
+    return found[-1].upper() if found else None
+
+
+def access_mode(entry: Mapping[str, Any]) -> str:
+    """How a backend of a run's manifest was reached: psyq's own llama-server, a provider's batch API
+    or its online API (with the server's host; never a path, query or credential of its address).
+
+    Example:
+        >>> access_mode({"identity": {"kind": "openai", "base_url": "https://api.openai.com/v1"},
+        ...              "config": {"mode": "batch"}})
+        "the provider's batch API at api.openai.com"
+        >>> access_mode({"identity": {"kind": "local"}, "config": {}})
+        "psyq's own llama-server, serving a local model on the machine that ran the study"
+    """
+    identity, config = entry.get("identity") or {}, entry.get("config") or {}
+    if served_by_psyq(identity.get("kind") or config.get("kind")):
+        return "psyq's own llama-server, serving a local model on the machine that ran the study"
+    urls = [identity.get("base_url") or config.get("base_url"), *(config.get("base_urls") or [])]
+    hosts = list(dict.fromkeys(h for h in (urlsplit(str(u)).hostname for u in urls if u) if h))
+    where = f" at {_join(hosts)}" if hosts else ""
+    return (f"the provider's batch API{where}" if config.get("mode") == "batch" else f"the online API{where}")
+
+
+def served_clause(rows: pd.DataFrame, requested: str | None) -> str:
+    """What one backend's replies named as served (its rows of
+    :func:`~psyq.engine.results.served.served_models`), and when it changed within the run; "" when
+    no reply named a model or fingerprint.
+
+    Example:
+        >>> rows = pd.DataFrame({"served_model": ["m-0115", "m-0115"], "fingerprint": ["fp_a", "fp_b"],
+        ...     "trials": [3, 5], "first_at": ["2026-01-01T10:00", "2026-01-01T10:04"],
+        ...     "last_at": ["2026-01-01T10:03", "2026-01-01T10:09"]})
+        >>> print(served_clause(rows, "m"))   # doctest: +NORMALIZE_WHITESPACE
+        ; what was served changed within the run: the replies named m-0115 (system fingerprint fp_a) for 3
+        requests, 2026-01-01T10:00 to 2026-01-01T10:03, then m-0115 (system fingerprint fp_b) for 5 requests,
+        2026-01-01T10:04 to 2026-01-01T10:09
+    """
+    named = rows[rows["served_model"].notna() | rows["fingerprint"].notna()]
+    if named.empty:
+        return ""
+
+    def said(row: Any) -> str:
+        model = row.served_model if isinstance(row.served_model, str) else "no model name"
+        return model + (f" (system fingerprint {row.fingerprint})" if isinstance(row.fingerprint, str) else "")
+
+    if len(named) == 1:
+        row = next(named.itertuples())
+        other = f", not {requested}," if requested and row.served_model not in (None, requested) else ""
+        return f"; the replies named {said(row)} as the model served{other} for all {row.trials:,} requests"
+    return ("; what was served changed within the run: the replies named " + ", then ".join(
+        f"{said(r)} for {r.trials:,} requests, {r.first_at} to {r.last_at}" for r in named.itertuples()))
+
+
+def backends_sentence(manifest: Mapping[str, Any], served: pd.DataFrame | None = None) -> str:
     """The methods paragraph's sentence on the backends of a run's manifest: each model, how it was
-    served and asked, and whether a rerun gives the same answers.
+    served and asked, how it was reached (:func:`access_mode`), what its replies named as served
+    (`served`: :func:`~psyq.engine.results.served.served_models`), and whether a rerun gives the same
+    answers.
 
     Example:
         >>> "[fill in: model name and version]" in backends_sentence({"backends": {"b": {"identity": {}, "config": {}}}})
@@ -261,7 +355,9 @@ def backends_sentence(manifest: Mapping[str, Any]) -> str:
         kind = identity.get("kind") or config.get("kind")
         caps = entry.get("capabilities") or {}
         if identity.get("sha256"):   # a local GGUF: named by its hash, served by a pinned llama.cpp build
-            model += f" (GGUF file SHA-256 {identity['sha256']}" + (f", {identity['server']}" if identity.get("server") else "") + ")"
+            quant = quantisation(identity.get("model"))
+            model += (f" (GGUF file{f', quantisation {quant}' if quant else ''}, SHA-256 {identity['sha256']}"
+                      + (f", {identity['server']}" if identity.get("server") else "") + ")")
         serving = local_serving_clause(identity, config) if served_by_psyq(kind) else ""
         settings = []
         for key, label in (("temperature", "temperature"), ("top_p", "top-p"), ("max_tokens", "maximum tokens")):
@@ -271,7 +367,11 @@ def backends_sentence(manifest: Mapping[str, Any]) -> str:
                 continue
             settings.append(f"{label} {value}" if value is not None else f"{label} not set (the server's default)")
         settings.extend(_reasoning_settings(config, caps, (manifest.get("usage") or {}).get(backend_id) or {}))
-        parts.append(f"{model} (backend '{backend_id}', {kind} interface; {', '.join(settings)}{serving})")
+        # psyq's own server names the file it was given, by its path: the SHA-256 above says which it was.
+        mine = served[served["backend_id"] == backend_id] if served is not None and not serving else None
+        said = served_clause(mine, identity.get("model")) if mine is not None and len(mine) else ""
+        parts.append(f"{model} (backend '{backend_id}', {kind} interface; {', '.join(settings)}{serving}), "
+                     f"reached through {access_mode(entry)}{said}")
     version = manifest.get("psyq_version")
     tool = f"psyq {version}" if version else "psyq"
     commit = manifest.get("git_commit")
@@ -422,11 +522,38 @@ def _exclusion_sentence(facts: RunFacts) -> str:
     return text + "."
 
 
+def usage_sentence(manifest: Mapping[str, Any], usage: tuple[Usage, ...] | list[Usage]) -> str:
+    """Tokens per backend as the servers reported them, and their cost at the run's prices (the
+    manifest's ``prices``, the study's ``prices:`` or ``--prices``); "" when the run has no store.
+
+    Example:
+        >>> print(usage_sentence({}, [Usage("b", "m", 10, 10, 1200, 10)]))   # doctest: +NORMALIZE_WHITESPACE
+        Tokens, as the servers reported them: backend 'b', 1,200 prompt and 10 completion tokens over 10 trials
+        (cost not estimated: no prices given).
+    """
+    prices = PriceTable.from_json(manifest["prices"]) if manifest.get("prices") else None
+    parts = []
+    for use in usage:
+        if use.with_usage == 0:
+            parts.append(f"backend '{use.backend_id}', no token counts reported over {use.trials:,} trials")
+            continue
+        reported = "" if use.with_usage == use.trials else f", counts reported for {use.with_usage:,} of them"
+        cost = use.cost(prices)
+        priced = (f"cost ${cost.usd:,.4f} at the prices of {prices.origin}" if cost.usd is not None and prices
+                  else "cost not estimated: no prices given" if prices is None
+                  else f"cost not estimated: {cost.why_not}")
+        parts.append(f"backend '{use.backend_id}', {use.prompt_tokens:,} prompt and {use.completion_tokens:,} "
+                     f"completion tokens over {use.trials:,} trials{reported} ({priced})")
+    return "Tokens, as the servers reported them: " + "; ".join(parts) + "." if parts else ""
+
+
 def methods_paragraph(facts: RunFacts) -> str:
-    """The methods paragraph: model and backend with sampling parameters, cohort, instruments with
-    their references, procedure (presentation, order, answer mode, re-asks, repeats, seed), the
-    embedding model and anchors of `answer: ssr`, and missing answers. Facts the run does not
-    record are marked ``[fill in: ...]``.
+    """The methods paragraph: model and backend with sampling parameters, how it was reached and what
+    its replies named as served, cohort, instruments with their references, procedure (presentation,
+    order, answer mode, re-asks, repeats, seed), the embedding model and anchors of `answer: ssr`,
+    missing answers, and tokens and cost. Facts the run does not record are marked ``[fill in: ...]``;
+    the long lists (every parameter sent, the prompt templates) are the report's Materials appendix's
+    (:mod:`psyq.analysis.report.sections.materials`).
 
     Example
     -------
@@ -439,10 +566,10 @@ def methods_paragraph(facts: RunFacts) -> str:
     instruments]. Procedure: each respondent answered every instrument 2 times (repeats). Of 6 item answers,
     6 (100.0 %) could be read; none was missing. Missing answers were not imputed.
     """
-    return " ".join(s for s in [backends_sentence(facts.manifest), _cohort_sentence(facts),
+    return " ".join(s for s in [backends_sentence(facts.manifest, facts.served), _cohort_sentence(facts),
                                 _instrument_sentence(facts.instruments),
                                 _protocol_sentence(facts.manifest, facts.repeats_done), ssr_sentence(facts.manifest),
-                                _exclusion_sentence(facts)] if s)
+                                _exclusion_sentence(facts), usage_sentence(facts.manifest, facts.usage)] if s)
 
 
 def methods_text(run: Run | str | Path, table: pd.DataFrame | None = None, scores: pd.DataFrame | None = None) -> str:

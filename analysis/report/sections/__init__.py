@@ -38,8 +38,8 @@ from __future__ import annotations
 from psyq.engine.registry import Registry
 
 from psyq.analysis.report.section import ReportSection
-from psyq.analysis.report.sections import (change, conditions, deviations, instrument, norms, people, response,
-                                           same_construct, scene, study, twins, verdict, vignette)
+from psyq.analysis.report.sections import (change, conditions, deviations, instrument, materials, norms, people,
+                                           response, same_construct, scene, study, twins, verdict, vignette)
 
 SECTIONS: Registry[ReportSection] = Registry("report section")
 """The report's section builders, registered in the order the report shows them."""
@@ -52,8 +52,10 @@ for part in (deviations.DeviationsSection(), study.StudySection(), study.Missing
              instrument.ReliabilitySection(), instrument.FidelitySection(), instrument.EffectsSection(),
              instrument.ItemResponsesSection(), people.PeopleSection(), people.ConstructValiditySection(),
              same_construct.SameConstructSection(), twins.TwinsSection(),
-             # built last, from what the others computed; shown first (Section.lead)
-             verdict.VerdictSection()):
+             # built after the others, from what they computed; shown first (Section.lead)
+             verdict.VerdictSection(),
+             # the appendix, built last: its GUIDE-LLM checklist looks for its places in every other section
+             materials.MaterialsSection()):
     SECTIONS.register(part)
 
 
@@ -62,7 +64,7 @@ def report_sections() -> tuple[ReportSection, ...]:
 
     Example:
         >>> [part.name for part in report_sections()][-3:]
-        ['same_construct', 'twins', 'verdict']
+        ['twins', 'verdict', 'materials']
     """
     return SECTIONS.values()
 
