@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from psyq.cli.administering import (add_backend_override_args, backend_overrides, people_for_power, price_table,
                                     study_verdict_power)
@@ -32,11 +31,11 @@ def cmd_preregister(args: argparse.Namespace) -> int:
     from psyq.engine import __version__
     from psyq.engine.administer.plan import plan_run
     from psyq.engine.administer.record import run_id_for, run_manifest
+    from psyq.engine.administer.run import run_folder
     from psyq.engine.administer.send_trial import NOT_REASKED
     from psyq.engine.backends import make_backend
     from psyq.engine.design.study import load_study, require_item_texts
     from psyq.engine.store.clock import utc_now
-    from psyq.engine.store.run_dir import RunDir
     from psyq.engine.results.usage import read_finished_trials
 
     study = load_study(args.study)
@@ -47,7 +46,7 @@ def cmd_preregister(args: argparse.Namespace) -> int:
     # The backends, the run id and the manifest exactly as `psyq run` would make them (nothing is sent).
     backends = {c.id: make_backend(c, log=lambda m: print(m, file=sys.stderr)) for c in overridden.configs}
     run_id = run_id_for(study, backends)
-    run = RunDir(Path(args.runs_dir) / study.id / run_id)
+    run = run_folder(study, args.runs_dir, run_id)
     planned = plan_run(study, backends)
     manifest = run_manifest(study, backends, run, run_id, planned.trials,
                             {"overrides": [o.to_json() for o in overridden.overrides],

@@ -64,12 +64,24 @@ async def administer(study: Study, runs_dir: str | Path = "runs",
     configs = backend_configs or study.spec.backends
     backends = {c.id: make_backend(c, log=log) for c in configs}
     run_id = run_id_for(study, backends)
-    run = RunDir(Path(runs_dir) / study.id / run_id)
+    run = run_folder(study, runs_dir, run_id)
     # Taken before anything in the directory is written: a second process stops here.
     with RunLock(run.path):
         table = prices or combine(study.spec.prices, study.path, None)
         extra = {"overrides": overrides or [], "prices": table.to_json() if table else None}
         return await _administer_locked(study, run, backends, run_id, on_start, on_trial, log, extra)
+
+
+def run_folder(study: Study, runs_dir: str | Path, run_id: str) -> RunDir:
+    """The folder a run of `study` with id `run_id` has under `runs_dir` (``runs_dir/<study id>/<run
+    id>``), whether or not it exists yet: where `administer` writes it, and what a plan names.
+
+    Example:
+        >>> from psyq import load_study
+        >>> run_folder(load_study("quickstart"), "runs", "3f86b62be981").path.as_posix()
+        'runs/quickstart/3f86b62be981'
+    """
+    return RunDir(Path(runs_dir) / study.id / run_id)
 
 
 async def _administer_locked(study: Study, run: RunDir, backends: dict[str, HttpBackend], run_id: str,
