@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from psyq.analysis.preregistration.record import FILE_NAME, MARKDOWN_NAME, Preregistration
+from psyq.analysis.preregistration.record import DOCX_NAME, FILE_NAME, MARKDOWN_NAME, Preregistration
 from psyq.analysis.report.apa import say_num, say_pct
 from psyq.analysis.report.render import TABLE_DIR, full_frame, render_markdown, table_files
 from psyq.analysis.report.section import Section
@@ -254,18 +254,27 @@ def preregistration_sections(plan: Preregistration) -> list[Section]:
 def preregistration_markdown(plan: Preregistration, sections: list[Section] | None = None) -> str:
     """The pre-registration as Markdown, by the report's renderer (tables numbered, APA style)."""
     sections = sections if sections is not None else preregistration_sections(plan)
-    text = render_markdown({"study": plan.study.id, "run_id": plan.study.run_id}, sections)
-    body = text.split("\n", 1)[1]            # the renderer's heading names a report: this is a plan
-    return f"# Pre-registration: {plan.study.id} (psyq {plan.psyq_version}, {plan.date})\n{body}"
+    return render_markdown({"study": plan.study.id, "run_id": plan.study.run_id}, sections, title=_title(plan))
+
+
+def preregistration_docx(plan: Preregistration, sections: list[Section] | None = None) -> bytes:
+    """The pre-registration as a Word document, by the report's renderer (APA 7 tables)."""
+    sections = sections if sections is not None else preregistration_sections(plan)
+    return render_docx({"study": plan.study.id, "run_id": plan.study.run_id}, sections, title=_title(plan))
+
+
+def _title(plan: Preregistration) -> str:
+    return f"Pre-registration: {plan.study.id} (psyq {plan.psyq_version}, {plan.date})"
 
 
 def write_preregistration(plan: Preregistration, out_dir: str | Path) -> dict[str, Path]:
-    """Write ``preregistration.md``, ``preregistration.json`` and every table as CSV (``report_tables/``)
-    into `out_dir`; return the paths written by kind (``md``, ``json``).
+    """Write ``preregistration.md``, ``preregistration.docx``, ``preregistration.json`` and every
+    table as CSV (``report_tables/``) into `out_dir`; return the paths written by kind (``md``,
+    ``docx``, ``json``).
 
     Example (`plan`: a record, as ``psyq preregister`` builds it):
         >>> sorted(write_preregistration(plan, tmp_path))        # needs a record  # doctest: +SKIP
-        ['json', 'md']
+        ['docx', 'json', 'md']
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -273,11 +282,12 @@ def write_preregistration(plan: Preregistration, out_dir: str | Path) -> dict[st
     (out / TABLE_DIR).mkdir(exist_ok=True)
     for name, table in zip(table_files(sections), (t for s in sections for t in s.tables)):
         full_frame(table.frame).to_csv(out / name, index=False)
-    paths = {"md": out / MARKDOWN_NAME, "json": out / FILE_NAME}
+    paths = {"md": out / MARKDOWN_NAME, "docx": out / DOCX_NAME, "json": out / FILE_NAME}
     paths["md"].write_text(preregistration_markdown(plan, sections), encoding="utf-8")
+    paths["docx"].write_bytes(preregistration_docx(plan, sections))
     paths["json"].write_text(json.dumps(plan.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n",
                              encoding="utf-8")
     return paths
 
 
-__all__ = ["preregistration_markdown", "preregistration_sections", "write_preregistration"]
+__all__ = ["preregistration_docx", "preregistration_markdown", "preregistration_sections", "write_preregistration"]

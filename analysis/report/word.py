@@ -308,12 +308,13 @@ def _styles(document: Any) -> None:
 
 
 def render_docx(manifest: Mapping[str, Any], sections: list[Section], *, methods: str | None = None,
-                images: FigureImages | None = None) -> bytes:
+                images: FigureImages | None = None, title: str | None = None) -> bytes:
     """The whole report as a Word document (.docx bytes), in the HTML report's order: the lead
     sections (the verdict), the methods paragraph (when given), then every other section, each with
     its readings, its tables numbered as in the HTML (APA 7, see the module's docstring), its
     figures numbered, and its note. `images`, when given, has the figures' images (drawn while the
-    report was being built); otherwise each is drawn here.
+    report was being built); otherwise each is drawn here. `title` heads the document (default:
+    the report's, naming the study and run).
 
     Example:
         >>> import io, docx, pandas as pd
@@ -325,7 +326,7 @@ def render_docx(manifest: Mapping[str, Any], sections: list[Section], *, methods
     """
     document = docx.Document()
     _styles(document)
-    title = f"psyq report: {manifest['study']} (run {manifest['run_id']})"
+    title = title or report_title(manifest)
     document.core_properties.title = _text(title)
     document.core_properties.author = "psyq"
     document.add_heading(_text(title), level=0)
