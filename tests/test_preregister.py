@@ -129,3 +129,13 @@ def test_preregister_refuses_people_for_an_instrument_the_study_does_not_ask(tmp
                 "--runs-dir", tmp_path)
     assert done.returncode == 2 and "--human names no instrument of the study" in done.stderr
     assert not (tmp_path / "p").exists()
+
+
+def test_a_conditions_study_without_the_model_as_itself_is_planned_as_it_is(tmp_path):
+    # The shipped conditions study: no baseline in its cohort, and conditions that change the answer mode.
+    done = psyq("preregister", "compare_conditions", "--runs-dir", tmp_path / "runs", "--out", tmp_path / "prereg")
+    assert done.returncode == 0, done.stderr
+    md = (tmp_path / "prereg" / "preregistration.md").read_text()
+    assert "with the model as itself" not in md and "answering as itself" not in md
+    assert "6 personas answering each of 1 model(s) in each of 4 conditions; 672 trials planned." in md
+    assert "the answer read as each condition says (the table of conditions), else as text" in md

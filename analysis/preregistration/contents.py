@@ -243,7 +243,9 @@ def _missing(study: Study, not_reasked: tuple[str, ...]) -> dict[str, Any]:
             "not_reasked": [*NEVER_REASKED, *not_reasked], "imputed": False,
             "scores": "sums prorated over the answered items when at least min_answered of a subscale's items are "
                       "answered, else missing",
-            "baseline": "the model answering as itself is one respondent, not a cohort: left out of the verdict"}
+            "baseline": ("the model answering as itself is one respondent, not a cohort: left out of the verdict"
+                         if len(_personas(study)) < len(study.cohort.personas) else
+                         "the cohort has no respondent answering as the model itself")}
 
 
 def preregistration_record(study: Study, *, manifest: Mapping[str, Any], run_id: str, created_at: str,

@@ -82,8 +82,11 @@ def _design_plan(plan: Preregistration) -> Section:
         "Blinding: the model is shown its persona, the instructions and the items; nothing of the hypotheses.",
         f"Study design: items asked {str(p.get('presentation', '')).replace('_', ' ')}, in "
         f"{p.get('item_order')} order, options {str(p.get('option_order', '')).replace('_', ' ')}; "
-        f"{p.get('repeats')} administration(s) per persona; the answer read as {p.get('answer')}"
-        + (f" ({str(p.get('logprob_answer')).replace('_', ' ')})" if p.get("answer") != "text" else "")
+        f"{p.get('repeats')} administration(s) per persona; "
+        + (f"the answer read as {p.get('answer')}"
+           + (f" ({str(p.get('logprob_answer')).replace('_', ' ')})" if p.get("answer") != "text" else "")
+           if not _conditions_change(conditions, "answer") else
+           "the answer read as each condition says (the table of conditions), else as " + str(p.get("answer")))
         + f"; every random choice seeded with {p.get('seed')} (randomization).",
         "Conditions (AsPredicted 4): " + (
             "none: the study is asked one way." if not conditions else
@@ -94,6 +97,11 @@ def _design_plan(plan: Preregistration) -> Section:
             [{"condition": c["id"], "factors": _value(c.get("factors")), "changes": _value(c.get("changes")),
               "backends": _value(c.get("backends")) if c.get("backends") else "all"} for c in conditions]))
     return section
+
+
+def _conditions_change(conditions: list[dict], field: str) -> bool:
+    """Does any condition change the protocol's `field`?"""
+    return any(field in ((c.get("changes") or {}).get("protocol") or {}) for c in conditions)
 
 
 def _sampling_plan(plan: Preregistration) -> Section:
@@ -110,8 +118,10 @@ def _sampling_plan(plan: Preregistration) -> Section:
     section = Section("Sampling plan", readings=[
         f"Cohort {cohort['id']} ({cohort['file']}): {size.personas} personas {how}"
         + (", and the model answering as itself (no persona)" if size.baseline else "") + ".",
-        f"Sample size (AsPredicted 7): {size.personas} personas answering each of {backends} model(s) "
-        f"({size.respondents} respondents with the model as itself); {size.trials:,} trials planned.",
+        f"Sample size (AsPredicted 7): {size.personas} personas answering each of {backends} model(s)"
+        + (f" ({size.respondents} respondents with the model as itself)" if size.baseline else "")
+        + (f" in each of {len(plan.run.conditions)} conditions" if plan.run.conditions else "")
+        + f"; {size.trials:,} trials planned.",
         "Stopping rule: every planned trial is asked; an answer that cannot be read is asked again as the analysis "
         "plan says; a trial the server fails is retried by running the same command again; nothing is stopped or "
         "added on seeing results."])
