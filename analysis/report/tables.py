@@ -79,7 +79,8 @@ def _keep_together(text: str) -> str:
 
 
 P_COLUMNS = ("p", "p_adj", "tost_p", "p_bf")
-BOUNDED = ("r", "alpha", "omega", "icc", "phi", "ccc", "distinctive_r", "pearson_r", "icc_a1")
+BOUNDED = ("r", "alpha", "omega", "icc", "phi", "ccc", "distinctive_r", "pearson_r", "icc_a1", "kappa_linear",
+           "kappa_quadratic")
 
 
 def _merge_cis(frame: pd.DataFrame) -> dict[str, tuple[str, str]]:

@@ -1,6 +1,8 @@
 """The report section of LEAS-format scenes: levels, self/other/total sums per administration,
-the change between administrations, and how a judge model agrees with the lexicon (the agreement
-itself: :func:`psyq.analysis.statistics.agreement.judge_lexicon_agreement`)."""
+the change between administrations, how a judge model agrees with the lexicon, and how the
+lexicon, judge models and people agree pair by pair (the agreement itself:
+:func:`psyq.analysis.statistics.lexicon_agreement.judge_lexicon_agreement` and
+:func:`psyq.analysis.statistics.lexicon_agreement.source_agreement`)."""
 
 from __future__ import annotations
 
@@ -12,13 +14,14 @@ from matplotlib.figure import Figure
 
 from psyq.engine.design.instrument import Instrument
 from psyq.engine.design.persona import BASELINE
-from psyq.engine.kinds.scene import SceneItem, scene_levels
+from psyq.engine.kinds.scene import SceneItem, scene_levels, scene_others
 from psyq.engine.kinds.scene.leas import DEFAULT_LEXICON, is_scene_answer, load_lexicon
 
 from psyq.analysis.statistics.standin.design_verdict import leas_scorecard
-from psyq.analysis.statistics.lexicon_agreement import judge_lexicon_agreement, lexicon_answer_levels
+from psyq.analysis.statistics.lexicon_agreement import (LEXICON, PEOPLE_POOLED, judge_lexicon_agreement,
+                                                        lexicon_answer_levels, source_agreement)
 from psyq.analysis.statistics.norms import COLUMNS as NORM_COLUMNS, compare_with_norms
-from psyq.analysis.report.apa import say_num, say_p, say_pct
+from psyq.analysis.report.apa import is_missing, say_num, say_p, say_pct, sentence_case
 from psyq.analysis.report.context import ReportContext
 from psyq.analysis.report.section import ReportSection, Section
 
@@ -36,7 +39,7 @@ class SceneSection(ReportSection):
             return []
         section = leas_section(levels, report.scores, report.instruments)
         flagged_into(section, levels, report.table)
-        judge_agreement_into(section, report.table, report.judgements)
+        judge_agreement_into(section, report.table, report.judgements, report.instruments)
         add_leas_card(report, levels)
         return [section]
 
@@ -134,21 +137,82 @@ def flagged_into(section: Section, levels: pd.DataFrame, table: pd.DataFrame) ->
             + "; psyq rating-sheet RUN sheet.xlsx --rubric leas_level --flagged gives them to people to score.")
 
 
-def judge_agreement_into(section: Section, table: pd.DataFrame, judgements: pd.DataFrame) -> None:
-    """Add the agreement of judge-model levels with the lexicon levels (per answer) to `section`."""
+def judge_agreement_into(section: Section, table: pd.DataFrame, judgements: pd.DataFrame,
+                         instruments: Mapping[str, Instrument]) -> None:
+    """Add the agreement of judge-model levels with the lexicon levels (per answer) to `section`,
+    then the agreement of every pair of sources, lexicon, judges and people (:func:`source_agreement_into`)."""
     scene = judgements[is_scene_answer(judgements["item_id"])]
     if scene.empty:
         section.readings.append("No judge model has scored these answers (psyq judge RUN --rubric leas_level "
                                 "adds one, stored beside the lexicon scores).")
         return
-    agreement = judge_lexicon_agreement(lexicon_answer_levels(table, load_lexicon(DEFAULT_LEXICON)), scene)
+    lexicon_levels = lexicon_answer_levels(table, load_lexicon(DEFAULT_LEXICON), scene_others(instruments))
+    agreement = judge_lexicon_agreement(lexicon_levels, scene)
     section.add_table("Judge model against the lexicon, per answer (levels 0–4)", agreement)
     for row in agreement.itertuples():
         section.readings.append(
-            f"{row.instrument}: judge '{row.judge_id}' ({row.judge_model}, rubric {row.rubric_id}) agrees with the "
+            f"{row.instrument}: judge '{row.judge_id}' ({'' if is_missing(row.judge_model) else f'{row.judge_model}, '}"
+            f"rubric {row.rubric_id}) agrees with the "
             f"lexicon on {say_pct(row.exact)} of {row.n} answers (within one level: {say_pct(row.within_one)}); "
             f"r = {say_num(row.pearson_r)}, ICC(A,1) = {say_num(row.icc_a1)}; the judge scores "
             f"{row.mean_difference:+.2f} levels higher on average.")
+    source_agreement_into(section, lexicon_levels, scene)
+
+
+def source_agreement_into(section: Section, lexicon_levels: pd.DataFrame, judgements: pd.DataFrame) -> None:
+    """Add the agreement of every pair of sources of LEAS levels (:func:`source_agreement`: the
+    lexicon, each judge model, each person, all people pooled) to `section`, a sentence per pair."""
+    agreement = source_agreement(lexicon_levels, judgements)
+    if agreement.empty:
+        return
+    section.add_table("Agreement of LEAS scores: lexicon, judge and people (per answer, levels 0–4; "
+                      "weighted κ with linear and quadratic weights)", agreement)
+    for row in agreement.itertuples():
+        section.readings.append(source_pair_reading(row))
+
+
+def source_pair_reading(row) -> str:
+    """The sentence of one row of :func:`source_agreement`: what is not estimable is said once, by
+    its note.
+
+    Example:
+        >>> row = pd.Series({"source_a": "lexicon", "source_b": "people:all", "n": 4, "exact": .75,
+        ...                  "within_one": 1.0, "kappa_linear": .5, "kappa_quadratic": .6, "r": .7, "icc": .65,
+        ...                  "note": "people:all: 4 levels of 2 answers, each person's level one pair"})
+        >>> print(source_pair_reading(row))
+        The lexicon and all people pooled give the same level to 75 % of 4 pairs of levels (within one level: 100 %); weighted κ = 0.50 (linear weights; quadratic 0.60), r = 0.70, ICC(A,1) = 0.65; people:all: 4 levels of 2 answers, each person's level one pair.
+        >>> flat = row.copy()
+        >>> flat[["kappa_linear", "kappa_quadratic", "r", "icc"]] = float("nan")
+        >>> flat["note"] = "κ, r and ICC not estimable: people:h3 gives every answer level 3"
+        >>> print(source_pair_reading(flat))
+        The lexicon and all people pooled give the same level to 75 % of 4 pairs of levels (within one level: 100 %); κ, r and ICC not estimable: people:h3 gives every answer level 3.
+    """
+    pair = f"{sentence_case(_said_source(row.source_a))} and {_said_source(row.source_b)}"
+    if not row.n:
+        return f"{pair} scored no answer in common: nothing to compare."
+    what = "pairs of levels" if PEOPLE_POOLED in (row.source_a, row.source_b) else "answers"
+    parts = [f"{pair} give the same level to {say_pct(row.exact)} of {row.n} {what} "
+             f"(within one level: {say_pct(row.within_one)})"]
+    figures = []
+    if not is_missing(row.kappa_linear):
+        figures.append(f"weighted κ = {say_num(row.kappa_linear)} (linear weights; quadratic {say_num(row.kappa_quadratic)})")
+    if not is_missing(row.r):
+        figures.append(f"r = {say_num(row.r)}, ICC(A,1) = {say_num(row.icc)}")
+    if figures:
+        parts.append(", ".join(figures))
+    if not is_missing(row.note) and row.note:
+        parts.append(row.note)
+    return "; ".join(parts) + "."
+
+
+def _said_source(source: str) -> str:
+    """A source of :func:`source_agreement` in a sentence: "the lexicon", "judge 'm'", "person 'h1'"."""
+    if source == LEXICON:
+        return "the lexicon"
+    if source == PEOPLE_POOLED:
+        return "all people pooled"
+    kind, _, name = source.partition(":")
+    return f"{'judge' if kind == 'judge' else 'person'} '{name}'"
 
 
 def leas_level_chart(levels: pd.DataFrame) -> Figure:
