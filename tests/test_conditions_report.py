@@ -242,7 +242,7 @@ def test_the_verdict_names_the_most_people_like_condition_for_each_use(reported)
     markdown = (reported["run"] / "report.md").read_text(encoding="utf-8")
     verdict = markdown.split("## Can the personas stand in for people?")[1].split("\n## ")[0]
     level = re.search(r"^- (stub_\w) · (\S+) is the most people-like for estimating people's subscale means "
-                      r"\(level: mean \|g\| over 4 subscales\); (not distinguishable from|distinguishably better than) "
+                      r"\(level: mean \\\|g\\\| over 4 subscales\); (not distinguishable from|distinguishably better than) "
                       r"(stub_\w) · (\S+?)( at this size|\.)", verdict, re.M)
     assert level, verdict[:2000]
     assert level.group(1) == "stub_a" and level.group(2).endswith("persona=plain")   # a group drawn from people

@@ -12,6 +12,7 @@ the printed views: which pairs differ on some criterion, and per criterion which
 
 from __future__ import annotations
 
+import html
 import re
 import subprocess
 import sys
@@ -176,7 +177,9 @@ def test_a_long_condition_name_wraps_in_its_cell_and_reads_as_written(twelve, br
 def verdict_sentences(run: Path) -> list[str]:
     markdown = (run / "report.md").read_text(encoding="utf-8")
     verdict = markdown.split(f"## {VERDICT}")[1].split("\n## ")[0]
-    return [line[2:] for line in verdict.splitlines() if line.startswith("- ") and "most people-like" in line]
+    # Read back as text: report.md writes "|g|" as "\|g\|" and "<" as "&lt;" (render.markdown_text).
+    return [html.unescape(re.sub(r"\\([^\w\s])", r"\1", line[2:])) for line in verdict.splitlines()
+            if line.startswith("- ") and "most people-like" in line]
 
 
 def test_each_verdict_sentence_about_conditions_is_short_names_the_best_and_says_when_it_cannot_tell(twelve):

@@ -17,6 +17,7 @@ from scipy.stats import norm
 from cli_helper import psyq_in_process as psyq
 from stub_server import StubServer
 
+from psyq.analysis.report.render import markdown_text
 from psyq.analysis.statistics.standin import scorecard
 from psyq.engine.files.shipped import locate
 
@@ -55,7 +56,7 @@ def test_the_quickstart_plan_is_what_the_run_then_records_in_the_templates_secti
     md_rows = [[c.strip() for c in line.strip("|").split("|")] for line in md.splitlines()
                if line.startswith("|") and not set(line) <= set("|-: ")]
     assert len(word.tables) >= 5 and len(md_rows) > 20
-    assert [[c.text for c in row.cells] for t in word.tables for row in t.rows] == md_rows
+    assert [[markdown_text(c.text) for c in row.cells] for t in word.tables for row in t.rows] == md_rows
     # The models with every setting, the files and the run id: what `psyq run` then wrote.
     assert plan["study"]["run_id"] == manifest_path.parent.name == manifest["run_id"]
     assert plan["run"]["backends"] == manifest["backends"]

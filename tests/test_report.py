@@ -23,6 +23,7 @@ import yaml
 
 from psyq.analysis.report import Section, build_sections, render_html
 from psyq.analysis.report.readings import norm_readings
+from psyq.analysis.report.render import markdown_text
 from psyq.analysis.report.sections.instrument import fidelity_readings
 from psyq.analysis.scoring.human_data import human_data
 from psyq.analysis.scoring.scores import score_answers
@@ -79,7 +80,7 @@ def test_report_has_every_section_and_embedded_figures(run_dir, tmp_path):
     comp = compare_with_norms(score_answers(table, open_run(run_dir).instruments),
                               open_run(run_dir).instruments)
     for reading in norm_readings(comp, bound=0.3):
-        assert reading in md
+        assert markdown_text(reading) in md          # "p < .001" written "p &lt; .001", shown as text
     assert "Davis, M. H. (1980)" in md     # the norm's source is named
     assert "Test–retest ICC" in html       # two repeats → test–retest reliability
 

@@ -39,7 +39,7 @@ from docx.oxml.ns import qn
 
 from psyq import administer, load_study
 from psyq.analysis.report import views, word
-from psyq.analysis.report.render import full_frame, table_files
+from psyq.analysis.report.render import full_frame, markdown_text, table_files
 from psyq.analysis.report.section import Section
 from cli_helper import psyq_in_process
 from stub_server import StubServer
@@ -274,7 +274,7 @@ def test_the_verdict_comes_first_then_the_methods_then_the_html_order(report, ht
     assert [text for _, text in styled[1:]] == html_report.headings
     assert styled[2][1] == "Methods (generated: paste and edit)"
     methods = (report["out"] / "methods.md").read_text(encoding="utf-8").strip()
-    assert methods in [p.text for p in document.paragraphs]
+    assert methods in [markdown_text(p.text) for p in document.paragraphs]     # methods.md: as Markdown shows text
 
 
 def test_text_from_runs_and_files_stays_text():

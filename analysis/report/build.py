@@ -30,7 +30,8 @@ from psyq.analysis.preregistration.deviations import deviations
 from psyq.analysis.preregistration.record import LoadedPreregistration, check_study, read_preregistration
 from psyq.analysis.report import methods
 from psyq.analysis.report.context import ReportContext
-from psyq.analysis.report.render import TABLE_DIR, FigureImages, full_frame, render_html, render_markdown, table_files
+from psyq.analysis.report.render import (TABLE_DIR, FigureImages, full_frame, markdown_text, render_html, render_markdown,
+                                         table_files)
 from psyq.analysis.report.section import Section
 from psyq.analysis.report.sections import report_section, report_sections
 from psyq.analysis.report.sections.change import add_change_card, change_section, emotionbench_part
@@ -268,7 +269,7 @@ def _write(run: Run | str | Path, out_dir: str | Path | None, built: Built, imag
     html_path, md_path = out / "report.html", out / "report.md"
     html_path.write_text(render_html(manifest, sections, methods=text, images=images), encoding="utf-8")
     md_path.write_text(render_markdown(manifest, sections, methods=text), encoding="utf-8")
-    (out / "methods.md").write_text(text + "\n", encoding="utf-8")
+    (out / "methods.md").write_text(markdown_text(text) + "\n", encoding="utf-8")   # shown as text, as in report.md
     if docx:
         from psyq.analysis.report.word import render_docx    # python-docx: only for the Word report
 

@@ -41,6 +41,7 @@ nav a{margin-right:1em}
 table.apa{border:none;border-top:2px solid #222;border-bottom:2px solid #222;max-width:100%}
 table.apa th{background:none;border:none;border-bottom:1px solid #222;vertical-align:bottom}
 table.apa td{border:none;vertical-align:top;text-align:left;overflow-wrap:break-word}table.apa th{text-align:left}
+table.apa th,table.apa td{padding:3px 5px}
 .methods h2{margin-top:.2em}
 .table-note{font-size:.85em;margin:.2em 0}
 details.full{font-size:.85em;margin:.2em 0 1em}details.full summary{cursor:pointer;color:#4a7ab5}
@@ -118,13 +119,34 @@ def break_after_commas(cells: str) -> str:
     return WORD_COMMA.sub(",<wbr>", cells)
 
 
+PART_BREAK = re.compile("\xa0(?=[(\\[])|:\xa0")
+"""Where a cell kept on one line (:func:`~psyq.analysis.report.tables.assemble`: its spaces non-breaking)
+may break when the table is short of room: before the interval or the parenthesis after a value
+("−0.20 [−0.71, 0.31]", "−6.71 (1134.0)", "not shown (p .994)") and after the colon of a norm group
+("briganti2018: women"); never inside the interval or the value."""
+
+
+def break_between_parts(cells: str) -> str:
+    """Escaped table cells with a line-break opportunity (``<wbr>``) at each :data:`PART_BREAK`, so that
+    a table of many statistics wraps a value above its interval rather than widening the table past
+    the page (a table lays its columns out wider than a line only when it has the room); the text,
+    and what is copied or searched, is unchanged.
+
+    Example:
+        >>> break_between_parts("<td>−0.20\xa0[−0.71,\xa00.31]</td><td>briganti2018:\xa0men</td><td><\xa0.001</td>")
+        '<td>−0.20\xa0<wbr>[−0.71,\xa00.31]</td><td>briganti2018:\xa0<wbr>men</td><td><\xa0.001</td>'
+    """
+    return PART_BREAK.sub(lambda m: m.group() + "<wbr>", cells)
+
+
 def _html_table(number: int, table: Table, csv_name: str) -> str:
     """One numbered table: number and title above, the APA view its section named, notes below,
     and the full table behind a collapsible section with a link to its CSV file."""
     caption, frame = table
     view = views.apa_table(frame, table.view)
     full = full_frame(frame)
-    body = break_after_commas(view.frame.to_html(index=False, border=0, na_rep="", classes="apa", escape=True))
+    body = break_between_parts(break_after_commas(
+        view.frame.to_html(index=False, border=0, na_rep="", classes="apa", escape=True)))
     note = ("<p class='table-note'><i>Note.</i> " + html.escape(" ".join(view.notes)) + "</p>") if view.notes else ""
     wide = _round(full).to_html(index=False, border=0, na_rep="")
     return (f"<div class='apa-table'><p class='table-number'>Table {number}</p>"
@@ -277,10 +299,54 @@ def render_html(manifest: Mapping[str, Any], sections: list[Section], *, methods
     return "\n".join(parts)
 
 
+LINE_BREAK = re.compile(r"\r\n|\r|\n")
+MARKDOWN_SPECIAL = re.compile(r"[\\`*#|~]|\](?=[(\[])|_+")
+"""What :func:`markdown_text` escapes with a backslash anywhere in a text: ``\\``, a backtick, ``*``, ``#``,
+``|``, ``~``; a ``]`` opening a link's destination or reference (``](``, ``][``); a run of underscores
+unless it joins two letters or digits (snake_case, which CommonMark never reads as emphasis)."""
+MARKDOWN_LINE_START = re.compile(r"^(?:[-+](?=[ \t-]|$)|\d{1,9}[.)](?=[ \t]|$)|\[)")
+"""What would start a list item, a rule, a task box or a link's definition at the start of a line
+(``- ``, ``---``, ``+ ``, ``1. ``, ``2) ``, ``[ ] ``, ``[x]: ``): its last character is escaped there
+("0.48" and "-0.5" are left as they are)."""
+
+
+def _escaped(match: re.Match[str]) -> str:
+    """A backslash before what :data:`MARKDOWN_SPECIAL` found (before each underscore of a run not
+    joining two letters or digits)."""
+    found, text, start, end = match.group(), match.string, match.start(), match.end()
+    if found[0] != "_":
+        return "\\" + found
+    joined = 0 < start and end < len(text) and text[start - 1].isalnum() and text[end].isalnum()
+    return found if joined else "\\_" * len(found)
+
+
+def markdown_text(text: object) -> str:
+    r"""`text` as Markdown that shows it as text, never as markup (CommonMark, with GitHub's tables):
+    what the Markdown renderer writes of a reply, a persona's text, a cell, a caption, and of psyq's
+    own sentences alike. ``&``, ``<`` and ``>`` become entities (no HTML, no autolink); the characters
+    of :data:`MARKDOWN_SPECIAL`, and those of :data:`MARKDOWN_LINE_START` at its start, get a
+    backslash (no emphasis, code, heading, link, image, list, task box or table cell of its own); line
+    breaks become spaces, so that it stays one line (a table row, a list item), and the spaces and tabs
+    at its ends go (as a viewer trims them; four would make code of it). Brackets that open no
+    link ("[95 % CI]", "[fill in: ...]") and snake_case names are left as they are, to stay legible.
+    A bare web address may still be shown as a link by a viewer that links them (GitHub): its text is
+    the address itself.
+
+    Example:
+        >>> print(markdown_text("<img src=x onerror=alert(1)> **bold** [a](javascript:x) a|b"))
+        &lt;img src=x onerror=alert(1)&gt; \*\*bold\*\* [a\](javascript:x) a\|b
+        >>> print(markdown_text("# one\ntwo"), markdown_text("1. first"), markdown_text("0.48 [0.1, 0.9] n_valid"))
+        \# one two 1\. first 0.48 [0.1, 0.9] n_valid
+    """
+    line = LINE_BREAK.sub(" ", str(text)).strip(" \t")
+    escaped = MARKDOWN_SPECIAL.sub(_escaped, html.escape(line, quote=False))
+    return MARKDOWN_LINE_START.sub(lambda m: m.group()[:-1] + "\\" + m.group()[-1], escaped)
+
+
 def _md_table(frame: pd.DataFrame) -> str:
     frame = _round(frame.reset_index() if not isinstance(frame.index, pd.RangeIndex) else frame)
     cells = [[str(c) for c in frame.columns]] + [["" if pd.isna(v) else str(v) for v in row] for row in frame.to_numpy()]
-    lines = ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in cells]
+    lines = ["| " + " | ".join(markdown_text(c) for c in row) + " |" for row in cells]
     lines.insert(1, "|" + "---|" * len(frame.columns))
     return "\n".join(lines)
 
@@ -299,29 +365,42 @@ def render_markdown(manifest: Mapping[str, Any], sections: list[Section], *, met
                     title: str | None = None) -> str:
     """A Markdown summary: the methods paragraph (when given), the readings and the numbered
     tables in APA style with their notes and the CSV file of the full table (no figures). `title`
-    heads the document (default: the report's, naming the study and run)."""
-    out = [f"# {title or report_title(manifest)}", ""]
+    heads the document (default: the report's, naming the study and run). Every text is written by
+    :func:`markdown_text`: a reply, a persona's text or a cell is shown as text, never as markup.
+
+    Example:
+        >>> print(render_markdown({"study": "s", "run_id": "r"}, [Section("Study", readings=["<b>x</b> *y*"])]))
+        # psyq report: s (run r)
+        <BLANKLINE>
+        ## Study
+        <BLANKLINE>
+        - &lt;b&gt;x&lt;/b&gt; \\*y\\*
+        <BLANKLINE>
+    """
+    text = markdown_text
+    out = [f"# {text(title or report_title(manifest))}", ""]
     files = iter(table_files(sections))
     number = 0
-    methods_part = ["## Methods (generated: paste and edit)", "", methods, ""] if methods else []
+    methods_part = ["## Methods (generated: paste and edit)", "", text(methods), ""] if methods else []
     for i, section in enumerate(sections):
         if not section.lead and (i == 0 or sections[i - 1].lead):
             out += methods_part
-        out += [f"## {section.title}", ""]
-        out += [f"- {r}" for r in section.readings] + [""]
+        out += [f"## {text(section.title)}", ""]
+        out += [f"- {text(r)}" for r in section.readings] + [""]
         if section.details:
-            out += ["<details><summary>More readings</summary>", ""] + [f"- {r}" for r in section.details]
+            out += ["<details><summary>More readings</summary>", ""] + [f"- {text(r)}" for r in section.details]
             out += ["", "</details>", ""]
         for table in section.tables:
             caption, frame = table
             number += 1
             view = views.apa_table(frame, table.view)
-            out += [f"**Table {number}**", "", f"*{caption}*", "", _md_table(view.frame), ""]
+            out += [f"**Table {number}**", "", f"*{text(caption)}*", "", _md_table(view.frame), ""]
             if view.notes:
-                out += ["*Note.* " + " ".join(view.notes), ""]
-            out += [f"Full table: [{(name := next(files))}]({name})", ""]
+                out += ["*Note.* " + text(" ".join(view.notes)), ""]
+            name = text(next(files))          # psyq's file name: letters, digits, '_', '/' and '.'
+            out += [f"Full table: [{name}]({name})", ""]
         if section.note:
-            out += [f"_{section.note}_", ""]
+            out += [f"_{text(section.note)}_", ""]
     if not sections or sections[-1].lead:
         out += methods_part
     return "\n".join(out)
