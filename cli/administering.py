@@ -213,6 +213,14 @@ def _power_lines(power: dict) -> list[str]:
     return lines
 
 
+def add_people_power_args(p: argparse.ArgumentParser, human_help: str) -> None:
+    """--human (people's answers, `human_help` saying what the command does with them) and --power-reps
+    (plan and preregister: the verdict's power at the study's cohort size)."""
+    p.add_argument("--human", action="append", metavar="INSTRUMENT=CSV", help=human_help)
+    p.add_argument("--power-reps", type=positive_int, default=100, metavar="N",
+                   help="draws per cohort size for --human (default 100)")
+
+
 def add_backend_override_args(p: argparse.ArgumentParser) -> None:
     """--base-url, --model, --api-key-env, --concurrency, --rpm, --tpm, --temperature, --reasoning-effort
     (run and plan)."""
@@ -349,12 +357,9 @@ def _arguments_run(p: argparse.ArgumentParser) -> None:
 
 def _arguments_plan(p: argparse.ArgumentParser) -> None:
     p.add_argument("study", help="study YAML file")
-    p.add_argument("--human", action="append", metavar="INSTRUMENT=CSV",
-                   help="people's answers to compare with (as for psyq report): also print how often a cohort of "
-                        "the study's size that truly stood in for them would be marked meets or falls short per "
-                        "criterion, and the cohort size each criterion needs (docs/reading-report.md)")
-    p.add_argument("--power-reps", type=positive_int, default=100, metavar="N",
-                   help="draws per cohort size for --human (default 100)")
+    add_people_power_args(p, "people's answers to compare with (as for psyq report): also print how often a cohort "
+                             "of the study's size that truly stood in for them would be marked meets or falls short "
+                             "per criterion, and the cohort size each criterion needs (docs/reading-report.md)")
     p.add_argument("--runs-dir", default="runs", help="where runs go, to leave out trials already finished "
                                                        "(default: runs/; read only)")
     add_backend_override_args(p)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from psyq.cli.administering import (add_backend_override_args, backend_overrides, people_for_power, price_table,
-                                    study_verdict_power)
-from psyq.cli.common import EXIT_OK, positive_int
+from psyq.cli.administering import (add_backend_override_args, add_people_power_args, backend_overrides,
+                                    people_for_power, price_table, study_verdict_power)
+from psyq.cli.common import EXIT_OK
 
 
 def report_defaults() -> dict:
@@ -70,12 +70,9 @@ def _arguments_preregister(p: argparse.ArgumentParser) -> None:
     p.add_argument("study", help="study YAML file")
     p.add_argument("--out", required=True, metavar="DIR",
                    help="folder for preregistration.md, .docx and .json (and the tables as CSV)")
-    p.add_argument("--human", action="append", metavar="INSTRUMENT=CSV",
-                   help="people's answers the run will be compared with (as for psyq report): the plan names them "
-                        "with their SHA-256 and gives the verdict's power at the study's cohort size (as psyq plan "
-                        "--human)")
-    p.add_argument("--power-reps", type=positive_int, default=100, metavar="N",
-                   help="draws per cohort size for --human (default 100)")
+    add_people_power_args(p, "people's answers the run will be compared with (as for psyq report): the plan names "
+                             "them with their SHA-256 and gives the verdict's power at the study's cohort size (as "
+                             "psyq plan --human)")
     p.add_argument("--prices", metavar="FILE", help="price table YAML, recorded in the planned manifest (as psyq run "
                                                     "--prices)")
     p.add_argument("--runs-dir", default="runs", help="where the run will go, to say whether any of its trials are "
