@@ -237,6 +237,259 @@ def test_an_ai_disclaimer_leaves_the_other_sentences(lex):
     assert score_answer(text, lex, "self").level == 3
 
 
+# --- issue 56, second round: the classes of failure a held-out set showed -----------------------
+# The held-out set (tests/data/leas_hard_b.csv) was not opened; these answers were written for this
+# file from the classes its measurement named, each level decided by hand by the README's rules.
+# The answers marked "set B" are from 37 written after the rules: 33 got their level on the first
+# run; "doing flips", "Not me." and "a piece of my mind" were then fixed, "My pulse would pick up"
+# is still missed (not here).
+
+OTHERS = ("marta", "ines", "brother", "neighbour", "sister", "priya", "tailor")
+
+
+def scored_as(lex, text: str, role: str):
+    got = score_answer(text, lex, role, OTHERS)
+    return got.level, got.flags, got.rules
+
+
+@pytest.mark.parametrize("text, role, flag", [
+    # the disowned feelings listed after the disclaimer, in another sentence
+    ("I do not have emotions. Anxious, embarrassed, relieved: those are human reactions I can only describe.",
+     "self", "ai"),
+    ("I'm a chatbot, I have no feelings of my own. Disappointment, relief, jealousy are things people feel "
+     "in these moments.", "self", "ai"),                                                       # set B
+    # a refusal to guess, with the candidate feelings after it
+    ("As an AI, it would not be appropriate for me to guess whether your colleague feels betrayed, angry, "
+     "or relieved.", "other", "refusal"),
+    ("I can't speculate on whether Marta is hurt or simply tired; I'm an AI without access to her inner life.",
+     "other", "refusal"),
+    ("As an AI, I'm unable to speculate whether Ines feels embarrassed or amused.", "other", "refusal"),   # set B
+    ("Being a language model, it would be presumptuous to guess if he's jealous, proud or relieved.", "other",
+     "refusal"),
+])
+def test_an_ai_refusal_names_no_feeling_wherever_they_stand(lex, text, role, flag):
+    level, flags, _rules = scored_as(lex, text, role)
+    assert level == 0 and flag in flags
+
+
+@pytest.mark.parametrize("text, level", [
+    ("I don't have feelings myself, but your brother would probably feel proud.", 3),
+    ("As an AI language model I don't experience feelings, but the neighbour would most likely feel grateful "
+     "and a little awkward.", 4),                                                             # set B
+    ("I can't experience emotions myself; your sister would be delighted.", 3),               # set B
+    ("I have no emotions, but I'd expect the tailor to be disappointed.", 3),
+])
+def test_the_other_persons_feeling_after_an_ai_disclaimer_counts(lex, text, level):
+    assert scored_as(lex, text, "other")[0] == level
+
+
+def test_an_ai_imagining_feelings_answers_from_there_on(lex):
+    assert scored_as(lex, "As an AI I have no emotions. If I were human, though, I'd probably feel nervous.",
+                     "self")[0] == 3
+    assert scored_as(lex, "As a program manager I'd be annoyed.", "self")[0] == 3   # no AI: "program" alone
+
+
+@pytest.mark.parametrize("text", [
+    "Grateful, I'm sure. Mostly I'd be irritated.",
+    "Obviously I'd be overjoyed to redo the whole report. In truth I'd be exasperated.",
+    "Yeah, right, thrilled to bits. I'd be fuming.",                                          # no correction needed
+    "Simply delighted to be blamed for it. Humiliated, more like.",
+    "Oh yes, absolutely delighted, naturally. In reality I'd be seething.",                   # set B
+    "Happy, I'm sure, to lose my weekend. Actually I'd feel bitter.",                         # set B
+    "Lucky me, I'd be so excited to clean up after everyone. I'd be resentful.",              # set B
+])
+def test_irony_corrected_by_the_contrary_counts_only_the_sincere_feeling(lex, text):
+    level, flags, _rules = scored_as(lex, text, "self")
+    assert level == 3 and "irony" in flags
+
+
+@pytest.mark.parametrize("text, role", [
+    ("Obviously I'd be relieved he's safe. I'd be angry he didn't call.", "self"),   # no correction: a blend
+    ("Obviously I'd be happy for them. I'd also feel a little left out.", "self"),    # "also" adds
+    ("She'd be relieved, I'm sure. Later she might feel guilty.", "other"),
+    ("I'm sure she'd feel proud. She'd be nervous about starting.", "other"),
+    ("Of course I'd be thrilled, and nervous too.", "self"),
+    ("Naturally I'd be grateful. Mostly, though, I'd feel guilty for taking it.", "self"),   # "though" adds
+    ("She'd be pleased, I'm sure. Mostly she'd be nervous about starting.", "other"),      # irony is at oneself
+])
+def test_sincere_markers_with_a_second_feeling_stay_a_blend(lex, text, role):
+    level, flags, _rules = scored_as(lex, text, role)
+    assert level == 4 and "irony" not in flags
+
+
+@pytest.mark.parametrize("text, level", [
+    ("I'm afraid I'd just tell him the truth.", 0),                   # politeness about one's own act
+    ("I'm afraid it would just make me tired.", 1),                   # set B
+    ("I'd be more than happy to take over her shift.", 0),            # willing to
+    ("Glad to just drive her there myself.", 0),
+    ("I'd be happy to cover the bill, no problem.", 0),               # set B
+    ("I'd hate to correct him in front of everyone.", 0),             # reluctance about an act
+    ("I'd hate to make a scene about it.", 0),                        # set B
+    ("The sad part is the shop will close anyway.", 0),               # judging a fact
+    ("The scary bit is how fast it happened.", 0),
+    ("It's a lovely thing he did.", 0),                               # judging an object
+    ("What a lovely gesture from her.", 0),                           # set B
+])
+def test_politeness_willingness_and_judgements_name_no_feeling(lex, text, level):
+    got, flags, _rules = scored_as(lex, text, "self")
+    assert got == level and "other_sense" in flags
+
+
+@pytest.mark.parametrize("text, level", [
+    ("I'd be glad to see her again.", 3),                             # glad of what happens to one
+    ("Happy to finally see him home.", 3),                            # an adverb between
+    ("I'd hate him for it.", 3),
+    ("I'm afraid of what he'd do.", 3),
+    ("The worst part is I'd feel so guilty.", 3),
+])
+def test_the_same_words_as_feelings_count(lex, text, level):
+    assert scored_as(lex, text, "self")[0] == level
+
+
+@pytest.mark.parametrize("text, level", [
+    ("I'd be lying if I said I wasn't nervous.", 3),                  # a denial denied
+    ("I won't pretend I wouldn't be jealous.", 3),
+    ("It's not that I wouldn't be grateful.", 3),
+    ("I can't say I'd never feel envious of her.", 3),
+    ("I can't pretend I wasn't a bit envious.", 3),                   # set B
+    ("It would be untrue to say I wasn't shaken.", 2),                # set B
+])
+def test_two_negations_that_cancel_affirm(lex, text, level):
+    got, flags, rules = scored_as(lex, text, "self")
+    assert got == level and "negation" in flags and any(r.startswith("double_negation(") for r in rules)
+
+
+@pytest.mark.parametrize("text", [
+    "I would not have felt anything resembling what you'd call calm.",   # "anything" keeps the scope
+    "Nothing I would ever call pride.",                                  # what one would call it
+    "Nothing you could honestly call anger.",                            # set B
+    "I would never, I think, feel guilty about that.",                   # set B: an aside passed over
+])
+def test_a_negation_far_before_reaches_what_one_would_call_it(lex, text):
+    level, flags, _rules = scored_as(lex, text, "self")
+    assert level == 0 and "negation" in flags
+
+
+@pytest.mark.parametrize("text, level", [
+    ("No, I wouldn't be angry.", 0),                                  # "no" is no second negation
+    ("I wasn't angry and I wasn't sad.", 0),
+    ("Nothing would make me happier.", 3),
+    ("I'd say nothing and feel awful.", 2),                           # "nothing" ends at "and"
+])
+def test_negations_that_do_not_cancel_or_reach(lex, text, level):
+    assert scored_as(lex, text, "self")[0] == level
+
+
+@pytest.mark.parametrize("text, level, flag", [
+    ("I'd hardly be overjoyed. I'd want to have it out with him there and then.", 2, "negation"),
+    ("I wouldn't exactly be pleased; I'd be tempted to slam the phone down.", 2, "urge"),
+    ("Not exactly overjoyed. I'd be dying to slam the door.", 2, "urge"),                        # set B
+    ("I'd hardly be jumping for joy; I'd be itching to give him a piece of my mind.", 2, None),  # set B: 2 either way
+    ("'Relieved' is not the word I'd use.", 0, "negation"),          # a negation after its term
+    ("Proud isn't how I'd put it.", 0, "negation"),
+    ("Calm is not how I'd describe myself there.", 0, "negation"),   # set B
+    ("Pleased wouldn't be the word. I'd want to storm out.", 2, "negation"),                     # set B
+])
+def test_an_understatement_gives_nothing_and_the_action_beside_it_two(lex, text, level, flag):
+    got, flags, _rules = scored_as(lex, text, "self")
+    assert got == level and (flag in flags if flag else not flags)
+
+
+@pytest.mark.parametrize("text, level", [
+    ("I'd want to know why she did it.", 0),                          # a plan, not an urge
+    ("I'd be dying to know what happened.", 0),
+    ("Angry is the word, and I'd want to shout.", 3),
+    ("I'd be furious. Furious is the word.", 3),
+])
+def test_plans_and_words_owned_stay(lex, text, level):
+    assert scored_as(lex, text, "self")[0] == level
+
+
+@pytest.mark.parametrize("text, level, flagged", [
+    ("Pleased with how it went, maybe a touch smug.", 3, True),
+    ("Happy, really thrilled, couldn't be happier.", 3, True),
+    ("Glad, thrilled to bits.", 3, True),
+    ("Smug, and quietly pleased with myself.", 3, True),              # set B
+    ("Thrilled and glad.", 3, True),                                  # set B
+    ("Happy but nervous.", 4, False),
+    ("Pleased but guilty.", 4, False),                                # set B
+    ("Pleased and proud.", 4, False),                                 # pride is not smugness
+    ("I'd be happy and excited.", 4, False),                          # anticipation is not joy
+])
+def test_one_positive_feeling_in_several_words_is_one_emotion(lex, text, level, flagged):
+    got, flags, _rules = scored_as(lex, text, "self")
+    assert got == level and ("near_synonym" in flags) == flagged
+
+
+@pytest.mark.parametrize("text, role, level", [
+    ("I'd probably tear up a little.", "self", 1),
+    ("I'd tear up a bit, honestly.", "self", 1),                      # set B
+    ("My pulse would quicken.", "self", 1),
+    ("Her cheeks would be flaming.", "other", 1),
+    ("My stomach would be doing flips.", "self", 1),                  # set B
+    ("Afraid? Not at all. My heart beating a little quicker, maybe.", "self", 1),   # beside a feeling taken back
+    ("I wouldn't be nervous as such, but my breathing would speed up.", "self", 1),  # beside a negated one
+    ("Nervous? Not me. Though my hands might be a little shaky.", "self", 1),       # set B
+])
+def test_a_body_part_changing_is_bodily(lex, text, role, level):
+    assert scored_as(lex, text, role)[0] == level
+
+
+@pytest.mark.parametrize("text", [
+    "I'd shake his hand and congratulate him.",
+    "I'd tear up the letter and throw it away.",
+    "I'd keep my head down and get on with it.",
+])
+def test_a_body_part_without_a_change_is_not_bodily(lex, text):
+    assert scored_as(lex, text, "self")[0] == 0
+
+
+@pytest.mark.parametrize("text, level", [
+    ("Fustrated, and releived it was over.", 4),
+    ("Releived and gratefull.", 4),                                   # set B
+    ("Embarassed and fustrated.", 4),                                 # set B
+    ("Dissapointed but proud.", 4),                                   # set B
+    ("Anxoius.", 3),
+])
+def test_transposed_and_dropped_letters_are_read_as_meant(lex, text, level):
+    got, flags, _rules = scored_as(lex, text, "self")
+    assert got == level and "misspelling" in flags
+
+
+@pytest.mark.parametrize("text, level", [
+    ("I'm afraid the answer is: devastated.", 3),                     # the respondent's politeness
+    ("I'm afraid Priya's going to feel let down.", 3),                # a name with its clitic is the other
+    ("Priya's bound to be let down, and I'm worried too.", 3),        # ... also where a sentence starts
+    ("Honestly, I'm afraid he'd be crushed.", 3),                     # set B
+    ("She'd be relieved, I'm sure, and a little embarrassed.", 4),    # an aside names nobody who feels
+    ("She'd be annoyed, I imagine, and quite tired.", 3),             # set B
+])
+def test_the_respondents_own_frame_in_an_other_answer_does_not_count(lex, text, level):
+    assert scored_as(lex, text, "other")[0] == level
+
+
+def test_a_sense_naming_an_unknown_word_class_is_an_error(tmp_path):
+    from psyq.engine.files.errors import InputError
+
+    text = DEFAULT_LEXICON.read_text().replace('"hate to *"', '"hate to @nowhere"')
+    bad = tmp_path / "lexicon.yaml"
+    bad.write_text(text)
+    (tmp_path / "leas_psyq_lexicon.real_words.yaml").write_text(
+        (DEFAULT_LEXICON.parent / "leas_psyq_lexicon.real_words.yaml").read_text())
+    with pytest.raises(InputError, match="no word class 'nowhere'"):
+        load_lexicon(bad)
+
+
+def test_every_word_class_says_why_and_where_from():
+    from psyq.engine.files.yamlfile import load_yaml
+
+    data = load_yaml(DEFAULT_LEXICON).data
+    assert len(data["word_classes"]) >= 15
+    for name, entry in data["word_classes"].items():
+        assert entry["words"] and entry["reason"].strip() and entry["source"].strip(), name
+    assert data["valence"]["source"].startswith("Shaver")
+
+
 # --- uncertainty said ------------------------------------------------------------------------
 
 def test_plain_answers_carry_no_flag_and_the_rules_say_what_fired(lex):

@@ -15,25 +15,30 @@ module, rule by rule, each rule reading the clause around a lexicon word:
 
 - **Negation**, by clause, not by a window (:func:`.leas_clauses.negation_at`): a cue anywhere
   before the word in its clause ("wouldn't feel the slightest bit of guilt"; understatement, "I
-  can't say I'd be thrilled", is a denial), a list joined by "or/nor" negated as a whole when its
-  first term is ("I wouldn't be angry, sad or scared"), but not emphasis ("I have never been so
-  scared", "I couldn't be happier").
-- **A feeling taken back** (:func:`.leas_clauses.taken_back`): "Angry? Not really.", "A twinge of
-  jealousy? No – scratch that", "... consumed with remorse. Not."
-- **Irony** (:func:`.leas_clauses.ironic_spans`): "Oh, delighted, obviously", "Oh great".
-- **Another sense** (the lexicon's ``senses``): "a mad rush", "a sad excuse for", "I'm afraid I'd
-  have to", "happy to help", "I'd hate to look petty", "a terrible shame that ...".
+  can't say I'd be thrilled", is a denial; "nothing I'd call pride"), a list joined by "or/nor"
+  negated as a whole when its first term is, a cue after it ("Relieved is not the word I'd use"),
+  but not emphasis ("I have never been so scared", "I couldn't be happier") nor two negations
+  that cancel ("I'd be lying if I said I wasn't nervous").
+- **A feeling taken back** (:func:`.leas_clauses.taken_back`): "Angry? Not really.", "... Not."
+- **Irony** (:mod:`.leas_stance`): "Oh, delighted, obviously", "Oh great", "Grateful, I'm sure.
+  Mostly I'd be irritated." (a marker and the contrary corrected after it).
+- **Another sense** (the lexicon's ``senses``, :mod:`.leas_frames`): "a mad rush", "I'm afraid
+  I'd just tell him", "happy to take her shift", "I'd hate to correct him", "the sad part is".
 - **Whose feeling** (:mod:`.leas_people`): the other person's feeling written in the self answer
   does not count there, nor the respondent's own in the other answer.
 - **Near-synonyms** (the lexicon's ``near_synonyms``): "gutted ... devastated" is one emotion.
+- **Bodily and urges read from their frame** (:mod:`.leas_frames`): "my heart going a bit
+  quicker" (1), "I'd be tempted to slam the door" (2).
 - **Misspellings** (:mod:`.leas_spelling`): "embarassed", "greatful", "frustated" are read as meant.
-- **An AI disowning feelings** (:func:`.leas_clauses.disowned_spans`): "As an AI I don't have
-  feelings of fear" names no feeling; such a refusal scores 0.
-- "feel like" + an -ing verb is an action tendency, level 2: "I'd feel like walking away". The verb
-  is any word of five or more letters ending in "-ing" after "feel/feels/felt/feeling like", but
-  for "being" and the "-thing" pronouns; where the lexicon lists a phrase there, the lexicon
-  decides ("feel like crying" 2; "feel like a fool" 3); "feel like" before a noun or a clause is no
-  action ("I feel like a failure": 0).
+- **An AI disowning feelings or refusing to guess** (:mod:`.leas_stance`): "As an AI I don't have
+  feelings of fear" names no feeling, nor "I can't guess whether she feels hurt or relieved"; the
+  other person's feeling after such a disclaimer counts ("... but your friend would be proud").
+- "feel like" + an -ing verb of five or more letters (not "being", not "-thing") is an action
+  tendency, level 2: "I'd feel like walking away"; a listed phrase there decides ("feel like a
+  fool" 3); "feel like" before a noun or a clause is no action ("I feel like a failure": 0).
+
+The word lists these rules read are data in the lexicon (``word_classes``, ``valence``), each
+with its reason and source.
 
 Matching: longest phrase first; a phrase's words may stand apart by up to :data:`MAX_GAP` filler
 words ("feel really down", "my heart would be in my throat"), and "my" in a phrase stands for any
@@ -61,8 +66,10 @@ from psyq.engine.files.errors import Problem
 from psyq.engine.files.fields import Id, StrictModel, Text
 from psyq.engine.files.validation import load_document, raise_problems
 from psyq.engine.files.shipped import INSTRUMENTS
-from psyq.engine.kinds.scene.leas_clauses import (PUNCTUATION, cased_tokens, disowned_spans, ironic_spans,
+from psyq.engine.kinds.scene.leas_clauses import (PUNCTUATION, Cues, asides, cased_tokens, named_otherwise,
                                                   negation_at, taken_back)
+from psyq.engine.kinds.scene.leas_frames import Sense, frame_terms, other_sense, parse_senses
+from psyq.engine.kinds.scene.leas_stance import contrasted_irony, disowned_spans, ironic_spans, refused_spans
 from psyq.engine.kinds.scene.leas_people import PERSON_NOUNS, experiencer, person_marks, speaks_of_other
 from psyq.engine.kinds.scene.leas_spelling import Speller, load_real_words, make_speller
 
@@ -83,7 +90,10 @@ FILLERS = frozenset({"would", "will", "might", "could", "should", "must", "be", 
 MAX_GAP = 3
 POSSESSIVES = frozenset({"my", "her", "his", "their", "your", "our"})
 # Rules known to be fragile: an answer whose level one of them decided is flagged.
-FRAGILE = ("negation", "irony", "other_sense", "whose", "taken_back", "near_synonym", "misspelling")
+FRAGILE = ("negation", "irony", "other_sense", "whose", "taken_back", "near_synonym", "misspelling", "ai", "refusal",
+           "bodily", "urge")
+FOUND_BY = ("misspelling", "bodily", "urge")     # rules that find a term rather than drop one
+KEPT = {"emphatic": "emphasis", "out_of_scope": "negation_scope", "affirmed": "double_negation"}
 
 
 class Idiom(StrictModel):
@@ -102,11 +112,28 @@ class NearSynonyms(StrictModel):
     reason: Text
 
 
-class Sense(StrictModel):
-    """An emotion word in another sense: the phrase ("|" alternatives, "*" any word) and why."""
+class SenseEntry(StrictModel):
+    """An emotion word in another sense: the phrase (slots: :mod:`.leas_frames`) and why."""
 
     phrase: Text
     reason: Text
+
+
+class WordClass(StrictModel):
+    """Words or phrases a clause rule reads (a guard list), why, and where they come from."""
+
+    words: list[Text] = Field(min_length=1)
+    reason: Text
+    source: Text
+
+
+class Valence(StrictModel):
+    """Level-3 families and other lexicon words of positive and of negative valence, and why."""
+
+    positive: list[Text] = Field(min_length=1)
+    negative: list[Text] = Field(min_length=1)
+    reason: Text
+    source: Text
 
 
 class LexiconFile(StrictModel):
@@ -121,7 +148,9 @@ class LexiconFile(StrictModel):
     sources: dict[Id, Text] = Field(default_factory=dict)
     idioms: list[Idiom] = Field(default_factory=list)
     near_synonyms: list[NearSynonyms] = Field(default_factory=list)
-    senses: list[Sense] = Field(default_factory=list)
+    senses: list[SenseEntry] = Field(default_factory=list)
+    word_classes: dict[Id, WordClass] = Field(default_factory=dict)
+    valence: Valence | None = None
     real_words: Text | None = None      # companion `real_words/1` file, relative to this one
 
 
@@ -136,16 +165,18 @@ class Term:
 @dataclass(frozen=True)
 class Lexicon:
     """Terms by their first word (for a longest-match scan), negators, and the rules' data: other
-    senses by word (slots, the word's slot, reason), near-synonym groups by phrase, the speller."""
+    senses by word (slots, the word's slot, reason), near-synonym groups by phrase, the speller,
+    the word classes and valence the clause rules read."""
 
     id: str
     terms: dict[str, tuple[Term, ...]]
     negators: frozenset[str]
     size: int
     cognitive: frozenset[str] = frozenset()
-    senses: dict[str, tuple[tuple[tuple[frozenset[str], ...], int, str], ...]] = field(default_factory=dict)
+    senses: dict[str, tuple[Sense, ...]] = field(default_factory=dict)
     near: dict[str, frozenset[int]] = field(default_factory=dict)
     speller: Speller | None = None
+    cues: Cues = field(default_factory=Cues)
 
     def single(self, word: str) -> Term | None:
         """The one-word term `word`, if listed."""
@@ -223,7 +254,17 @@ def load_lexicon(path: str | Path) -> Lexicon:
             if seen.get(_phrase(word), (0,))[0] != 3:
                 problems.append(doc.problem(("near_synonyms", i, "words", k), f"{word!r} is no level-3 term"))
             near.setdefault(" ".join(_phrase(word)), set()).add(i)
-    senses = _senses(spec, doc, set(by_first), problems)
+    classes = {name: frozenset(_phrase(w) for w in c.words) for name, c in spec.word_classes.items()}
+    senses, wrong = parse_senses([(e.phrase, e.reason) for e in spec.senses], set(by_first), classes)
+    problems += [doc.problem(("senses", i, "phrase"), message) for i, message in wrong]
+    valence = {}
+    if spec.valence:
+        for sign, names in ((1, spec.valence.positive), (-1, spec.valence.negative)):
+            for i, name in enumerate(names):
+                if name not in families and (_phrase(name) not in seen or seen[_phrase(name)][0] == 3):
+                    problems.append(doc.problem(("valence", "positive" if sign > 0 else "negative", i),
+                                                f"{name!r} is no level-3 family nor a level-1 or 2 term"))
+                valence[name if name in families else " ".join(_phrase(name))] = sign
     raise_problems(problems)
     # Longest phrases first, so "want to scream" wins over "want".
     terms = {w: tuple(sorted(ts, key=lambda t: -len(t.words))) for w, ts in by_first.items()}
@@ -236,25 +277,7 @@ def load_lexicon(path: str | Path) -> Lexicon:
                                load_real_words(Path(path).parent / spec.real_words),
                                {w: seen[(w,)] for w in singles})
     return Lexicon(spec.id, terms, negators, len(seen), cognitive, senses,
-                   {k: frozenset(v) for k, v in near.items()}, speller)
-
-
-def _senses(spec: LexiconFile, doc, lexicon_words: set[str], problems: list[Problem]) -> dict:
-    """The `senses` by the lexicon word each can hold: (slots, that word's slot, reason)."""
-    out: dict[str, list] = {}
-    for i, sense in enumerate(spec.senses):
-        slots = []
-        for alternatives in sense.phrase.split():
-            words = [] if alternatives == "*" else [tokens(a) for a in alternatives.split("|")]
-            if any(len(w) != 1 for w in words):
-                problems.append(doc.problem(("senses", i, "phrase"), f"{alternatives!r}: each alternative is one word"))
-            slots.append(frozenset(w[0] for w in words if len(w) == 1))
-        held = [(word, j) for j, slot in enumerate(slots) for word in slot if word in lexicon_words]
-        if not held:
-            problems.append(doc.problem(("senses", i, "phrase"), f"{sense.phrase!r} holds no word of the lexicon"))
-        for word, j in held:
-            out.setdefault(word, []).append((tuple(slots), j, sense.reason))
-    return {w: tuple(v) for w, v in out.items()}
+                   {k: frozenset(v) for k, v in near.items()}, speller, Cues(classes, valence, negators))
 
 
 @dataclass(frozen=True)
@@ -283,7 +306,8 @@ class Found:
     end: int
     spelled: str | None = None        # the word as written, when read as a misspelling
     drop: set[str] = field(default_factory=set)
-    kept_by: str | None = None        # a cue in its clause that does not deny it: emphatic, out_of_scope
+    kept_by: str | None = None        # a cue in its clause that does not deny it: emphatic, out_of_scope, affirmed
+    by: str | None = None             # the rule that found it, when no list did (FOUND_BY)
 
     @property
     def name(self) -> str:
@@ -342,18 +366,13 @@ def find_terms(words: list[str], lexicon: Lexicon) -> list[Found]:
                 and word not in lexicon.negators:
             meant = lexicon.speller.correct(word)
             if meant is not None and lexicon.single(meant) is not None:
-                found.append(Found(lexicon.single(meant), i, i + 1, spelled=word))
+                found.append(Found(lexicon.single(meant), i, i + 1, spelled=word, by="misspelling"))
         i += 1
-    return found
-
-
-def _other_sense(words: list[str], f: Found, lexicon: Lexicon) -> str | None:
-    for slots, j, reason in lexicon.senses.get(words[f.start], ()):
-        begin = f.start - j
-        if begin >= 0 and begin + len(slots) <= len(words) and all(
-                not slot or words[begin + k] in slot for k, slot in enumerate(slots)):
-            return reason
-    return None
+    taken = {k for f in found for k in range(f.start, f.end)}
+    starts = {f.start for f in found}
+    for start, end, level, rule in frame_terms(words, taken, lexicon.cues, starts.__contains__):
+        found.append(Found(Term(tuple(words[start:end]), level, None), start, end, by=rule))
+    return sorted(found, key=lambda f: f.start)
 
 
 def _negate_lists(found: list[Found], words: list[str]) -> None:
@@ -415,38 +434,45 @@ def score_answer(text: str | None, lexicon: Lexicon, role: Literal["self", "othe
         return AnswerScore(0, frozenset(), ())
     cased = cased_tokens(text)
     words = [w.lower() for w in cased]
+    cues = lexicon.cues
     found = find_terms(words, lexicon)
     inside = frozenset(k for f in found for k in range(f.start, f.end))   # "couldn't breathe": no cue
+    aside = asides(words, cues)
+    marks = person_marks(words, cased, others, frozenset(lexicon.terms))
 
-    def within(spans, rule: str) -> None:
+    def within(spans, rule: str, keep=lambda f: False) -> None:
         for s, e in spans:
             for f in found:
-                if s <= f.start < e:
+                if s <= f.start < e and not keep(f):
                     f.drop.add(rule)
-    within(disowned_spans(words), "ai")
+    disowned = disowned_spans(words, cues)    # an AI disowns its own feelings, not the other person's
+    within(disowned, "ai", lambda f: experiencer(words, marks, f.start, f.end, aside) == "third")
+    within(refused_spans(words, cues, ai=bool(disowned)), "refusal")
     within(ironic_spans(words, {f.start for f in found}), "irony")
     within([(s, e) for s, e, _cue in taken_back(words, lambda s, e: any(s <= f.start < e for f in found))], "taken_back")
     for f in found:
-        if _other_sense(words, f, lexicon):
+        if other_sense(words, f.start, lexicon.senses):
             f.drop.add("other_sense")
-        negation = negation_at(words, f.start, lexicon.negators, inside, lexicon.comparative)
-        if negation is not None and negation.kind == "negated":
+        negation = negation_at(words, f.start, lexicon.negators, inside, lexicon.comparative, cues, aside)
+        if (negation is not None and negation.kind == "negated") or named_otherwise(words, f.end, cues) is not None:
             f.drop.add("negation")
         elif negation is not None:
-            f.kept_by = negation.kind    # emphatic, or out of the cue's scope
+            f.kept_by = negation.kind    # emphatic, out of the cue's scope, or a denial denied
     _negate_lists(found, words)
     if role is not None:
-        marks = person_marks(words, cased, others, frozenset(lexicon.terms))
         other_named = speaks_of_other(marks)
         for f in found:
-            who = experiencer(words, marks, f.start, f.end)
+            who = experiencer(words, marks, f.start, f.end, aside)
             if (role == "self" and who == "third") or (role == "other" and who == "first" and other_named):
                 f.drop.add("whose")
+    valence = [(f.start, 0 if experiencer(words, marks, f.start, f.end, aside) == "third"   # irony at oneself
+                else cues.valence.get(f.term.family or f.name, 0)) for f in found if not f.drop]
+    within(contrasted_irony(words, valence, cues), "irony")
     counting = [f for f in found if not f.drop]
     level, families, emotions = _level(counting, lexicon.near)
     rules = [f"{rule}({f.spelled or f.name})" for f in found for rule in sorted(f.drop)]
-    rules += [f"{'emphasis' if f.kept_by == 'emphatic' else 'negation_scope'}({f.name})" for f in counting if f.kept_by]
-    rules += [f"misspelling({f.spelled}->{f.name})" for f in found if f.spelled]
+    rules += [f"{KEPT[f.kept_by]}({f.name})" for f in counting if f.kept_by]
+    rules += [f"misspelling({f.spelled}->{f.name})" if f.spelled else f"{f.by}({f.name})" for f in found if f.by]
     if emotions < len(families):
         rules.append("near_synonym(" + "~".join(sorted({f.name for f in counting if f.term.level == 3})) + ")")
     flags = tuple(rule for rule in FRAGILE if _undone(rule, found, counting, lexicon.near) != level)
@@ -457,8 +483,8 @@ def _undone(rule: str, found: list[Found], counting: list[Found], near: Mapping[
     """The level with `rule` alone undone: what it dropped counted, what it read or kept not."""
     if rule == "near_synonym":
         return _level(counting, near, merge=False)[0]
-    if rule == "misspelling":
-        return _level([f for f in counting if not f.spelled], near)[0]
+    if rule in FOUND_BY:
+        return _level([f for f in counting if f.by != rule], near)[0]
     again = counting + [f for f in found if f.drop == {rule}]
     if rule == "negation":
         again = [f for f in again if not f.kept_by]

@@ -1,6 +1,6 @@
 """The clause around an emotion word, read as a hand scorer reads it, for the LEAS scorer
-(:mod:`.leas`): whether a negation reaches the word or only adds emphasis, whether the feeling is
-taken back or said in irony, and whether an AI disowns it. Words are the lower-case tokens of
+(:mod:`.leas`): whether a negation reaches the word or only adds emphasis, whether two negations
+cancel, and whether the feeling is taken back. Words are the lower-case tokens of
 :func:`.leas.tokens` ("n't" split off, punctuation kept).
 
 The LEAS scores the words a respondent chooses to describe a feeling (Lane et al. 1990; the
@@ -22,9 +22,11 @@ subject ("... and I'd be sad"). Inside the clause the distance does not matter (
 the slightest bit of guilt"), but the cue's scope ends where a new clause begins after a content
 word: at a subordinator or at a finite verb ("Not hearing back would make me anxious": the cue
 negates "hearing", not "anxious"); verbs that pass a negation down ("I don't think I'd be angry",
-"I can't say I'd be thrilled": understatement, a denial) do not end it. "no" and "without" negate a
-noun phrase only ("no guilt", "without a trace of fear", not "no one would blame me for being
-angry"), up to :data:`NP_REACH` words. A cue that only looks like one is skipped ("no doubt",
+"I can't say I'd be thrilled": understatement, a denial) do not end it, and a clause headed by
+"anything" keeps it ("not ... anything resembling what you'd call calm"). "no", "without" and
+"nothing" negate a noun phrase only ("no guilt", "without a trace of fear", not "no one would
+blame me for being angry"), up to :data:`NP_REACH` words, and what one would call it ("nothing
+I'd call pride"). A cue that only looks like one is skipped ("no doubt",
 "no wonder", "not only", "not just"). An emphatic form is no negation (:func:`emphasis`): a
 negated comparison with "never" or "can't/couldn't" ("I have never been so scared", "I couldn't
 be happier", "never felt more alive"), "can't help / couldn't stop", "... how <feeling>" ("I
@@ -36,13 +38,10 @@ filler words ("Angry? Not really.", "... consumed with remorse. Not.", "A twinge
 - scratch that") takes back the nearest clause before it that names a feeling, or, after a full
 stop, that clause's sentence.
 
-Irony (:func:`ironic_spans`): a sentence with an irony mark ("yeah right", "as if",
-"sarcasm"), a verbless sentence opened by an interjection and closed by an adverb of mock
-certainty ("Oh, delighted, obviously"), or "oh" directly before a feeling word ("Oh great").
-
-An AI disowning feelings (:func:`disowned_spans`): the sentences of an AI's self-description
-("As an AI, I don't experience fear ...") name no feeling of the respondent; a refusal scores 0
-(the hand-scored set, rule 10).
+A negation after its term (:func:`named_otherwise`: "Relieved is not the word I'd use"), two
+negations that cancel (:func:`cancelling`: "I'd be lying if I said I wasn't nervous"), and
+parenthetical comments passed over (:func:`asides`: "I would not, I think, have felt ...") read
+word classes of the lexicon (:class:`Cues`). Irony and an AI's refusal are in :mod:`.leas_stance`.
 
 Example:
     >>> from psyq.engine.kinds.scene.leas import tokens
@@ -56,8 +55,8 @@ Example:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Callable, Literal
+from dataclasses import dataclass, field
+from typing import Callable, Literal, Mapping
 
 PUNCTUATION = frozenset(",.;:!?")
 SENTENCE_ENDS = frozenset(".;:!?")
@@ -90,7 +89,7 @@ FUNCTION = frozenset({"a", "an", "the", "be", "been", "being", "feel", "feels", 
                       "its", "myself", "yourself", "himself", "herself", "themselves", "have", "having", "such",
                       "as", "either", "and", "or", "nor", "lot", "someone", "somebody", "person", "type", "kind",
                       "sort", "super", "remotely", "terribly", "awfully", "that", "there"})
-NP_NEGATORS = frozenset({"no", "without"})
+NP_NEGATORS = frozenset({"no", "without", "nothing"})
 NP_REACH = 4          # "without a trace of fear": the noun phrase a "no"/"without" negates
 WHOLE_AFTER_NO = frozenset({"way", "chance"})   # "no way I'd be happy" negates the clause
 PSEUDO = {"no": frozenset({"doubt", "wonder", "matter", "question", "problem", "idea"}),
@@ -98,9 +97,17 @@ PSEUDO = {"no": frozenset({"doubt", "wonder", "matter", "question", "problem", "
 CAN = frozenset({"could", "can", "ca"})
 DEGREE = frozenset({"so", "such", "more", "this"})
 STOP_HELP = frozenset({"stop", "help"})
+COPULA_RUN = frozenset({"is", "was", "'s", "would", "will", "be", "are", "were", "really", "probably", "certainly",
+                        "just", "honestly", "definitely"})
+NAMING_PATH = frozenset({"how", "what", "quite", "exactly", "right", "best", "first", "one", "word", "i'd", "i"})
 AUXILIARIES = frozenset({"would", "could", "do", "does", "did", "is", "are", "was", "were", "will", "wo", "ca",
                          "should", "have", "has", "had"})
 _CLITIC = re.compile(r"^[a-z]+'(?:d|ll|re|ve|m|s)$")
+ASIDE_SUBJECTS = frozenset({"i", "i'm", "i'd", "you", "we", "i'll"})
+ASIDE_FILLER = frozenset({"would", "do", "really", "honestly", "am", "guess", "must"})
+# Words a second negation may stand behind and still hold the first in its scope
+# ("I'd be lying if I said I wasn't ...", "It's not that I wouldn't be ...").
+CANCEL_PATH = frozenset({"if", "that", "to", "be", "been", "i", "you", "it", "it's", "that's", "say", "said"})
 
 # A feeling taken back: a clause of these words only, with a cue or a retraction in it.
 RETRACT_CUES = frozenset({"not", "no", "nope", "nah", "never"})
@@ -111,21 +118,38 @@ RETRACT_FILLER = frozenset({"really", "at", "all", "exactly", "quite", "particul
                             "i'm", "am", "it", "it's", "is", "was", "would", "do", "does", "did", "n't", "think",
                             "either", "way", "wait", "hmm", "um", "okay", "ok", "oh", "of", "course", "very",
                             "too", "entirely", "i'd", "say", "actually", "anymore", "remotely", "even", "one",
-                            "bit", "mind", "you"})
+                            "bit", "mind", "you", "me", "for", "myself"})
 
-# Irony: marks anywhere in a sentence; an interjection plus an adverb of mock certainty.
-IRONY_MARKS = (("yeah", "right"), ("as", "if"), ("sarcasm",), ("sarcastic",), ("sarcastically",))
-INTERJECTIONS = frozenset({"oh", "ah", "ooh", "wow", "gee", "yay", "whoopee"})
-MOCK_CERTAINTY = frozenset({"obviously", "clearly", "naturally", "totally", "sure", "surely", "course"})
 
-# An AI's self-description, on the tokens joined by spaces ("don't" is "do n't").
-_AI = r"(?:ai|artificial intelligence|(?:large )?language model|ai (?:language )?model|ai assistant|" \
-      r"virtual assistant|chatbot|computer program|machine)"
-DISOWNING = re.compile(
-    rf"\bas an? {_AI}\b"
-    rf"|\bi(?:'m| am) (?:just |only |merely |simply )?an? {_AI}\b"
-    r"|\bi (?:do n't|do not|dont|ca n't|cannot|cant|can not) (?:really |actually )?(?:have|experience|feel|possess) "
-    r"(?:any )?(?:real |personal |actual |human |genuine )?(?:feelings|emotions)\b")
+
+@dataclass(frozen=True)
+class Cues:
+    """The lexicon's data the clause rules read: its ``word_classes`` (name -> phrases, each a tuple
+    of words), its ``valence`` (a level-3 family or a word -> +1 or -1) and its negators. A lexicon
+    without them gives empty classes, and the rules that read them do nothing.
+
+    Example:
+        >>> cues = Cues({"irony_markers": frozenset({("i'm", "sure"), ("obviously",)})})
+        >>> cues.match("irony_markers", ["grateful", ",", "i'm", "sure"], 2), sorted(cues.words("irony_markers"))
+        (2, ['obviously'])
+    """
+
+    classes: Mapping[str, frozenset[tuple[str, ...]]] = field(default_factory=dict)
+    valence: Mapping[str, int] = field(default_factory=dict)
+    negators: frozenset[str] = frozenset()
+
+    def words(self, name: str) -> frozenset[str]:
+        """The one-word entries of class `name`."""
+        return frozenset(p[0] for p in self.classes.get(name, ()) if len(p) == 1)
+
+    def match(self, name: str, words: list[str], k: int) -> int:
+        """The length of the longest phrase of class `name` that starts at ``words[k]`` (0: none)."""
+        return max((len(p) for p in self.classes.get(name, ()) if tuple(words[k:k + len(p)]) == p), default=0)
+
+    def find(self, name: str, words: list[str], start: int = 0, end: int | None = None) -> int | None:
+        """Where the first phrase of class `name` in ``words[start:end]`` begins (None: nowhere)."""
+        end = len(words) if end is None else end
+        return next((k for k in range(start, end) if self.match(name, words[:end], k)), None)
 
 
 _CASED = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?|n't|[,.;:!?]")
@@ -149,9 +173,10 @@ def cased_tokens(text: str) -> list[str]:
 @dataclass(frozen=True)
 class Negation:
     """What a cue before a feeling word does to it: ``negated``; ``emphatic`` (an emphatic form,
-    not a denial); ``out_of_scope`` (a cue in the clause whose scope ends before the word)."""
+    not a denial); ``out_of_scope`` (a cue in the clause whose scope ends before the word);
+    ``affirmed`` (a negated denial, :func:`cancelling`)."""
 
-    kind: Literal["negated", "emphatic", "out_of_scope"]
+    kind: Literal["negated", "emphatic", "out_of_scope", "affirmed"]
     cue: int
     why: str
 
@@ -186,16 +211,46 @@ def sentence_of(words: list[str], i: int) -> tuple[int, int]:
     return next(((s, e) for s, e in sentences(words) if s <= i < e), (i, i + 1))
 
 
-def clause_start(words: list[str], i: int) -> int:
+def clause_start(words: list[str], i: int, aside: frozenset[int] = frozenset()) -> int:
     """The first word of the clause of word `i` (see the module docstring: punctuation, a turn,
-    "and/or/so" + a subject)."""
+    "and/or/so" + a subject); a parenthetical comment between commas (`aside`: its positions, with
+    the comma before it, :func:`asides`) is passed over: "I would not, I think, have ..."."""
     k = i
     while k > 0:
         w = words[k - 1]
+        if w == "," and k - 2 in aside:
+            k -= 2
+            while k - 1 in aside:
+                k -= 1
+            continue
         if w in PUNCTUATION or w in TURNS or (w in COORDINATORS and words[k] in SUBJECTS):
             return k
         k -= 1
     return 0
+
+
+def asides(words: list[str], cues: Cues) -> frozenset[int]:
+    """The positions of parenthetical comments, with the comma before each: a clause after a comma
+    made of a first-person subject (or "you") and a word of ``comment_words``, with at most
+    "would/do/really" between, followed by punctuation or the end ("..., I'm sure, ...", "..., I
+    think, ...", "..., you know, ..."). They say what the respondent thinks of the sentence, not
+    who feels what (Quirk et al. 1985 call them comment clauses).
+
+    Example:
+        >>> from psyq.engine.kinds.scene.leas import tokens
+        >>> w = tokens("She'd be relieved, I'm sure, and a bit embarrassed.")
+        >>> [w[k] for k in sorted(asides(w, Cues({"comment_words": frozenset({("sure",)})})))]
+        [',', "i'm", 'sure']
+    """
+    comment = cues.words("comment_words")
+    out: set[int] = set()
+    for s, e in clauses(words):
+        part = words[s:e]
+        if s == 0 or words[s - 1] != "," or not 2 <= len(part) <= 4 or (e < len(words) and words[e] not in PUNCTUATION):
+            continue
+        if part[0] in ASIDE_SUBJECTS and part[-1] in comment and all(w in ASIDE_FILLER for w in part[1:-1]):
+            out.update(range(s - 1, e))
+    return frozenset(out)
 
 
 def _pseudo(words: list[str], k: int) -> bool:
@@ -204,10 +259,15 @@ def _pseudo(words: list[str], k: int) -> bool:
 
 
 def negation_at(words: list[str], start: int, negators: frozenset[str], skip: frozenset[int] = frozenset(),
-                comparative: Callable[[str], bool] = lambda w: False) -> Negation | None:
+                comparative: Callable[[str], bool] = lambda w: False, cues: Cues | None = None,
+                aside: frozenset[int] = frozenset()) -> Negation | None:
     """What the nearest negation cue before word `start` in its clause does to it (None: no cue).
     `skip`: positions that are no cue (a cue inside a listed phrase, "couldn't breathe");
-    `comparative`: whether a word is a comparative form of a feeling word ("happier").
+    `comparative`: whether a word is a comparative form of a feeling word ("happier"); `cues`:
+    the lexicon's word classes (``naming_words``: "nothing I'd call pride"; ``polarity_items``:
+    "not ... anything resembling what you'd call calm" keeps its scope through the clause that
+    the "anything" heads; ``denials``: :func:`cancelling`); `aside`: parenthetical comments
+    (:func:`asides`), passed over.
 
     Example:
         >>> from psyq.engine.kinds.scene.leas import tokens
@@ -215,28 +275,88 @@ def negation_at(words: list[str], start: int, negators: frozenset[str], skip: fr
         >>> negation_at(w, w.index("anxious"), frozenset({"not"})).kind
         'out_of_scope'
     """
-    first = clause_start(words, start)
+    cues = cues or Cues()
+    first = clause_start(words, start, aside)
     cue = next((k for k in range(start - 1, first - 1, -1)
-                if words[k] in negators and k not in skip and not _pseudo(words, k)), None)
+                if words[k] in negators and k not in skip and k not in aside and not _pseudo(words, k)), None)
     if cue is None:
         return None
-    between = words[cue + 1:start]
+    between = [w for k, w in enumerate(words[cue + 1:start], cue + 1) if k not in aside]
     said = words[cue]
     if said in NP_NEGATORS and not (between and between[0] in WHOLE_AFTER_NO):
-        if len(between) > NP_REACH or any(w in SUBJECTS or w in FINITE or _CLITIC.match(w) for w in between):
+        if cues.words("naming_words") & set(between[-2:]) and not COORDINATORS & set(between):
+            return Negation("negated", cue, f"'{said}' + what one would call it ('nothing I'd call pride')")
+        if len(between) > NP_REACH or any(w in SUBJECTS or w in FINITE or w in COORDINATORS or _CLITIC.match(w)
+                                          for w in between):
             return Negation("out_of_scope", cue, f"'{said}' negates a noun phrase only")
         return Negation("negated", cue, f"'{said}' + noun phrase")
     emphatic = emphasis(words, cue, start, comparative)
     if emphatic:
         return Negation("emphatic", cue, emphatic)
-    content = None
-    for w in between[1:] if said == "no" and between and between[0] in WHOLE_AFTER_NO else between:
+    content, polar = None, None
+    for k, w in enumerate(between[1:] if said == "no" and between and between[0] in WHOLE_AFTER_NO else between):
+        if w in cues.words("polarity_items"):
+            polar = k
         if w in SUBORDINATORS or w in FINITE or _CLITIC.match(w):
-            if content:
-                return Negation("out_of_scope", cue, f"'{said}' reaches '{content}', not past '{w}'")
+            if content and not (polar is not None and content[1] == polar + 1):
+                return Negation("out_of_scope", cue, f"'{said}' reaches '{content[0]}', not past '{w}'")
         elif w not in FUNCTION and w not in RAISERS and w not in negators:
-            content = content or w
+            content = content or (w, k)
+    outer = cancelling(words, cue, negators, cues.words("denials"))
+    if outer is not None:
+        return Negation("affirmed", cue, f"'{words[outer]}' denies the denial '{said}'")
     return Negation("negated", cue, f"'{said}' in its clause")
+
+
+def cancelling(words: list[str], cue: int, negators: frozenset[str], denials: frozenset[str]) -> int | None:
+    """Where a second negation or a word of denial (``denials``: "lying", "deny") stands whose
+    scope holds the cue at `cue`, so that the two cancel and affirm (Wikipedia, "Double negative":
+    in standard English two negatives in one scope affirm, litotes): "I'd be lying if I said I
+    wasn't moved", "I won't pretend I wouldn't be jealous", "It's not that I wouldn't be
+    grateful". Between the two only subjects, auxiliaries, verbs that pass a negation down
+    (:data:`RAISERS`) and "if/that" may stand; "no" is no such negation ("No I wasn't angry").
+
+    Example:
+        >>> from psyq.engine.kinds.scene.leas import tokens
+        >>> w = tokens("I'd be lying if I said I wasn't nervous")
+        >>> w[cancelling(w, w.index("n't"), frozenset({"n't"}), frozenset({"lying"}))]
+        'lying'
+    """
+    for k in range(cue - 1, -1, -1):
+        w = words[k]
+        if (w in negators and w not in NP_NEGATORS and not _pseudo(words, k)) or w in denials:
+            return k
+        if not (w in CANCEL_PATH or w in RAISERS or w in SUBJECTS or w in AUXILIARIES or w in FINITE or w in CAN
+                or _CLITIC.match(w)):
+            return None
+    return None
+
+
+def named_otherwise(words: list[str], end: int, cues: Cues) -> int | None:
+    """Where the negation stands that denies the feeling word ending at `end` from after it: "X is
+    not the word I'd use", "X isn't how I'd put it", "X wouldn't be what I'd feel" (a cue after
+    its term, as NegEx's post-negation triggers are; Chapman et al. 2001): a copula, a negation,
+    then within a few words of the same clause a word of ``naming_words``.
+
+    Example:
+        >>> from psyq.engine.kinds.scene.leas import tokens
+        >>> w = tokens("Relieved is not the word I'd use.")
+        >>> named_otherwise(w, 1, Cues({"naming_words": frozenset({("word",)})}, negators=frozenset({"not"})))
+        2
+    """
+    naming = cues.words("naming_words")
+    k = end
+    while k < len(words) and words[k] in COPULA_RUN:
+        k += 1
+    if not naming or k == end or k >= len(words) or words[k] not in cues.negators:
+        return None
+    for w in words[k + 1:k + 8]:
+        if w in naming:
+            return k
+        if w in PUNCTUATION or not (w in FUNCTION or w in SUBJECTS or w in FINITE or w in NAMING_PATH
+                                    or _CLITIC.match(w)):
+            return None
+    return None
 
 
 def emphasis(words: list[str], cue: int, start: int, comparative: Callable[[str], bool] = lambda w: False) -> str | None:
@@ -303,45 +423,4 @@ def taken_back(words: list[str], names_feeling: Callable[[int, int], bool]) -> l
                     ps = sentence_of(words, ps)[0]
                 out.append((ps, pe, s))
                 break
-    return out
-
-
-def ironic_spans(words: list[str], term_starts: set[int]) -> list[tuple[int, int]]:
-    """Spans whose feeling words are said in irony (see the module docstring); `term_starts`: the
-    positions where a lexicon term begins ("Oh great": the term right after "oh").
-
-    Example:
-        >>> from psyq.engine.kinds.scene.leas import tokens
-        >>> w = tokens("Oh, delighted, obviously. I'd be fuming.")
-        >>> [w[s:e] for s, e in ironic_spans(w, {2, 9})]
-        [['oh', ',', 'delighted', ',', 'obviously']]
-    """
-    out = []
-    for s, e in sentences(words):
-        part = words[s:e]
-        plain = [w for w in part if w not in PUNCTUATION]
-        if not plain:
-            continue
-        marked = any(tuple(part[k:k + len(m)]) == m for m in IRONY_MARKS for k in range(len(part)))
-        mock = plain[0] in INTERJECTIONS and bool(MOCK_CERTAINTY & set(plain)) and not SUBJECTS & set(plain)
-        if marked or mock:
-            out.append((s, e))
-        elif words[s] == "oh" and s + 1 in term_starts:
-            out.append((s + 1, s + 2))
-    return out
-
-
-def disowned_spans(words: list[str]) -> list[tuple[int, int]]:
-    """The sentences in which an AI says it has no feelings ("As an AI, I don't experience fear").
-
-    Example:
-        >>> from psyq.engine.kinds.scene.leas import tokens
-        >>> w = tokens("As an AI, I don't feel fear. People would be scared.")
-        >>> [w[s:e] for s, e in disowned_spans(w)]
-        [['as', 'an', 'ai', ',', 'i', 'do', "n't", 'feel', 'fear']]
-    """
-    out = []
-    for s, e in sentences(words):
-        if DISOWNING.search(" ".join(words[s:e])):
-            out.append((s, e))
     return out

@@ -15,9 +15,9 @@ possessive ("my", "his"), in this order:
 
 1. the object of a verb that puts the feeling in its object ("it would upset her":
    :data:`OBJECT_FEELERS`), "<-ing word> for her" ("embarrassing for her"), "how <feeling> I was";
-2. an object or possessive right before the word, but for degree words and "feel/be/to"
+2. a possessive inside the phrase ("a lump in her throat"; "give him a piece of my mind" is mine);
+3. an object or possessive right before the word, but for degree words and "feel/be/to"
    ("make her happy", "his anger", "leave me feeling hurt", "want him to feel sorry");
-3. a possessive inside the phrase ("a lump in her throat");
 4. the nearest subject or possessive before the word in its clause (up to a comma);
 5. else the main subject of the nearest clause before it in the sentence (the first subject not
    inside a "that/because/when ..." clause: "I'd be touched that he remembered, and happy" is
@@ -112,7 +112,7 @@ def person_marks(words: list[str], cased: list[str], others: tuple[str, ...], fe
             marks.append(("third", "object" if plain else "possessive"))
         elif w in PRONOUNS:
             marks.append(PRONOUNS[w])
-        elif w in PERSON_NOUNS or w in others or _is_name(words, cased, k, k in starts, feeling_words):
+        elif _base(w) in PERSON_NOUNS or _base(w) in others or _is_name(words, cased, k, k in starts, feeling_words):
             marks.append(("third", "subject"))
         else:
             marks.append(None)
@@ -121,17 +121,26 @@ def person_marks(words: list[str], cased: list[str], others: tuple[str, ...], fe
     return marks
 
 
+def _base(word: str) -> str:
+    """A word without its clitic: "tom's" (Tom is / Tom's), "friend'd" -> "tom", "friend"."""
+    return word.split("'")[0]
+
+
 def _is_name(words: list[str], cased: list[str], k: int, at_start: bool, feeling_words: frozenset[str]) -> bool:
     token = cased[k] if k < len(cased) else ""
-    w = words[k]
-    if not token[:1].isupper() or w in NOT_NAMES or w in feeling_words or w in PUNCTUATION or "'" in w:
+    w, clitic = _base(words[k]), words[k][len(_base(words[k])):]
+    if not token[:1].isupper() or w in NOT_NAMES or w in feeling_words or w in PUNCTUATION or clitic not in ("", "'d", "'ll", "'s"):
         return False
     nxt = words[k + 1] if k + 1 < len(words) else ""
-    return not at_start or nxt in VERBISH
+    # At the start of a sentence a capital says nothing; a verb after it ("Sofia would", "Sofia'd") does.
+    return not at_start or nxt in VERBISH or clitic in ("'d", "'ll")
 
 
-def experiencer(words: list[str], marks: list[Mark | None], start: int, end: int) -> Person | None:
-    """Who feels the term at ``words[start:end]`` (see the module docstring), or None: nobody named."""
+def experiencer(words: list[str], marks: list[Mark | None], start: int, end: int,
+                aside: frozenset[int] = frozenset()) -> Person | None:
+    """Who feels the term at ``words[start:end]`` (see the module docstring), or None: nobody named.
+    `aside`: the positions of parenthetical comments ("..., I'm sure, ...":
+    :func:`.leas_clauses.asides`), which name nobody who feels."""
     nxt = words[end] if end < len(words) else ""
     if OBJECT_FEELERS.match(words[start]) and nxt in OBJECTS:
         return OBJECTS[nxt]
@@ -141,21 +150,21 @@ def experiencer(words: list[str], marks: list[Mark | None], start: int, end: int
     if start > 0 and words[start - 1] == "how" and after is not None:   # "how angry I was"
         return after[0]
     s, _e = sentence_of(words, start)
-    found = _nearest(words, marks, start, end, s)
+    found = _nearest(words, [None if k in aside else m for k, m in enumerate(marks)], start, end, s)
     if found == "first" and _takes_place(words, s, end):
         return "third"
     return found
 
 
 def _nearest(words: list[str], marks: list[Mark | None], start: int, end: int, s: int) -> Person | None:
+    inside = next((marks[j][0] for j in range(start, end - 1) if marks[j] and marks[j][1] == "possessive"), None)
+    if inside:     # "a lump in her throat"; "give him a piece of my mind" is mine, whoever gets it
+        return inside
     k = start - 1
     while k >= s and words[k] in BRIDGE:
         k -= 1
     if k >= s and marks[k] is not None and marks[k][1] != "subject":
         return marks[k][0]
-    inside = next((marks[j][0] for j in range(start, end - 1) if marks[j] and marks[j][1] == "possessive"), None)
-    if inside:
-        return inside
     clause = max([s] + [j + 1 for j in range(s, start) if words[j] == ","])
     own = next((marks[j][0] for j in range(start - 1, clause - 1, -1) if marks[j] and marks[j][1] != "object"), None)
     if own:
