@@ -1,0 +1,57 @@
+"""The LEAS lexicon scorer on answers it was not written from (issue 56): two hard sets of 80 answers
+(40 scenes, self and other), each written and hand-scored in two passes by someone who never opened
+the scorer, its lexicon or its tests (tests/data/leas_hard_b_README.md, leas_hard_c_README.md).
+
+Set c is held out from every change of the rules; set b's answers were never shown to whoever wrote
+the rules, but the classes of its failures were described to them after round 1, so b is no longer
+held out. The figures are computed here and compared with independent statistics (scipy's Pearson
+r, scikit-learn's linear weighted kappa) on the hand scores; the floors are the measured values
+rounded down, so that a change that loses agreement on answers written by someone else fails here.
+Measured at 5851bfd — set c: 81 % of answers exact, linear weighted kappa .75, scene totals 85 %
+exact, r .84 (issue 56 asks >= 80 % and r >= .85: the r is not reached); set b: totals 85 %, r .93.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+from sklearn.metrics import cohen_kappa_score
+
+from psyq import load_instrument
+from psyq.engine.kinds.scene.leas import load_lexicon, other_words, scene_total, score_answer
+
+DATA = Path(__file__).resolve().parent / "data"
+# (set, answers exact, linear kappa, totals exact, totals r): measured, rounded down.
+FLOORS = {"c": (0.80, 0.74, 0.85, 0.83), "b": (0.85, 0.83, 0.85, 0.93)}
+
+
+def agreement(name: str) -> dict[str, float]:
+    """The scorer against the hand scores of hard set `name`, answer by answer and scene total by total
+    (each answer scored as a run scores it: with its role and the scene's other person)."""
+    data = pd.read_csv(DATA / f"leas_hard_{name}.csv")
+    lexicon = load_lexicon("leas_psyq_lexicon")
+    others = {item.id: other_words(item.other) for item in load_instrument("leas_psyq").items}
+    scores = [score_answer(row.answer, lexicon, row.role, others[row.scene_id]) for row in data.itertuples()]
+    auto = np.array([s.level for s in scores])
+    totals = []
+    for _, pair in data.groupby("pair"):
+        by_role = {row.role: scores[i] for i, row in zip(pair.index, pair.itertuples())}
+        totals.append((pair["scene_total"].iloc[0], scene_total(by_role["self"], by_role["other"])))
+    hand_total, auto_total = np.array(totals).T
+    return {"n": len(data), "exact": float(np.mean(auto == data["level"])),
+            "kappa": cohen_kappa_score(data["level"], auto, weights="linear", labels=[0, 1, 2, 3, 4]),
+            "totals_exact": float(np.mean(hand_total == auto_total)),
+            "totals_r": stats.pearsonr(hand_total, auto_total)[0], "scenes": len(totals)}
+
+
+@pytest.mark.parametrize("name", ["c", "b"])
+def test_the_scorer_agrees_with_hand_scores_it_was_not_written_from(name):
+    got = agreement(name)
+    assert got["n"] == 80 and got["scenes"] == 40
+    exact, kappa, totals_exact, totals_r = FLOORS[name]
+    assert got["exact"] >= exact and got["kappa"] >= kappa, got
+    assert got["totals_exact"] >= totals_exact and got["totals_r"] >= totals_r, got
