@@ -514,7 +514,8 @@ def _pairs(instrument: str, wanted: list[str], frames: dict[str, pd.DataFrame], 
             if not (np.isfinite(da[0]) and np.isfinite(db[0])):
                 said.append("not estimable for " + " and ".join(x for x, d in ((a, da), (b, db)) if not np.isfinite(d[0])))
             else:
-                diff = da[1:] - db[1:]
+                with np.errstate(invalid="ignore"):    # inf − inf in a resample: left out, and said below
+                    diff = da[1:] - db[1:]
                 diff = diff[np.isfinite(diff)]
                 if len(diff) < len(da) - 1:
                     said.append(f"{len(da) - 1 - len(diff)} resample(s) not estimable, left out")
