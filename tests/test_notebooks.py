@@ -259,27 +259,29 @@ def written(body: dict) -> str:
 
 @pytest.fixture(scope="module")
 def conditions_nb_run(tmp_path_factory) -> Path:
-    """The study notebook 04 writes (its own cell, run here: 8 sampled personas × the IRI × asking
-    {logprobs, text} × two persona templates), its local backend replaced by the stub server, which
-    answers log probabilities as OpenAI documents them and a letter in text."""
-    import contextlib
+    """The shipped study notebook 04 reads (6 sampled personas × the IRI × asking {logprobs, ssr} × two
+    persona templates), its local backend replaced by the stub server, which answers log
+    probabilities as OpenAI documents them and a letter in text, and its answers in their own words
+    embedded by the stub's /v1/embeddings, in OpenAI's shapes (the local embedding model the study
+    names is checked against sentence-transformers in tests/test_local_embeddings.py)."""
+    import yaml
 
     from stub_server import StubServer
 
     folder = tmp_path_factory.mktemp("conditions_nb")
-    nb = nbformat.read(NOTEBOOKS / "04_compare_conditions.ipynb", as_version=4)
-    cell = next(c for c in nb.cells if c.cell_type == "code" and "STUDY = " in c.source)
-    with contextlib.chdir(folder), contextlib.redirect_stdout(None):
-        exec(cell.source, {"Path": Path, "load_study": load_study, "RUNS": Path("runs")})
-    shipped = folder / "runs" / "compare_conditions.yaml"
     with StubServer(answer=written, distribution=next_token) as stub:
-        study = load_study(on_stub(shipped, shipped.parent, stub.url))
+        copy = on_stub(load_study("compare_conditions").path, folder, stub.url)
+        data = yaml.safe_load(copy.read_text(encoding="utf-8"))
+        assert data["protocol"]["ssr"]["embeddings"] == {"kind": "local"}
+        data["protocol"]["ssr"]["embeddings"] = {"kind": "openai", "base_url": stub.url, "model": "stub-embedding"}
+        copy.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+        study = load_study(copy)
         assert [c.id for c in study.conditions] == ["asking=logprobs,persona=profile",
                                                     "asking=logprobs,persona=first_person",
-                                                    "asking=text,persona=profile",
-                                                    "asking=text,persona=first_person"]
+                                                    "asking=ssr,persona=profile",
+                                                    "asking=ssr,persona=first_person"]
         result = asyncio.run(administer(study, folder / "runs", log=lambda m: None))
-    assert result.counts == {"answered": 4 * 8 * 28}
+    assert result.counts == {"answered": 4 * 6 * 28}
     return result.run_dir.path
 
 
@@ -294,8 +296,8 @@ def test_04_compare_conditions(conditions_nb_run, monkeypatch):
     assert not errors(nb)
     facts = json.loads(out)
     assert facts["conditions"] == sorted(["asking=logprobs,persona=profile", "asking=logprobs,persona=first_person",
-                                          "asking=text,persona=profile", "asking=text,persona=first_person"])
-    assert facts["per_condition"] == [8] * 4 and facts["pairs"] == 6
+                                          "asking=ssr,persona=profile", "asking=ssr,persona=first_person"])
+    assert facts["per_condition"] == [6] * 4 and facts["pairs"] == 6
     assert facts["criteria"][:2] == ["level", "spread"] and {"tvd", "w1"} <= set(facts["criteria"])
     assert facts["ranked"] == 4 * len(facts["criteria"]) and facts["distances"] == 4 * 28
     # the verdict as the report gives it: a sentence per use and criterion, each naming a group of the run
