@@ -1,0 +1,55 @@
+"""The LEAS lexicon scorer on 234 real model outputs (issue 56): SmolLM2-135M's answers to psyq's 20
+scenes, hand-scored in two independent passes by the written rules, disagreements resolved
+(tests/data/leas_model_answers_README.md: the scorers were AI assistant sessions that never opened
+the scorer, not trained people). Agreement is computed here with scikit-learn's linear weighted
+kappa; the floors are the measured values rounded down, so that a change losing agreement on real
+outputs fails. Measured at 5851bfd: 79.5 % exact, linear weighted kappa .61 — below the .80 issue 56
+asks. Most of the gap (32 of the 48 answers that differ are `other` answers) is one convention: a
+first-person feeling in an `other` answer ("I am worried", the small model speaking as the other
+person) is the respondent's by the written rules (level 0) but counted by the scorer; the hand
+passes themselves agree at kappa .92.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from sklearn.metrics import cohen_kappa_score
+
+from psyq import load_instrument
+from psyq.engine.kinds.scene.leas import load_lexicon, other_words, score_answer
+
+DATA = Path(__file__).resolve().parent / "data" / "leas_model_answers.csv"
+MIN_EXACT, MIN_KAPPA = 0.79, 0.61
+PASSES_KAPPA = 0.90        # the two hand passes against each other (measured .920)
+
+
+def levels() -> pd.DataFrame:
+    """The set with the scorer's level of each answer (scored as a run scores it: role, other person)."""
+    data = pd.read_csv(DATA)
+    lexicon = load_lexicon("leas_psyq_lexicon")
+    others = {item.id: other_words(item.other) for item in load_instrument("leas_psyq").items}
+    data["auto"] = [score_answer(row.answer, lexicon, row.role, others[row.scene_id]).level
+                    for row in data.itertuples()]
+    return data
+
+
+def kappa(a, b) -> float:
+    return cohen_kappa_score(a, b, weights="linear", labels=[0, 1, 2, 3, 4])
+
+
+def test_the_hand_passes_agree_and_the_set_is_real_model_output():
+    data = pd.read_csv(DATA)
+    assert len(data) >= 150 and data["answer_id"].is_unique
+    assert set(data["model"]) == {"smollm2-135m-instruct-q4_1"}
+    assert kappa(data["level_a"], data["level_b"]) >= PASSES_KAPPA
+    agreed = data["level_a"] == data["level_b"]
+    assert (data.loc[agreed, "level"] == data.loc[agreed, "level_a"]).all()   # resolved only where they differ
+
+
+def test_the_scorer_agrees_with_the_hand_scores_of_real_model_output():
+    data = levels()
+    exact, k = float(np.mean(data["auto"] == data["level"])), kappa(data["level"], data["auto"])
+    assert exact >= MIN_EXACT and k >= MIN_KAPPA, (exact, k)
