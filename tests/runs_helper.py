@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
+import time
 from pathlib import Path
 
 import yaml
@@ -38,3 +40,29 @@ def make_mini_run(tmp: Path, n_personas: int = 8, repeats: int = 2) -> Path:
         (tmp / "study.yaml").write_text(yaml.safe_dump(study))
         result = asyncio.run(administer(load_study(tmp / "study.yaml"), tmp / "runs", log=lambda m: None))
     return result.run_dir.path
+
+
+def stored_trials(db: Path) -> int:
+    """Trials the run store at `db` holds (0 while it cannot be read yet)."""
+    try:
+        with sqlite3.connect(db) as c:
+            return c.execute("SELECT COUNT(*) FROM trials").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+def wait_until_stored(runs: Path, n: int, timeout_s: float = 60) -> Path | None:
+    """The run store under `runs` once it holds at least `n` trials (what a test kills a run after),
+    or whatever was found when `timeout_s` ran out."""
+    db, deadline = None, time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        db = next(runs.rglob("run.sqlite"), None) if runs.exists() else None
+        if db and stored_trials(db) >= n:
+            break
+        time.sleep(0.02)
+    return db
+
+
+def recorded(path: Path) -> list[dict]:
+    """The requests a stub server run as a script recorded (``--record FILE``: one JSON line each)."""
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

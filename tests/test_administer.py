@@ -15,7 +15,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from psyq.engine.results.export import export_table
 from psyq.engine.administer.run import administer
 from psyq.engine.design.study import load_study
 from cli_helper import psyq_in_process
+from runs_helper import recorded, stored_trials, wait_until_stored
 from stub_server import StubServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -293,18 +293,12 @@ def test_sigkill_mid_run_then_rerun_loses_nothing_and_resends_nothing(tmp_path):
         study = write_study(tmp_path, url, personas=personas, backend={"concurrency": 2})
         cmd = [sys.executable, "-m", "psyq.cli", "run", str(study), "--runs-dir", str(tmp_path / "runs")]
         runner = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        db = None
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:   # wait until some, not all, trials are committed
-            db = next((tmp_path / "runs").rglob("run.sqlite"), None) if (tmp_path / "runs").exists() else None
-            if db and _count(db) >= 10:
-                break
-            time.sleep(0.02)
+        db = wait_until_stored(tmp_path / "runs", 10)   # some, not all, trials committed
         runner.send_signal(signal.SIGKILL)
         runner.wait()
         before = _finished(db)
         assert 10 <= len(before) < 60
-        sent_before = len(_lines(record))
+        sent_before = len(recorded(record))
         done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
     finally:
@@ -313,7 +307,7 @@ def test_sigkill_mid_run_then_rerun_loses_nothing_and_resends_nothing(tmp_path):
     after = _finished(db)
     assert len(after) == 60 and set(before) <= set(after)       # nothing lost
     # Requests of the second run, keyed by their messages: none is for a trial finished before.
-    second = [json.dumps(r["messages"]) for r in _lines(record)[sent_before:] if r["path"].endswith("completions")]
+    second = [json.dumps(r["messages"]) for r in recorded(record)[sent_before:] if r["path"].endswith("completions")]
     assert not set(second) & {before[t] for t in before}
     assert len(second) == len(set(second))                        # and none sent twice
     assert len(second) == 60 - len(before)  # each unfinished trial once (in-flight ones are resent)
@@ -336,13 +330,7 @@ def _run_until_some_are_stored(tmp_path: Path, n_stored: int = 20):
     # that on (Python then sets no KeyboardInterrupt handler, and the run rightly ignores Ctrl-C).
     runner = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    deadline, db = time.monotonic() + 60, None
-    while time.monotonic() < deadline:
-        db = next((tmp_path / "runs").rglob("run.sqlite"), None) if (tmp_path / "runs").exists() else None
-        if db and _count(db) >= n_stored:
-            break
-        time.sleep(0.02)
-    return stub, runner, cmd, db
+    return stub, runner, cmd, wait_until_stored(tmp_path / "runs", n_stored)
 
 
 def _writer_of(runner: subprocess.Popen) -> int:
@@ -362,19 +350,19 @@ def test_stopping_the_whole_process_group_keeps_every_received_answer_and_a_reru
     stub, runner, cmd, db = _run_until_some_are_stored(tmp_path)
     try:
         writer = _writer_of(runner)
-        assert runner.poll() is None and _count(db) < 200     # the signal finds the run sending
+        assert runner.poll() is None and stored_trials(db) < 200     # the signal finds the run sending
         os.killpg(runner.pid, stop)
         out, err = runner.communicate(timeout=60)
         assert runner.returncode == 130 and "Traceback" not in err, err
         assert "interrupted: every answer received is stored" in err
         answered = int(out.split("now answered ")[1].split()[0])   # what the run says it received
-        assert 20 <= answered < 200 and _count(db) == answered
+        assert 20 <= answered < 200 and stored_trials(db) == answered
         assert subprocess.run(["ps", "-p", str(writer)], capture_output=True).returncode != 0   # it has exited
-        before, sent_before = _finished(db), len(_lines(tmp_path / "record.jsonl"))
+        before, sent_before = _finished(db), len(recorded(tmp_path / "record.jsonl"))
         assert subprocess.run(cmd, cwd=ROOT, capture_output=True).returncode == 0
         assert len(_finished(db)) == 200
         # By the stub's own record: the rerun sent no trial stored before the signal, and none twice.
-        second = [json.dumps(r["messages"]) for r in _lines(tmp_path / "record.jsonl")[sent_before:]
+        second = [json.dumps(r["messages"]) for r in recorded(tmp_path / "record.jsonl")[sent_before:]
                   if r["path"].endswith("completions")]
         assert not set(second) & set(before.values()) and len(second) == len(set(second)) == 200 - len(before)
     finally:
@@ -389,7 +377,7 @@ def test_a_store_writer_that_dies_stops_the_run_at_once_saying_so(tmp_path):
         out, err = runner.communicate(timeout=60)
         assert runner.returncode == 1 and "Traceback" not in err, err
         assert "error: the run store's writer process ended (exit code -9)" in err
-        assert 20 <= _count(db) < 200
+        assert 20 <= stored_trials(db) < 200
         assert subprocess.run(cmd, cwd=ROOT, capture_output=True).returncode == 0
         assert len(_finished(db)) == 200
     finally:
@@ -397,22 +385,10 @@ def test_a_store_writer_that_dies_stops_the_run_at_once_saying_so(tmp_path):
         stub.wait()
 
 
-def _count(db: Path) -> int:
-    try:
-        with sqlite3.connect(db) as c:
-            return c.execute("SELECT COUNT(*) FROM trials").fetchone()[0]
-    except sqlite3.Error:
-        return 0
-
-
 def _finished(db: Path) -> dict[str, str]:
     with sqlite3.connect(db) as c:
         rows = c.execute("SELECT trial_id, request FROM trials WHERE status = 'answered'").fetchall()
     return {t: json.dumps(json.loads(req)["messages"]) for t, req in rows}
-
-
-def _lines(path: Path) -> list[dict]:
-    return [json.loads(l) for l in path.read_text().splitlines() if l.strip()]
 
 
 def test_base_url_override_runs_the_quickstart_on_any_openai_server(tmp_path):

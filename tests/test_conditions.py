@@ -17,7 +17,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 import urllib.request
 from collections import Counter
 from pathlib import Path
@@ -35,6 +34,7 @@ from psyq.engine.results.run import open_run
 from psyq.engine.store.run_store import RunStore
 from psyq.engine.view.server import ViewServer
 from cli_helper import psyq_in_process
+from runs_helper import recorded, wait_until_stored
 from stub_server import StubServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -399,17 +399,12 @@ def test_killed_midway_and_resumed_nothing_is_sent_twice(tmp_path):
         study = write_run_study(tmp_path, *urls)
         cmd = [sys.executable, "-m", "psyq.cli", "run", str(study), "--runs-dir", str(tmp_path / "runs")]
         runner = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        db, deadline = None, time.monotonic() + 60
-        while time.monotonic() < deadline:   # until some, not all, trials are committed
-            db = next((tmp_path / "runs").rglob("run.sqlite"), None) if (tmp_path / "runs").exists() else None
-            if db and _count(db) >= 10:
-                break
-            time.sleep(0.02)
+        db = wait_until_stored(tmp_path / "runs", 10)   # some, not all, trials committed
         runner.send_signal(signal.SIGKILL)
         runner.wait()
         before = _finished(db)
         assert 10 <= len(before) < 96
-        sent_before = [len(_lines(record)) for record in records]
+        sent_before = [len(recorded(record)) for record in records]
         done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
     finally:
@@ -421,7 +416,7 @@ def test_killed_midway_and_resumed_nothing_is_sent_twice(tmp_path):
     resent = 0
     for backend, record, start in zip(("stub_a", "stub_b"), records, sent_before):
         finished = {messages for (b, _), messages in before.items() if b == backend}
-        second = [json.dumps(r["messages"]) for r in _lines(record)[start:] if r["path"].endswith("completions")]
+        second = [json.dumps(r["messages"]) for r in recorded(record)[start:] if r["path"].endswith("completions")]
         assert not set(second) & finished            # nothing finished before the kill is sent again
         assert len(second) == len(set(second))       # and nothing twice
         resent += len(second)
@@ -430,23 +425,11 @@ def test_killed_midway_and_resumed_nothing_is_sent_twice(tmp_path):
         assert c.execute("SELECT COUNT(DISTINCT condition) FROM trials").fetchone()[0] == 4
 
 
-def _count(db: Path) -> int:
-    try:
-        with sqlite3.connect(db) as c:
-            return c.execute("SELECT COUNT(*) FROM trials").fetchone()[0]
-    except sqlite3.Error:
-        return 0
-
-
 def _finished(db: Path) -> dict[tuple[str, str], str]:
     """(backend, trial id) -> the messages the trial sent, of every trial answered."""
     with sqlite3.connect(db) as c:
         rows = c.execute("SELECT backend_id, trial_id, request FROM trials WHERE status = 'answered'").fetchall()
     return {(b, t): json.dumps(json.loads(req)["messages"]) for b, t, req in rows}
-
-
-def _lines(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 # --- psyq plan ----------------------------------------------------------------------------------------
