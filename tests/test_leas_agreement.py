@@ -270,7 +270,10 @@ RUBRIC_EXAMPLES = [
     ("happy to help", "self", 0),
     ("she'd be furious", "self", 0),                               # whose feeling
     ("She'd be hurt; I'd be livid", "other", 3),                   # hurt, hers; livid, the answerer's
-    ("I'd be livid", "other", 3),                                  # the whole answer in her voice
+    ("I'd be livid", "other", 0),                                  # "I" is the answerer, even alone
+    ("I'm so proud of you", "other", 0),
+    ("If I were her, I'd be hurt", "other", 3),                    # taking her place in words
+    ("You would feel relieved", "self", 3),                        # "you" addressed to the answerer
     ("gutted... devastated", "self", 3),                           # near-synonyms: one emotion
     ("my stomach would drop", "self", 1),                          # bodily
     ("mouth bone dry", "self", 1),

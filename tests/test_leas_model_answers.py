@@ -3,11 +3,14 @@ scenes, hand-scored in two independent passes by the written rules, disagreement
 (tests/data/leas_model_answers_README.md: the scorers were AI assistant sessions that never opened
 the scorer, not trained people). Agreement is computed here with scikit-learn's linear weighted
 kappa; the floors are the measured values rounded down, so that a change losing agreement on real
-outputs fails. Measured at 5851bfd: 79.5 % exact, linear weighted kappa .61 — below the .80 issue 56
-asks. Most of the gap (32 of the 48 answers that differ are `other` answers) is one convention: a
-first-person feeling in an `other` answer ("I am worried", the small model speaking as the other
-person) is the respondent's by the written rules (level 0) but counted by the scorer; the hand
-passes themselves agree at kappa .92.
+outputs fails. Measured at 5851bfd: 79.5 % exact, linear weighted kappa .61, 32 of the 48 answers
+that differ being `other` answers with a first-person feeling ("I am worried"), the respondent's by
+the written rules and counted by the scorer as the other speaking. Since the scorer reads an "I" and
+an addressed "you" as the respondent, as rule 8 of tests/data/leas_validation_README.md now states
+(issue 56): 89.3 % exact, linear weighted kappa .81 (the .80 issue 56 asks). The convention was
+chosen after this set's differences were seen, so the figure is not held out; a fresh set of the
+same model's answers measures it held out (tests/data/leas_model_answers_e*). The hand passes agree
+at kappa .92.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from psyq import load_instrument
 from psyq.engine.kinds.scene.leas import load_lexicon, other_words, score_answer
 
 DATA = Path(__file__).resolve().parent / "data" / "leas_model_answers.csv"
-MIN_EXACT, MIN_KAPPA = 0.79, 0.61
+MIN_EXACT, MIN_KAPPA = 0.89, 0.81
 PASSES_KAPPA = 0.90        # the two hand passes against each other (measured .920)
 
 

@@ -137,9 +137,24 @@ def test_a_feeling_of_the_other_person_is_not_counted_for_the_answer_asked(lex, 
     assert got.level == level and "whose" in got.flags
 
 
+@pytest.mark.parametrize("text, role, level", [
+    # "I" is the respondent in an other answer too, even in one wholly in the first person (rule 8 of
+    # tests/data/leas_validation_README.md); flagged, since a rater might read it in the other's voice.
+    ("I'm so sorry, I feel awful.", "other", 0),
+    ("I am worried about the results.", "other", 0),
+    # "you" addressed to the respondent is the respondent: not the other's feeling, but the self's.
+    ("You would be amazed to see the gift.", "other", 0),
+    ("You'd feel relieved and a little guilty.", "self", 4),
+    # the owner of a thing is not who feels what follows it ("seeing your reaction, relief" is hers)
+    ("Karim might feel nervous and then, seeing your reaction, a sense of relief.", "other", 4),
+])
+def test_an_i_or_a_you_is_the_respondent(lex, text, role, level):
+    got = score_answer(text, lex, role, ("karim",))
+    assert got.level == level
+    assert ("whose" in got.flags) == (level == 0)
+
+
 def test_whose_feeling_cases_that_stay(lex):
-    # An other answer in the other's own voice (no third person anywhere): read as the other's words.
-    assert scored(lex, "I'm so sorry, I feel awful.", "other")[0] == 3
     # Taking the other's place: "if I were her" makes the first person hers.
     assert scored(lex, "If I were her, I'd be mortified.", "other")[0] == 3
     # Without a role, nothing is dropped (as before issue 56).
@@ -163,20 +178,20 @@ def test_near_synonyms_are_one_emotion(lex, text, level, flagged):
 
 # --- bodily and idiomatic emotion --------------------------------------------------------------
 
-@pytest.mark.parametrize("text, level", [
-    ("My knees would knock and my palms would sweat.", 1),
-    ("My throat would tighten up.", 1),
-    ("Her stomach would lurch.", 1),
-    ("A lump in her throat, honestly.", 1),                       # "her" read for the lexicon's "my"
-    ("I'd be hot under the collar.", 3),
-    ("I'd be kicking myself for weeks.", 3),
-    ("I'd want the ground to swallow me up.", 2),                 # a wish to vanish, like "sink into the floor"
-    ("I'd see red, then feel guilty about it.", 4),               # anger (idiom) + guilt
-    ("Honestly, tickled pink.", 3),
-    ("On pins and needles the whole evening.", 3),
+@pytest.mark.parametrize("text, role, level", [
+    ("My knees would knock and my palms would sweat.", "self", 1),
+    ("My throat would tighten up.", "self", 1),
+    ("Her stomach would lurch.", "other", 1),
+    ("A lump in her throat, honestly.", "other", 1),              # "her" read for the lexicon's "my"
+    ("I'd be hot under the collar.", "self", 3),
+    ("I'd be kicking myself for weeks.", "self", 3),
+    ("I'd want the ground to swallow me up.", "self", 2),         # a wish to vanish, like "sink into the floor"
+    ("I'd see red, then feel guilty about it.", "self", 4),       # anger (idiom) + guilt
+    ("Honestly, tickled pink.", "other", 3),
+    ("On pins and needles the whole evening.", "other", 3),
 ])
-def test_bodily_and_idiomatic_emotion(lex, text, level):
-    assert scored(lex, text, "other")[0] == level
+def test_bodily_and_idiomatic_emotion(lex, text, role, level):
+    assert scored(lex, text, role)[0] == level
 
 
 def test_every_idiom_names_its_source(lex):

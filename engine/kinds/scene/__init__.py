@@ -58,7 +58,7 @@ def scene_messages(instrument: "Instrument", item: SceneItem, *, system_prompt: 
         how = ('Reply with JSON only, in the form {"you": "...", "other": "..."}: under "you", how you would '
                f'feel; under "other", how {item.other} would feel.')
     else:
-        how = f'Answer both questions, starting the first answer with "You:" and the second with "Other:".'
+        how = 'Answer both questions, starting the first answer with "You:" and the second with "Other:".'
     user = (f"{instrument.instructions.strip()}\n\nScene: {item.text}\n\n"
             f"How would you feel? How would {item.other} feel?\n\n{how}")
     return with_system(system_prompt, user)

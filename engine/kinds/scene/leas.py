@@ -70,7 +70,7 @@ from psyq.engine.kinds.scene.leas_clauses import (PUNCTUATION, Cues, asides, cas
                                                   negation_at, taken_back)
 from psyq.engine.kinds.scene.leas_frames import Sense, frame_terms, other_sense, parse_senses
 from psyq.engine.kinds.scene.leas_stance import contrasted_irony, disowned_spans, ironic_spans, refused_spans
-from psyq.engine.kinds.scene.leas_people import PERSON_NOUNS, experiencer, person_marks, speaks_of_other
+from psyq.engine.kinds.scene.leas_people import PERSON_NOUNS, experiencer, person_marks
 from psyq.engine.kinds.scene.leas_spelling import Speller, load_real_words, make_speller
 
 # The lexicon the report and `psyq score` use unless told otherwise.
@@ -460,10 +460,9 @@ def score_answer(text: str | None, lexicon: Lexicon, role: Literal["self", "othe
             f.kept_by = negation.kind    # emphatic, out of the cue's scope, or a denial denied
     _negate_lists(found, words)
     if role is not None:
-        other_named = speaks_of_other(marks)
         for f in found:
             who = experiencer(words, marks, f.start, f.end, aside)
-            if (role == "self" and who == "third") or (role == "other" and who == "first" and other_named):
+            if (role == "self" and who == "third") or (role == "other" and who == "first"):
                 f.drop.add("whose")
     valence = [(f.start, 0 if experiencer(words, marks, f.start, f.end, aside) == "third"   # irony at oneself
                 else cues.valence.get(f.term.family or f.name, 0)) for f in found if not f.drop]

@@ -24,12 +24,14 @@ possessive ("my", "his"), in this order:
    mine).
 
 In a sentence that takes the other's place ("if I were her, I'd be hurt") the first person is the
-other. A word with nobody named belongs to whoever the answer is about; "you" is read as the
-generic you and names nobody; "we/us/our" name both.
+other. "You" is the respondent, whom the answer addresses ("You would feel relieved"), as the
+written rules read it (rule 8); a word with nobody named belongs to whoever the answer is about;
+"we/us/our" name both.
 
-The scorer then drops the other person's words from a self answer, and the respondent's words
-from an other answer only when that answer also speaks of the other in the third person (an
-other answer written wholly in the first person is read as written in the other's voice).
+The scorer then drops the other person's words from a self answer and the respondent's from an
+other answer, also when the whole other answer is in the first person: the answer is read as
+written (rule 8; a rater might read such an answer in the other's voice, so the answer is flagged
+``whose`` where this decides its level).
 
 Example:
     >>> text = "I'd be fine, but she'd be furious with me."
@@ -57,6 +59,9 @@ PRONOUNS: dict[str, Mark] = {
     **{w: ("first", "subject") for w in ("i", "i'd", "i'm", "i'll", "i've")},
     **{w: ("first", "object") for w in ("me", "myself")},
     **{w: ("first", "possessive") for w in ("my", "mine")},
+    **{w: ("first", "subject") for w in ("you", "you'd", "you're", "you'll", "you've")},
+    **{w: ("first", "object") for w in ("yourself",)},
+    **{w: ("first", "possessive") for w in ("your", "yours")},
     **{w: ("third", "subject") for w in ("he", "he'd", "he's", "he'll", "she", "she'd", "she's", "she'll", "they",
                                          "they'd", "they're", "they'll", "people", "someone", "somebody", "anyone",
                                          "anybody", "everyone", "everybody")},
@@ -183,9 +188,13 @@ def _main_subject(words: list[str], marks: list[Mark | None], a: int, b: int) ->
     for j in range(a, b):
         if words[j] in SUBORDINATORS:
             return None
-        if marks[j] is not None and marks[j][1] != "object":
+        if marks[j] is not None and marks[j][1] == "subject":
+            return marks[j][0]
+        if marks[j] is not None and marks[j][1] == "possessive":
             owned = marks[j + 1] if j + 1 < b else None
-            return owned[0] if marks[j][1] == "possessive" and owned and owned[1] == "subject" else marks[j][0]
+            if owned and owned[1] == "subject":     # "my supervisor": the supervisor
+                return owned[0]
+            # "seeing your reaction, ...": the owner of a thing is not who feels what follows
     return None
 
 
@@ -193,7 +202,3 @@ def _takes_place(words: list[str], s: int, e: int) -> bool:
     part = words[s:e]
     return any(tuple(part[k:k + len(p)]) == p for p in TAKE_PLACE for k in range(len(part)))
 
-
-def speaks_of_other(marks: list[Mark | None]) -> bool:
-    """Whether an answer names the other person in the third person anywhere."""
-    return any(m is not None and m[0] == "third" for m in marks)
