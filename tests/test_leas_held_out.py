@@ -2,13 +2,15 @@
 (40 scenes, self and other), each written and hand-scored in two passes by someone who never opened
 the scorer, its lexicon or its tests (tests/data/leas_hard_b_README.md, leas_hard_c_README.md).
 
-Set c is held out from every change of the rules; set b's answers were never shown to whoever wrote
-the rules, but the classes of its failures were described to them after round 1, so b is no longer
-held out. The figures are computed here and compared with independent statistics (scipy's Pearson
+Set c was held out through round 2; set b's answers were never shown to whoever wrote the rules,
+but the classes of its failures were described to them after round 1, so b was held out only then. The figures are computed here and compared with independent statistics (scipy's Pearson
 r, scikit-learn's linear weighted kappa) on the hand scores; the floors are the measured values
 rounded down, so that a change that loses agreement on answers written by someone else fails here.
-Measured at 5851bfd — set c: 81 % of answers exact, linear weighted kappa .75, scene totals 85 %
-exact, r .84 (issue 56 asks >= 80 % and r >= .85: the r is not reached); set b: totals 85 %, r .93.
+Measured at 5851bfd (round 2) — set c: 81 % of answers exact, linear weighted kappa .75, scene totals
+85 % exact, r .84; set b: totals 85 %, r .93. Set c's failures were then described (round 3, issue 56:
+retorts, "Hardly.", a guess framing the other's feeling, apologies), so from round 3 on neither set
+is held out: set c 86 % / .83 / totals 87.5 %, r .88; set b 90 % / .87 / 92.5 %, r .97. The held-out
+measurement of round 3 is set d (tests/data/leas_hard_d_README.md), below.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from psyq.engine.kinds.scene.leas import load_lexicon, other_words, scene_total,
 
 DATA = Path(__file__).resolve().parent / "data"
 # (set, answers exact, linear kappa, totals exact, totals r): measured, rounded down.
-FLOORS = {"c": (0.80, 0.74, 0.85, 0.83), "b": (0.85, 0.83, 0.85, 0.93)}
+FLOORS = {"c": (0.86, 0.82, 0.87, 0.87), "b": (0.90, 0.86, 0.92, 0.96)}
 
 
 def agreement(name: str) -> dict[str, float]:

@@ -7,7 +7,8 @@ outputs fails. Measured at 5851bfd: 79.5 % exact, linear weighted kappa .61, 32 
 that differ being `other` answers with a first-person feeling ("I am worried"), the respondent's by
 the written rules and counted by the scorer as the other speaking. Since the scorer reads an "I" and
 an addressed "you" as the respondent, as rule 8 of tests/data/leas_validation_README.md now states
-(issue 56): 89.3 % exact, linear weighted kappa .81 (the .80 issue 56 asks). The convention was
+(issue 56): 89.3 % exact, linear weighted kappa .81; with round 3's rules (apologies, guesses,
+"moved", happy + content one feeling): 90.6 %, .82. The convention was
 chosen after this set's differences were seen, so the figure is not held out; a fresh set of the
 same model's answers measures it held out (tests/data/leas_model_answers_e*). The hand passes agree
 at kappa .92.
@@ -25,7 +26,7 @@ from psyq import load_instrument
 from psyq.engine.kinds.scene.leas import load_lexicon, other_words, score_answer
 
 DATA = Path(__file__).resolve().parent / "data" / "leas_model_answers.csv"
-MIN_EXACT, MIN_KAPPA = 0.89, 0.81
+MIN_EXACT, MIN_KAPPA = 0.90, 0.82
 PASSES_KAPPA = 0.90        # the two hand passes against each other (measured .920)
 
 

@@ -505,6 +505,75 @@ def test_every_word_class_says_why_and_where_from():
     assert data["valence"]["source"].startswith("Shaver")
 
 
+# --- issue 56, third round: the classes left on sets b, c and the model answers ------------------
+
+@pytest.mark.parametrize("text, role, level", [
+    # a sentence of an irony mark alone is a retort to the sentence before it
+    ("Wracked with remorse, no doubt. Yeah, right. He'd just shrug.", "other", 0),
+    ("Over the moon, I'm sure. As if.", "self", 0),
+    # "Hardly." answers the question it follows, as "Not really." does
+    ("Jealous? Hardly.", "self", 0),
+    ("Jealous? Hardly. Just tired.", "self", 1),
+])
+def test_a_retort_takes_back_the_sentence_before(lex, text, role, level):
+    got = score_answer(text, lex, role, OTHERS)
+    assert got.level == level and ({"irony", "taken_back"} & set(got.flags))
+
+
+def test_a_retort_with_a_feeling_of_its_own_stays(lex):
+    assert score_answer("As if I'd be calm! I'd be terrified.", lex, "self").level == 3
+
+
+@pytest.mark.parametrize("text, level", [
+    # a first-person guess framing what follows names the guesser as feeling nothing
+    ("I imagine she'd feel pleased to see me, and perhaps slightly self-conscious.", 4),
+    ("Ravi would be pleased, and I suspect a little relieved that it's over.", 4),
+    ("It's hard to say, but on balance I'd guess some awkwardness.", 3),
+])
+def test_a_guess_of_the_respondent_frames_the_others_feeling(lex, text, level):
+    assert score_answer(text, lex, "other", OTHERS).level == level
+
+
+@pytest.mark.parametrize("text, level", [
+    ("I think I'd be proud.", 3),                                  # the guess frames the respondent's own
+    ("She'd be relieved, I think, and I'd be glad.", 3),           # the aside as before; relief is hers
+])
+def test_a_guess_in_a_self_answer_keeps_the_respondents_feeling(lex, text, level):
+    assert score_answer(text, lex, "self", OTHERS).level == level
+
+
+@pytest.mark.parametrize("text, level", [
+    ("I'm sorry, sir. I'd be flattered.", 3),                      # an apology opens the answer
+    ("Sorry, but I'd be furious.", 3),
+    ("I'm very sorry for any confusion, and glad he called.", 3),   # an apology for a bother
+    ("I'd be so sorry for him.", 3),                               # sympathy still counts
+    ("I'd be sorry for him, and angry at the driver.", 4),
+])
+def test_sorry_as_an_apology_is_not_sorrow(lex, text, level):
+    assert scored(lex, text)[0] == level
+
+
+@pytest.mark.parametrize("text, level", [
+    ("I'd be deeply moved by it.", 3),                             # moved in a feeling phrase
+    ("We moved house last year.", 0),                              # moved alone: the physical sense
+    ("A sense of loss, mostly.", 3),
+    ("The loss of the shop was in the news.", 0),
+])
+def test_moved_and_a_sense_of_loss(lex, text, level):
+    assert scored(lex, text)[0] == level
+
+
+def test_happy_and_content_are_one_good_feeling(lex):
+    assert scored(lex, "Happy and content, really.") == (3, ("near_synonym",))
+    assert scored(lex, "Content, and a little proud.")[0] == 4
+
+
+def test_a_word_of_no_valence_does_not_hide_irony(lex):
+    # "weeping" has no valence; the marked sentence is still all of one side, and a correction unsays it
+    got = score_answer("Heartbroken, I'm sure, weeping into my tea. Mostly I'd be amused.", lex, "self")
+    assert got.level == 3 and "irony" in got.flags
+
+
 # --- uncertainty said ------------------------------------------------------------------------
 
 def test_plain_answers_carry_no_flag_and_the_rules_say_what_fired(lex):

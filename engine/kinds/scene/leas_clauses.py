@@ -105,12 +105,16 @@ AUXILIARIES = frozenset({"would", "could", "do", "does", "did", "is", "are", "wa
 _CLITIC = re.compile(r"^[a-z]+'(?:d|ll|re|ve|m|s)$")
 ASIDE_SUBJECTS = frozenset({"i", "i'm", "i'd", "you", "we", "i'll"})
 ASIDE_FILLER = frozenset({"would", "do", "really", "honestly", "am", "guess", "must"})
+# Verbs of opinion that, after a first-person subject, frame what follows as the respondent's guess
+# ("I imagine she'd feel pleased", "and I suspect a little relieved"): the guesser feels nothing there.
+STANCE_VERBS = frozenset({"think", "imagine", "suspect", "guess", "reckon", "suppose", "expect", "bet", "believe",
+                          "say", "figure", "gather"})
 # Words a second negation may stand behind and still hold the first in its scope
 # ("I'd be lying if I said I wasn't ...", "It's not that I wouldn't be ...").
 CANCEL_PATH = frozenset({"if", "that", "to", "be", "been", "i", "you", "it", "it's", "that's", "say", "said"})
 
 # A feeling taken back: a clause of these words only, with a cue or a retraction in it.
-RETRACT_CUES = frozenset({"not", "no", "nope", "nah", "never"})
+RETRACT_CUES = frozenset({"not", "no", "nope", "nah", "never", "hardly", "scarcely"})
 RETRACT_PHRASES = (("scratch", "that"), ("strike", "that"), ("take", "that", "back"), ("take", "it", "back"),
                    ("scratch", "it"))
 RETRACT_FILLER = frozenset({"really", "at", "all", "exactly", "quite", "particularly", "much", "so", "that", "in",
@@ -233,8 +237,10 @@ def asides(words: list[str], cues: Cues) -> frozenset[int]:
     """The positions of parenthetical comments, with the comma before each: a clause after a comma
     made of a first-person subject (or "you") and a word of ``comment_words``, with at most
     "would/do/really" between, followed by punctuation or the end ("..., I'm sure, ...", "..., I
-    think, ...", "..., you know, ..."). They say what the respondent thinks of the sentence, not
-    who feels what (Quirk et al. 1985 call them comment clauses).
+    think, ...", "..., you know, ..."); and a first-person subject with a verb of opinion
+    (:data:`STANCE_VERBS`) framing what follows ("I imagine she'd feel pleased", "I'd guess some
+    awkwardness"). They say what the respondent thinks of the sentence, not who feels what
+    (Quirk et al. 1985 call the first kind comment clauses).
 
     Example:
         >>> from psyq.engine.kinds.scene.leas import tokens
@@ -250,6 +256,12 @@ def asides(words: list[str], cues: Cues) -> frozenset[int]:
             continue
         if part[0] in ASIDE_SUBJECTS and part[-1] in comment and all(w in ASIDE_FILLER for w in part[1:-1]):
             out.update(range(s - 1, e))
+    for k, w in enumerate(words):     # a framing guess: "I imagine she'd ...", "I'd guess some awkwardness"
+        j = k + 1
+        while w in ASIDE_SUBJECTS and j < len(words) and words[j] in ASIDE_FILLER - {"guess"}:
+            j += 1
+        if w in ASIDE_SUBJECTS and j + 1 < len(words) and words[j] in STANCE_VERBS and words[j + 1] not in PUNCTUATION:
+            out.update(range(k, j + 1))
     return frozenset(out)
 
 

@@ -36,6 +36,8 @@ from psyq.engine.kinds.scene.leas_clauses import PUNCTUATION, SUBJECTS, TURNS, C
 IRONY_MARKS = (("yeah", "right"), ("as", "if"), ("sarcasm",), ("sarcastic",), ("sarcastically",))
 INTERJECTIONS = frozenset({"oh", "ah", "ooh", "wow", "gee", "yay", "whoopee"})
 MOCK_CERTAINTY = frozenset({"obviously", "clearly", "naturally", "totally", "sure", "surely", "course"})
+# A sentence of an irony mark alone ("As if.", "Yeah, right.") is a retort to the sentence before it.
+RETORT_WORDS = frozenset({w for mark in IRONY_MARKS for w in mark} | {"oh", "yeah", "ha", "haha", "sure"})
 
 # An AI's self-description, on the tokens joined by spaces ("don't" is "do n't").
 _AI = r"(?:ai|artificial intelligence|(?:large )?language model|ai (?:language )?model|ai assistant|" \
@@ -66,10 +68,13 @@ def ironic_spans(words: list[str], term_starts: set[int]) -> list[tuple[int, int
         plain = [w for w in part if w not in PUNCTUATION]
         if not plain:
             continue
-        marked = any(tuple(part[k:k + len(m)]) == m for m in IRONY_MARKS for k in range(len(part)))
+        marked = any(tuple(plain[k:k + len(m)]) == m for m in IRONY_MARKS for k in range(len(plain)))
         mock = plain[0] in INTERJECTIONS and bool(MOCK_CERTAINTY & set(plain)) and not SUBJECTS & set(plain)
         if marked or mock:
             out.append((s, e))
+            before = [span for span in sentences(words) if span[1] <= s]
+            if marked and set(plain) <= RETORT_WORDS and before:
+                out.append(before[-1])    # "Riddled with guilt, no doubt. Yeah, right.": the retort unsays the sentence before
         elif words[s] == "oh" and s + 1 in term_starts:
             out.append((s + 1, s + 2))
     return out
@@ -164,8 +169,8 @@ def contrasted_irony(words: list[str], feelings: list[tuple[int, int]], cues: Cu
     marked = [strong[i] or cues.find("irony_markers", p) is not None for i, p in enumerate(plain)]
     out = []
     for i, (s, e) in enumerate(spans):
-        said = {v for k, v in feelings if s <= k < e}
-        if not marked[i] or len(said) != 1 or 0 in said:
+        said = {v for k, v in feelings if s <= k < e and v != 0}   # words of no valence say nothing either way
+        if not marked[i] or len(said) != 1:
             continue
         valence = said.pop()
         for j in range(i + 1, len(spans)):
