@@ -9,8 +9,14 @@ rounded down, so that a change that loses agreement on answers written by someon
 Measured at 5851bfd (round 2) — set c: 81 % of answers exact, linear weighted kappa .75, scene totals
 85 % exact, r .84; set b: totals 85 %, r .93. Set c's failures were then described (round 3, issue 56:
 retorts, "Hardly.", a guess framing the other's feeling, apologies), so from round 3 on neither set
-is held out: set c 86 % / .83 / totals 87.5 %, r .88; set b 90 % / .87 / 92.5 %, r .97. The held-out
-measurement of round 3 is set d (tests/data/leas_hard_d_README.md), below.
+is held out. Set d (tests/data/leas_hard_d_README.md), written by another session from a brief while
+round 3 was made, was first scored with the scorer frozen at 5c88bf5: held out, 81 % of answers
+exact, kappa .75, totals 75 % exact, r .58 (short of the >= 80 % and r >= .85 issue 56 asks). Its
+failures then led to round 4 (a later "Well, not X" takes X back, "no way ... wouldn't", "anything
+but", "Oh, X.", "speaking as", negation raised across a parenthetical, a misspelling's shared
+beginning), so d is no longer held out either; the held-out measurement of round 4 is set f. The
+floors below are round 4's measured values: c 87.5 % / .85 / 90 % / .96, b 90 % / .87 / 92.5 % /
+.97, d 92.5 % / .91 / 90 % / .85.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from psyq.engine.kinds.scene.leas import load_lexicon, other_words, scene_total,
 
 DATA = Path(__file__).resolve().parent / "data"
 # (set, answers exact, linear kappa, totals exact, totals r): measured, rounded down.
-FLOORS = {"c": (0.86, 0.82, 0.87, 0.87), "b": (0.90, 0.86, 0.92, 0.96)}
+FLOORS = {"c": (0.87, 0.85, 0.90, 0.96), "b": (0.90, 0.86, 0.92, 0.96), "d": (0.92, 0.91, 0.90, 0.84)}
 
 
 def agreement(name: str) -> dict[str, float]:
@@ -50,7 +56,7 @@ def agreement(name: str) -> dict[str, float]:
             "totals_r": stats.pearsonr(hand_total, auto_total)[0], "scenes": len(totals)}
 
 
-@pytest.mark.parametrize("name", ["c", "b"])
+@pytest.mark.parametrize("name", sorted(FLOORS))
 def test_the_scorer_agrees_with_hand_scores_it_was_not_written_from(name):
     got = agreement(name)
     assert got["n"] == 80 and got["scenes"] == 40

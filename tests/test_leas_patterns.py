@@ -574,6 +574,38 @@ def test_a_word_of_no_valence_does_not_hide_irony(lex):
     assert got.level == 3 and "irony" in got.flags
 
 
+# --- issue 56, fourth round: the classes held-out set d showed, after its measurement ------------
+
+@pytest.mark.parametrize("text, role, level, flag", [
+    # a feeling named, then denied at the start of a later sentence, is taken back
+    ("Furious and disappointed. Well, not furious, it's only cake. Disappointed, mainly.", "self", 3, "taken_back"),
+    # "no way" + a second negation affirm (litotes)
+    ("There's no way she wouldn't be grieving after fifty years.", "other", 3, "negation"),
+    # "anything but" negates, unless a negation before it makes it "only"
+    ("I'd be anything but calm.", "self", 0, "negation"),
+    ("I don't think I'd feel anything but sadness, walking through.", "self", 3, None),
+    # "Oh, <feeling>." alone, of a bad turn, as "Oh great"
+    ("Oh, marvellous. Broken eggs all over my shoes.", "self", 0, "irony"),
+    ("Oh, I'd be thrilled.", "self", 3, None),
+    # "I'm afraid I'm ..." is politeness, not fear
+    ("I'm afraid I'm not much of a worrier. I'd feel fine about it.", "self", 2, "other_sense"),
+    # "moved" in a feeling phrase
+    ("So happy, and honestly pretty moved that he remembered.", "self", 4, None),
+    # taking the other's place in words holds for the rest of the answer
+    ("Speaking as Ravi for a moment: I'd be dreading the knock, and guilty as anything.", "other", 4, None),
+    ("If I were her, I'd be hurt. I'd be angry at him too.", "other", 4, None),
+    # a misspelling two edits from several words: the one sharing the longest beginning
+    ("The poor girl would be devasted to leave.", "other", 3, "misspelling"),
+    # a negated verb of opinion reaches across a parenthetical (negation raising)
+    ("I don't think, honestly, that she'd be angry.", "other", 0, "negation"),
+    ("I don't imagine, given how busy he is, that he'd feel any real shame over it.", "other", 0, "negation"),
+])
+def test_the_classes_set_d_showed(lex, text, role, level, flag):
+    got = score_answer(text, lex, role, OTHERS)
+    assert got.level == level
+    assert flag is None or flag in got.flags
+
+
 # --- uncertainty said ------------------------------------------------------------------------
 
 def test_plain_answers_carry_no_flag_and_the_rules_say_what_fired(lex):

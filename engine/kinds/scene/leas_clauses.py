@@ -279,7 +279,7 @@ def negation_at(words: list[str], start: int, negators: frozenset[str], skip: fr
     the lexicon's word classes (``naming_words``: "nothing I'd call pride"; ``polarity_items``:
     "not ... anything resembling what you'd call calm" keeps its scope through the clause that
     the "anything" heads; ``denials``: :func:`cancelling`); `aside`: parenthetical comments
-    (:func:`asides`), passed over.
+    (:func:`asides`), passed over. "Anything but" is a cue too ("anything but calm").
 
     Example:
         >>> from psyq.engine.kinds.scene.leas import tokens
@@ -291,6 +291,8 @@ def negation_at(words: list[str], start: int, negators: frozenset[str], skip: fr
     first = clause_start(words, start, aside)
     cue = next((k for k in range(start - 1, first - 1, -1)
                 if words[k] in negators and k not in skip and k not in aside and not _pseudo(words, k)), None)
+    if cue is None and first > 1 and _anything_but(words, first - 1):   # "but" opens the clause of "calm"
+        cue = first - 1
     if cue is None:
         return None
     between = [w for k, w in enumerate(words[cue + 1:start], cue + 1) if k not in aside]
@@ -320,6 +322,45 @@ def negation_at(words: list[str], start: int, negators: frozenset[str], skip: fr
     return Negation("negated", cue, f"'{said}' in its clause")
 
 
+NEGATION_WORDS = frozenset({"not", "n't", "never", "no", "cannot", "nothing", "hardly"})
+
+
+def raised_negations(words: list[str]) -> list[tuple[int, int]]:
+    """The spans a negated verb of opinion negates across a parenthetical: "I don't imagine, given
+    how busy he is, that he'd feel any shame" is "I imagine he wouldn't" (negation raising: Horn
+    1989, A Natural History of Negation, ch. 5). Only where a comma follows the verb (and "that")
+    before its clause begins, so the clause-bound cue of :func:`negation_at` cannot reach it; the span
+    runs from the clause after the parenthetical to the end of the sentence or a turn ("but").
+
+    Example:
+        >>> from psyq.engine.kinds.scene.leas import tokens
+        >>> w = tokens("I don't think that, whatever it is, she'd be anxious; she'd be busy.")
+        >>> [w[s:e] for s, e in raised_negations(w)]
+        [["she'd", 'be', 'anxious']]
+    """
+    out = []
+    for k, w in enumerate(words[:-1]):
+        if w not in RAISERS or k < 1 or words[k - 1] not in ("n't", "not"):
+            continue
+        j = k + 1 + (words[k + 1] == "that")
+        if j >= len(words) or words[j] != ",":
+            continue
+        close = next((i for i in range(j + 1, len(words)) if words[i] in PUNCTUATION), None)
+        if close is None or words[close] != ",":
+            continue
+        start = close + 1 + (close + 1 < len(words) and words[close + 1] == "that")
+        end = next((i for i in range(start, len(words)) if words[i] in SENTENCE_ENDS or words[i] in TURNS), len(words))
+        out.append((start, end))
+    return out
+
+
+def _anything_but(words: list[str], k: int) -> bool:
+    """ "anything but calm" = not calm at all: "but" after "anything" is a negation cue, unless a
+    negation stands before the "anything" ("I wouldn't feel anything but sadness" = only sadness)."""
+    return (words[k] == "but" and k > 0 and words[k - 1] == "anything"
+            and not NEGATION_WORDS & set(words[max(0, k - 7):k - 1]))
+
+
 def cancelling(words: list[str], cue: int, negators: frozenset[str], denials: frozenset[str]) -> int | None:
     """Where a second negation or a word of denial (``denials``: "lying", "deny") stands whose
     scope holds the cue at `cue`, so that the two cancel and affirm (Wikipedia, "Double negative":
@@ -338,6 +379,8 @@ def cancelling(words: list[str], cue: int, negators: frozenset[str], denials: fr
         w = words[k]
         if (w in negators and w not in NP_NEGATORS and not _pseudo(words, k)) or w in denials:
             return k
+        if w in WHOLE_AFTER_NO and k > 0 and words[k - 1] == "no":    # "There's no way she wouldn't be ..."
+            return k - 1
         if not (w in CANCEL_PATH or w in RAISERS or w in SUBJECTS or w in AUXILIARIES or w in FINITE or w in CAN
                 or _CLITIC.match(w)):
             return None

@@ -100,7 +100,8 @@ NOT_NAMES = frozenset({"the", "it", "this", "that", "there", "honestly", "probab
 VERBISH = frozenset({"would", "will", "might", "may", "could", "must", "should", "is", "was", "feels", "felt",
                      "seems", "seemed", "gets", "got", "probably", "likely", "definitely", "might", "'d", "has"})
 TAKE_PLACE = tuple(("if", "i", verb, who) for verb in ("were", "was") for who in ("her", "him", "them", "she", "he")) + \
-    tuple(("in", whose, place) for whose in ("her", "his", "their") for place in ("shoes", "position", "place"))
+    tuple(("in", whose, place) for whose in ("her", "his", "their") for place in ("shoes", "position", "place")) + \
+    (("speaking", "as"), ("if", "i", "were", "in", "her"), ("if", "i", "were", "in", "his"))
 
 
 def person_marks(words: list[str], cased: list[str], others: tuple[str, ...], feeling_words: frozenset[str]
@@ -156,7 +157,7 @@ def experiencer(words: list[str], marks: list[Mark | None], start: int, end: int
         return after[0]
     s, _e = sentence_of(words, start)
     found = _nearest(words, [None if k in aside else m for k, m in enumerate(marks)], start, end, s)
-    if found == "first" and _takes_place(words, s, end):
+    if found == "first" and _takes_place(words, 0, end):   # the other's place, once taken, holds to the end
         return "third"
     return found
 

@@ -16,8 +16,10 @@ closest to when
   for lexicon words of :data:`LONG_WORD` letters or more ("greatful" is two edits from
   "grateful", "embarassed" one from "embarrassed");
 - one lexicon word only is that close, or, of several as close, one only has the same letters
-  ("greatful" is two edits from "grateful" and from "dreadful": grateful), or all are of one
-  level and family ("angery": angry or anger); otherwise the word is left unread;
+  ("greatful" is two edits from "grateful" and from "dreadful": grateful), or one only shares
+  the longest beginning with it ("devasted": devastated, not devoted or defeated; misspellings
+  seldom change the first letters, Pollock & Zamora 1984, Commun ACM 27:358-368), or all are of
+  one level and family ("angery": angry or anger); otherwise the word is left unread;
 - it is not a real English word: the lexicon's companion file of real words (``real_words``)
   lists every word of SCOWL's American and British lists (the Debian packages ``wamerican`` and
   ``wbritish``, 2020.12.07) within that distance of a lexicon word, so "tried" is never read as
@@ -123,11 +125,18 @@ class Speller:
         closest = [w for w, d in best.items() if d == nearest]
         if len(closest) > 1:   # a tie: the word of the same letters wins ("greatful": grateful, not dreadful)
             closest = [w for w in closest if sorted(w) == sorted(token)] or closest
+        if len(closest) > 1:   # then the word sharing the longest beginning ("devasted": devastated, not devoted)
+            shared = {w: _shared_start(w, token) for w in closest}
+            closest = [w for w in closest if shared[w] == max(shared.values())]
         return closest[0] if len(closest) == 1 or self.same_emotion(closest) else None
 
     def same_emotion(self, words: list[str]) -> bool:
         """Whether `words` are all of one level and family ("angery": angry or anger, one emotion)."""
         return len({self.kind.get(w) for w in words}) == 1 and None not in {self.kind.get(w) for w in words}
+
+
+def _shared_start(a: str, b: str) -> int:
+    return next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
 
 
 def make_speller(words: Iterable[str], real: frozenset[str],

@@ -77,6 +77,8 @@ def ironic_spans(words: list[str], term_starts: set[int]) -> list[tuple[int, int
                 out.append(before[-1])    # "Riddled with guilt, no doubt. Yeah, right.": the retort unsays the sentence before
         elif words[s] == "oh" and s + 1 in term_starts:
             out.append((s + 1, s + 2))
+        elif len(plain) == 2 and plain[0] == "oh" and words[s + 1] == "," and s + 2 in term_starts:
+            out.append((s + 2, s + 3))   # "Oh, marvellous." said of a bad turn, as "Oh great"
     return out
 
 
