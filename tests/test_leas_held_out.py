@@ -14,9 +14,11 @@ round 3 was made, was first scored with the scorer frozen at 5c88bf5: held out, 
 exact, kappa .75, totals 75 % exact, r .58 (short of the >= 80 % and r >= .85 issue 56 asks). Its
 failures then led to round 4 (a later "Well, not X" takes X back, "no way ... wouldn't", "anything
 but", "Oh, X.", "speaking as", negation raised across a parenthetical, a misspelling's shared
-beginning), so d is no longer held out either; the held-out measurement of round 4 is set f. The
-floors below are round 4's measured values: c 87.5 % / .85 / 90 % / .96, b 90 % / .87 / 92.5 % /
-.97, d 92.5 % / .91 / 90 % / .85.
+beginning), so d is no longer held out either. Set f (tests/data/leas_hard_f_README.md), written by a third
+session while round 4 was made and first scored with the scorer frozen at 025252c, is round 4's
+held-out measurement: 86 % of answers exact, kappa .83, totals 85 % exact (>= 80 %), r .81 (short of
+.85). The floors below are round 4's measured values: c 87.5 % / .85 / 90 % / .96, b 90 % / .87 /
+92.5 % / .97, d 92.5 % / .91 / 90 % / .85, f 86 % / .83 / 85 % / .81.
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ from psyq.engine.kinds.scene.leas import load_lexicon, other_words, scene_total,
 
 DATA = Path(__file__).resolve().parent / "data"
 # (set, answers exact, linear kappa, totals exact, totals r): measured, rounded down.
-FLOORS = {"c": (0.87, 0.85, 0.90, 0.96), "b": (0.90, 0.86, 0.92, 0.96), "d": (0.92, 0.91, 0.90, 0.84)}
+FLOORS = {"c": (0.87, 0.85, 0.90, 0.96), "b": (0.90, 0.86, 0.92, 0.96), "d": (0.92, 0.91, 0.90, 0.84),
+          "f": (0.86, 0.82, 0.85, 0.81)}
 
 
 def agreement(name: str) -> dict[str, float]:

@@ -67,7 +67,7 @@ from psyq.engine.files.fields import Id, StrictModel, Text
 from psyq.engine.files.validation import load_document, raise_problems
 from psyq.engine.files.shipped import INSTRUMENTS
 from psyq.engine.kinds.scene.leas_clauses import (PUNCTUATION, Cues, asides, cased_tokens, named_otherwise,
-                                                  negation_at, raised_negations, sentence_of, taken_back)
+                                                  corrected, negation_at, raised_negations, taken_back)
 from psyq.engine.kinds.scene.leas_frames import Sense, frame_terms, other_sense, parse_senses
 from psyq.engine.kinds.scene.leas_stance import contrasted_irony, disowned_spans, ironic_spans, refused_spans
 from psyq.engine.kinds.scene.leas_people import PERSON_NOUNS, experiencer, person_marks
@@ -392,22 +392,6 @@ def _negate_lists(found: list[Found], words: list[str]) -> None:
                 f.drop.add("negation")
 
 
-CORRECTION_OPENERS = frozenset({"well", "ok", "okay", "actually", "no", "wait", "hmm", "um", "so", "not", "maybe"})
-
-
-def _corrected(found: list[Found], words: list[str]) -> None:
-    """A feeling named, then denied at the start of a later sentence, is taken back: "Furious and
-    disappointed. Well, not furious, it's only cake." (a self-correction; a denial inside a
-    sentence, "happy for her but not happy about the cost", corrects nothing)."""
-    for g in found:
-        s = sentence_of(words, g.start)[0]
-        opener = [w for w in words[s:g.start] if w not in PUNCTUATION]
-        if "negation" in g.drop and "not" in opener and set(opener) <= CORRECTION_OPENERS:
-            for f in found:
-                if f.start < s and f.name == g.name and not f.drop:
-                    f.drop.add("taken_back")
-
-
 def _level(counting: list[Found], near: Mapping[str, frozenset[int]], merge: bool = True) -> tuple[int, frozenset[str], int]:
     """(level, level-3 families, emotions): emotions are the level-3 terms grouped by family and,
     with `merge`, by near-synonym group."""
@@ -479,7 +463,7 @@ def score_answer(text: str | None, lexicon: Lexicon, role: Literal["self", "othe
         for f in found:
             if s <= f.start < e and not f.kept_by:
                 f.drop.add("negation")
-    _corrected(found, words)
+    corrected(found, words)
     if role is not None:
         for f in found:
             who = experiencer(words, marks, f.start, f.end, aside)

@@ -325,6 +325,23 @@ def negation_at(words: list[str], start: int, negators: frozenset[str], skip: fr
 NEGATION_WORDS = frozenset({"not", "n't", "never", "no", "cannot", "nothing", "hardly"})
 
 
+CORRECTION_OPENERS = frozenset({"well", "ok", "okay", "actually", "no", "wait", "hmm", "um", "so", "not", "maybe"})
+
+
+def corrected(found: list, words: list[str]) -> None:
+    """A feeling named, then denied at the start of a later sentence, is taken back: "Furious and
+    disappointed. Well, not furious, it's only cake." (a self-correction; a denial inside a
+    sentence, "happy for her but not happy about the cost", corrects nothing). `found`: the
+    scorer's terms (:class:`.leas.Found`: ``start``, ``name``, ``drop``), marked in place."""
+    for g in found:
+        s = sentence_of(words, g.start)[0]
+        opener = [w for w in words[s:g.start] if w not in PUNCTUATION]
+        if "negation" in g.drop and "not" in opener and set(opener) <= CORRECTION_OPENERS:
+            for f in found:
+                if f.start < s and f.name == g.name and not f.drop:
+                    f.drop.add("taken_back")
+
+
 def raised_negations(words: list[str]) -> list[tuple[int, int]]:
     """The spans a negated verb of opinion negates across a parenthetical: "I don't imagine, given
     how busy he is, that he'd feel any shame" is "I imagine he wouldn't" (negation raising: Horn
