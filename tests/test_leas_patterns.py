@@ -606,6 +606,28 @@ def test_the_classes_set_d_showed(lex, text, role, level, flag):
     assert flag is None or flag in got.flags
 
 
+# --- issue 56, fifth round: the classes held-out set f showed, after its measurement -------------
+
+@pytest.mark.parametrize("text, role, level, flag", [
+    # "X is the last thing she'd feel" denies X, as "X is not the word I'd use" does
+    ("Jealous is the last thing she'd be; she'd be busy.", "other", 0, "negation"),
+    # a negation raised over "could stop" still affirms: "I don't think I could stop crying"
+    ("I don't think I could stop crying.", "self", 2, "negation"),
+    # an idiom of a good time, tears welling, an embrace
+    ("She'd be having a blast out there.", "other", 3, None),
+    ("I'd well up, honestly.", "self", 1, None),
+    ("I'd throw my arms around him.", "self", 2, None),
+    # a person after "having/seeing ..." is its object, not who feels ("having Ravi beside me" is mine)
+    ("Having Ravi beside me would feel amazing.", "self", 2, None),
+    # a valence word judging an opportunity
+    ("It's a good opportunity to thank her.", "self", 0, "other_sense"),
+])
+def test_the_classes_set_f_showed(lex, text, role, level, flag):
+    got = score_answer(text, lex, role, OTHERS)
+    assert got.level == level
+    assert flag is None or flag in got.flags
+
+
 # --- uncertainty said ------------------------------------------------------------------------
 
 def test_plain_answers_carry_no_flag_and_the_rules_say_what_fired(lex):

@@ -408,7 +408,8 @@ def named_otherwise(words: list[str], end: int, cues: Cues) -> int | None:
     """Where the negation stands that denies the feeling word ending at `end` from after it: "X is
     not the word I'd use", "X isn't how I'd put it", "X wouldn't be what I'd feel" (a cue after
     its term, as NegEx's post-negation triggers are; Chapman et al. 2001): a copula, a negation,
-    then within a few words of the same clause a word of ``naming_words``.
+    then within a few words of the same clause a word of ``naming_words``; or a copula and "the
+    last thing" ("Guilty is the last thing she'd feel").
 
     Example:
         >>> from psyq.engine.kinds.scene.leas import tokens
@@ -420,6 +421,8 @@ def named_otherwise(words: list[str], end: int, cues: Cues) -> int | None:
     k = end
     while k < len(words) and words[k] in COPULA_RUN:
         k += 1
+    if k > end and words[k:k + 3] == ["the", "last", "thing"]:   # "Guilty is the last thing she'd feel"
+        return k
     if not naming or k == end or k >= len(words) or words[k] not in cues.negators:
         return None
     for w in words[k + 1:k + 8]:
@@ -446,7 +449,7 @@ def emphasis(words: list[str], cue: int, start: int, comparative: Callable[[str]
     strong = said in ("never", "cannot", "cant", "couldnt") or (said in ("n't", "not") and before in CAN)
     if strong and (between & DEGREE or comparative(words[start])):
         return "a negated comparison ('never so', 'couldn't be happier')"
-    if strong and between & STOP_HELP:
+    if (strong or between & CAN) and between & STOP_HELP:   # also raised: "I don't think I could stop crying"
         return "'can't help / couldn't stop' affirms"
     if "how" in between:
         return "'... how <feeling>' affirms the feeling"

@@ -79,6 +79,8 @@ BRIDGE = frozenset({"so", "very", "really", "quite", "a", "bit", "little", "too"
                     "totally", "completely", "absolutely", "more", "most", "all", "kind", "sort", "of", "pretty",
                     "rather", "somewhat", "extremely", "incredibly", "deeply", "being", "be", "been", "get",
                     "getting", "got", "go", "going", "look", "looking", "seem", "seeming", "to", "even", "sound"})
+# "-ing" verbs whose person is their object: "having Ravi beside me would feel amazing" is mine.
+GERUNDS = frozenset({"having", "seeing", "watching", "hearing", "knowing", "meeting", "helping", "letting", "making"})
 PERSON_NOUNS = frozenset({"friend", "brother", "sister", "mother", "mum", "mom", "father", "dad", "boss", "manager",
                           "colleague", "coworker", "neighbour", "neighbor", "partner", "wife", "husband", "son",
                           "daughter", "girl", "boy", "man", "woman", "child", "kid", "teacher", "supervisor", "uncle",
@@ -122,8 +124,9 @@ def person_marks(words: list[str], cased: list[str], others: tuple[str, ...], fe
             marks.append(("third", "subject"))
         else:
             marks.append(None)
-        if k > 0 and marks[-1] is not None and marks[-1][1] == "subject" and words[k - 1] in PREPOSITIONS:
-            marks[-1] = (marks[-1][0], "object")    # "close to someone", "angry at Lena"
+        if k > 0 and marks[-1] is not None and marks[-1][1] == "subject" and (words[k - 1] in PREPOSITIONS
+                                                                              or words[k - 1] in GERUNDS):
+            marks[-1] = (marks[-1][0], "object")    # "close to someone", "angry at Lena", "having Ravi beside me"
     return marks
 
 
