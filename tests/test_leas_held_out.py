@@ -19,8 +19,11 @@ session while round 4 was made and first scored with the scorer frozen at 025252
 held-out measurement: 86 % of answers exact, kappa .83, totals 85 % exact (>= 80 %), r .81 (short of
 .85). Its failures led to round 5 ("X is the last thing she'd feel", "couldn't stop" under a raised
 negation, a person after "having/seeing", idioms of a good time, tears and an embrace), measured on
-set g. The floors below are round 5's measured values: c 88.75 % / .87 / 90 % / .96, b 90 % / .87 /
-92.5 % / .97, d 92.5 % / .91 / 90 % / .85, f (seen) 93.75 % / .93 / 87.5 % / .91.
+set g (tests/data/leas_hard_g_README.md, a fourth writer), first scored with the scorer frozen at
+a1e0bf8: held out, 84 % of answers exact, kappa .79, totals 80 % exact (the >= 80 % asked), r .78
+(short of .85). The floors below are round 5's measured values: c 88.75 % / .87 / 90 % / .96, b 90 % / .87 /
+92.5 % / .97, d 92.5 % / .91 / 90 % / .85, f (seen) 93.75 % / .93 / 87.5 % / .91, g (held out) 83.75 % / .79 /
+80 % / .78.
 """
 
 from __future__ import annotations
@@ -39,7 +42,8 @@ from psyq.engine.kinds.scene.leas import load_lexicon, other_words, scene_total,
 DATA = Path(__file__).resolve().parent / "data"
 # (set, answers exact, linear kappa, totals exact, totals r): measured, rounded down.
 FLOORS = {"c": (0.88, 0.86, 0.90, 0.96), "b": (0.90, 0.86, 0.92, 0.96), "d": (0.92, 0.91, 0.90, 0.84),
-          "f": (0.93, 0.93, 0.87, 0.91)}
+          "f": (0.93, 0.93, 0.87, 0.91),
+          "g": (0.83, 0.78, 0.80, 0.77)}
 
 
 def agreement(name: str) -> dict[str, float]:
