@@ -291,7 +291,7 @@ def negation_at(words: list[str], start: int, negators: frozenset[str], skip: fr
     first = clause_start(words, start, aside)
     cue = next((k for k in range(start - 1, first - 1, -1)
                 if words[k] in negators and k not in skip and k not in aside and not _pseudo(words, k)), None)
-    if cue is None and first > 1 and _anything_but(words, first - 1):   # "but" opens the clause of "calm"
+    if cue is None and first > 1 and _anything_but(words, first - 1, negators):   # "but" opens the clause of "calm"
         cue = first - 1
     if cue is None:
         return None
@@ -320,9 +320,6 @@ def negation_at(words: list[str], start: int, negators: frozenset[str], skip: fr
     if outer is not None:
         return Negation("affirmed", cue, f"'{words[outer]}' denies the denial '{said}'")
     return Negation("negated", cue, f"'{said}' in its clause")
-
-
-NEGATION_WORDS = frozenset({"not", "n't", "never", "no", "cannot", "nothing", "hardly"})
 
 
 CORRECTION_OPENERS = frozenset({"well", "ok", "okay", "actually", "no", "wait", "hmm", "um", "so", "not", "maybe"})
@@ -371,11 +368,11 @@ def raised_negations(words: list[str]) -> list[tuple[int, int]]:
     return out
 
 
-def _anything_but(words: list[str], k: int) -> bool:
+def _anything_but(words: list[str], k: int, negators: frozenset[str]) -> bool:
     """ "anything but calm" = not calm at all: "but" after "anything" is a negation cue, unless a
     negation stands before the "anything" ("I wouldn't feel anything but sadness" = only sadness)."""
     return (words[k] == "but" and k > 0 and words[k - 1] == "anything"
-            and not NEGATION_WORDS & set(words[max(0, k - 7):k - 1]))
+            and not negators & set(words[max(0, k - 7):k - 1]))
 
 
 def cancelling(words: list[str], cue: int, negators: frozenset[str], denials: frozenset[str]) -> int | None:
