@@ -21,9 +21,11 @@ held-out measurement: 86 % of answers exact, kappa .83, totals 85 % exact (>= 80
 negation, a person after "having/seeing", idioms of a good time, tears and an embrace), measured on
 set g (tests/data/leas_hard_g_README.md, a fourth writer), first scored with the scorer frozen at
 a1e0bf8: held out, 84 % of answers exact, kappa .79, totals 80 % exact (the >= 80 % asked), r .78
-(short of .85). The floors below are round 5's measured values: c 88.75 % / .87 / 90 % / .96, b 90 % / .87 /
-92.5 % / .97, d 92.5 % / .91 / 90 % / .85, f (seen) 93.75 % / .93 / 87.5 % / .91, g (held out) 83.75 % / .79 /
-80 % / .78.
+(short of .85). Its failures led to round 6 (taking the other's place by name, "far from", "nothing
+short of", "rarely/seldom", "maybe not even that", irony kept up after "Oh, X.", "unnerve", "beaming",
+hairs on end, "feel full"). The floors below are round 6's values on the sets it has seen: c 90 % / .89
+/ 90 % / .96, b 90 % / .87 / 92.5 % / .97, d 93.75 % / .92 / 92.5 % / .86, f 93.75 % / .93 / 87.5 % / .91,
+g 96.25 % / .96 / 92.5 % / .94.
 """
 
 from __future__ import annotations
@@ -41,9 +43,9 @@ from psyq.engine.kinds.scene.leas import load_lexicon, other_words, scene_total,
 
 DATA = Path(__file__).resolve().parent / "data"
 # (set, answers exact, linear kappa, totals exact, totals r): measured, rounded down.
-FLOORS = {"c": (0.88, 0.86, 0.90, 0.96), "b": (0.90, 0.86, 0.92, 0.96), "d": (0.92, 0.91, 0.90, 0.84),
+FLOORS = {"c": (0.90, 0.89, 0.90, 0.96), "b": (0.90, 0.86, 0.92, 0.96), "d": (0.93, 0.91, 0.92, 0.86),
           "f": (0.93, 0.93, 0.87, 0.91),
-          "g": (0.83, 0.78, 0.80, 0.77)}
+          "g": (0.96, 0.96, 0.92, 0.94)}
 
 
 def agreement(name: str) -> dict[str, float]:

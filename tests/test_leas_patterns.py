@@ -628,6 +628,38 @@ def test_the_classes_set_f_showed(lex, text, role, level, flag):
     assert flag is None or flag in got.flags
 
 
+
+# --- issue 56, sixth round: the classes held-out set g showed, after its measurement -------------
+
+@pytest.mark.parametrize("text, role, level, flag", [
+    # taking the other's place by name, or in the other's position; "in your position" stays mine
+    ("If I were Priya I'd feel ashamed, with everyone watching.", "other", 3, None),
+    ("In Marta's shoes I'd be mortified.", "other", 3, None),
+    ("If I were in your position I'd be proud.", "other", 0, "whose"),
+    # "far from" denies; "nothing short of" and "nothing but" affirm
+    ("She'd be far from pleased about it.", "other", 0, "negation"),
+    ("He'd be nothing short of thrilled, I reckon.", "other", 3, None),
+    ("I'd feel nothing but relief.", "self", 3, None),
+    # "rarely" and "seldom" are negators
+    ("Folk like him seldom feel guilty; he'd be fine.", "other", 2, "negation"),
+    ("She rarely gets embarrassed.", "other", 0, "negation"),
+    # a feeling taken back with a hedge: "maybe not even that"
+    ("A flicker of shame at most... maybe not even that.", "other", 0, "taken_back"),
+    # irony kept up over the sentences after an ironic "Oh, X." until a contrary feeling
+    ("Oh, wonderful. Just what I wanted. Honestly, I've never been happier.", "self", 0, "irony"),
+    ("Oh, marvellous. I've never been happier. Seriously though, I'd be livid.", "self", 3, None),
+    # an emotion verb putting its feeling in its object; a broad smile; hairs on end; a full stomach
+    ("The whole thing would unnerve me.", "self", 3, None),
+    ("It would unnerve her, I think.", "self", 0, "whose"),
+    ("He'd be beaming.", "other", 2, None),
+    ("The hairs on the back of my neck would be standing up.", "self", 1, None),
+    ("He'd feel full, and that's about it.", "other", 1, None),
+])
+def test_the_classes_set_g_showed(lex, text, role, level, flag):
+    got = score_answer(text, lex, role, OTHERS)
+    assert got.level == level, got.rules
+    assert flag is None or flag in got.flags, got.flags
+
 # --- uncertainty said ------------------------------------------------------------------------
 
 def test_plain_answers_carry_no_flag_and_the_rules_say_what_fired(lex):

@@ -69,7 +69,8 @@ from psyq.engine.files.shipped import INSTRUMENTS
 from psyq.engine.kinds.scene.leas_clauses import (PUNCTUATION, Cues, asides, cased_tokens, named_otherwise,
                                                   corrected, negation_at, raised_negations, taken_back)
 from psyq.engine.kinds.scene.leas_frames import Sense, frame_terms, other_sense, parse_senses
-from psyq.engine.kinds.scene.leas_stance import contrasted_irony, disowned_spans, ironic_spans, refused_spans
+from psyq.engine.kinds.scene.leas_stance import (contrasted_irony, continued_irony, disowned_spans, ironic_spans,
+                                                 refused_spans)
 from psyq.engine.kinds.scene.leas_people import PERSON_NOUNS, experiencer, person_marks
 from psyq.engine.kinds.scene.leas_spelling import Speller, load_real_words, make_speller
 
@@ -472,6 +473,8 @@ def score_answer(text: str | None, lexicon: Lexicon, role: Literal["self", "othe
     valence = [(f.start, 0 if experiencer(words, marks, f.start, f.end, aside) == "third"   # irony at oneself
                 else cues.valence.get(f.term.family or f.name, 0)) for f in found if not f.drop]
     within(contrasted_irony(words, valence, cues), "irony")
+    ironic = [(f.start, cues.valence.get(f.term.family or f.name, 0)) for f in found if f.drop == {"irony"}]
+    within(continued_irony(words, ironic, valence, cues), "irony")
     counting = [f for f in found if not f.drop]
     level, families, emotions = _level(counting, lexicon.near)
     rules = [f"{rule}({f.spelled or f.name})" for f in found for rule in sorted(f.drop)]

@@ -92,7 +92,10 @@ FUNCTION = frozenset({"a", "an", "the", "be", "been", "being", "feel", "feels", 
 NP_NEGATORS = frozenset({"no", "without", "nothing"})
 NP_REACH = 4          # "without a trace of fear": the noun phrase a "no"/"without" negates
 WHOLE_AFTER_NO = frozenset({"way", "chance"})   # "no way I'd be happy" negates the clause
+# A negator before these words is none: "no doubt", "never mind"; "nothing short of delighted" says
+# the feeling ("nothing but relief" does too: "but" opens a clause of its own).
 PSEUDO = {"no": frozenset({"doubt", "wonder", "matter", "question", "problem", "idea"}),
+          "nothing": frozenset({"short"}),
           "never": frozenset({"mind"}), "not": frozenset({"to"})}
 CAN = frozenset({"could", "can", "ca"})
 DEGREE = frozenset({"so", "such", "more", "this"})
@@ -122,7 +125,7 @@ RETRACT_FILLER = frozenset({"really", "at", "all", "exactly", "quite", "particul
                             "i'm", "am", "it", "it's", "is", "was", "would", "do", "does", "did", "n't", "think",
                             "either", "way", "wait", "hmm", "um", "okay", "ok", "oh", "of", "course", "very",
                             "too", "entirely", "i'd", "say", "actually", "anymore", "remotely", "even", "one",
-                            "bit", "mind", "you", "me", "for", "myself"})
+                            "bit", "mind", "you", "me", "for", "myself", "probably", "maybe", "perhaps"})
 
 
 
@@ -265,6 +268,12 @@ def asides(words: list[str], cues: Cues) -> frozenset[int]:
     return frozenset(out)
 
 
+def _far_from(words: list[str], k: int) -> bool:
+    """Whether word `k` is the "from" of "far from", which denies the state after it ("far from
+    worried" = not worried at all; ours)."""
+    return words[k] == "from" and k > 0 and words[k - 1] == "far"
+
+
 def _pseudo(words: list[str], k: int) -> bool:
     nxt = words[k + 1] if k + 1 < len(words) else ""
     return nxt in PSEUDO.get(words[k], ())
@@ -290,7 +299,8 @@ def negation_at(words: list[str], start: int, negators: frozenset[str], skip: fr
     cues = cues or Cues()
     first = clause_start(words, start, aside)
     cue = next((k for k in range(start - 1, first - 1, -1)
-                if words[k] in negators and k not in skip and k not in aside and not _pseudo(words, k)), None)
+                if (words[k] in negators or _far_from(words, k)) and k not in skip and k not in aside
+                and not _pseudo(words, k)), None)
     if cue is None and first > 1 and _anything_but(words, first - 1, negators):   # "but" opens the clause of "calm"
         cue = first - 1
     if cue is None:

@@ -23,8 +23,9 @@ possessive ("my", "his"), in this order:
    inside a "that/because/when ..." clause: "I'd be touched that he remembered, and happy" is
    mine).
 
-In a sentence that takes the other's place ("if I were her, I'd be hurt") the first person is the
-other. "You" is the respondent, whom the answer addresses ("You would feel relieved"), as the
+Once the answer takes the other's place ("if I were her, I'd be hurt", "If I were Lena", "in his
+shoes": :data:`PLACE_FRAMES`) the first person is the other, to the end of the answer; "if I were in
+your position" stays the respondent's. "You" is the respondent, whom the answer addresses ("You would feel relieved"), as the
 written rules read it (rule 8); a word with nobody named belongs to whoever the answer is about;
 "we/us/our" name both.
 
@@ -90,7 +91,7 @@ PERSON_NOUNS = frozenset({"friend", "brother", "sister", "mother", "mum", "mom",
 OBJECT_FEELERS = re.compile(r"^(?:upset|hurt|annoy|scare|frighten|embarrass|disappoint|anger|worry|bother|sadden|"
                             r"please|surprise|shock|amuse|excite|thrill|delight|frustrate|irritate|offend|insult|"
                             r"humiliate|relieve|reassure|depress|disgust|horrify|terrify|impress|touch|move|"
-                            r"infuriate|enrage|madden|stress|unsettle|devastate|crush|gut|flatter)(?:s|es|ed|d|ing)?$")
+                            r"infuriate|enrage|madden|stress|unsettle|unnerve|devastate|crush|gut|flatter)(?:s|es|ed|d|ing)?$")
 # Capitalised words that are no names at the start of a sentence.
 NOT_NAMES = frozenset({"the", "it", "this", "that", "there", "honestly", "probably", "maybe", "perhaps", "definitely",
                        "also", "then", "so", "and", "but", "if", "when", "as", "being", "seeing", "knowing",
@@ -101,9 +102,11 @@ NOT_NAMES = frozenset({"the", "it", "this", "that", "there", "honestly", "probab
                        "nobody", "everything", "nothing", "something", "mostly", "likely", "surely", "overall"})
 VERBISH = frozenset({"would", "will", "might", "may", "could", "must", "should", "is", "was", "feels", "felt",
                      "seems", "seemed", "gets", "got", "probably", "likely", "definitely", "might", "'d", "has"})
-TAKE_PLACE = tuple(("if", "i", verb, who) for verb in ("were", "was") for who in ("her", "him", "them", "she", "he")) + \
-    tuple(("in", whose, place) for whose in ("her", "his", "their") for place in ("shoes", "position", "place")) + \
-    (("speaking", "as"), ("if", "i", "were", "in", "her"), ("if", "i", "were", "in", "his"))
+# Taking the other's place in words: "if I were <the other>", "in <the other's> shoes", "speaking as <them>"
+# (the other: a third person the sentence names, a pronoun, a noun or a name: "If I were Lena, I'd ...").
+PLACE_FRAMES = (("if", "i", "were"), ("if", "i", "was"), ("speaking", "as"))
+PLACES = frozenset({"shoes", "position", "place"})
+GENERIC = frozenset({"people", "someone", "somebody", "anyone", "anybody", "everyone", "everybody"})
 
 
 def person_marks(words: list[str], cased: list[str], others: tuple[str, ...], feeling_words: frozenset[str]
@@ -160,7 +163,7 @@ def experiencer(words: list[str], marks: list[Mark | None], start: int, end: int
         return after[0]
     s, _e = sentence_of(words, start)
     found = _nearest(words, [None if k in aside else m for k, m in enumerate(marks)], start, end, s)
-    if found == "first" and _takes_place(words, 0, end):   # the other's place, once taken, holds to the end
+    if found == "first" and _takes_place(words, marks, 0, end):   # the other's place, once taken, holds to the end
         return "third"
     return found
 
@@ -202,7 +205,18 @@ def _main_subject(words: list[str], marks: list[Mark | None], a: int, b: int) ->
     return None
 
 
-def _takes_place(words: list[str], s: int, e: int) -> bool:
-    part = words[s:e]
-    return any(tuple(part[k:k + len(p)]) == p for p in TAKE_PLACE for k in range(len(part)))
-
+def _takes_place(words: list[str], marks: list[Mark | None], s: int, e: int) -> bool:
+    def other(j: int) -> bool:
+        return j < e and marks[j] is not None and marks[j][0] == "third" and words[j] not in GENERIC
+    for k in range(s, e):
+        frame = next((f for f in PLACE_FRAMES if tuple(words[k:k + len(f)]) == f), None)
+        if frame:
+            j = k + len(frame)
+            while j < e and words[j] in ("in", "the"):
+                j += 1
+            mine = j < e and marks[j] is not None and marks[j][0] != "third"    # "in your position" is mine
+            if other(j) or (not mine and j + 1 < e and words[j + 1] in PLACES):
+                return True
+        if words[k] == "in" and other(k + 1) and k + 2 < e and words[k + 2] in PLACES:
+            return True
+    return False

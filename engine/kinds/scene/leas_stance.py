@@ -11,7 +11,8 @@ Irony (:func:`ironic_spans`): a sentence with an irony mark ("yeah right", "as i
 "sarcasm"), a verbless sentence opened by an interjection and closed by an adverb of mock
 certainty ("Oh, delighted, obviously"), or "oh" directly before a feeling word ("Oh great"); and
 a sentence whose feelings a later sentence corrects with the contrary (:func:`contrasted_irony`:
-"Grateful, I'm sure. Mostly I'd be irritated.").
+"Grateful, I'm sure. Mostly I'd be irritated."); and the sentences after an ironic one that keep
+up its valence (:func:`continued_irony`: "Oh, marvellous. Really, I couldn't be happier.").
 
 An AI disowning feelings (:func:`disowned_spans`): in an answer with an AI's self-description,
 every sentence up to a frame that imagines having feelings ("If I were in this situation, I'd be
@@ -188,3 +189,36 @@ def _opens_or_closes(cues: Cues, name: str, part: list[str]) -> bool:
     """Whether a phrase of class `name` opens `part` or ends it."""
     return bool(part) and (cues.match(name, part, 0) > 0
                            or any(cues.match(name, part, k) == len(part) - k for k in range(len(part))))
+
+
+def continued_irony(words: list[str], ironic: list[tuple[int, int]], feelings: list[tuple[int, int]],
+                    cues: Cues) -> list[tuple[int, int]]:
+    """Sentences that go on with an irony: after a sentence with an ironic feeling word of one valence
+    (`ironic`: (position, valence) of words :func:`ironic_spans` found), each following sentence
+    whose feelings (`feelings`, as for :func:`contrasted_irony`) are all of that valence, up to
+    the first one that names a feeling of the other valence or adds (``additives``: "though",
+    "but"). An ironic evaluation is kept up until something in the text signals the change
+    (Burgers, van Mulken & Schellens 2011: irony is read from its context, which can span several
+    utterances); "Oh, marvellous. Really, I couldn't be happier." says no happiness.
+
+    Example:
+        >>> from psyq.engine.kinds.scene.leas import tokens
+        >>> w = tokens("Oh, marvellous. I couldn't be happier. Seriously though, I'd be fuming.")
+        >>> cues = Cues({"additives": frozenset({("though",)})})
+        >>> feelings = [(w.index("happier"), 1), (w.index("fuming"), -1)]
+        >>> [w[s:e] for s, e in continued_irony(w, [(2, 1)], feelings, cues)]
+        [['i', 'could', "n't", 'be', 'happier']]
+    """
+    spans = sentences(words)
+    out: list[tuple[int, int]] = []
+    for at, valence in ironic:
+        if valence == 0:
+            continue
+        for s, e in (span for span in spans if span[0] > at):
+            said = {v for k, v in feelings if s <= k < e and v != 0}
+            plain = [w for w in words[s:e] if w not in PUNCTUATION]
+            if -valence in said or cues.find("additives", plain) is not None:
+                break
+            if said:
+                out.append((s, e))
+    return out
