@@ -25,7 +25,12 @@ a1e0bf8: held out, 84 % of answers exact, kappa .79, totals 80 % exact (the >= 8
 short of", "rarely/seldom", "maybe not even that", irony kept up after "Oh, X.", "unnerve", "beaming",
 hairs on end, "feel full"). The floors below are round 6's values on the sets it has seen: c 90 % / .89
 / 90 % / .96, b 90 % / .87 / 92.5 % / .97, d 93.75 % / .92 / 92.5 % / .86, f 93.75 % / .93 / 87.5 % / .91,
-g 96.25 % / .96 / 92.5 % / .94.
+g 96.25 % / .96 / 92.5 % / .94. Sets h and i (tests/data/leas_hard_h_README.md, leas_hard_i_README.md; a fifth
+and a sixth writer, working while round 6 was made) were first scored with the scorer frozen at da5c8ed:
+held out, h 81.25 % of answers exact, kappa .79, totals 85 % exact, r .92 (both of issue 56's figures
+met); i 80 %, kappa .78, totals 75 %, r .81 (neither met). Both sets together, 80 scenes: totals 80 %
+exact (Wilson 95 % interval 70-87 %), r .86 (Fisher-z 95 % interval .79-.91), so whether r >= .85 holds
+beyond these answers the data cannot yet tell.
 """
 
 from __future__ import annotations
@@ -45,7 +50,8 @@ DATA = Path(__file__).resolve().parent / "data"
 # (set, answers exact, linear kappa, totals exact, totals r): measured, rounded down.
 FLOORS = {"c": (0.90, 0.89, 0.90, 0.96), "b": (0.90, 0.86, 0.92, 0.96), "d": (0.93, 0.91, 0.92, 0.86),
           "f": (0.93, 0.93, 0.87, 0.91),
-          "g": (0.96, 0.96, 0.92, 0.94)}
+          "g": (0.96, 0.96, 0.92, 0.94),
+          "h": (0.81, 0.79, 0.85, 0.91), "i": (0.80, 0.77, 0.75, 0.81)}
 
 
 def agreement(name: str) -> dict[str, float]:
