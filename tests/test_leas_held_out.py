@@ -30,7 +30,13 @@ and a sixth writer, working while round 6 was made) were first scored with the s
 held out, h 81.25 % of answers exact, kappa .79, totals 85 % exact, r .92 (both of issue 56's figures
 met); i 80 %, kappa .78, totals 75 %, r .81 (neither met). Both sets together, 80 scenes: totals 80 %
 exact (Wilson 95 % interval 70-87 %), r .86 (Fisher-z 95 % interval .79-.91), so whether r >= .85 holds
-beyond these answers the data cannot yet tell.
+beyond these answers the data cannot yet tell. Their failures led to round 7 ("as if" as irony only
+opening a sentence, "Oh, I'm sure ...", taking the other's place after the feeling and with "if you
+were", typed pronouns without apostrophes, a comment clause's verb, how far back a retraction reaches,
+litotes, "not X so much as Y", "zero", feeling phrases and senses of lexicon v7). The floors above are
+round 7's values on the sets it has seen: b 91.25 % / .88 / 95 % / .98, c 92.5 % / .91 / 92.5 % / .97,
+d 93.75 % / .92 / 92.5 % / .86, f 93.75 % / .93 / 90 % / .96, g 96.25 % / .96 / 92.5 % / .94, h 95 % / .94
+/ 97.5 % / .99, i 93.75 % / .93 / 90 % / .91.
 """
 
 from __future__ import annotations
@@ -48,10 +54,10 @@ from psyq.engine.kinds.scene.leas import load_lexicon, other_words, scene_total,
 
 DATA = Path(__file__).resolve().parent / "data"
 # (set, answers exact, linear kappa, totals exact, totals r): measured, rounded down.
-FLOORS = {"c": (0.90, 0.89, 0.90, 0.96), "b": (0.90, 0.86, 0.92, 0.96), "d": (0.93, 0.91, 0.92, 0.86),
-          "f": (0.93, 0.93, 0.87, 0.91),
+FLOORS = {"c": (0.92, 0.91, 0.92, 0.97), "b": (0.91, 0.87, 0.95, 0.97), "d": (0.93, 0.91, 0.92, 0.86),
+          "f": (0.93, 0.93, 0.90, 0.96),
           "g": (0.96, 0.96, 0.92, 0.94),
-          "h": (0.81, 0.79, 0.85, 0.91), "i": (0.80, 0.77, 0.75, 0.81)}
+          "h": (0.95, 0.93, 0.97, 0.99), "i": (0.93, 0.93, 0.90, 0.91)}
 
 
 def agreement(name: str) -> dict[str, float]:

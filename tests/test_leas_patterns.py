@@ -660,6 +660,59 @@ def test_the_classes_set_g_showed(lex, text, role, level, flag):
     assert got.level == level, got.rules
     assert flag is None or flag in got.flags, got.flags
 
+
+# --- issue 56, seventh round: the classes held-out sets h and i showed, after their measurement ----
+
+@pytest.mark.parametrize("text, role, level, flag", [
+    # "as if" is irony opening a sentence, not in "act as if"
+    ("She'd smile and act as if it didn't matter, but she'd be hurt.", "other", 3, None),
+    ("As if she'd be sorry. She'd be glad to see the back of me.", "other", 3, None),
+    # an interjection with mock certainty right after it: irony, with a subject too
+    ("Oh, I'm sure she'd be heartbroken to see me go.", "other", 0, "irony"),
+    ("Oh sure, I'd be thrilled to do it all again. I'd be fuming, really.", "self", 3, None),
+    ("Oh, of course she'd be relieved.", "other", 3, None),
+    # taking the other's place after the feeling, and with "you"
+    ("I'd be absolutely furious if I were her.", "other", 3, None),
+    ("You'd be gutted too if you were Marta.", "other", 3, None),
+    # apostrophe-less pronouns when typing
+    ("im kinda nervous tbh but shes gonna be thrilled lol", "self", 3, "whose"),
+    # a comment clause's verb is no feeling
+    ("She'd feel ashamed, I'd hope.", "other", 3, None),
+    # a retraction reaches the sentence before it, or past one-word questions, not further
+    ("I'd be livid. Three weeks of work and he just walks off with it? Yeah, no.", "self", 3, None),
+    ("Hurt? Angry? Not in the least - mostly relieved.", "self", 3, "taken_back"),
+    ("Sad? Puzzled? Not in the slightest - he'd just be glad of the company.", "other", 3, "taken_back"),
+    ("Jealous? A bit, maybe, but no - happy for her, mainly.", "self", 3, "taken_back"),
+    # litotes and "not X so much as Y"
+    ("I'd be pleased, and not a little proud.", "self", 4, None),
+    ("I wouldn't be sad so much as disappointed.", "self", 3, None),
+    # a double negation behind "not like / as if" with a name as the subject
+    ("It's not like Priya wouldn't be grateful.", "other", 3, None),
+    # "zero" negates its noun phrase; "never ... as" is emphatic
+    ("Zero guilt on his part.", "other", 0, "negation"),
+    ("I have never been as scared as that night.", "self", 3, None),
+    # feeling phrases: put out, torn, buzzing, pissed, crying one's eyes out, jumping around
+    ("I'd be a bit put out, to be honest.", "self", 3, None),
+    ("She'd feel torn.", "other", 2, None),
+    ("I'd be buzzing for days.", "self", 3, None),
+    ("I'd be delighted, absolutely buzzing.", "self", 3, "near_synonym"),
+    ("I'd be so pissed at him.", "self", 3, None),
+    ("I'd be bawling.", "self", 2, None),
+    ("I'd be jumping around the room.", "self", 2, None),
+    # a sensation felt in a body part; an AI's persona frame
+    ("A heaviness would creep into my chest.", "self", 1, "bodily"),
+    ("As an AI I have no feelings, but answering as this persona: I'd be nervous.", "self", 3, None),
+    # other senses: calling a name, pain all over, fighting a wave, a happy little thing
+    ("I'd run along the shore shouting her name.", "self", 0, "other_sense"),
+    ("She'd be aching all over from the swim.", "other", 0, "other_sense"),
+    ("He'd be fighting the current to reach her.", "other", 0, "other_sense"),
+    ("It's a happy little bit of fun for her.", "other", 0, "other_sense"),
+])
+def test_the_classes_sets_h_and_i_showed(lex, text, role, level, flag):
+    got = score_answer(text, lex, role, OTHERS)
+    assert got.level == level, got.rules
+    assert flag is None or flag in got.flags, got.flags
+
 # --- uncertainty said ------------------------------------------------------------------------
 
 def test_plain_answers_carry_no_flag_and_the_rules_say_what_fired(lex):

@@ -452,7 +452,7 @@ def score_answer(text: str | None, lexicon: Lexicon, role: Literal["self", "othe
     within(ironic_spans(words, {f.start for f in found}), "irony")
     within([(s, e) for s, e, _cue in taken_back(words, lambda s, e: any(s <= f.start < e for f in found))], "taken_back")
     for f in found:
-        if other_sense(words, f.start, lexicon.senses):
+        if other_sense(words, f.start, lexicon.senses) or f.start in aside:   # "..., I'd hope." comments
             f.drop.add("other_sense")
         negation = negation_at(words, f.start, lexicon.negators, inside, lexicon.comparative, cues, aside)
         if (negation is not None and negation.kind == "negated") or named_otherwise(words, f.end, cues) is not None:

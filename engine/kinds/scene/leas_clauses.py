@@ -89,7 +89,7 @@ FUNCTION = frozenset({"a", "an", "the", "be", "been", "being", "feel", "feels", 
                       "its", "myself", "yourself", "himself", "herself", "themselves", "have", "having", "such",
                       "as", "either", "and", "or", "nor", "lot", "someone", "somebody", "person", "type", "kind",
                       "sort", "super", "remotely", "terribly", "awfully", "that", "there"})
-NP_NEGATORS = frozenset({"no", "without", "nothing"})
+NP_NEGATORS = frozenset({"no", "without", "nothing", "zero"})
 NP_REACH = 4          # "without a trace of fear": the noun phrase a "no"/"without" negates
 WHOLE_AFTER_NO = frozenset({"way", "chance"})   # "no way I'd be happy" negates the clause
 # A negator before these words is none: "no doubt", "never mind"; "nothing short of delighted" says
@@ -98,7 +98,7 @@ PSEUDO = {"no": frozenset({"doubt", "wonder", "matter", "question", "problem", "
           "nothing": frozenset({"short"}),
           "never": frozenset({"mind"}), "not": frozenset({"to"})}
 CAN = frozenset({"could", "can", "ca"})
-DEGREE = frozenset({"so", "such", "more", "this"})
+DEGREE = frozenset({"so", "such", "more", "this", "as"})   # "never been as frightened"
 STOP_HELP = frozenset({"stop", "help"})
 COPULA_RUN = frozenset({"is", "was", "'s", "would", "will", "be", "are", "were", "really", "probably", "certainly",
                         "just", "honestly", "definitely"})
@@ -113,8 +113,10 @@ ASIDE_FILLER = frozenset({"would", "do", "really", "honestly", "am", "guess", "m
 STANCE_VERBS = frozenset({"think", "imagine", "suspect", "guess", "reckon", "suppose", "expect", "bet", "believe",
                           "say", "figure", "gather"})
 # Words a second negation may stand behind and still hold the first in its scope
-# ("I'd be lying if I said I wasn't ...", "It's not that I wouldn't be ...").
-CANCEL_PATH = frozenset({"if", "that", "to", "be", "been", "i", "you", "it", "it's", "that's", "say", "said"})
+# ("I'd be lying if I said I wasn't ...", "It's not that I wouldn't be ...", "It's not as if / like she
+# wouldn't be ..."; the subject right after "if/that/like" may be any word: "not like Ravi wouldn't").
+CANCEL_PATH = frozenset({"if", "that", "to", "be", "been", "i", "you", "it", "it's", "that's", "say", "said", "like",
+                         "as"})
 
 # A feeling taken back: a clause of these words only, with a cue or a retraction in it.
 RETRACT_CUES = frozenset({"not", "no", "nope", "nah", "never", "hardly", "scarcely"})
@@ -125,7 +127,7 @@ RETRACT_FILLER = frozenset({"really", "at", "all", "exactly", "quite", "particul
                             "i'm", "am", "it", "it's", "is", "was", "would", "do", "does", "did", "n't", "think",
                             "either", "way", "wait", "hmm", "um", "okay", "ok", "oh", "of", "course", "very",
                             "too", "entirely", "i'd", "say", "actually", "anymore", "remotely", "even", "one",
-                            "bit", "mind", "you", "me", "for", "myself", "probably", "maybe", "perhaps"})
+                            "bit", "mind", "you", "me", "for", "myself", "probably", "maybe", "perhaps", "but"})
 
 
 
@@ -276,7 +278,7 @@ def _far_from(words: list[str], k: int) -> bool:
 
 def _pseudo(words: list[str], k: int) -> bool:
     nxt = words[k + 1] if k + 1 < len(words) else ""
-    return nxt in PSEUDO.get(words[k], ())
+    return nxt in PSEUDO.get(words[k], ()) or words[k:k + 3] == ["not", "a", "little"]   # litotes: = very
 
 
 def negation_at(words: list[str], start: int, negators: frozenset[str], skip: frozenset[int] = frozenset(),
@@ -314,6 +316,8 @@ def negation_at(words: list[str], start: int, negators: frozenset[str], skip: fr
                                           for w in between):
             return Negation("out_of_scope", cue, f"'{said}' negates a noun phrase only")
         return Negation("negated", cue, f"'{said}' + noun phrase")
+    if any(w == "as" and "much" in between[:j] for j, w in enumerate(between)):
+        return Negation("out_of_scope", cue, "'not X so much as Y' says Y")
     emphatic = emphasis(words, cue, start, comparative)
     if emphatic:
         return Negation("emphatic", cue, emphatic)
@@ -406,7 +410,7 @@ def cancelling(words: list[str], cue: int, negators: frozenset[str], denials: fr
         if w in WHOLE_AFTER_NO and k > 0 and words[k - 1] == "no":    # "There's no way she wouldn't be ..."
             return k - 1
         if not (w in CANCEL_PATH or w in RAISERS or w in SUBJECTS or w in AUXILIARIES or w in FINITE or w in CAN
-                or _CLITIC.match(w)):
+                or _CLITIC.match(w) or (k > 0 and words[k - 1] in ("if", "that", "like") and words[k + 1] in AUXILIARIES)):
             return None
     return None
 
@@ -483,6 +487,34 @@ def _is_retraction(part: list[str]) -> bool:
     return bool(cued) and all(w in RETRACT_FILLER or w in RETRACT_CUES or w in phrase_words for w in part)
 
 
+def _reach(words: list[str], here: int, names_feeling: Callable[[int, int], bool]) -> int:
+    """The start of the earliest sentence a retraction in the sentence starting at `here` takes back
+    from: the one before it, or further back over sentences that name no feeling and are retraction
+    words only or a one- or two-word question ("Annoyed? Me? Never.", "Sad? Confused? Not in the
+    slightest")."""
+    start = here
+    while start > 0:
+        start, end = _sentence_before(words, start)
+        plain = [w for w in words[start:end] if w not in PUNCTUATION]
+        if names_feeling(start, end) or not (_short_question(words, start) or all(w in RETRACT_FILLER for w in plain)):
+            break
+    return start
+
+
+def _sentence_before(words: list[str], start: int) -> tuple[int, int]:
+    """The sentence before the one starting at `start` (past its closing marks: "?", "...")."""
+    j = start - 1
+    while j > 0 and words[j] in SENTENCE_ENDS:
+        j -= 1
+    return sentence_of(words, j)
+
+
+def _short_question(words: list[str], start: int) -> bool:
+    """Whether the sentence starting at `start` is a question of one or two words ("Angry?")."""
+    s, e = sentence_of(words, start)
+    return len([w for w in words[s:e] if w not in PUNCTUATION]) <= 2 and "?" in words[s:e + 1]
+
+
 def taken_back(words: list[str], names_feeling: Callable[[int, int], bool]) -> list[tuple[int, int, int]]:
     """The spans taken back by a following clause of negation or retraction only, as
     ``(start, end, cue)``: the nearest earlier clause for which `names_feeling(start, end)`, or after
@@ -499,10 +531,18 @@ def taken_back(words: list[str], names_feeling: Callable[[int, int], bool]) -> l
     for j, (s, e) in enumerate(spans):
         if not _is_retraction(words[s:e]):
             continue
+        reach = _reach(words, sentence_of(words, s)[0], names_feeling)
         for ps, pe in reversed(spans[:j]):
+            if ps < reach:     # "I'd be seeing red. ... takes the credit? Yeah, no.": too far back
+                break
             if names_feeling(ps, pe):
                 if s > 0 and words[s - 1] in SENTENCE_ENDS:
                     ps = sentence_of(words, ps)[0]
                 out.append((ps, pe, s))
+                while ps > 0 and _short_question(words, ps):    # "Hurt? Angry? Not in the least": the whole list
+                    ps, e_before = _sentence_before(words, ps)
+                    if not (_short_question(words, ps) and names_feeling(ps, e_before)):
+                        break
+                    out.append((ps, e_before, s))
                 break
     return out

@@ -22,6 +22,10 @@ heart going a bit quicker", "my pulse would quicken"): a bodily sensation, level
 racing" is in the list (Lane & Smith 2021, Table 1: level 1, somatic sensations). Listed phrases
 win ("heart sank" is matched as listed).
 
+A word of ``body_sensations`` followed in its clause, within :data:`BODY_REACH` words, by a body
+part after a possessive ("a heaviness settle in my chest", "a flutter low in her stomach") is
+bodily too.
+
 **An urge to act** (rule ``urge``): a phrase of ``urge_frames`` ("want to", "tempted to",
 "itching to") followed by a verb that is no deliberate or cognitive act (``deliberate_verbs``:
 "want to know", "want to ask" are plans): an action tendency, level 2, as the listed "want to
@@ -47,6 +51,7 @@ from typing import Callable, Iterable, Literal, Mapping
 from psyq.engine.kinds.scene.leas_clauses import FUNCTION, PUNCTUATION, TURNS, Cues, cased_tokens
 
 BODY_REACH = 6      # "heart might go a bit quicker": the change at most six words after the part
+POSSESSIVE_WORDS = frozenset({"my", "his", "her", "their", "your", "our", "the"})
 BODILY_LEVEL, URGE_LEVEL = 1, 2
 
 SlotKind = Literal["in", "any", "not_in", "feeling"]
@@ -138,14 +143,22 @@ def frame_terms(words: list[str], taken: set[int], cues: Cues,
         ([(2, 5, 2, 'urge')], [])
     """
     out: list[tuple[int, int, int, str]] = []
-    parts, changes = cues.words("body_parts"), cues.words("body_changes")
+    parts, changes, sensations = cues.words("body_parts"), cues.words("body_changes"), cues.words("body_sensations")
     adverbs, deliberate = cues.words("adverbs"), cues.words("deliberate_verbs")
     k = 0
     while k < len(words):
         if k in taken:
             k += 1
             continue
-        if words[k] in parts:
+        if words[k] in sensations:     # "a heaviness settle in my chest": the sensation, then where it is felt
+            for j in range(k + 1, min(len(words), k + 1 + BODY_REACH)):
+                if words[j] in PUNCTUATION or words[j] in TURNS or j in taken:
+                    break
+                if words[j] in parts and words[j - 1] in POSSESSIVE_WORDS:
+                    out.append((k, j + 1, BODILY_LEVEL, "bodily"))
+                    k = j
+                    break
+        elif words[k] in parts:
             for j in range(k + 1, min(len(words), k + 1 + BODY_REACH)):
                 if words[j] in PUNCTUATION or words[j] in TURNS or j in taken:
                     break

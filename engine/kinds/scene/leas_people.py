@@ -24,9 +24,10 @@ possessive ("my", "his"), in this order:
    mine).
 
 Once the answer takes the other's place ("if I were her, I'd be hurt", "If I were Lena", "in his
-shoes": :data:`PLACE_FRAMES`) the first person is the other, to the end of the answer; "if I were in
-your position" stays the respondent's. "You" is the respondent, whom the answer addresses ("You would feel relieved"), as the
-written rules read it (rule 8); a word with nobody named belongs to whoever the answer is about;
+shoes", "if you were him": :data:`PLACE_FRAMES`) the first person is the other, in that sentence
+("I'd be furious if I were her") and to the end of the answer; "if I were in your position" stays
+the respondent's. "You" is the respondent, whom the answer addresses ("You would feel relieved"),
+as the written rules read it (rule 8); a word with nobody named belongs to whoever the answer is about;
 "we/us/our" name both.
 
 The scorer then drops the other person's words from a self answer and the respondent's from an
@@ -57,15 +58,16 @@ Case = Literal["subject", "object", "possessive"]
 Mark = tuple[Person, Case]
 
 PRONOUNS: dict[str, Mark] = {
-    **{w: ("first", "subject") for w in ("i", "i'd", "i'm", "i'll", "i've")},
+    # and as typed without the apostrophe ("im", "id", "shes"): "shed", "hed", "ill", "well", "were" are words
+    **{w: ("first", "subject") for w in ("i", "i'd", "i'm", "i'll", "i've", "im", "id", "ive")},
     **{w: ("first", "object") for w in ("me", "myself")},
     **{w: ("first", "possessive") for w in ("my", "mine")},
-    **{w: ("first", "subject") for w in ("you", "you'd", "you're", "you'll", "you've")},
+    **{w: ("first", "subject") for w in ("you", "you'd", "you're", "you'll", "you've", "youd", "youre", "youve")},
     **{w: ("first", "object") for w in ("yourself",)},
     **{w: ("first", "possessive") for w in ("your", "yours")},
     **{w: ("third", "subject") for w in ("he", "he'd", "he's", "he'll", "she", "she'd", "she's", "she'll", "they",
                                          "they'd", "they're", "they'll", "people", "someone", "somebody", "anyone",
-                                         "anybody", "everyone", "everybody")},
+                                         "anybody", "everyone", "everybody", "shes", "hes", "theyd", "theyre")},
     **{w: ("third", "object") for w in ("him", "them", "himself", "herself", "themselves")},
     **{w: ("third", "possessive") for w in ("his", "their", "hers", "theirs")},
     **{w: ("both", "subject") for w in ("we", "we'd", "we're", "we'll")},
@@ -104,7 +106,7 @@ VERBISH = frozenset({"would", "will", "might", "may", "could", "must", "should",
                      "seems", "seemed", "gets", "got", "probably", "likely", "definitely", "might", "'d", "has"})
 # Taking the other's place in words: "if I were <the other>", "in <the other's> shoes", "speaking as <them>"
 # (the other: a third person the sentence names, a pronoun, a noun or a name: "If I were Lena, I'd ...").
-PLACE_FRAMES = (("if", "i", "were"), ("if", "i", "was"), ("speaking", "as"))
+PLACE_FRAMES = (("if", "i", "were"), ("if", "i", "was"), ("if", "you", "were"), ("if", "you", "was"), ("speaking", "as"))
 PLACES = frozenset({"shoes", "position", "place"})
 GENERIC = frozenset({"people", "someone", "somebody", "anyone", "anybody", "everyone", "everybody"})
 
@@ -163,7 +165,7 @@ def experiencer(words: list[str], marks: list[Mark | None], start: int, end: int
         return after[0]
     s, _e = sentence_of(words, start)
     found = _nearest(words, [None if k in aside else m for k, m in enumerate(marks)], start, end, s)
-    if found == "first" and _takes_place(words, marks, 0, end):   # the other's place, once taken, holds to the end
+    if found == "first" and _takes_place(words, marks, 0, sentence_of(words, start)[1]):   # held to the end
         return "third"
     return found
 

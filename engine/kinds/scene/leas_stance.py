@@ -37,6 +37,8 @@ from psyq.engine.kinds.scene.leas_clauses import PUNCTUATION, SUBJECTS, TURNS, C
 IRONY_MARKS = (("yeah", "right"), ("as", "if"), ("sarcasm",), ("sarcastic",), ("sarcastically",))
 INTERJECTIONS = frozenset({"oh", "ah", "ooh", "wow", "gee", "yay", "whoopee"})
 MOCK_CERTAINTY = frozenset({"obviously", "clearly", "naturally", "totally", "sure", "surely", "course"})
+# "As if" marks irony only where it opens a sentence ("As if he'd care."), not in "act as if".
+OPENING_MARKS = frozenset({("as", "if")})
 # A sentence of an irony mark alone ("As if.", "Yeah, right.") is a retort to the sentence before it.
 RETORT_WORDS = frozenset({w for mark in IRONY_MARKS for w in mark} | {"oh", "yeah", "ha", "haha", "sure"})
 
@@ -69,8 +71,10 @@ def ironic_spans(words: list[str], term_starts: set[int]) -> list[tuple[int, int
         plain = [w for w in part if w not in PUNCTUATION]
         if not plain:
             continue
-        marked = any(tuple(plain[k:k + len(m)]) == m for m in IRONY_MARKS for k in range(len(plain)))
-        mock = plain[0] in INTERJECTIONS and bool(MOCK_CERTAINTY & set(plain)) and not SUBJECTS & set(plain)
+        marked = any(tuple(plain[k:k + len(m)]) == m and (k == 0 or m not in OPENING_MARKS)
+                     for m in IRONY_MARKS for k in range(len(plain)))
+        mock = plain[0] in INTERJECTIONS and (bool(MOCK_CERTAINTY & set(plain)) and not SUBJECTS & set(plain)
+                                              or _certain(plain[1:3]))
         if marked or mock:
             out.append((s, e))
             before = [span for span in sentences(words) if span[1] <= s]
@@ -81,6 +85,13 @@ def ironic_spans(words: list[str], term_starts: set[int]) -> list[tuple[int, int
         elif len(plain) == 2 and plain[0] == "oh" and words[s + 1] == "," and s + 2 in term_starts:
             out.append((s + 2, s + 3))   # "Oh, marvellous." said of a bad turn, as "Oh great"
     return out
+
+
+def _certain(after: list[str]) -> bool:
+    """Mock certainty right after the opening interjection: "Oh sure, ...", "Oh, I'm sure he'd be
+    devastated": ironic with a subject too (an interjection and an irony marker together, Burgers,
+    van Mulken & Schellens 2012); "Oh, of course she'd be relieved" is left sincere."""
+    return after[:1] == ["sure"] or after == ["i'm", "sure"]
 
 
 def disowned_spans(words: list[str], cues: Cues | None = None) -> list[tuple[int, int]]:
