@@ -40,7 +40,10 @@ d 93.75 % / .92 / 92.5 % / .86, f 93.75 % / .93 / 90 % / .96, g 96.25 % / .96 / 
 survey personas, k the hard shapes in forms meant to be new to a scorer) were first scored with the scorer
 frozen at 069bc6d: held out, j 85 % of answers exact, kappa .84, totals 80 % exact, r .86 (both figures
 met); k 76.25 %, kappa .78, totals 67.5 %, r .79 (neither met). Both together: totals 74 % exact (Wilson
-95 % interval 63-82 %), r .82 (Fisher-z .73-.88).
+95 % interval 63-82 %), r .82 (Fisher-z .73-.88). Their failures led to round 8 (an interjection with
+mock certainty anywhere in its sentence, "Doubt it.", "no small", "I'd like to think", an AI picturing the
+scene, "sad to say goodbye", lexicon v8), which no fresh set has measured yet. The floors above are round
+8's values on the sets it has seen (j 95 % / .94 / 90 % / .89, k 90 % / .92 / 87.5 % / .96).
 """
 
 from __future__ import annotations
@@ -58,11 +61,11 @@ from psyq.engine.kinds.scene.leas import load_lexicon, other_words, scene_total,
 
 DATA = Path(__file__).resolve().parent / "data"
 # (set, answers exact, linear kappa, totals exact, totals r): measured, rounded down.
-FLOORS = {"c": (0.92, 0.91, 0.92, 0.97), "b": (0.91, 0.87, 0.95, 0.97), "d": (0.93, 0.91, 0.92, 0.86),
+FLOORS = {"c": (0.93, 0.91, 0.95, 0.98), "b": (0.93, 0.89, 1.00, 0.99), "d": (0.93, 0.91, 0.92, 0.86),
           "f": (0.93, 0.93, 0.90, 0.96),
           "g": (0.96, 0.96, 0.92, 0.94),
-          "h": (0.95, 0.93, 0.97, 0.99), "i": (0.93, 0.93, 0.90, 0.91),
-          "j": (0.85, 0.84, 0.80, 0.86), "k": (0.76, 0.77, 0.67, 0.78)}
+          "h": (0.95, 0.93, 0.97, 0.99), "i": (0.95, 0.95, 0.92, 0.96),
+          "j": (0.95, 0.94, 0.90, 0.88), "k": (0.90, 0.91, 0.87, 0.95)}
 
 
 def agreement(name: str) -> dict[str, float]:

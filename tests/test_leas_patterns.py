@@ -713,6 +713,44 @@ def test_the_classes_sets_h_and_i_showed(lex, text, role, level, flag):
     assert got.level == level, got.rules
     assert flag is None or flag in got.flags, got.flags
 
+
+# --- issue 56, eighth round: the classes held-out sets j and k showed, after their measurement -----
+
+@pytest.mark.parametrize("text, role, level, flag", [
+    # an interjection and mock certainty anywhere in the sentence: irony, also with a subject
+    ("Oh, she'd be heartbroken, obviously.", "other", 0, "irony"),
+    ("Oh, he'd be sorry, I'm sure. Riddled with guilt.", "other", 0, "irony"),
+    # "Doubt it." takes a feeling back; "though I doubt it" is left a hedge
+    ("She'd feel embarrassed? Doubt it.", "other", 0, "taken_back"),
+    ("She might feel embarrassed, though I doubt it.", "other", 3, None),
+    # litotes after "no"; "I'd like to think" frames a guess
+    ("There'd be no small amount of pride.", "self", 3, None),
+    ("I'd like to think she'd be proud, and a little nervous.", "other", 4, None),
+    # an AI picturing the scene answers from there on
+    ("As an AI I can't feel, but if I picture it, I'd be anxious.", "self", 3, None),
+    # "sad to say" is the formula only before a comma or a clause
+    ("He'd be sad to say goodbye.", "other", 3, None),
+    ("Sad to say, he'd feel nothing.", "other", 0, "other_sense"),
+    # feeling words and phrases of lexicon v8
+    ("It cheered me up no end.", "self", 3, None),
+    ("I'd be wary of him.", "self", 3, None),
+    ("She'd be so hyped.", "other", 3, None),
+    ("I'd be so cross.", "self", 3, None),
+    ("Bittersweet, honestly.", "self", 3, None),
+    ("It would break my heart.", "self", 3, None),
+    ("I reckon I'd feel genuinely moved, and grateful to him.", "self", 4, None),
+    ("He'd feel stuffed.", "other", 1, None),
+    ("She'd be scarred of the water now.", "other", 3, None),
+    # more body parts and changes, in either order
+    ("My heart would be drumming.", "self", 1, "bodily"),
+    ("I'd go all wobbly at the knees.", "self", 1, "bodily"),
+    ("A heaviness behind my breastbone.", "self", 1, "bodily"),
+])
+def test_the_classes_sets_j_and_k_showed(lex, text, role, level, flag):
+    got = score_answer(text, lex, role, OTHERS)
+    assert got.level == level, got.rules
+    assert flag is None or flag in got.flags, got.flags
+
 # --- uncertainty said ------------------------------------------------------------------------
 
 def test_plain_answers_carry_no_flag_and_the_rules_say_what_fired(lex):

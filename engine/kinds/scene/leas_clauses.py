@@ -94,7 +94,7 @@ NP_REACH = 4          # "without a trace of fear": the noun phrase a "no"/"witho
 WHOLE_AFTER_NO = frozenset({"way", "chance"})   # "no way I'd be happy" negates the clause
 # A negator before these words is none: "no doubt", "never mind"; "nothing short of delighted" says
 # the feeling ("nothing but relief" does too: "but" opens a clause of its own).
-PSEUDO = {"no": frozenset({"doubt", "wonder", "matter", "question", "problem", "idea"}),
+PSEUDO = {"no": frozenset({"doubt", "wonder", "matter", "question", "problem", "idea", "small", "little"}),   # litotes
           "nothing": frozenset({"short"}),
           "never": frozenset({"mind"}), "not": frozenset({"to"})}
 CAN = frozenset({"could", "can", "ca"})
@@ -107,7 +107,7 @@ AUXILIARIES = frozenset({"would", "could", "do", "does", "did", "is", "are", "wa
                          "should", "have", "has", "had"})
 _CLITIC = re.compile(r"^[a-z]+'(?:d|ll|re|ve|m|s)$")
 ASIDE_SUBJECTS = frozenset({"i", "i'm", "i'd", "you", "we", "i'll"})
-ASIDE_FILLER = frozenset({"would", "do", "really", "honestly", "am", "guess", "must"})
+ASIDE_FILLER = frozenset({"would", "do", "really", "honestly", "am", "guess", "must", "like", "to"})   # "I'd like to think"
 # Verbs of opinion that, after a first-person subject, frame what follows as the respondent's guess
 # ("I imagine she'd feel pleased", "and I suspect a little relieved"): the guesser feels nothing there.
 STANCE_VERBS = frozenset({"think", "imagine", "suspect", "guess", "reckon", "suppose", "expect", "bet", "believe",
@@ -121,13 +121,13 @@ CANCEL_PATH = frozenset({"if", "that", "to", "be", "been", "i", "you", "it", "it
 # A feeling taken back: a clause of these words only, with a cue or a retraction in it.
 RETRACT_CUES = frozenset({"not", "no", "nope", "nah", "never", "hardly", "scarcely"})
 RETRACT_PHRASES = (("scratch", "that"), ("strike", "that"), ("take", "that", "back"), ("take", "it", "back"),
-                   ("scratch", "it"))
+                   ("scratch", "it"), ("doubt", "it"))     # "He'd feel guilty? Doubt it."
 RETRACT_FILLER = frozenset({"really", "at", "all", "exactly", "quite", "particularly", "much", "so", "that", "in",
                             "the", "slightest", "least", "bit", "a", "actually", "honestly", "though", "well", "i",
                             "i'm", "am", "it", "it's", "is", "was", "would", "do", "does", "did", "n't", "think",
                             "either", "way", "wait", "hmm", "um", "okay", "ok", "oh", "of", "course", "very",
                             "too", "entirely", "i'd", "say", "actually", "anymore", "remotely", "even", "one",
-                            "bit", "mind", "you", "me", "for", "myself", "probably", "maybe", "perhaps", "but"})
+                            "bit", "mind", "you", "me", "for", "myself", "probably", "maybe", "perhaps", "but", "frankly"})
 
 
 
@@ -483,6 +483,8 @@ def _is_retraction(part: list[str]) -> bool:
         n = len(phrase)
         if any(tuple(part[k:k + n]) == phrase for k in range(len(part) - n + 1)):
             phrase_words |= set(phrase)
+    if "doubt" in phrase_words and part[:1] != ["doubt"] and part[:2] != ["i", "doubt"]:
+        phrase_words -= {"doubt"}     # "Doubt it." takes back; "..., though I doubt it" is a hedge (writers differ)
     cued = phrase_words or RETRACT_CUES & set(part)
     return bool(cued) and all(w in RETRACT_FILLER or w in RETRACT_CUES or w in phrase_words for w in part)
 

@@ -39,6 +39,10 @@ INTERJECTIONS = frozenset({"oh", "ah", "ooh", "wow", "gee", "yay", "whoopee"})
 MOCK_CERTAINTY = frozenset({"obviously", "clearly", "naturally", "totally", "sure", "surely", "course"})
 # "As if" marks irony only where it opens a sentence ("As if he'd care."), not in "act as if".
 OPENING_MARKS = frozenset({("as", "if")})
+# Adverbs of mock certainty that, anywhere in a sentence opened by an interjection, make it ironic also
+# with a subject ("Oh, I'd be thrilled, obviously."; "Oh, he'd be mortified, I'm sure."); "of course" and
+# "totally" are left sincere.
+IRONIC_CERTAINTY = frozenset({"obviously", "clearly", "naturally", "surely"})
 # A sentence of an irony mark alone ("As if.", "Yeah, right.") is a retort to the sentence before it.
 RETORT_WORDS = frozenset({w for mark in IRONY_MARKS for w in mark} | {"oh", "yeah", "ha", "haha", "sure"})
 
@@ -74,7 +78,8 @@ def ironic_spans(words: list[str], term_starts: set[int]) -> list[tuple[int, int
         marked = any(tuple(plain[k:k + len(m)]) == m and (k == 0 or m not in OPENING_MARKS)
                      for m in IRONY_MARKS for k in range(len(plain)))
         mock = plain[0] in INTERJECTIONS and (bool(MOCK_CERTAINTY & set(plain)) and not SUBJECTS & set(plain)
-                                              or _certain(plain[1:3]))
+                                              or _certain(plain[1:3]) or bool(IRONIC_CERTAINTY & set(plain))
+                                              or _has(plain, ("i'm", "sure")))
         if marked or mock:
             out.append((s, e))
             before = [span for span in sentences(words) if span[1] <= s]
@@ -85,6 +90,10 @@ def ironic_spans(words: list[str], term_starts: set[int]) -> list[tuple[int, int
         elif len(plain) == 2 and plain[0] == "oh" and words[s + 1] == "," and s + 2 in term_starts:
             out.append((s + 2, s + 3))   # "Oh, marvellous." said of a bad turn, as "Oh great"
     return out
+
+
+def _has(part: list[str], phrase: tuple[str, ...]) -> bool:
+    return any(tuple(part[k:k + len(phrase)]) == phrase for k in range(len(part)))
 
 
 def _certain(after: list[str]) -> bool:
