@@ -576,7 +576,7 @@ def test_a_word_of_no_valence_does_not_hide_irony(lex):
 
 # --- issue 56, fourth round: the classes held-out set d showed, after its measurement ------------
 
-@pytest.mark.parametrize("text, role, level, flag", [
+CASES_D = [
     # a feeling named, then denied at the start of a later sentence, is taken back
     ("Furious and disappointed. Well, not furious, it's only cake. Disappointed, mainly.", "self", 3, "taken_back"),
     # "no way" + a second negation affirm (litotes)
@@ -599,16 +599,12 @@ def test_a_word_of_no_valence_does_not_hide_irony(lex):
     # a negated verb of opinion reaches across a parenthetical (negation raising)
     ("I don't think, honestly, that she'd be angry.", "other", 0, "negation"),
     ("I don't imagine, given how busy he is, that he'd feel any real shame over it.", "other", 0, "negation"),
-])
-def test_the_classes_set_d_showed(lex, text, role, level, flag):
-    got = score_answer(text, lex, role, OTHERS)
-    assert got.level == level
-    assert flag is None or flag in got.flags
+]
 
 
 # --- issue 56, fifth round: the classes held-out set f showed, after its measurement -------------
 
-@pytest.mark.parametrize("text, role, level, flag", [
+CASES_F = [
     # "X is the last thing she'd feel" denies X, as "X is not the word I'd use" does
     ("Jealous is the last thing she'd be; she'd be busy.", "other", 0, "negation"),
     # a negation raised over "could stop" still affirms: "I don't think I could stop crying"
@@ -621,17 +617,13 @@ def test_the_classes_set_d_showed(lex, text, role, level, flag):
     ("Having Ravi beside me would feel amazing.", "self", 2, None),
     # a valence word judging an opportunity
     ("It's a good opportunity to thank her.", "self", 0, "other_sense"),
-])
-def test_the_classes_set_f_showed(lex, text, role, level, flag):
-    got = score_answer(text, lex, role, OTHERS)
-    assert got.level == level
-    assert flag is None or flag in got.flags
+]
 
 
 
 # --- issue 56, sixth round: the classes held-out set g showed, after its measurement -------------
 
-@pytest.mark.parametrize("text, role, level, flag", [
+CASES_G = [
     # taking the other's place by name, or in the other's position; "in your position" stays mine
     ("If I were Priya I'd feel ashamed, with everyone watching.", "other", 3, None),
     ("In Marta's shoes I'd be mortified.", "other", 3, None),
@@ -654,16 +646,12 @@ def test_the_classes_set_f_showed(lex, text, role, level, flag):
     ("He'd be beaming.", "other", 2, None),
     ("The hairs on the back of my neck would be standing up.", "self", 1, None),
     ("He'd feel full, and that's about it.", "other", 1, None),
-])
-def test_the_classes_set_g_showed(lex, text, role, level, flag):
-    got = score_answer(text, lex, role, OTHERS)
-    assert got.level == level, got.rules
-    assert flag is None or flag in got.flags, got.flags
+]
 
 
 # --- issue 56, seventh round: the classes held-out sets h and i showed, after their measurement ----
 
-@pytest.mark.parametrize("text, role, level, flag", [
+CASES_HI = [
     # "as if" is irony opening a sentence, not in "act as if"
     ("She'd smile and act as if it didn't matter, but she'd be hurt.", "other", 3, None),
     ("As if she'd be sorry. She'd be glad to see the back of me.", "other", 3, None),
@@ -707,16 +695,12 @@ def test_the_classes_set_g_showed(lex, text, role, level, flag):
     ("She'd be aching all over from the swim.", "other", 0, "other_sense"),
     ("He'd be fighting the current to reach her.", "other", 0, "other_sense"),
     ("It's a happy little bit of fun for her.", "other", 0, "other_sense"),
-])
-def test_the_classes_sets_h_and_i_showed(lex, text, role, level, flag):
-    got = score_answer(text, lex, role, OTHERS)
-    assert got.level == level, got.rules
-    assert flag is None or flag in got.flags, got.flags
+]
 
 
 # --- issue 56, eighth round: the classes held-out sets j and k showed, after their measurement -----
 
-@pytest.mark.parametrize("text, role, level, flag", [
+CASES_JK = [
     # an interjection and mock certainty anywhere in the sentence: irony, also with a subject
     ("Oh, she'd be heartbroken, obviously.", "other", 0, "irony"),
     ("Oh, he'd be sorry, I'm sure. Riddled with guilt.", "other", 0, "irony"),
@@ -745,8 +729,12 @@ def test_the_classes_sets_h_and_i_showed(lex, text, role, level, flag):
     ("My heart would be drumming.", "self", 1, "bodily"),
     ("I'd go all wobbly at the knees.", "self", 1, "bodily"),
     ("A heaviness behind my breastbone.", "self", 1, "bodily"),
-])
-def test_the_classes_sets_j_and_k_showed(lex, text, role, level, flag):
+]
+
+
+@pytest.mark.parametrize("text, role, level, flag", CASES_D + CASES_F + CASES_G + CASES_HI + CASES_JK)
+def test_the_classes_each_held_out_set_showed(lex, text, role, level, flag):
+    """Rounds 4-8: each case is a class a held-out set showed, written after its measurement."""
     got = score_answer(text, lex, role, OTHERS)
     assert got.level == level, got.rules
     assert flag is None or flag in got.flags, got.flags
