@@ -66,7 +66,7 @@ from psyq.engine.files.errors import Problem
 from psyq.engine.files.fields import Id, StrictModel, Text
 from psyq.engine.files.validation import load_document, raise_problems
 from psyq.engine.files.shipped import INSTRUMENTS
-from psyq.engine.kinds.scene.leas_clauses import (PUNCTUATION, Cues, asides, cased_tokens, named_otherwise,
+from psyq.engine.kinds.scene.leas_clauses import (POSSESSIVES, PUNCTUATION, Cues, asides, cased_tokens, named_otherwise,
                                                   corrected, negation_at, raised_negations, taken_back)
 from psyq.engine.kinds.scene.leas_frames import Sense, frame_terms, other_sense, parse_senses
 from psyq.engine.kinds.scene.leas_stance import (contrasted_irony, continued_irony, disowned_spans, ironic_spans,
@@ -89,7 +89,6 @@ FILLERS = frozenset({"would", "will", "might", "could", "should", "must", "be", 
                      "absolutely", "so", "all", "immediately", "instantly", "suddenly", "start", "started",
                      "starting", "kind", "of", "sort", "bit", "a", "little", "quite", "very", "pretty"})
 MAX_GAP = 3
-POSSESSIVES = frozenset({"my", "her", "his", "their", "your", "our"})
 # Rules known to be fragile: an answer whose level one of them decided is flagged.
 FRAGILE = ("negation", "irony", "other_sense", "whose", "taken_back", "near_synonym", "misspelling", "ai", "refusal",
            "bodily", "urge")

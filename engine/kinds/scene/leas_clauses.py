@@ -89,6 +89,8 @@ FUNCTION = frozenset({"a", "an", "the", "be", "been", "being", "feel", "feels", 
                       "its", "myself", "yourself", "himself", "herself", "themselves", "have", "having", "such",
                       "as", "either", "and", "or", "nor", "lot", "someone", "somebody", "person", "type", "kind",
                       "sort", "super", "remotely", "terribly", "awfully", "that", "there"})
+# Possessives: any reads for "my" in a listed phrase ("a lump in her throat"); before a body part, a body.
+POSSESSIVES = frozenset({"my", "her", "his", "their", "your", "our"})
 NP_NEGATORS = frozenset({"no", "without", "nothing", "zero"})
 NP_REACH = 4          # "without a trace of fear": the noun phrase a "no"/"without" negates
 WHOLE_AFTER_NO = frozenset({"way", "chance"})   # "no way I'd be happy" negates the clause

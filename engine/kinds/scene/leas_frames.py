@@ -48,10 +48,9 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Literal, Mapping
 
-from psyq.engine.kinds.scene.leas_clauses import FUNCTION, PUNCTUATION, TURNS, Cues, cased_tokens
+from psyq.engine.kinds.scene.leas_clauses import FUNCTION, POSSESSIVES, PUNCTUATION, TURNS, Cues, cased_tokens
 
 BODY_REACH = 6      # "heart might go a bit quicker": the change at most six words after the part
-POSSESSIVE_WORDS = frozenset({"my", "his", "her", "their", "your", "our", "the"})
 BODILY_LEVEL, URGE_LEVEL = 1, 2
 
 SlotKind = Literal["in", "any", "not_in", "feeling"]
@@ -154,7 +153,7 @@ def frame_terms(words: list[str], taken: set[int], cues: Cues,
             for j in range(k + 1, min(len(words), k + 1 + BODY_REACH)):
                 if words[j] in PUNCTUATION or words[j] in TURNS or j in taken:
                     break
-                if words[j] in parts and words[j - 1] in POSSESSIVE_WORDS:
+                if words[j] in parts and (words[j - 1] in POSSESSIVES or words[j - 1] == "the"):
                     out.append((k, j + 1, BODILY_LEVEL, "bodily"))
                     k = j
                     break

@@ -75,10 +75,13 @@ def ironic_spans(words: list[str], term_starts: set[int]) -> list[tuple[int, int
         plain = [w for w in part if w not in PUNCTUATION]
         if not plain:
             continue
-        marked = any(tuple(plain[k:k + len(m)]) == m and (k == 0 or m not in OPENING_MARKS)
-                     for m in IRONY_MARKS for k in range(len(plain)))
+        marked = any(_has(plain, m) if m not in OPENING_MARKS else tuple(plain[:len(m)]) == m for m in IRONY_MARKS)
+        # An interjection with mock certainty: without a subject ("Oh, delighted, of course"); with one, only
+        # "sure" right after it, "I'm sure" or an adverb of IRONIC_CERTAINTY ("Oh sure, I'd be overjoyed", "Oh,
+        # he'd be mortified, I'm sure": an interjection and an irony marker together, Burgers, van Mulken &
+        # Schellens 2012); "Oh, of course she'd be relieved" is left sincere.
         mock = plain[0] in INTERJECTIONS and (bool(MOCK_CERTAINTY & set(plain)) and not SUBJECTS & set(plain)
-                                              or _certain(plain[1:3]) or bool(IRONIC_CERTAINTY & set(plain))
+                                              or plain[1:2] == ["sure"] or bool(IRONIC_CERTAINTY & set(plain))
                                               or _has(plain, ("i'm", "sure")))
         if marked or mock:
             out.append((s, e))
@@ -93,14 +96,8 @@ def ironic_spans(words: list[str], term_starts: set[int]) -> list[tuple[int, int
 
 
 def _has(part: list[str], phrase: tuple[str, ...]) -> bool:
+    """Whether `phrase` occurs in `part`."""
     return any(tuple(part[k:k + len(phrase)]) == phrase for k in range(len(part)))
-
-
-def _certain(after: list[str]) -> bool:
-    """Mock certainty right after the opening interjection: "Oh sure, ...", "Oh, I'm sure he'd be
-    devastated": ironic with a subject too (an interjection and an irony marker together, Burgers,
-    van Mulken & Schellens 2012); "Oh, of course she'd be relieved" is left sincere."""
-    return after[:1] == ["sure"] or after == ["i'm", "sure"]
 
 
 def disowned_spans(words: list[str], cues: Cues | None = None) -> list[tuple[int, int]]:
