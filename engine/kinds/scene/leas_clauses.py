@@ -112,6 +112,8 @@ ASIDE_SUBJECTS = frozenset({"i", "i'm", "i'd", "you", "we", "i'll"})
 ASIDE_FILLER = frozenset({"would", "do", "really", "honestly", "am", "guess", "must", "like", "to"})   # "I'd like to think"
 # Verbs of opinion that, after a first-person subject, frame what follows as the respondent's guess
 # ("I imagine she'd feel pleased", "and I suspect a little relieved"): the guesser feels nothing there.
+# Not the lexicon's comment_words, though most words are in both: those end a comment between commas
+# ("..., I think, ..."), where "know", "mean" or "hope" comment too but frame no guess after them.
 STANCE_VERBS = frozenset({"think", "imagine", "suspect", "guess", "reckon", "suppose", "expect", "bet", "believe",
                           "say", "figure", "gather"})
 # Words a second negation may stand behind and still hold the first in its scope
@@ -123,7 +125,10 @@ CANCEL_PATH = frozenset({"if", "that", "to", "be", "been", "i", "you", "it", "it
 # A feeling taken back: a clause of these words only, with a cue or a retraction in it.
 RETRACT_CUES = frozenset({"not", "no", "nope", "nah", "never", "hardly", "scarcely"})
 RETRACT_PHRASES = (("scratch", "that"), ("strike", "that"), ("take", "that", "back"), ("take", "it", "back"),
-                   ("scratch", "it"), ("doubt", "it"))     # "He'd feel guilty? Doubt it."
+                   ("scratch", "it"))
+# These take back only when they open their clause: "He'd feel guilty? Doubt it." does; "..., though I
+# doubt it" is a hedge (the writers of sets f and k differ here).
+RETRACT_OPENERS = (("doubt", "it"), ("i", "doubt", "it"))
 RETRACT_FILLER = frozenset({"really", "at", "all", "exactly", "quite", "particularly", "much", "so", "that", "in",
                             "the", "slightest", "least", "bit", "a", "actually", "honestly", "though", "well", "i",
                             "i'm", "am", "it", "it's", "is", "was", "would", "do", "does", "did", "n't", "think",
@@ -485,8 +490,9 @@ def _is_retraction(part: list[str]) -> bool:
         n = len(phrase)
         if any(tuple(part[k:k + n]) == phrase for k in range(len(part) - n + 1)):
             phrase_words |= set(phrase)
-    if "doubt" in phrase_words and part[:1] != ["doubt"] and part[:2] != ["i", "doubt"]:
-        phrase_words -= {"doubt"}     # "Doubt it." takes back; "..., though I doubt it" is a hedge (writers differ)
+    for phrase in RETRACT_OPENERS:
+        if tuple(part[:len(phrase)]) == phrase:
+            phrase_words |= set(phrase)
     cued = phrase_words or RETRACT_CUES & set(part)
     return bool(cued) and all(w in RETRACT_FILLER or w in RETRACT_CUES or w in phrase_words for w in part)
 
