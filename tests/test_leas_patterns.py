@@ -15,11 +15,12 @@ from pathlib import Path
 
 import openpyxl
 import pytest
+import yaml
 
 from psyq.cli import main
 from psyq.engine.kinds.scene import scene_levels
 from psyq.engine.kinds.scene.leas import DEFAULT_LEXICON, load_lexicon, score_answer
-from psyq.engine.kinds.scene.leas_spelling import edit_distance, load_real_words
+from psyq.engine.kinds.scene.leas_spelling import MIN_LENGTH, edit_distance, load_real_words
 from psyq.engine.results.run import open_run
 from stub_server import StubServer
 from test_administer import run, write_study
@@ -226,6 +227,19 @@ def test_a_misspelt_emotion_word_is_read_as_meant(lex, text, level):
 ])
 def test_a_real_word_near_an_emotion_word_is_not_a_misspelling(lex, text, level):
     assert scored(lex, text) == (level, ())
+
+
+def test_the_real_words_file_was_made_for_the_lexicon_as_it_is():
+    """A word added to the lexicon has real words near it ("warily": "warmly") that the speller must not
+    read as misspellings of it, so the file is remade (tests/data/leas_real_words.py) whenever the
+    lexicon's one-word terms change; it lists the words it was made for."""
+    spec = yaml.safe_load((ROOT / "instruments" / "lexicons" / "leas_psyq_lexicon.real_words.yaml").read_text())
+    lexicon = load_lexicon("leas_psyq_lexicon")
+    singles = {t.words[0] for terms in lexicon.terms.values() for t in terms if len(t.words) == 1}
+    wanted = sorted(w for w in singles if w not in lexicon.cognitive and w not in lexicon.negators
+                    and len(w) >= MIN_LENGTH and w.isalpha())
+    assert spec["made_for"] == wanted
+    assert score_answer("I'd thank him warmly.", lexicon, "self").level == 0    # not "warily"
 
 
 def test_the_real_words_file_holds_what_it_says():
@@ -731,10 +745,41 @@ CASES_JK = [
     ("A heaviness behind my breastbone.", "self", 1, "bodily"),
 ]
 
+# Round 9, after held-out sets l, n and o (our own sentences of the classes their misses showed).
+CASES_LNO = [
+    # people of the other's are neither the other nor the respondent, also as an object
+    ("Her guests would be thrilled; she'd mostly be nervous.", "other", 3, "whose"),
+    ("She'd feel proud of her team and relieved it went well.", "other", 4, None),
+    # the respondent taking up a feeling given to others
+    ("Most people would feel embarrassed, and so would I.", "self", 3, None),
+    # a feeling word before a thing, with modifiers between; not a time one has
+    ("A happy little song was playing; I'd just feel tired.", "self", 1, "other_sense"),
+    ("She'd be having a lovely old time.", "other", 2, None),
+    # an apology said, calling for help, a feeling only acted
+    ("He'd mutter a sorry and leave.", "other", 0, "other_sense"),
+    ("I'd shout for help and swim over.", "self", 0, "other_sense"),
+    ("He'd act all cheerful at dinner.", "other", 0, "other_sense"),
+    ("She'd pretend to be happy for me.", "other", 0, "other_sense"),
+    # taking the other's place by imagining; "part of me" is the respondent
+    ("Imagining I was her, I'd feel proud.", "other", 3, None),
+    ("Part of me would be grieving the uncle I knew, and part of me would be comforted.", "self", 4, None),
+    # lexicon v9
+    ("Honestly I'd be a bit charmed.", "self", 3, None),
+    ("He'd be heartsore.", "other", 3, None),
+    ("I'd feel tender towards her.", "self", 3, None),
+    ("I'd be so alone.", "self", 3, None),
+    ("Totally winded.", "self", 1, None),
+    ("I'd go bright red.", "self", 1, None),
+    ("My lungs would be burning.", "self", 1, "bodily"),
+    ("My knees would turn to jelly.", "self", 1, "bodily"),
+    ("She'd be a bundle of nerves.", "other", 3, None),
+    ("He'd feel relaxed.", "other", 3, None),
+]
 
-@pytest.mark.parametrize("text, role, level, flag", CASES_D + CASES_F + CASES_G + CASES_HI + CASES_JK)
+
+@pytest.mark.parametrize("text, role, level, flag", CASES_D + CASES_F + CASES_G + CASES_HI + CASES_JK + CASES_LNO)
 def test_the_classes_each_held_out_set_showed(lex, text, role, level, flag):
-    """Rounds 4-8: each case is a class a held-out set showed, written after its measurement."""
+    """Rounds 4-9: each case is a class a held-out set showed, written after its measurement."""
     got = score_answer(text, lex, role, OTHERS)
     assert got.level == level, got.rules
     assert flag is None or flag in got.flags, got.flags

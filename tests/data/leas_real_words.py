@@ -82,6 +82,7 @@ def main() -> int:
     for word in sorted(near):
         lines.append(f"  {word}: [{', '.join(sorted(near[word]))}]")
     lines.append("also: {}")
+    lines.append(f"made_for: [{', '.join(targets)}]")
     OUT.write_text("\n".join(lines) + "\n")
     print(f"{sum(map(len, near.values()))} real words near {len(near)} of {len(targets)} lexicon words -> {OUT}")
     return 0

@@ -446,7 +446,7 @@ def score_answer(text: str | None, lexicon: Lexicon, role: Literal["self", "othe
                 if s <= f.start < e and not keep(f):
                     f.drop.add(rule)
     disowned = disowned_spans(words, cues)    # an AI disowns its own feelings, not the other person's
-    within(disowned, "ai", lambda f: experiencer(words, marks, f.start, f.end, aside) == "third")
+    within(disowned, "ai", lambda f: experiencer(words, marks, f.start, f.end, aside) in ("third", "party"))
     within(refused_spans(words, cues, ai=bool(disowned)), "refusal")
     within(ironic_spans(words, {f.start for f in found}), "irony")
     within([(s, e) for s, e, _cue in taken_back(words, lambda s, e: any(s <= f.start < e for f in found))], "taken_back")
@@ -467,9 +467,9 @@ def score_answer(text: str | None, lexicon: Lexicon, role: Literal["self", "othe
     if role is not None:
         for f in found:
             who = experiencer(words, marks, f.start, f.end, aside)
-            if (role == "self" and who == "third") or (role == "other" and who == "first"):
+            if who == "party" or (role == "self" and who == "third") or (role == "other" and who == "first"):
                 f.drop.add("whose")
-    valence = [(f.start, 0 if experiencer(words, marks, f.start, f.end, aside) == "third"   # irony at oneself
+    valence = [(f.start, 0 if experiencer(words, marks, f.start, f.end, aside) in ("third", "party")   # irony at oneself
                 else cues.valence.get(f.term.family or f.name, 0)) for f in found if not f.drop]
     within(contrasted_irony(words, valence, cues), "irony")
     ironic = [(f.start, cues.valence.get(f.term.family or f.name, 0)) for f in found if f.drop == {"irony"}]

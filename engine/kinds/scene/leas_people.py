@@ -24,11 +24,18 @@ possessive ("my", "his"), in this order:
    mine).
 
 Once the answer takes the other's place ("if I were her, I'd be hurt", "If I were Lena", "in his
-shoes", "if you were him": :data:`PLACE_FRAMES`) the first person is the other, in that sentence
+shoes", "if you were him", "imagining I'm her": :data:`PLACE_FRAMES`) the first person is the other, in that sentence
 ("I'd be furious if I were her") and to the end of the answer; "if I were in your position" stays
 the respondent's. "You" is the respondent, whom the answer addresses ("You would feel relieved"),
 as the written rules read it (rule 8); a word with nobody named belongs to whoever the answer is about;
 "we/us/our" name both.
+
+People of the other's ("her guests", "his boss", "their kids") are neither of the two (``party``) and feel for neither answer (the
+writers of held-out sets l and o each decided so where the rules are silent). People in general
+("someone in her position would ...") stay the other person's, as the writers of sets b, f and k
+read them; l and n read "most people would ..." as nobody's, so generic people are left as they
+were. An echo ("..., and I would too", "so would I") makes the feeling before it the
+respondent's as well (``both``).
 
 The scorer then drops the other person's words from a self answer and the respondent's from an
 other answer, also when the whole other answer is in the first person: the answer is read as
@@ -53,7 +60,7 @@ from typing import Literal
 from psyq.engine.kinds.scene.leas_clauses import (FUNCTION, PUNCTUATION, SENTENCE_ENDS, SUBJECTS,
                                                   SUBORDINATORS, TURNS, cased_tokens, sentence_of)
 
-Person = Literal["first", "third", "both"]
+Person = Literal["first", "third", "both", "party"]
 Case = Literal["subject", "object", "possessive"]
 Mark = tuple[Person, Case]
 
@@ -88,7 +95,15 @@ PERSON_NOUNS = frozenset({"friend", "brother", "sister", "mother", "mum", "mom",
                           "colleague", "coworker", "neighbour", "neighbor", "partner", "wife", "husband", "son",
                           "daughter", "girl", "boy", "man", "woman", "child", "kid", "teacher", "supervisor", "uncle",
                           "aunt", "cousin", "stranger", "grandmother", "grandfather", "grandma", "grandpa", "nan",
-                          "girlfriend", "boyfriend", "roommate", "flatmate", "guy", "lady", "person", "driver"})
+                          "girlfriend", "boyfriend", "roommate", "flatmate", "guy", "lady", "person", "driver",
+                          "guest", "customer", "passenger", "lifeguard", "parent", "grandparent", "tailor", "cyclist",
+                          "host", "crowd", "family", "team", "audience", "staff"})
+# Whose people are someone else's: "her guests", "his boss" (an answer may call the other "your
+# colleague" or "my friend" where the scene names them otherwise; a model answer of set e does).
+OWNERS = frozenset({"his", "her", "their"})
+# The names an answer may give the scene's other person ("my mum" for "your mother").
+SAME_PERSON = {"mother": ("mum", "mom", "mam", "ma"), "father": ("dad", "pa"), "manager": ("boss",),
+               "supervisor": ("boss", "manager"), "colleague": ("coworker",), "partner": ("buddy",)}
 # Verbs that put the feeling in their object: "it would upset her" is her feeling.
 OBJECT_FEELERS = re.compile(r"^(?:upset|hurt|annoy|scare|frighten|embarrass|disappoint|anger|worry|bother|sadden|"
                             r"please|surprise|shock|amuse|excite|thrill|delight|frustrate|irritate|offend|insult|"
@@ -106,9 +121,14 @@ VERBISH = frozenset({"would", "will", "might", "may", "could", "must", "should",
                      "seems", "seemed", "gets", "got", "probably", "likely", "definitely", "might", "'d", "has"})
 # Taking the other's place in words: "if I were <the other>", "in <the other's> shoes", "speaking as <them>"
 # (the other: a third person the sentence names, a pronoun, a noun or a name: "If I were Lena, I'd ...").
-PLACE_FRAMES = (("if", "i", "were"), ("if", "i", "was"), ("if", "you", "were"), ("if", "you", "was"), ("speaking", "as"))
+PLACE_FRAMES = (("if", "i", "were"), ("if", "i", "was"), ("if", "you", "were"), ("if", "you", "was"), ("speaking", "as"),
+                ("imagining", "i'm"), ("imagining", "i", "am"), ("imagining", "i", "was"), ("imagining", "i", "were"))
 PLACES = frozenset({"shoes", "position", "place"})
 GENERIC = frozenset({"people", "someone", "somebody", "anyone", "anybody", "everyone", "everybody"})
+# The respondent taking up a feeling just given to someone else.
+ECHOES = (("i", "would", "too"), ("i'd", "too"), ("i", "would", "as", "well"), ("so", "would", "i"), ("me", "too"),
+          ("i", "do", "too"), ("i", "would", "be", "too"), ("i'd", "be", "too"), ("same", "here"), ("i'd", "feel", "the", "same"),
+          ("i", "would", "feel", "the", "same"), ("i", "would", "also"), ("i'd", "also"))
 
 
 def person_marks(words: list[str], cased: list[str], others: tuple[str, ...], feeling_words: frozenset[str]
@@ -125,14 +145,28 @@ def person_marks(words: list[str], cased: list[str], others: tuple[str, ...], fe
             marks.append(("third", "object" if plain else "possessive"))
         elif w in PRONOUNS:
             marks.append(PRONOUNS[w])
+        elif k > 0 and words[k - 1] in OWNERS and _singular(_base(w)) in PERSON_NOUNS and not _is_other(w, others):
+            owned = "object" if k > 1 and words[k - 2] in PREPOSITIONS else "subject"   # "proud of their staff"
+            marks.append(("party", owned))     # "her guests", "his boss"
         elif _base(w) in PERSON_NOUNS or _base(w) in others or _is_name(words, cased, k, k in starts, feeling_words):
             marks.append(("third", "subject"))
         else:
             marks.append(None)
-        if k > 0 and marks[-1] is not None and marks[-1][1] == "subject" and (words[k - 1] in PREPOSITIONS
+        if words[k - 2:k] == ["part", "of"] and marks[-1] is not None:
+            marks[-1] = (marks[-1][0], "subject")    # "part of me would be comforted": I would
+        elif k > 0 and marks[-1] is not None and marks[-1][1] == "subject" and (words[k - 1] in PREPOSITIONS
                                                                               or words[k - 1] in GERUNDS):
             marks[-1] = (marks[-1][0], "object")    # "close to someone", "angry at Lena", "having Ravi beside me"
     return marks
+
+
+def _singular(word: str) -> str:
+    return word[:-1] if word.endswith("s") and word[:-1] in PERSON_NOUNS else word
+
+
+def _is_other(word: str, others: tuple[str, ...]) -> bool:
+    said = _singular(_base(word))
+    return said == _base(word) and (said in others or any(said in SAME_PERSON.get(o, ()) for o in others))
 
 
 def _base(word: str) -> str:
@@ -163,10 +197,12 @@ def experiencer(words: list[str], marks: list[Mark | None], start: int, end: int
     after = marks[end] if end < len(marks) else None
     if start > 0 and words[start - 1] == "how" and after is not None:   # "how angry I was"
         return after[0]
-    s, _e = sentence_of(words, start)
+    s, e = sentence_of(words, start)
     found = _nearest(words, [None if k in aside else m for k, m in enumerate(marks)], start, end, s)
-    if found == "first" and _takes_place(words, marks, 0, sentence_of(words, start)[1]):   # held to the end
+    if found == "first" and _takes_place(words, marks, 0, e):   # held to the end
         return "third"
+    if found in ("third", "party") and any(words[k:k + len(echo)] == list(echo) for k in range(end, e) for echo in ECHOES):
+        return "both"    # "most people would panic, and honestly I would too"
     return found
 
 

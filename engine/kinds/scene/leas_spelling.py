@@ -159,6 +159,7 @@ class RealWordsFile(StrictModel):
     source: Text
     near: dict[str, list[str]]                                # lexicon word -> real words near it
     also: dict[str, Text] = Field(default_factory=dict)        # a real word added by hand -> why
+    made_for: list[str] = Field(default_factory=list)          # the lexicon words it was made for (stale if they changed)
 
 
 def load_real_words(path: str | Path) -> frozenset[str]:
