@@ -24,18 +24,18 @@ possessive ("my", "his"), in this order:
    mine).
 
 Once the answer takes the other's place ("if I were her, I'd be hurt", "If I were Lena", "in his
-shoes", "if you were him", "imagining I'm her": :data:`PLACE_FRAMES`) the first person is the other, in that sentence
-("I'd be furious if I were her") and to the end of the answer; "if I were in your position" stays
-the respondent's. "You" is the respondent, whom the answer addresses ("You would feel relieved"),
-as the written rules read it (rule 8); a word with nobody named belongs to whoever the answer is about;
-"we/us/our" name both.
+shoes", "if you were him", "imagining I'm her": :data:`PLACE_FRAMES`) the first person is the
+other, in that sentence ("I'd be furious if I were her") and to the end of the answer; "if I were
+in your position" stays the respondent's. "You" is the respondent, whom the answer addresses ("You
+would feel relieved"), as the written rules read it (rule 8); a word with nobody named belongs to
+whoever the answer is about; "we/us/our" name both; "part of me" is the respondent.
 
-People of the other's ("her guests", "his boss", "their kids") are neither of the two (``party``) and feel for neither answer (the
-writers of held-out sets l and o each decided so where the rules are silent). People in general
-("someone in her position would ...") stay the other person's, as the writers of sets b, f and k
-read them; l and n read "most people would ..." as nobody's, so generic people are left as they
-were. An echo ("..., and I would too", "so would I") makes the feeling before it the
-respondent's as well (``both``).
+People of the other's ("her guests", "his boss", "their kids") are neither of the two (``party``)
+and feel for neither answer (the writers of held-out sets l and o each decided so where the rules
+are silent). People in general ("someone in her position would ...") stay the other person's, as
+the writers of sets b, f and k read them; l and n read "most people would ..." as nobody's, so
+generic people are left as they were. An echo ("..., and I would too", "so would I") makes the
+feeling before it the respondent's as well (``both``).
 
 The scorer then drops the other person's words from a self answer and the respondent's from an
 other answer, also when the whole other answer is in the first person: the answer is read as
@@ -103,7 +103,7 @@ PERSON_NOUNS = frozenset({"friend", "brother", "sister", "mother", "mum", "mom",
 OWNERS = frozenset({"his", "her", "their"})
 # The names an answer may give the scene's other person ("my mum" for "your mother").
 SAME_PERSON = {"mother": ("mum", "mom", "mam", "ma"), "father": ("dad", "pa"), "manager": ("boss",),
-               "supervisor": ("boss", "manager"), "colleague": ("coworker",), "partner": ("buddy",)}
+               "supervisor": ("boss", "manager"), "colleague": ("coworker",)}
 # Verbs that put the feeling in their object: "it would upset her" is her feeling.
 OBJECT_FEELERS = re.compile(r"^(?:upset|hurt|annoy|scare|frighten|embarrass|disappoint|anger|worry|bother|sadden|"
                             r"please|surprise|shock|amuse|excite|thrill|delight|frustrate|irritate|offend|insult|"
@@ -127,8 +127,8 @@ PLACES = frozenset({"shoes", "position", "place"})
 GENERIC = frozenset({"people", "someone", "somebody", "anyone", "anybody", "everyone", "everybody"})
 # The respondent taking up a feeling just given to someone else.
 ECHOES = (("i", "would", "too"), ("i'd", "too"), ("i", "would", "as", "well"), ("so", "would", "i"), ("me", "too"),
-          ("i", "do", "too"), ("i", "would", "be", "too"), ("i'd", "be", "too"), ("same", "here"), ("i'd", "feel", "the", "same"),
-          ("i", "would", "feel", "the", "same"), ("i", "would", "also"), ("i'd", "also"))
+          ("i", "do", "too"), ("i", "would", "be", "too"), ("i'd", "be", "too"), ("same", "here"),
+          ("i'd", "feel", "the", "same"), ("i", "would", "feel", "the", "same"), ("i", "would", "also"), ("i'd", "also"))
 
 
 def person_marks(words: list[str], cased: list[str], others: tuple[str, ...], feeling_words: frozenset[str]
@@ -201,7 +201,8 @@ def experiencer(words: list[str], marks: list[Mark | None], start: int, end: int
     found = _nearest(words, [None if k in aside else m for k, m in enumerate(marks)], start, end, s)
     if found == "first" and _takes_place(words, marks, 0, e):   # held to the end
         return "third"
-    if found in ("third", "party") and any(words[k:k + len(echo)] == list(echo) for k in range(end, e) for echo in ECHOES):
+    echoed = any(words[k:k + len(echo)] == list(echo) for k in range(end, e) for echo in ECHOES)
+    if found in ("third", "party") and echoed:
         return "both"    # "most people would panic, and honestly I would too"
     return found
 
