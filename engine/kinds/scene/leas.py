@@ -71,7 +71,7 @@ from psyq.engine.kinds.scene.leas_clauses import (POSSESSIVES, PUNCTUATION, Cues
 from psyq.engine.kinds.scene.leas_frames import Sense, frame_terms, other_sense, parse_senses
 from psyq.engine.kinds.scene.leas_stance import (contrasted_irony, continued_irony, disowned_spans, ironic_spans,
                                                  refused_spans)
-from psyq.engine.kinds.scene.leas_people import PERSON_NOUNS, experiencer, person_marks
+from psyq.engine.kinds.scene.leas_people import NOT_MINE, PERSON_NOUNS, experiencer, person_marks
 from psyq.engine.kinds.scene.leas_spelling import Speller, load_real_words, make_speller
 
 # The lexicon the report and `psyq score` use unless told otherwise.
@@ -446,7 +446,7 @@ def score_answer(text: str | None, lexicon: Lexicon, role: Literal["self", "othe
                 if s <= f.start < e and not keep(f):
                     f.drop.add(rule)
     disowned = disowned_spans(words, cues)    # an AI disowns its own feelings, not the other person's
-    within(disowned, "ai", lambda f: experiencer(words, marks, f.start, f.end, aside) in ("third", "party"))
+    within(disowned, "ai", lambda f: experiencer(words, marks, f.start, f.end, aside) in NOT_MINE)
     within(refused_spans(words, cues, ai=bool(disowned)), "refusal")
     within(ironic_spans(words, {f.start for f in found}), "irony")
     within([(s, e) for s, e, _cue in taken_back(words, lambda s, e: any(s <= f.start < e for f in found))], "taken_back")
@@ -469,7 +469,7 @@ def score_answer(text: str | None, lexicon: Lexicon, role: Literal["self", "othe
             who = experiencer(words, marks, f.start, f.end, aside)
             if who == "party" or (role == "self" and who == "third") or (role == "other" and who == "first"):
                 f.drop.add("whose")
-    valence = [(f.start, 0 if experiencer(words, marks, f.start, f.end, aside) in ("third", "party")   # irony at oneself
+    valence = [(f.start, 0 if experiencer(words, marks, f.start, f.end, aside) in NOT_MINE   # irony at oneself
                 else cues.valence.get(f.term.family or f.name, 0)) for f in found if not f.drop]
     within(contrasted_irony(words, valence, cues), "irony")
     ironic = [(f.start, cues.valence.get(f.term.family or f.name, 0)) for f in found if f.drop == {"irony"}]

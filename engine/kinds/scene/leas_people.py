@@ -61,6 +61,7 @@ from psyq.engine.kinds.scene.leas_clauses import (FUNCTION, PUNCTUATION, SENTENC
                                                   SUBORDINATORS, TURNS, cased_tokens, sentence_of)
 
 Person = Literal["first", "third", "both", "party"]
+NOT_MINE: frozenset[Person] = frozenset({"third", "party"})     # the other person, or people of theirs
 Case = Literal["subject", "object", "possessive"]
 Mark = tuple[Person, Case]
 
@@ -202,7 +203,7 @@ def experiencer(words: list[str], marks: list[Mark | None], start: int, end: int
     if found == "first" and _takes_place(words, marks, 0, e):   # held to the end
         return "third"
     echoed = any(words[k:k + len(echo)] == list(echo) for k in range(end, e) for echo in ECHOES)
-    if found in ("third", "party") and echoed:
+    if found in NOT_MINE and echoed:
         return "both"    # "most people would panic, and honestly I would too"
     return found
 
